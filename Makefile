@@ -1,0 +1,31 @@
+# The two commands of the README: `make demo` and `make test`. Everything else is a helper.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install test lint demo clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check pgkgrag tests alembic
+	$(BIN)/ruff format --check pgkgrag tests alembic
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+demo: $(STAMP)
+	@echo "make demo arrives with kgrag_search (issue 5); for now: $(BIN)/pgkgrag db upgrade"
+	$(BIN)/pgkgrag db upgrade
+	$(BIN)/pgkgrag db status
+
+clean:
+	rm -rf $(VENV) .pgkgrag .pytest_cache .mypy_cache .ruff_cache

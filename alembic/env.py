@@ -1,0 +1,53 @@
+"""Alembic environment for pgkgrag: the same DSN as the CLI, one transaction, one advisory lock.
+
+Run by `pgkgrag db upgrade` or by `alembic upgrade head` from the repository root. Options:
+`-x dim=N` (or `pgkgrag db upgrade --dim N`) picks the embedding dimension at install time.
+"""
+
+from logging.config import fileConfig
+
+from alembic import context
+from alembic.script import ScriptDirectory
+
+from pgkgrag import migrations
+from pgkgrag.config import Config
+from pgkgrag.db import resolve_dsn
+from pgkgrag.errors import KgragError
+
+config = context.config
+if config.config_file_name:
+    fileConfig(config.config_file_name)
+
+
+def _dimension() -> int | None:
+    given = config.attributes.get("dim") or context.get_x_argument(as_dictionary=True).get("dim")
+    if given is None:
+        return None
+    try:
+        return int(given)
+    except ValueError as exc:
+        raise KgragError(f"dim must be an integer, got {given!r}") from exc
+
+
+def run_migrations_online() -> None:
+    dsn = config.attributes.get("dsn") or resolve_dsn(Config.from_env())
+    ran: list[str] = []
+    with migrations.engine_for(dsn).connect() as connection:
+        context.configure(
+            connection=connection,
+            target_metadata=None,
+            version_table=migrations.VERSION_TABLE,
+            transaction_per_migration=False,
+            on_version_apply=lambda **kw: ran.append(kw["step"].up_revision_id),
+        )
+        with context.begin_transaction():
+            migrations.prepare(connection, _dimension())
+            context.run_migrations()
+            heads = set(ScriptDirectory.from_config(config).get_heads())
+            at_head = set(context.get_context().get_current_heads()) == heads
+            migrations.finish(connection, at_head=at_head, ran=bool(ran))
+
+
+if context.is_offline_mode():
+    raise KgragError("pgkgrag migrations need a live database (they read the catalog): offline --sql is not supported")
+run_migrations_online()

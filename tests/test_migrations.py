@@ -1,0 +1,149 @@
+"""Migrations: fresh install == upgrade path, idempotent upgrades, clean downgrade, frozen files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+from alembic.script import ScriptDirectory
+from catalog import oids, snapshot
+from conftest import REPO, Server
+
+from pgkgrag import migrations
+from pgkgrag.errors import KgragError
+from pgkgrag.resources import SQL_DIR
+
+
+def _revisions() -> list[str]:
+    script = ScriptDirectory.from_config(migrations.alembic_config())
+    return [rev.revision for rev in reversed(list(script.walk_revisions()))]
+
+
+def test_fresh_install_equals_upgrade_path(any_server: Server) -> None:
+    # Databases in the field upgraded through the released revisions: those must be unchanged
+    # for a fresh install from today's files to equal them.
+    test_released_migrations_are_frozen()
+    fresh = any_server.create_database()
+    stepped = any_server.create_database()
+    try:
+        migrations.upgrade(any_server.dsn(fresh), "head")
+        # One revision at a time, and at every step a downgrade and upgrade again.
+        for rev in _revisions():
+            migrations.upgrade(any_server.dsn(stepped), rev)
+            migrations.downgrade(any_server.dsn(stepped), "-1")
+            migrations.upgrade(any_server.dsn(stepped), rev)
+        assert migrations.current(any_server.dsn(stepped)) == migrations.head()
+        expected = snapshot(any_server.dsn(fresh))
+        assert expected["tables"], "the fresh install created no tables"
+        assert snapshot(any_server.dsn(stepped)) == expected
+    finally:
+        any_server.drop_database(fresh)
+        any_server.drop_database(stepped)
+
+
+def test_upgrade_twice_is_a_no_op(empty_dsn: str) -> None:
+    migrations.upgrade(empty_dsn, "head")
+    before, before_oids = snapshot(empty_dsn), oids(empty_dsn)
+    migrations.upgrade(empty_dsn, "head")
+    assert snapshot(empty_dsn) == before
+    assert oids(empty_dsn) == before_oids, "a second upgrade re-created objects"
+
+
+def test_downgrade_base_removes_everything_and_upgrade_works_again(empty_dsn: str) -> None:
+    migrations.upgrade(empty_dsn, "head")
+    installed = snapshot(empty_dsn)
+    migrations.downgrade(empty_dsn, "base")
+    assert migrations.current(empty_dsn) is None
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("SELECT to_regnamespace('kgrag')").fetchone() == (None,)
+        leftovers = conn.execute(
+            "SELECT count(*) FROM pg_proc WHERE proname IN ('current_tenant', 'fold', 'setting')"
+            " AND pronamespace <> 'pg_catalog'::regnamespace"
+        ).fetchone()
+        assert leftovers == (0,)
+    migrations.upgrade(empty_dsn, "head")
+    assert snapshot(empty_dsn) == installed
+
+
+def test_idempotent_layer_follows_the_files(empty_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A function added to, then removed from sql/idempotent appears, then disappears."""
+    migrations.upgrade(empty_dsn, "head")
+    extra = tmp_path / "idempotent"
+    extra.mkdir()
+    for path in migrations.idempotent_files():
+        (extra / path.name).write_text(path.read_text())
+    (extra / "999_extra.sql").write_text(
+        "CREATE FUNCTION kgrag.extra_probe() RETURNS int LANGUAGE sql SET search_path FROM CURRENT AS 'SELECT 1';"
+    )
+    monkeypatch.setattr(migrations, "idempotent_files", lambda: sorted(extra.glob("*.sql")))
+    migrations.upgrade(empty_dsn, "head")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("SELECT to_regprocedure('kgrag.extra_probe()') IS NOT NULL").fetchone() == (True,)
+    (extra / "999_extra.sql").unlink()
+    migrations.upgrade(empty_dsn, "head")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("SELECT to_regprocedure('kgrag.extra_probe()') IS NULL").fetchone() == (True,)
+
+
+def test_released_migrations_are_frozen() -> None:
+    """Every released revision (script and SQL) is byte-identical to what was released."""
+    frozen = migrations.frozen_hashes()
+    assert frozen, "FROZEN lists no released file"
+    current = {key: path for rev in _revisions() for key, path in migrations.revision_files(rev).items()}
+    for key, digest in frozen.items():
+        assert key in current, f"FROZEN lists {key}, which is missing"
+        assert migrations.file_sha256(current[key]) == digest, f"{key} was edited after release"
+
+
+def test_an_edited_released_file_is_refused(tmp_path: Path) -> None:
+    for key, path in migrations.revision_files(_revisions()[0]).items():
+        edited = tmp_path / path.name
+        edited.write_text(path.read_text() + "\n# an edit\n")
+        with pytest.raises(KgragError, match="edited after it was released"):
+            migrations.check_frozen(key, edited)
+
+
+def test_dimension_is_fixed_at_install(empty_dsn: str) -> None:
+    migrations.upgrade(empty_dsn, "head", dim=3072)
+    with psycopg.connect(empty_dsn) as conn:
+        types = conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid IN ('kgrag.chunk'::regclass, 'kgrag.entity'::regclass,"
+            " 'kgrag.community_report'::regclass) AND attname = 'embedding'"
+        ).fetchall()
+        assert types == [("vector(3072)",)] * 3
+        indexdef = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_embedding_bq_idx'").fetchone()
+        assert indexdef is not None and "bit(3072)" in indexdef[0] and "bit_hamming_ops" in indexdef[0]
+    with pytest.raises(KgragError, match="installed with embedding dimension 3072"):
+        migrations.upgrade(empty_dsn, "head", dim=512)
+    migrations.upgrade(empty_dsn, "head")  # no --dim: keeps what is installed
+
+
+def test_alembic_command_line_gives_the_same_schema(server: Server) -> None:
+    via_api, via_alembic = server.create_database(), server.create_database()
+    try:
+        migrations.upgrade(server.dsn(via_api), "head")
+        env = {"KGRAG_DSN": server.dsn(via_alembic), "PATH": str(Path(sys.executable).parent)}
+        subprocess.run(
+            [sys.executable, "-m", "alembic", "upgrade", "head"], cwd=REPO, env=env, check=True, capture_output=True
+        )
+        assert snapshot(server.dsn(via_alembic)) == snapshot(server.dsn(via_api))
+    finally:
+        server.drop_database(via_api)
+        server.drop_database(via_alembic)
+
+
+def test_concurrent_upgrades_are_serialized(server: Server) -> None:
+    name = server.create_database()
+    try:
+        dsn = server.dsn(name)
+        code = f"from pgkgrag import migrations; migrations.upgrade({dsn!r}, 'head')"
+        procs = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE) for _ in range(3)]
+        errors = [p.communicate()[1].decode() for p in procs]
+        assert [p.returncode for p in procs] == [0, 0, 0], errors
+        assert migrations.current(dsn) == migrations.head()
+    finally:
+        server.drop_database(name)

@@ -1,0 +1,211 @@
+"""The kgrag schema as installed: tenancy in every key, RLS, dimension checks, cascades, helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from pgkgrag.db import tenant_transaction
+
+TABLES = {
+    "settings",
+    "router_rule",
+    "document",
+    "chunk",
+    "entity",
+    "alias",
+    "mention",
+    "relation_evidence",
+    "edge",
+    "community",
+    "community_member",
+    "community_report",
+}
+
+
+def test_every_table_has_tenant_id_in_every_key(conn: psycopg.Connection) -> None:
+    tables = {
+        r[0]
+        for r in conn.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'"
+        )
+    }
+    assert tables >= TABLES
+    for table in sorted(tables):
+        col = conn.execute(
+            "SELECT attnotnull FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'tenant_id'",
+            [f"kgrag.{table}"],
+        ).fetchone()
+        assert col == (True,), f"kgrag.{table} lacks tenant_id NOT NULL"
+    keys = conn.execute(
+        """SELECT conrelid::regclass::text, conname, contype,
+                  (SELECT array_agg(attname) FROM pg_attribute
+                    WHERE attrelid = conrelid AND attnum = ANY (conkey)),
+                  (SELECT array_agg(attname) FROM pg_attribute
+                    WHERE attrelid = confrelid AND attnum = ANY (confkey))
+             FROM pg_constraint
+            WHERE connamespace = 'kgrag'::regnamespace AND contype IN ('p', 'u', 'f')"""
+    ).fetchall()
+    assert len(keys) > 20
+    for table, name, kind, cols, ref_cols in keys:
+        assert "tenant_id" in cols, f"{table}.{name} ({kind}) does not include tenant_id"
+        if kind == "f":
+            assert "tenant_id" in ref_cols, f"{table}.{name} does not reference tenant_id"
+    unique_indexes = conn.execute(
+        "SELECT indexrelid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid"
+        " WHERE c.relnamespace = 'kgrag'::regnamespace AND i.indisunique"
+        " AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = i.indrelid"
+        "   AND a.attname = 'tenant_id' AND a.attnum = ANY (i.indkey))"
+    ).fetchall()
+    assert unique_indexes == []
+
+
+def test_row_level_security_is_enabled_and_forced_everywhere(conn: psycopg.Connection) -> None:
+    rows = conn.execute(
+        "SELECT relname FROM pg_class c WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'"
+        " AND NOT (relrowsecurity AND relforcerowsecurity"
+        "          AND EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid))"
+    ).fetchall()
+    assert rows == []
+
+
+def test_functions_are_documented_invoker_and_pinned(conn: psycopg.Connection) -> None:
+    rows = conn.execute(
+        "SELECT p.oid::regprocedure::text, obj_description(p.oid, 'pg_proc'), p.prosecdef, p.proconfig"
+        " FROM pg_proc p WHERE p.pronamespace = 'kgrag'::regnamespace"
+    ).fetchall()
+    assert rows
+    for name, comment, secdef, config in rows:
+        assert comment, f"{name} has no COMMENT"
+        assert not secdef, f"{name} is SECURITY DEFINER"
+        assert config and any(c.startswith("search_path=pg_catalog") for c in config), f"{name}: {config}"
+
+
+@pytest.fixture
+def app_role(conn: psycopg.Connection) -> Iterator[str]:
+    """A plain role (no superuser, no BYPASSRLS) allowed to use the tables, like an application."""
+    role = f"kgrag_test_app_{conn.info.backend_pid}"
+    conn.execute(sql.SQL("CREATE ROLE {} NOSUPERUSER NOBYPASSRLS").format(sql.Identifier(role)))
+    conn.execute(sql.SQL("GRANT USAGE ON SCHEMA kgrag TO {}").format(sql.Identifier(role)))
+    conn.execute(sql.SQL("GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA kgrag TO {}").format(sql.Identifier(role)))
+    conn.commit()
+    yield role
+    conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+    conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+    conn.commit()
+
+
+def _insert_document(conn: psycopg.Connection, tenant: str, doc_id: str) -> None:
+    with tenant_transaction(conn, tenant):
+        conn.execute(
+            "INSERT INTO kgrag.document (tenant_id, doc_id, content_hash) VALUES (%s, %s, 'h')", [tenant, doc_id]
+        )
+
+
+def test_rls_fails_closed_and_isolates_tenants(conn: psycopg.Connection, app_role: str) -> None:
+    _insert_document(conn, "t1", "a")
+    _insert_document(conn, "t2", "b")
+    conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(app_role)))
+    with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification, match=r"kgrag\.tenant is not set"):
+        conn.execute("SELECT count(*) FROM kgrag.document")
+    conn.rollback()
+    conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(app_role)))
+    with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification):
+        conn.execute("SELECT set_config('kgrag.tenant', '', true)")
+        conn.execute("INSERT INTO kgrag.document (tenant_id, doc_id, content_hash) VALUES ('t1', 'x', 'h')")
+    conn.rollback()
+    conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(app_role)))
+    with tenant_transaction(conn, "t1"):
+        assert conn.execute("SELECT doc_id FROM kgrag.document").fetchall() == [("a",)]
+        # defaults are visible, other tenants' settings are not
+        assert conn.execute("SELECT DISTINCT tenant_id FROM kgrag.settings").fetchall() == [("*",)]
+    with (
+        pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"),
+        tenant_transaction(conn, "t1"),
+    ):
+        conn.execute("INSERT INTO kgrag.document (tenant_id, doc_id, content_hash) VALUES ('t2', 'z', 'h')")
+    conn.execute("RESET ROLE")
+
+
+def test_wrong_dimension_names_the_expected_one(conn: psycopg.Connection) -> None:
+    _insert_document(conn, "t1", "d1")
+    with (
+        pytest.raises(psycopg.errors.DataException, match="expected 512 dimensions, not 3"),
+        tenant_transaction(conn, "t1"),
+    ):
+        conn.execute(
+            "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text,"
+            " content_hash, embedding) VALUES ('t1', 'd1#0', 'd1', 0, 0, 1, 'x', 'h', '[1,2,3]')"
+        )
+    with tenant_transaction(conn, "t1"):
+        assert conn.execute("SELECT kgrag.dimension()").fetchone() == (512,)
+
+
+def test_chunk_ids_are_doc_hash_ordinal(conn: psycopg.Connection) -> None:
+    _insert_document(conn, "t1", "d1")
+    with pytest.raises(psycopg.errors.CheckViolation), tenant_transaction(conn, "t1"):
+        conn.execute(
+            "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text,"
+            " content_hash) VALUES ('t1', 'd1-0', 'd1', 0, 0, 1, 'x', 'h')"
+        )
+
+
+def test_deleting_a_document_cascades_to_chunks_and_mentions(conn: psycopg.Connection) -> None:
+    with tenant_transaction(conn, "t1"):
+        conn.execute(
+            "INSERT INTO kgrag.document (tenant_id, doc_id, content_hash) VALUES ('t1', 'd1', 'h'), ('t1', 'd2', 'h')"
+        )
+        conn.execute(
+            "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text, content_hash)"
+            " VALUES ('t1', 'd1#0', 'd1', 0, 0, 5, 'Alpha', 'h1'), ('t1', 'd2#0', 'd2', 0, 0, 5, 'Alpha', 'h2')"
+        )
+        conn.execute(
+            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type)"
+            " VALUES ('t1', kgrag.entity_key('Service', 'Alpha'), 'Alpha', 'Service')"
+        )
+        conn.execute(
+            "INSERT INTO kgrag.mention (tenant_id, entity_id, chunk_id)"
+            " VALUES ('t1', 'service:alpha', 'd1#0'), ('t1', 'service:alpha', 'd2#0')"
+        )
+        conn.execute("DELETE FROM kgrag.document WHERE doc_id = 'd1'")
+        assert conn.execute("SELECT chunk_id FROM kgrag.chunk").fetchall() == [("d2#0",)]
+        assert conn.execute("SELECT chunk_id FROM kgrag.mention").fetchall() == [("d2#0",)]
+
+
+@pytest.mark.parametrize(
+    ("func", "arg", "expected"),
+    [
+        ("fold", "Serviço de Autenticação", "servico de autenticacao"),
+        ("canonical_name", "  Serviço-de   Autenticação! ", "servico de autenticacao"),
+        ("squash", "Cluster DB", "clusterdb"),
+        ("squash", "ServiçoAutenticação", "servicoautenticacao"),
+    ],
+)
+def test_name_normalization(conn: psycopg.Connection, func: str, arg: str, expected: str) -> None:
+    query = sql.SQL("SELECT kgrag.{}(%s)").format(sql.Identifier(func))
+    assert conn.execute(query, [arg]).fetchone() == (expected,)
+
+
+def test_entity_key_keeps_types_apart(conn: psycopg.Connection) -> None:
+    row = conn.execute("SELECT kgrag.entity_key('Service', 'Billing'), kgrag.entity_key('Team', 'billing!')").fetchone()
+    assert row == ("service:billing", "team:billing")
+
+
+def test_alias_forms_are_generated(conn: psycopg.Connection) -> None:
+    with tenant_transaction(conn, "t1"):
+        conn.execute(
+            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type)"
+            " VALUES ('t1', 'infra:cluster db', 'Cluster DB', 'Infra')"
+        )
+        conn.execute(
+            "INSERT INTO kgrag.alias (tenant_id, entity_id, alias) VALUES ('t1', 'infra:cluster db', 'Cluster DB')"
+        )
+        row = conn.execute("SELECT alias_fold, alias_sq, trigrams FROM kgrag.alias").fetchone()
+    assert row == (
+        "cluster db",
+        "clusterdb",
+        sorted({"  c", " cl", "clu", "lus", "ust", "ste", "ter", "erd", "rdb", "db "}),
+    )
