@@ -14,7 +14,6 @@ from conftest import REPO, Server
 
 from pgkgrag import migrations
 from pgkgrag.errors import KgragError
-from pgkgrag.resources import SQL_DIR
 
 
 def _revisions() -> list[str]:
