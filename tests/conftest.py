@@ -124,3 +124,12 @@ def empty_dsn(any_server: Server) -> Iterator[str]:
 
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def tconn(dsn: str) -> Iterator[psycopg.Connection]:
+    """A connection acting for tenant 't1' for its whole session (tests only; the driver sets
+    the tenant per transaction)."""
+    with connect(dsn, autocommit=True) as c:
+        c.execute("SELECT set_config('kgrag.tenant', 't1', false)")
+        yield c

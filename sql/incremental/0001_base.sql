@@ -137,15 +137,18 @@ CREATE TABLE kgrag.chunk (
     text         text NOT NULL,
     content_hash text NOT NULL,
     lang         regconfig NOT NULL DEFAULT 'simple',
+    -- Stemmed as written (stemmers want the accents) and stemmed once more with accents folded,
+    -- so "renovações" meets "renovação" and "renovacao" meets "renovação".
     tsv          tsvector GENERATED ALWAYS AS
-                 (pg_catalog.to_tsvector(lang, kgrag.fold(title || E'\n' || text))) STORED,
+                 (pg_catalog.to_tsvector(lang, title || E'\n' || text)
+                  || pg_catalog.to_tsvector(lang, kgrag.fold(title || E'\n' || text))) STORED,
     PRIMARY KEY (tenant_id, chunk_id),
     UNIQUE (tenant_id, doc_id, ordinal),
     CHECK (chunk_id = doc_id || '#' || ordinal),
     CHECK (char_start >= 0 AND char_end >= char_start),
     FOREIGN KEY (tenant_id, doc_id) REFERENCES kgrag.document (tenant_id, doc_id) ON DELETE CASCADE
 );
-COMMENT ON TABLE kgrag.chunk IS 'A piece of a document with its char offsets, its full-text vector (tsv, accents folded) and its embedding. chunk_id = doc_id || ''#'' || ordinal.';
+COMMENT ON TABLE kgrag.chunk IS 'A piece of a document with its char offsets, its full-text vector (tsv: stemmed as written and with accents folded) and its embedding. chunk_id = doc_id || ''#'' || ordinal.';
 
 CREATE TABLE kgrag.entity (
     tenant_id        text NOT NULL,

@@ -1,0 +1,209 @@
+-- Vector search in two phases: candidates from the binary-quantized HNSW index by Hamming
+-- distance, then an exact cosine re-rank of the candidates on the full vectors.
+--
+-- The index expression is binary_quantize(embedding)::bit(D) with D fixed at install time, and a
+-- query only uses the index when it repeats that expression exactly, so the three search
+-- functions are created by the DO block at the end with D written into their text.
+
+CREATE OR REPLACE FUNCTION kgrag._check_k(k integer) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF k IS NULL OR k < 1 OR k > 1000 THEN
+        RAISE EXCEPTION 'k must be between 1 and 1000, got %', COALESCE(k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION kgrag._check_k(integer) IS
+'Private. Returns nothing; raises SQLSTATE 22023 unless 1 <= k <= 1000.';
+
+CREATE OR REPLACE FUNCTION kgrag._check_question_vector(q vector) RETURNS void
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    d integer := kgrag.dimension();
+BEGIN
+    IF q IS NULL THEN
+        RAISE EXCEPTION 'the question vector is NULL' USING ERRCODE = '22004';
+    END IF;
+    IF vector_dims(q) <> d THEN
+        RAISE EXCEPTION 'the question vector has % dimensions, but this database stores %-dimensional embeddings',
+            vector_dims(q), d
+            USING ERRCODE = '22000',
+                  HINT = 'Embed the question with the embedder that embedded the documents.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION kgrag._check_question_vector(vector) IS
+'Private. Returns nothing; raises a clear error when the question vector is NULL or its dimension is not kgrag.dimension().';
+
+CREATE OR REPLACE FUNCTION kgrag._vector_scan_begin(k integer, overfetch integer, ef_search integer)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    candidates integer;
+BEGIN
+    PERFORM kgrag._check_k(k);
+    IF overfetch IS NOT NULL AND overfetch < 1 THEN
+        RAISE EXCEPTION 'overfetch must be >= 1, got %', overfetch USING ERRCODE = '22023';
+    END IF;
+    candidates := greatest(k * COALESCE(overfetch, kgrag.setting('vector_overfetch')::integer),
+                           kgrag.setting('vector_min_candidates')::integer);
+    -- Remember the caller's values; _vector_scan_end puts them back.
+    PERFORM set_config('kgrag.saved_ef_search', COALESCE(current_setting('hnsw.ef_search', true), ''), true);
+    PERFORM set_config('kgrag.saved_iterative_scan', COALESCE(current_setting('hnsw.iterative_scan', true), ''), true);
+    PERFORM set_config('kgrag.saved_max_scan_tuples', COALESCE(current_setting('hnsw.max_scan_tuples', true), ''), true);
+    PERFORM set_config('hnsw.ef_search',
+        least(greatest(candidates, COALESCE(ef_search, kgrag.setting('hnsw_ef_search')::integer)), 1000)::text, true);
+    -- Iterative scans keep walking the index until enough rows pass the tenant filter.
+    PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
+    PERFORM set_config('hnsw.max_scan_tuples', kgrag.setting('hnsw_max_scan_tuples') #>> '{}', true);
+    RETURN candidates;
+END
+$$;
+COMMENT ON FUNCTION kgrag._vector_scan_begin(integer, integer, integer) IS
+'Private. Returns the candidate count of a vector search (k * overfetch, at least vector_min_candidates) after setting hnsw.ef_search to at least that count and turning on iterative scans for the rest of the call.';
+
+CREATE OR REPLACE FUNCTION kgrag._vector_scan_end() RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    saved text;
+BEGIN
+    saved := current_setting('kgrag.saved_ef_search', true);
+    PERFORM set_config('hnsw.ef_search', CASE WHEN saved <> '' THEN saved ELSE '40' END, true);
+    saved := current_setting('kgrag.saved_iterative_scan', true);
+    PERFORM set_config('hnsw.iterative_scan', CASE WHEN saved <> '' THEN saved ELSE 'off' END, true);
+    saved := current_setting('kgrag.saved_max_scan_tuples', true);
+    PERFORM set_config('hnsw.max_scan_tuples', CASE WHEN saved <> '' THEN saved ELSE '20000' END, true);
+END
+$$;
+COMMENT ON FUNCTION kgrag._vector_scan_end() IS
+'Private. Returns nothing; puts back the hnsw settings that _vector_scan_begin changed.';
+
+DO $install$
+DECLARE
+    d text := (SELECT s.value #>> '{}' FROM kgrag.settings AS s
+                WHERE s.tenant_id = '*' AND s.key = 'embedding_dimension');
+BEGIN
+    EXECUTE replace($fn$
+CREATE OR REPLACE FUNCTION kgrag.search_chunks_vector(
+    q vector, k integer DEFAULT 10, overfetch integer DEFAULT NULL, ef_search integer DEFAULT NULL)
+RETURNS TABLE (chunk_id text, rank integer, similarity double precision)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+SET plan_cache_mode = force_custom_plan
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    candidates integer;
+BEGIN
+    PERFORM kgrag._check_question_vector(q);
+    candidates := kgrag._vector_scan_begin(k, overfetch, ef_search);
+    RETURN QUERY
+    WITH hamming AS MATERIALIZED (
+        SELECT c.chunk_id, c.embedding
+          FROM kgrag.chunk AS c
+         WHERE c.tenant_id = t
+         ORDER BY binary_quantize(c.embedding)::bit(@D@) <~> binary_quantize(q)::bit(@D@)
+         LIMIT candidates
+    ), exact AS (
+        SELECT h.chunk_id, h.embedding <=> q AS distance FROM hamming AS h
+    )
+    SELECT e.chunk_id, (row_number() OVER (ORDER BY e.distance, e.chunk_id))::integer, 1 - e.distance
+      FROM exact AS e
+     ORDER BY e.distance, e.chunk_id
+     LIMIT k;
+    PERFORM kgrag._vector_scan_end();
+END
+$$;
+$fn$, '@D@', d);
+
+    EXECUTE replace($fn$
+CREATE OR REPLACE FUNCTION kgrag.search_entities_vector(
+    q vector, k integer DEFAULT 10, min_similarity double precision DEFAULT NULL, profile boolean DEFAULT false,
+    overfetch integer DEFAULT NULL, ef_search integer DEFAULT NULL)
+RETURNS TABLE (entity_id text, rank integer, similarity double precision)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+SET plan_cache_mode = force_custom_plan
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    candidates integer;
+    sim_floor double precision := CASE WHEN profile THEN -1
+                                   ELSE COALESCE(min_similarity, kgrag.setting('entity_min_similarity')::float8) END;
+BEGIN
+    PERFORM kgrag._check_question_vector(q);
+    candidates := kgrag._vector_scan_begin(k, overfetch, ef_search);
+    RETURN QUERY
+    WITH hamming AS MATERIALIZED (
+        SELECT e.entity_id, e.embedding
+          FROM kgrag.entity AS e
+         WHERE e.tenant_id = t
+         ORDER BY binary_quantize(e.embedding)::bit(@D@) <~> binary_quantize(q)::bit(@D@)
+         LIMIT candidates
+    ), exact AS (
+        SELECT h.entity_id, 1 - (h.embedding <=> q) AS similarity FROM hamming AS h
+    )
+    SELECT x.entity_id, (row_number() OVER (ORDER BY x.similarity DESC, x.entity_id))::integer, x.similarity
+      FROM exact AS x
+     WHERE x.similarity >= sim_floor
+     ORDER BY x.similarity DESC, x.entity_id
+     LIMIT k;
+    PERFORM kgrag._vector_scan_end();
+END
+$$;
+$fn$, '@D@', d);
+
+    EXECUTE replace($fn$
+CREATE OR REPLACE FUNCTION kgrag.search_reports_vector(
+    q vector, k integer DEFAULT 10, level integer DEFAULT NULL,
+    overfetch integer DEFAULT NULL, ef_search integer DEFAULT NULL)
+RETURNS TABLE (community_id text, rank integer, similarity double precision)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+SET plan_cache_mode = force_custom_plan
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    candidates integer;
+BEGIN
+    PERFORM kgrag._check_question_vector(q);
+    candidates := kgrag._vector_scan_begin(k, overfetch, ef_search);
+    RETURN QUERY
+    WITH hamming AS MATERIALIZED (
+        SELECT r.community_id, r.embedding
+          FROM kgrag.community_report AS r
+         WHERE r.tenant_id = t
+           AND (search_reports_vector.level IS NULL OR EXISTS (
+                SELECT 1 FROM kgrag.community AS c
+                 WHERE c.tenant_id = t AND c.community_id = r.community_id AND c.level = search_reports_vector.level))
+         ORDER BY binary_quantize(r.embedding)::bit(@D@) <~> binary_quantize(q)::bit(@D@)
+         LIMIT candidates
+    ), exact AS (
+        SELECT h.community_id, h.embedding <=> q AS distance FROM hamming AS h
+    )
+    SELECT x.community_id, (row_number() OVER (ORDER BY x.distance, x.community_id))::integer, 1 - x.distance
+      FROM exact AS x
+     ORDER BY x.distance, x.community_id
+     LIMIT k;
+    PERFORM kgrag._vector_scan_end();
+END
+$$;
+$fn$, '@D@', d);
+END
+$install$;
+
+COMMENT ON FUNCTION kgrag.search_chunks_vector(vector, integer, integer, integer) IS
+'Returns the k chunks of the current tenant nearest to q: (chunk_id, rank, similarity = 1 - cosine distance). Candidates (k * overfetch) come from the binary-quantized HNSW index by Hamming distance with iterative scans, then are re-ranked by exact cosine on the full vectors.';
+COMMENT ON FUNCTION kgrag.search_entities_vector(vector, integer, double precision, boolean, integer, integer) IS
+'Returns the k entities nearest to q with similarity >= min_similarity (default: setting entity_min_similarity): (entity_id, rank, similarity). With profile => true the floor is ignored and the top-k similarity profile comes back, whose shape (a peak or a flat line) the router reads.';
+COMMENT ON FUNCTION kgrag.search_reports_vector(vector, integer, integer, integer, integer) IS
+'Returns the k community reports nearest to q, optionally of one community level: (community_id, rank, similarity). Same two phases as search_chunks_vector.';

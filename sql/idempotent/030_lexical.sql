@@ -1,0 +1,65 @@
+-- Full-text search over chunks: accents folded (kgrag.fold) on both sides, one text search
+-- configuration per document language, and parsing that never fails on user punctuation.
+
+CREATE OR REPLACE FUNCTION kgrag.lexical_query(question text, config regconfig, mode text DEFAULT 'any')
+RETURNS tsquery
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    raw text := COALESCE(question, '');
+    q tsquery;
+    lexeme text;
+BEGIN
+    -- Each form is tried as written and with accents folded, as kgrag.chunk.tsv holds both.
+    IF mode = 'websearch' THEN
+        RETURN websearch_to_tsquery(config, raw) || websearch_to_tsquery(config, kgrag.fold(raw));
+    ELSIF mode <> 'any' THEN
+        RAISE EXCEPTION 'lexical mode must be ''any'' or ''websearch'', got %', quote_literal(mode)
+            USING ERRCODE = '22023';
+    END IF;
+    -- 'any': every content word of the question, OR-ed; ranking rewards chunks that hold more.
+    FOREACH lexeme IN ARRAY tsvector_to_array(to_tsvector(config, raw) || to_tsvector(config, kgrag.fold(raw))) LOOP
+        q := CASE WHEN q IS NULL THEN plainto_tsquery('simple', lexeme)
+                  ELSE q || plainto_tsquery('simple', lexeme) END;
+    END LOOP;
+    RETURN COALESCE(q, ''::tsquery);
+END
+$$;
+COMMENT ON FUNCTION kgrag.lexical_query(text, regconfig, text) IS
+'Returns the tsquery used for a question in a text search configuration: mode ''any'' (default) ORs the question''s content words; mode ''websearch'' is websearch_to_tsquery (all words, "quoted phrases", or, -negation). Words are taken as written and with accents folded. Never raises on punctuation.';
+
+CREATE OR REPLACE FUNCTION kgrag.search_chunks_lexical(
+    question text, k integer DEFAULT 10, mode text DEFAULT 'any', config regconfig DEFAULT NULL)
+RETURNS TABLE (chunk_id text, rank integer, score double precision)
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    configs regconfig[];
+BEGIN
+    PERFORM kgrag._check_k(k);
+    IF config IS NOT NULL THEN
+        configs := ARRAY[config];
+    ELSE
+        SELECT array_agg(DISTINCT d.lang) INTO configs FROM kgrag.document AS d WHERE d.tenant_id = t;
+    END IF;
+    RETURN QUERY
+    WITH queries AS (
+        SELECT cfg, kgrag.lexical_query(question, cfg, mode) AS query
+          FROM unnest(COALESCE(configs, '{}')) AS cfg
+    ), hits AS (
+        SELECT c.chunk_id, ts_rank_cd(c.tsv, qs.query)::float8 AS score
+          FROM queries AS qs
+          JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.lang = qs.cfg AND c.tsv @@ qs.query
+         WHERE numnode(qs.query) > 0
+    )
+    SELECT h.chunk_id, (row_number() OVER (ORDER BY h.score DESC, h.chunk_id))::integer, h.score
+      FROM hits AS h
+     ORDER BY h.score DESC, h.chunk_id
+     LIMIT k;
+END
+$$;
+COMMENT ON FUNCTION kgrag.search_chunks_lexical(text, integer, text, regconfig) IS
+'Returns the k chunks of the current tenant that best match the question by full-text search: (chunk_id, rank, score = ts_rank_cd). Each chunk is searched in its own language''s configuration unless config is given; see kgrag.lexical_query for the modes. An empty or stop-word-only question returns no rows.';

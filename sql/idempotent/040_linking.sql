@@ -1,0 +1,113 @@
+-- Entity linking: from the words of a question to entity ids, from the strictest match to the
+-- most tolerant. Every contiguous span of up to six words of the question is tried, so a name
+-- is found inside a sentence and not only when it is the whole question.
+
+CREATE OR REPLACE FUNCTION kgrag._jaccard(a text[], b text[]) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT CASE WHEN cardinality(a) + cardinality(b) = 0 THEN 0::float8
+                ELSE shared::float8 / (cardinality(a) + cardinality(b) - shared) END
+      FROM (SELECT count(*) AS shared FROM unnest(a) AS x WHERE x = ANY (b)) AS s
+$$;
+COMMENT ON FUNCTION kgrag._jaccard(text[], text[]) IS
+'Private. Returns |a and b| / |a or b| for two arrays of distinct elements (trigram similarity).';
+
+CREATE OR REPLACE FUNCTION kgrag.link_entities(
+    question text, min_ratio double precision DEFAULT NULL, min_trigram double precision DEFAULT NULL)
+RETURNS TABLE (entity_id text, score double precision, tier text)
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    whole text := kgrag.canonical_name(COALESCE(question, ''));
+    ratio_floor float8 := COALESCE(min_ratio, kgrag.setting('link_min_ratio')::float8);
+    trigram_floor float8 := COALESCE(min_trigram, kgrag.setting('link_min_trigram')::float8);
+    stop text[] := ARRAY(SELECT jsonb_array_elements_text(kgrag.setting('link_stopwords')));
+BEGIN
+    IF whole = '' THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH words AS (
+        SELECT w.word, w.pos::integer AS pos
+          FROM unnest(string_to_array(whole, ' ')) WITH ORDINALITY AS w(word, pos)
+    ), spans AS (
+        SELECT s.pos AS first, n AS len, array_agg(w.word ORDER BY w.pos) AS words
+          FROM words AS s
+         CROSS JOIN generate_series(1, 6) AS n
+          JOIN words AS w ON w.pos >= s.pos AND w.pos < s.pos + n
+         GROUP BY s.pos, n
+        HAVING count(*) = n
+    ), forms AS (
+        -- A span as a phrase, and squashed three ways: as written, without its inner stop words,
+        -- and with its words sorted ("servico de autenticacao" -> "servicoautenticacao"). The last
+        -- two only for spans that start and end with a content word.
+        SELECT sp.len, array_to_string(sp.words, ' ') AS phrase, v.form
+          FROM spans AS sp
+         CROSS JOIN LATERAL (
+               SELECT array_to_string(sp.words, '')
+               UNION ALL
+               SELECT string_agg(x.w, '' ORDER BY x.o) FROM unnest(sp.words) WITH ORDINALITY AS x(w, o)
+                WHERE x.w <> ALL (stop) AND sp.words[1] <> ALL (stop) AND sp.words[sp.len] <> ALL (stop)
+               UNION ALL
+               SELECT string_agg(x.w, '' ORDER BY x.w COLLATE "C") FROM unnest(sp.words) AS x(w)
+                WHERE x.w <> ALL (stop) AND sp.words[1] <> ALL (stop) AND sp.words[sp.len] <> ALL (stop)
+         ) AS v(form)
+         WHERE v.form IS NOT NULL AND length(v.form) >= 2
+    ), matches AS (
+        -- exact: the whole question is an alias
+        SELECT a.entity_id, 10.0::float8 AS score, 'exact'::text AS tier
+          FROM kgrag.alias AS a
+         WHERE a.tenant_id = t AND a.alias_fold = whole
+        UNION ALL
+        -- phrase: a span of two or more words is an alias
+        SELECT a.entity_id, 9.0, 'phrase'
+          FROM forms AS f
+          JOIN kgrag.alias AS a ON a.tenant_id = t AND a.alias_fold = f.phrase
+         WHERE f.len >= 2
+        UNION ALL
+        -- squashed: a span meets an alias once both are written without spaces
+        SELECT a.entity_id, 8.0, 'squashed'
+          FROM forms AS f
+          JOIN kgrag.alias AS a ON a.tenant_id = t AND a.alias_sq = f.form
+         WHERE a.alias_fold <> f.phrase
+        UNION ALL
+        -- token: one word of the question is an alias
+        SELECT a.entity_id, 7.0, 'token'
+          FROM forms AS f
+          JOIN kgrag.alias AS a ON a.tenant_id = t AND a.alias_fold = f.phrase
+         WHERE f.len = 1 AND f.phrase <> ALL (stop)
+        UNION ALL
+        -- contains / trigram: candidates share trigrams with a squashed span (GIN index), then
+        -- one holds the other with a minimum length ratio, or they are close enough (typos).
+        SELECT c.entity_id, 3.0 * greatest(c.contained, c.similarity),
+               CASE WHEN c.contained >= c.similarity THEN 'contains' ELSE 'trigram' END
+          FROM (SELECT DISTINCT f.form, kgrag.trigrams(f.form) AS grams
+                  FROM forms AS f WHERE f.len <= 3 AND length(f.form) >= 4) AS sf
+         CROSS JOIN LATERAL (
+               SELECT a.entity_id,
+                      CASE WHEN length(a.alias_sq) >= 4
+                                AND (strpos(sf.form, a.alias_sq) > 0 OR strpos(a.alias_sq, sf.form) > 0)
+                           THEN least(length(a.alias_sq), length(sf.form))::float8
+                                / greatest(length(a.alias_sq), length(sf.form))
+                           ELSE 0 END AS contained,
+                      kgrag._jaccard(a.trigrams, sf.grams) AS similarity
+                 FROM kgrag.alias AS a
+                WHERE a.tenant_id = t AND a.trigrams && sf.grams) AS c
+         WHERE c.contained >= ratio_floor OR c.similarity >= trigram_floor
+    ), best AS (
+        SELECT DISTINCT ON (m.entity_id) m.entity_id, m.score, m.tier
+          FROM matches AS m
+         ORDER BY m.entity_id, m.score DESC, m.tier
+    )
+    SELECT b.entity_id, b.score, b.tier
+      FROM best AS b
+      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = b.entity_id
+     WHERE e.degree > 0  -- an isolated entity leads nowhere: not a seed
+     ORDER BY b.score DESC, b.entity_id;
+END
+$$;
+COMMENT ON FUNCTION kgrag.link_entities(text, double precision, double precision) IS
+'Returns the entities a question names, best first: (entity_id, score, tier). Tiers, strictest first: exact (the whole question is an alias, 10), phrase (a span of words is an alias, 9), squashed (a span written without spaces, without stop words or with sorted words equals a squashed alias, 8), token (one word is an alias, 7), contains (a squashed span holds an alias or is held by one, length ratio >= min_ratio, 3 x ratio), trigram (typos: trigram similarity >= min_trigram, 3 x similarity). Entities of degree 0 are left out: they cannot seed a traversal.';

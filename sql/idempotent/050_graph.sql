@@ -1,0 +1,132 @@
+-- The graph: k-hop traversal (WITH RECURSIVE with a string-path cycle guard), fan-out
+-- accounting, and the maintenance of per-source edge ranks and entity degrees.
+
+CREATE OR REPLACE FUNCTION kgrag._traversal_timeout(budget_ms integer) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    RAISE EXCEPTION 'graph traversal cancelled after % ms (setting khop_timeout_ms)', budget_ms
+        USING ERRCODE = '57014',
+              HINT = 'Walk fewer hops, pass a degree cap, or filter relations: a hub multiplies every hop.';
+END
+$$;
+COMMENT ON FUNCTION kgrag._traversal_timeout(integer) IS
+'Private. Never returns: raises SQLSTATE 57014 (query_canceled) when a traversal exceeds its time budget.';
+
+CREATE OR REPLACE FUNCTION kgrag._walk(
+    seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz)
+RETURNS TABLE (entity_id text, hop integer, trail text, seed text)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+SET plan_cache_mode = force_custom_plan
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    max_hops integer := kgrag.setting('max_hops')::integer;
+    budget_ms integer := kgrag.setting('khop_timeout_ms')::integer;
+    deadline timestamptz;
+BEGIN
+    IF hops IS NULL OR hops < 0 THEN
+        RAISE EXCEPTION 'hops must be >= 0, got %', COALESCE(hops::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF hops > max_hops THEN
+        RAISE EXCEPTION 'hops = % is above the maximum of % (setting max_hops)', hops, max_hops
+            USING ERRCODE = '22023',
+                  HINT = 'Each hop multiplies the work by the mean degree; raise max_hops for a tenant only if you measured it.';
+    END IF;
+    IF degree_cap IS NOT NULL AND degree_cap < 1 THEN
+        RAISE EXCEPTION 'degree_cap must be >= 1 (or NULL for no cap), got %', degree_cap USING ERRCODE = '22023';
+    END IF;
+    deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
+    RETURN QUERY
+    WITH RECURSIVE walk(entity_id, hop, trail, seed) AS (
+        SELECT e.entity_id, 0, '|' || e.entity_id || '|', e.entity_id
+          FROM kgrag.entity AS e
+         WHERE e.tenant_id = t AND e.entity_id = ANY (seeds)
+        UNION ALL
+        SELECT g.dst, w.hop + 1, w.trail || g.dst || '|', w.seed
+          FROM walk AS w
+          JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = w.entity_id
+         WHERE w.hop < hops
+           AND strpos(w.trail, '|' || g.dst || '|') = 0          -- cycle guard: never revisit
+           AND (degree_cap IS NULL OR g.rank <= degree_cap)      -- per-node degree cap
+           AND (relations IS NULL OR g.rel = ANY (relations))
+           AND (as_of IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= as_of)
+                                  AND (g.valid_to IS NULL OR g.valid_to > as_of)))
+           AND (clock_timestamp() < deadline OR kgrag._traversal_timeout(budget_ms))
+    )
+    SELECT w.entity_id, w.hop, w.trail, w.seed FROM walk AS w;
+END
+$$;
+COMMENT ON FUNCTION kgrag._walk(text[], integer, integer, text[], timestamptz) IS
+'Private. Returns every simple path walked from the seeds, one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed). The recursive CTE behind kgrag.k_hop and kgrag.fanout.';
+
+CREATE OR REPLACE FUNCTION kgrag.k_hop(
+    seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL, relations text[] DEFAULT NULL,
+    as_of timestamptz DEFAULT NULL)
+RETURNS TABLE (entity_id text, hop integer, path text[], seed text)
+LANGUAGE sql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT x.entity_id, x.hop, string_to_array(btrim(x.trail, '|'), '|'), x.seed
+      FROM (SELECT w.*, row_number() OVER (PARTITION BY w.entity_id
+                                           ORDER BY w.hop, w.trail COLLATE "C") AS shortest
+              FROM kgrag._walk(seeds, hops, degree_cap, relations, as_of) AS w) AS x
+     WHERE x.shortest = 1
+     ORDER BY x.hop, x.entity_id COLLATE "C"
+$$;
+COMMENT ON FUNCTION kgrag.k_hop(text[], integer, integer, text[], timestamptz) IS
+'Returns the entities within hops edges of the seeds, one row each at its shortest hop: (entity_id, hop, path from the seed, seed); the seeds themselves come back at hop 0. Edges are followed from src to dst; degree_cap keeps edges with rank <= degree_cap (each node''s strongest edges), relations keeps those rel types, as_of keeps edges valid at that time. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
+
+CREATE OR REPLACE FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer DEFAULT NULL)
+RETURNS TABLE (hop integer, nodes bigint, new_nodes bigint, paths bigint)
+LANGUAGE sql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    WITH w AS MATERIALIZED (
+        SELECT p.entity_id, p.hop FROM kgrag._walk(ARRAY[seed], hops, degree_cap, NULL, NULL) AS p
+    ), first_seen AS (
+        SELECT f.entity_id, min(f.hop) AS hop FROM w AS f GROUP BY f.entity_id
+    )
+    SELECT w.hop, count(DISTINCT w.entity_id), COALESCE(max(n.new_nodes), 0), count(*)
+      FROM w
+      LEFT JOIN (SELECT s.hop, count(*) AS new_nodes FROM first_seen AS s GROUP BY s.hop) AS n ON n.hop = w.hop
+     GROUP BY w.hop
+     ORDER BY w.hop
+$$;
+COMMENT ON FUNCTION kgrag.fanout(text, integer, integer) IS
+'Returns, per hop from one seed: nodes (distinct entities at the end of some path of that length), new_nodes (entities reached for the first time at that hop) and paths (simple paths walked). paths growing much faster than nodes is a hub blowing up the query; compare with and without degree_cap.';
+
+CREATE OR REPLACE FUNCTION kgrag.refresh_edge_ranks(entity_ids text[]) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    changed integer;
+BEGIN
+    WITH ranked AS (
+        SELECT g.src, g.dst, g.rel,
+               (row_number() OVER (PARTITION BY g.src
+                                   ORDER BY g.weight DESC, g.dst COLLATE "C", g.rel COLLATE "C"))::integer AS rn
+          FROM kgrag.edge AS g
+         WHERE g.tenant_id = t AND g.src = ANY (entity_ids)
+    )
+    UPDATE kgrag.edge AS g
+       SET rank = r.rn
+      FROM ranked AS r
+     WHERE g.tenant_id = t AND g.src = r.src AND g.dst = r.dst AND g.rel = r.rel AND g.rank <> r.rn;
+    GET DIAGNOSTICS changed = ROW_COUNT;
+    UPDATE kgrag.entity AS e
+       SET degree = d.degree
+      FROM (SELECT ids.id,
+                   (SELECT count(DISTINCT g.dst) FROM kgrag.edge AS g
+                     WHERE g.tenant_id = t AND g.src = ids.id)::integer AS degree
+              FROM unnest(entity_ids) AS ids(id)) AS d
+     WHERE e.tenant_id = t AND e.entity_id = d.id AND e.degree <> d.degree;
+    RETURN changed;
+END
+$$;
+COMMENT ON FUNCTION kgrag.refresh_edge_ranks(text[]) IS
+'Recomputes, for the given source entities only, each edge''s rank (position among its src''s edges by weight desc, ties by dst then rel) and each entity''s degree (distinct neighbours). Returns the number of edges whose rank changed. Ingestion calls it with the entities a batch touched, never for the whole table.';

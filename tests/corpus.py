@@ -1,0 +1,47 @@
+"""Small helpers that write test corpora straight into the tables (no ingestion pipeline)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import psycopg
+
+
+def add_chunks(
+    conn: psycopg.Connection,
+    tenant: str,
+    texts: dict[str, str],
+    *,
+    lang: str = "english",
+    vectors: Sequence[np.ndarray] | None = None,
+) -> None:
+    """One document per text, with one chunk each: doc_id -> text."""
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO kgrag.document (tenant_id, doc_id, title, lang, content_hash)"
+            " VALUES (%s, %s, %s, %s::regconfig, md5(%s))",
+            [(tenant, doc, doc, lang, text) for doc, text in texts.items()],
+        )
+        rows = [
+            (tenant, f"{doc}#0", doc, len(text), text, text, lang, None if vectors is None else vectors[i])
+            for i, (doc, text) in enumerate(texts.items())
+        ]
+        cur.executemany(
+            "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text,"
+            " content_hash, lang, embedding) VALUES (%s, %s, %s, 0, 0, %s, %s, md5(%s), %s::regconfig, %s)",
+            rows,
+        )
+
+
+def add_entity(conn: psycopg.Connection, tenant: str, etype: str, name: str, *aliases: str, degree: int = 1) -> str:
+    (entity_id,) = conn.execute(
+        "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, degree)"
+        " VALUES (%s, kgrag.entity_key(%s, %s), %s, %s, %s) RETURNING entity_id",
+        [tenant, etype, name, name, etype, degree],
+    ).fetchone()  # type: ignore[misc]
+    for alias in (name, *aliases):
+        conn.execute(
+            "INSERT INTO kgrag.alias (tenant_id, entity_id, alias) VALUES (%s, %s, %s)", [tenant, entity_id, alias]
+        )
+    return str(entity_id)

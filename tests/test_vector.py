@@ -1,0 +1,134 @@
+"""Vector search: binary-quantized HNSW candidates + exact re-rank agree with brute force, on real
+text embeddings (USE over standard-library docstrings), also for a tenant holding 1% of rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import psycopg
+import pytest
+from corpus import add_chunks
+from realtext import paragraphs
+
+from pgkgrag.embedders import get_embedder
+
+CORPUS, QUERIES, SMALL = 2800, 50, 28
+
+
+@pytest.fixture(scope="module")
+def embedded() -> tuple[list[str], np.ndarray]:
+    texts = paragraphs(CORPUS + QUERIES)
+    assert len(texts) == CORPUS + QUERIES
+    return texts, get_embedder("use", 512).embed(texts)
+
+
+@pytest.fixture
+def vectors(tconn: psycopg.Connection, embedded: tuple[list[str], np.ndarray]) -> Iterator[psycopg.Connection]:
+    texts, vecs = embedded
+    add_chunks(tconn, "big", {f"p{i:04d}": texts[i] for i in range(CORPUS)}, vectors=list(vecs[:CORPUS]))
+    add_chunks(
+        tconn,
+        "small",
+        {f"s{i:04d}": texts[i] for i in range(0, CORPUS, CORPUS // SMALL)},
+        vectors=list(vecs[0 : CORPUS : CORPUS // SMALL]),
+    )
+    tconn.execute("ANALYZE kgrag.chunk")
+    yield tconn
+
+
+def exact(conn: psycopg.Connection, q: np.ndarray, k: int = 10) -> list[str]:
+    rows = conn.execute(
+        "SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = kgrag.current_tenant()"
+        " ORDER BY embedding <=> %s, chunk_id LIMIT %s",
+        [q, k],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def approx(conn: psycopg.Connection, q: np.ndarray, k: int = 10) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT chunk_id FROM kgrag.search_chunks_vector(%s, %s)", [q, k])]
+
+
+def recall(conn: psycopg.Connection, queries: np.ndarray) -> float:
+    hits = [len(set(approx(conn, q)) & set(exact(conn, q))) / 10 for q in queries]
+    return float(np.mean(hits))
+
+
+def test_bq_search_agrees_with_brute_force(vectors: psycopg.Connection, embedded: tuple[list[str], np.ndarray]) -> None:
+    _, vecs = embedded
+    vectors.execute("SELECT set_config('kgrag.tenant', 'big', false)")
+    r = recall(vectors, vecs[CORPUS:])
+    assert r >= 0.95, f"recall@10 {r:.3f}"
+    rows = vectors.execute("SELECT * FROM kgrag.search_chunks_vector(%s, 5)", [vecs[CORPUS]]).fetchall()
+    assert [rank for _, rank, _ in rows] == [1, 2, 3, 4, 5]
+    sims = [s for _, _, s in rows]
+    assert sims == sorted(sims, reverse=True) and all(0 < s <= 1 for s in sims)
+    # a stored paragraph finds itself first, with similarity 1
+    top = vectors.execute("SELECT chunk_id, similarity FROM kgrag.search_chunks_vector(%s, 1)", [vecs[7]]).fetchone()
+    assert top is not None and top[0] == "p0007#0" and top[1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_tenant_with_one_percent_of_rows_still_gets_k(
+    vectors: psycopg.Connection, embedded: tuple[list[str], np.ndarray]
+) -> None:
+    _, vecs = embedded
+    vectors.execute("SELECT set_config('kgrag.tenant', 'small', false)")
+    for q in vecs[CORPUS : CORPUS + 10]:
+        found = approx(vectors, q)
+        assert len(found) == 10 and all(c.startswith("s") for c in found)
+    assert recall(vectors, vecs[CORPUS:]) >= 0.95
+
+
+def test_the_index_is_used(vectors: psycopg.Connection, embedded: tuple[list[str], np.ndarray]) -> None:
+    _, vecs = embedded
+    plans: list[str] = []
+    vectors.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
+    vectors.execute("SELECT set_config('kgrag.tenant', 'big', false)")
+    vectors.execute("LOAD 'auto_explain'")
+    vectors.execute("SET auto_explain.log_min_duration = 0")
+    vectors.execute("SET auto_explain.log_nested_statements = on")
+    vectors.execute("SET auto_explain.log_level = notice")
+    vectors.execute("SELECT * FROM kgrag.search_chunks_vector(%s, 10)", [vecs[CORPUS]]).fetchall()
+    assert any("chunk_embedding_bq_idx" in p for p in plans), plans
+
+
+def test_bad_question_vectors_are_named(vectors: psycopg.Connection) -> None:
+    with pytest.raises(psycopg.errors.DataException, match="has 3 dimensions, but this database stores 512"):
+        vectors.execute("SELECT * FROM kgrag.search_chunks_vector('[1,2,3]')")
+    with pytest.raises(psycopg.errors.NullValueNotAllowed, match="question vector is NULL"):
+        vectors.execute("SELECT * FROM kgrag.search_chunks_vector(NULL)")
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="k must be between"):
+        vectors.execute("SELECT * FROM kgrag.search_chunks_vector(%s, 0)", [np.ones(512, dtype=np.float32)])
+    with pytest.raises(psycopg.errors.DataException, match="NaN"):
+        vectors.execute("SELECT * FROM kgrag.search_chunks_vector(%s)", [np.full(512, np.nan, dtype=np.float32)])
+
+
+def test_settings_are_restored_after_a_search(
+    vectors: psycopg.Connection, embedded: tuple[list[str], np.ndarray]
+) -> None:
+    _, vecs = embedded
+    vectors.execute("SELECT set_config('kgrag.tenant', 'big', false)")
+    vectors.execute("SET hnsw.ef_search = 77")
+    with vectors.transaction():
+        vectors.execute("SELECT * FROM kgrag.search_chunks_vector(%s, 10)", [vecs[0]]).fetchall()
+        assert vectors.execute("SHOW hnsw.ef_search").fetchone() == ("77",)
+        assert vectors.execute("SHOW hnsw.iterative_scan").fetchone() == ("off",)
+
+
+def test_entity_profile_and_floor(tconn: psycopg.Connection) -> None:
+    use = get_embedder("use", 512)
+    names = ["Payment service", "Billing team", "Kubernetes cluster", "Authentication service", "Coffee machine"]
+    for name, vec in zip(names, use.embed(names), strict=True):
+        tconn.execute(
+            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, embedding)"
+            " VALUES ('t1', kgrag.entity_key('x', %s), %s, 'x', %s)",
+            [name, name, vec],
+        )
+    q = use.embed(["payment service"])[0]
+    floor = tconn.execute("SELECT entity_id, similarity FROM kgrag.search_entities_vector(%s, 5, 0.6)", [q]).fetchall()
+    assert [e for e, _ in floor] == ["x:payment service"]
+    profile = tconn.execute("SELECT similarity FROM kgrag.search_entities_vector(%s, 5, 0.99, true)", [q]).fetchall()
+    assert len(profile) == 5  # the floor does not apply to the profile
+    sims = [s for (s,) in profile]
+    assert sims == sorted(sims, reverse=True) and sims[0] - sims[3] > 0.2  # a peak, not a flat line
