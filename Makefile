@@ -15,8 +15,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check pgkgrag tests alembic
-	$(BIN)/ruff format --check pgkgrag tests alembic
+	$(BIN)/ruff check pgkgrag tests alembic benchmarks
+	$(BIN)/ruff format --check pgkgrag tests alembic benchmarks
 	$(BIN)/mypy
 
 test: lint

@@ -2,7 +2,7 @@
 -- A tenant overrides one with a row of its own; kgrag.setting(key) reads the effective value.
 
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES
-    ('*', 'vector_overfetch', '10',
+    ('*', 'vector_overfetch', '30',
      'Vector search fetches k * vector_overfetch candidates by Hamming distance on the binary-quantized index, then re-ranks them by exact cosine.'),
     ('*', 'vector_min_candidates', '100',
      'Lower bound of the candidate count of a vector search, whatever k is.'),

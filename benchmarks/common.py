@@ -1,0 +1,99 @@
+"""Shared by the benchmark scripts: a scratch database, timing, and the report in docs/."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from pgkgrag import migrations
+from pgkgrag.config import Config
+from pgkgrag.db import connect, resolve_dsn
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(os.environ.get("KGRAG_DATA", ROOT.parent / "shared" / "data" / "multihop"))
+REPORT = ROOT / "docs" / "benchmarks.md"
+
+
+@contextmanager
+def scratch_database(name: str, *, dim: int = 512) -> Iterator[str]:
+    """A fresh database on the configured server (KGRAG_DSN or the embedded one), at head."""
+    admin = resolve_dsn(Config.from_env())
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    dsn = make_conninfo(admin, dbname=name)
+    migrations.upgrade(dsn, "head", dim=dim)
+    try:
+        yield dsn
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def tenant_connection(dsn: str, tenant: str) -> psycopg.Connection:
+    """Autocommit connection acting for one tenant for its whole session (benchmarks only)."""
+    conn = connect(dsn, autocommit=True)
+    conn.execute("SELECT set_config('kgrag.tenant', %s, false)", [tenant])
+    return conn
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    start = time.perf_counter()
+    result = fn()
+    return (time.perf_counter() - start) * 1000.0, result
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def markdown_table(header: list[str], rows: list[list[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def write_section(key: str, title: str, body: str) -> None:
+    """Replace (or add) the section `key` of docs/benchmarks.md."""
+    REPORT.parent.mkdir(exist_ok=True)
+    text = (
+        REPORT.read_text()
+        if REPORT.exists()
+        else (
+            "# Benchmarks\n\nEvery figure here is written by a script in `benchmarks/`; rerun it to refresh its"
+            " section. Timings on a shared 2-core machine are noisy: compare rows of one table (one run),"
+            " not tables of different runs.\n"
+        )
+    )
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    section = (
+        f"<!-- bench:{key} -->\n## {title}\n\n_{stamp}; {machine()}; `python benchmarks/{key}.py`_\n\n"
+        f"{body.strip()}\n<!-- /bench:{key} -->"
+    )
+    pattern = re.compile(rf"<!-- bench:{key} -->.*?<!-- /bench:{key} -->", re.S)
+    text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
+    REPORT.write_text(text)
+    print(f"wrote the {key} section of {REPORT.relative_to(ROOT)}")

@@ -1,0 +1,224 @@
+"""k-hop traversal on a generated power-law graph (Barabasi-Albert, >= 1,000,000 edge rows).
+
+Part 1: kgrag.k_hop at 1/2/3 hops with and without a degree cap: latency p50/p95, nodes
+returned and paths walked, and how many traversals the time budget cancelled.
+Part 2: the cycle guard alone, three ways, in the same recursive CTE: the strpos test on a
+'|'-delimited string (what kgrag uses), an array guard (dst <> ALL(path)), and PostgreSQL's
+CYCLE clause.
+
+    python benchmarks/khop.py [--nodes 100000] [--m 5] [--seeds 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+import numpy as np
+import psycopg
+from common import markdown_table, median, percentile, scratch_database, tenant_connection, timed, write_section
+
+TENANT = "bench"
+
+# The three guards differ only in how a path remembers where it has been.
+GUARDS = {
+    "strpos on a delimited string": """
+        WITH RECURSIVE walk(entity_id, hop, trail) AS (
+            SELECT e.entity_id, 0, '|' || e.entity_id || '|' FROM kgrag.entity e
+             WHERE e.tenant_id = %(t)s AND e.entity_id = %(seed)s
+            UNION ALL
+            SELECT g.dst, w.hop + 1, w.trail || g.dst || '|' FROM walk w
+              JOIN kgrag.edge g ON g.tenant_id = %(t)s AND g.src = w.entity_id
+             WHERE w.hop < %(hops)s AND strpos(w.trail, '|' || g.dst || '|') = 0
+               AND (%(cap)s::int IS NULL OR g.rank <= %(cap)s::int))
+        SELECT count(*) FROM walk""",
+    "array, dst <> ALL(path)": """
+        WITH RECURSIVE walk(entity_id, hop, path) AS (
+            SELECT e.entity_id, 0, ARRAY[e.entity_id] FROM kgrag.entity e
+             WHERE e.tenant_id = %(t)s AND e.entity_id = %(seed)s
+            UNION ALL
+            SELECT g.dst, w.hop + 1, w.path || g.dst FROM walk w
+              JOIN kgrag.edge g ON g.tenant_id = %(t)s AND g.src = w.entity_id
+             WHERE w.hop < %(hops)s AND g.dst <> ALL (w.path)
+               AND (%(cap)s::int IS NULL OR g.rank <= %(cap)s::int))
+        SELECT count(*) FROM walk""",
+    "CYCLE clause": """
+        WITH RECURSIVE walk(entity_id, hop) AS (
+            SELECT e.entity_id, 0 FROM kgrag.entity e
+             WHERE e.tenant_id = %(t)s AND e.entity_id = %(seed)s
+            UNION ALL
+            SELECT g.dst, w.hop + 1 FROM walk w
+              JOIN kgrag.edge g ON g.tenant_id = %(t)s AND g.src = w.entity_id
+             WHERE w.hop < %(hops)s AND (%(cap)s::int IS NULL OR g.rank <= %(cap)s::int))
+            CYCLE entity_id SET is_cycle USING path
+        SELECT count(*) FROM walk WHERE NOT is_cycle""",
+}
+
+
+def barabasi_albert(nodes: int, m: int, seed: int) -> list[tuple[int, int, int]]:
+    """Undirected edges (a, b, weight) of a preferential-attachment graph, deterministic."""
+    rng = random.Random(seed)
+    targets = list(range(m))
+    repeated: list[int] = []
+    edges: list[tuple[int, int, int]] = []
+    weights = np.random.default_rng(seed).geometric(0.4, size=nodes * m)
+    for source in range(m, nodes):
+        for target in set(targets):
+            edges.append((source, target, int(weights[len(edges)])))
+        repeated.extend(targets)
+        repeated.extend([source] * m)
+        chosen: set[int] = set()
+        while len(chosen) < m:
+            chosen.add(rng.choice(repeated))
+        targets = sorted(chosen)
+    return edges
+
+
+def load(conn: psycopg.Connection, nodes: int, edges: list[tuple[int, int, int]]) -> None:
+    with conn.cursor() as cur:
+        with cur.copy("COPY kgrag.entity (tenant_id, entity_id, name, type) FROM STDIN") as copy:
+            for i in range(nodes):
+                copy.write_row((TENANT, f"n:{i:06d}", f"node {i}", "n"))
+        with cur.copy("COPY kgrag.edge (tenant_id, src, dst, rel, weight) FROM STDIN") as copy:
+            for a, b, w in edges:
+                copy.write_row((TENANT, f"n:{a:06d}", f"n:{b:06d}", "CO_OCCURS", w))
+                copy.write_row((TENANT, f"n:{b:06d}", f"n:{a:06d}", "CO_OCCURS", w))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=100_000)
+    parser.add_argument("--m", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=200)
+    parser.add_argument("--timeout-ms", type=int, default=2000)
+    args = parser.parse_args()
+
+    edges = barabasi_albert(args.nodes, args.m, seed=7)
+    with scratch_database("kgrag_bench_khop") as dsn, tenant_connection(dsn, TENANT) as conn:
+        load_ms, _ = timed(lambda: load(conn, args.nodes, edges))
+        ids = [f"n:{i:06d}" for i in range(args.nodes)]
+        rank_ms, _ = timed(lambda: conn.execute("SELECT kgrag.refresh_edge_ranks(%s)", [ids]))
+        conn.execute("VACUUM ANALYZE kgrag.edge")
+        conn.execute("VACUUM ANALYZE kgrag.entity")
+        conn.execute(
+            "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'khop_timeout_ms', %s)",
+            [TENANT, str(args.timeout_ms)],
+        )
+        (rows, max_degree, mean_degree) = conn.execute(
+            "SELECT (SELECT count(*) FROM kgrag.edge), max(degree), avg(degree)::numeric(6,1) FROM kgrag.entity"
+        ).fetchone()  # type: ignore[misc]
+        print(
+            f"graph: {args.nodes} nodes, {rows} edge rows, degree mean {mean_degree} max {max_degree}; "
+            f"loaded in {load_ms / 1000:.1f} s, ranked in {rank_ms / 1000:.1f} s"
+        )
+        seeds = random.Random(11).sample(ids, args.seeds)
+        hubs = [
+            r[0] for r in conn.execute("SELECT entity_id FROM kgrag.entity ORDER BY degree DESC, entity_id LIMIT 20")
+        ]
+
+        khop_rows: list[list[object]] = []
+        for label, group in ((f"{len(seeds)} random", seeds), ("20 top hubs", hubs)):
+            for hops in (1, 2, 3):
+                for cap in (None, 4):
+                    khop_rows.append([label, *measure_khop(conn, group, hops, cap)])
+                    print(khop_rows[-1])
+
+        guard_rows: list[list[object]] = []
+        for hops, cap in ((2, 4), (3, 4), (2, None), (3, None)):
+            for name, query in GUARDS.items():
+                guard_rows.append(measure_guard(conn, seeds, name, query, hops, cap, args.timeout_ms))
+                print(guard_rows[-1])
+
+    body = (
+        f"Barabasi-Albert graph: {args.nodes:,} entities, {rows:,} edge rows (each co-occurrence edge in both "
+        f"directions), mean degree {mean_degree}, max degree {max_degree}. Seeds: {args.seeds} drawn uniformly, and "
+        f"the 20 entities of highest degree (hubs); cancelled traversals are left out of the latency columns; "
+        f"time budget (khop_timeout_ms) {args.timeout_ms} ms. Load {load_ms / 1000:.1f} s; ranking every edge with "
+        f"kgrag.refresh_edge_ranks {rank_ms / 1000:.1f} s.\n\n"
+        "### kgrag.k_hop\n\n"
+        + markdown_table(
+            [
+                "seeds",
+                "hops",
+                "degree cap",
+                "p50 ms",
+                "p95 ms",
+                "mean nodes returned",
+                "mean paths walked",
+                "max paths walked",
+                "cancelled by the time budget",
+            ],
+            khop_rows,
+        )
+        + "\n\n### Cycle guard, same CTE, three ways (count of simple paths)\n\n"
+        + markdown_table(["hops", "degree cap", "guard", "p50 ms", "p95 ms", "mean paths", "cancelled"], guard_rows)
+        + "\n"
+    )
+    print(body)
+    write_section("khop", "k-hop traversal on a power-law graph", body)
+
+
+def measure_khop(conn: psycopg.Connection, seeds: list[str], hops: int, cap: int | None) -> list[object]:
+    times: list[float] = []
+    nodes: list[int] = []
+    paths: list[int] = []
+    cancelled = 0
+    for seed in seeds:
+        try:
+            ms, result = timed(
+                lambda seed=seed: conn.execute(
+                    "SELECT count(*) FROM kgrag.k_hop(ARRAY[%s], %s, %s)", [seed, hops, cap]
+                ).fetchone()
+            )
+            walked = conn.execute(
+                "SELECT count(*) FROM kgrag._walk(ARRAY[%s], %s, %s, NULL, NULL)", [seed, hops, cap]
+            ).fetchone()
+        except psycopg.errors.QueryCanceled:
+            cancelled += 1
+            continue
+        times.append(ms)
+        nodes.append(result[0])  # type: ignore[index]
+        paths.append(walked[0])  # type: ignore[index]
+    return [
+        hops,
+        cap or "none",
+        f"{median(times):.2f}",
+        f"{percentile(times, 95):.2f}",
+        f"{np.mean(nodes):.0f}" if nodes else "-",
+        f"{np.mean(paths):.0f}" if paths else "-",
+        max(paths) if paths else "-",
+        f"{cancelled}/{len(seeds)}",
+    ]
+
+
+def measure_guard(
+    conn: psycopg.Connection, seeds: list[str], name: str, query: str, hops: int, cap: int | None, timeout_ms: int
+) -> list[object]:
+    times: list[float] = []
+    counts: list[int] = []
+    cancelled = 0
+    conn.execute("SELECT set_config('statement_timeout', %s, false)", [str(timeout_ms)])
+    for seed in seeds:
+        params = {"t": TENANT, "seed": seed, "hops": hops, "cap": cap}
+        try:
+            start = time.perf_counter()
+            (count,) = conn.execute(query, params).fetchone()  # type: ignore[arg-type, misc]
+            times.append((time.perf_counter() - start) * 1000)
+            counts.append(count)
+        except psycopg.errors.QueryCanceled:
+            cancelled += 1
+    conn.execute("SELECT set_config('statement_timeout', '0', false)")
+    return [
+        hops,
+        cap or "none",
+        name,
+        f"{median(times):.2f}",
+        f"{percentile(times, 95):.2f}",
+        f"{np.mean(counts):.0f}" if counts else "-",
+        f"{cancelled}/{len(seeds)}",
+    ]
+
+
+if __name__ == "__main__":
+    main()
