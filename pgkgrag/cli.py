@@ -4,20 +4,31 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 import psycopg
 from alembic.util import CommandError
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
 from sqlalchemy.exc import DBAPIError
 
 from pgkgrag import migrations
+from pgkgrag.build import BuildReport
+from pgkgrag.build import build as build_products
 from pgkgrag.config import Config
-from pgkgrag.db import resolve_dsn
+from pgkgrag.db import connect, resolve_dsn, tenant_transaction
+from pgkgrag.documents import TEXT_SUFFIXES
 from pgkgrag.embedded import EmbeddedServer
+from pgkgrag.embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
 from pgkgrag.errors import KgragError
+from pgkgrag.extraction_setup import make_extractor
+from pgkgrag.extractors import EXTRACTORS
+from pgkgrag.ingest import Ingestor, IngestReport, delete_documents
 
 console = Console()
 err_console = Console(stderr=True)
@@ -145,3 +156,186 @@ def current() -> None:
     """Print the schema revision of the database."""
     rev = migrations.current(resolve_dsn(Config.from_env()))
     console.print(rev or "not installed")
+
+
+def _open(tenant: str | None) -> tuple[Config, psycopg.Connection]:
+    config = Config.from_env(tenant)
+    return config, connect(resolve_dsn(config))
+
+
+def _embedder(conn: psycopg.Connection, tenant: str, requested: str | None) -> Embedder:
+    with tenant_transaction(conn, tenant):
+        row = conn.execute("SELECT kgrag.dimension(), kgrag.setting('embedder') #>> '{}'").fetchone()
+    assert row is not None
+    dimension, recorded = row
+    return get_embedder(requested or recorded or DEFAULT_EMBEDDER, dimension)
+
+
+def _count_inputs(paths: list[Path]) -> int | None:
+    total = 0
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            if file.suffix.lower() == ".jsonl":
+                with file.open("rb") as handle:
+                    total += sum(1 for line in handle if line.strip())
+            elif file.suffix.lower() in TEXT_SUFFIXES:
+                total += 1
+    return total or None
+
+
+tenant_option = click.option(
+    "--tenant", default=None, help="Tenant to act for (default: KGRAG_TENANT, else 'default')."
+)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@tenant_option
+@click.option(
+    "--extractor",
+    type=click.Choice(EXTRACTORS),
+    default="provided",
+    show_default=True,
+    help="provided: entities/relations from the JSONL; gazetteer: known names found in the text; "
+    "llm: an OpenAI-compatible endpoint (KGRAG_LLM_URL).",
+)
+@click.option(
+    "--embedder", type=click.Choice(EMBEDDERS), default=None, help="Default: the tenant's embedder, else 'use'."
+)
+@click.option(
+    "--gazetteer",
+    "gazetteer_file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Names for --extractor gazetteer (JSONL or CSV); default: the tenant's entities.",
+)
+@click.option(
+    "--batch-size", type=click.IntRange(1, 100_000), default=500, show_default=True, help="Documents per transaction."
+)
+@click.option(
+    "--build/--no-build",
+    default=True,
+    show_default=True,
+    help="Rebuild communities, reports and answers afterwards (only what is stale).",
+)
+@friendly_errors
+def ingest(
+    paths: tuple[Path, ...],
+    tenant: str | None,
+    extractor: str,
+    embedder: str | None,
+    gazetteer_file: Path | None,
+    batch_size: int,
+    build: bool,
+) -> None:
+    """Ingest documents: .jsonl files (one document per line), .txt/.md files, or folders of them."""
+    config, conn = _open(tenant)
+    with conn:
+        emb = _embedder(conn, config.tenant, embedder)
+        chosen = make_extractor(conn, config.tenant, extractor, gazetteer_file)
+        path_list = list(paths)
+        with _progress() as progress:
+            task = progress.add_task("ingesting", total=_count_inputs(path_list))
+            ingestor = Ingestor(
+                conn,
+                config.tenant,
+                chosen,
+                emb,
+                batch_size=batch_size,
+                progress=lambda _step, n: progress.advance(task, n),
+            )
+            report = ingestor.run(path_list)
+            built = None
+            if build:
+                progress.update(task, description="building communities, reports, answers")
+                start = time.perf_counter()
+                built = build_products(conn, config.tenant, emb)
+                report.seconds["build"] += time.perf_counter() - start
+        _print_ingest_report(report, built)
+        if not report.ok:
+            sys.exit(1)
+
+
+@main.command(name="build")
+@tenant_option
+@click.option("--force", is_flag=True, help="Run community detection even if nothing is stale.")
+@friendly_errors
+def build_command(tenant: str | None, force: bool) -> None:
+    """Bring communities, reports, answers and embeddings up to date (only what is stale)."""
+    config, conn = _open(tenant)
+    with conn:
+        built = build_products(conn, config.tenant, _embedder(conn, config.tenant, None), force=force)
+    _print_build(built)
+
+
+@main.command()
+@click.argument("doc_ids", nargs=-1, required=True)
+@tenant_option
+@friendly_errors
+def delete(doc_ids: tuple[str, ...], tenant: str | None) -> None:
+    """Delete documents and everything that came from them."""
+    config, conn = _open(tenant)
+    with conn:
+        result = delete_documents(conn, config.tenant, list(doc_ids))
+    console.print(
+        f"deleted {result['documents']} of {len(doc_ids)} documents; "
+        f"{result.get('removed_entities', 0)} entities no longer cited were removed. "
+        "Run `pgkgrag build` to refresh communities and reports."
+    )
+
+
+def _progress() -> Progress:
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+
+
+def _print_ingest_report(report: IngestReport, built: BuildReport | None) -> None:
+    table = Table(title="ingestion", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    rows = [
+        ("documents read", report.read),
+        ("unchanged (skipped)", report.unchanged),
+        ("written", report.written),
+        ("failed", len(report.failed)),
+        ("rejected input", len(report.rejected_inputs)),
+        ("chunks", report.counts["chunks"]),
+        ("mentions", report.counts["mentions"]),
+        ("relations", report.counts["relations"]),
+        ("entities touched", report.counts["affected_entities"]),
+        ("entities removed", report.counts["removed_entities"]),
+        ("retried transactions", report.retries),
+    ]
+    for name, value in rows:
+        table.add_row(name, str(value))
+    for reason, n in sorted(report.rejected_extractions.items()):
+        table.add_row(f"rejected: {reason}", str(n))
+    if built is not None:
+        table.add_row("communities", str(built.communities.get("communities", "unchanged")))
+        table.add_row("reports written", str(built.reports.get("written", 0)))
+        table.add_row("answers written", str(built.answers))
+    for step, seconds in report.seconds.items():
+        table.add_row(f"time: {step}", f"{seconds:.2f} s")
+    console.print(table)
+    for where, why in report.rejected_inputs[:20]:
+        err_console.print(f"[red]rejected[/] {where}: {why}", highlight=False, soft_wrap=True)
+    if len(report.rejected_inputs) > 20:
+        err_console.print(f"... and {len(report.rejected_inputs) - 20} more rejected inputs")
+    for doc_id, why in report.failed[:20]:
+        err_console.print(f"[red]failed[/] {doc_id}: {why}", highlight=False, soft_wrap=True)
+
+
+def _print_build(built: BuildReport) -> None:
+    console.print(
+        f"communities: {built.communities or 'unchanged'}; reports: {built.reports}; "
+        f"answers written: {built.answers}; embedded: {built.embedded}",
+        highlight=False,
+    )

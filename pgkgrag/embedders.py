@@ -5,6 +5,8 @@
   numpy only, no torch, nothing downloaded. The default.
 - `hash`: deterministic character trigrams hashed into D dimensions. Not semantic; no dependency,
   instant, for tests and throughput benchmarks.
+- `openai`: any OpenAI-compatible embeddings endpoint (KGRAG_EMBED_URL, KGRAG_EMBED_MODEL; see
+  pgkgrag.llm_client). Its vectors must have the database's dimension.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import numpy as np
 import numpy.typing as npt
 
 from pgkgrag.errors import KgragError
+from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient, RequestFailed
 
 Vectors = npt.NDArray[np.float32]
 
-EMBEDDERS = ("use", "hash")
+EMBEDDERS = ("use", "hash", "openai")
 DEFAULT_EMBEDDER = "use"
 
 
@@ -79,6 +82,32 @@ class UseEmbedder:
         return _normalize(np.asarray(self._model.encode(texts), dtype=np.float32))
 
 
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible /embeddings endpoint, in batches."""
+
+    name = "openai"
+
+    def __init__(self, client: OpenAICompatibleClient, dim: int, batch: int = 128) -> None:
+        self.client = client
+        self.dim = dim
+        self.batch = batch
+
+    def embed(self, texts: list[str]) -> Vectors:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch):
+            try:
+                rows.extend(self.client.embed(texts[start : start + self.batch]))
+            except RequestFailed as exc:
+                raise KgragError(f"embedding endpoint {self.client.settings.url}: {exc}") from exc
+        wrong = {len(r) for r in rows} - {self.dim}
+        if wrong:
+            raise KgragError(
+                f"the embedding endpoint returned {wrong.pop()}-dimensional vectors, but this database stores "
+                f"{self.dim} (installed with --dim {self.dim}): pick a model of that size, or install with its size"
+            )
+        return _normalize(np.asarray(rows, dtype=np.float32).reshape(len(rows), self.dim))
+
+
 def get_embedder(name: str, dim: int) -> Embedder:
     """The embedder called `name`, checked against the database's embedding dimension."""
     embedder: Embedder
@@ -86,6 +115,11 @@ def get_embedder(name: str, dim: int) -> Embedder:
         embedder = HashEmbedder(dim)
     elif name == "use":
         embedder = UseEmbedder()
+    elif name == "openai":
+        settings = LlmSettings.from_env(
+            url_var="KGRAG_EMBED_URL", model_var="KGRAG_EMBED_MODEL", default_model="text-embedding-3-small"
+        )
+        embedder = OpenAIEmbedder(OpenAICompatibleClient(settings), dim)
     else:
         raise KgragError(f"unknown embedder {name!r}: choose one of {', '.join(EMBEDDERS)}")
     if embedder.dim != dim:

@@ -1,0 +1,260 @@
+"""Extraction: what entities a document's chunks mention and what relations they state.
+
+Three implementations of one small interface:
+- `provided`: the entities and relations given in the JSONL;
+- `gazetteer`: known names (a file, or the tenant's entities) found in the text with an
+  Aho-Corasick automaton (pyahocorasick), word-bounded, case and accent insensitive;
+- `llm`: any OpenAI-compatible chat endpoint, validated (pgkgrag.llm_extractor).
+
+Names are compared in their canonical form, which only SQL computes (kgrag.canonical_name):
+Python asks the database for it in one call per batch rather than keeping a second copy.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal, Protocol
+
+import ahocorasick
+import psycopg
+from psycopg import sql
+
+from pgkgrag.chunking import Chunk
+from pgkgrag.documents import DocumentIn
+from pgkgrag.errors import KgragError
+
+EXTRACTORS = ("provided", "gazetteer", "llm")
+
+
+@dataclass
+class FoundEntity:
+    name: str
+    type: str
+    description: str = ""
+    aliases: list[str] = field(default_factory=list)
+    answer: str | None = None
+    answer_ordinal: int | None = None
+    ordinals: list[int] | None = None  # None: let the database find the chunks that name it
+
+
+@dataclass
+class FoundRelation:
+    source: str
+    target: str
+    rel: str
+    extractor: str
+    ordinal: int | None = None  # None: the first chunk citing both
+    source_type: str | None = None
+    target_type: str | None = None
+    quote: str = ""
+    confidence: float = 1.0
+    negated: bool = False
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+
+
+@dataclass
+class Extraction:
+    entities: list[FoundEntity] = field(default_factory=list)
+    relations: list[FoundRelation] = field(default_factory=list)
+    rejected: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class PreparedDocument:
+    document: DocumentIn
+    chunks: list[Chunk]
+
+
+class ExtractionFailed(Exception):
+    """A document could not be extracted at all (e.g. the LLM endpoint kept failing)."""
+
+
+class Extractor(Protocol):
+    name: str
+
+    def fingerprint(self) -> str:
+        """Name and version: part of every document's content hash."""
+        ...
+
+    def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
+        """Per doc_id: what was found, or why the document could not be extracted."""
+        ...
+
+
+def normalized(conn: psycopg.Connection, form: Literal["canonical_name", "squash"], texts: list[str]) -> list[str]:
+    """kgrag.canonical_name or kgrag.squash of every text, in order, in one round trip."""
+    if not texts:
+        return []
+    query = sql.SQL("SELECT kgrag.{}(u.x) FROM unnest(%s::text[]) WITH ORDINALITY AS u(x, i) ORDER BY u.i")
+    rows = conn.execute(query.format(sql.Identifier(form)), [texts]).fetchall()
+    return [r[0] for r in rows]
+
+
+def _chunk_of(chunks: list[Chunk], position: int) -> int | None:
+    for chunk in chunks:
+        if chunk.char_start <= position < chunk.char_end:
+            return chunk.ordinal
+    return None
+
+
+class ProvidedExtractor:
+    """Entities and relations as the JSONL gives them."""
+
+    name = "provided"
+
+    def fingerprint(self) -> str:
+        return "provided:v1"
+
+    def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
+        return {prepared.document.doc_id: self._one(prepared) for prepared in docs}
+
+    def _one(self, prepared: PreparedDocument) -> Extraction:
+        doc, chunks = prepared.document, prepared.chunks
+        out = Extraction()
+        for entity in doc.entities:
+            answer_ordinal = None
+            if entity.answer:
+                answer_ordinal = next((c.ordinal for c in chunks if entity.answer in c.text), None)
+            out.entities.append(
+                FoundEntity(
+                    entity.name, entity.type, entity.description, list(entity.aliases), entity.answer, answer_ordinal
+                )
+            )
+        for rel in doc.relations:
+            ordinal = None
+            if rel.quote:
+                position = doc.text.find(rel.quote)
+                if position < 0:
+                    out.rejected["quote not found in the document"] += 1
+                    continue
+                ordinal = _chunk_of(chunks, position)
+            out.relations.append(
+                FoundRelation(
+                    rel.source,
+                    rel.target,
+                    rel.type,
+                    self.name,
+                    ordinal,
+                    rel.source_type,
+                    rel.target_type,
+                    rel.quote,
+                    rel.confidence,
+                    rel.negated,
+                    rel.valid_from,
+                    rel.valid_to,
+                )
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class KnownName:
+    name: str
+    type: str
+    aliases: tuple[str, ...] = ()
+
+
+def load_gazetteer(path: Path) -> list[KnownName]:
+    """Names from JSONL ({"name", "type", "aliases"}) or CSV (name,type,aliases separated by ';')."""
+    if not path.exists():
+        raise KgragError(f"gazetteer {path}: no such file")
+    names: list[KnownName] = []
+    if path.suffix.lower() == ".jsonl":
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                names.append(
+                    KnownName(
+                        str(item["name"]),
+                        str(item.get("type") or "Concept"),
+                        tuple(str(a) for a in item.get("aliases", [])),
+                    )
+                )
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise KgragError(f'gazetteer {path}:{number}: expected {{"name", "type", "aliases"}}: {exc}') from exc
+    elif path.suffix.lower() == ".csv":
+        with path.open(encoding="utf-8", newline="") as handle:
+            for row in csv.DictReader(handle):
+                if not row.get("name"):
+                    raise KgragError(f"gazetteer {path}: every row needs a name (columns: name,type,aliases)")
+                aliases = tuple(a.strip() for a in (row.get("aliases") or "").split(";") if a.strip())
+                names.append(KnownName(row["name"], row.get("type") or "Concept", aliases))
+    else:
+        raise KgragError(f"gazetteer {path}: expected a .jsonl or .csv file")
+    return names
+
+
+def tenant_gazetteer(conn: psycopg.Connection) -> list[KnownName]:
+    """The names the tenant's graph already knows."""
+    rows = conn.execute(
+        "SELECT e.name, e.type, COALESCE(array_agg(a.alias ORDER BY a.alias) FILTER (WHERE a.alias <> e.name), '{}')"
+        " FROM kgrag.entity e LEFT JOIN kgrag.alias a ON a.tenant_id = e.tenant_id AND a.entity_id = e.entity_id"
+        " WHERE e.tenant_id = kgrag.current_tenant() GROUP BY e.entity_id, e.name, e.type ORDER BY e.entity_id"
+    ).fetchall()
+    return [KnownName(name, etype, tuple(aliases)) for name, etype, aliases in rows]
+
+
+class GazetteerExtractor:
+    """Known names found in chunk text by one Aho-Corasick pass per chunk."""
+
+    name = "gazetteer"
+
+    def __init__(self, names: list[KnownName]) -> None:
+        self.names = names
+        self._automaton: ahocorasick.Automaton | None = None
+
+    def fingerprint(self) -> str:
+        import hashlib
+
+        listing = "\n".join(f"{n.name}\t{n.type}\t{';'.join(n.aliases)}" for n in self.names)
+        return "gazetteer:v1:" + hashlib.sha256(listing.encode()).hexdigest()[:16]
+
+    def _build(self, conn: psycopg.Connection) -> ahocorasick.Automaton:
+        forms = [(i, form) for i, known in enumerate(self.names) for form in (known.name, *known.aliases)]
+        canon = normalized(conn, "canonical_name", [form for _, form in forms])
+        patterns: dict[str, set[int]] = {}
+        for (index, _), key in zip(forms, canon, strict=True):
+            if key:
+                patterns.setdefault(f" {key} ", set()).add(index)
+        automaton = ahocorasick.Automaton()
+        for pattern, indexes in patterns.items():
+            automaton.add_word(pattern, tuple(sorted(indexes)))
+        automaton.make_automaton()
+        return automaton
+
+    def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
+        if self._automaton is None:
+            self._automaton = self._build(conn)
+        automaton = self._automaton
+        texts = [chunk.text for prepared in docs for chunk in prepared.chunks]
+        canon = iter(normalized(conn, "canonical_name", texts) if len(automaton) else [""] * len(texts))
+        results: dict[str, Extraction | Exception] = {}
+        for prepared in docs:
+            hits: dict[int, set[int]] = {}
+            for chunk in prepared.chunks:
+                haystack = f" {next(canon)} "
+                if not len(automaton):
+                    continue
+                for _, indexes in automaton.iter(haystack):
+                    for index in indexes:
+                        hits.setdefault(index, set()).add(chunk.ordinal)
+            results[prepared.document.doc_id] = Extraction(
+                entities=[
+                    FoundEntity(
+                        self.names[i].name,
+                        self.names[i].type,
+                        aliases=list(self.names[i].aliases),
+                        ordinals=sorted(ordinals),
+                    )
+                    for i, ordinals in sorted(hits.items())
+                ]
+            )
+        return results

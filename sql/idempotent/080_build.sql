@@ -1,0 +1,251 @@
+-- Graph products built after ingestion: communities (from Leiden run by the driver), their
+-- reports (a template map with the chunk behind every claim), entity answers, and embeddings.
+
+CREATE OR REPLACE FUNCTION kgrag.record_ingest_failure(doc_id text, content_hash text, reason text) RETURNS void
+LANGUAGE sql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason)
+    VALUES (kgrag.current_tenant(), doc_id, content_hash, reason)
+    ON CONFLICT (tenant_id, doc_id) DO UPDATE
+       SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = now()
+$$;
+COMMENT ON FUNCTION kgrag.record_ingest_failure(text, text, text) IS
+'Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';
+
+CREATE OR REPLACE FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors vector[], text_hashes text[])
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n integer;
+BEGIN
+    IF kind = 'entity' THEN
+        UPDATE kgrag.entity AS e SET embedding = u.v, embedded_hash = u.h
+          FROM unnest(ids, vectors, text_hashes) AS u(id, v, h)
+         WHERE e.tenant_id = t AND e.entity_id = u.id;
+    ELSIF kind = 'report' THEN
+        UPDATE kgrag.community_report AS r SET embedding = u.v, embedded_hash = u.h
+          FROM unnest(ids, vectors, text_hashes) AS u(id, v, h)
+         WHERE r.tenant_id = t AND r.community_id = u.id;
+    ELSE
+        RAISE EXCEPTION 'kind must be ''entity'' or ''report'', got %', quote_literal(kind) USING ERRCODE = '22023';
+    END IF;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION kgrag.store_embeddings(text, text[], vector[], text[]) IS
+'Stores embeddings computed by the driver for entities or community reports (kind ''entity'' or ''report''), with the hash of the text embedded. Returns the number of rows updated.';
+
+CREATE OR REPLACE FUNCTION kgrag.communities_outdated() RETURNS boolean
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT EXISTS (SELECT 1 FROM kgrag.community AS c WHERE c.tenant_id = kgrag.current_tenant() AND c.stale)
+        OR EXISTS (SELECT 1 FROM kgrag.entity AS e
+                    WHERE e.tenant_id = kgrag.current_tenant() AND e.degree > 0
+                      AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
+                                       WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id))
+$$;
+COMMENT ON FUNCTION kgrag.communities_outdated() IS
+'Returns true when the communities of the current tenant no longer match its graph: one is stale, or a connected entity belongs to none.';
+
+CREATE OR REPLACE FUNCTION kgrag.replace_communities() RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n_new integer;
+    n_gone integer;
+BEGIN
+    -- pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster) holds Leiden's output.
+    -- A community's id is derived from its level and members, so an unchanged community keeps
+    -- its id, and its report.
+    CREATE TEMP TABLE kgrag_new_community ON COMMIT DROP AS
+    WITH members AS (
+        SELECT s.level, s.cluster, array_agg(s.entity_id ORDER BY s.entity_id COLLATE "C") AS ids
+          FROM pg_temp.kgrag_stage_cluster AS s GROUP BY s.level, s.cluster
+    )
+    SELECT m.level, m.cluster, m.ids,
+           'c' || m.level || '-' || left(md5(array_to_string(m.ids, '|')), 12) AS community_id
+      FROM members AS m;
+
+    PERFORM kgrag._lock_keys('communities', ARRAY['all']);
+    DELETE FROM kgrag.community AS c
+     WHERE c.tenant_id = t AND c.community_id NOT IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n);
+    GET DIAGNOSTICS n_gone = ROW_COUNT;
+    INSERT INTO kgrag.community (tenant_id, community_id, level, parent_id, title, size, weight, stale)
+    SELECT t, n.community_id, n.level, NULL, '', cardinality(n.ids), 0, false
+      FROM pg_temp.kgrag_new_community AS n ORDER BY n.level, n.community_id
+    ON CONFLICT (tenant_id, community_id) DO NOTHING;
+    GET DIAGNOSTICS n_new = ROW_COUNT;
+    -- parents, titles (the three best-connected members) and weights (distinct documents)
+    UPDATE kgrag.community AS c
+       SET parent_id = p.community_id, stale = false,
+           title = (SELECT string_agg(x.name, ', ' ORDER BY x.degree DESC, x.name COLLATE "C")
+                      FROM (SELECT e.name, e.degree FROM kgrag.entity AS e
+                             WHERE e.tenant_id = t AND e.entity_id = ANY (n.ids)
+                             ORDER BY e.degree DESC, e.name COLLATE "C" LIMIT 3) AS x),
+           weight = (SELECT count(DISTINCT k.doc_id) FROM kgrag.mention AS m
+                       JOIN kgrag.chunk AS k ON k.tenant_id = t AND k.chunk_id = m.chunk_id
+                      WHERE m.tenant_id = t AND m.entity_id = ANY (n.ids))
+      FROM pg_temp.kgrag_new_community AS n
+      LEFT JOIN LATERAL (
+          SELECT pn.community_id FROM pg_temp.kgrag_stage_cluster AS s
+            JOIN pg_temp.kgrag_new_community AS pn ON pn.level = n.level - 1 AND pn.cluster = s.parent_cluster
+           WHERE s.level = n.level AND s.cluster = n.cluster LIMIT 1) AS p ON true
+     WHERE c.tenant_id = t AND c.community_id = n.community_id;
+    DELETE FROM kgrag.community_member AS m
+     WHERE m.tenant_id = t
+       AND NOT EXISTS (SELECT 1 FROM pg_temp.kgrag_new_community AS n
+                        WHERE n.community_id = m.community_id AND m.entity_id = ANY (n.ids));
+    INSERT INTO kgrag.community_member (tenant_id, community_id, entity_id)
+    SELECT t, n.community_id, u.entity_id
+      FROM pg_temp.kgrag_new_community AS n CROSS JOIN LATERAL unnest(n.ids) AS u(entity_id)
+     ORDER BY 2, 3
+    ON CONFLICT DO NOTHING;
+    DROP TABLE pg_temp.kgrag_new_community;
+    RETURN jsonb_build_object('communities',
+                              (SELECT count(*) FROM kgrag.community AS c WHERE c.tenant_id = t),
+                              'new', n_new, 'removed', n_gone);
+END
+$$;
+COMMENT ON FUNCTION kgrag.replace_communities() IS
+'Replaces the current tenant''s communities with the hierarchical clustering staged in pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster). Ids derive from level and members, so unchanged communities (and their reports) stay. Returns counts as jsonb.';
+
+CREATE OR REPLACE FUNCTION kgrag.refresh_answers() RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n integer;
+BEGIN
+    -- The answer of an entity is the first sentence that names it, taken from the chunks citing
+    -- it (chunks of a document titled with its name first); failing that, the first sentence of
+    -- its first chunk. The chunk's hash is kept so a changed chunk makes the answer stale.
+    WITH todo AS (
+        SELECT e.entity_id, e.name FROM kgrag.entity AS e
+         WHERE e.tenant_id = t AND (e.answer IS NULL OR e.answer_stale)
+    ), names AS (
+        SELECT td.entity_id, ' ' || a.alias_fold || ' ' AS needle
+          FROM todo AS td JOIN kgrag.alias AS a ON a.tenant_id = t AND a.entity_id = td.entity_id
+         WHERE a.alias_fold <> ''
+    ), chunks AS (
+        SELECT td.entity_id, c.chunk_id, c.content_hash, c.text,
+               row_number() OVER (PARTITION BY td.entity_id
+                                  ORDER BY (kgrag.canonical_name(d.title) = kgrag.canonical_name(td.name)) DESC,
+                                           c.chunk_id COLLATE "C") AS preference
+          FROM todo AS td
+          JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = td.entity_id
+          JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = m.chunk_id
+          JOIN kgrag.document AS d ON d.tenant_id = t AND d.doc_id = c.doc_id
+    ), sentences AS (
+        SELECT ch.entity_id, ch.chunk_id, ch.content_hash, ch.preference, s.pos, btrim(s.sentence) AS sentence,
+               EXISTS (SELECT 1 FROM names AS nm WHERE nm.entity_id = ch.entity_id
+                          AND strpos(' ' || kgrag.canonical_name(s.sentence) || ' ', nm.needle) > 0) AS names_it
+          FROM chunks AS ch
+         CROSS JOIN LATERAL regexp_split_to_table(ch.text, '(?<=[.!?])\s+') WITH ORDINALITY AS s(sentence, pos)
+         WHERE ch.preference <= 20 AND btrim(s.sentence) <> ''
+    ), best AS (
+        SELECT DISTINCT ON (x.entity_id) x.entity_id, x.chunk_id, x.content_hash, x.sentence
+          FROM sentences AS x
+         ORDER BY x.entity_id, x.names_it DESC, x.preference, x.pos
+    )
+    UPDATE kgrag.entity AS e
+       SET answer = left(regexp_replace(b.sentence, '\s+', ' ', 'g'), 400), answer_chunk_id = b.chunk_id,
+           answer_hash = b.content_hash, answer_stale = false
+      FROM best AS b
+     WHERE e.tenant_id = t AND e.entity_id = b.entity_id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION kgrag.refresh_answers() IS
+'Writes a short answer for every entity of the current tenant that has none or a stale one: the first sentence naming it in the chunks that cite it, with that chunk''s id and hash. Returns the number of answers written.';
+
+CREATE OR REPLACE FUNCTION kgrag.refresh_reports() RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    evidence_n integer := kgrag.setting('report_evidence_chunks')::integer;
+    written integer;
+    kept integer;
+BEGIN
+    -- The template report: the subjects of the community with what the corpus says about each
+    -- (their answers) and the relations between them, each claim with the chunk behind it.
+    -- Its evidence is the chunks that cite the most members.
+    CREATE TEMP TABLE kgrag_report ON COMMIT DROP AS
+    WITH evidence AS (
+        SELECT c.community_id,
+               ARRAY(SELECT x.chunk_id FROM (
+                        SELECT m.chunk_id, count(DISTINCT m.entity_id) AS cited
+                          FROM kgrag.community_member AS cm
+                          JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = cm.entity_id
+                         WHERE cm.tenant_id = t AND cm.community_id = c.community_id
+                         GROUP BY m.chunk_id
+                         ORDER BY cited DESC, m.chunk_id COLLATE "C" LIMIT evidence_n) AS x) AS chunk_ids
+          FROM kgrag.community AS c WHERE c.tenant_id = t
+    ), subjects AS (
+        SELECT cm.community_id,
+               string_agg('- ' || e.name || ' (' || e.type || ')'
+                          || COALESCE(': ' || e.answer || ' [' || e.answer_chunk_id || ']', ''),
+                          E'\n' ORDER BY e.degree DESC, e.name COLLATE "C") AS lines,
+               count(*) AS n
+          FROM kgrag.community_member AS cm
+          JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = cm.entity_id
+         WHERE cm.tenant_id = t
+         GROUP BY cm.community_id
+    ), relations AS (
+        SELECT cm.community_id,
+               string_agg('- ' || s.name || ' ' || g.rel || ' ' || d.name
+                          || COALESCE(': "' || g.evidence_quote || '"', '')
+                          || COALESCE(' [' || g.evidence_chunk_id || ']', ''),
+                          E'\n' ORDER BY g.weight DESC, s.name COLLATE "C", d.name COLLATE "C") AS lines
+          FROM kgrag.community_member AS cm
+          JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = cm.entity_id AND g.rel <> 'CO_OCCURS'
+          JOIN kgrag.community_member AS cd ON cd.tenant_id = t AND cd.community_id = cm.community_id
+                                           AND cd.entity_id = g.dst
+          JOIN kgrag.entity AS s ON s.tenant_id = t AND s.entity_id = g.src
+          JOIN kgrag.entity AS d ON d.tenant_id = t AND d.entity_id = g.dst
+         WHERE cm.tenant_id = t
+         GROUP BY cm.community_id
+    )
+    SELECT c.community_id, c.title, c.weight, ev.chunk_ids,
+           c.title || E'\n' || sj.n || ' subjects, cited by ' || c.weight || ' documents.' || E'\n'
+           || E'Subjects:\n' || sj.lines
+           || COALESCE(E'\nRelations:\n' || rl.lines, '')
+           || E'\nEvidence: ' || array_to_string(ev.chunk_ids, ', ') AS report
+      FROM kgrag.community AS c
+      JOIN subjects AS sj ON sj.community_id = c.community_id
+      JOIN evidence AS ev ON ev.community_id = c.community_id
+      LEFT JOIN relations AS rl ON rl.community_id = c.community_id
+     WHERE c.tenant_id = t;
+
+    -- A report is rewritten only when what it says changed; otherwise it just stops being stale.
+    UPDATE kgrag.community_report AS r SET stale = false
+      FROM pg_temp.kgrag_report AS n
+     WHERE r.tenant_id = t AND r.community_id = n.community_id AND r.generated_hash = md5(n.report) AND r.stale;
+    INSERT INTO kgrag.community_report AS r (tenant_id, community_id, title, report, evidence_chunk_ids, weight,
+                                             generator, generated_hash, stale, generated_at)
+    SELECT t, n.community_id, n.title, n.report, n.chunk_ids, n.weight, 'template', md5(n.report), false, now()
+      FROM pg_temp.kgrag_report AS n ORDER BY n.community_id
+    ON CONFLICT (tenant_id, community_id) DO UPDATE
+       SET title = excluded.title, report = excluded.report, evidence_chunk_ids = excluded.evidence_chunk_ids,
+           weight = excluded.weight, generator = excluded.generator, generated_hash = excluded.generated_hash,
+           stale = false, generated_at = now(), embedding = NULL, embedded_hash = NULL
+     WHERE r.generated_hash <> excluded.generated_hash;
+    GET DIAGNOSTICS written = ROW_COUNT;
+    DROP TABLE pg_temp.kgrag_report;
+    SELECT count(*) INTO kept FROM kgrag.community_report AS r WHERE r.tenant_id = t;
+    RETURN jsonb_build_object('reports', kept, 'written', written);
+END
+$$;
+COMMENT ON FUNCTION kgrag.refresh_reports() IS
+'Writes the template report of every community of the current tenant whose content changed (or that has none): subjects with their answers and the relations between them, each with its chunk id, and evidence_chunk_ids = the chunks citing the most members. Unchanged reports are kept. Returns counts as jsonb.';

@@ -1,0 +1,151 @@
+"""Helpers for ingestion tests: write JSONL, run the real pipeline, fingerprint the tables."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import psycopg
+
+from pgkgrag.embedders import HashEmbedder
+from pgkgrag.extractors import Extractor, ProvidedExtractor
+from pgkgrag.ingest import Ingestor, IngestReport
+
+OPS = [
+    {
+        "doc_id": "d1",
+        "title": "Auth",
+        "text": "The Auth Service depends on the Session Store. The IAM Team owns the Auth Service.",
+        "entities": [
+            {"name": "Auth Service", "type": "Service", "aliases": ["auth"]},
+            {"name": "Session Store", "type": "Service"},
+            {"name": "IAM Team", "type": "Team"},
+        ],
+        "relations": [
+            {
+                "source": "Auth Service",
+                "target": "Session Store",
+                "type": "DEPENDS_ON",
+                "quote": "The Auth Service depends on the Session Store.",
+            },
+            {"source": "IAM Team", "target": "Auth Service", "type": "owns"},
+            {"source": "Auth Service", "target": "Nobody", "type": "DEPENDS_ON"},
+        ],
+    },
+    {
+        "doc_id": "d2",
+        "title": "Payments",
+        "text": "The Payment Module calls the Auth Service. It runs on the Alpha Cluster.",
+        "entities": [
+            {"name": "Payment Module", "type": "Service"},
+            {"name": "Auth Service", "type": "Service"},
+            {"name": "Alpha Cluster", "type": "Infrastructure"},
+        ],
+        "relations": [
+            {
+                "source": "Payment Module",
+                "target": "Auth Service",
+                "type": "DEPENDS_ON",
+                "quote": "The Payment Module calls the Auth Service.",
+                "confidence": 0.8,
+            }
+        ],
+    },
+    {
+        "doc_id": "d3",
+        "title": "Sessions",
+        "text": "The Session Store does not run on the Alpha Cluster.",
+        "entities": [{"name": "Session Store", "type": "Service"}, {"name": "Alpha Cluster", "type": "Infrastructure"}],
+        "relations": [
+            {
+                "source": "Session Store",
+                "target": "Alpha Cluster",
+                "type": "RUNS_ON",
+                "negated": True,
+                "quote": "The Session Store does not run on the Alpha Cluster.",
+            }
+        ],
+    },
+    {
+        "doc_id": "d4",
+        "title": "Billing",
+        "text": "Billing (the team) runs Billing (the service). Ledger Sync feeds it.",
+        "entities": [
+            {"name": "Billing", "type": "Team"},
+            {"name": "Billing", "type": "Service"},
+            {"name": "Ledger Sync", "type": "Service"},
+        ],
+    },
+    {
+        "doc_id": "d5",
+        "title": "Tokens",
+        "text": "Token Vault backs the Auth Service and the Session Store.",
+        "entities": [
+            {"name": "Token Vault", "type": "Service"},
+            {"name": "Auth Service", "type": "Service"},
+            {"name": "Session Store", "type": "Service"},
+        ],
+    },
+]
+
+
+class CountingEmbedder(HashEmbedder):
+    """The hash embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, dim: int = 512) -> None:
+        super().__init__(dim)
+        self.calls: list[str] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls.extend(texts)
+        return super().embed(texts)
+
+
+def write_jsonl(path: Path, docs: Sequence[object]) -> Path:
+    path.write_text("".join((d if isinstance(d, str) else json.dumps(d)) + "\n" for d in docs))
+    return path
+
+
+def ingest(
+    conn: psycopg.Connection,
+    tmp_path: Path,
+    docs: Sequence[object],
+    *,
+    tenant: str = "t1",
+    extractor: Extractor | None = None,
+    embedder: HashEmbedder | None = None,
+    batch_size: int = 100,
+) -> IngestReport:
+    path = write_jsonl(tmp_path / f"input-{len(list(tmp_path.iterdir()))}.jsonl", docs)
+    ingestor = Ingestor(
+        conn, tenant, extractor or ProvidedExtractor(), embedder or HashEmbedder(512), batch_size=batch_size
+    )
+    return ingestor.run([path])
+
+
+def checksums(conn: psycopg.Connection, tenant: str) -> dict[str, str]:
+    """md5 of each kgrag table's rows for one tenant, leaving out timestamps."""
+    tables = [
+        r[0]
+        for r in conn.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r' ORDER BY 1"
+        )
+    ]
+    out = {}
+    for table in tables:
+        cols = [
+            r[0]
+            for r in conn.execute(
+                "SELECT quote_ident(attname) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
+                " AND NOT attisdropped AND atttypid <> 'timestamptz'::regtype ORDER BY attnum",
+                [f"kgrag.{table}"],
+            )
+        ]
+        query = (
+            f"SELECT md5(COALESCE(string_agg(r, E'\\n' ORDER BY r), '')) FROM (SELECT ROW({', '.join(cols)})::text"
+            f" AS r FROM kgrag.{table} WHERE tenant_id = %s) x"
+        )
+        out[table] = conn.execute(query, [tenant]).fetchone()[0]  # type: ignore[index]
+    return out

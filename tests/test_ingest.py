@@ -1,0 +1,338 @@
+"""Ingestion end to end with the provided and gazetteer extractors: graph, idempotency, updates,
+deletes, staleness, embeddings reuse, concurrency."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import Server
+from ingesting import OPS, CountingEmbedder, checksums, ingest, write_jsonl
+
+from pgkgrag.build import build
+from pgkgrag.db import tenant_transaction
+from pgkgrag.embedders import HashEmbedder
+from pgkgrag.errors import KgragError
+from pgkgrag.extractors import GazetteerExtractor, KnownName, load_gazetteer
+from pgkgrag.ingest import delete_documents
+
+
+def q(conn: psycopg.Connection, query: str, *params: object) -> list[tuple]:
+    with tenant_transaction(conn, "t1"):
+        return conn.execute(query, list(params)).fetchall()  # type: ignore[arg-type]
+
+
+def edges(conn: psycopg.Connection) -> dict[tuple[str, str, str], float]:
+    return {(s, d, r): w for s, d, r, w in q(conn, "SELECT src, dst, rel, weight FROM kgrag.edge")}
+
+
+def test_provided_extraction_builds_the_graph(conn: psycopg.Connection, tmp_path: Path) -> None:
+    report = ingest(conn, tmp_path, OPS)
+    assert report.ok and report.written == 5 and report.counts["chunks"] == 5
+    assert report.rejected_extractions == {"relation endpoint is not an entity of the document": 1}
+    entities = {e for (e,) in q(conn, "SELECT entity_id FROM kgrag.entity")}
+    assert entities == {
+        "service:auth service",
+        "service:session store",
+        "team:iam team",
+        "service:payment module",
+        "infrastructure:alpha cluster",
+        "team:billing",
+        "service:billing",
+        "service:ledger sync",
+        "service:token vault",
+    }
+    g = edges(conn)
+    # co-occurrence weight = chunks citing both, both directions
+    assert g[("service:auth service", "service:session store", "CO_OCCURS")] == 2  # d1, d5
+    assert g[("service:session store", "service:auth service", "CO_OCCURS")] == 2
+    assert g[("service:auth service", "infrastructure:alpha cluster", "CO_OCCURS")] == 1  # d2
+    # typed relations with provenance; the type is normalized
+    typed = q(
+        conn,
+        "SELECT src, dst, rel, confidence, evidence_chunk_id, evidence_quote FROM kgrag.edge"
+        " WHERE rel <> 'CO_OCCURS' ORDER BY src, dst",
+    )
+    assert typed == [
+        (
+            "service:auth service",
+            "service:session store",
+            "DEPENDS_ON",
+            1.0,
+            "d1#0",
+            "The Auth Service depends on the Session Store.",
+        ),
+        (
+            "service:payment module",
+            "service:auth service",
+            "DEPENDS_ON",
+            0.8,
+            "d2#0",
+            "The Payment Module calls the Auth Service.",
+        ),
+        ("team:iam team", "service:auth service", "OWNS", 1.0, "d1#0", ""),
+    ]
+    # the negated fact is evidence, never an edge
+    assert q(conn, "SELECT src, dst, rel, negated FROM kgrag.relation_evidence WHERE negated") == [
+        ("service:session store", "infrastructure:alpha cluster", "RUNS_ON", True)
+    ]
+    assert not any(r == "RUNS_ON" for _, _, r in g)
+    # ranks are positions by weight per source, degrees distinct neighbours
+    ranks = q(conn, "SELECT dst, rel, rank FROM kgrag.edge WHERE src = 'service:auth service' ORDER BY rank")
+    assert ranks[0][:2] == ("service:session store", "CO_OCCURS") and [r for _, _, r in ranks] == [1, 2, 3, 4, 5, 6]
+    assert q(conn, "SELECT degree FROM kgrag.entity WHERE entity_id = 'service:auth service'") == [(5,)]
+    # mentions come from the names in the text; the alias is kept with its document
+    assert q(conn, "SELECT alias, doc_id FROM kgrag.alias WHERE entity_id = 'service:auth service' ORDER BY 1") == [
+        ("Auth Service", ""),
+        ("auth", "d1"),
+    ]
+
+
+def test_two_types_with_one_name_stay_apart(conn: psycopg.Connection, tmp_path: Path) -> None:
+    ingest(conn, tmp_path, OPS)
+    rows = q(conn, "SELECT entity_id, type FROM kgrag.entity WHERE name = 'Billing' ORDER BY 1")
+    assert rows == [("service:billing", "Service"), ("team:billing", "Team")]
+
+
+def test_same_input_five_times_changes_nothing(conn: psycopg.Connection, tmp_path: Path) -> None:
+    first = ingest(conn, tmp_path, OPS)
+    build(conn, "t1", HashEmbedder(512))
+    before = checksums(conn, "t1")
+    for _ in range(4):
+        again = ingest(conn, tmp_path, OPS)
+        build(conn, "t1", HashEmbedder(512))
+        assert again.unchanged == first.written and again.written == 0
+        assert checksums(conn, "t1") == before
+
+
+def test_a_changed_document_replaces_its_own_contribution(conn: psycopg.Connection, tmp_path: Path) -> None:
+    ingest(conn, tmp_path, OPS)
+    changed = copy.deepcopy(OPS)
+    # d5 no longer names the Session Store, and Token Vault (cited only by d5) is gone
+    changed[4].update(
+        text="Key Keeper backs the Auth Service.",
+        entities=[{"name": "Key Keeper", "type": "Service"}, {"name": "Auth Service", "type": "Service"}],
+    )
+    report = ingest(conn, tmp_path, changed)
+    assert report.written == 1 and report.unchanged == 4
+    g = edges(conn)
+    assert g[("service:auth service", "service:session store", "CO_OCCURS")] == 1  # recomputed, not decremented
+    assert ("service:token vault", "service:auth service", "CO_OCCURS") not in g
+    assert g[("service:key keeper", "service:auth service", "CO_OCCURS")] == 1
+    assert q(conn, "SELECT count(*) FROM kgrag.entity WHERE entity_id = 'service:token vault'") == [(0,)]
+    assert q(conn, "SELECT count(*) FROM kgrag.alias WHERE entity_id = 'service:token vault'") == [(0,)]
+    # the same result as ingesting the changed corpus into an empty tenant
+    ingest(conn, tmp_path, changed, tenant="fresh")
+    assert _graph_rows(conn, "t1") == _graph_rows(conn, "fresh")
+
+
+def _graph_rows(conn: psycopg.Connection, tenant: str) -> list[tuple]:
+    with tenant_transaction(conn, tenant):
+        return conn.execute(
+            "SELECT 'edge', src, dst, rel, weight::text, rank::text FROM kgrag.edge"
+            " UNION ALL SELECT 'mention', entity_id, chunk_id, '', '', '' FROM kgrag.mention"
+            " UNION ALL SELECT 'entity', entity_id, degree::text, '', '', '' FROM kgrag.entity ORDER BY 1, 2, 3, 4"
+        ).fetchall()
+
+
+def test_delete_removes_what_came_from_the_documents(conn: psycopg.Connection, tmp_path: Path) -> None:
+    ingest(conn, tmp_path, OPS)
+    build(conn, "t1", HashEmbedder(512))
+    result = delete_documents(conn, "t1", ["d2", "nope"])
+    assert result["documents"] == 1 and result["removed_entities"] == 1  # the Payment Module
+    g = edges(conn)
+    assert ("service:auth service", "infrastructure:alpha cluster", "CO_OCCURS") not in g
+    assert not any(k[0] == "service:payment module" for k in g)
+    assert q(conn, "SELECT count(*) FROM kgrag.chunk WHERE doc_id = 'd2'") == [(0,)]
+    assert q(conn, "SELECT count(*) FROM kgrag.community WHERE stale") != [(0,)]
+    ingest(conn, tmp_path, [d for d in OPS if d["doc_id"] != "d2"], tenant="fresh")
+    assert _graph_rows(conn, "t1") == _graph_rows(conn, "fresh")
+
+
+def test_build_regenerates_only_what_is_stale(conn: psycopg.Connection, tmp_path: Path) -> None:
+    corpus = [
+        *OPS,
+        {
+            "doc_id": "d6",
+            "title": "Far",
+            "text": "Moon Base talks to Mars Relay.",
+            "entities": [
+                {"name": "Moon Base", "type": "Infrastructure"},
+                {"name": "Mars Relay", "type": "Infrastructure"},
+            ],
+        },
+    ]
+    ingest(conn, tmp_path, corpus)
+    first = build(conn, "t1", HashEmbedder(512))
+    assert first.communities["communities"] >= 2 and first.answers == 11
+    reports = dict(q(conn, "SELECT community_id, generated_at FROM kgrag.community_report"))
+    answers = dict(q(conn, "SELECT entity_id, answer FROM kgrag.entity"))
+    moon = q(conn, "SELECT community_id FROM kgrag.community_member WHERE entity_id = 'infrastructure:moon base'")[0][0]
+    # nothing changed: nothing is rebuilt
+    again = build(conn, "t1", HashEmbedder(512))
+    assert again.communities == {} and again.reports["written"] == 0 and again.answers == 0
+    # d6 changes: its entities' answers and its community go stale and only they are redone
+    corpus[5] = {**corpus[5], "text": "Moon Base now talks to Mars Relay every hour."}
+    ingest(conn, tmp_path, corpus)
+    assert q(conn, "SELECT count(*) FROM kgrag.entity WHERE answer_stale") == [(2,)]
+    assert q(conn, "SELECT community_id FROM kgrag.community WHERE stale") == [(moon,)]
+    third = build(conn, "t1", HashEmbedder(512))
+    assert third.answers == 2 and third.reports["written"] == 1
+    after = dict(q(conn, "SELECT community_id, generated_at FROM kgrag.community_report"))
+    assert {k for k in after if after[k] != reports.get(k)} == {moon}
+    new_answers = dict(q(conn, "SELECT entity_id, answer FROM kgrag.entity"))
+    assert {k for k in new_answers if new_answers[k] != answers[k]} == {
+        "infrastructure:moon base",
+        "infrastructure:mars relay",
+    }
+
+
+def test_reports_cite_real_chunks_and_answers_their_chunk(conn: psycopg.Connection, tmp_path: Path) -> None:
+    ingest(conn, tmp_path, OPS)
+    build(conn, "t1", HashEmbedder(512))
+    for community_id, evidence, report in q(
+        conn, "SELECT community_id, evidence_chunk_ids, report FROM kgrag.community_report"
+    ):
+        assert evidence, community_id
+        assert q(conn, "SELECT count(*) FROM kgrag.chunk WHERE chunk_id = ANY(%s)", evidence) == [(len(evidence),)]
+        assert "Subjects:" in report
+    for name, answer, chunk_text in q(
+        conn, "SELECT e.name, e.answer, c.text FROM kgrag.entity e JOIN kgrag.chunk c ON c.chunk_id = e.answer_chunk_id"
+    ):
+        assert answer in chunk_text, name
+    assert q(conn, "SELECT count(*) FROM kgrag.community_report WHERE embedding IS NULL") == [(0,)]
+    assert q(conn, "SELECT count(*) FROM kgrag.entity WHERE embedding IS NULL") == [(0,)]
+
+
+def test_communities_are_deterministic(conn: psycopg.Connection, tmp_path: Path) -> None:
+    ingest(conn, tmp_path, OPS)
+    ingest(conn, tmp_path, list(reversed(OPS)), tenant="t2")
+    build(conn, "t1", HashEmbedder(512))
+    build(conn, "t2", HashEmbedder(512))
+    members = {}
+    for tenant in ("t1", "t2"):
+        with tenant_transaction(conn, tenant):
+            members[tenant] = conn.execute(
+                "SELECT community_id, level, entity_id FROM kgrag.community_member JOIN kgrag.community"
+                " USING (tenant_id, community_id) ORDER BY 1, 3"
+            ).fetchall()
+    assert members["t1"] == members["t2"] and members["t1"]
+
+
+def test_unchanged_chunk_text_is_not_embedded_again(conn: psycopg.Connection, tmp_path: Path) -> None:
+    embedder = CountingEmbedder()
+    ingest(conn, tmp_path, OPS, embedder=embedder)
+    chunk_texts = {d["text"] for d in OPS}
+    assert chunk_texts <= set(embedder.calls)
+    embedder.calls.clear()
+    retitled = [{**d, "title": d["title"] + " (v2)"} for d in OPS]
+    report = ingest(conn, tmp_path, retitled, embedder=embedder)
+    assert report.written == 5
+    assert not chunk_texts & set(embedder.calls)
+
+
+def test_a_tenant_keeps_its_embedder(conn: psycopg.Connection, tmp_path: Path) -> None:
+    ingest(conn, tmp_path, OPS[:1])
+
+    class Other(HashEmbedder):
+        name = "other"
+
+    with pytest.raises(KgragError, match="was embedded with 'hash', not 'other'"):
+        ingest(conn, tmp_path, OPS[1:2], embedder=Other(512))
+
+
+def test_languages_and_limits(conn: psycopg.Connection, tmp_path: Path) -> None:
+    report = ingest(
+        conn,
+        tmp_path,
+        [
+            {"doc_id": "pt", "text": "A renovação do contrato exige aceite.", "language": "pt-BR"},
+            {"doc_id": "xx", "text": "Hello.", "language": "klingon"},
+            {"doc_id": "big", "text": "x" * (6 * 1024 * 1024)},
+        ],
+    )
+    assert report.written == 1
+    errors = dict(report.rejected_inputs)
+    assert any("unknown language 'klingon'" in e for e in errors.values())
+    assert any("is 6.0 MB, above the limit of 5 MB" in e for e in errors.values())
+    assert q(conn, "SELECT lang::text FROM kgrag.chunk WHERE doc_id = 'pt'") == [("portuguese",)]
+    assert q(conn, "SELECT count(*) FROM kgrag.document WHERE doc_id IN ('xx', 'big')") == [(0,)]
+
+
+def test_gazetteer_finds_names_word_bounded_and_accent_blind(conn: psycopg.Connection, tmp_path: Path) -> None:
+    names = tmp_path / "names.csv"
+    names.write_text("name,type,aliases\nSão Paulo,Location,SP;Sampa\nArt,Concept,\nPayment Module,Service,payments\n")
+    docs = [
+        {"doc_id": "g1", "text": "The team in SAO PAULO ships the payment module. A party, not art."},
+        {"doc_id": "g2", "text": "Sampa hosts payments; the partner is elsewhere."},
+        {"doc_id": "g3", "text": "Nothing to see."},
+    ]
+    extractor = GazetteerExtractor(load_gazetteer(names))
+    report = ingest(conn, tmp_path, docs, extractor=extractor)
+    assert report.ok
+    mentions = q(conn, "SELECT entity_id, chunk_id FROM kgrag.mention ORDER BY 1, 2")
+    assert mentions == [
+        ("concept:art", "g1#0"),
+        ("location:sao paulo", "g1#0"),
+        ("location:sao paulo", "g2#0"),
+        ("service:payment module", "g1#0"),
+        ("service:payment module", "g2#0"),
+    ]
+
+
+def test_gazetteer_scales_to_thousands_of_names(conn: psycopg.Connection, tmp_path: Path) -> None:
+    names = [KnownName(f"System {i:04d}", "Service") for i in range(3000)]
+    docs = [
+        {"doc_id": f"x{i}", "text": f"System {i:04d} talks to System {(i * 7) % 3000:04d} daily."} for i in range(1000)
+    ]
+    report = ingest(conn, tmp_path, docs, extractor=GazetteerExtractor(names), batch_size=500)
+    assert report.written == 1000
+    assert q(conn, "SELECT count(*) FROM kgrag.mention") == [(1998,)]  # x0 and x500 name one system twice
+
+
+def test_concurrent_ingestion_loses_nothing(server: Server, template: str, tmp_path: Path) -> None:
+    """Two processes ingest overlapping entities at once; the result equals a serial run."""
+    docs = [
+        {
+            "doc_id": f"c{i:03d}",
+            "text": " ".join(f"Hub{j} works with Node{(i + j) % 7}." for j in range(3)),
+            "entities": [{"name": f"Hub{j}", "type": "Service"} for j in range(3)]
+            + [{"name": f"Node{(i + j) % 7}", "type": "Service"} for j in range(3)],
+        }
+        for i in range(120)
+    ]
+    halves = [write_jsonl(tmp_path / "a.jsonl", docs[0::2]), write_jsonl(tmp_path / "b.jsonl", docs[1::2])]
+    both = write_jsonl(tmp_path / "all.jsonl", docs)
+    parallel_db, serial_db = server.create_database(template=template), server.create_database(template=template)
+    try:
+        code = (
+            "import sys; from pathlib import Path; from pgkgrag.db import connect; from pgkgrag.ingest import Ingestor;"
+            "from pgkgrag.extractors import ProvidedExtractor; from pgkgrag.embedders import HashEmbedder;"
+            "r = Ingestor(connect(sys.argv[1]), 't1', ProvidedExtractor(), HashEmbedder(512), batch_size=5)"
+            ".run([Path(sys.argv[2])]); print(r.retries); sys.exit(0 if r.ok else 1)"
+        )
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, server.dsn(parallel_db), str(p)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for p in halves
+        ]
+        outputs = [p.communicate(timeout=300) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outputs
+        serial = subprocess.run(
+            [sys.executable, "-c", code, server.dsn(serial_db), str(both)], capture_output=True, text=True, timeout=300
+        )
+        assert serial.returncode == 0, serial.stderr
+        with psycopg.connect(server.dsn(parallel_db)) as a, psycopg.connect(server.dsn(serial_db)) as b:
+            assert _graph_rows(a, "t1") == _graph_rows(b, "t1")
+            assert len(_graph_rows(a, "t1")) > 100
+    finally:
+        server.drop_database(parallel_db)
+        server.drop_database(serial_db)
