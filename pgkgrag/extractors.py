@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -39,7 +40,7 @@ class FoundEntity:
     aliases: list[str] = field(default_factory=list)
     answer: str | None = None
     answer_ordinal: int | None = None
-    ordinals: list[int] | None = None  # None: let the database find the chunks that name it
+    ordinals: list[int] | None = None  # the chunks that cite it
 
 
 @dataclass
@@ -48,7 +49,7 @@ class FoundRelation:
     target: str
     rel: str
     extractor: str
-    ordinal: int | None = None  # None: the first chunk citing both
+    ordinal: int | None = None  # the chunk that states it
     source_type: str | None = None
     target_type: str | None = None
     quote: str = ""
@@ -104,29 +105,65 @@ def _chunk_of(chunks: list[Chunk], position: int) -> int | None:
 
 
 class ProvidedExtractor:
-    """Entities and relations as the JSONL gives them."""
+    """Entities and relations as the JSONL gives them, located in the chunks.
+
+    An entity is mentioned by the chunks whose text contains its name or an alias (word-bounded,
+    case and accent insensitive: canonical forms), or by every chunk of its document when none
+    does. A relation's endpoints are entities of the same document, by name or alias (and type
+    when given); it is stated in the chunk holding its quote, else in the first chunk citing both.
+    """
 
     name = "provided"
 
     def fingerprint(self) -> str:
-        return "provided:v1"
+        return "provided:v2"
 
     def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
-        return {prepared.document.doc_id: self._one(prepared) for prepared in docs}
+        texts: list[str] = []
+        for prepared in docs:
+            texts += [c.text for c in prepared.chunks]
+            for e in prepared.document.entities:
+                texts += [e.type, e.name, *e.aliases]
+            for r in prepared.document.relations:
+                texts += [r.source, r.target, r.source_type or "", r.target_type or ""]
+        canon = iter(normalized(conn, "canonical_name", texts))
+        return {prepared.document.doc_id: self._one(prepared, canon) for prepared in docs}
 
-    def _one(self, prepared: PreparedDocument) -> Extraction:
+    def _one(self, prepared: PreparedDocument, canon: Iterator[str]) -> Extraction:
         doc, chunks = prepared.document, prepared.chunks
         out = Extraction()
+        haystacks = [f" {next(canon)} " for _ in chunks]
+        by_name: dict[str, list[FoundEntity]] = {}
+        types: dict[int, str] = {}
         for entity in doc.entities:
+            type_key = next(canon)
+            keys = {next(canon) for _ in range(1 + len(entity.aliases))} - {""}
+            ordinals = [
+                c.ordinal for c, hay in zip(chunks, haystacks, strict=True) if any(f" {key} " in hay for key in keys)
+            ]
             answer_ordinal = None
             if entity.answer:
                 answer_ordinal = next((c.ordinal for c in chunks if entity.answer in c.text), None)
-            out.entities.append(
-                FoundEntity(
-                    entity.name, entity.type, entity.description, list(entity.aliases), entity.answer, answer_ordinal
-                )
+            found = FoundEntity(
+                entity.name,
+                entity.type,
+                entity.description,
+                list(entity.aliases),
+                entity.answer,
+                answer_ordinal,
+                ordinals or [c.ordinal for c in chunks],
             )
+            out.entities.append(found)
+            types[id(found)] = type_key
+            for key in keys:
+                by_name.setdefault(key, []).append(found)
         for rel in doc.relations:
+            source_key, target_key, source_type, target_type = next(canon), next(canon), next(canon), next(canon)
+            src = next((e for e in by_name.get(source_key, []) if not source_type or types[id(e)] == source_type), None)
+            dst = next((e for e in by_name.get(target_key, []) if not target_type or types[id(e)] == target_type), None)
+            if src is None or dst is None:
+                out.rejected["relation endpoint is not an entity of the document"] += 1
+                continue
             ordinal = None
             if rel.quote:
                 position = doc.text.find(rel.quote)
@@ -134,15 +171,19 @@ class ProvidedExtractor:
                     out.rejected["quote not found in the document"] += 1
                     continue
                 ordinal = _chunk_of(chunks, position)
+            if ordinal is None:
+                assert src.ordinals is not None and dst.ordinals is not None
+                both = sorted(set(src.ordinals) & set(dst.ordinals))
+                ordinal = both[0] if both else min(src.ordinals + dst.ordinals)
             out.relations.append(
                 FoundRelation(
-                    rel.source,
-                    rel.target,
+                    src.name,
+                    dst.name,
                     rel.type,
                     self.name,
                     ordinal,
-                    rel.source_type,
-                    rel.target_type,
+                    src.type,
+                    dst.type,
                     rel.quote,
                     rel.confidence,
                     rel.negated,

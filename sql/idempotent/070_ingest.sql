@@ -35,17 +35,17 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_chunk (
         doc_id text NOT NULL, ordinal integer NOT NULL, char_start integer NOT NULL, char_end integer NOT NULL,
         title text NOT NULL DEFAULT '', text text NOT NULL, content_hash text NOT NULL, embedding vector,
-        canon text GENERATED ALWAYS AS (' ' || kgrag.canonical_name(text) || ' ') STORED,
         PRIMARY KEY (doc_id, ordinal)
     ) ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_entity (
         doc_id text NOT NULL, name text NOT NULL, type text NOT NULL, description text NOT NULL DEFAULT '',
-        answer text, answer_ordinal integer, aliases text[] NOT NULL DEFAULT '{}', ordinals integer[],
+        answer text, answer_ordinal integer, aliases text[] NOT NULL DEFAULT '{}', ordinals integer[] NOT NULL,
         entity_id text GENERATED ALWAYS AS (kgrag.entity_key(type, name)) STORED
     ) ON COMMIT DROP;
+    CREATE INDEX IF NOT EXISTS kgrag_stage_entity_doc ON pg_temp.kgrag_stage_entity (doc_id);
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_relation (
-        doc_id text NOT NULL, ordinal integer, source text NOT NULL, source_type text, target text NOT NULL,
-        target_type text, rel text NOT NULL, quote text NOT NULL DEFAULT '', confidence double precision NOT NULL DEFAULT 1,
+        doc_id text NOT NULL, ordinal integer NOT NULL, source text NOT NULL, source_type text NOT NULL,
+        target text NOT NULL, target_type text NOT NULL, rel text NOT NULL, quote text NOT NULL DEFAULT '', confidence double precision NOT NULL DEFAULT 1,
         negated boolean NOT NULL DEFAULT false, extractor text NOT NULL, valid_from timestamptz, valid_to timestamptz
     ) ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_cluster (
@@ -56,66 +56,101 @@ $$;
 COMMENT ON FUNCTION kgrag.stage_begin() IS
 'Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _cluster), dropped at commit. COPY the batch into them, then call kgrag.ingest_apply().';
 
-CREATE OR REPLACE FUNCTION kgrag._refresh_graph(affected text[]) RETURNS jsonb
+CREATE OR REPLACE FUNCTION kgrag._touch_documents(doc_ids text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
+BEGIN
+    -- pg_temp.kgrag_touched: what the chunks of these documents contribute to the graph right
+    -- now: their entities (b IS NULL), co-occurring pairs (a < b) and typed relations. Called
+    -- before the chunks change and again after, so it holds everything whose edges may change.
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_touched (a text NOT NULL, b text, rel text NOT NULL) ON COMMIT DROP;
+    INSERT INTO pg_temp.kgrag_touched (a, b, rel)
+    SELECT DISTINCT m.entity_id, NULL::text, 'ENTITY'
+      FROM kgrag.chunk AS c JOIN kgrag.mention AS m ON m.tenant_id = t AND m.chunk_id = c.chunk_id
+     WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids)
+    UNION
+    SELECT DISTINCT m1.entity_id, m2.entity_id, 'CO_OCCURS'
+      FROM kgrag.chunk AS c
+      JOIN kgrag.mention AS m1 ON m1.tenant_id = t AND m1.chunk_id = c.chunk_id
+      JOIN kgrag.mention AS m2 ON m2.tenant_id = t AND m2.chunk_id = c.chunk_id AND m1.entity_id < m2.entity_id
+     WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids)
+    UNION
+    SELECT DISTINCT r.src, r.dst, r.rel
+      FROM kgrag.chunk AS c JOIN kgrag.relation_evidence AS r ON r.tenant_id = t AND r.chunk_id = c.chunk_id
+     WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);
+    ANALYZE pg_temp.kgrag_touched;
+END
+$$;
+COMMENT ON FUNCTION kgrag._touch_documents(text[]) IS
+'Private. Returns nothing; adds to pg_temp.kgrag_touched the entities, co-occurring pairs and typed relations the chunks of these documents currently contribute.';
+
+CREATE OR REPLACE FUNCTION kgrag._refresh_graph() RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    affected text[];
     removed integer;
 BEGIN
-    -- Co-occurrence: weight = chunks citing both. Only pairs inside the affected set can change,
-    -- because a pair changes only through a chunk that cites both of its entities.
-    WITH want AS (
-        SELECT m1.entity_id AS src, m2.entity_id AS dst, count(*)::float8 AS weight
-          FROM kgrag.mention AS m1
-          JOIN kgrag.mention AS m2 ON m2.tenant_id = t AND m2.chunk_id = m1.chunk_id AND m2.entity_id <> m1.entity_id
-         WHERE m1.tenant_id = t AND m1.entity_id = ANY (affected) AND m2.entity_id = ANY (affected)
-         GROUP BY m1.entity_id, m2.entity_id
-    ), gone AS (
-        DELETE FROM kgrag.edge AS g
-         WHERE g.tenant_id = t AND g.rel = 'CO_OCCURS' AND g.src = ANY (affected) AND g.dst = ANY (affected)
-           AND NOT EXISTS (SELECT 1 FROM want AS w WHERE w.src = g.src AND w.dst = g.dst)
-    )
-    INSERT INTO kgrag.edge AS g (tenant_id, src, dst, rel, weight, extractor)
-    SELECT t, w.src, w.dst, 'CO_OCCURS', w.weight, 'cooccurrence' FROM want AS w
-     ORDER BY w.src COLLATE "C", w.dst COLLATE "C"
-    ON CONFLICT (tenant_id, src, dst, rel) DO UPDATE SET weight = excluded.weight
-     WHERE g.weight <> excluded.weight;
+    -- Only what pg_temp.kgrag_touched names can have changed: a co-occurrence weight changes only
+    -- through a chunk that cites both entities, a typed edge only through its evidence.
+    affected := ARRAY(SELECT DISTINCT x.e FROM pg_temp.kgrag_touched AS k
+                       CROSS JOIN LATERAL (VALUES (k.a), (k.b)) AS x(e) WHERE x.e IS NOT NULL ORDER BY 1);
 
-    -- Typed edges: aggregated from the non-negated evidence; the best-supported quote is shown.
-    -- Both endpoints of a piece of evidence are cited by its chunk, so again only pairs inside
-    -- the affected set can change (and two writers touching a pair both hold both locks).
-    WITH ev AS (
-        SELECT r.* FROM kgrag.relation_evidence AS r
-         WHERE r.tenant_id = t AND NOT r.negated AND r.src = ANY (affected) AND r.dst = ANY (affected)
-    ), agg AS (
-        SELECT ev.src, ev.dst, ev.rel, count(*)::float8 AS weight, max(ev.confidence) AS confidence,
-               CASE WHEN bool_or(ev.valid_from IS NULL) THEN NULL ELSE min(ev.valid_from) END AS valid_from,
-               CASE WHEN bool_or(ev.valid_to IS NULL) THEN NULL ELSE max(ev.valid_to) END AS valid_to
-          FROM ev GROUP BY ev.src, ev.dst, ev.rel
-    ), best AS (
-        SELECT DISTINCT ON (ev.src, ev.dst, ev.rel) ev.src, ev.dst, ev.rel, ev.chunk_id, ev.quote, ev.extractor
-          FROM ev ORDER BY ev.src, ev.dst, ev.rel, ev.confidence DESC, ev.chunk_id COLLATE "C"
-    ), want AS (
-        SELECT a.*, b.chunk_id, b.quote, b.extractor FROM agg AS a JOIN best AS b USING (src, dst, rel)
-    ), gone AS (
-        DELETE FROM kgrag.edge AS g
-         WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS' AND g.src = ANY (affected) AND g.dst = ANY (affected)
-           AND NOT EXISTS (SELECT 1 FROM want AS w WHERE w.src = g.src AND w.dst = g.dst AND w.rel = g.rel)
+    PERFORM kgrag._edge_scratch();
+
+    -- Co-occurrence: weight = chunks citing both, recomputed (never incremented), both directions.
+    -- Counted from the mentions of the touched entities, in temporary tables with fresh
+    -- statistics so the planner hashes them whatever the state of the big tables' statistics.
+    CREATE TEMP TABLE kgrag_pairs ON COMMIT DROP AS
+    SELECT DISTINCT k.a, k.b FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'CO_OCCURS';
+    CREATE TEMP TABLE kgrag_mentions ON COMMIT DROP AS
+    SELECT m.entity_id, m.chunk_id FROM kgrag.mention AS m
+     WHERE m.tenant_id = t AND m.entity_id = ANY (affected);
+    ANALYZE pg_temp.kgrag_pairs;
+    ANALYZE pg_temp.kgrag_mentions;
+    WITH counted AS (
+        SELECT p.a, p.b, COALESCE(c.weight, 0)::float8 AS weight
+          FROM pg_temp.kgrag_pairs AS p
+          LEFT JOIN (SELECT x.entity_id AS a, y.entity_id AS b, count(*) AS weight
+                       FROM pg_temp.kgrag_mentions AS x
+                       JOIN pg_temp.kgrag_mentions AS y ON y.chunk_id = x.chunk_id AND x.entity_id < y.entity_id
+                      GROUP BY x.entity_id, y.entity_id) AS c ON c.a = p.a AND c.b = p.b
     )
-    INSERT INTO kgrag.edge AS g (tenant_id, src, dst, rel, weight, confidence, evidence_chunk_id, evidence_quote,
-                                 extractor, valid_from, valid_to)
-    SELECT t, w.src, w.dst, w.rel, w.weight, w.confidence, w.chunk_id, w.quote, w.extractor, w.valid_from, w.valid_to
-      FROM want AS w
-     ORDER BY w.src COLLATE "C", w.dst COLLATE "C", w.rel COLLATE "C"
-    ON CONFLICT (tenant_id, src, dst, rel) DO UPDATE
-       SET weight = excluded.weight, confidence = excluded.confidence, evidence_chunk_id = excluded.evidence_chunk_id,
-           evidence_quote = excluded.evidence_quote, extractor = excluded.extractor,
-           valid_from = excluded.valid_from, valid_to = excluded.valid_to
-     WHERE (g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote, g.extractor, g.valid_from, g.valid_to)
-           IS DISTINCT FROM (excluded.weight, excluded.confidence, excluded.evidence_chunk_id, excluded.evidence_quote,
-                             excluded.extractor, excluded.valid_from, excluded.valid_to);
+    INSERT INTO pg_temp.kgrag_edge_want (src, dst, rel, weight)
+    SELECT c.a, c.b, 'CO_OCCURS', c.weight FROM counted AS c
+    UNION ALL
+    SELECT c.b, c.a, 'CO_OCCURS', c.weight FROM counted AS c;
+    DROP TABLE pg_temp.kgrag_pairs, pg_temp.kgrag_mentions;
+
+    -- Typed edges: aggregated from the non-negated evidence (one sorted pass); the quote of the
+    -- most confident evidence is shown; a triple left without evidence gets weight 0 (removed).
+    WITH triples AS (
+        SELECT DISTINCT k.a AS src, k.b AS dst, k.rel FROM pg_temp.kgrag_touched AS k
+         WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY')
+    ), evidence AS (
+        SELECT DISTINCT ON (r.src, r.dst, r.rel) r.src, r.dst, r.rel,
+               (count(*) OVER w)::float8 AS weight, max(r.confidence) OVER w AS confidence,
+               CASE WHEN bool_or(r.valid_from IS NULL) OVER w THEN NULL ELSE min(r.valid_from) OVER w END AS valid_from,
+               CASE WHEN bool_or(r.valid_to IS NULL) OVER w THEN NULL ELSE max(r.valid_to) OVER w END AS valid_to,
+               r.chunk_id, r.quote, r.extractor
+          FROM triples AS x
+          JOIN kgrag.relation_evidence AS r ON r.tenant_id = t AND r.src = x.src AND r.dst = x.dst AND r.rel = x.rel
+         WHERE NOT r.negated
+        WINDOW w AS (PARTITION BY r.src, r.dst, r.rel)
+         ORDER BY r.src, r.dst, r.rel, r.confidence DESC, r.chunk_id COLLATE "C"
+    )
+    INSERT INTO pg_temp.kgrag_edge_want (src, dst, rel, weight, confidence, evidence_chunk_id, evidence_quote,
+                                         extractor, valid_from, valid_to)
+    SELECT x.src, x.dst, x.rel, COALESCE(e.weight, 0), COALESCE(e.confidence, 1), e.chunk_id, e.quote,
+           COALESCE(e.extractor, ''), e.valid_from, e.valid_to
+      FROM triples AS x LEFT JOIN evidence AS e USING (src, dst, rel);
+
+    PERFORM kgrag._rewrite_edges();
 
     -- What was built from these entities is stale now: their communities, reports and answers.
     UPDATE kgrag.community AS c SET stale = true
@@ -136,24 +171,12 @@ BEGIN
        AND NOT EXISTS (SELECT 1 FROM kgrag.mention AS m WHERE m.tenant_id = t AND m.entity_id = e.entity_id);
     GET DIAGNOSTICS removed = ROW_COUNT;
 
-    PERFORM kgrag.refresh_edge_ranks(affected);
+    DROP TABLE pg_temp.kgrag_touched;
     RETURN jsonb_build_object('affected_entities', cardinality(affected), 'removed_entities', removed);
 END
 $$;
-COMMENT ON FUNCTION kgrag._refresh_graph(text[]) IS
-'Private. Recomputes co-occurrence and typed edges among the affected entities, marks their communities, reports and answers stale, removes those no chunk cites any more, and re-ranks their edges. Returns counts as jsonb.';
-
-CREATE OR REPLACE FUNCTION kgrag._entities_of_documents(doc_ids text[]) RETURNS text[]
-LANGUAGE sql STABLE SECURITY INVOKER
-SET search_path FROM CURRENT
-AS $$
-    SELECT COALESCE(array_agg(DISTINCT m.entity_id), '{}')
-      FROM kgrag.chunk AS c
-      JOIN kgrag.mention AS m ON m.tenant_id = c.tenant_id AND m.chunk_id = c.chunk_id
-     WHERE c.tenant_id = kgrag.current_tenant() AND c.doc_id = ANY (doc_ids)
-$$;
-COMMENT ON FUNCTION kgrag._entities_of_documents(text[]) IS
-'Private. Returns the ids of the entities the chunks of these documents mention.';
+COMMENT ON FUNCTION kgrag._refresh_graph() IS
+'Private. For what pg_temp.kgrag_touched names: recomputes co-occurrence weights and typed edges, marks communities, reports and answers stale, removes entities no chunk cites any more; edges are written once, with their new ranks (kgrag._rewrite_edges). Returns counts as jsonb.';
 
 CREATE OR REPLACE FUNCTION kgrag.ingest_apply() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -164,8 +187,7 @@ DECLARE
     docs text[];
     affected text[];
     n_chunks integer;
-    n_mentions integer := 0;
-    n integer;
+    n_mentions integer;
     n_relations integer;
     rejected jsonb;
     graph jsonb;
@@ -175,9 +197,13 @@ BEGIN
         RETURN jsonb_build_object('documents', 0);
     END IF;
     PERFORM kgrag._lock_keys('document', docs);
-    affected := kgrag._entities_of_documents(docs)
-                || ARRAY(SELECT DISTINCT s.entity_id FROM pg_temp.kgrag_stage_entity AS s);
-    affected := ARRAY(SELECT DISTINCT a FROM unnest(affected) AS a ORDER BY 1);
+    -- fresh statistics for the staged rows, so the planner sizes the joins below right
+    ANALYZE pg_temp.kgrag_stage_document, pg_temp.kgrag_stage_chunk, pg_temp.kgrag_stage_entity,
+            pg_temp.kgrag_stage_relation;
+    -- What the previous versions contributed, before they go; the entities involved are locked.
+    PERFORM kgrag._touch_documents(docs);
+    affected := ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
+                      UNION SELECT s.entity_id FROM pg_temp.kgrag_stage_entity AS s);
     PERFORM kgrag._lock_keys('entity', affected);
 
     -- Unchanged chunk texts keep their embeddings (looked up before the old chunks go).
@@ -221,32 +247,13 @@ BEGIN
      WHERE btrim(a.alias) <> ''
     ON CONFLICT DO NOTHING;
 
-    -- Mentions the extractor located, then those found by name in the text (word-bounded,
-    -- case and accent insensitive), and for an entity found nowhere, every chunk of its document.
+    -- Mentions, as the extractor located them.
     INSERT INTO kgrag.mention (tenant_id, entity_id, chunk_id)
     SELECT DISTINCT t, s.entity_id, s.doc_id || '#' || o.ordinal
       FROM pg_temp.kgrag_stage_entity AS s CROSS JOIN LATERAL unnest(s.ordinals) AS o(ordinal)
       JOIN pg_temp.kgrag_stage_chunk AS c ON c.doc_id = s.doc_id AND c.ordinal = o.ordinal
     ON CONFLICT DO NOTHING;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    n_mentions := n_mentions + n;
-    WITH wanted AS (
-        SELECT DISTINCT s.doc_id, s.entity_id, ' ' || kgrag.canonical_name(a.alias) || ' ' AS needle
-          FROM pg_temp.kgrag_stage_entity AS s CROSS JOIN LATERAL unnest(s.name || s.aliases) AS a(alias)
-         WHERE s.ordinals IS NULL AND kgrag.canonical_name(a.alias) <> ''
-    ), found AS (
-        SELECT DISTINCT w.entity_id, w.doc_id, c.ordinal
-          FROM wanted AS w JOIN pg_temp.kgrag_stage_chunk AS c ON c.doc_id = w.doc_id AND strpos(c.canon, w.needle) > 0
-    ), fallback AS (
-        SELECT DISTINCT w.entity_id, w.doc_id, c.ordinal
-          FROM wanted AS w JOIN pg_temp.kgrag_stage_chunk AS c ON c.doc_id = w.doc_id
-         WHERE NOT EXISTS (SELECT 1 FROM found AS f WHERE f.entity_id = w.entity_id AND f.doc_id = w.doc_id)
-    )
-    INSERT INTO kgrag.mention (tenant_id, entity_id, chunk_id)
-    SELECT t, x.entity_id, x.doc_id || '#' || x.ordinal FROM (SELECT * FROM found UNION SELECT * FROM fallback) AS x
-    ON CONFLICT DO NOTHING;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    n_mentions := n_mentions + n;
+    GET DIAGNOSTICS n_mentions = ROW_COUNT;
 
     -- Entity answers given with the input: taken from the named chunk, else the first one citing it.
     UPDATE kgrag.entity AS e
@@ -262,20 +269,19 @@ BEGIN
       JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = a.chunk_id
      WHERE e.tenant_id = t AND e.entity_id = a.entity_id;
 
-    -- Relations: endpoints resolve to an entity of the same document by name or alias.
+    -- Relations: endpoints are entities of the same document (the extractor resolved them).
     CREATE TEMP TABLE kgrag_resolved ON COMMIT DROP AS
-    SELECT r.*, upper(replace(kgrag.canonical_name(r.rel), ' ', '_')) AS rel_key,
-           (SELECT s.entity_id FROM pg_temp.kgrag_stage_entity AS s
-             WHERE s.doc_id = r.doc_id
-               AND (r.source_type IS NULL OR kgrag.canonical_name(s.type) = kgrag.canonical_name(r.source_type))
-               AND kgrag.canonical_name(r.source) IN (SELECT kgrag.canonical_name(x) FROM unnest(s.name || s.aliases) AS x)
-             ORDER BY s.entity_id COLLATE "C" LIMIT 1) AS src,
-           (SELECT s.entity_id FROM pg_temp.kgrag_stage_entity AS s
-             WHERE s.doc_id = r.doc_id
-               AND (r.target_type IS NULL OR kgrag.canonical_name(s.type) = kgrag.canonical_name(r.target_type))
-               AND kgrag.canonical_name(r.target) IN (SELECT kgrag.canonical_name(x) FROM unnest(s.name || s.aliases) AS x)
-             ORDER BY s.entity_id COLLATE "C" LIMIT 1) AS dst
-      FROM pg_temp.kgrag_stage_relation AS r;
+    WITH rel_keys AS (
+        SELECT DISTINCT x.rel, upper(replace(kgrag.canonical_name(x.rel), ' ', '_')) AS rel_key
+          FROM pg_temp.kgrag_stage_relation AS x
+    ), ids AS (
+        SELECT DISTINCT x.doc_id, x.name, x.type, x.entity_id FROM pg_temp.kgrag_stage_entity AS x
+    )
+    SELECT r.*, k.rel_key, s.entity_id AS src, d.entity_id AS dst
+      FROM pg_temp.kgrag_stage_relation AS r
+      JOIN rel_keys AS k USING (rel)
+      LEFT JOIN ids AS s ON s.doc_id = r.doc_id AND s.name = r.source AND s.type = r.source_type
+      LEFT JOIN ids AS d ON d.doc_id = r.doc_id AND d.name = r.target AND d.type = r.target_type;
     SELECT COALESCE(jsonb_object_agg(x.reason, x.n), '{}') INTO rejected FROM (
         SELECT CASE WHEN r.src IS NULL OR r.dst IS NULL THEN 'relation endpoint is not an entity of the document'
                     WHEN r.src = r.dst THEN 'relation from an entity to itself'
@@ -284,14 +290,7 @@ BEGIN
           FROM pg_temp.kgrag_resolved AS r GROUP BY 1) AS x
      WHERE x.reason IS NOT NULL;
     WITH placed AS (
-        SELECT r.*, r.doc_id || '#' || COALESCE(r.ordinal,
-               (SELECT min(c.ordinal) FROM pg_temp.kgrag_stage_chunk AS c
-                 WHERE c.doc_id = r.doc_id
-                   AND EXISTS (SELECT 1 FROM kgrag.mention AS m WHERE m.tenant_id = t AND m.entity_id = r.src
-                                  AND m.chunk_id = c.doc_id || '#' || c.ordinal)
-                   AND EXISTS (SELECT 1 FROM kgrag.mention AS m WHERE m.tenant_id = t AND m.entity_id = r.dst
-                                  AND m.chunk_id = c.doc_id || '#' || c.ordinal)),
-               0) AS chunk_id
+        SELECT r.*, r.doc_id || '#' || r.ordinal AS chunk_id
           FROM pg_temp.kgrag_resolved AS r
          WHERE r.src IS NOT NULL AND r.dst IS NOT NULL AND r.src <> r.dst AND r.rel_key NOT IN ('', 'CO_OCCURS')
     ), ins AS (
@@ -312,13 +311,14 @@ BEGIN
     SELECT count(*) INTO n_relations FROM ins;
     DROP TABLE pg_temp.kgrag_resolved;
 
-    graph := kgrag._refresh_graph(affected);
+    PERFORM kgrag._touch_documents(docs);  -- and what the new versions contribute
+    graph := kgrag._refresh_graph();
     RETURN jsonb_build_object('documents', cardinality(docs), 'chunks', n_chunks, 'mentions', n_mentions,
                               'relations', n_relations, 'rejected', rejected) || graph;
 END
 $$;
 COMMENT ON FUNCTION kgrag.ingest_apply() IS
-'Applies the staged batch (see kgrag.stage_begin) in the current transaction and returns counts as jsonb: each staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key, mentions located, relations resolved to entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for the touched entities.';
+'Applies the staged batch (see kgrag.stage_begin) in the current transaction and returns counts as jsonb: each staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
 
 CREATE OR REPLACE FUNCTION kgrag.delete_documents(doc_ids text[]) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -326,17 +326,16 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
-    affected text[];
     deleted integer;
 BEGIN
     PERFORM kgrag._lock_keys('document', doc_ids);
-    affected := ARRAY(SELECT a FROM unnest(kgrag._entities_of_documents(doc_ids)) AS a ORDER BY 1);
-    PERFORM kgrag._lock_keys('entity', affected);
+    PERFORM kgrag._touch_documents(doc_ids);
+    PERFORM kgrag._lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'));
     DELETE FROM kgrag.alias AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
-    RETURN jsonb_build_object('documents', deleted) || kgrag._refresh_graph(affected);
+    RETURN jsonb_build_object('documents', deleted) || kgrag._refresh_graph();
 END
 $$;
 COMMENT ON FUNCTION kgrag.delete_documents(text[]) IS
