@@ -23,7 +23,7 @@ from common import DATA, markdown_table, scratch_database, tenant_connection, wr
 from pgkgrag.db import connect
 from pgkgrag.embedders import HashEmbedder
 from pgkgrag.extractors import GazetteerExtractor, KnownName, ProvidedExtractor
-from pgkgrag.ingest import IngestReport, Ingestor
+from pgkgrag.ingest import Ingestor, IngestReport
 
 KINDS = [("Service", "service"), ("Team", "team"), ("Infrastructure", "cluster"), ("Incident", "incident")]
 VERBS = ["depends on", "is owned by", "runs on", "was caused by", "calls", "replaced", "reports to"]
@@ -44,15 +44,23 @@ def generate(n_docs: int, n_entities: int, seed: int = 3) -> list[dict[str, obje
             sentence = f"The {a} {VERBS[v]} the {b} according to the weekly operations review of cycle {d}."
             sentences.append(sentence)
             if rng.random() < 0.3:
-                relations.append({"source": a, "target": b, "type": RELS[v], "quote": sentence,
-                                  "source_type": ta, "target_type": tb})
+                relations.append(
+                    {"source": a, "target": b, "type": RELS[v], "quote": sentence, "source_type": ta, "target_type": tb}
+                )
         paragraphs = [" ".join(sentences[i : i + 6]) for i in range(0, len(sentences), 6)]
-        docs.append({"doc_id": f"ops-{d:06d}", "title": f"Operations note {d}", "text": "\n\n".join(paragraphs),
-                     "entities": [{"name": n, "type": t} for n, t in picked], "relations": relations})
+        docs.append(
+            {
+                "doc_id": f"ops-{d:06d}",
+                "title": f"Operations note {d}",
+                "text": "\n\n".join(paragraphs),
+                "entities": [{"name": n, "type": t} for n, t in picked],
+                "relations": relations,
+            }
+        )
     return docs
 
 
-def run(dsn: str, path: Path, extractor: object, batch_size: int = int(__import__("os").environ.get("BATCH", "1000"))) -> tuple[IngestReport, float]:
+def run(dsn: str, path: Path, extractor: object, batch_size: int = 1000) -> tuple[IngestReport, float]:
     with connect(dsn) as conn:
         ingestor = Ingestor(conn, "bench", extractor, HashEmbedder(512), batch_size=batch_size)  # type: ignore[arg-type]
         start = time.perf_counter()
@@ -79,15 +87,19 @@ def main() -> None:
             rows = [[step, f"{s:.2f}", f"{100 * s / seconds:.0f}%"] for step, s in report.seconds.items()]
             rows.append(["total", f"{seconds:.2f}", "100%"])
             with tenant_connection(dsn, "bench") as conn:
-                totals = conn.execute("SELECT (SELECT count(*) FROM kgrag.entity), (SELECT count(*) FROM kgrag.edge),"
-                                      " (SELECT count(*) FROM kgrag.mention)").fetchone()
+                totals = conn.execute(
+                    "SELECT (SELECT count(*) FROM kgrag.entity), (SELECT count(*) FROM kgrag.edge),"
+                    " (SELECT count(*) FROM kgrag.mention)"
+                ).fetchone()
             sections.append(
                 f"### Throughput: pre-extracted JSONL, `provided` extractor, `hash` embedder\n\n"
                 f"{len(docs):,} documents -> {chunks:,} chunks, {report.counts['mentions']:,} mentions, "
                 f"{report.counts['relations']:,} relations; {totals[0]:,} entities, {totals[1]:,} edges. "  # type: ignore[index]
                 f"**{chunks / seconds:,.0f} chunks/s** ({len(docs) / seconds:,.0f} documents/s) end to end, "
                 f"batches of 1,000 documents, one process.\n\n"
-                + markdown_table(["step", "seconds", "share"], rows) + "\n")
+                + markdown_table(["step", "seconds", "share"], rows)
+                + "\n"
+            )
             print(sections[-1])
 
         # 2. one changed document in a big corpus
@@ -113,15 +125,20 @@ def main() -> None:
                 f"{report.counts['chunks']:,} chunks (loaded in {load_seconds:.0f} s, "
                 f"{report.counts['chunks'] / load_seconds:,.0f} chunks/s). One document changed and ingested again, "
                 f"three times: {', '.join(f'{t * 1000:.0f} ms' for t in timings)} (from reading the file to commit, "
-                f"with its entities' edges, ranks and degrees recomputed).\n")
+                f"with its entities' edges, ranks and degrees recomputed).\n"
+            )
             print(sections[-1])
 
     # 3. gazetteer over HotpotQA
     corpus = json.loads((DATA / "hotpotqa" / "hotpotqa_train_corpus.json").read_text())
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "hotpot.jsonl"
-        path.write_text("".join(json.dumps({"doc_id": f"h{i:04d}", "title": title, "text": "".join(sents)}) + "\n"
-                                for i, (title, sents) in enumerate(corpus.items())))
+        path.write_text(
+            "".join(
+                json.dumps({"doc_id": f"h{i:04d}", "title": title, "text": "".join(sents)}) + "\n"
+                for i, (title, sents) in enumerate(corpus.items())
+            )
+        )
         names = [KnownName(title, "Topic") for title in corpus]
         with scratch_database("kgrag_bench_gazetteer") as dsn:
             extractor = GazetteerExtractor(names)
@@ -137,9 +154,20 @@ def main() -> None:
                 f"### Gazetteer extractor over HotpotQA (titles as the gazetteer)\n\n"
                 f"{len(corpus):,} paragraphs, {len(names):,} titles as names. Extraction (Aho-Corasick over canonical "
                 f"forms) {report.seconds['extract']:.2f} s; whole ingestion {seconds:.1f} s.\n\n"
-                + markdown_table(["documents", "chunks", "entities found", "mentions", "edges", "isolated entities",
-                                  "mentions per chunk"],
-                                 [[report.written, report.counts["chunks"], *counts]]) + "\n")
+                + markdown_table(
+                    [
+                        "documents",
+                        "chunks",
+                        "entities found",
+                        "mentions",
+                        "edges",
+                        "isolated entities",
+                        "mentions per chunk",
+                    ],
+                    [[report.written, report.counts["chunks"], *counts]],
+                )
+                + "\n"
+            )
             print(sections[-1])
     write_section("ingest", "Ingestion", "\n".join(sections))
 
