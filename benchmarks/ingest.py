@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import tempfile
@@ -31,12 +32,18 @@ RELS = ["DEPENDS_ON", "OWNS", "RUNS_ON", "CAUSED", "DEPENDS_ON", "RELATED_TO", "
 
 
 def generate(n_docs: int, n_entities: int, seed: int = 3) -> list[dict[str, object]]:
-    """Documents of 1-3 paragraphs naming 4-8 entities, with relations quoting their sentences."""
+    """Documents of 1-4 paragraphs naming 4-8 entities drawn from a power law (a few hubs, a long
+    tail, as in real corpora), with relations quoting the sentences that state them."""
     rng = random.Random(seed)
     names = [(f"{word.title()} {i:05d}", etype) for i in range(n_entities) for etype, word in [KINDS[i % 4]]]
+    cumulative = list(itertools.accumulate(1.0 / (rank + 1) ** 1.1 for rank in range(n_entities)))
     docs = []
     for d in range(n_docs):
-        picked = rng.sample(names, rng.randint(4, 8))
+        picked: list[tuple[str, str]] = []
+        while len(picked) < rng.randint(4, 8):
+            candidate = rng.choices(names, cum_weights=cumulative)[0]
+            if candidate not in picked:
+                picked.append(candidate)
         sentences, relations = [], []
         for _ in range(rng.randint(6, 24)):
             (a, ta), (b, tb) = rng.sample(picked, 2)
@@ -44,19 +51,11 @@ def generate(n_docs: int, n_entities: int, seed: int = 3) -> list[dict[str, obje
             sentence = f"The {a} {VERBS[v]} the {b} according to the weekly operations review of cycle {d}."
             sentences.append(sentence)
             if rng.random() < 0.3:
-                relations.append(
-                    {"source": a, "target": b, "type": RELS[v], "quote": sentence, "source_type": ta, "target_type": tb}
-                )
+                relations.append({"source": a, "target": b, "type": RELS[v], "quote": sentence,
+                                  "source_type": ta, "target_type": tb})
         paragraphs = [" ".join(sentences[i : i + 6]) for i in range(0, len(sentences), 6)]
-        docs.append(
-            {
-                "doc_id": f"ops-{d:06d}",
-                "title": f"Operations note {d}",
-                "text": "\n\n".join(paragraphs),
-                "entities": [{"name": n, "type": t} for n, t in picked],
-                "relations": relations,
-            }
-        )
+        docs.append({"doc_id": f"ops-{d:06d}", "title": f"Operations note {d}", "text": "\n\n".join(paragraphs),
+                     "entities": [{"name": n, "type": t} for n, t in picked], "relations": relations})
     return docs
 
 
@@ -77,7 +76,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = Path(tmp)
         # 1. throughput
-        docs = generate(args.docs, n_entities=max(200, args.docs // 5))
+        docs = generate(args.docs, n_entities=max(1000, args.docs * 3))
         path = tmpdir / "ops.jsonl"
         path.write_text("".join(json.dumps(d) + "\n" for d in docs))
         with scratch_database("kgrag_bench_ingest") as dsn:
@@ -104,7 +103,7 @@ def main() -> None:
 
         # 2. one changed document in a big corpus
         per_doc = max(1.0, chunks / len(docs))
-        big_docs = generate(int(args.big_chunks / per_doc) + 1, n_entities=20_000, seed=5)
+        big_docs = generate(int(args.big_chunks * 1.03 / per_doc) + 1, n_entities=100_000, seed=5)
         big = tmpdir / "big.jsonl"
         big.write_text("".join(json.dumps(d) + "\n" for d in big_docs))
         with scratch_database("kgrag_bench_reingest") as dsn:

@@ -16,6 +16,8 @@ import psycopg
 from pgkgrag.db import tenant_transaction
 from pgkgrag.embedders import Embedder
 from pgkgrag.ingest import embed_missing
+from pgkgrag.llm_client import OpenAICompatibleClient
+from pgkgrag.llm_reports import rewrite_reports
 
 
 @dataclass
@@ -61,8 +63,16 @@ def detect_communities(conn: psycopg.Connection) -> dict[str, Any]:
     return result
 
 
-def build(conn: psycopg.Connection, tenant: str, embedder: Embedder, *, force: bool = False) -> BuildReport:
-    """Bring communities, reports, answers and embeddings up to date; only what is stale is redone."""
+def build(
+    conn: psycopg.Connection,
+    tenant: str,
+    embedder: Embedder,
+    *,
+    force: bool = False,
+    report_writer: OpenAICompatibleClient | None = None,
+) -> BuildReport:
+    """Bring communities, reports, answers and embeddings up to date; only what is stale is redone.
+    With a report_writer (an LLM client), template reports are rewritten as cited summaries."""
     report = BuildReport()
     with tenant_transaction(conn, tenant):
         outdated = conn.execute("SELECT kgrag.communities_outdated()").fetchone()
@@ -73,5 +83,9 @@ def build(conn: psycopg.Connection, tenant: str, embedder: Embedder, *, force: b
         report.answers = answers[0] if answers else 0
         reports = conn.execute("SELECT kgrag.refresh_reports()").fetchone()
         report.reports = reports[0] if reports else {}
+        if report_writer is not None:
+            rewrite = rewrite_reports(conn, report_writer)
+            report.reports["summarized by the LLM"] = rewrite.written
+            report.reports.update({f"summary rejected: {k}": v for k, v in rewrite.rejected.items()})
         report.embedded = {kind: embed_missing(conn, embedder, kind) for kind in ("entity", "report")}
     return report

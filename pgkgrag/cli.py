@@ -29,9 +29,10 @@ from pgkgrag.errors import KgragError
 from pgkgrag.extraction_setup import make_extractor
 from pgkgrag.extractors import EXTRACTORS
 from pgkgrag.ingest import Ingestor, IngestReport, delete_documents
+from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -42,7 +43,7 @@ def friendly_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except (KgragError, CommandError) as exc:
+        except (KgragError, CommandError, OSError) as exc:
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             sys.exit(1)
         except (psycopg.Error, DBAPIError) as exc:
@@ -184,13 +185,27 @@ def _count_inputs(paths: list[Path]) -> int | None:
     return total or None
 
 
+reports_option = click.option(
+    "--reports",
+    type=click.Choice(["template", "llm"]),
+    default="template",
+    show_default=True,
+    help="template: subjects and claims with their chunk ids; llm: the template summarized by KGRAG_LLM_URL, "
+    "citations kept.",
+)
+
+
+def _report_writer(reports: str) -> OpenAICompatibleClient | None:
+    return OpenAICompatibleClient(LlmSettings.from_env()) if reports == "llm" else None
+
+
 tenant_option = click.option(
     "--tenant", default=None, help="Tenant to act for (default: KGRAG_TENANT, else 'default')."
 )
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @tenant_option
 @click.option(
     "--extractor",
@@ -219,6 +234,7 @@ tenant_option = click.option(
     show_default=True,
     help="Rebuild communities, reports and answers afterwards (only what is stale).",
 )
+@reports_option
 @friendly_errors
 def ingest(
     paths: tuple[Path, ...],
@@ -228,6 +244,7 @@ def ingest(
     gazetteer_file: Path | None,
     batch_size: int,
     build: bool,
+    reports: str,
 ) -> None:
     """Ingest documents: .jsonl files (one document per line), .txt/.md files, or folders of them."""
     config, conn = _open(tenant)
@@ -250,7 +267,7 @@ def ingest(
             if build:
                 progress.update(task, description="building communities, reports, answers")
                 start = time.perf_counter()
-                built = build_products(conn, config.tenant, emb)
+                built = build_products(conn, config.tenant, emb, report_writer=_report_writer(reports))
                 report.seconds["build"] += time.perf_counter() - start
         _print_ingest_report(report, built)
         if not report.ok:
@@ -260,12 +277,19 @@ def ingest(
 @main.command(name="build")
 @tenant_option
 @click.option("--force", is_flag=True, help="Run community detection even if nothing is stale.")
+@reports_option
 @friendly_errors
-def build_command(tenant: str | None, force: bool) -> None:
+def build_command(tenant: str | None, force: bool, reports: str) -> None:
     """Bring communities, reports, answers and embeddings up to date (only what is stale)."""
     config, conn = _open(tenant)
     with conn:
-        built = build_products(conn, config.tenant, _embedder(conn, config.tenant, None), force=force)
+        built = build_products(
+            conn,
+            config.tenant,
+            _embedder(conn, config.tenant, None),
+            force=force,
+            report_writer=_report_writer(reports),
+        )
     _print_build(built)
 
 
@@ -334,8 +358,10 @@ def _print_ingest_report(report: IngestReport, built: BuildReport | None) -> Non
 
 
 def _print_build(built: BuildReport) -> None:
+    communities = built.communities.get("communities", "unchanged") if built.communities else "unchanged"
     console.print(
-        f"communities: {built.communities or 'unchanged'}; reports: {built.reports}; "
-        f"answers written: {built.answers}; embedded: {built.embedded}",
+        f"communities: {communities}; reports written: {built.reports.get('written', 0)} "
+        f"of {built.reports.get('reports', 0)}; answers written: {built.answers}; "
+        f"embedded: {built.embedded.get('entity', 0)} entities, {built.embedded.get('report', 0)} reports",
         highlight=False,
     )

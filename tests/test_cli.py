@@ -83,3 +83,41 @@ def test_user_mistakes_get_one_clear_line(server: Server) -> None:
         [PGKGRAG, "db", "status"], env={**os.environ, "KGRAG_TENANT": "no spaces"}, capture_output=True, text=True
     )
     assert bad_tenant.returncode == 1 and "invalid tenant" in bad_tenant.stderr
+
+
+def test_ingest_build_delete_from_the_command_line(server: Server, template: str, tmp_path: Path) -> None:
+    import json
+
+    from ingesting import OPS
+
+    name = server.create_database(template=template)
+    try:
+        dsn = server.dsn(name)
+        good = tmp_path / "ops.jsonl"
+        good.write_text("".join(json.dumps(d) + "\n" for d in OPS) + "{broken\n")
+        first = run("ingest", str(good), "--embedder", "hash", "--tenant", "acme", dsn=dsn)
+        assert first.returncode == 1, first.stderr  # one line was rejected
+        assert "ops.jsonl:6: invalid JSON" in first.stderr and "Traceback" not in first.stderr
+        assert "written" in first.stdout and "communities" in first.stdout
+        with psycopg.connect(dsn) as conn:
+            conn.execute("SELECT set_config('kgrag.tenant', 'acme', false)")
+            assert conn.execute("SELECT count(*) FROM kgrag.document").fetchone() == (5,)
+            assert conn.execute("SELECT count(*) FROM kgrag.community_report").fetchone()[0] > 0  # type: ignore[index]
+        good.write_text("".join(json.dumps(d) + "\n" for d in OPS))
+        again = run("ingest", str(good), "--tenant", "acme", dsn=dsn)  # the tenant's embedder is remembered
+        assert again.returncode == 0, again.stderr
+        assert "unchanged (skipped)" in again.stdout
+        other = run("ingest", str(good), "--tenant", "acme", "--embedder", "use", dsn=dsn)
+        assert other.returncode == 1 and "was embedded with 'hash'" in other.stderr
+        built = run("build", "--tenant", "acme", dsn=dsn)
+        assert built.returncode == 0 and "answers written: 0" in built.stdout
+        deleted = run("delete", "d2", "d9", "--tenant", "acme", dsn=dsn)
+        assert deleted.returncode == 0 and "deleted 1 of 2 documents" in deleted.stdout
+        missing = run("ingest", str(tmp_path / "nope.jsonl"), "--tenant", "acme", dsn=dsn)
+        assert missing.returncode == 2 and "does not exist" in missing.stderr
+        no_names = run(
+            "ingest", str(good), "--tenant", "empty", "--extractor", "gazetteer", "--embedder", "hash", dsn=dsn
+        )
+        assert no_names.returncode == 1 and "--gazetteer FILE" in no_names.stderr
+    finally:
+        server.drop_database(name)

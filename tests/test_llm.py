@@ -264,3 +264,27 @@ def test_openai_embedder_checks_the_dimension(llm: FakeOpenAI, monkeypatch: pyte
     assert request == {"model": "text-embedding-3-small", "input": ["a", "bb", "ccc"]}
     with pytest.raises(KgragError, match="returned 3-dimensional vectors, but this database stores 512"):
         get_embedder("openai", 512).embed(["a"])
+
+
+def test_reports_summarized_by_the_llm_keep_their_citations(conn: psycopg.Connection, tmp_path: Path,
+                                                            llm: FakeOpenAI) -> None:
+    from ingesting import OPS
+
+    from pgkgrag.build import build
+    from pgkgrag.embedders import HashEmbedder
+    from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
+
+    ingest(conn, tmp_path, OPS)
+    llm.default = (200, "A summary that cites nothing.")
+    llm.responses["Payment Module"] = [(200, "Payments run through the auth service [d2#0].")]
+    llm.responses["Ledger Sync"] = [(200, "Billing owns ledgers [d9#0].")]
+    result = build(conn, "t1", HashEmbedder(512), report_writer=OpenAICompatibleClient(LlmSettings.from_env()))
+    assert result.reports["summarized by the LLM"] == 1
+    assert result.reports["summary rejected: summary cites a chunk the report does not"] == 1
+    rows = q(conn, "SELECT generator, report FROM kgrag.community_report ORDER BY generator, report")
+    assert ("llm:test-model", "Payments run through the auth service [d2#0].") in rows
+    assert sum(1 for g, _ in rows if g == "template") == len(rows) - 1
+    # nothing changed: nothing is sent again
+    before = len(llm.requests)
+    build(conn, "t1", HashEmbedder(512), report_writer=OpenAICompatibleClient(LlmSettings.from_env()))
+    assert len([r for r in llm.requests[before:] if "Payment Module" in r["body"]["messages"][-1]["content"]]) == 0

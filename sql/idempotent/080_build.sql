@@ -249,3 +249,17 @@ END
 $$;
 COMMENT ON FUNCTION kgrag.refresh_reports() IS
 'Writes the template report of every community of the current tenant whose content changed (or that has none): subjects with their answers and the relations between them, each with its chunk id, and evidence_chunk_ids = the chunks citing the most members. Unchanged reports are kept. Returns counts as jsonb.';
+
+CREATE OR REPLACE FUNCTION kgrag.set_report_text(community_id text, report text, generator text) RETURNS boolean
+LANGUAGE sql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    UPDATE kgrag.community_report AS r
+       SET report = set_report_text.report, generator = set_report_text.generator, embedding = NULL,
+           embedded_hash = NULL
+     WHERE r.tenant_id = kgrag.current_tenant() AND r.community_id = set_report_text.community_id
+       AND r.generator = 'template'
+    RETURNING true
+$$;
+COMMENT ON FUNCTION kgrag.set_report_text(text, text, text) IS
+'Replaces the template text of a community report with a rewritten one (e.g. an LLM summary that kept its chunk citations) and records who wrote it. The report keeps its generated_hash, so it is regenerated only when its community changes. Returns true when a template report was replaced, NULL otherwise.';
