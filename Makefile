@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint demo clean
+.PHONY: install test lint fmt demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check pgkgrag tests alembic benchmarks
 	$(BIN)/ruff format --check pgkgrag tests alembic benchmarks
 	$(BIN)/mypy
+
+fmt: $(STAMP)
+	$(BIN)/ruff check --fix pgkgrag tests alembic benchmarks
+	$(BIN)/ruff format pgkgrag tests alembic benchmarks
 
 test: lint
 	$(BIN)/pytest

@@ -51,11 +51,19 @@ def generate(n_docs: int, n_entities: int, seed: int = 3) -> list[dict[str, obje
             sentence = f"The {a} {VERBS[v]} the {b} according to the weekly operations review of cycle {d}."
             sentences.append(sentence)
             if rng.random() < 0.3:
-                relations.append({"source": a, "target": b, "type": RELS[v], "quote": sentence,
-                                  "source_type": ta, "target_type": tb})
+                relations.append(
+                    {"source": a, "target": b, "type": RELS[v], "quote": sentence, "source_type": ta, "target_type": tb}
+                )
         paragraphs = [" ".join(sentences[i : i + 6]) for i in range(0, len(sentences), 6)]
-        docs.append({"doc_id": f"ops-{d:06d}", "title": f"Operations note {d}", "text": "\n\n".join(paragraphs),
-                     "entities": [{"name": n, "type": t} for n, t in picked], "relations": relations})
+        docs.append(
+            {
+                "doc_id": f"ops-{d:06d}",
+                "title": f"Operations note {d}",
+                "text": "\n\n".join(paragraphs),
+                "entities": [{"name": n, "type": t} for n, t in picked],
+                "relations": relations,
+            }
+        )
     return docs
 
 

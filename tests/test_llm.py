@@ -266,8 +266,9 @@ def test_openai_embedder_checks_the_dimension(llm: FakeOpenAI, monkeypatch: pyte
         get_embedder("openai", 512).embed(["a"])
 
 
-def test_reports_summarized_by_the_llm_keep_their_citations(conn: psycopg.Connection, tmp_path: Path,
-                                                            llm: FakeOpenAI) -> None:
+def test_reports_summarized_by_the_llm_keep_their_citations(
+    conn: psycopg.Connection, tmp_path: Path, llm: FakeOpenAI
+) -> None:
     from ingesting import OPS
 
     from pgkgrag.build import build
