@@ -226,7 +226,7 @@ tenant_option = click.option(
     help="Names for --extractor gazetteer (JSONL or CSV); default: the tenant's entities.",
 )
 @click.option(
-    "--batch-size", type=click.IntRange(1, 100_000), default=500, show_default=True, help="Documents per transaction."
+    "--batch-size", type=click.IntRange(1, 100_000), default=2000, show_default=True, help="Documents per transaction."
 )
 @click.option(
     "--build/--no-build",

@@ -336,3 +336,18 @@ def test_concurrent_ingestion_loses_nothing(server: Server, template: str, tmp_p
     finally:
         server.drop_database(parallel_db)
         server.drop_database(serial_db)
+
+
+def test_a_batch_touching_thousands_of_entities_fits_the_lock_table(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """Locks are striped: one batch with 10,000 entities and 1,250 documents holds a few hundred."""
+    docs = [
+        {
+            "doc_id": f"e{i}",
+            "text": " ".join(f"Thing {i * 8 + j} exists." for j in range(8)),
+            "entities": [{"name": f"Thing {i * 8 + j}", "type": "Concept"} for j in range(8)],
+        }
+        for i in range(1250)
+    ]
+    report = ingest(conn, tmp_path, docs, batch_size=5000)
+    assert report.ok and report.written == 1250
+    assert q(conn, "SELECT count(*) FROM kgrag.entity") == [(10000,)]

@@ -13,15 +13,21 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
-    k text;
+    stripe integer;
 BEGIN
-    FOR k IN SELECT DISTINCT u.k COLLATE "C" FROM unnest(keys) AS u(k) WHERE u.k IS NOT NULL ORDER BY 1 LOOP
-        PERFORM pg_advisory_xact_lock(hashtextextended(t || '|' || kind || '|' || k, 0));
+    -- Keys are hashed onto 128 stripes per (tenant, kind), so a batch holds at most 128 locks of a
+    -- kind however many keys it touches (the shared lock table is finite); stripes are taken in
+    -- ascending order, so writers never wait on each other in a cycle.
+    FOR stripe IN
+        SELECT DISTINCT (hashtextextended(u.k, 0) & 127)::integer FROM unnest(keys) AS u(k)
+         WHERE u.k IS NOT NULL ORDER BY 1
+    LOOP
+        PERFORM pg_advisory_xact_lock(hashtext('kgrag|' || t || '|' || kind), stripe);
     END LOOP;
 END
 $$;
 COMMENT ON FUNCTION kgrag._lock_keys(text, text[]) IS
-'Private. Returns nothing; takes a transaction-scoped advisory lock per (tenant, kind, key), in sorted key order.';
+'Private. Returns nothing; takes transaction-scoped advisory locks on the stripes (128 per tenant and kind) the keys hash to, in ascending order.';
 
 CREATE OR REPLACE FUNCTION kgrag.stage_begin() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
