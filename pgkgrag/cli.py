@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -30,9 +31,11 @@ from pgkgrag.extraction_setup import make_extractor
 from pgkgrag.extractors import EXTRACTORS
 from pgkgrag.ingest import Ingestor, IngestReport, delete_documents
 from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
+from pgkgrag.search import run_search, tenant_embedder
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+# Piped output (not a terminal) gets wide lines rather than rich's 80 columns.
+console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 160)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -50,8 +53,9 @@ def friendly_errors(func: F) -> F:
             if isinstance(exc, DBAPIError) and isinstance(exc.orig, psycopg.Error):
                 exc = exc.orig
             diag = getattr(exc, "diag", None)
+            message = (diag.message_primary if diag is not None else None) or str(exc).strip()
             hint = f"\nhint: {diag.message_hint}" if diag is not None and diag.message_hint else ""
-            err_console.print(f"[bold red]database error:[/] {str(exc).strip()}{hint}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {message}{hint}", highlight=False, soft_wrap=True)
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
@@ -364,4 +368,134 @@ def _print_build(built: BuildReport) -> None:
         f"of {built.reports.get('reports', 0)}; answers written: {built.answers}; "
         f"embedded: {built.embedded.get('entity', 0)} entities, {built.embedded.get('report', 0)} reports",
         highlight=False,
+    )
+
+
+def _options(pairs: tuple[str, ...]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise KgragError(f"--option expects key=value, got {pair!r}")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+search_options = [
+    click.option(
+        "--route",
+        type=click.Choice(["auto", "local", "global", "mixed", "vector"]),
+        default="auto",
+        show_default=True,
+        help="auto lets the router pick (and say why).",
+    ),
+    click.option("--k", type=click.IntRange(1, 1000), default=10, show_default=True, help="Chunk rows at most."),
+    click.option(
+        "--option",
+        "-o",
+        "option_pairs",
+        multiple=True,
+        help="A search option as key=value (JSON value), e.g. -o hops=3 -o degree_cap=null.",
+    ),
+    tenant_option,
+]
+
+
+def _with_search_options(func: F) -> F:
+    for decorator in reversed(search_options):
+        func = decorator(func)
+    return func
+
+
+@main.command(name="search")
+@click.argument("question")
+@_with_search_options
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as a JSON array.")
+@friendly_errors
+def search_command(
+    question: str, route: str, k: int, option_pairs: tuple[str, ...], tenant: str | None, as_json: bool
+) -> None:
+    """Search: the route and why, then the results with their citations."""
+    config, conn = _open(tenant)
+    with conn:
+        result = run_search(
+            conn, config.tenant, tenant_embedder(conn, config.tenant), question, route, k, _options(option_pairs)
+        )
+        with tenant_transaction(conn, config.tenant):
+            texts = {
+                r[0]: r[3]
+                for r in conn.execute(
+                    "SELECT * FROM kgrag.cited_chunks(%s)", [[row.ref_id for row in result.rows if row.kind == "chunk"]]
+                )
+            }
+    if as_json:
+        console.print_json(
+            json.dumps(
+                [
+                    {
+                        "rank": r.rank,
+                        "ref_id": r.ref_id,
+                        "kind": r.kind,
+                        "source": r.source,
+                        "score": r.score,
+                        "route": result.route,
+                        "reason": result.reason,
+                        "payload": r.payload,
+                    }
+                    for r in result.rows
+                ],
+                ensure_ascii=False,
+            )
+        )
+        return
+    console.print(f"[bold]route:[/] {result.route} - {result.reason}", highlight=False)
+    if not result.rows:
+        console.print("no result: nothing in the collection answers this question", highlight=False)
+        return
+    table = Table(show_lines=False)
+    for column in ("#", "kind", "source", "ref", "what", "evidence"):
+        table.add_column(column, overflow="fold")
+    for row in result.rows:
+        if row.kind == "chunk":
+            what = " ".join(texts.get(row.ref_id, "").split())[:120]
+        elif row.kind == "entity":
+            what = f"{row.payload.get('name')}: {row.payload.get('answer') or ''}"[:120]
+        else:
+            what = str(row.payload.get("title", ""))
+        refs = row.payload.get("evidence_refs", [])
+        table.add_row(
+            str(row.rank),
+            row.kind,
+            row.source,
+            row.ref_id,
+            what,
+            ", ".join(refs[:3]) + (" ..." if len(refs) > 3 else ""),
+        )
+    console.print(table)
+
+
+@main.command(name="context")
+@click.argument("question")
+@_with_search_options
+@click.option("--max-chars", type=click.IntRange(1, 1_000_000), default=4000, show_default=True)
+@friendly_errors
+def context_command(
+    question: str, route: str, k: int, option_pairs: tuple[str, ...], tenant: str | None, max_chars: int
+) -> None:
+    """Print the context block an LLM would get for the question (within --max-chars)."""
+    config, conn = _open(tenant)
+    with conn:
+        vector = tenant_embedder(conn, config.tenant).embed([question])[0]
+        with tenant_transaction(conn, config.tenant):
+            row = conn.execute(
+                "SELECT kgrag.context(%s, %s, %s, %s, %s, %s::jsonb)",
+                [vector, route, question, max_chars, k, json.dumps(_options(option_pairs))],
+            ).fetchone()
+    console.print(
+        (row[0] if row else "") or "(empty: nothing in the collection answers this question)",
+        highlight=False,
+        markup=False,
     )

@@ -12,3 +12,4 @@ def _locate(name: str) -> Path:
 
 SQL_DIR = _locate("sql")
 ALEMBIC_DIR = _locate("alembic")
+SAMPLE_CORPUS = _PACKAGE / "sample" / "ops.jsonl"

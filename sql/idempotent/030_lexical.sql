@@ -30,7 +30,8 @@ COMMENT ON FUNCTION kgrag.lexical_query(text, regconfig, text) IS
 'Returns the tsquery used for a question in a text search configuration: mode ''any'' (default) ORs the question''s content words; mode ''websearch'' is websearch_to_tsquery (all words, "quoted phrases", or, -negation). Words are taken as written and with accents folded. Never raises on punctuation.';
 
 CREATE OR REPLACE FUNCTION kgrag.search_chunks_lexical(
-    question text, k integer DEFAULT 10, mode text DEFAULT 'any', config regconfig DEFAULT NULL)
+    question text, k integer DEFAULT 10, mode text DEFAULT 'any', config regconfig DEFAULT NULL,
+    min_coverage double precision DEFAULT 0)
 RETURNS TABLE (chunk_id text, rank integer, score double precision)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -47,19 +48,27 @@ BEGIN
     END IF;
     RETURN QUERY
     WITH queries AS (
-        SELECT cfg, kgrag.lexical_query(question, cfg, mode) AS query
+        SELECT cfg, kgrag.lexical_query(question, cfg, mode) AS query,
+               tsvector_to_array(to_tsvector(cfg, kgrag.fold(COALESCE(question, '')))) AS words
           FROM unnest(COALESCE(configs, '{}')) AS cfg
     ), hits AS (
-        SELECT c.chunk_id, ts_rank_cd(c.tsv, qs.query)::float8 AS score
+        SELECT c.chunk_id, ts_rank_cd(c.tsv, qs.query)::float8 AS score, c.tsv, qs.words
           FROM queries AS qs
           JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.lang = qs.cfg AND c.tsv @@ qs.query
          WHERE numnode(qs.query) > 0
+    ), covered AS (
+        -- the share of the question's content words the chunk holds
+        SELECT h.chunk_id, h.score
+          FROM hits AS h
+         WHERE min_coverage <= 0
+            OR (SELECT count(*) FILTER (WHERE h.tsv @@ plainto_tsquery('simple', w))::float8 / count(*)
+                  FROM unnest(h.words) AS w) >= min_coverage
     )
-    SELECT h.chunk_id, (row_number() OVER (ORDER BY h.score DESC, h.chunk_id))::integer, h.score
-      FROM hits AS h
-     ORDER BY h.score DESC, h.chunk_id
+    SELECT v.chunk_id, (row_number() OVER (ORDER BY v.score DESC, v.chunk_id))::integer, v.score
+      FROM covered AS v
+     ORDER BY v.score DESC, v.chunk_id
      LIMIT k;
 END
 $$;
-COMMENT ON FUNCTION kgrag.search_chunks_lexical(text, integer, text, regconfig) IS
-'Returns the k chunks of the current tenant that best match the question by full-text search: (chunk_id, rank, score = ts_rank_cd). Each chunk is searched in its own language''s configuration unless config is given; see kgrag.lexical_query for the modes. An empty or stop-word-only question returns no rows.';
+COMMENT ON FUNCTION kgrag.search_chunks_lexical(text, integer, text, regconfig, double precision) IS
+'Returns the k chunks of the current tenant that best match the question by full-text search: (chunk_id, rank, score = ts_rank_cd). Each chunk is searched in its own language''s configuration unless config is given; see kgrag.lexical_query for the modes. min_coverage keeps chunks holding at least that share of the question''s content words. An empty or stop-word-only question returns no rows.';

@@ -44,7 +44,7 @@ BEGIN
         -- A span as a phrase, and squashed three ways: as written, without its inner stop words,
         -- and with its words sorted ("servico de autenticacao" -> "servicoautenticacao"). The last
         -- two only for spans that start and end with a content word.
-        SELECT sp.len, array_to_string(sp.words, ' ') AS phrase, v.form
+        SELECT sp.first, sp.first + sp.len - 1 AS last, sp.len, array_to_string(sp.words, ' ') AS phrase, v.form
           FROM spans AS sp
          CROSS JOIN LATERAL (
                SELECT array_to_string(sp.words, '')
@@ -56,36 +56,38 @@ BEGIN
                 WHERE x.w <> ALL (stop) AND sp.words[1] <> ALL (stop) AND sp.words[sp.len] <> ALL (stop)
          ) AS v(form)
          WHERE v.form IS NOT NULL AND length(v.form) >= 2
-    ), matches AS (
+    ), strong AS (
         -- exact: the whole question is an alias
-        SELECT a.entity_id, 10.0::float8 AS score, 'exact'::text AS tier
+        SELECT a.entity_id, 10.0::float8 AS score, 'exact'::text AS tier, 1 AS first, 1000 AS last
           FROM kgrag.alias AS a
          WHERE a.tenant_id = t AND a.alias_fold = whole
         UNION ALL
         -- phrase: a span of two or more words is an alias
-        SELECT a.entity_id, 9.0, 'phrase'
+        SELECT a.entity_id, 9.0, 'phrase', f.first, f.last
           FROM forms AS f
           JOIN kgrag.alias AS a ON a.tenant_id = t AND a.alias_fold = f.phrase
          WHERE f.len >= 2
         UNION ALL
         -- squashed: a span meets an alias once both are written without spaces
-        SELECT a.entity_id, 8.0, 'squashed'
+        SELECT a.entity_id, 8.0, 'squashed', f.first, f.last
           FROM forms AS f
           JOIN kgrag.alias AS a ON a.tenant_id = t AND a.alias_sq = f.form
          WHERE a.alias_fold <> f.phrase
         UNION ALL
         -- token: one word of the question is an alias
-        SELECT a.entity_id, 7.0, 'token'
+        SELECT a.entity_id, 7.0, 'token', f.first, f.last
           FROM forms AS f
           JOIN kgrag.alias AS a ON a.tenant_id = t AND a.alias_fold = f.phrase
          WHERE f.len = 1 AND f.phrase <> ALL (stop)
-        UNION ALL
+    ), weak AS (
         -- contains / trigram: candidates share trigrams with a squashed span (GIN index), then
         -- one holds the other with a minimum length ratio, or they are close enough (typos).
-        SELECT c.entity_id, 3.0 * greatest(c.contained, c.similarity),
-               CASE WHEN c.contained >= c.similarity THEN 'contains' ELSE 'trigram' END
-          FROM (SELECT DISTINCT f.form, kgrag.trigrams(f.form) AS grams
-                  FROM forms AS f WHERE f.len <= 3 AND length(f.form) >= 4) AS sf
+        SELECT c.entity_id, 3.0 * greatest(c.contained, c.similarity) AS score,
+               CASE WHEN c.contained >= c.similarity THEN 'contains' ELSE 'trigram' END AS tier,
+               sf.first, sf.last, sf.form
+          FROM (SELECT DISTINCT ON (f.form) f.form, f.first, f.last, kgrag.trigrams(f.form) AS grams
+                  FROM forms AS f WHERE f.len <= 3 AND length(f.form) >= CASE WHEN f.len = 1 THEN 6 ELSE 4 END
+                 ORDER BY f.form, f.first, f.last) AS sf
          CROSS JOIN LATERAL (
                SELECT a.entity_id,
                       CASE WHEN length(a.alias_sq) >= 4
@@ -97,6 +99,15 @@ BEGIN
                  FROM kgrag.alias AS a
                 WHERE a.tenant_id = t AND a.trigrams && sf.grams) AS c
          WHERE c.contained >= ratio_floor OR c.similarity >= trigram_floor
+    ), matches AS (
+        SELECT s.entity_id, s.score, s.tier FROM strong AS s
+        UNION ALL
+        -- A weak match counts only where no strong match already explains those words, and only
+        -- when the words point at one or two entities ("service" inside every "... Service" does
+        -- not); a single word must have six letters or more.
+        SELECT w.entity_id, w.score, w.tier FROM weak AS w
+         WHERE NOT EXISTS (SELECT 1 FROM strong AS s WHERE s.first <= w.last AND w.first <= s.last)
+           AND (SELECT count(DISTINCT x.entity_id) FROM weak AS x WHERE x.form = w.form) <= 2
     ), best AS (
         SELECT DISTINCT ON (m.entity_id) m.entity_id, m.score, m.tier
           FROM matches AS m

@@ -26,6 +26,7 @@ DECLARE
     max_hops integer := kgrag.setting('max_hops')::integer;
     budget_ms integer := kgrag.setting('khop_timeout_ms')::integer;
     deadline timestamptz;
+    walked integer;
 BEGIN
     IF hops IS NULL OR hops < 0 THEN
         RAISE EXCEPTION 'hops must be >= 0, got %', COALESCE(hops::text, 'NULL') USING ERRCODE = '22023';
@@ -57,10 +58,12 @@ BEGIN
            AND (clock_timestamp() < deadline OR kgrag._traversal_timeout(budget_ms))
     )
     SELECT w.entity_id, w.hop, w.trail, w.seed FROM walk AS w;
+    GET DIAGNOSTICS walked = ROW_COUNT;
+    PERFORM set_config('kgrag.paths_walked', walked::text, true);  -- read back by kgrag_search's log
 END
 $$;
 COMMENT ON FUNCTION kgrag._walk(text[], integer, integer, text[], timestamptz) IS
-'Private. Returns every simple path walked from the seeds, one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed). The recursive CTE behind kgrag.k_hop and kgrag.fanout.';
+'Private. Returns every simple path walked from the seeds, one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed), and leaves the number of paths in the setting kgrag.paths_walked. The recursive CTE behind kgrag.k_hop and kgrag.fanout.';
 
 CREATE OR REPLACE FUNCTION kgrag.k_hop(
     seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL, relations text[] DEFAULT NULL,
@@ -77,7 +80,7 @@ AS $$
      ORDER BY x.hop, x.entity_id COLLATE "C"
 $$;
 COMMENT ON FUNCTION kgrag.k_hop(text[], integer, integer, text[], timestamptz) IS
-'Returns the entities within hops edges of the seeds, one row each at its shortest hop: (entity_id, hop, path from the seed, seed); the seeds themselves come back at hop 0. Edges are followed from src to dst; degree_cap keeps edges with rank <= degree_cap (each node''s strongest edges), relations keeps those rel types, as_of keeps edges valid at that time. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
+'Returns the entities within hops edges of the seeds, one row each at its shortest hop: (entity_id, hop, path from the seed, seed); the seeds themselves come back at hop 0. Edges are followed from src to dst; degree_cap keeps edges with rank <= degree_cap (each node''s strongest edges, counted over every relation type), relations keeps those rel types, as_of keeps edges valid at that time. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
 
 CREATE OR REPLACE FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer DEFAULT NULL)
 RETURNS TABLE (hop integer, nodes bigint, new_nodes bigint, paths bigint)
