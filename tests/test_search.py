@@ -51,8 +51,9 @@ def dconn(demo: str) -> Iterator[psycopg.Connection]:
         yield conn
 
 
-def ask(conn: psycopg.Connection, use: Embedder, question: str, route: str = "auto", k: int = 10,
-        **options: object) -> SearchResult:
+def ask(
+    conn: psycopg.Connection, use: Embedder, question: str, route: str = "auto", k: int = 10, **options: object
+) -> SearchResult:
     return run_search(conn, TENANT, use, question, route, k, options)
 
 
@@ -61,31 +62,37 @@ def sql(conn: psycopg.Connection, query: str, *params: object) -> list[tuple]:
         return conn.execute(query, list(params)).fetchall()  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("question", "route", "reason"), [
-    ("What does the Auth Service depend on?", "local", "names Auth Service"),
-    ("O que o Auth Service precisa para funcionar?", "local", "names Auth Service"),
-    ("Who approves changes to the PayFlow contract?", "local", "names PayFlow Processing Agreement"),
-    ("What are the main themes across the documents?", "global", "rule en-themes"),
-    ("Give me an overview of the collection", "global", "rule en-overview"),
-    ("Quais são os principais temas do acervo?", "global", "rule pt-temas"),
-    ("Qual é o panorama do acervo como um todo?", "global", "rule pt-panorama"),
-    ("Tell me about the Payment Gateway in general", "mixed", "rule en-general"),
-    ("Payment Gateway, no contexto geral", "mixed", "rule pt-geral"),
-    ("What happens when a deploy fails?", "vector", "no entity of the graph is named"),
-    ("How do I bake a carrot cake?", "vector", "no entity of the graph is named"),
-])
-def test_the_router_picks_and_says_why(dconn: psycopg.Connection, use: Embedder, question: str, route: str,
-                                       reason: str) -> None:
+@pytest.mark.parametrize(
+    ("question", "route", "reason"),
+    [
+        ("What does the Auth Service depend on?", "local", "names Auth Service"),
+        ("O que o Auth Service precisa para funcionar?", "local", "names Auth Service"),
+        ("Who approves changes to the PayFlow contract?", "local", "names PayFlow Processing Agreement"),
+        ("What are the main themes across the documents?", "global", "rule en-themes"),
+        ("Give me an overview of the collection", "global", "rule en-overview"),
+        ("Quais são os principais temas do acervo?", "global", "rule pt-temas"),
+        ("Qual é o panorama do acervo como um todo?", "global", "rule pt-panorama"),
+        ("Tell me about the Payment Gateway in general", "mixed", "rule en-general"),
+        ("Payment Gateway, no contexto geral", "mixed", "rule pt-geral"),
+        ("What happens when a deploy fails?", "vector", "no entity of the graph is named"),
+        ("How do I bake a carrot cake?", "vector", "no entity of the graph is named"),
+    ],
+)
+def test_the_router_picks_and_says_why(
+    dconn: psycopg.Connection, use: Embedder, question: str, route: str, reason: str
+) -> None:
     result = ask(dconn, use, question)
     assert result.route == route, result.reason
     assert reason in result.reason
     assert all(row.payload is not None for row in result.rows)
 
 
-@pytest.mark.parametrize("question", ["How do I bake a carrot cake?", "Who won the 1998 football world cup?",
-                                      "Como faço pão de queijo?"])
-def test_negative_questions_return_nothing_and_the_log_says_why(dconn: psycopg.Connection, use: Embedder,
-                                                                question: str) -> None:
+@pytest.mark.parametrize(
+    "question", ["How do I bake a carrot cake?", "Who won the 1998 football world cup?", "Como faço pão de queijo?"]
+)
+def test_negative_questions_return_nothing_and_the_log_says_why(
+    dconn: psycopg.Connection, use: Embedder, question: str
+) -> None:
     result = ask(dconn, use, question)
     assert result.rows == []
     assert result.reason.startswith("nothing cleared the floors")
@@ -93,9 +100,14 @@ def test_negative_questions_return_nothing_and_the_log_says_why(dconn: psycopg.C
     assert logged == [(result.route, result.reason, 0)]
 
 
-QUESTIONS = ["What does the Auth Service depend on?", "Who approves changes to the PayFlow contract?",
-             "What are the main themes across the documents?", "Tell me about the Payment Gateway in general",
-             "What happens when a deploy fails?", "Quem aprova mudanças no contrato PayFlow?"]
+QUESTIONS = [
+    "What does the Auth Service depend on?",
+    "Who approves changes to the PayFlow contract?",
+    "What are the main themes across the documents?",
+    "Tell me about the Payment Gateway in general",
+    "What happens when a deploy fails?",
+    "Quem aprova mudanças no contrato PayFlow?",
+]
 
 
 @pytest.mark.parametrize("route", ["auto", "local", "global", "mixed", "vector"])
@@ -172,20 +184,33 @@ def test_options_change_the_traversal(dconn: psycopg.Connection, use: Embedder) 
     assert max(r.payload["hop"] for r in one.rows if r.kind == "entity") == 1
     assert len([r for r in two.rows if r.kind == "entity"]) > len([r for r in one.rows if r.kind == "entity"])
     # the degree cap counts a node's edges of every relation, so filter relations without it
-    typed = ask(dconn, use, "What does the Auth Service depend on?", "local", entities=100, relations=["DEPENDS_ON"],
-                degree_cap=None)
-    assert {r.ref_id for r in typed.rows if r.kind == "entity"} == {"service:auth service", "service:session store",
-                                                                    "infrastructure:object store"}
+    typed = ask(
+        dconn,
+        use,
+        "What does the Auth Service depend on?",
+        "local",
+        entities=100,
+        relations=["DEPENDS_ON"],
+        degree_cap=None,
+    )
+    assert {r.ref_id for r in typed.rows if r.kind == "entity"} == {
+        "service:auth service",
+        "service:session store",
+        "infrastructure:object store",
+    }
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    ("SELECT * FROM kgrag.kgrag_search(%(v)s, 'sideways')", "unknown route 'sideways'"),
-    ("SELECT * FROM kgrag.kgrag_search(%(v)s, 'auto', 'x', 0)", "k must be between 1 and 1000"),
-    ("SELECT * FROM kgrag.kgrag_search(%(v)s, 'auto', '   ')", "question text is empty"),
-    ("SELECT * FROM kgrag.kgrag_search(%(v)s, 'auto', 'x', 10, '{\"hopz\": 1}')", "unknown search option"),
-    ("SELECT * FROM kgrag.kgrag_search(%(v)s, 'auto', 'x', 10, '{\"hops\": 7}')", "outside 0..4"),
-    ("SELECT * FROM kgrag.kgrag_search('[1,2,3]'::vector)", "has 3 dimensions"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ("SELECT * FROM kgrag.kgrag_search(%(v)s, 'sideways')", "unknown route 'sideways'"),
+        ("SELECT * FROM kgrag.kgrag_search(%(v)s, 'auto', 'x', 0)", "k must be between 1 and 1000"),
+        ("SELECT * FROM kgrag.kgrag_search(%(v)s, 'auto', '   ')", "question text is empty"),
+        ("SELECT * FROM kgrag.kgrag_search(%(v)s, 'auto', 'x', 10, '{\"hopz\": 1}')", "unknown search option"),
+        ("SELECT * FROM kgrag.kgrag_search(%(v)s, 'auto', 'x', 10, '{\"hops\": 7}')", "outside 0..4"),
+        ("SELECT * FROM kgrag.kgrag_search('[1,2,3]'::vector)", "has 3 dimensions"),
+    ],
+)
 def test_bad_calls_are_named(dconn: psycopg.Connection, use: Embedder, call: str, message: str) -> None:
     with pytest.raises(psycopg.DataError, match=message), tenant_transaction(dconn, TENANT):
         dconn.execute(call, {"v": use.embed(["anything"])[0]})
@@ -197,22 +222,25 @@ def test_citations_resolvable_and_cited_chunks(dconn: psycopg.Connection) -> Non
     assert sql(dconn, "SELECT kgrag.citations_resolvable(%s)", [community]) == [(False,)]
     assert sql(dconn, "SELECT kgrag.citations_resolvable(ARRAY['svc-auth#9'])") == [(False,)]
     assert sql(dconn, "SELECT kgrag.citations_resolvable('{}')") == [(True,)]
-    rows = sql(dconn, "SELECT chunk_id, doc_id, title FROM kgrag.cited_chunks(ARRAY['inc-101#0', 'nope#0', 'svc-auth#0',"
-                      " 'inc-101#0'])")
+    refs = ["inc-101#0", "nope#0", "svc-auth#0", "inc-101#0"]
+    rows = sql(dconn, "SELECT chunk_id, doc_id, title FROM kgrag.cited_chunks(%s)", refs)
     assert rows == [("inc-101#0", "inc-101", "INC-101 login outage"), ("svc-auth#0", "svc-auth", "Auth Service")]
     with tenant_transaction(dconn, "other"):
         assert dconn.execute("SELECT kgrag.citations_resolvable(ARRAY['svc-auth#0'])").fetchone() == (False,)
 
 
 @pytest.mark.parametrize("budget", [120, 400, 900, 3000])
-def test_the_context_budget_holds_with_relations_counted(dconn: psycopg.Connection, use: Embedder,
-                                                          budget: int) -> None:
+def test_the_context_budget_holds_with_relations_counted(dconn: psycopg.Connection, use: Embedder, budget: int) -> None:
     vector = use.embed(["Who approves changes to the PayFlow contract?"])[0]
     with tenant_transaction(dconn, TENANT):
-        text = dconn.execute("SELECT kgrag.context(%s, 'local', %s, %s)",
-                             [vector, "Who approves changes to the PayFlow contract?", budget]).fetchone()[0]
-        blocks = dconn.execute("SELECT kind, ref_id, body, chars FROM kgrag.context_blocks(%s, 'local', %s, %s)",
-                               [vector, "Who approves changes to the PayFlow contract?", budget]).fetchall()
+        text = dconn.execute(
+            "SELECT kgrag.context(%s, 'local', %s, %s)",
+            [vector, "Who approves changes to the PayFlow contract?", budget],
+        ).fetchone()[0]
+        blocks = dconn.execute(
+            "SELECT kind, ref_id, body, chars FROM kgrag.context_blocks(%s, 'local', %s, %s)",
+            [vector, "Who approves changes to the PayFlow contract?", budget],
+        ).fetchall()
     assert len(text) <= budget
     assert text == "\n\n".join(b[2] for b in blocks)
     assert sum(b[3] for b in blocks) + 2 * max(len(blocks) - 1, 0) == len(text)
@@ -226,8 +254,9 @@ def test_the_context_budget_holds_with_relations_counted(dconn: psycopg.Connecti
 def test_the_query_log_can_be_switched_off(dconn: psycopg.Connection, use: Embedder) -> None:
     before = sql(dconn, "SELECT count(*) FROM kgrag.query_log")[0][0]
     ask(dconn, use, "What does the Auth Service depend on?")
-    logged = sql(dconn, "SELECT route, seeds, paths_walked, rows_returned FROM kgrag.query_log ORDER BY log_id DESC"
-                        " LIMIT 1")[0]
+    logged = sql(
+        dconn, "SELECT route, seeds, paths_walked, rows_returned FROM kgrag.query_log ORDER BY log_id DESC LIMIT 1"
+    )[0]
     assert logged[0] == "local" and logged[1] == ["service:auth service"] and logged[2] > 0 and logged[3] > 0
     with tenant_transaction(dconn, TENANT):
         dconn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'query_log', 'false')", [TENANT])
@@ -238,19 +267,31 @@ def test_the_query_log_can_be_switched_off(dconn: psycopg.Connection, use: Embed
 
 
 def test_python_api_and_command_line(demo: str, tmp_path: Path) -> None:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")}, "KGRAG_DSN": demo,
-           "KGRAG_TENANT": TENANT}
-    code = ("import pgkgrag, json; r = pgkgrag.search('Who approves changes to the PayFlow contract?', k=3);"
-            "print(json.dumps([r.route, r.evidence()[:2]]))")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")},
+        "KGRAG_DSN": demo,
+        "KGRAG_TENANT": TENANT,
+    }
+    code = (
+        "import pgkgrag, json; r = pgkgrag.search('Who approves changes to the PayFlow contract?', k=3);"
+        "print(json.dumps([r.route, r.evidence()[:2]]))"
+    )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     route, evidence = json.loads(out.stdout)
     assert route == "local" and evidence[0] == "contract-payflow#0"
     cli = str(Path(sys.executable).parent / "pgkgrag")
-    rows = subprocess.run([cli, "search", "What does the Auth Service depend on?", "--json", "--k", "3"], env=env,
-                          capture_output=True, text=True, check=True)
+    rows = subprocess.run(
+        [cli, "search", "What does the Auth Service depend on?", "--json", "--k", "3"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     parsed = json.loads(rows.stdout)
-    assert parsed[0]["route"] == "local" and {"rank", "ref_id", "kind", "source", "score", "reason",
-                                              "payload"} <= set(parsed[0])
-    table = subprocess.run([cli, "search", "How do I bake a carrot cake?"], env=env, capture_output=True, text=True,
-                           check=True)
+    assert parsed[0]["route"] == "local" and {"rank", "ref_id", "kind", "source", "score", "reason", "payload"} <= set(
+        parsed[0]
+    )
+    table = subprocess.run(
+        [cli, "search", "How do I bake a carrot cake?"], env=env, capture_output=True, text=True, check=True
+    )
     assert "no result" in table.stdout and "nothing cleared the floors" in table.stdout
