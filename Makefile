@@ -27,9 +27,7 @@ test: lint
 	$(BIN)/pytest
 
 demo: $(STAMP)
-	@echo "make demo arrives with kgrag_search (issue 5); for now: $(BIN)/pgkgrag db upgrade"
-	$(BIN)/pgkgrag db upgrade
-	$(BIN)/pgkgrag db status
+	$(BIN)/pgkgrag demo
 
 clean:
 	rm -rf $(VENV) .pgkgrag .pytest_cache .mypy_cache .ruff_cache

@@ -23,10 +23,12 @@ from pgkgrag.build import BuildReport
 from pgkgrag.build import build as build_products
 from pgkgrag.config import Config
 from pgkgrag.db import connect, resolve_dsn, tenant_transaction
+from pgkgrag.demo import run_demo
 from pgkgrag.documents import TEXT_SUFFIXES
 from pgkgrag.embedded import EmbeddedServer
 from pgkgrag.embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
 from pgkgrag.errors import KgragError
+from pgkgrag.evaluate import evaluate, read_golden
 from pgkgrag.extraction_setup import make_extractor
 from pgkgrag.extractors import EXTRACTORS
 from pgkgrag.ingest import Ingestor, IngestReport, delete_documents
@@ -499,3 +501,39 @@ def context_command(
         highlight=False,
         markup=False,
     )
+
+
+@main.command(name="eval")
+@click.argument("golden", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--k", type=click.IntRange(1, 1000), default=5, show_default=True)
+@tenant_option
+@friendly_errors
+def eval_command(golden: Path, k: int, tenant: str | None) -> None:
+    """Evaluate routing and retrieval per route on GOLDEN.jsonl
+    ({"question", "route", "expect_chunks": [...], "expect_empty": false} per line)."""
+    questions = read_golden(golden)
+    config, conn = _open(tenant)
+    with conn:
+        figures = evaluate(conn, config.tenant, tenant_embedder(conn, config.tenant), questions, k)
+    table = Table(title=f"evaluation per route ({len(questions)} questions, k = {k})")
+    table.add_column("route")
+    columns = list(next(iter(figures.values())).row())
+    for column in columns:
+        table.add_column(column, justify="right")
+    for route, f in figures.items():
+        table.add_row(route, *f.row().values())
+    console.print(table)
+    for route, f in figures.items():
+        for miss in f.misses:
+            console.print(f"[yellow]{route}[/]: {miss}", highlight=False)
+
+
+@main.command(name="demo")
+@friendly_errors
+def demo_command() -> None:
+    """Install the schema, ingest the sample corpus, build, and ask questions on every route."""
+    config = Config.from_env()
+    dsn = resolve_dsn(config)
+    migrations.upgrade(dsn, "head")
+    with connect(dsn) as conn:
+        run_demo(conn, console, config.home / "neighbourhood.html")

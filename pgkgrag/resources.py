@@ -13,3 +13,4 @@ def _locate(name: str) -> Path:
 SQL_DIR = _locate("sql")
 ALEMBIC_DIR = _locate("alembic")
 SAMPLE_CORPUS = _PACKAGE / "sample" / "ops.jsonl"
+SAMPLE_GOLDEN = _PACKAGE / "sample" / "golden.jsonl"

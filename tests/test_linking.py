@@ -67,3 +67,8 @@ def test_scores_order_the_tiers(linked: psycopg.Connection) -> None:
 @pytest.mark.parametrize("question", ["", "   ", "?!?", "the of and"])
 def test_nothing_to_link(linked: psycopg.Connection, question: str) -> None:
     assert link(linked, question) == []
+
+
+def test_isolated_entities_can_be_asked_for(linked: psycopg.Connection) -> None:
+    rows = linked.execute("SELECT entity_id, tier FROM kgrag.link_entities('Forgotten Box', include_isolated => true)")
+    assert rows.fetchall() == [("infra:forgotten box", "exact")]

@@ -14,7 +14,8 @@ COMMENT ON FUNCTION kgrag._jaccard(text[], text[]) IS
 'Private. Returns |a and b| / |a or b| for two arrays of distinct elements (trigram similarity).';
 
 CREATE OR REPLACE FUNCTION kgrag.link_entities(
-    question text, min_ratio double precision DEFAULT NULL, min_trigram double precision DEFAULT NULL)
+    question text, min_ratio double precision DEFAULT NULL, min_trigram double precision DEFAULT NULL,
+    include_isolated boolean DEFAULT false)
 RETURNS TABLE (entity_id text, score double precision, tier text)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -86,7 +87,10 @@ BEGIN
                CASE WHEN c.contained >= c.similarity THEN 'contains' ELSE 'trigram' END AS tier,
                sf.first, sf.last, sf.form
           FROM (SELECT DISTINCT ON (f.form) f.form, f.first, f.last, kgrag.trigrams(f.form) AS grams
-                  FROM forms AS f WHERE f.len <= 3 AND length(f.form) >= CASE WHEN f.len = 1 THEN 6 ELSE 4 END
+                  FROM forms AS f
+                 WHERE f.len <= 3 AND length(f.form) >= CASE WHEN f.len = 1 THEN 6 ELSE 4 END
+                   -- words a strong match already explains are not searched again
+                   AND NOT EXISTS (SELECT 1 FROM strong AS s WHERE s.first <= f.last AND f.first <= s.last)
                  ORDER BY f.form, f.first, f.last) AS sf
          CROSS JOIN LATERAL (
                SELECT a.entity_id,
@@ -97,17 +101,19 @@ BEGIN
                            ELSE 0 END AS contained,
                       kgrag._jaccard(a.trigrams, sf.grams) AS similarity
                  FROM kgrag.alias AS a
-                WHERE a.tenant_id = t AND a.trigrams && sf.grams) AS c
+                WHERE a.tenant_id = t AND a.trigrams && sf.grams
+                  -- both tests need lengths within a factor of two (ratio >= 0.5, Jaccard >= 0.5)
+                  AND length(a.alias_sq) BETWEEN length(sf.form) / 2 AND length(sf.form) * 2) AS c
          WHERE c.contained >= ratio_floor OR c.similarity >= trigram_floor
+    ), ambiguity AS (
+        SELECT w.form, count(DISTINCT w.entity_id) AS entities FROM weak AS w GROUP BY w.form
     ), matches AS (
         SELECT s.entity_id, s.score, s.tier FROM strong AS s
         UNION ALL
-        -- A weak match counts only where no strong match already explains those words, and only
-        -- when the words point at one or two entities ("service" inside every "... Service" does
-        -- not); a single word must have six letters or more.
-        SELECT w.entity_id, w.score, w.tier FROM weak AS w
-         WHERE NOT EXISTS (SELECT 1 FROM strong AS s WHERE s.first <= w.last AND w.first <= s.last)
-           AND (SELECT count(DISTINCT x.entity_id) FROM weak AS x WHERE x.form = w.form) <= 2
+        -- A weak match counts only when its words point at one or two entities ("service" inside
+        -- every "... Service" does not); a single word must have six letters or more.
+        SELECT w.entity_id, w.score, w.tier FROM weak AS w JOIN ambiguity AS n USING (form)
+         WHERE n.entities <= 2
     ), best AS (
         SELECT DISTINCT ON (m.entity_id) m.entity_id, m.score, m.tier
           FROM matches AS m
@@ -116,9 +122,9 @@ BEGIN
     SELECT b.entity_id, b.score, b.tier
       FROM best AS b
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = b.entity_id
-     WHERE e.degree > 0  -- an isolated entity leads nowhere: not a seed
+     WHERE e.degree > 0 OR include_isolated  -- an isolated entity leads nowhere: not a seed
      ORDER BY b.score DESC, b.entity_id;
 END
 $$;
-COMMENT ON FUNCTION kgrag.link_entities(text, double precision, double precision) IS
-'Returns the entities a question names, best first: (entity_id, score, tier). Tiers, strictest first: exact (the whole question is an alias, 10), phrase (a span of words is an alias, 9), squashed (a span written without spaces, without stop words or with sorted words equals a squashed alias, 8), token (one word is an alias, 7), contains (a squashed span holds an alias or is held by one, length ratio >= min_ratio, 3 x ratio), trigram (typos: trigram similarity >= min_trigram, 3 x similarity). Entities of degree 0 are left out: they cannot seed a traversal.';
+COMMENT ON FUNCTION kgrag.link_entities(text, double precision, double precision, boolean) IS
+'Returns the entities a question names, best first: (entity_id, score, tier). Tiers, strictest first: exact (the whole question is an alias, 10), phrase (a span of words is an alias, 9), squashed (a span written without spaces, without stop words or with sorted words equals a squashed alias, 8), token (one word is an alias, 7), contains (a squashed span holds an alias or is held by one, length ratio >= min_ratio, 3 x ratio), trigram (typos: trigram similarity >= min_trigram, 3 x similarity). Entities of degree 0 are left out (they cannot seed a traversal) unless include_isolated.';

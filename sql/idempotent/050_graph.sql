@@ -207,3 +207,22 @@ END
 $$;
 COMMENT ON FUNCTION kgrag.refresh_edge_ranks(text[]) IS
 'Recomputes, for the given source entities only, each edge''s rank (position among its src''s edges by weight desc, ties by dst then rel) and each entity''s degree (distinct neighbours). Returns the number of edges whose rank changed. Ingestion maintains ranks itself for the sources a batch changes; this is for repairs and hand-made graphs.';
+
+CREATE OR REPLACE FUNCTION kgrag.path_relations(path text[])
+RETURNS TABLE (step integer, src text, rel text, dst text)
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT i, g.src, g.rel, g.dst
+      FROM generate_series(1, cardinality(path) - 1) AS i
+     CROSS JOIN LATERAL (
+           SELECT x.src, x.rel, x.dst FROM kgrag.edge AS x
+            WHERE x.tenant_id = kgrag.current_tenant()
+              AND ((x.src = path[i] AND x.dst = path[i + 1])
+                   OR (x.src = path[i + 1] AND x.dst = path[i] AND x.rel <> 'CO_OCCURS'))
+            ORDER BY (x.rel = 'CO_OCCURS'), x.weight DESC, x.rel, x.src
+            LIMIT 1) AS g
+     ORDER BY i
+$$;
+COMMENT ON FUNCTION kgrag.path_relations(text[]) IS
+'Returns, for each step of a path of entity ids (as kgrag.k_hop gives it), the relation that links the two entities: the strongest stated relation in its own direction, else their co-occurrence: (step, src, rel, dst).';

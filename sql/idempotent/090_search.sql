@@ -8,7 +8,7 @@ AS $$
 DECLARE
     allowed constant text[] := ARRAY['hops', 'degree_cap', 'entities', 'reports', 'seeds', 'level', 'relations',
                                      'as_of', 'chunk_min_similarity', 'entity_seed_min_similarity',
-                                     'report_min_similarity', 'lexical_min_coverage', 'rrf_k', 'shape'];
+                                     'report_min_similarity', 'lexical_min_coverage', 'rrf_k', 'graph_weight', 'shape'];
     unknown text;
     merged jsonb;
 BEGIN
@@ -29,6 +29,7 @@ BEGIN
         'entity_seed_min_similarity', kgrag.setting('entity_seed_min_similarity'),
         'report_min_similarity', kgrag.setting('report_min_similarity'),
         'lexical_min_coverage', kgrag.setting('lexical_min_coverage'), 'rrf_k', kgrag.setting('rrf_k'),
+        'graph_weight', kgrag.setting('rrf_graph_weight'),
         'shape', false) || options;
     BEGIN  -- every value must have the type its use needs
         PERFORM (merged ->> 'hops')::integer, (merged ->> 'degree_cap')::integer, (merged ->> 'entities')::integer,
@@ -36,6 +37,7 @@ BEGIN
                 (merged ->> 'as_of')::timestamptz, (merged ->> 'chunk_min_similarity')::float8,
                 (merged ->> 'entity_seed_min_similarity')::float8, (merged ->> 'report_min_similarity')::float8,
                 (merged ->> 'lexical_min_coverage')::float8, (merged ->> 'rrf_k')::integer,
+                (merged ->> 'graph_weight')::float8,
                 (merged ->> 'shape')::boolean,
                 ARRAY(SELECT jsonb_array_elements_text(COALESCE(merged -> 'relations', '[]'))
                        WHERE jsonb_typeof(merged -> 'relations') IS DISTINCT FROM 'null');
@@ -80,7 +82,9 @@ DECLARE
     named text;
 BEGIN
     IF question IS NOT NULL THEN
-        v_linked := ARRAY(SELECT l.entity_id FROM kgrag.link_entities(question) AS l
+        -- Entities the question names. One without edges cannot seed a walk, but its own chunks
+        -- are still evidence about the subject: it stays, at hop 0.
+        v_linked := ARRAY(SELECT l.entity_id FROM kgrag.link_entities(question, include_isolated => true) AS l
                            ORDER BY l.score DESC, l.entity_id LIMIT n_seeds);
     END IF;
     -- The shape of the entity similarity profile: a question naming a subject peaks, a question
@@ -144,7 +148,7 @@ $$;
 COMMENT ON FUNCTION kgrag.route(vector, text, jsonb) IS
 'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, marker). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking, or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity.';
 
-CREATE OR REPLACE FUNCTION kgrag._fused_chunks(lists jsonb, k integer, rrf_k integer) RETURNS SETOF kgrag.search_row
+CREATE OR REPLACE FUNCTION kgrag._fused_chunks(lists jsonb, k integer, opts jsonb) RETURNS SETOF kgrag.search_row
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -152,7 +156,7 @@ AS $$
     SELECT NULL::integer, f.ref_id, 'chunk', b.source, f.score, NULL, NULL,
            jsonb_build_object('ranks', f.ranks, 'evidence_refs', jsonb_build_array(f.ref_id),
                               'doc_id', c.doc_id, 'title', c.title)
-      FROM kgrag.rrf(lists, rrf_k) AS f
+      FROM kgrag.rrf(lists, (opts ->> 'rrf_k')::integer, jsonb_build_object('graph', (opts ->> 'graph_weight')::float8)) AS f
       JOIN kgrag.chunk AS c ON c.tenant_id = kgrag.current_tenant() AND c.chunk_id = f.ref_id
      CROSS JOIN LATERAL (SELECT r.key AS source FROM jsonb_each_text(f.ranks) AS r
                           ORDER BY r.value::integer, array_position(ARRAY['graph', 'vector', 'lexical'], r.key)
@@ -160,7 +164,7 @@ AS $$
      ORDER BY f.rank
      LIMIT k
 $$;
-COMMENT ON FUNCTION kgrag._fused_chunks(jsonb, integer, integer) IS
+COMMENT ON FUNCTION kgrag._fused_chunks(jsonb, integer, jsonb) IS
 'Private. Returns the k best chunks of the RRF fusion of named chunk lists as search rows; source = the list that ranked the chunk best, payload.ranks = its rank in every list.';
 
 CREATE OR REPLACE FUNCTION kgrag._chunk_lists(question_vec vector, question text, k integer, opts jsonb)
@@ -239,22 +243,14 @@ BEGIN
                             WHERE m.tenant_id = t AND m.entity_id = r.entity_id) AS z
                         ORDER BY z.chunk_id, z.o) AS y
                     ORDER BY y.o, y.chunk_id COLLATE "C" LIMIT 3)),
-               -- each step of the path, as the strongest stated relation between the two entities
-               -- (in its own direction), else their co-occurrence
                'relations', COALESCE((
-                   SELECT jsonb_agg(jsonb_build_object('src', g.src, 'rel', g.rel, 'dst', g.dst) ORDER BY i)
-                     FROM generate_series(1, cardinality(r.path) - 1) AS i
-                    CROSS JOIN LATERAL (
-                          SELECT x.src, x.rel, x.dst FROM kgrag.edge AS x
-                           WHERE x.tenant_id = t
-                             AND ((x.src = r.path[i] AND x.dst = r.path[i + 1])
-                                  OR (x.src = r.path[i + 1] AND x.dst = r.path[i] AND x.rel <> 'CO_OCCURS'))
-                           ORDER BY (x.rel = 'CO_OCCURS'), x.weight DESC, x.rel, x.src LIMIT 1) AS g), '[]'))
+                   SELECT jsonb_agg(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst) ORDER BY p.step)
+                     FROM kgrag.path_relations(r.path) AS p), '[]'))
       FROM pg_temp.kgrag_reached AS r
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
      WHERE r.position <= (opts ->> 'entities')::integer
      ORDER BY r.position;
-    RETURN QUERY SELECT * FROM kgrag._fused_chunks(lists, k, (opts ->> 'rrf_k')::integer);
+    RETURN QUERY SELECT * FROM kgrag._fused_chunks(lists, k, opts);
 END
 $$;
 COMMENT ON FUNCTION kgrag._local_rows(vector, text, text[], integer, jsonb) IS
@@ -368,7 +364,7 @@ BEGIN
                               k, opts) AS x);
     ELSIF chosen = 'vector' OR (chosen = 'local' AND cardinality(decided.seeds) = 0) THEN
         lists := kgrag._chunk_lists(question_vec, question, k, opts);
-        rows_out := ARRAY(SELECT x FROM kgrag._fused_chunks(lists, k, (opts ->> 'rrf_k')::integer) AS x);
+        rows_out := ARRAY(SELECT x FROM kgrag._fused_chunks(lists, k, opts) AS x);
         IF chosen = 'local' THEN
             why := why || '; no seed: vector and lexical chunks only';
         END IF;

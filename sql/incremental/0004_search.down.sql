@@ -6,4 +6,4 @@ DELETE FROM kgrag.router_rule WHERE tenant_id = '*' AND rule_id IN
 DELETE FROM kgrag.settings WHERE tenant_id = '*' AND key IN
     ('query_log', 'search_hops', 'search_degree_cap', 'search_entities', 'search_reports', 'search_seeds',
      'entity_seed_min_similarity', 'chunk_min_similarity', 'report_min_similarity', 'lexical_min_coverage',
-     'router_flat_gap', 'rrf_k');
+     'router_flat_gap', 'rrf_k', 'rrf_graph_weight');

@@ -39,15 +39,15 @@ INSERT INTO kgrag.router_rule (tenant_id, rule_id, route, pattern, lang, descrip
      '\m(as a whole|across (all|the) (documents?|corpus|collection|notes?|reports?)|whole (corpus|collection))\M', 'en',
      'asks about the collection as a whole'),
     ('*', 'pt-temas', 'global', '\mquais (sao )?(os |as )?(principais )?(temas|assuntos|categorias|padroes|tendencias)\M', 'pt',
-     'pergunta pelos temas ou padroes do acervo'),
+     'asks (in Portuguese) for the themes or patterns of the collection'),
     ('*', 'pt-panorama', 'global',
      '\m(tematica|panorama do|padroes|dominam|visao geral|como um todo|resumo (geral|do acervo))\M', 'pt',
-     'pergunta pela forma do acervo'),
+     'asks (in Portuguese) for the shape of the collection'),
     ('*', 'en-general', 'mixed',
      '\m(in general|overall|broadly|generally|big picture|broader context|general context|in context)\M', 'en',
      'names a subject and asks for broad context'),
     ('*', 'pt-geral', 'mixed', '\m(de forma geral|no geral|em geral|em termos gerais|no contexto|contexto geral|o panorama)\M', 'pt',
-     'nomeia um assunto e pede contexto amplo');
+     'names a subject and asks (in Portuguese) for broad context');
 
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES
     ('*', 'query_log', 'true', 'Log every kgrag_search call in kgrag.query_log.'),
@@ -61,7 +61,9 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES
     ('*', 'report_min_similarity', '0.3', 'A community report matches a question only above this cosine similarity.'),
     ('*', 'lexical_min_coverage', '0.5', 'A lexical hit counts when the chunk holds at least this share of the question''s content words.'),
     ('*', 'router_flat_gap', '0.05', 'Entity similarity profile: top-1 minus top-4 below this is flat, and vector seeds are not trusted.'),
-    ('*', 'rrf_k', '60', 'The k of Reciprocal Rank Fusion.');
+    ('*', 'rrf_k', '60', 'The k of Reciprocal Rank Fusion.'),
+    ('*', 'rrf_graph_weight', '2',
+     'Local route: the weight of the graph''s chunk list in the fusion. Vector and lexical search are two views of one signal (text similarity), so the graph gets as much say as both (option "graph_weight").');
 
 -- The row type of kgrag_search and of the route functions behind it.
 CREATE TYPE kgrag.search_row AS (
