@@ -22,7 +22,7 @@ from pgkgrag import migrations
 from pgkgrag.build import BuildReport
 from pgkgrag.build import build as build_products
 from pgkgrag.config import Config
-from pgkgrag.db import connect, resolve_dsn, tenant_transaction
+from pgkgrag.db import READER, WRITER, connect, resolve_dsn, tenant_transaction
 from pgkgrag.demo import run_demo
 from pgkgrag.documents import TEXT_SUFFIXES
 from pgkgrag.embedded import EmbeddedServer
@@ -165,9 +165,10 @@ def current() -> None:
     console.print(rev or "not installed")
 
 
-def _open(tenant: str | None) -> tuple[Config, psycopg.Connection]:
+def _open(tenant: str | None, role: str) -> tuple[Config, psycopg.Connection]:
+    """Connect as the application role of the command (kgrag_writer or kgrag_reader) when allowed."""
     config = Config.from_env(tenant)
-    return config, connect(resolve_dsn(config))
+    return config, connect(resolve_dsn(config), role=role)
 
 
 def _embedder(conn: psycopg.Connection, tenant: str, requested: str | None) -> Embedder:
@@ -253,7 +254,7 @@ def ingest(
     reports: str,
 ) -> None:
     """Ingest documents: .jsonl files (one document per line), .txt/.md files, or folders of them."""
-    config, conn = _open(tenant)
+    config, conn = _open(tenant, WRITER)
     with conn:
         emb = _embedder(conn, config.tenant, embedder)
         chosen = make_extractor(conn, config.tenant, extractor, gazetteer_file)
@@ -287,7 +288,7 @@ def ingest(
 @friendly_errors
 def build_command(tenant: str | None, force: bool, reports: str) -> None:
     """Bring communities, reports, answers and embeddings up to date (only what is stale)."""
-    config, conn = _open(tenant)
+    config, conn = _open(tenant, WRITER)
     with conn:
         built = build_products(
             conn,
@@ -305,7 +306,7 @@ def build_command(tenant: str | None, force: bool, reports: str) -> None:
 @friendly_errors
 def delete(doc_ids: tuple[str, ...], tenant: str | None) -> None:
     """Delete documents and everything that came from them."""
-    config, conn = _open(tenant)
+    config, conn = _open(tenant, WRITER)
     with conn:
         result = delete_documents(conn, config.tenant, list(doc_ids))
     console.print(
@@ -421,7 +422,7 @@ def search_command(
     question: str, route: str, k: int, option_pairs: tuple[str, ...], tenant: str | None, as_json: bool
 ) -> None:
     """Search: the route and why, then the results with their citations."""
-    config, conn = _open(tenant)
+    config, conn = _open(tenant, READER)
     with conn:
         result = run_search(
             conn, config.tenant, tenant_embedder(conn, config.tenant), question, route, k, _options(option_pairs)
@@ -488,7 +489,7 @@ def context_command(
     question: str, route: str, k: int, option_pairs: tuple[str, ...], tenant: str | None, max_chars: int
 ) -> None:
     """Print the context block an LLM would get for the question (within --max-chars)."""
-    config, conn = _open(tenant)
+    config, conn = _open(tenant, READER)
     with conn:
         vector = tenant_embedder(conn, config.tenant).embed([question])[0]
         with tenant_transaction(conn, config.tenant):
@@ -512,7 +513,7 @@ def eval_command(golden: Path, k: int, tenant: str | None) -> None:
     """Evaluate routing and retrieval per route on GOLDEN.jsonl
     ({"question", "route", "expect_chunks": [...], "expect_empty": false} per line)."""
     questions = read_golden(golden)
-    config, conn = _open(tenant)
+    config, conn = _open(tenant, READER)
     with conn:
         figures = evaluate(conn, config.tenant, tenant_embedder(conn, config.tenant), questions, k)
     table = Table(title=f"evaluation per route ({len(questions)} questions, k = {k})")
@@ -535,5 +536,4 @@ def demo_command() -> None:
     config = Config.from_env()
     dsn = resolve_dsn(config)
     migrations.upgrade(dsn, "head")
-    with connect(dsn) as conn:
-        run_demo(conn, console, config.home / "neighbourhood.html")
+    run_demo(dsn, console, config.home / "neighbourhood.html")

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg import sql
 
 from pgkgrag.config import Config, validate_tenant
 from pgkgrag.embedded import EmbeddedServer
@@ -28,17 +29,39 @@ def resolve_dsn(config: Config) -> str:
     return status.uri()
 
 
-def connect(dsn: str, *, autocommit: bool = False) -> psycopg.Connection:
-    """Open a connection; the pgvector type is registered when the extension is installed."""
+READER = "kgrag_reader"
+WRITER = "kgrag_writer"
+
+
+def connect(dsn: str, *, autocommit: bool = False, role: str | None = None) -> psycopg.Connection:
+    """Open a connection; the pgvector type is registered when the extension is installed.
+
+    With a role (kgrag_reader or kgrag_writer) the session acts as that role when the login role
+    may (SET ROLE): the database, not the driver, then limits what it can do.
+    """
     try:
         conn = psycopg.connect(dsn, autocommit=autocommit)
     except psycopg.OperationalError as exc:
         raise KgragError(f"cannot connect to PostgreSQL: {str(exc).strip()}") from exc
     if conn.execute("SELECT 1 FROM pg_type WHERE typname = 'vector'").fetchone():
         register_vector(conn)
+    if role is not None:
+        use_role(conn, role)
     if not autocommit:
-        conn.rollback()
+        conn.commit()
     return conn
+
+
+def use_role(conn: psycopg.Connection, role: str) -> bool:
+    """SET ROLE to an application role if the login role may; return whether it did."""
+    allowed = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) AND pg_has_role(session_user, %s, 'MEMBER')",
+        [role, role],
+    ).fetchone()
+    if allowed and allowed[0]:
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+        return True
+    return False
 
 
 @contextmanager

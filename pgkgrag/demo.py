@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.table import Table
 
 from pgkgrag.build import build
-from pgkgrag.db import tenant_transaction
-from pgkgrag.embedders import get_embedder
+from pgkgrag.db import READER, WRITER, connect, tenant_transaction
+from pgkgrag.embedders import Embedder, get_embedder
 from pgkgrag.evaluate import evaluate, read_golden
 from pgkgrag.extractors import ProvidedExtractor
 from pgkgrag.ingest import Ingestor
@@ -38,7 +38,15 @@ QUESTIONS = [
 ]
 
 
-def run_demo(conn: psycopg.Connection, console: Console, picture: Path) -> None:
+def run_demo(dsn: str, console: Console, picture: Path) -> None:
+    """Ingest and build as kgrag_writer, then search as kgrag_reader (when the login role may)."""
+    with connect(dsn, role=WRITER) as writer:
+        embedder = _ingest(writer, console)
+    with connect(dsn, role=READER) as reader:
+        _ask(reader, console, embedder, picture)
+
+
+def _ingest(conn: psycopg.Connection, console: Console) -> Embedder:
     embedder = get_embedder("use", 512)
     console.rule("ingest the sample corpus")
     report = Ingestor(conn, TENANT, ProvidedExtractor(), embedder).run([SAMPLE_CORPUS])
@@ -57,7 +65,10 @@ def run_demo(conn: psycopg.Connection, console: Console, picture: Path) -> None:
         f"graph: {counts[0]} entities, {counts[1]} edges, {counts[2]} communities, {counts[3]} reports "
         f"({built.answers} answers written now)"
     )
+    return embedder
 
+
+def _ask(conn: psycopg.Connection, console: Console, embedder: Embedder, picture: Path) -> None:
     for label, question in QUESTIONS:
         console.rule(f"{label}: {question}")
         result = run_search(conn, TENANT, embedder, question, "auto", 4)

@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 
 from pgkgrag.config import Config
-from pgkgrag.db import connect, resolve_dsn, tenant_transaction
+from pgkgrag.db import READER, connect, resolve_dsn, tenant_transaction
 from pgkgrag.embedders import DEFAULT_EMBEDDER, Embedder, get_embedder
 
 
@@ -80,5 +80,5 @@ def search(
 ) -> SearchResult:
     """Search the configured database (KGRAG_DSN or the embedded server) as the configured tenant."""
     config = Config.from_env(tenant)
-    with connect(resolve_dsn(config)) as conn:
+    with connect(resolve_dsn(config), role=READER) as conn:
         return run_search(conn, config.tenant, tenant_embedder(conn, config.tenant), question, route, k, options)

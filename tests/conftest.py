@@ -20,7 +20,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from pgkgrag import migrations
-from pgkgrag.db import connect
+from pgkgrag.db import WRITER, connect
 from pgkgrag.embedded import EmbeddedServer
 
 _counter = itertools.count()
@@ -109,6 +109,14 @@ def dsn(server: Server, template: str) -> Iterator[str]:
 
 @pytest.fixture
 def conn(dsn: str) -> Iterator[psycopg.Connection]:
+    """A connection acting as kgrag_writer, as ingestion does: row-level security applies."""
+    with connect(dsn, role=WRITER) as c:
+        yield c
+
+
+@pytest.fixture
+def admin(dsn: str) -> Iterator[psycopg.Connection]:
+    """A connection as the installing (super)user, for what applications may not do."""
     with connect(dsn) as c:
         yield c
 
@@ -130,6 +138,6 @@ REPO = Path(__file__).resolve().parent.parent
 def tconn(dsn: str) -> Iterator[psycopg.Connection]:
     """A connection acting for tenant 't1' for its whole session (tests only; the driver sets
     the tenant per transaction)."""
-    with connect(dsn, autocommit=True) as c:
+    with connect(dsn, autocommit=True, role=WRITER) as c:
         c.execute("SELECT set_config('kgrag.tenant', 't1', false)")
         yield c

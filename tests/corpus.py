@@ -17,7 +17,8 @@ def add_chunks(
     vectors: Sequence[np.ndarray] | None = None,
 ) -> None:
     """One document per text, with one chunk each: doc_id -> text."""
-    with conn.cursor() as cur:
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT set_config('kgrag.tenant', %s, true)", [tenant])
         cur.executemany(
             "INSERT INTO kgrag.document (tenant_id, doc_id, title, lang, content_hash)"
             " VALUES (%s, %s, %s, %s::regconfig, md5(%s))",
@@ -35,6 +36,14 @@ def add_chunks(
 
 
 def add_entity(conn: psycopg.Connection, tenant: str, etype: str, name: str, *aliases: str, degree: int = 1) -> str:
+    with conn.transaction():
+        conn.execute("SELECT set_config('kgrag.tenant', %s, true)", [tenant])
+        return _add_entity(conn, tenant, etype, name, aliases, degree)
+
+
+def _add_entity(
+    conn: psycopg.Connection, tenant: str, etype: str, name: str, aliases: tuple[str, ...], degree: int
+) -> str:
     (entity_id,) = conn.execute(
         "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, degree)"
         " VALUES (%s, kgrag.entity_key(%s, %s), %s, %s, %s) RETURNING entity_id",

@@ -134,6 +134,7 @@ def checksums(conn: psycopg.Connection, tenant: str) -> dict[str, str]:
         )
     ]
     out = {}
+    conn.execute("SELECT set_config('kgrag.tenant', %s, false)", [tenant])
     for table in tables:
         cols = [
             r[0]
@@ -148,4 +149,5 @@ def checksums(conn: psycopg.Connection, tenant: str) -> dict[str, str]:
             f" AS r FROM kgrag.{table} WHERE tenant_id = %s) x"
         )
         out[table] = conn.execute(query, [tenant]).fetchone()[0]  # type: ignore[index]
+    conn.rollback()
     return out

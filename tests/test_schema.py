@@ -85,8 +85,9 @@ def test_functions_are_documented_invoker_and_pinned(conn: psycopg.Connection) -
 
 
 @pytest.fixture
-def app_role(conn: psycopg.Connection) -> Iterator[str]:
+def app_role(admin: psycopg.Connection) -> Iterator[str]:
     """A plain role (no superuser, no BYPASSRLS) allowed to use the tables, like an application."""
+    conn = admin
     role = f"kgrag_test_app_{conn.info.backend_pid}"
     conn.execute(sql.SQL("CREATE ROLE {} NOSUPERUSER NOBYPASSRLS").format(sql.Identifier(role)))
     conn.execute(sql.SQL("GRANT USAGE ON SCHEMA kgrag TO {}").format(sql.Identifier(role)))
@@ -105,7 +106,8 @@ def _insert_document(conn: psycopg.Connection, tenant: str, doc_id: str) -> None
         )
 
 
-def test_rls_fails_closed_and_isolates_tenants(conn: psycopg.Connection, app_role: str) -> None:
+def test_rls_fails_closed_and_isolates_tenants(admin: psycopg.Connection, app_role: str) -> None:
+    conn = admin
     _insert_document(conn, "t1", "a")
     _insert_document(conn, "t2", "b")
     conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(app_role)))
