@@ -29,6 +29,21 @@ $$;
 COMMENT ON FUNCTION kgrag.lexical_query(text, regconfig, text) IS
 'Returns the tsquery used for a question in a text search configuration: mode ''any'' (default) ORs the question''s content words; mode ''websearch'' is websearch_to_tsquery (all words, "quoted phrases", or, -negation). Words are taken as written and with accents folded. Never raises on punctuation.';
 
+CREATE OR REPLACE FUNCTION kgrag._fts_probe(query tsquery, config regconfig)
+RETURNS TABLE (chunk_id text, tsv tsvector)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+AS $$
+    SELECT c.chunk_id, c.tsv
+      FROM kgrag.chunk AS c
+     WHERE c.tenant_id = (SELECT kgrag.current_tenant()) AND c.lang = config AND c.tsv @@ query
+$$;
+ALTER FUNCTION kgrag._fts_probe(tsquery, regconfig) OWNER TO kgrag_probe;
+REVOKE EXECUTE ON FUNCTION kgrag._fts_probe(tsquery, regconfig) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag._fts_probe(tsquery, regconfig) TO kgrag_reader, kgrag_writer;
+COMMENT ON FUNCTION kgrag._fts_probe(tsquery, regconfig) IS
+'Private. Returns (chunk_id, tsv) of the current tenant''s chunks in a text search configuration that match a tsquery. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
+
 CREATE OR REPLACE FUNCTION kgrag.search_chunks_lexical(
     question text, k integer DEFAULT 10, mode text DEFAULT 'any', config regconfig DEFAULT NULL,
     min_coverage double precision DEFAULT 0)
@@ -54,7 +69,7 @@ BEGIN
     ), hits AS (
         SELECT c.chunk_id, ts_rank_cd(c.tsv, qs.query)::float8 AS score, c.tsv, qs.words
           FROM queries AS qs
-          JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.lang = qs.cfg AND c.tsv @@ qs.query
+         CROSS JOIN LATERAL kgrag._fts_probe(qs.query, qs.cfg) AS c
          WHERE numnode(qs.query) > 0
     ), covered AS (
         -- the share of the question's content words the chunk holds

@@ -13,6 +13,22 @@ $$;
 COMMENT ON FUNCTION kgrag._jaccard(text[], text[]) IS
 'Private. Returns |a and b| / |a or b| for two arrays of distinct elements (trigram similarity).';
 
+CREATE OR REPLACE FUNCTION kgrag._trigram_probe(grams text[], min_length integer, max_length integer)
+RETURNS TABLE (entity_id text, alias_sq text, trigrams text[])
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+AS $$
+    SELECT a.entity_id, a.alias_sq, a.trigrams
+      FROM kgrag.alias AS a
+     WHERE a.tenant_id = (SELECT kgrag.current_tenant()) AND a.trigrams && grams
+       AND length(a.alias_sq) BETWEEN min_length AND max_length
+$$;
+ALTER FUNCTION kgrag._trigram_probe(text[], integer, integer) OWNER TO kgrag_probe;
+REVOKE EXECUTE ON FUNCTION kgrag._trigram_probe(text[], integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag._trigram_probe(text[], integer, integer) TO kgrag_reader, kgrag_writer;
+COMMENT ON FUNCTION kgrag._trigram_probe(text[], integer, integer) IS
+'Private. Returns (entity_id, alias_sq, trigrams) of the current tenant''s aliases sharing a trigram with grams whose squashed form is min_length to max_length characters long. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
+
 CREATE OR REPLACE FUNCTION kgrag.link_entities(
     question text, min_ratio double precision DEFAULT NULL, min_trigram double precision DEFAULT NULL,
     include_isolated boolean DEFAULT false)
@@ -100,10 +116,8 @@ BEGIN
                                 / greatest(length(a.alias_sq), length(sf.form))
                            ELSE 0 END AS contained,
                       kgrag._jaccard(a.trigrams, sf.grams) AS similarity
-                 FROM kgrag.alias AS a
-                WHERE a.tenant_id = t AND a.trigrams && sf.grams
-                  -- both tests need lengths within a factor of two (ratio >= 0.5, Jaccard >= 0.5)
-                  AND length(a.alias_sq) BETWEEN length(sf.form) / 2 AND length(sf.form) * 2) AS c
+                 -- both tests need lengths within a factor of two (ratio >= 0.5, Jaccard >= 0.5)
+                 FROM kgrag._trigram_probe(sf.grams, length(sf.form) / 2, length(sf.form) * 2) AS a) AS c
          WHERE c.contained >= ratio_floor OR c.similarity >= trigram_floor
     ), ambiguity AS (
         SELECT w.form, count(DISTINCT w.entity_id) AS entities FROM weak AS w GROUP BY w.form
