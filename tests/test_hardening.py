@@ -38,46 +38,61 @@ PGSPOT_ACCEPTED = {"PS001", "PS002", "PS005", "PS012", "PS014", "PS016", "PS017"
 
 
 def test_no_security_definer_function_outside_the_allow_list(admin: psycopg.Connection) -> None:
-    definers = dict(admin.execute(
-        "SELECT p.oid::regprocedure::text, p.proowner::regrole::text FROM pg_proc p"
-        " WHERE p.pronamespace = 'kgrag'::regnamespace AND p.prosecdef").fetchall())
+    definers = dict(
+        admin.execute(
+            "SELECT p.oid::regprocedure::text, p.proowner::regrole::text FROM pg_proc p"
+            " WHERE p.pronamespace = 'kgrag'::regnamespace AND p.prosecdef"
+        ).fetchall()
+    )
     assert set(definers) == set(DEFINER_ALLOWED)
     assert set(definers.values()) == {PROBE}
     for function in definers:
-        assert "SECURITY DEFINER" in admin.execute("SELECT obj_description(%s::regprocedure, 'pg_proc')",
-                                                   [function]).fetchone()[0]  # type: ignore[index]
+        assert (
+            "SECURITY DEFINER"
+            in admin.execute("SELECT obj_description(%s::regprocedure, 'pg_proc')", [function]).fetchone()[0]
+        )  # type: ignore[index]
         assert admin.execute("SELECT has_function_privilege('public', %s, 'EXECUTE')", [function]).fetchone() == (
-            False,)
+            False,
+        )
 
 
 def test_the_probe_role_reads_two_tables_and_nothing_else(admin: psycopg.Connection) -> None:
-    role = admin.execute("SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s",
-                         [PROBE]).fetchone()
+    role = admin.execute(
+        "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s", [PROBE]
+    ).fetchone()
     assert role == (False, False, False)
     grants = admin.execute(
-        "SELECT table_name, privilege_type FROM information_schema.role_table_grants"
-        " WHERE grantee = %s ORDER BY 1, 2", [PROBE]).fetchall()
+        "SELECT table_name, privilege_type FROM information_schema.role_table_grants WHERE grantee = %s ORDER BY 1, 2",
+        [PROBE],
+    ).fetchall()
     assert grants == [("alias", "SELECT"), ("chunk", "SELECT")]
     policies = admin.execute(
-        "SELECT tablename, cmd, qual FROM pg_policies WHERE schemaname = 'kgrag' AND %s = ANY (roles)"
-        " ORDER BY 1", [PROBE]).fetchall()
+        "SELECT tablename, cmd, qual FROM pg_policies WHERE schemaname = 'kgrag' AND %s = ANY (roles) ORDER BY 1",
+        [PROBE],
+    ).fetchall()
     assert policies == [("alias", "SELECT", "true"), ("chunk", "SELECT", "true")]
     owned = admin.execute("SELECT count(*) FROM pg_class WHERE relowner = %s::regrole", [PROBE]).fetchone()
     assert owned == (0,)
     members = admin.execute(
         "SELECT m.member::regrole::text FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member"
-        " WHERE m.roleid = %s::regrole AND NOT r.rolsuper", [PROBE]).fetchall()
+        " WHERE m.roleid = %s::regrole AND NOT r.rolsuper",
+        [PROBE],
+    ).fetchall()
     assert [r for (r,) in members if r in (READER, WRITER)] == []
 
 
 def test_the_probes_fail_closed_and_keep_to_the_tenant(dsn: str, admin: psycopg.Connection) -> None:
     with tenant_transaction(admin, "t1"):
-        admin.execute("INSERT INTO kgrag.document (tenant_id, doc_id, content_hash, lang) VALUES ('t1', 'd', 'h', 'english')")
-        admin.execute("INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text,"
-                      " content_hash, lang) VALUES ('t1', 'd#0', 'd', 0, 0, 7, 'renewal', 'h', 'english')")
+        admin.execute(
+            "INSERT INTO kgrag.document (tenant_id, doc_id, content_hash, lang) VALUES ('t1', 'd', 'h', 'english')"
+        )
+        admin.execute(
+            "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text,"
+            " content_hash, lang) VALUES ('t1', 'd#0', 'd', 0, 0, 7, 'renewal', 'h', 'english')"
+        )
     admin.commit()
     with connect(dsn, role=READER) as conn:
-        with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification, match="kgrag.tenant is not set"):
+        with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification, match=r"kgrag\.tenant is not set"):
             conn.execute("SELECT * FROM kgrag._fts_probe('renew', 'english')").fetchall()
         conn.rollback()
         with tenant_transaction(conn, "t2"):
@@ -89,54 +104,73 @@ def test_the_probes_fail_closed_and_keep_to_the_tenant(dsn: str, admin: psycopg.
 def test_every_function_pins_its_search_path(admin: psycopg.Connection) -> None:
     loose = admin.execute(
         "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = 'kgrag'::regnamespace"
-        " AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search\\_path=pg\\_catalog,%%')").fetchall()
+        " AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search\\_path=pg\\_catalog,%%')"
+    ).fetchall()
     assert loose == []
 
 
 def test_views_are_security_invoker(admin: psycopg.Connection) -> None:
     views = admin.execute(
         "SELECT c.relname, COALESCE(c.reloptions, '{}') FROM pg_class c"
-        " WHERE c.relnamespace = 'kgrag'::regnamespace AND c.relkind = 'v'").fetchall()
+        " WHERE c.relnamespace = 'kgrag'::regnamespace AND c.relkind = 'v'"
+    ).fetchall()
     assert [name for name, options in views if "security_invoker=true" not in options] == []
 
 
 def test_pinned_schemas_are_not_writable_by_others(admin: psycopg.Connection) -> None:
-    schemas = {s.split("=", 1)[1].strip() for (config,) in admin.execute(
-        "SELECT DISTINCT unnest(proconfig) FROM pg_proc WHERE pronamespace = 'kgrag'::regnamespace").fetchall()
-        for s in [config] if s.startswith("search_path=")}
+    schemas = {
+        s.split("=", 1)[1].strip()
+        for (config,) in admin.execute(
+            "SELECT DISTINCT unnest(proconfig) FROM pg_proc WHERE pronamespace = 'kgrag'::regnamespace"
+        ).fetchall()
+        for s in [config]
+        if s.startswith("search_path=")
+    }
     names = {n.strip().strip('"') for value in schemas for n in value.split(",")} - {"pg_catalog", "pg_temp"}
     assert names, schemas
     for name in sorted(names | {"kgrag"}):
         for role in ("public", READER, WRITER):
-            can = admin.execute("SELECT has_schema_privilege(%s, %s, 'CREATE')",
-                                [role if role != "public" else "pg_database_owner", name]).fetchone()
+            can = admin.execute(
+                "SELECT has_schema_privilege(%s, %s, 'CREATE')",
+                [role if role != "public" else "pg_database_owner", name],
+            ).fetchone()
             if role == "public":
                 can = admin.execute(
                     "SELECT EXISTS (SELECT 1 FROM pg_namespace n, aclexplode(n.nspacl) a"
-                    " WHERE n.nspname = %s AND a.grantee = 0 AND a.privilege_type = 'CREATE')", [name]).fetchone()
+                    " WHERE n.nspname = %s AND a.grantee = 0 AND a.privilege_type = 'CREATE')",
+                    [name],
+                ).fetchone()
             assert can == (False,), f"{role} may create objects in schema {name}"
 
 
 def test_application_roles_cannot_bypass_row_level_security(admin: psycopg.Connection) -> None:
     for role in (READER, WRITER):
-        row = admin.execute("SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s",
-                            [role]).fetchone()
+        row = admin.execute(
+            "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s", [role]
+        ).fetchone()
         assert row == (False, False, False), role
         owned = admin.execute(
             "SELECT count(*) FROM pg_class c WHERE c.relnamespace = 'kgrag'::regnamespace"
-            " AND pg_has_role(%s, c.relowner, 'MEMBER')", [role]).fetchone()
+            " AND pg_has_role(%s, c.relowner, 'MEMBER')",
+            [role],
+        ).fetchone()
         assert owned == (0,), f"{role} owns (or is a member of the owner of) kgrag tables"
 
 
 def test_every_table_is_granted_to_the_application_roles(admin: psycopg.Connection) -> None:
-    tables = [r[0] for r in admin.execute(
-        "SELECT relname FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'")]
+    tables = [
+        r[0]
+        for r in admin.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'"
+        )
+    ]
     for table in tables:
         name = f"kgrag.{table}"
         assert admin.execute("SELECT has_table_privilege(%s, %s, 'SELECT')", [READER, name]).fetchone() == (True,)
         for privilege in ("SELECT", "INSERT", "UPDATE", "DELETE"):
-            assert admin.execute("SELECT has_table_privilege(%s, %s, %s)",
-                                 [WRITER, name, privilege]).fetchone() == (True,), (name, privilege)
+            assert admin.execute("SELECT has_table_privilege(%s, %s, %s)", [WRITER, name, privilege]).fetchone() == (
+                True,
+            ), (name, privilege)
         may_write = admin.execute("SELECT has_table_privilege(%s, %s, 'INSERT')", [READER, name]).fetchone()
         assert may_write == ((table == "query_log"),), f"kgrag_reader may insert into {name}"
 
@@ -144,33 +178,48 @@ def test_every_table_is_granted_to_the_application_roles(admin: psycopg.Connecti
 @pytest.mark.parametrize("role", [READER, WRITER])
 def test_every_table_fails_closed_without_a_tenant(dsn: str, role: str) -> None:
     with connect(dsn, role=role) as conn:
-        tables = [r[0] for r in conn.execute(
-            "SELECT relname FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'")]
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT relname FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'"
+            )
+        ]
         conn.rollback()
         for table in tables:
-            with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification, match="kgrag.tenant is not set"):
-                conn.execute(f"SELECT count(*) FROM kgrag.{table}")  # noqa: S608  (catalog names)
+            with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification, match=r"kgrag\.tenant is not set"):
+                conn.execute(f"SELECT count(*) FROM kgrag.{table}")
             conn.rollback()
-        with pytest.raises(psycopg.Error, match="kgrag.tenant is not set|permission denied"):
+        with pytest.raises(psycopg.Error, match=r"kgrag\.tenant is not set|permission denied"):
             conn.execute("INSERT INTO kgrag.document (tenant_id, doc_id, content_hash) VALUES ('x', 'd', 'h')")
         conn.rollback()
 
 
 def test_traversal_full_text_and_linking_use_their_indexes_under_row_level_security(
-        dsn: str, admin: psycopg.Connection) -> None:
+    dsn: str, admin: psycopg.Connection
+) -> None:
     with tenant_transaction(admin, "t1"):
-        admin.execute("INSERT INTO kgrag.document (tenant_id, doc_id, content_hash, lang)"
-                      " SELECT 't1', 'd' || i, 'h', 'english' FROM generate_series(1, 20000) i")
-        admin.execute("INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text,"
-                      " content_hash, lang) SELECT 't1', 'd' || i || '#0', 'd' || i, 0, 0, 20,"
-                      " 'renewal note code' || i, 'h', 'english' FROM generate_series(1, 20000) i")
-        admin.execute("INSERT INTO kgrag.entity (tenant_id, entity_id, name, type)"
-                      " SELECT 't1', 'n:' || i, 'n' || i, 'n' FROM generate_series(1, 20000) i")
-        admin.execute("INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight, rank)"
-                      " SELECT 't1', 'n:' || i, 'n:' || ((i * 7) % 20000 + 1), 'CO_OCCURS', 1, 1"
-                      " FROM generate_series(1, 20000) i WHERE i <> (i * 7) % 20000 + 1")
-        admin.execute("INSERT INTO kgrag.alias (tenant_id, entity_id, alias)"
-                      " SELECT 't1', 'n:' || i, 'svc' || md5(i::text) FROM generate_series(1, 20000) i")
+        admin.execute(
+            "INSERT INTO kgrag.document (tenant_id, doc_id, content_hash, lang)"
+            " SELECT 't1', 'd' || i, 'h', 'english' FROM generate_series(1, 20000) i"
+        )
+        admin.execute(
+            "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text,"
+            " content_hash, lang) SELECT 't1', 'd' || i || '#0', 'd' || i, 0, 0, 20,"
+            " 'renewal note code' || i, 'h', 'english' FROM generate_series(1, 20000) i"
+        )
+        admin.execute(
+            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type)"
+            " SELECT 't1', 'n:' || i, 'n' || i, 'n' FROM generate_series(1, 20000) i"
+        )
+        admin.execute(
+            "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight, rank)"
+            " SELECT 't1', 'n:' || i, 'n:' || ((i * 7) % 20000 + 1), 'CO_OCCURS', 1, 1"
+            " FROM generate_series(1, 20000) i WHERE i <> (i * 7) % 20000 + 1"
+        )
+        admin.execute(
+            "INSERT INTO kgrag.alias (tenant_id, entity_id, alias)"
+            " SELECT 't1', 'n:' || i, 'svc' || md5(i::text) FROM generate_series(1, 20000) i"
+        )
     admin.commit()
     admin.autocommit = True  # VACUUM merges the GIN pending lists, as autovacuum would
     admin.execute("VACUUM ANALYZE kgrag.chunk, kgrag.edge, kgrag.entity, kgrag.document, kgrag.alias")
@@ -188,11 +237,13 @@ def test_pgspot_finds_nothing_but_the_justified(admin: psycopg.Connection, tmp_p
     """pgspot over the installed SQL (the catalog's function definitions, search_path resolved)."""
     installed = admin.execute(
         "SELECT string_agg(pg_get_functiondef(p.oid) || ';', E'\\n' ORDER BY p.oid::regprocedure::text)"
-        " FROM pg_proc p WHERE p.pronamespace = 'kgrag'::regnamespace").fetchone()[0]  # type: ignore[index]
+        " FROM pg_proc p WHERE p.pronamespace = 'kgrag'::regnamespace"
+    ).fetchone()[0]  # type: ignore[index]
     path = tmp_path / "installed.sql"
     path.write_text(installed)
-    result = subprocess.run([str(Path(sys.executable).parent / "pgspot"), str(path)], capture_output=True, text=True,
-                            check=False)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "pgspot"), str(path)], capture_output=True, text=True, check=False
+    )
     codes = Counter(re.findall(r"^(PS\d{3}):", result.stdout, re.M))
     summary = re.search(r"Errors: (\d+) Warnings: (\d+) Unknown: (\d+)", result.stdout)
     assert summary is not None, result.stdout + result.stderr
