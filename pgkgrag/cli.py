@@ -41,6 +41,12 @@ err_console = Console(stderr=True, soft_wrap=True, width=None if sys.stderr.isat
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+LOST_CONNECTION_HINT = (
+    "the connection to PostgreSQL was lost. Nothing is half-written: every batch is one transaction."
+    " Run the same command again; documents already stored are skipped."
+)
+
+
 def friendly_errors(func: F) -> F:
     """User mistakes and environment problems end with one clear message, never a traceback."""
 
@@ -55,8 +61,10 @@ def friendly_errors(func: F) -> F:
             if isinstance(exc, DBAPIError) and isinstance(exc.orig, psycopg.Error):
                 exc = exc.orig
             diag = getattr(exc, "diag", None)
-            message = (diag.message_primary if diag is not None else None) or str(exc).strip()
+            message = (diag.message_primary if diag is not None else None) or str(exc).strip().splitlines()[0]
             hint = f"\nhint: {diag.message_hint}" if diag is not None and diag.message_hint else ""
+            if isinstance(exc, psycopg.OperationalError) and not hint:
+                hint = f"\nhint: {LOST_CONNECTION_HINT}"
             err_console.print(f"[bold red]error:[/] {message}{hint}", highlight=False, soft_wrap=True)
             sys.exit(1)
 

@@ -40,7 +40,8 @@ def connect(dsn: str, *, autocommit: bool = False, role: str | None = None) -> p
     may (SET ROLE): the database, not the driver, then limits what it can do.
     """
     try:
-        conn = psycopg.connect(dsn, autocommit=autocommit)
+        # fallback_application_name: the DSN or PGAPPNAME may still name the application
+        conn = psycopg.connect(dsn, autocommit=autocommit, fallback_application_name="pgkgrag")
     except psycopg.OperationalError as exc:
         raise KgragError(f"cannot connect to PostgreSQL: {str(exc).strip()}") from exc
     if conn.execute("SELECT 1 FROM pg_type WHERE typname = 'vector'").fetchone():

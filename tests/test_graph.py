@@ -9,6 +9,8 @@ Co-occurrence weights: h-a 5, h-b 4, h-c 3, h-d 2, h-e 1, h-f 1, a-b 2, c-g 1, g
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import psycopg
@@ -134,7 +136,9 @@ def test_hops_above_the_maximum_are_refused(graph: psycopg.Connection) -> None:
         graph.execute("SELECT * FROM kgrag.k_hop(ARRAY['n:a'], -1)")
 
 
-def test_runaway_traversal_is_cancelled_and_connection_survives(tconn: psycopg.Connection) -> None:
+def test_runaway_traversal_is_cancelled_and_connection_survives(
+    tconn: psycopg.Connection, record_property: Callable[[str, object], None]
+) -> None:
     ids = [f"k:{i:02d}" for i in range(30)]
     tconn.execute(
         "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type) SELECT 't1', id, id, 'k'"
@@ -148,6 +152,11 @@ def test_runaway_traversal_is_cancelled_and_connection_survives(tconn: psycopg.C
     )
     tconn.execute("SELECT kgrag.refresh_edge_ranks(%s)", [ids])
     tconn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'khop_timeout_ms', '50')")
-    with pytest.raises(psycopg.errors.QueryCanceled, match="cancelled after 50 ms"):
+    start = time.perf_counter()
+    with pytest.raises(psycopg.errors.QueryCanceled, match="cancelled after 50 ms") as caught:
         tconn.execute("SELECT count(*) FROM kgrag.k_hop(ARRAY['k:00'], 4)")
+    record_property("graph", "30 nodes, every ordered pair linked (870 edges), 4 hops, no degree cap")
+    record_property("khop_timeout_ms", 50)
+    record_property("cancelled after ms (client side)", round((time.perf_counter() - start) * 1000))
+    record_property("error", caught.value.diag.message_primary)
     assert tconn.execute("SELECT count(*) FROM kgrag.k_hop(ARRAY['k:00'], 1, 3)").fetchone() == (4,)

@@ -1,17 +1,16 @@
 """Ingestion end to end with the provided and gazetteer extractors: graph, idempotency, updates,
-deletes, staleness, embeddings reuse, concurrency."""
+deletes, staleness, embeddings reuse (concurrency and faults: test_reliability)."""
 
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import Server
-from ingesting import OPS, CountingEmbedder, checksums, ingest, write_jsonl
+from ingesting import OPS, CountingEmbedder, checksums, ingest
 
 from pgkgrag.build import build
 from pgkgrag.db import tenant_transaction
@@ -98,15 +97,22 @@ def test_two_types_with_one_name_stay_apart(conn: psycopg.Connection, tmp_path: 
     assert rows == [("service:billing", "Service"), ("team:billing", "Team")]
 
 
-def test_same_input_five_times_changes_nothing(conn: psycopg.Connection, tmp_path: Path) -> None:
+def test_same_input_five_times_changes_nothing(
+    conn: psycopg.Connection, tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
     first = ingest(conn, tmp_path, OPS)
     build(conn, "t1", HashEmbedder(512))
-    before = checksums(conn, "t1")
+    runs = [checksums(conn, "t1")]
     for _ in range(4):
         again = ingest(conn, tmp_path, OPS)
         build(conn, "t1", HashEmbedder(512))
         assert again.unchanged == first.written and again.written == 0
-        assert checksums(conn, "t1") == before
+        runs.append(checksums(conn, "t1"))
+    distinct = {json.dumps(r, sort_keys=True) for r in runs}
+    record_property("ingest + build runs", len(runs))
+    record_property("tables checksummed", len(runs[0]))
+    record_property("distinct checksum sets", len(distinct))
+    assert len(distinct) == 1
 
 
 def test_a_changed_document_replaces_its_own_contribution(conn: psycopg.Connection, tmp_path: Path) -> None:
@@ -292,50 +298,6 @@ def test_gazetteer_scales_to_thousands_of_names(conn: psycopg.Connection, tmp_pa
     report = ingest(conn, tmp_path, docs, extractor=GazetteerExtractor(names), batch_size=500)
     assert report.written == 1000
     assert q(conn, "SELECT count(*) FROM kgrag.mention") == [(1998,)]  # x0 and x500 name one system twice
-
-
-def test_concurrent_ingestion_loses_nothing(server: Server, template: str, tmp_path: Path) -> None:
-    """Two processes ingest overlapping entities at once; the result equals a serial run."""
-    docs = [
-        {
-            "doc_id": f"c{i:03d}",
-            "text": " ".join(f"Hub{j} works with Node{(i + j) % 7}." for j in range(3)),
-            "entities": [{"name": f"Hub{j}", "type": "Service"} for j in range(3)]
-            + [{"name": f"Node{(i + j) % 7}", "type": "Service"} for j in range(3)],
-        }
-        for i in range(120)
-    ]
-    halves = [write_jsonl(tmp_path / "a.jsonl", docs[0::2]), write_jsonl(tmp_path / "b.jsonl", docs[1::2])]
-    both = write_jsonl(tmp_path / "all.jsonl", docs)
-    parallel_db, serial_db = server.create_database(template=template), server.create_database(template=template)
-    try:
-        code = (
-            "import sys; from pathlib import Path; from pgkgrag.db import connect; from pgkgrag.ingest import Ingestor;"
-            "from pgkgrag.extractors import ProvidedExtractor; from pgkgrag.embedders import HashEmbedder;"
-            "r = Ingestor(connect(sys.argv[1]), 't1', ProvidedExtractor(), HashEmbedder(512), batch_size=5)"
-            ".run([Path(sys.argv[2])]); print(r.retries); sys.exit(0 if r.ok else 1)"
-        )
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-c", code, server.dsn(parallel_db), str(p)],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for p in halves
-        ]
-        outputs = [p.communicate(timeout=300) for p in procs]
-        assert [p.returncode for p in procs] == [0, 0], outputs
-        serial = subprocess.run(
-            [sys.executable, "-c", code, server.dsn(serial_db), str(both)], capture_output=True, text=True, timeout=300
-        )
-        assert serial.returncode == 0, serial.stderr
-        with psycopg.connect(server.dsn(parallel_db)) as a, psycopg.connect(server.dsn(serial_db)) as b:
-            assert _graph_rows(a, "t1") == _graph_rows(b, "t1")
-            assert len(_graph_rows(a, "t1")) > 100
-    finally:
-        server.drop_database(parallel_db)
-        server.drop_database(serial_db)
 
 
 def test_a_batch_touching_thousands_of_entities_fits_the_lock_table(conn: psycopg.Connection, tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -86,12 +86,20 @@ def test_json_in_fences_or_prose_is_accepted(
         ("I cannot help with that.", "no JSON object"),
         ('["Auth Service"]', "not an object"),
     ],
+    ids=["truncated", "wrong types", "prose without JSON", "an array"],
 )
 def test_malformed_output_fails_the_document_and_is_not_cached(
-    conn: psycopg.Connection, tmp_path: Path, llm: FakeOpenAI, content: str, reason: str
+    conn: psycopg.Connection,
+    tmp_path: Path,
+    llm: FakeOpenAI,
+    content: str,
+    reason: str,
+    record_property: Callable[[str, object], None],
 ) -> None:
     llm.responses["Auth Service"] = [(200, content)]
     report = run(conn, tmp_path, [{"doc_id": "a", "text": AUTH}, {"doc_id": "b", "text": "Nothing here."}])
+    record_property("response", content[:60])
+    record_property("reason", report.failed[0][1] if report.failed else "not rejected")
     assert [doc for doc, _ in report.failed] == ["a"] and reason in report.failed[0][1]
     assert q(conn, "SELECT doc_id FROM kgrag.document") == [("b",)]
     assert q(conn, "SELECT count(*) FROM kgrag.chunk WHERE doc_id = 'a'") == [(0,)]

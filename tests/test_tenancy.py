@@ -246,7 +246,9 @@ def test_no_function_and_no_route_crosses_tenants(
         assert checksums(admin, first) == before
 
 
-def test_the_suite_calls_every_public_function(admin: psycopg.Connection) -> None:
+def test_the_suite_calls_every_public_function(
+    admin: psycopg.Connection, record_property: Callable[[str, object], None]
+) -> None:
     public = {
         r[0]
         for r in admin.execute(
@@ -256,6 +258,9 @@ def test_the_suite_calls_every_public_function(admin: psycopg.Connection) -> Non
     empty: dict[str, list[str]] = {"docs": ["d"], "chunks": [], "entities": [], "communities": []}
     called = {name.split("/")[0] for name in reads("q", empty, empty)} | set(writes(empty)) | PURE
     assert public == called, (public - called, called - public)
+    record_property("public functions called as each tenant", len(public))
+    record_property("kgrag_search routes", ", ".join(ROUTES))
+    record_property("random two-tenant corpora (hypothesis examples)", EXAMPLES)
     pure = {
         r[0]
         for r in admin.execute(
