@@ -175,6 +175,18 @@ def test_every_table_is_granted_to_the_application_roles(admin: psycopg.Connecti
         assert may_write == ((table == "query_log"),), f"kgrag_reader may insert into {name}"
 
 
+def test_policies_read_the_tenant_once_per_statement(dsn: str, admin: psycopg.Connection) -> None:
+    """kgrag.current_tenant() sits in a scalar subquery (an InitPlan, run once), never per row."""
+    policies = admin.execute(
+        "SELECT tablename, policyname, concat(qual, ' ', with_check) FROM pg_policies WHERE schemaname = 'kgrag'"
+    ).fetchall()
+    per_row = [(t, p) for t, p, text in policies if re.search(r"(?<!SELECT )kgrag\.current_tenant\(\)", text)]
+    assert per_row == []
+    assert len([p for p in policies if "current_tenant" in p[2]]) >= 15
+    plan = "\n".join(explain(dsn, "t1", "SELECT * FROM kgrag.chunk WHERE chunk_id = 'x'"))
+    assert "InitPlan" in plan and "(InitPlan 1).col1" in plan, plan
+
+
 @pytest.mark.parametrize("role", [READER, WRITER])
 def test_every_table_fails_closed_without_a_tenant(dsn: str, role: str) -> None:
     with connect(dsn, role=role) as conn:
