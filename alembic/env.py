@@ -1,6 +1,7 @@
 """Alembic environment for pgkgrag: the same DSN as the CLI, one transaction, one advisory lock.
 
-Run by `pgkgrag db upgrade` or by `alembic upgrade head` from the repository root. Options:
+Run by `pgkgrag db upgrade`, by `alembic upgrade head` from the repository root, or on a caller's
+connection by pgkgrag.alembic_host (a team's own Alembic environment). Options:
 `-x dim=N` (or `pgkgrag db upgrade --dim N`) picks the embedding dimension at install time.
 """
 
@@ -8,6 +9,7 @@ from logging.config import fileConfig
 
 from alembic import context
 from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
 
 from pgkgrag import migrations
 from pgkgrag.config import Config
@@ -29,23 +31,34 @@ def _dimension() -> int | None:
         raise KgragError(f"dim must be an integer, got {given!r}") from exc
 
 
-def run_migrations_online() -> None:
-    dsn = config.attributes.get("dsn") or resolve_dsn(Config.from_env())
+def run_migrations(connection: Connection) -> None:
     ran: list[str] = []
-    with migrations.engine_for(dsn).connect() as connection:
-        context.configure(
-            connection=connection,
-            target_metadata=None,
-            version_table=migrations.VERSION_TABLE,
-            transaction_per_migration=False,
-            on_version_apply=lambda **kw: ran.append(kw["step"].up_revision_id),
+    context.configure(
+        connection=connection,
+        target_metadata=None,
+        version_table=migrations.VERSION_TABLE,
+        transaction_per_migration=False,
+        on_version_apply=lambda **kw: ran.append(kw["step"].up_revision_id),
+    )
+    # a connection already in a transaction (pgkgrag.alembic_host) keeps it: all or nothing with the caller
+    with context.begin_transaction():
+        migrations.prepare(connection, _dimension())
+        context.run_migrations()
+        heads = set(ScriptDirectory.from_config(config).get_heads())
+        current = context.get_context().get_current_heads()
+        migrations.finish(
+            connection, at_head=set(current) == heads, ran=bool(ran), revision=current[0] if current else None
         )
-        with context.begin_transaction():
-            migrations.prepare(connection, _dimension())
-            context.run_migrations()
-            heads = set(ScriptDirectory.from_config(config).get_heads())
-            at_head = set(context.get_context().get_current_heads()) == heads
-            migrations.finish(connection, at_head=at_head, ran=bool(ran))
+
+
+def run_migrations_online() -> None:
+    given = config.attributes.get("connection")
+    if given is not None:
+        run_migrations(given)
+        return
+    dsn = config.attributes.get("dsn") or resolve_dsn(Config.from_env())
+    with migrations.engine_for(dsn).connect() as connection:
+        run_migrations(connection)
 
 
 if context.is_offline_mode():

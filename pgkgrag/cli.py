@@ -22,7 +22,7 @@ from pgkgrag import migrations
 from pgkgrag.build import BuildReport
 from pgkgrag.build import build as build_products
 from pgkgrag.config import Config
-from pgkgrag.db import READER, WRITER, connect, resolve_dsn, tenant_transaction
+from pgkgrag.db import READER, WRITER, resolve_dsn, tenant_transaction
 from pgkgrag.demo import run_demo
 from pgkgrag.documents import TEXT_SUFFIXES
 from pgkgrag.embedded import EmbeddedServer
@@ -176,7 +176,7 @@ def current() -> None:
 def _open(tenant: str | None, role: str) -> tuple[Config, psycopg.Connection]:
     """Connect as the application role of the command (kgrag_writer or kgrag_reader) when allowed."""
     config = Config.from_env(tenant)
-    return config, connect(resolve_dsn(config), role=role)
+    return config, migrations.connect_app(resolve_dsn(config), role)
 
 
 def _embedder(conn: psycopg.Connection, tenant: str, requested: str | None) -> Embedder:

@@ -15,11 +15,12 @@ from rich.console import Console
 from rich.table import Table
 
 from pgkgrag.build import build
-from pgkgrag.db import READER, WRITER, connect, tenant_transaction
+from pgkgrag.db import READER, WRITER, tenant_transaction
 from pgkgrag.embedders import Embedder, get_embedder
 from pgkgrag.evaluate import evaluate, read_golden
 from pgkgrag.extractors import ProvidedExtractor
 from pgkgrag.ingest import Ingestor
+from pgkgrag.migrations import connect_app
 from pgkgrag.neighbourhood import write_neighbourhood
 from pgkgrag.resources import SAMPLE_CORPUS, SAMPLE_GOLDEN
 from pgkgrag.search import run_search
@@ -40,9 +41,9 @@ QUESTIONS = [
 
 def run_demo(dsn: str, console: Console, picture: Path) -> None:
     """Ingest and build as kgrag_writer, then search as kgrag_reader (when the login role may)."""
-    with connect(dsn, role=WRITER) as writer:
+    with connect_app(dsn, WRITER) as writer:
         embedder = _ingest(writer, console)
-    with connect(dsn, role=READER) as reader:
+    with connect_app(dsn, READER) as reader:
         _ask(reader, console, embedder, picture)
 
 

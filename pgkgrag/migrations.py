@@ -15,6 +15,7 @@ never half-applied: everything happens in one transaction.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -110,12 +111,13 @@ def execute_file(conn: psycopg.Connection, path: Path) -> None:
     (vector_schema,) = conn.execute(
         "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
     ).fetchone() or ("public",)
+    (previous,) = conn.execute("SELECT current_setting('search_path')").fetchone()  # type: ignore[misc]
     conn.execute(sql.SQL("SET LOCAL search_path = pg_catalog, {}, pg_temp").format(sql.Identifier(vector_schema)))
     try:
         conn.execute(path.read_text())  # file text, not a literal: run as one simple-protocol query
     except psycopg.Error as exc:
         raise KgragError(f"{path.relative_to(SQL_DIR.parent)} failed: {str(exc).strip()}") from exc
-    conn.execute("SET LOCAL search_path TO DEFAULT")
+    conn.execute("SELECT set_config('search_path', %s, true)", [previous])  # the caller's path, as it was
 
 
 # --- called from alembic/ -----------------------------------------------------------------------
@@ -172,11 +174,16 @@ def installed_dimension(conn: psycopg.Connection) -> int | None:
     return row[0] if row else None
 
 
-def finish(bind: Connection, *, at_head: bool, ran: bool) -> None:
-    """End of every migration run: (re)build the idempotent layer at head, remove it elsewhere."""
+def finish(bind: Connection, *, at_head: bool, ran: bool, revision: str | None) -> None:
+    """End of every migration run: record the revision, (re)build the idempotent layer at head,
+    remove it elsewhere."""
     conn = driver_connection(bind)
     if not conn.execute("SELECT to_regclass('kgrag.settings')").fetchone()[0]:  # type: ignore[index]
         return  # downgraded to base: the schema is gone
+    if revision and conn.execute("SELECT to_regprocedure('kgrag.version()')").fetchone()[0]:  # type: ignore[index]
+        conn.execute(
+            sql.SQL("ALTER FUNCTION kgrag.version() SET kgrag.schema_revision = {}").format(sql.Literal(revision))
+        )
     digest = idempotent_digest()
     if at_head and not ran and _setting(conn, "idempotent_sha256") == digest:
         return
@@ -261,3 +268,41 @@ def head() -> str:
     found = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert found is not None
     return found
+
+
+@functools.cache
+def revisions() -> tuple[str, ...]:
+    """This package's revisions, oldest first."""
+    script = ScriptDirectory.from_config(alembic_config())
+    return tuple(reversed([r.revision for r in script.walk_revisions()]))
+
+
+def require_current(conn: psycopg.Connection) -> None:
+    """Refuse a database whose kgrag schema is older than this package's (a newer one is fine:
+    in a rolling deployment the database is upgraded before the applications)."""
+    if not conn.execute("SELECT to_regnamespace('kgrag')").fetchone()[0]:  # type: ignore[index]
+        raise KgragError("pgkgrag is not installed in this database: run `pgkgrag db upgrade`")
+    has_version = conn.execute("SELECT to_regprocedure('kgrag.version()')").fetchone()[0]  # type: ignore[index]
+    found = conn.execute("SELECT kgrag.version()").fetchone()[0] if has_version else None  # type: ignore[index]
+    if not conn.autocommit:
+        conn.commit()
+    known = revisions()
+    if found in known and known.index(found) >= len(known) - 1:
+        return
+    if found is not None and found not in known:
+        return  # a newer schema than this package knows
+    raise KgragError(
+        f"the kgrag schema in this database is at revision {found or 'older than 0006'}, but this pgkgrag needs "
+        f"{known[-1]}: run `pgkgrag db upgrade` (or `alembic upgrade head` where you deploy with Alembic)"
+    )
+
+
+def connect_app(dsn: str, role: str) -> psycopg.Connection:
+    """A connection for an application command, as its role, after checking the schema revision."""
+    conn = connect(dsn, role=role)
+    try:
+        require_current(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn

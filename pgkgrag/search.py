@@ -12,8 +12,9 @@ from typing import Any
 import psycopg
 
 from pgkgrag.config import Config
-from pgkgrag.db import READER, connect, resolve_dsn, tenant_transaction
+from pgkgrag.db import READER, resolve_dsn, tenant_transaction
 from pgkgrag.embedders import DEFAULT_EMBEDDER, Embedder, get_embedder
+from pgkgrag.migrations import connect_app
 
 
 @dataclass(frozen=True)
@@ -80,5 +81,5 @@ def search(
 ) -> SearchResult:
     """Search the configured database (KGRAG_DSN or the embedded server) as the configured tenant."""
     config = Config.from_env(tenant)
-    with connect(resolve_dsn(config), role=READER) as conn:
+    with connect_app(resolve_dsn(config), READER) as conn:
         return run_search(conn, config.tenant, tenant_embedder(conn, config.tenant), question, route, k, options)

@@ -1,0 +1,68 @@
+"""pgkgrag's migrations from a team's own Alembic environment.
+
+Pin the kgrag schema in one of your revisions; it is applied on your connection, inside your
+migration's transaction (all or nothing with the rest of it), under pgkgrag's advisory lock:
+
+    from pgkgrag import alembic_host
+
+    def upgrade():
+        alembic_host.upgrade(op.get_bind(), "0006")
+
+    def downgrade():
+        alembic_host.downgrade(op.get_bind(), "base")   # or the revision your previous pin named
+
+and keep autogenerate away from kgrag's objects in env.py:
+
+    context.configure(..., include_object=alembic_host.include_object)
+
+kgrag keeps its own version table (kgrag_alembic_version), so your history and pgkgrag's never
+mix. The connection must use psycopg 3 (postgresql+psycopg://).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import alembic.context
+import alembic.op
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from sqlalchemy.engine import Connection
+
+from pgkgrag import migrations
+
+
+def upgrade(connection: Connection, revision: str = "head", *, dim: int | None = None) -> None:
+    """Bring the kgrag schema to `revision` on the caller's connection and transaction."""
+    _run(connection, lambda cfg: command.upgrade(cfg, revision), dim)
+
+
+def downgrade(connection: Connection, revision: str) -> None:
+    """Take the kgrag schema back to `revision` ("base" removes it) on the caller's connection."""
+    _run(connection, lambda cfg: command.downgrade(cfg, revision), None)
+
+
+def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+    """Autogenerate filter: kgrag's schema and version table are pgkgrag's to manage, never a diff."""
+    table = obj if type_ == "table" else getattr(obj, "table", None)
+    schema = getattr(table, "schema", None) if table is not None else getattr(obj, "schema", None)
+    if schema == "kgrag" or (type_ == "schema" and name == "kgrag"):
+        return False
+    return not (type_ == "table" and name == migrations.VERSION_TABLE)
+
+
+def _run(connection: Connection, step: Callable[[AlembicConfig], None], dim: int | None) -> None:
+    cfg = migrations.alembic_config(dim=dim)
+    cfg.attributes["connection"] = connection
+    # Alembic keeps one global `context` and `op` for the running migration (the caller's); a
+    # nested run replaces them and clears them when it ends. Put the caller's back.
+    saved = [module._proxy for module in (alembic.context, alembic.op)]
+    tenant = connection.exec_driver_sql("SELECT current_setting('kgrag.tenant', true)").scalar()
+    try:
+        step(cfg)
+    finally:
+        for proxy in saved:
+            if proxy is not None:
+                proxy._install_proxy()
+        connection.exec_driver_sql("SELECT set_config('kgrag.tenant', %s, true)", (tenant or "",))

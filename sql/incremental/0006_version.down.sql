@@ -1,0 +1,2 @@
+-- Undo 0006_version.
+DROP FUNCTION kgrag.version();
