@@ -96,6 +96,8 @@ def _graph_ids(conn: psycopg.Connection, tenant: str) -> dict[str, list[str]]:
 
 # Functions that read no table: they compute from their arguments alone.
 PURE = {"canonical_name", "fold", "squash", "trigrams", "entity_key", "lexical_query", "rrf"}
+# Functions for the schema owner only (the application roles may not execute them).
+OWNER_ONLY = {"distribute"}
 
 
 def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
@@ -106,6 +108,7 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
     calls: dict[str, tuple[str, list[Any]]] = {
         "current_tenant": ("SELECT kgrag.current_tenant()", []),
         "dimension": ("SELECT kgrag.dimension()", []),
+        "version": ("SELECT kgrag.version()", []),
         "setting": ("SELECT kgrag.setting('rrf_k')", []),
         "communities_outdated": ("SELECT kgrag.communities_outdated()", []),
         "link_entities": ("SELECT * FROM kgrag.link_entities(%s, include_isolated => true)", [question]),
@@ -256,7 +259,7 @@ def test_the_suite_calls_every_public_function(
         )
     }
     empty: dict[str, list[str]] = {"docs": ["d"], "chunks": [], "entities": [], "communities": []}
-    called = {name.split("/")[0] for name in reads("q", empty, empty)} | set(writes(empty)) | PURE
+    called = {name.split("/")[0] for name in reads("q", empty, empty)} | set(writes(empty)) | PURE | OWNER_ONLY
     assert public == called, (public - called, called - public)
     record_property("public functions called as each tenant", len(public))
     record_property("kgrag_search routes", ", ".join(ROUTES))
@@ -270,6 +273,13 @@ def test_the_suite_calls_every_public_function(
         )
     }
     assert pure == PURE
+    for role in (READER, WRITER):
+        allowed = admin.execute(
+            "SELECT proname FROM pg_proc WHERE pronamespace = 'kgrag'::regnamespace AND proname = ANY (%s)"
+            " AND has_function_privilege(%s, oid, 'EXECUTE')",
+            [sorted(OWNER_ONLY), role],
+        ).fetchall()
+        assert allowed == [], role
 
 
 def test_writing_another_tenants_rows_is_refused(conn: psycopg.Connection) -> None:

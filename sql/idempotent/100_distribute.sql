@@ -1,0 +1,68 @@
+-- Scale-out with Citus: every tenant's rows on one shard group, co-located by tenant_id, so a
+-- per-tenant query (each of which names tenant_id on every table, see docs/scale-out.md) is routed
+-- to a single node; the small tables of shared defaults are replicated to every node.
+
+CREATE OR REPLACE FUNCTION kgrag.distribute(dry_run boolean DEFAULT false)
+RETURNS TABLE (table_name text, kind text, colocate_with text)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    has_citus boolean := EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus');
+    -- tables holding the defaults of every tenant (tenant '*'): read by every tenant's queries
+    reference text[] := ARRAY['settings', 'router_rule'];
+    r record;
+BEGIN
+    IF NOT dry_run AND NOT has_citus THEN
+        RAISE EXCEPTION 'kgrag.distribute() needs the Citus extension, and it is not installed in this database'
+            USING ERRCODE = '0A000',
+                  HINT = 'Run it on a Citus coordinator with its workers added (CREATE EXTENSION citus; '
+                         'SELECT citus_add_node(...)); see docs/scale-out.md. '
+                         'kgrag.distribute(dry_run => true) lists what it would do.';
+    END IF;
+    -- referenced tables first: a foreign key may only point at a table distributed before it
+    FOR r IN
+        WITH RECURSIVE tables AS (
+            SELECT c.oid, c.relname::text AS name
+              FROM pg_catalog.pg_class AS c
+             WHERE c.relnamespace = 'kgrag'::regnamespace AND c.relkind IN ('r', 'p')
+        ), depth AS (
+            SELECT t.oid, 0 AS d FROM tables AS t
+            UNION ALL
+            SELECT k.conrelid, depth.d + 1
+              FROM depth
+              JOIN pg_catalog.pg_constraint AS k ON k.confrelid = depth.oid AND k.contype = 'f'
+             WHERE k.conrelid <> k.confrelid AND depth.d < 32
+        )
+        SELECT t.name, max(depth.d) AS d
+          FROM tables AS t JOIN depth ON depth.oid = t.oid
+         GROUP BY t.name
+         ORDER BY max(depth.d), t.name
+    LOOP
+        table_name := 'kgrag.' || r.name;
+        IF r.name = ANY (reference) THEN
+            kind := 'reference';
+            colocate_with := NULL;
+        ELSE
+            kind := 'distributed by tenant_id';
+            colocate_with := CASE WHEN r.name = 'document' THEN NULL ELSE 'kgrag.document' END;
+        END IF;
+        -- (nested: pg_dist_partition exists only where Citus is installed)
+        IF NOT dry_run THEN
+            IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition AS p
+                            WHERE p.logicalrelid = table_name::regclass) THEN
+                IF kind = 'reference' THEN
+                    PERFORM create_reference_table(table_name::regclass);
+                ELSE
+                    PERFORM create_distributed_table(table_name::regclass, 'tenant_id',
+                                                     colocate_with => COALESCE(colocate_with, 'default'));
+                END IF;
+            END IF;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION kgrag.distribute(boolean) FROM PUBLIC;
+COMMENT ON FUNCTION kgrag.distribute(boolean) IS
+'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so: settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document. Tables already distributed are left as they are. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';
