@@ -42,9 +42,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 LOST_CONNECTION_HINT = (
-    "the connection to PostgreSQL was lost. Nothing is half-written: every batch is one transaction."
-    " Run the same command again; documents already stored are skipped."
+    "the connection to PostgreSQL was lost. Nothing is half-written: every ingestion batch is one"
+    " transaction. Run the same command again; documents already stored are skipped."
 )
+
+
+def _connection_lost(exc: psycopg.Error) -> bool:
+    """The server went away (crash, shutdown, terminated backend), not a query error."""
+    state = exc.sqlstate
+    if state is None:
+        return isinstance(exc, psycopg.OperationalError)
+    return state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
 def friendly_errors(func: F) -> F:
@@ -63,7 +71,7 @@ def friendly_errors(func: F) -> F:
             diag = getattr(exc, "diag", None)
             message = (diag.message_primary if diag is not None else None) or str(exc).strip().splitlines()[0]
             hint = f"\nhint: {diag.message_hint}" if diag is not None and diag.message_hint else ""
-            if isinstance(exc, psycopg.OperationalError) and not hint:
+            if isinstance(exc, psycopg.Error) and _connection_lost(exc) and not hint:
                 hint = f"\nhint: {LOST_CONNECTION_HINT}"
             err_console.print(f"[bold red]error:[/] {message}{hint}", highlight=False, soft_wrap=True)
             sys.exit(1)

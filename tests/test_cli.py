@@ -121,3 +121,12 @@ def test_ingest_build_delete_from_the_command_line(server: Server, template: str
         assert no_names.returncode == 1 and "--gazetteer FILE" in no_names.stderr
     finally:
         server.drop_database(name)
+
+
+def test_only_a_lost_connection_gets_the_rerun_hint() -> None:
+    from pgkgrag.cli import _connection_lost
+
+    assert _connection_lost(psycopg.OperationalError("server closed the connection unexpectedly"))
+    assert _connection_lost(psycopg.errors.AdminShutdown("terminating connection due to administrator command"))
+    assert not _connection_lost(psycopg.errors.QueryCanceled("graph traversal cancelled after 50 ms"))
+    assert not _connection_lost(psycopg.errors.InvalidParameterValue("k must be between 1 and 1000"))
