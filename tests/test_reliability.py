@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -27,6 +27,7 @@ from pgkgrag.embedded import EmbeddedServer
 from pgkgrag.embedders import HashEmbedder
 
 Record = Callable[[str, object], None]
+T = TypeVar("T")
 POOL = [
     f"{w} {k}"
     for w in ("Maple", "Cedar", "Birch", "Aspen", "Rowan", "Falcon")
@@ -52,7 +53,8 @@ def corpus(n: int) -> list[dict[str, Any]]:
 
 
 def cli(dsn: str, *args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "KGRAG_DSN": dsn, "KGRAG_TENANT": "t1"}
+    # PGAPPNAME tells the command's backends from the test's own (application_name 'pgkgrag')
+    env = {**os.environ, "KGRAG_DSN": dsn, "KGRAG_TENANT": "t1", "PGAPPNAME": "pgkgrag-under-test"}
     return subprocess.Popen(
         [str(Path(sys.executable).parent / "pgkgrag"), *args],
         env=env,
@@ -79,11 +81,13 @@ def per_document(dsn: str) -> dict[str, str]:
     return dict(rows)
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 120, what: str = "") -> None:
+def wait_for(probe: Callable[[], T], timeout: float = 120, what: str = "") -> T:
+    """Call probe until it returns something true, and return that."""
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while not (value := probe()):
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
+    return value
 
 
 def count_documents(dsn: str) -> int:
@@ -165,15 +169,16 @@ def test_the_ingesting_backend_terminated_mid_batch(
         with connect(dsn, autocommit=True) as watcher:
 
             def busy_backend() -> int | None:
-                # a backend of the ingestion inside a transaction, after a few batches committed
+                # the ingesting backend inside a transaction, once a few batches have committed
+                if count_documents(dsn) < 200:
+                    return None
                 row = watcher.execute(
                     "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
-                    " AND application_name = 'pgkgrag' AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"
+                    " AND application_name = 'pgkgrag-under-test' AND xact_start IS NOT NULL"
                 ).fetchone()
-                return row[0] if row and count_documents(dsn) >= 200 else None
+                return row[0] if row else None
 
-            wait_for(lambda: busy_backend() is not None, what="the ingesting backend mid-batch")
-            pid = busy_backend()
+            pid = wait_for(busy_backend, what="the ingesting backend mid-batch")
             assert watcher.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone() == (True,)
             wait_for(
                 lambda: (
