@@ -8,6 +8,7 @@ failed is recorded in kgrag.ingest_failure and nothing of it is written.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -349,8 +350,6 @@ def _json(value: dict[str, Any]) -> str:
 
 def embed_missing(conn: psycopg.Connection, embedder: Embedder, kind: str, batch: int = 256) -> int:
     """Embed the entities (name and description) or reports that have no embedding yet."""
-    import hashlib
-
     if kind == "entity":
         rows = conn.execute(
             "SELECT entity_id, CASE WHEN description <> '' THEN name || ': ' || description ELSE name END"

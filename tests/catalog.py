@@ -37,6 +37,16 @@ _QUERIES = {
 }
 
 
+def tables(conn: psycopg.Connection) -> list[str]:
+    """The names of the tables in schema kgrag, sorted."""
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT relname::text FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r' ORDER BY 1"
+        )
+    ]
+
+
 def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
     with psycopg.connect(dsn) as conn:
         if not conn.execute("SELECT to_regnamespace('kgrag')").fetchone()[0]:  # type: ignore[index]

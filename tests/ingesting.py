@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
+from catalog import tables as catalog_tables
 
 from pgkgrag.embedders import HashEmbedder
 from pgkgrag.extractors import Extractor, ProvidedExtractor
@@ -127,12 +128,7 @@ def ingest(
 
 def checksums(conn: psycopg.Connection, tenant: str) -> dict[str, str]:
     """md5 of each kgrag table's rows for one tenant, leaving out timestamps."""
-    tables = [
-        r[0]
-        for r in conn.execute(
-            "SELECT relname FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r' ORDER BY 1"
-        )
-    ]
+    tables = catalog_tables(conn)
     out = {}
     conn.execute("SELECT set_config('kgrag.tenant', %s, false)", [tenant])
     for table in tables:

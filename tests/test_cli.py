@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
+from commands import run
 from conftest import Server
-
-PGKGRAG = str(Path(sys.executable).parent / "pgkgrag")
-
-
-def run(*args: str, dsn: str | None = None, home: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")}
-    if dsn:
-        env["KGRAG_DSN"] = dsn
-    if home:
-        env["KGRAG_HOME"] = str(home)
-    return subprocess.run([PGKGRAG, *args], env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_upgrade_twice_downgrade_base_upgrade_again(server: Server) -> None:
@@ -79,9 +66,7 @@ def test_user_mistakes_get_one_clear_line(server: Server) -> None:
     unreachable = run("db", "upgrade", dsn="postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
     assert unreachable.returncode == 1 and "cannot connect" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr
-    bad_tenant = subprocess.run(
-        [PGKGRAG, "db", "status"], env={**os.environ, "KGRAG_TENANT": "no spaces"}, capture_output=True, text=True
-    )
+    bad_tenant = run("db", "status", KGRAG_TENANT="no spaces")
     assert bad_tenant.returncode == 1 and "invalid tenant" in bad_tenant.stderr
 
 

@@ -9,19 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from commands import run
 from conftest import Server
 from psycopg.conninfo import conninfo_to_dict
 
 from pgkgrag import alembic_host, migrations
 from pgkgrag.db import READER, connect
+from pgkgrag.errors import KgragError
 
-PGKGRAG = str(Path(sys.executable).parent / "pgkgrag")
 ALEMBIC = str(Path(sys.executable).parent / "alembic")
-
-
-def cli(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")}, "KGRAG_DSN": dsn}
-    return subprocess.run([PGKGRAG, *args], env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_the_version_is_readable_by_any_role_without_a_tenant(dsn: str) -> None:
@@ -33,13 +29,13 @@ def test_the_driver_refuses_an_older_schema_and_names_the_fix(server: Server) ->
     name = server.create_database()
     dsn = server.dsn(name)
     try:
-        assert "not installed" in cli(dsn, "search", "anything").stderr
+        assert "not installed" in run("search", "anything", dsn=dsn).stderr
         previous = migrations.revisions()[-2]
         migrations.upgrade(dsn, previous)
-        refused = cli(dsn, "search", "anything")
+        refused = run("search", "anything", dsn=dsn)
         assert refused.returncode == 1 and "Traceback" not in refused.stderr
         assert f"needs {migrations.head()}" in refused.stderr and "pgkgrag db upgrade" in refused.stderr
-        with pytest.raises(Exception, match="pgkgrag db upgrade"):
+        with pytest.raises(KgragError, match="pgkgrag db upgrade"):
             migrations.connect_app(dsn, READER)
         migrations.upgrade(dsn)
         with connect(dsn) as admin:
@@ -47,7 +43,7 @@ def test_the_driver_refuses_an_older_schema_and_names_the_fix(server: Server) ->
             # a newer schema than this package knows (a rolling deployment): accepted
             admin.execute("ALTER FUNCTION kgrag.version() SET kgrag.schema_revision = '9999'")
             admin.commit()
-        accepted = cli(dsn, "search", "anything", "--tenant", "t1")
+        accepted = run("search", "anything", "--tenant", "t1", dsn=dsn)
         assert accepted.returncode == 0, accepted.stderr
         migrations.downgrade(dsn, previous)
         migrations.upgrade(dsn)

@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from commands import PGKGRAG
 from conftest import REPO, Server
 from psycopg.conninfo import conninfo_to_dict
 
@@ -21,7 +21,6 @@ from pgkgrag.db import connect
 
 DOCKER = REPO / "docker"
 COMPOSE_FILES = ["compose.yml", "compose.citus.yml"]
-PGKGRAG = str(Path(sys.executable).parent / "pgkgrag")
 
 
 def compose(name: str) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from catalog import tables as catalog_tables
+from corpus import add_chunks
 from plans import explain
 
 from pgkgrag.db import READER, WRITER, connect, tenant_transaction
@@ -82,14 +84,7 @@ def test_the_probe_role_reads_two_tables_and_nothing_else(admin: psycopg.Connect
 
 
 def test_the_probes_fail_closed_and_keep_to_the_tenant(dsn: str, admin: psycopg.Connection) -> None:
-    with tenant_transaction(admin, "t1"):
-        admin.execute(
-            "INSERT INTO kgrag.document (tenant_id, doc_id, content_hash, lang) VALUES ('t1', 'd', 'h', 'english')"
-        )
-        admin.execute(
-            "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text,"
-            " content_hash, lang) VALUES ('t1', 'd#0', 'd', 0, 0, 7, 'renewal', 'h', 'english')"
-        )
+    add_chunks(admin, "t1", {"d": "renewal"})
     admin.commit()
     with connect(dsn, role=READER) as conn:
         with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification, match=r"kgrag\.tenant is not set"):
@@ -158,12 +153,7 @@ def test_application_roles_cannot_bypass_row_level_security(admin: psycopg.Conne
 
 
 def test_every_table_is_granted_to_the_application_roles(admin: psycopg.Connection) -> None:
-    tables = [
-        r[0]
-        for r in admin.execute(
-            "SELECT relname FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'"
-        )
-    ]
+    tables = catalog_tables(admin)
     for table in tables:
         name = f"kgrag.{table}"
         assert admin.execute("SELECT has_table_privilege(%s, %s, 'SELECT')", [READER, name]).fetchone() == (True,)
@@ -190,12 +180,7 @@ def test_policies_read_the_tenant_once_per_statement(dsn: str, admin: psycopg.Co
 @pytest.mark.parametrize("role", [READER, WRITER])
 def test_every_table_fails_closed_without_a_tenant(dsn: str, role: str) -> None:
     with connect(dsn, role=role) as conn:
-        tables = [
-            r[0]
-            for r in conn.execute(
-                "SELECT relname FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'"
-            )
-        ]
+        tables = catalog_tables(conn)
         conn.rollback()
         for table in tables:
             with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification, match=r"kgrag\.tenant is not set"):

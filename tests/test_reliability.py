@@ -7,9 +7,7 @@ runs these tests and writes them to docs/reliability.md.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 import psycopg
 import pytest
+from commands import run, start
 from conftest import Server
 from ingesting import OPS, checksums, ingest, write_jsonl
 
@@ -52,20 +51,20 @@ def corpus(n: int) -> list[dict[str, Any]]:
     return docs
 
 
-def cli(dsn: str, *args: str) -> subprocess.Popen[str]:
-    # PGAPPNAME tells the command's backends from the test's own (application_name 'pgkgrag')
-    env = {**os.environ, "KGRAG_DSN": dsn, "KGRAG_TENANT": "t1", "PGAPPNAME": "pgkgrag-under-test"}
-    return subprocess.Popen(
-        [str(Path(sys.executable).parent / "pgkgrag"), *args],
-        env=env,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-
-
 def ingest_cli(dsn: str, path: Path, batch_size: int) -> subprocess.Popen[str]:
-    return cli(dsn, "ingest", str(path), "--embedder", "hash", "--no-build", "--batch-size", str(batch_size))
+    # PGAPPNAME tells the command's backends from the test's own (application_name 'pgkgrag')
+    return start(
+        "ingest",
+        str(path),
+        "--embedder",
+        "hash",
+        "--no-build",
+        "--batch-size",
+        str(batch_size),
+        dsn=dsn,
+        KGRAG_TENANT="t1",
+        PGAPPNAME="pgkgrag-under-test",
+    )
 
 
 def per_document(dsn: str) -> dict[str, str]:
@@ -297,8 +296,8 @@ def test_bad_documents_are_named_and_nothing_of_them_is_written(
     line, message = INGEST_CASES[case]
     path = tmp_path / "bad.jsonl"
     path.write_text(line + "\n")
-    proc = cli(dsn, "ingest", str(path), "--embedder", "hash", "--no-build")
-    _, err = proc.communicate(timeout=300)
+    proc = run("ingest", str(path), "--embedder", "hash", "--no-build", dsn=dsn, KGRAG_TENANT="t1")
+    err = proc.stderr
     assert proc.returncode == 1 and "Traceback" not in err, err
     rejected = [ln for ln in err.splitlines() if ln.startswith("rejected")]
     record_property("error", rejected[0].split(": ", 1)[1] if rejected else err.strip())

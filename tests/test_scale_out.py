@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from catalog import tables as catalog_tables
 from sqltext import statements, table_references
 
 from pgkgrag.db import WRITER, connect
@@ -15,12 +16,7 @@ REFERENCE_TABLES = {"settings", "router_rule"}
 
 
 def test_every_per_tenant_statement_names_the_tenant_on_every_table(admin: psycopg.Connection) -> None:
-    tables = {
-        r[0]
-        for r in admin.execute(
-            "SELECT relname FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'"
-        )
-    }
+    tables = catalog_tables(admin)
     functions = admin.execute(
         "SELECT p.oid::regprocedure::text, l.lanname, pg_get_functiondef(p.oid), p.prosrc"
         " FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang"
@@ -30,7 +26,7 @@ def test_every_per_tenant_statement_names_the_tenant_on_every_table(admin: psyco
     loose = []
     for name, language, definition, body in functions:
         for statement in statements(definition, language, body):
-            for ref in table_references(statement, tables):
+            for ref in table_references(statement, set(tables)):
                 checked[name] = checked.get(name, 0) + 1
                 if not ref.pinned and ref.table not in REFERENCE_TABLES:
                     loose.append((name, ref.table, " ".join(ref.statement.split())[:160]))
@@ -41,13 +37,7 @@ def test_every_per_tenant_statement_names_the_tenant_on_every_table(admin: psyco
 
 def test_distribute_lists_each_table_once_in_foreign_key_order(admin: psycopg.Connection) -> None:
     plan = admin.execute("SELECT table_name, kind, colocate_with FROM kgrag.distribute(dry_run => true)").fetchall()
-    tables = {
-        r[0]
-        for r in admin.execute(
-            "SELECT 'kgrag.' || relname FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'"
-        )
-    }
-    assert sorted(t for t, _, _ in plan) == sorted(tables)
+    assert sorted(t for t, _, _ in plan) == [f"kgrag.{t}" for t in catalog_tables(admin)]
     kinds = {t: (k, c) for t, k, c in plan}
     assert {t for t, (k, _) in kinds.items() if k == "reference"} == {f"kgrag.{t}" for t in REFERENCE_TABLES}
     assert kinds["kgrag.document"] == ("distributed by tenant_id", None)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from catalog import tables as catalog_tables
 from psycopg import sql
 
 from pgkgrag.db import tenant_transaction
@@ -27,12 +28,7 @@ TABLES = {
 
 
 def test_every_table_has_tenant_id_in_every_key(conn: psycopg.Connection) -> None:
-    tables = {
-        r[0]
-        for r in conn.execute(
-            "SELECT relname FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'"
-        )
-    }
+    tables = set(catalog_tables(conn))
     assert tables >= TABLES
     for table in sorted(tables):
         col = conn.execute(

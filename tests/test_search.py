@@ -4,7 +4,6 @@ context packing and the query log."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from commands import command_env, run
 from conftest import Server
 
 from pgkgrag.build import build
@@ -267,11 +267,7 @@ def test_the_query_log_can_be_switched_off(dconn: psycopg.Connection, use: Embed
 
 
 def test_python_api_and_command_line(demo: str, tmp_path: Path) -> None:
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")},
-        "KGRAG_DSN": demo,
-        "KGRAG_TENANT": TENANT,
-    }
+    env = command_env(demo, KGRAG_TENANT=TENANT)
     code = (
         "import pgkgrag, json; r = pgkgrag.search('Who approves changes to the PayFlow contract?', k=3);"
         "print(json.dumps([r.route, r.evidence()[:2]]))"
@@ -279,19 +275,12 @@ def test_python_api_and_command_line(demo: str, tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     route, evidence = json.loads(out.stdout)
     assert route == "local" and evidence[0] == "contract-payflow#0"
-    cli = str(Path(sys.executable).parent / "pgkgrag")
-    rows = subprocess.run(
-        [cli, "search", "What does the Auth Service depend on?", "--json", "--k", "3"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    rows = run("search", "What does the Auth Service depend on?", "--json", "--k", "3", dsn=demo, KGRAG_TENANT=TENANT)
+    assert rows.returncode == 0, rows.stderr
     parsed = json.loads(rows.stdout)
     assert parsed[0]["route"] == "local" and {"rank", "ref_id", "kind", "source", "score", "reason", "payload"} <= set(
         parsed[0]
     )
-    table = subprocess.run(
-        [cli, "search", "How do I bake a carrot cake?"], env=env, capture_output=True, text=True, check=True
-    )
+    table = run("search", "How do I bake a carrot cake?", dsn=demo, KGRAG_TENANT=TENANT)
+    assert table.returncode == 0, table.stderr
     assert "no result" in table.stdout and "nothing cleared the floors" in table.stdout

@@ -1,0 +1,36 @@
+"""The pgkgrag command line as a user runs it: a real process, with an environment we choose
+(none of the caller's KGRAG_* settings leak in)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PGKGRAG = str(Path(sys.executable).parent / "pgkgrag")
+
+
+def command_env(dsn: str | None = None, home: Path | None = None, **settings: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")}
+    if dsn:
+        env["KGRAG_DSN"] = dsn
+    if home:
+        env["KGRAG_HOME"] = str(home)
+    return {**env, **settings}
+
+
+def run(
+    *args: str, dsn: str | None = None, home: Path | None = None, **settings: str
+) -> subprocess.CompletedProcess[str]:
+    """Run `pgkgrag ARGS` to the end; settings are extra environment variables (KGRAG_TENANT=...)."""
+    return subprocess.run(
+        [PGKGRAG, *args], env=command_env(dsn, home, **settings), capture_output=True, text=True, timeout=600
+    )
+
+
+def start(*args: str, dsn: str | None = None, **settings: str) -> subprocess.Popen[str]:
+    """Start `pgkgrag ARGS` and return at once."""
+    return subprocess.Popen(
+        [PGKGRAG, *args], env=command_env(dsn, **settings), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
