@@ -43,7 +43,8 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
     ),
     (
         "Runaway queries",
-        "A k-hop on a dense graph without a cap is cancelled by its statement timeout with a clear message;"
+        "A k-hop on a dense graph without a cap is cancelled by its time budget (khop_timeout_ms, raised as"
+        " query_canceled like a statement timeout) with a clear message;"
         " the connection stays usable.",
         ["tests/test_graph.py::test_runaway_traversal_is_cancelled_and_connection_survives"],
     ),
