@@ -265,9 +265,8 @@ def current(dsn: str) -> str | None:
 
 
 def head() -> str:
-    found = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert found is not None
-    return found
+    """The newest revision this package ships."""
+    return revisions()[-1]
 
 
 @functools.cache
@@ -286,14 +285,11 @@ def require_current(conn: psycopg.Connection) -> None:
     found = conn.execute("SELECT kgrag.version()").fetchone()[0] if has_version else None  # type: ignore[index]
     if not conn.autocommit:
         conn.commit()
-    known = revisions()
-    if found in known and known.index(found) >= len(known) - 1:
-        return
-    if found is not None and found not in known:
-        return  # a newer schema than this package knows
+    if found == head() or (found is not None and found not in revisions()):
+        return  # current, or newer than this package knows
     raise KgragError(
         f"the kgrag schema in this database is at revision {found or 'older than 0006'}, but this pgkgrag needs "
-        f"{known[-1]}: run `pgkgrag db upgrade` (or `alembic upgrade head` where you deploy with Alembic)"
+        f"{head()}: run `pgkgrag db upgrade` (or `alembic upgrade head` where you deploy with Alembic)"
     )
 
 
