@@ -202,15 +202,19 @@ BEGIN
     IF docs IS NULL THEN
         RETURN jsonb_build_object('documents', 0);
     END IF;
-    PERFORM kgrag._lock_keys('document', docs);
+    -- The document rows are the documents' locks: upserted first, in doc_id order, so a second
+    -- writer of the same document waits here (new or not) and then sees the first one's chunks.
+    INSERT INTO kgrag.document AS d (tenant_id, doc_id, title, source_uri, metadata, lang, content_hash)
+    SELECT t, s.doc_id, s.title, s.source_uri, s.metadata, s.lang::regconfig, s.content_hash
+      FROM pg_temp.kgrag_stage_document AS s ORDER BY s.doc_id COLLATE "C"
+    ON CONFLICT (tenant_id, doc_id) DO UPDATE
+       SET title = excluded.title, source_uri = excluded.source_uri, metadata = excluded.metadata,
+           lang = excluded.lang, content_hash = excluded.content_hash, updated_at = now();
     -- fresh statistics for the staged rows, so the planner sizes the joins below right
     ANALYZE pg_temp.kgrag_stage_document, pg_temp.kgrag_stage_chunk, pg_temp.kgrag_stage_entity,
             pg_temp.kgrag_stage_relation;
-    -- What the previous versions contributed, before they go; the entities involved are locked.
+    -- What the previous versions contributed, before they go.
     PERFORM kgrag._touch_documents(docs);
-    affected := ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
-                      UNION SELECT s.entity_id FROM pg_temp.kgrag_stage_entity AS s);
-    PERFORM kgrag._lock_keys('entity', affected);
 
     -- Unchanged chunk texts keep their embeddings (looked up before the old chunks go).
     UPDATE pg_temp.kgrag_stage_chunk AS s SET embedding = c.embedding
@@ -220,17 +224,10 @@ BEGIN
              ORDER BY k.content_hash, k.chunk_id) AS c
      WHERE s.embedding IS NULL AND s.content_hash = c.content_hash;
 
-    -- The documents replace their previous versions: old chunks (with their mentions and
-    -- evidence) and the aliases they gave go.
+    -- The documents replace their previous versions: old chunks go (with their mentions and
+    -- evidence). Chunks need no entity lock, so concurrent writers overlap up to here.
     DELETE FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (docs);
-    DELETE FROM kgrag.alias AS a WHERE a.tenant_id = t AND a.doc_id = ANY (docs);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (docs);
-    INSERT INTO kgrag.document AS d (tenant_id, doc_id, title, source_uri, metadata, lang, content_hash)
-    SELECT t, s.doc_id, s.title, s.source_uri, s.metadata, s.lang::regconfig, s.content_hash
-      FROM pg_temp.kgrag_stage_document AS s ORDER BY s.doc_id COLLATE "C"
-    ON CONFLICT (tenant_id, doc_id) DO UPDATE
-       SET title = excluded.title, source_uri = excluded.source_uri, metadata = excluded.metadata,
-           lang = excluded.lang, content_hash = excluded.content_hash, updated_at = now();
     INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, title, text, content_hash,
                              lang, embedding)
     SELECT t, s.doc_id || '#' || s.ordinal, s.doc_id, s.ordinal, s.char_start, s.char_end, s.title, s.text,
@@ -238,6 +235,12 @@ BEGIN
       FROM pg_temp.kgrag_stage_chunk AS s JOIN pg_temp.kgrag_stage_document AS d USING (doc_id)
      ORDER BY s.doc_id COLLATE "C", s.ordinal;
     GET DIAGNOSTICS n_chunks = ROW_COUNT;
+
+    affected := ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
+                      UNION SELECT s.entity_id FROM pg_temp.kgrag_stage_entity AS s);
+    PERFORM kgrag._lock_keys('entity', affected);
+    -- the aliases the previous versions gave go
+    DELETE FROM kgrag.alias AS a WHERE a.tenant_id = t AND a.doc_id = ANY (docs);
 
     -- Entities: one row per key; a non-empty description updates it (and drops the embedding).
     INSERT INTO kgrag.entity AS e (tenant_id, entity_id, name, type, description)
