@@ -7,6 +7,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -252,6 +253,15 @@ tenant_option = click.option(
     "--batch-size", type=click.IntRange(1, 100_000), default=2000, show_default=True, help="Documents per transaction."
 )
 @click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Batches written at once, one connection each. Their text and vector indexing overlaps; the graph "
+    "updates of a tenant still take turns. With more than one, an entity given different descriptions by "
+    "different documents keeps the one committed last.",
+)
+@click.option(
     "--build/--no-build",
     default=True,
     show_default=True,
@@ -266,33 +276,38 @@ def ingest(
     embedder: str | None,
     gazetteer_file: Path | None,
     batch_size: int,
+    jobs: int,
     build: bool,
     reports: str,
 ) -> None:
     """Ingest documents: .jsonl files (one document per line), .txt/.md files, or folders of them."""
     config, conn = _open(tenant, WRITER)
-    with conn:
+    with conn, ExitStack() as writers:
+        dsn = resolve_dsn(config)
+        workers = [writers.enter_context(migrations.connect_app(dsn, WRITER)) for _ in range(jobs - 1)]
         emb = _embedder(conn, config.tenant, embedder)
         chosen = make_extractor(conn, config.tenant, extractor, gazetteer_file)
         path_list = list(paths)
+        started = time.perf_counter()
         with _progress() as progress:
-            task = progress.add_task("ingesting", total=_count_inputs(path_list))
+            tasks = {"documents": progress.add_task("ingesting", total=_count_inputs(path_list))}
+
+            def advance(step: str, n: int) -> None:
+                if step not in tasks:
+                    tasks[step] = progress.add_task(step, total=None)
+                progress.advance(tasks[step], n)
+
             ingestor = Ingestor(
-                conn,
-                config.tenant,
-                chosen,
-                emb,
-                batch_size=batch_size,
-                progress=lambda _step, n: progress.advance(task, n),
+                conn, config.tenant, chosen, emb, batch_size=batch_size, progress=advance, workers=workers
             )
             report = ingestor.run(path_list)
             built = None
             if build:
-                progress.update(task, description="building communities, reports, answers")
+                progress.update(tasks["documents"], description="building communities, reports, answers")
                 start = time.perf_counter()
                 built = build_products(conn, config.tenant, emb, report_writer=_report_writer(reports))
                 report.seconds["build"] += time.perf_counter() - start
-        _print_ingest_report(report, built)
+        _print_ingest_report(report, built, jobs, time.perf_counter() - started)
         if not report.ok:
             sys.exit(1)
 
@@ -344,7 +359,7 @@ def _progress() -> Progress:
     )
 
 
-def _print_ingest_report(report: IngestReport, built: BuildReport | None) -> None:
+def _print_ingest_report(report: IngestReport, built: BuildReport | None, jobs: int, elapsed: float) -> None:
     table = Table(title="ingestion", show_header=False)
     table.add_column(style="bold")
     table.add_column(justify="right")
@@ -369,8 +384,10 @@ def _print_ingest_report(report: IngestReport, built: BuildReport | None) -> Non
         table.add_row("communities", str(built.communities.get("communities", "unchanged")))
         table.add_row("reports written", str(built.reports.get("written", 0)))
         table.add_row("answers written", str(built.answers))
+    summed = f" (summed over {jobs} writers)" if jobs > 1 else ""
     for step, seconds in report.seconds.items():
-        table.add_row(f"time: {step}", f"{seconds:.2f} s")
+        table.add_row(f"time: {step}{summed if step != 'build' else ''}", f"{seconds:.2f} s")
+    table.add_row("time: elapsed", f"{elapsed:.2f} s")
     console.print(table)
     for where, why in report.rejected_inputs[:20]:
         err_console.print(f"[red]rejected[/] {where}: {why}", highlight=False, soft_wrap=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -251,6 +252,7 @@ class GazetteerExtractor:
     def __init__(self, names: list[KnownName]) -> None:
         self.names = names
         self._automaton: ahocorasick.Automaton | None = None
+        self._building = threading.Lock()  # batches may be extracted by several writer threads
 
     def fingerprint(self) -> str:
         import hashlib
@@ -272,9 +274,10 @@ class GazetteerExtractor:
         return automaton
 
     def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
-        if self._automaton is None:
-            self._automaton = self._build(conn)
-        automaton = self._automaton
+        with self._building:
+            if self._automaton is None:
+                self._automaton = self._build(conn)
+            automaton = self._automaton
         texts = [chunk.text for prepared in docs for chunk in prepared.chunks]
         canon = iter(normalized(conn, "canonical_name", texts) if len(automaton) else [""] * len(texts))
         results: dict[str, Extraction | Exception] = {}

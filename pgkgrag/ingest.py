@@ -9,9 +9,13 @@ failed is recorded in kgrag.ingest_failure and nothing of it is written.
 from __future__ import annotations
 
 import hashlib
+import json
+import queue
+import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +32,7 @@ from pgkgrag.errors import KgragError
 from pgkgrag.extractors import Extraction, Extractor, PreparedDocument
 
 LANGUAGES = {"en": "english", "pt": "portuguese", "es": "spanish", "fr": "french", "de": "german", "it": "italian"}
-Progress = Callable[[str, int], None]  # (step, documents done in this call)
+Progress = Callable[[str, int], None]  # (step, items done in this call): "documents" or "entity embeddings"
 
 
 @dataclass
@@ -46,6 +50,19 @@ class IngestReport:
     @property
     def ok(self) -> bool:
         return not self.rejected_inputs and not self.failed
+
+    def merge(self, part: IngestReport) -> None:
+        """Add what one batch did (a batch reports into its own IngestReport)."""
+        self.read += part.read
+        self.unchanged += part.unchanged
+        self.written += part.written
+        self.rejected_inputs += part.rejected_inputs
+        self.failed += part.failed
+        self.counts.update(part.counts)
+        self.rejected_extractions.update(part.rejected_extractions)
+        for step, seconds in part.seconds.items():
+            self.seconds[step] += seconds
+        self.retries += part.retries
 
 
 @dataclass(frozen=True)
@@ -138,13 +155,18 @@ class Ingestor:
         *,
         batch_size: int = 200,
         progress: Progress | None = None,
+        workers: Sequence[psycopg.Connection] = (),
     ) -> None:
+        """With `workers` (more connections to the same database), batches are written by
+        1 + len(workers) threads at once, each batch still in its own transaction."""
         self.conn = conn
         self.tenant = tenant
         self.extractor = extractor
         self.embedder = embedder
         self.batch_size = batch_size
         self.progress = progress or (lambda step, n: None)
+        self.workers = list(workers)
+        self._embedding = threading.Lock()  # embedders need not be thread-safe; USE uses every core anyway
         with tenant_transaction(conn, tenant):
             self.settings = TenantSettings.load(conn)
         self.salt = f"{self.settings.chunking.fingerprint()}|{extractor.fingerprint()}"
@@ -152,9 +174,50 @@ class Ingestor:
     def run(self, paths: list[Path]) -> IngestReport:
         report = IngestReport()
         check_embedder(self.conn, self.tenant, self.embedder)
-        for batch in _batches(read_inputs(paths), self.batch_size, report):
-            self._batch(batch, report)
+        self._write_batches(_batches(read_inputs(paths), self.batch_size, report), report)
+        # New and re-described entities are embedded once, after the batches and outside their
+        # transactions (no entity lock held while a model runs). An entity without an embedding
+        # (say the run was stopped here) is found by lexical linking and embedded by the next
+        # ingest or build.
+        start = time.perf_counter()
+        with tenant_transaction(self.conn, self.tenant):
+            report.counts["entity embeddings"] += embed_missing(
+                self.conn, self.embedder, "entity", progress=self.progress
+            )
+        report.seconds["embed entities"] += time.perf_counter() - start
         return report
+
+    def _write_batches(self, batches: Iterator[list[InputItem]], report: IngestReport) -> None:
+        if not self.workers:
+            for batch in batches:
+                report.merge(self._batch(self.conn, batch))
+            return
+        free: queue.SimpleQueue[psycopg.Connection] = queue.SimpleQueue()
+        for conn in [self.conn, *self.workers]:
+            free.put(conn)
+
+        def write(batch: list[InputItem]) -> IngestReport:
+            conn = free.get()
+            try:
+                return self._batch(conn, batch)
+            finally:
+                free.put(conn)
+
+        jobs = 1 + len(self.workers)
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="pgkgrag-ingest") as pool:
+            pending: set[Future[IngestReport]] = set()
+            try:
+                for batch in batches:  # read ahead by one batch per writer, no more
+                    while len(pending) >= 2 * jobs:
+                        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                        for future in done:
+                            report.merge(future.result())
+                    pending.add(pool.submit(write, batch))
+                for future in as_completed(pending):
+                    report.merge(future.result())
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)  # batches being written finish or roll back
+                raise
 
     def _prepare(self, item: InputItem, report: IngestReport) -> tuple[PreparedDocument, str, str] | None:
         doc = item.document
@@ -178,12 +241,14 @@ class Ingestor:
         chunks = chunk_text(doc.text, doc.title, self.settings.chunking)
         return PreparedDocument(doc, chunks), lang, doc.content_hash(self.salt)
 
-    def _batch(self, batch: list[InputItem], report: IngestReport) -> None:
+    def _batch(self, conn: psycopg.Connection, batch: list[InputItem]) -> IngestReport:
+        """Prepare, extract, embed and write one batch on `conn`; what it did is the result."""
+        report = IngestReport()
         start = time.perf_counter()
         prepared = [p for p in (self._prepare(item, report) for item in batch) if p is not None]
-        with tenant_transaction(self.conn, self.tenant):
+        with tenant_transaction(conn, self.tenant):
             known: dict[str, str] = dict(
-                self.conn.execute(
+                conn.execute(
                     "SELECT doc_id, content_hash FROM kgrag.document WHERE tenant_id = kgrag.current_tenant()"
                     " AND doc_id = ANY(%s)",
                     [[p.document.doc_id for p, _, _ in prepared]],
@@ -194,18 +259,18 @@ class Ingestor:
         report.seconds["read and chunk"] += time.perf_counter() - start
         self.progress("documents", len(batch) - len(todo))
         if not todo:
-            return
+            return report
 
         start = time.perf_counter()
-        with tenant_transaction(self.conn, self.tenant):
-            results = self.extractor.extract(self.conn, [p for p, _, _ in todo])
+        with tenant_transaction(conn, self.tenant):
+            results = self.extractor.extract(conn, [p for p, _, _ in todo])
         extracted: list[tuple[PreparedDocument, str, str, Extraction]] = []
         for p, lang, content_hash in todo:
             result = results[p.document.doc_id]
             if isinstance(result, Exception):
                 report.failed.append((p.document.doc_id, str(result)))
-                with tenant_transaction(self.conn, self.tenant):
-                    self.conn.execute(
+                with tenant_transaction(conn, self.tenant):
+                    conn.execute(
                         "SELECT kgrag.record_ingest_failure(%s, %s, %s)", [p.document.doc_id, content_hash, str(result)]
                     )
                 continue
@@ -214,27 +279,28 @@ class Ingestor:
         report.seconds["extract"] += time.perf_counter() - start
         if not extracted:
             self.progress("documents", len(todo))
-            return
+            return report
 
         start = time.perf_counter()
-        vectors = self._chunk_embeddings([p for p, _, _, _ in extracted])
+        vectors = self._chunk_embeddings(conn, [p for p, _, _, _ in extracted])
         report.seconds["embed chunks"] += time.perf_counter() - start
 
         start = time.perf_counter()
-        counts = self._write(extracted, vectors, report)
+        counts = self._write(conn, extracted, vectors, report)
         report.seconds["write"] += time.perf_counter() - start
         report.written += len(extracted)
         report.counts.update({k: v for k, v in counts.items() if isinstance(v, int)})
         report.rejected_extractions.update(counts.get("rejected", {}))
         self.progress("documents", len(todo))
+        return report
 
-    def _chunk_embeddings(self, docs: list[PreparedDocument]) -> dict[str, np.ndarray]:
+    def _chunk_embeddings(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, np.ndarray]:
         """Embeddings of the chunk texts the tenant does not have yet, by content hash."""
         by_hash = {c.content_hash: c.text for p in docs for c in p.chunks}
-        with tenant_transaction(self.conn, self.tenant):
+        with tenant_transaction(conn, self.tenant):
             have = {
                 r[0]
-                for r in self.conn.execute(
+                for r in conn.execute(
                     "SELECT DISTINCT content_hash FROM kgrag.chunk WHERE tenant_id = kgrag.current_tenant()"
                     " AND content_hash = ANY(%s) AND embedding IS NOT NULL",
                     [list(by_hash)],
@@ -243,10 +309,13 @@ class Ingestor:
         missing = sorted(h for h in by_hash if h not in have)
         if not missing:
             return {}
-        return dict(zip(missing, self.embedder.embed([by_hash[h] for h in missing]), strict=True))
+        with self._embedding:
+            vectors = self.embedder.embed([by_hash[h] for h in missing])
+        return dict(zip(missing, vectors, strict=True))
 
     def _write(
         self,
+        conn: psycopg.Connection,
         extracted: list[tuple[PreparedDocument, str, str, Extraction]],
         vectors: dict[str, np.ndarray],
         report: IngestReport,
@@ -259,21 +328,23 @@ class Ingestor:
             before_sleep=lambda _: report.__setattr__("retries", report.retries + 1),
         )
         def attempt() -> dict[str, Any]:
-            with tenant_transaction(self.conn, self.tenant):
-                self.conn.execute("SELECT kgrag.stage_begin()")
-                self._copy(extracted, vectors)
-                row = self.conn.execute("SELECT kgrag.ingest_apply()").fetchone()
+            with tenant_transaction(conn, self.tenant):
+                conn.execute("SELECT kgrag.stage_begin()")
+                self._copy(conn, extracted, vectors)
+                row = conn.execute("SELECT kgrag.ingest_apply()").fetchone()
                 assert row is not None
                 counts: dict[str, Any] = row[0]
-                counts["entity embeddings"] = embed_missing(self.conn, self.embedder, "entity")
                 return counts
 
         return attempt()
 
     def _copy(
-        self, extracted: list[tuple[PreparedDocument, str, str, Extraction]], vectors: dict[str, np.ndarray]
+        self,
+        conn: psycopg.Connection,
+        extracted: list[tuple[PreparedDocument, str, str, Extraction]],
+        vectors: dict[str, np.ndarray],
     ) -> None:
-        with self.conn.cursor() as cur:
+        with conn.cursor() as cur:
             with cur.copy(
                 "COPY pg_temp.kgrag_stage_document (doc_id, title, source_uri, metadata, lang, content_hash) FROM STDIN"
             ) as copy:
@@ -343,13 +414,14 @@ class Ingestor:
 
 
 def _json(value: dict[str, Any]) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def embed_missing(conn: psycopg.Connection, embedder: Embedder, kind: str, batch: int = 256) -> int:
-    """Embed the entities (name and description) or reports that have no embedding yet."""
+def embed_missing(
+    conn: psycopg.Connection, embedder: Embedder, kind: str, batch: int = 256, progress: Progress | None = None
+) -> int:
+    """Embed the entities (name and description) or reports that have no embedding yet; progress
+    hears ("entity embeddings" or "report embeddings", how many were just stored)."""
     if kind == "entity":
         rows = conn.execute(
             "SELECT entity_id, CASE WHEN description <> '' THEN name || ': ' || description ELSE name END"
@@ -372,6 +444,8 @@ def embed_missing(conn: psycopg.Connection, embedder: Embedder, kind: str, batch
                 [hashlib.sha256(text.encode()).hexdigest()[:16] for _, text in part],
             ],
         )
+        if progress is not None:
+            progress(f"{kind} embeddings", len(part))
     return len(rows)
 
 

@@ -51,7 +51,7 @@ def corpus(n: int) -> list[dict[str, Any]]:
     return docs
 
 
-def ingest_cli(dsn: str, path: Path, batch_size: int) -> subprocess.Popen[str]:
+def ingest_cli(dsn: str, path: Path, batch_size: int, *options: str) -> subprocess.Popen[str]:
     # PGAPPNAME tells the command's backends from the test's own (application_name 'pgkgrag')
     return start(
         "ingest",
@@ -61,6 +61,7 @@ def ingest_cli(dsn: str, path: Path, batch_size: int) -> subprocess.Popen[str]:
         "--no-build",
         "--batch-size",
         str(batch_size),
+        *options,
         dsn=dsn,
         KGRAG_TENANT="t1",
         PGAPPNAME="pgkgrag-under-test",
@@ -195,13 +196,38 @@ def test_the_ingesting_backend_terminated_mid_batch(
         server.drop_database(name)
 
 
-def test_four_ingesting_processes_equal_a_serial_run(
-    server: Server, template: str, tmp_path: Path, record_property: Record
-) -> None:
+@pytest.fixture(scope="module")
+def serial_run(
+    server: Server, template: str, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """400 documents over 24 shared names, ingested by one process writing one batch at a time."""
     docs = corpus(400)
+    name = server.create_database(template=template)
+    try:
+        proc = ingest_cli(server.dsn(name), write_jsonl(tmp_path_factory.mktemp("serial") / "all.jsonl", docs), 10)
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+        with connect(server.dsn(name)) as conn:
+            return docs, checksums(conn, "t1")
+    finally:
+        server.drop_database(name)
+
+
+def retried(out: str) -> int:
+    """The "retried transactions" figure of an ingest summary."""
+    return sum(int(line.split("│")[2]) for line in out.splitlines() if "retried transactions" in line)
+
+
+def test_four_ingesting_processes_equal_a_serial_run(
+    server: Server,
+    template: str,
+    tmp_path: Path,
+    serial_run: tuple[list[dict[str, Any]], dict[str, str]],
+    record_property: Record,
+) -> None:
+    docs, sums_serial = serial_run
     parts = [write_jsonl(tmp_path / f"part{i}.jsonl", docs[i::4]) for i in range(4)]
-    everything = write_jsonl(tmp_path / "all.jsonl", docs)
-    parallel, serial = server.create_database(template=template), server.create_database(template=template)
+    parallel = server.create_database(template=template)
     try:
         start = time.perf_counter()
         procs = [ingest_cli(server.dsn(parallel), part, 10) for part in parts]
@@ -209,15 +235,11 @@ def test_four_ingesting_processes_equal_a_serial_run(
         record_property("4 processes, seconds", round(time.perf_counter() - start, 1))
         assert [p.returncode for p in procs] == [0, 0, 0, 0], [err for _, err in outputs]
         assert not any("deadlock" in out + err for out, err in outputs)
-        retried = sum(
-            int(line.split("│")[2]) for out, _ in outputs for line in out.splitlines() if "retried transactions" in line
+        record_property(
+            "transactions retried after a deadlock or serialization failure", sum(retried(out) for out, _ in outputs)
         )
-        record_property("transactions retried after a deadlock or serialization failure", retried)
-        proc = ingest_cli(server.dsn(serial), everything, 10)
-        _, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, err
-        with connect(server.dsn(parallel)) as a, connect(server.dsn(serial)) as b:
-            sums_parallel, sums_serial = checksums(a, "t1"), checksums(b, "t1")
+        with connect(server.dsn(parallel)) as a:
+            sums_parallel = checksums(a, "t1")
             with tenant_transaction(a, "t1"):
                 totals = a.execute(
                     "SELECT (SELECT count(*) FROM kgrag.edge), (SELECT count(*) FROM kgrag.mention),"
@@ -228,7 +250,28 @@ def test_four_ingesting_processes_equal_a_serial_run(
         record_property("every table equals the serial run", True)
     finally:
         server.drop_database(parallel)
-        server.drop_database(serial)
+
+
+def test_one_process_writing_three_batches_at_once_equals_a_serial_run(
+    server: Server,
+    template: str,
+    tmp_path: Path,
+    serial_run: tuple[list[dict[str, Any]], dict[str, str]],
+    record_property: Record,
+) -> None:
+    docs, sums_serial = serial_run
+    name = server.create_database(template=template)
+    try:
+        proc = ingest_cli(server.dsn(name), write_jsonl(tmp_path / "all.jsonl", docs), 10, "--jobs", "3")
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+        assert "summed over 3 writers" in out
+        record_property("--jobs 3, transactions retried", retried(out))
+        with connect(server.dsn(name)) as conn:
+            assert checksums(conn, "t1") == sums_serial
+        record_property("--jobs 3, every table equals the serial run", True)
+    finally:
+        server.drop_database(name)
 
 
 # --- bad input: each gets a clear error naming the problem, and nothing is written ---------------
