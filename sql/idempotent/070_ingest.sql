@@ -337,7 +337,9 @@ DECLARE
     t text := kgrag.current_tenant();
     deleted integer;
 BEGIN
-    PERFORM kgrag._lock_keys('document', doc_ids);
+    -- the document rows are the documents' locks, as in kgrag.ingest_apply()
+    PERFORM 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids)
+      ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
     PERFORM kgrag._touch_documents(doc_ids);
     PERFORM kgrag._lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'));
     DELETE FROM kgrag.alias AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
