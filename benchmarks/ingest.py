@@ -17,9 +17,13 @@ import json
 import random
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 
 from common import DATA, markdown_table, scratch_database, tenant_connection, write_section
+from psycopg import sql
 
 from pgkgrag.db import connect
 from pgkgrag.embedders import HashEmbedder
@@ -67,12 +71,83 @@ def generate(n_docs: int, n_entities: int, seed: int = 3) -> list[dict[str, obje
     return docs
 
 
-def run(dsn: str, path: Path, extractor: object, batch_size: int = 2000) -> tuple[IngestReport, float]:
-    with connect(dsn) as conn:
-        ingestor = Ingestor(conn, "bench", extractor, HashEmbedder(512), batch_size=batch_size)  # type: ignore[arg-type]
+def run(dsn: str, path: Path, extractor: object, batch_size: int = 2000, jobs: int = 1) -> tuple[IngestReport, float]:
+    with connect(dsn) as conn, ExitStack() as stack:
+        workers = [stack.enter_context(connect(dsn)) for _ in range(jobs - 1)]
+        ingestor = Ingestor(
+            conn,
+            "bench",
+            extractor,  # type: ignore[arg-type]
+            HashEmbedder(512),
+            batch_size=batch_size,
+            workers=workers,
+        )
         start = time.perf_counter()
         report = ingestor.run([path])
         return report, time.perf_counter() - start
+
+
+CHUNK_COLUMNS = [
+    "tenant_id", "chunk_id", "doc_id", "ordinal", "char_start", "char_end", "title", "text", "content_hash", "lang",
+    "embedding",
+]  # fmt: skip
+# (what is inserted, its columns, index kinds present during the insert, index kinds built after
+# it, sessions inserting at once)
+FLOOR = [
+    ("the embeddings alone, into a table with only the HNSW index", ["embedding"], ["hnsw"], [], 1),
+    ("the chunks into a copy of kgrag.chunk with all its indexes", CHUNK_COLUMNS, ["hnsw", "gin", "btree"], [], 1),
+    ("the same, two sessions at once (half each)", CHUNK_COLUMNS, ["hnsw", "gin", "btree"], [], 2),
+    ("the same, one session, without the HNSW index", CHUNK_COLUMNS, ["gin", "btree"], [], 1),
+    ("the same without any index", CHUNK_COLUMNS, [], [], 1),
+    ("the same, then all its indexes built after the load", CHUNK_COLUMNS, [], ["hnsw", "gin", "btree"], 1),
+]
+
+
+def _execute(dsn: str, statement: sql.Composable, value: int) -> None:
+    with connect(dsn, autocommit=True) as conn:
+        conn.execute(statement, [value])
+
+
+def floor(dsn: str) -> str:
+    """What PostgreSQL alone needs to store the ingested chunks: the same rows inserted again into
+    copies of kgrag.chunk, with and without its indexes, or with the indexes built afterwards."""
+    rows = []
+    with connect(dsn, autocommit=True) as conn:
+        n = conn.execute("SELECT count(*) FROM kgrag.chunk").fetchone()[0]  # type: ignore[index]
+        definitions = conn.execute(
+            "SELECT a.amname, replace(pg_get_indexdef(i.indexrelid), ' ON kgrag.chunk ', ' ON public.floor_copy ')"
+            " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
+            " WHERE i.indrelid = 'kgrag.chunk'::regclass ORDER BY c.relname"
+        ).fetchall()
+        for label, columns, during, after, sessions in FLOOR:
+            conn.execute("DROP TABLE IF EXISTS public.floor_copy")
+            if columns == ["embedding"]:
+                conn.execute("CREATE TABLE public.floor_copy (embedding vector(512))")
+            else:
+                conn.execute("CREATE TABLE public.floor_copy (LIKE kgrag.chunk INCLUDING GENERATED INCLUDING DEFAULTS)")
+            # index definitions come from the catalog (pg_get_indexdef), renamed by PostgreSQL on creation
+            for kind, ddl in definitions:
+                if kind in during:
+                    conn.execute(sql.SQL(ddl.replace("INDEX ", "INDEX floor_", 1)))  # type: ignore[arg-type]
+            names = sql.SQL(", ").join(map(sql.Identifier, columns))
+            insert = sql.SQL("INSERT INTO public.floor_copy ({0}) SELECT {0} FROM kgrag.chunk").format(names)
+            start = time.perf_counter()
+            if sessions == 1:
+                conn.execute(insert)
+            else:  # each session inserts its share of the rows, all at once
+                share = insert + sql.SQL(" WHERE mod(abs(hashtext(chunk_id)), {}) = %s").format(sql.Literal(sessions))
+                with ThreadPoolExecutor(sessions) as pool:
+                    list(pool.map(partial(_execute, dsn, share), range(sessions)))
+            for kind, ddl in definitions:
+                if kind in after:
+                    conn.execute(sql.SQL(ddl.replace("INDEX ", "INDEX floor_", 1)))  # type: ignore[arg-type]
+            seconds = time.perf_counter() - start
+            rows.append([label, f"{seconds:.2f}", f"{n / seconds:,.0f}"])
+        conn.execute("DROP TABLE public.floor_copy")
+    return (
+        f"What PostgreSQL alone needs to store these {n:,} chunks: the same rows inserted again by INSERT ... SELECT, "
+        "with nothing else (no graph, no Python):\n\n" + markdown_table(["insert", "seconds", "chunks/s"], rows) + "\n"
+    )
 
 
 def main() -> None:
@@ -87,27 +162,43 @@ def main() -> None:
         docs = generate(args.docs, n_entities=max(1000, args.docs * 3))
         path = tmpdir / "ops.jsonl"
         path.write_text("".join(json.dumps(d) + "\n" for d in docs))
-        with scratch_database("kgrag_bench_ingest") as dsn:
-            report, seconds = run(dsn, path, ProvidedExtractor())
-            assert report.ok, report.rejected_inputs[:3]
-            chunks = report.counts["chunks"]
-            rows = [[step, f"{s:.2f}", f"{100 * s / seconds:.0f}%"] for step, s in report.seconds.items()]
-            rows.append(["total", f"{seconds:.2f}", "100%"])
-            with tenant_connection(dsn, "bench") as conn:
-                totals = conn.execute(
-                    "SELECT (SELECT count(*) FROM kgrag.entity), (SELECT count(*) FROM kgrag.edge),"
-                    " (SELECT count(*) FROM kgrag.mention)"
-                ).fetchone()
-            sections.append(
-                f"### Throughput: pre-extracted JSONL, `provided` extractor, `hash` embedder\n\n"
-                f"{len(docs):,} documents -> {chunks:,} chunks, {report.counts['mentions']:,} mentions, "
-                f"{report.counts['relations']:,} relations; {totals[0]:,} entities, {totals[1]:,} edges. "  # type: ignore[index]
-                f"**{chunks / seconds:,.0f} chunks/s** ({len(docs) / seconds:,.0f} documents/s) end to end, "
-                f"batches of 2,000 documents (the CLI default), one process.\n\n"
-                + markdown_table(["step", "seconds", "share"], rows)
-                + "\n"
-            )
-            print(sections[-1])
+        results, steps = [], {}
+        for jobs in (1, 2):
+            with scratch_database("kgrag_bench_ingest") as dsn:
+                report, seconds = run(dsn, path, ProvidedExtractor(), jobs=jobs)
+                assert report.ok, report.rejected_inputs[:3]
+                with tenant_connection(dsn, "bench") as conn:
+                    totals = conn.execute(
+                        "SELECT (SELECT count(*) FROM kgrag.entity), (SELECT count(*) FROM kgrag.edge),"
+                        " (SELECT count(*) FROM kgrag.mention), (SELECT sum(weight) FROM kgrag.edge),"
+                        " (SELECT sum(rank) FROM kgrag.edge)"
+                    ).fetchone()
+                    assert totals is not None
+                results.append((jobs, report, seconds, totals))
+                steps[jobs] = report.seconds
+                if jobs == 1:
+                    floor_text = floor(dsn)
+        (_, report, seconds, totals), (_, _, seconds2, totals2) = results
+        assert totals2 == totals, "two writers built another graph"
+        chunks = report.counts["chunks"]
+        rows = [
+            [step, f"{s:.2f}", f"{100 * s / seconds:.0f}%", f"{steps[2][step]:.2f}"] for step, s in steps[1].items()
+        ]
+        rows.append(["elapsed", f"{seconds:.2f}", "100%", f"{seconds2:.2f}"])
+        sections.append(
+            f"### Throughput: pre-extracted JSONL, `provided` extractor, `hash` embedder\n\n"
+            f"{len(docs):,} documents -> {chunks:,} chunks, {report.counts['mentions']:,} mentions, "
+            f"{report.counts['relations']:,} relations; {totals[0]:,} entities, {totals[1]:,} edges. "
+            f"Batches of 2,000 documents (the CLI default).\n\n"
+            f"- one writer (`--jobs 1`, the default): **{chunks / seconds:,.0f} chunks/s** "
+            f"({len(docs) / seconds:,.0f} documents/s) end to end;\n"
+            f"- two writers (`--jobs 2`): **{chunks / seconds2:,.0f} chunks/s**, x{seconds / seconds2:.2f}, "
+            f"the same entities, edges, weights and ranks.\n\n"
+            + markdown_table(["step", "seconds, 1 writer", "share", "seconds, 2 writers (summed)"], rows)
+            + "\n\n"
+            + floor_text
+        )
+        print(sections[-1])
 
         # 2. one changed document in a big corpus
         per_doc = max(1.0, chunks / len(docs))

@@ -10,6 +10,7 @@ import json
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -272,6 +273,68 @@ def test_one_process_writing_three_batches_at_once_equals_a_serial_run(
         record_property("--jobs 3, every table equals the serial run", True)
     finally:
         server.drop_database(name)
+
+
+def apply_one(conn: psycopg.Connection, doc_id: str, names: list[str]) -> None:
+    """One single-chunk document citing `names`, through the SQL API (kgrag.stage_begin, the
+    staging tables, kgrag.ingest_apply), in the caller's transaction."""
+    text = f"{doc_id} cites " + " and ".join(names)
+    conn.execute("SELECT kgrag.stage_begin()")
+    conn.execute("INSERT INTO pg_temp.kgrag_stage_document (doc_id, content_hash) VALUES (%s, md5(%s))", [doc_id, text])
+    conn.execute(
+        "INSERT INTO pg_temp.kgrag_stage_chunk (doc_id, ordinal, char_start, char_end, text, content_hash)"
+        " VALUES (%s, 0, 0, length(%s), %s, md5(%s))",
+        [doc_id, text, text, text],
+    )
+    for name in names:
+        conn.execute(
+            "INSERT INTO pg_temp.kgrag_stage_entity (doc_id, name, type, ordinals) VALUES (%s, %s, 'Service', '{0}')",
+            [doc_id, name],
+        )
+    conn.execute("SELECT kgrag.ingest_apply()")
+
+
+def test_a_writer_waits_for_the_entities_a_changed_document_leaves(dsn: str, record_property: Record) -> None:
+    """A changed document that stops citing E and F changes their co-occurrence weight without
+    writing E or F themselves; a concurrent writer adding a citation of both must wait for it, or
+    it counts the citation that is going away and the weight stays one too high."""
+    with connect(dsn, role=WRITER) as setup:
+        for doc_id in ("a", "b"):
+            with tenant_transaction(setup, "t1"):
+                apply_one(setup, doc_id, ["Egret", "Finch"])
+    first, second = connect(dsn, role=WRITER), connect(dsn, role=WRITER)
+
+    def write_c() -> None:
+        with tenant_transaction(second, "t1"):
+            apply_one(second, "c", ["Egret", "Finch"])
+
+    pool = ThreadPoolExecutor(1)
+    try:
+        with tenant_transaction(first, "t1"), connect(dsn, autocommit=True) as watcher:
+            apply_one(first, "a", ["Gull", "Heron"])  # document a changed: no Egret, no Finch any more
+            done = pool.submit(write_c)
+            waiting = wait_for(
+                lambda: watcher.execute(
+                    "SELECT wait_event FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
+                    [second.info.backend_pid],
+                ).fetchone(),
+                timeout=30,
+                what="the second writer to wait",
+            )
+            record_property("the second writer waited on", waiting[0])
+            assert not done.done()
+        done.result(timeout=60)  # the first writer committed; the second one went on
+    finally:
+        pool.shutdown()
+        first.close()
+        second.close()
+    with connect(dsn) as conn, tenant_transaction(conn, "t1"):
+        weights = conn.execute(
+            "SELECT weight FROM kgrag.edge WHERE rel = 'CO_OCCURS'"
+            " AND src IN ('service:egret', 'service:finch') AND dst IN ('service:egret', 'service:finch')"
+        ).fetchall()
+    record_property("Egret-Finch co-occurrence weight (documents b and c cite both)", weights)
+    assert weights == [(2.0,), (2.0,)]
 
 
 # --- bad input: each gets a clear error naming the problem, and nothing is written ---------------
