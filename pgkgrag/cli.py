@@ -258,8 +258,8 @@ tenant_option = click.option(
     default=1,
     show_default=True,
     help="Batches written at once, one connection each. Their text and vector indexing overlaps; the graph "
-    "updates of a tenant still take turns. With more than one, an entity given different descriptions by "
-    "different documents keeps the one committed last.",
+    "updates of a tenant still take turns. The graph does not depend on it; where documents disagree about "
+    "an entity's spelling, description or answer, the batch that finishes first (spelling) or last wins.",
 )
 @click.option(
     "--build/--no-build",
