@@ -32,7 +32,7 @@ from pgkgrag.errors import KgragError
 from pgkgrag.evaluate import evaluate, read_golden
 from pgkgrag.extraction_setup import make_extractor
 from pgkgrag.extractors import EXTRACTORS
-from pgkgrag.ingest import Ingestor, IngestReport, delete_documents
+from pgkgrag.ingest import BATCH_STEPS, Ingestor, IngestReport, delete_documents
 from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
 from pgkgrag.search import run_search, tenant_embedder
 
@@ -386,7 +386,7 @@ def _print_ingest_report(report: IngestReport, built: BuildReport | None, jobs: 
         table.add_row("answers written", str(built.answers))
     summed = f" (summed over {jobs} writers)" if jobs > 1 else ""
     for step, seconds in report.seconds.items():
-        table.add_row(f"time: {step}{summed if step != 'build' else ''}", f"{seconds:.2f} s")
+        table.add_row(f"time: {step}{summed if step in BATCH_STEPS else ''}", f"{seconds:.2f} s")
     table.add_row("time: elapsed", f"{elapsed:.2f} s")
     console.print(table)
     for where, why in report.rejected_inputs[:20]:

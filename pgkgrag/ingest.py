@@ -32,6 +32,7 @@ from pgkgrag.errors import KgragError
 from pgkgrag.extractors import Extraction, Extractor, PreparedDocument
 
 LANGUAGES = {"en": "english", "pt": "portuguese", "es": "spanish", "fr": "french", "de": "german", "it": "italian"}
+BATCH_STEPS = ("read and chunk", "extract", "embed chunks", "write")  # timed per batch, summed over writers
 Progress = Callable[[str, int], None]  # (step, items done in this call): "documents" or "entity embeddings"
 
 
