@@ -133,28 +133,25 @@ BEGIN
     SELECT c.b, c.a, 'CO_OCCURS', c.weight FROM counted AS c;
     DROP TABLE pg_temp.kgrag_pairs, pg_temp.kgrag_mentions;
 
-    -- Typed edges: aggregated from the non-negated evidence (one sorted pass); the quote of the
-    -- most confident evidence is shown; a triple left without evidence gets weight 0 (removed).
-    WITH triples AS (
-        SELECT DISTINCT k.a AS src, k.b AS dst, k.rel FROM pg_temp.kgrag_touched AS k
-         WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY')
-    ), evidence AS (
-        SELECT DISTINCT ON (r.src, r.dst, r.rel) r.src, r.dst, r.rel,
-               (count(*) OVER w)::float8 AS weight, max(r.confidence) OVER w AS confidence,
-               CASE WHEN bool_or(r.valid_from IS NULL) OVER w THEN NULL ELSE min(r.valid_from) OVER w END AS valid_from,
-               CASE WHEN bool_or(r.valid_to IS NULL) OVER w THEN NULL ELSE max(r.valid_to) OVER w END AS valid_to,
-               r.chunk_id, r.quote, r.extractor
-          FROM triples AS x
-          JOIN kgrag.relation_evidence AS r ON r.tenant_id = t AND r.src = x.src AND r.dst = x.dst AND r.rel = x.rel
-         WHERE NOT r.negated
-        WINDOW w AS (PARTITION BY r.src, r.dst, r.rel)
-         ORDER BY r.src, r.dst, r.rel, r.confidence DESC, r.chunk_id COLLATE "C"
-    )
+    -- Typed edges: aggregated from the non-negated evidence of each touched triple (one index
+    -- range each); the quote of the most confident evidence is shown; a triple left without
+    -- evidence gets weight 0 (removed).
     INSERT INTO pg_temp.kgrag_edge_want (src, dst, rel, weight, confidence, evidence_chunk_id, evidence_quote,
                                          extractor, valid_from, valid_to)
     SELECT x.src, x.dst, x.rel, COALESCE(e.weight, 0), COALESCE(e.confidence, 1), e.chunk_id, e.quote,
            COALESCE(e.extractor, ''), e.valid_from, e.valid_to
-      FROM triples AS x LEFT JOIN evidence AS e USING (src, dst, rel);
+      FROM (SELECT DISTINCT k.a AS src, k.b AS dst, k.rel FROM pg_temp.kgrag_touched AS k
+             WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY')) AS x
+      LEFT JOIN LATERAL (
+           SELECT (count(*) OVER w)::float8 AS weight, max(r.confidence) OVER w AS confidence,
+                  CASE WHEN bool_or(r.valid_from IS NULL) OVER w THEN NULL ELSE min(r.valid_from) OVER w END AS valid_from,
+                  CASE WHEN bool_or(r.valid_to IS NULL) OVER w THEN NULL ELSE max(r.valid_to) OVER w END AS valid_to,
+                  r.chunk_id, r.quote, r.extractor
+             FROM kgrag.relation_evidence AS r
+            WHERE r.tenant_id = t AND r.src = x.src AND r.dst = x.dst AND r.rel = x.rel AND NOT r.negated
+           WINDOW w AS ()
+            ORDER BY r.confidence DESC, r.chunk_id COLLATE "C"
+            LIMIT 1) AS e ON true;
 
     PERFORM kgrag._rewrite_edges();
 
