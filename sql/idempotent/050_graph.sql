@@ -145,15 +145,17 @@ BEGIN
     -- Their complete edge lists after the change, ranked: rank = position among the source's
     -- edges by weight desc, ties by dst then rel (the one place this order is defined).
     CREATE TEMP TABLE kgrag_final ON COMMIT DROP AS
-    WITH merged AS (
+    WITH stored AS MATERIALIZED (  -- read through the source index, never the tenant's whole edge table
+        SELECT g.src, g.dst, g.rel, g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote, g.extractor,
+               g.valid_from, g.valid_to
+          FROM pg_temp.kgrag_changed AS c JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = c.src
+    ), merged AS (
         SELECT w.src, w.dst, w.rel, w.weight, w.confidence, w.evidence_chunk_id, w.evidence_quote, w.extractor,
                w.valid_from, w.valid_to
           FROM pg_temp.kgrag_edge_want AS w JOIN pg_temp.kgrag_changed AS c USING (src)
          WHERE w.weight > 0
         UNION ALL
-        SELECT g.src, g.dst, g.rel, g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote, g.extractor,
-               g.valid_from, g.valid_to
-          FROM pg_temp.kgrag_changed AS c JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = c.src
+        SELECT g.* FROM stored AS g
          WHERE NOT EXISTS (SELECT 1 FROM pg_temp.kgrag_edge_want AS w
                             WHERE w.src = g.src AND w.dst = g.dst AND w.rel = g.rel)
     )
