@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 
 import psycopg
@@ -182,6 +183,25 @@ def test_deleting_a_document_cascades_to_chunks_and_mentions(conn: psycopg.Conne
 def test_name_normalization(conn: psycopg.Connection, func: str, arg: str, expected: str) -> None:
     query = sql.SQL("SELECT kgrag.{}(%s)").format(sql.Identifier(func))
     assert conn.execute(query, [arg]).fetchone() == (expected,)
+
+
+def test_fold_shortcut_for_ascii_matches_full_unicode_folding(conn: psycopg.Connection) -> None:
+    """Revision 0007 lower-cases ASCII text without NFKD; on every text it must give what the
+    full folding gives, or the generated columns built before it would disagree with new rows."""
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in range(1, 128)] + list("çãéÉöØßﬁ Ａ①²\u0301\u00a0İ\u0131")
+    texts = ["".join(rng.choices(alphabet, k=rng.randint(0, 40))) for _ in range(3000)]
+    texts += ["".join(rng.choices(alphabet[:127], k=rng.randint(0, 40))) for _ in range(3000)]  # ASCII only
+    rows = conn.execute(
+        "SELECT count(*) FILTER (WHERE octet_length(x) = length(x)), count(*) FILTER (WHERE kgrag.fold(x)"
+        " IS DISTINCT FROM regexp_replace(normalize(lower(x), NFKD), '[\u0300-\u036f]', '', 'g'))"
+        " FROM unnest(%s::text[]) AS u(x)",
+        [texts],
+    ).fetchone()
+    assert rows is not None
+    ascii_texts, different = rows
+    assert ascii_texts >= 3000  # the shortcut was taken
+    assert different == 0
 
 
 def test_entity_key_keeps_types_apart(conn: psycopg.Connection) -> None:
