@@ -194,7 +194,7 @@ def main() -> None:
             f"({len(docs) / seconds:,.0f} documents/s) end to end;\n"
             f"- two writers (`--jobs 2`): **{chunks / seconds2:,.0f} chunks/s**, x{seconds / seconds2:.2f}, "
             f"the same entities, edges, weights and ranks.\n\n"
-            + markdown_table(["step", "seconds, 1 writer", "share", "seconds, 2 writers (summed)"], rows)
+            + markdown_table(["step", "seconds, 1 writer", "share", "seconds, 2 writers (batch steps summed)"], rows)
             + "\n\n"
             + floor_text
         )

@@ -5,6 +5,7 @@ A bad line or file is reported with where it is and why, and skipped; the rest g
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -113,8 +114,6 @@ class DocumentIn(BaseModel):
 
     def content_hash(self, salt: str) -> str:
         """Identity of this input for re-ingestion: the document plus how it is processed."""
-        import hashlib
-
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
         return hashlib.sha256((salt + "\0" + canonical).encode()).hexdigest()
 

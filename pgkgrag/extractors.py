@@ -13,6 +13,7 @@ Python asks the database for it in one call per batch rather than keeping a seco
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import threading
 from collections import Counter
@@ -255,8 +256,6 @@ class GazetteerExtractor:
         self._building = threading.Lock()  # batches may be extracted by several writer threads
 
     def fingerprint(self) -> str:
-        import hashlib
-
         listing = "\n".join(f"{n.name}\t{n.type}\t{';'.join(n.aliases)}" for n in self.names)
         return "gazetteer:v1:" + hashlib.sha256(listing.encode()).hexdigest()[:16]
 
