@@ -6,7 +6,7 @@ migration's transaction (all or nothing with the rest of it), under pgkgrag's ad
     from pgkgrag import alembic_host
 
     def upgrade():
-        alembic_host.upgrade(op.get_bind(), "0007")
+        alembic_host.upgrade(op.get_bind(), "0008")
 
     def downgrade():
         alembic_host.downgrade(op.get_bind(), "base")   # or the revision your previous pin named

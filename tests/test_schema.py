@@ -60,6 +60,20 @@ def test_every_table_has_tenant_id_in_every_key(conn: psycopg.Connection) -> Non
     assert unique_indexes == []
 
 
+def test_every_foreign_key_has_an_index_on_its_columns(conn: psycopg.Connection) -> None:
+    """A delete on the referenced side looks the referencing rows up by these columns; without an
+    index each deleted row scans the whole referencing table."""
+    missing = conn.execute(
+        "SELECT c.conrelid::regclass::text, c.conname FROM pg_constraint AS c"
+        " WHERE c.contype = 'f' AND c.connamespace = 'kgrag'::regnamespace"
+        "   AND NOT EXISTS (SELECT 1 FROM pg_index AS i WHERE i.indrelid = c.conrelid"
+        "        AND (i.indkey::int2[])[0:cardinality(c.conkey) - 1] @> c.conkey"
+        "        AND (i.indkey::int2[])[0:cardinality(c.conkey) - 1] <@ c.conkey)"
+        " ORDER BY 1, 2"
+    ).fetchall()
+    assert missing == []
+
+
 def test_row_level_security_is_enabled_and_forced_everywhere(conn: psycopg.Connection) -> None:
     rows = conn.execute(
         "SELECT relname FROM pg_class c WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'"
