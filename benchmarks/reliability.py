@@ -37,9 +37,16 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
     ),
     (
         "Concurrency",
-        "4 `pgkgrag ingest` processes over overlapping entities (every document names 3 of the same 24):"
-        " none fails, no deadlock reaches the user, and every table equals a serial run.",
-        ["tests/test_reliability.py::test_four_ingesting_processes_equal_a_serial_run"],
+        "4 `pgkgrag ingest` processes over overlapping entities (every document names 3 of the same 24),"
+        " and one process writing 3 batches at once (`--jobs 3`): none fails, no deadlock reaches the user,"
+        " and every table equals a serial run. A writer adding a citation of two entities waits for a"
+        " concurrent writer whose changed document stops citing them (without the entity lock it would"
+        " count the citation that is going away).",
+        [
+            "tests/test_reliability.py::test_four_ingesting_processes_equal_a_serial_run",
+            "tests/test_reliability.py::test_one_process_writing_three_batches_at_once_equals_a_serial_run",
+            "tests/test_reliability.py::test_a_writer_waits_for_the_entities_a_changed_document_leaves",
+        ],
     ),
     (
         "Runaway queries",
