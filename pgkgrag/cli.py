@@ -307,7 +307,13 @@ def ingest(
                 start = time.perf_counter()
                 built = build_products(conn, config.tenant, emb, report_writer=_report_writer(reports))
                 report.seconds["build"] += time.perf_counter() - start
-        _print_ingest_report(report, built, jobs, time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        with tenant_transaction(conn, config.tenant):
+            graph = conn.execute(
+                "SELECT (SELECT count(*) FROM kgrag.entity), (SELECT count(*) FROM kgrag.edge)"
+            ).fetchone()
+        assert graph is not None
+        _print_ingest_report(report, built, jobs, elapsed, graph)
         if not report.ok:
             sys.exit(1)
 
@@ -359,7 +365,9 @@ def _progress() -> Progress:
     )
 
 
-def _print_ingest_report(report: IngestReport, built: BuildReport | None, jobs: int, elapsed: float) -> None:
+def _print_ingest_report(
+    report: IngestReport, built: BuildReport | None, jobs: int, elapsed: float, graph: tuple[int, int]
+) -> None:
     table = Table(title="ingestion", show_header=False)
     table.add_column(style="bold")
     table.add_column(justify="right")
@@ -374,6 +382,8 @@ def _print_ingest_report(report: IngestReport, built: BuildReport | None, jobs: 
         ("relations", report.counts["relations"]),
         ("entities touched", report.counts["affected_entities"]),
         ("entities removed", report.counts["removed_entities"]),
+        ("entities in the tenant", graph[0]),
+        ("edges in the tenant", graph[1]),
         ("retried transactions", report.retries),
     ]
     for name, value in rows:

@@ -34,3 +34,9 @@ def start(*args: str, dsn: str | None = None, **settings: str) -> subprocess.Pop
     return subprocess.Popen(
         [PGKGRAG, *args], env=command_env(dsn, **settings), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
+
+
+def summary(stdout: str) -> dict[str, str]:
+    """The rows of the summary table a command printed (rich's box drawing): name -> value."""
+    rows = [line.split("│") for line in stdout.splitlines() if line.count("│") == 3]
+    return {cells[1].strip(): cells[2].strip() for cells in rows}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import psycopg
-from commands import run
+from commands import run, summary
 from conftest import Server
 
 
@@ -88,6 +88,11 @@ def test_ingest_build_delete_from_the_command_line(server: Server, template: str
             conn.execute("SELECT set_config('kgrag.tenant', 'acme', false)")
             assert conn.execute("SELECT count(*) FROM kgrag.document").fetchone() == (5,)
             assert conn.execute("SELECT count(*) FROM kgrag.community_report").fetchone()[0] > 0  # type: ignore[index]
+            graph = conn.execute("SELECT (SELECT count(*) FROM kgrag.entity), (SELECT count(*) FROM kgrag.edge)")
+            entities, edges = graph.fetchone()  # type: ignore[misc]
+        table = summary(first.stdout)
+        assert table["entities in the tenant"] == str(entities) and table["edges in the tenant"] == str(edges)
+        assert table["time: elapsed"].endswith(" s")
         good.write_text("".join(json.dumps(d) + "\n" for d in OPS))
         again = run("ingest", str(good), "--tenant", "acme", dsn=dsn)  # the tenant's embedder is remembered
         assert again.returncode == 0, again.stderr

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 import psycopg
 import pytest
-from commands import run, start
+from commands import run, start, summary
 from conftest import Server
 from ingesting import OPS, checksums, ingest, write_jsonl
 
@@ -216,7 +216,7 @@ def serial_run(
 
 def retried(out: str) -> int:
     """The "retried transactions" figure of an ingest summary."""
-    return sum(int(line.split("│")[2]) for line in out.splitlines() if "retried transactions" in line)
+    return int(summary(out)["retried transactions"])
 
 
 def test_four_ingesting_processes_equal_a_serial_run(
