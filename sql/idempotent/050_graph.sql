@@ -145,7 +145,7 @@ BEGIN
     -- Their complete edge lists after the change, ranked: rank = position among the source's
     -- edges by weight desc, ties by dst then rel (the one place this order is defined).
     CREATE TEMP TABLE kgrag_final ON COMMIT DROP AS
-    WITH stored AS MATERIALIZED (  -- read through the source index, never the tenant's whole edge table
+    WITH stored AS MATERIALIZED (  -- planned on its own: the changed sources' edges, not the tenant's
         SELECT g.src, g.dst, g.rel, g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote, g.extractor,
                g.valid_from, g.valid_to
           FROM pg_temp.kgrag_changed AS c JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = c.src

@@ -3,9 +3,10 @@
 -- graph (co-occurrence weights, typed edges, ranks, degrees) is recomputed for the entities the
 -- batch touched, never incremented and never for the whole tenant.
 --
--- Concurrency: writers lock the documents, then the entities they touch, with transaction-scoped
--- advisory locks taken in sorted order, so two batches over overlapping entities serialize where
--- they overlap instead of deadlocking, and each recomputes weights from committed mentions.
+-- Concurrency: writers lock the documents (their rows, in doc_id order), write the chunks, then
+-- lock the entities they touch (transaction-scoped advisory locks, in sorted order), so two
+-- batches over overlapping entities overlap while they index chunks, serialize where their
+-- entities overlap instead of deadlocking, and each recomputes weights from committed mentions.
 
 CREATE OR REPLACE FUNCTION kgrag._lock_keys(kind text, keys text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
