@@ -20,6 +20,25 @@ from pgkgrag.llm_client import OpenAICompatibleClient
 from pgkgrag.llm_reports import rewrite_reports
 
 
+@dataclass(frozen=True)
+class GraphTotals:
+    entities: int
+    edges: int
+    communities: int
+    reports: int
+
+
+def graph_totals(conn: psycopg.Connection, tenant: str) -> GraphTotals:
+    """How big the tenant's graph is now: what the CLI's summary and the demo print."""
+    with tenant_transaction(conn, tenant):
+        row = conn.execute(
+            "SELECT (SELECT count(*) FROM kgrag.entity), (SELECT count(*) FROM kgrag.edge),"
+            " (SELECT count(*) FROM kgrag.community), (SELECT count(*) FROM kgrag.community_report)"
+        ).fetchone()
+    assert row is not None
+    return GraphTotals(*row)
+
+
 @dataclass
 class BuildReport:
     communities: dict[str, Any] = field(default_factory=dict)

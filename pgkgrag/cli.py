@@ -20,7 +20,7 @@ from rich.table import Table
 from sqlalchemy.exc import DBAPIError
 
 from pgkgrag import migrations
-from pgkgrag.build import BuildReport
+from pgkgrag.build import BuildReport, GraphTotals, graph_totals
 from pgkgrag.build import build as build_products
 from pgkgrag.config import Config
 from pgkgrag.db import READER, WRITER, resolve_dsn, tenant_transaction
@@ -307,13 +307,7 @@ def ingest(
                 start = time.perf_counter()
                 built = build_products(conn, config.tenant, emb, report_writer=_report_writer(reports))
                 report.seconds["build"] += time.perf_counter() - start
-        elapsed = time.perf_counter() - started
-        with tenant_transaction(conn, config.tenant):
-            graph = conn.execute(
-                "SELECT (SELECT count(*) FROM kgrag.entity), (SELECT count(*) FROM kgrag.edge)"
-            ).fetchone()
-        assert graph is not None
-        _print_ingest_report(report, built, jobs, elapsed, graph)
+        _print_ingest_report(report, built, jobs, time.perf_counter() - started, graph_totals(conn, config.tenant))
         if not report.ok:
             sys.exit(1)
 
@@ -366,7 +360,7 @@ def _progress() -> Progress:
 
 
 def _print_ingest_report(
-    report: IngestReport, built: BuildReport | None, jobs: int, elapsed: float, graph: tuple[int, int]
+    report: IngestReport, built: BuildReport | None, jobs: int, elapsed: float, graph: GraphTotals
 ) -> None:
     table = Table(title="ingestion", show_header=False)
     table.add_column(style="bold")
@@ -382,8 +376,8 @@ def _print_ingest_report(
         ("relations", report.counts["relations"]),
         ("entities touched", report.counts["affected_entities"]),
         ("entities removed", report.counts["removed_entities"]),
-        ("entities in the tenant", graph[0]),
-        ("edges in the tenant", graph[1]),
+        ("entities in the tenant", graph.entities),
+        ("edges in the tenant", graph.edges),
         ("retried transactions", report.retries),
     ]
     for name, value in rows:

@@ -14,7 +14,7 @@ import psycopg
 from rich.console import Console
 from rich.table import Table
 
-from pgkgrag.build import build
+from pgkgrag.build import build, graph_totals
 from pgkgrag.db import READER, WRITER, tenant_transaction
 from pgkgrag.embedders import Embedder, get_embedder
 from pgkgrag.evaluate import evaluate, read_golden
@@ -56,14 +56,10 @@ def _ingest(conn: psycopg.Connection, console: Console) -> Embedder:
         f"{report.counts['chunks']} chunks, {report.counts['relations']} relations"
     )
     built = build(conn, TENANT, embedder)
-    with tenant_transaction(conn, TENANT):
-        counts = conn.execute(
-            "SELECT (SELECT count(*) FROM kgrag.entity), (SELECT count(*) FROM kgrag.edge),"
-            " (SELECT count(*) FROM kgrag.community), (SELECT count(*) FROM kgrag.community_report)"
-        ).fetchone()
-    assert counts is not None
+    totals = graph_totals(conn, TENANT)
     console.print(
-        f"graph: {counts[0]} entities, {counts[1]} edges, {counts[2]} communities, {counts[3]} reports "
+        f"graph: {totals.entities} entities, {totals.edges} edges, {totals.communities} communities, "
+        f"{totals.reports} reports "
         f"({built.answers} answers written now)"
     )
     return embedder
