@@ -10,6 +10,7 @@ writing function at the first tenant's ids, and the first tenant's tables must n
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -91,11 +92,23 @@ def _graph_ids(conn: psycopg.Connection, tenant: str) -> dict[str, list[str]]:
             "chunks": _ids(conn, "SELECT chunk_id FROM kgrag.chunk ORDER BY 1"),
             "entities": _ids(conn, "SELECT entity_id FROM kgrag.entity ORDER BY 1"),
             "communities": _ids(conn, "SELECT community_id FROM kgrag.community ORDER BY 1"),
+            "hashes": _ids(conn, "SELECT DISTINCT content_hash FROM kgrag.chunk ORDER BY 1"),
         }
 
 
 # Functions that read no table: they compute from their arguments alone.
-PURE = {"canonical_name", "fold", "squash", "trigrams", "entity_key", "lexical_query", "rrf"}
+PURE = {
+    "canonical_name",
+    "fold",
+    "squash",
+    "trigrams",
+    "entity_key",
+    "relation_key",
+    "embedding_text",
+    "lexical_query",
+    "rrf",
+    "routes",
+}
 # Functions for the schema owner only (the application roles may not execute them).
 OWNER_ONLY = {"distribute"}
 
@@ -127,6 +140,22 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         "cited_chunks": ("SELECT * FROM kgrag.cited_chunks(%s)", [foreign_chunks + mine["chunks"]]),
         "context_blocks": ("SELECT * FROM kgrag.context_blocks(%s, 'auto', %s, 6000)", [vec, question]),
         "context": ("SELECT kgrag.context(%s, 'mixed', %s, 6000)", [vec, question]),
+        "neighbourhood": ("SELECT * FROM kgrag.neighbourhood(%s, 3)", [seeds]),
+        "graph_totals": ("SELECT * FROM kgrag.graph_totals()", []),
+        "stored_documents": ("SELECT * FROM kgrag.stored_documents(%s)", [others["docs"] + mine["docs"]]),
+        "embedded_chunk_texts": ("SELECT kgrag.embedded_chunk_texts(%s)", [others["hashes"] + mine["hashes"]]),
+        "embedding_todo": (
+            "SELECT 'entity', * FROM kgrag.embedding_todo('entity') UNION ALL"
+            " SELECT 'report', * FROM kgrag.embedding_todo('report')",
+            [],
+        ),
+        "known_names": ("SELECT * FROM kgrag.known_names()", []),
+        "community_graph": ("SELECT * FROM kgrag.community_graph()", []),
+        "template_reports": ("SELECT * FROM kgrag.template_reports()", []),
+        "llm_cache_get": ("SELECT * FROM kgrag.llm_cache_get(%s)", [["k"]]),
+        "ontology_entity_type": ("SELECT kgrag.ontology_entity_type('service')", []),
+        "ontology_relation_type": ("SELECT kgrag.ontology_relation_type('depends on')", []),
+        "text_search_config": ("SELECT kgrag.text_search_config('pt-BR')::text", []),
     }
     for route in ROUTES:
         calls[f"kgrag_search/{route}"] = ("SELECT * FROM kgrag.kgrag_search(%s, %s, %s, 50)", [vec, route, question])
@@ -155,6 +184,8 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         "stage_begin": ("SELECT kgrag.stage_begin()", []),
         "ingest_apply": ("SELECT kgrag.ingest_apply()", []),
         "replace_communities": ("SELECT kgrag.replace_communities()", []),
+        "use_embedder": ("SELECT kgrag.use_embedder('hash')", []),
+        "llm_cache_put": ("""SELECT kgrag.llm_cache_put('k', 'm', '{"entities": [], "relations": []}')""", []),
     }
 
 
@@ -202,7 +233,14 @@ def predicted_ids(conn: psycopg.Connection, tenant: str, docs: list[dict[str, An
         "SELECT array_agg(kgrag.entity_key('Service', n) ORDER BY 1) FROM unnest(%s::text[]) n", [names]
     ).fetchone()[0]  # type: ignore[index]
     doc_ids = sorted(f"{tenant}-{d['doc_id']}" for d in docs)
-    return {"docs": doc_ids, "chunks": [f"{d}#0" for d in doc_ids], "entities": sorted(keys), "communities": []}
+    hashes = sorted({hashlib.sha256(d["text"].encode()).hexdigest() for d in docs})
+    return {
+        "docs": doc_ids,
+        "chunks": [f"{d}#0" for d in doc_ids],
+        "entities": sorted(keys),
+        "communities": [],
+        "hashes": hashes,
+    }
 
 
 @settings(
@@ -258,7 +296,7 @@ def test_the_suite_calls_every_public_function(
             "SELECT proname FROM pg_proc WHERE pronamespace = 'kgrag'::regnamespace AND proname NOT LIKE '\\_%'"
         )
     }
-    empty: dict[str, list[str]] = {"docs": ["d"], "chunks": [], "entities": [], "communities": []}
+    empty: dict[str, list[str]] = {"docs": ["d"], "chunks": [], "entities": [], "communities": [], "hashes": []}
     called = {name.split("/")[0] for name in reads("q", empty, empty)} | set(writes(empty)) | PURE | OWNER_ONLY
     assert public == called, (public - called, called - public)
     record_property("public functions called as each tenant", len(public))

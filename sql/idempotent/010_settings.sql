@@ -23,3 +23,49 @@ AS $$
 $$;
 COMMENT ON FUNCTION kgrag.dimension() IS
 'Returns the embedding dimension chosen at install time (every vector column is vector(dimension)).';
+
+CREATE OR REPLACE FUNCTION kgrag.use_embedder(embedder text) RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    recorded text := kgrag.setting('embedder') #>> '{}';
+BEGIN
+    IF embedder IS NULL OR embedder !~ '^[a-z][a-z0-9_-]{0,63}$' THEN
+        RAISE EXCEPTION 'embedder must be a name like use, hash or openai, got %', COALESCE(quote_literal(embedder), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    -- Vectors of two models do not compare: once something is embedded, the choice is fixed.
+    IF recorded IS DISTINCT FROM embedder AND (
+           EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.embedding IS NOT NULL)
+        OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.embedding IS NOT NULL)) THEN
+        RAISE EXCEPTION 'tenant % was embedded with %, not %', quote_literal(t), quote_literal(recorded),
+                        quote_literal(embedder)
+            USING ERRCODE = '55000',
+                  HINT = format('Use the embedder %s (pgkgrag: --embedder %s), or delete the tenant''s documents first '
+                                'to start over with another embedder.', recorded, recorded);
+    END IF;
+    INSERT INTO kgrag.settings AS s (tenant_id, key, value, description)
+    VALUES (t, 'embedder', to_jsonb(embedder), 'The embedder of this tenant''s vectors; questions must be embedded with it.')
+    ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value WHERE s.value IS DISTINCT FROM excluded.value;
+    RETURN embedder;
+END
+$$;
+COMMENT ON FUNCTION kgrag.use_embedder(text) IS
+'Records the embedder of the current tenant''s vectors and returns it. A tenant keeps the embedder it started with: once any of its chunks or entities is embedded, naming another raises SQLSTATE 55000 with the one to use. Read it back with kgrag.setting(''embedder'') (default: the ''*'' row).';
+
+CREATE OR REPLACE FUNCTION kgrag.text_search_config(lang text) RETURNS regconfig
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    WITH wanted AS (
+        SELECT lower(btrim(COALESCE(NULLIF(btrim(lang), ''), kgrag.setting('text_search_config') #>> '{}'))) AS name
+    ), named AS (
+        SELECT COALESCE(kgrag.setting('language_codes') ->> split_part(w.name, '-', 1), w.name) AS name FROM wanted AS w
+    )
+    SELECT c.oid::regconfig FROM named AS n JOIN pg_catalog.pg_ts_config AS c ON c.cfgname = n.name
+     ORDER BY c.cfgnamespace = 'pg_catalog'::regnamespace DESC LIMIT 1
+$$;
+COMMENT ON FUNCTION kgrag.text_search_config(text) IS
+'Returns the text search configuration a document''s language stands for: a code of the setting language_codes (en, pt, pt-BR, ...), or the name of a configuration (english, portuguese, simple, ...); NULL or blank means the setting text_search_config. NULL when the language is unknown, and ingestion rejects the document.';

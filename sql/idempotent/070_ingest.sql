@@ -63,143 +63,14 @@ $$;
 COMMENT ON FUNCTION kgrag.stage_begin() IS
 'Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _cluster), dropped at commit. COPY the batch into them, then call kgrag.ingest_apply().';
 
-CREATE OR REPLACE FUNCTION kgrag._touch_documents(doc_ids text[]) RETURNS void
+CREATE OR REPLACE FUNCTION kgrag._apply_documents(docs text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
-BEGIN
-    -- pg_temp.kgrag_touched: what the chunks of these documents contribute to the graph right
-    -- now: their entities (b IS NULL), co-occurring pairs (a < b) and typed relations. Called
-    -- before the chunks change and again after, so it holds everything whose edges may change.
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_touched (a text NOT NULL, b text, rel text NOT NULL) ON COMMIT DROP;
-    INSERT INTO pg_temp.kgrag_touched (a, b, rel)
-    SELECT DISTINCT m.entity_id, NULL::text, 'ENTITY'
-      FROM kgrag.chunk AS c JOIN kgrag.mention AS m ON m.tenant_id = t AND m.chunk_id = c.chunk_id
-     WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids)
-    UNION
-    SELECT DISTINCT m1.entity_id, m2.entity_id, 'CO_OCCURS'
-      FROM kgrag.chunk AS c
-      JOIN kgrag.mention AS m1 ON m1.tenant_id = t AND m1.chunk_id = c.chunk_id
-      JOIN kgrag.mention AS m2 ON m2.tenant_id = t AND m2.chunk_id = c.chunk_id AND m1.entity_id < m2.entity_id
-     WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids)
-    UNION
-    SELECT DISTINCT r.src, r.dst, r.rel
-      FROM kgrag.chunk AS c JOIN kgrag.relation_evidence AS r ON r.tenant_id = t AND r.chunk_id = c.chunk_id
-     WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);
-    ANALYZE pg_temp.kgrag_touched;
-END
-$$;
-COMMENT ON FUNCTION kgrag._touch_documents(text[]) IS
-'Private. Returns nothing; adds to pg_temp.kgrag_touched the entities, co-occurring pairs and typed relations the chunks of these documents currently contribute.';
-
-CREATE OR REPLACE FUNCTION kgrag._refresh_graph() RETURNS jsonb
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
-AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    affected text[];
-    removed integer;
-BEGIN
-    -- Only what pg_temp.kgrag_touched names can have changed: a co-occurrence weight changes only
-    -- through a chunk that cites both entities, a typed edge only through its evidence.
-    affected := ARRAY(SELECT DISTINCT x.e FROM pg_temp.kgrag_touched AS k
-                       CROSS JOIN LATERAL (VALUES (k.a), (k.b)) AS x(e) WHERE x.e IS NOT NULL ORDER BY 1);
-
-    PERFORM kgrag._edge_scratch();
-
-    -- Co-occurrence: weight = chunks citing both, recomputed (never incremented), both directions.
-    -- Counted from the mentions of the touched entities, in temporary tables with fresh
-    -- statistics so the planner hashes them whatever the state of the big tables' statistics.
-    CREATE TEMP TABLE kgrag_pairs ON COMMIT DROP AS
-    SELECT DISTINCT k.a, k.b FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'CO_OCCURS';
-    CREATE TEMP TABLE kgrag_mentions ON COMMIT DROP AS
-    SELECT m.entity_id, m.chunk_id FROM kgrag.mention AS m
-     WHERE m.tenant_id = t AND m.entity_id = ANY (affected);
-    ANALYZE pg_temp.kgrag_pairs;
-    ANALYZE pg_temp.kgrag_mentions;
-    WITH counted AS (
-        SELECT p.a, p.b, COALESCE(c.weight, 0)::float8 AS weight
-          FROM pg_temp.kgrag_pairs AS p
-          LEFT JOIN (SELECT x.entity_id AS a, y.entity_id AS b, count(*) AS weight
-                       FROM pg_temp.kgrag_mentions AS x
-                       JOIN pg_temp.kgrag_mentions AS y ON y.chunk_id = x.chunk_id AND x.entity_id < y.entity_id
-                      GROUP BY x.entity_id, y.entity_id) AS c ON c.a = p.a AND c.b = p.b
-    )
-    INSERT INTO pg_temp.kgrag_edge_want (src, dst, rel, weight)
-    SELECT c.a, c.b, 'CO_OCCURS', c.weight FROM counted AS c
-    UNION ALL
-    SELECT c.b, c.a, 'CO_OCCURS', c.weight FROM counted AS c;
-    DROP TABLE pg_temp.kgrag_pairs, pg_temp.kgrag_mentions;
-
-    -- Typed edges: aggregated from the non-negated evidence of each touched triple (one index
-    -- range each); the quote of the most confident evidence is shown; a triple left without
-    -- evidence gets weight 0 (removed).
-    INSERT INTO pg_temp.kgrag_edge_want (src, dst, rel, weight, confidence, evidence_chunk_id, evidence_quote,
-                                         extractor, valid_from, valid_to)
-    SELECT x.src, x.dst, x.rel, COALESCE(e.weight, 0), COALESCE(e.confidence, 1), e.chunk_id, e.quote,
-           COALESCE(e.extractor, ''), e.valid_from, e.valid_to
-      FROM (SELECT DISTINCT k.a AS src, k.b AS dst, k.rel FROM pg_temp.kgrag_touched AS k
-             WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY')) AS x
-      LEFT JOIN LATERAL (
-           SELECT (count(*) OVER w)::float8 AS weight, max(r.confidence) OVER w AS confidence,
-                  CASE WHEN bool_or(r.valid_from IS NULL) OVER w THEN NULL ELSE min(r.valid_from) OVER w END AS valid_from,
-                  CASE WHEN bool_or(r.valid_to IS NULL) OVER w THEN NULL ELSE max(r.valid_to) OVER w END AS valid_to,
-                  r.chunk_id, r.quote, r.extractor
-             FROM kgrag.relation_evidence AS r
-            WHERE r.tenant_id = t AND r.src = x.src AND r.dst = x.dst AND r.rel = x.rel AND NOT r.negated
-           WINDOW w AS ()
-            ORDER BY r.confidence DESC, r.chunk_id COLLATE "C"
-            LIMIT 1) AS e ON true;
-
-    PERFORM kgrag._rewrite_edges();
-
-    -- What was built from these entities is stale now: their communities, reports and answers.
-    UPDATE kgrag.community AS c SET stale = true
-     WHERE c.tenant_id = t AND NOT c.stale
-       AND EXISTS (SELECT 1 FROM kgrag.community_member AS cm
-                    WHERE cm.tenant_id = t AND cm.community_id = c.community_id AND cm.entity_id = ANY (affected));
-    UPDATE kgrag.community_report AS r SET stale = true
-      FROM kgrag.community AS c
-     WHERE r.tenant_id = t AND c.tenant_id = t AND c.community_id = r.community_id AND c.stale AND NOT r.stale;
-    UPDATE kgrag.entity AS e SET answer_stale = true
-     WHERE e.tenant_id = t AND e.entity_id = ANY (affected) AND NOT e.answer_stale
-       AND (e.answer_chunk_id IS NULL OR e.answer_hash IS DISTINCT FROM
-            (SELECT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = e.answer_chunk_id));
-
-    -- An entity no chunk cites any more is gone (its aliases, edges and memberships with it).
-    DELETE FROM kgrag.entity AS e
-     WHERE e.tenant_id = t AND e.entity_id = ANY (affected)
-       AND NOT EXISTS (SELECT 1 FROM kgrag.mention AS m WHERE m.tenant_id = t AND m.entity_id = e.entity_id);
-    GET DIAGNOSTICS removed = ROW_COUNT;
-
-    DROP TABLE pg_temp.kgrag_touched;
-    RETURN jsonb_build_object('affected_entities', cardinality(affected), 'removed_entities', removed);
-END
-$$;
-COMMENT ON FUNCTION kgrag._refresh_graph() IS
-'Private. For what pg_temp.kgrag_touched names: recomputes co-occurrence weights and typed edges, marks communities, reports and answers stale, removes entities no chunk cites any more; edges are written once, with their new ranks (kgrag._rewrite_edges). Returns counts as jsonb.';
-
-CREATE OR REPLACE FUNCTION kgrag.ingest_apply() RETURNS jsonb
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
-AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    docs text[];
-    affected text[];
     n_chunks integer;
-    n_mentions integer;
-    n_relations integer;
-    rejected jsonb;
-    graph jsonb;
 BEGIN
-    SELECT array_agg(d.doc_id ORDER BY d.doc_id COLLATE "C") INTO docs FROM pg_temp.kgrag_stage_document AS d;
-    IF docs IS NULL THEN
-        RETURN jsonb_build_object('documents', 0);
-    END IF;
     -- The document rows are the documents' locks: upserted first, in doc_id order, so a second
     -- writer of the same document waits here (new or not) and then sees the first one's chunks.
     INSERT INTO kgrag.document AS d (tenant_id, doc_id, title, source_uri, metadata, lang, content_hash)
@@ -233,7 +104,21 @@ BEGIN
       FROM pg_temp.kgrag_stage_chunk AS s JOIN pg_temp.kgrag_stage_document AS d USING (doc_id)
      ORDER BY s.doc_id COLLATE "C", s.ordinal;
     GET DIAGNOSTICS n_chunks = ROW_COUNT;
+    RETURN n_chunks;
+END
+$$;
+COMMENT ON FUNCTION kgrag._apply_documents(text[]) IS
+'Private. The first step of kgrag.ingest_apply: upserts the staged documents (their rows are their locks), notes what their previous versions contributed, and replaces their chunks (an unchanged chunk text keeps its embedding). Returns the number of chunks written.';
 
+CREATE OR REPLACE FUNCTION kgrag._apply_entities(docs text[]) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    affected text[];
+    n_mentions integer;
+BEGIN
     affected := ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
                       UNION SELECT s.entity_id FROM pg_temp.kgrag_stage_entity AS s);
     PERFORM kgrag._lock_keys('entity', affected);
@@ -246,7 +131,7 @@ BEGIN
       FROM pg_temp.kgrag_stage_entity AS s
      ORDER BY s.entity_id, length(s.description) DESC, s.doc_id COLLATE "C"
     ON CONFLICT (tenant_id, entity_id) DO UPDATE
-       SET description = excluded.description, embedding = NULL, embedded_hash = NULL, updated_at = now()
+       SET description = excluded.description, embedding = NULL, updated_at = now()
      WHERE excluded.description <> '' AND e.description IS DISTINCT FROM excluded.description;
     INSERT INTO kgrag.alias (tenant_id, entity_id, alias, doc_id)
     SELECT DISTINCT t, s.entity_id, btrim(a.alias), CASE WHEN a.alias = s.name THEN '' ELSE s.doc_id END
@@ -275,11 +160,25 @@ BEGIN
              ORDER BY s.entity_id, s.doc_id COLLATE "C") AS a
       JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = a.chunk_id
      WHERE e.tenant_id = t AND e.entity_id = a.entity_id;
+    RETURN n_mentions;
+END
+$$;
+COMMENT ON FUNCTION kgrag._apply_entities(text[]) IS
+'Private. The second step of kgrag.ingest_apply: locks the entities the batch touches, replaces the aliases the documents gave, upserts the staged entities, writes the mentions the extractor located and the answers given with the input. Returns the number of mentions written.';
 
+CREATE OR REPLACE FUNCTION kgrag._apply_relations() RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n_relations integer;
+    rejected jsonb;
+BEGIN
     -- Relations: endpoints are entities of the same document (the extractor resolved them).
     CREATE TEMP TABLE kgrag_resolved ON COMMIT DROP AS
     WITH rel_keys AS (
-        SELECT DISTINCT x.rel, upper(replace(kgrag.canonical_name(x.rel), ' ', '_')) AS rel_key
+        SELECT DISTINCT x.rel, kgrag.relation_key(x.rel) AS rel_key
           FROM pg_temp.kgrag_stage_relation AS x
     ), ids AS (
         SELECT DISTINCT x.doc_id, x.name, x.type, x.entity_id FROM pg_temp.kgrag_stage_entity AS x
@@ -317,35 +216,53 @@ BEGIN
     )
     SELECT count(*) INTO n_relations FROM ins;
     DROP TABLE pg_temp.kgrag_resolved;
+    RETURN jsonb_build_object('relations', n_relations, 'rejected', rejected);
+END
+$$;
+COMMENT ON FUNCTION kgrag._apply_relations() IS
+'Private. The third step of kgrag.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. Returns {"relations": n, "rejected": {reason: n}}.';
 
+CREATE OR REPLACE FUNCTION kgrag.ingest_apply() RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    docs text[];
+    counts jsonb;
+BEGIN
+    SELECT array_agg(d.doc_id ORDER BY d.doc_id COLLATE "C") INTO docs FROM pg_temp.kgrag_stage_document AS d;
+    IF docs IS NULL THEN
+        RETURN jsonb_build_object('documents', 0);
+    END IF;
+    counts := jsonb_build_object('documents', cardinality(docs), 'chunks', kgrag._apply_documents(docs));
+    counts := counts || jsonb_build_object('mentions', kgrag._apply_entities(docs)) || kgrag._apply_relations();
     PERFORM kgrag._touch_documents(docs);  -- and what the new versions contribute
-    graph := kgrag._refresh_graph();
-    RETURN jsonb_build_object('documents', cardinality(docs), 'chunks', n_chunks, 'mentions', n_mentions,
-                              'relations', n_relations, 'rejected', rejected) || graph;
+    RETURN counts || kgrag._refresh_graph();
 END
 $$;
 COMMENT ON FUNCTION kgrag.ingest_apply() IS
 'Applies the staged batch (see kgrag.stage_begin) in the current transaction and returns counts as jsonb: each staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
 
-CREATE OR REPLACE FUNCTION kgrag.delete_documents(doc_ids text[]) RETURNS jsonb
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+CREATE OR REPLACE FUNCTION kgrag.stored_documents(doc_ids text[])
+RETURNS TABLE (doc_id text, content_hash text)
+LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    deleted integer;
-BEGIN
-    -- the document rows are the documents' locks, as in kgrag.ingest_apply()
-    PERFORM 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids)
-      ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
-    PERFORM kgrag._touch_documents(doc_ids);
-    PERFORM kgrag._lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'));
-    DELETE FROM kgrag.alias AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
-    DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
-    DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
-    GET DIAGNOSTICS deleted = ROW_COUNT;
-    RETURN jsonb_build_object('documents', deleted) || kgrag._refresh_graph();
-END
+    SELECT d.doc_id, d.content_hash FROM kgrag.document AS d
+     WHERE d.tenant_id = kgrag.current_tenant() AND d.doc_id = ANY (doc_ids)
+     ORDER BY d.doc_id COLLATE "C"
 $$;
-COMMENT ON FUNCTION kgrag.delete_documents(text[]) IS
-'Deletes documents of the current tenant with everything that came from them (chunks, mentions, evidence, the aliases they gave); edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+COMMENT ON FUNCTION kgrag.stored_documents(text[]) IS
+'Returns (doc_id, content_hash) of those of the given documents the current tenant holds: ingestion skips a document whose hash is unchanged.';
+
+CREATE OR REPLACE FUNCTION kgrag.record_ingest_failure(doc_id text, content_hash text, reason text) RETURNS void
+LANGUAGE sql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason)
+    VALUES (kgrag.current_tenant(), doc_id, content_hash, reason)
+    ON CONFLICT (tenant_id, doc_id) DO UPDATE
+       SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = now()
+$$;
+COMMENT ON FUNCTION kgrag.record_ingest_failure(text, text, text) IS
+'Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';

@@ -1,44 +1,5 @@
 -- Graph products built after ingestion: communities (from Leiden run by the driver), their
--- reports (a template map with the chunk behind every claim), entity answers, and embeddings.
-
-CREATE OR REPLACE FUNCTION kgrag.record_ingest_failure(doc_id text, content_hash text, reason text) RETURNS void
-LANGUAGE sql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
-AS $$
-    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason)
-    VALUES (kgrag.current_tenant(), doc_id, content_hash, reason)
-    ON CONFLICT (tenant_id, doc_id) DO UPDATE
-       SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = now()
-$$;
-COMMENT ON FUNCTION kgrag.record_ingest_failure(text, text, text) IS
-'Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';
-
-CREATE OR REPLACE FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors vector[], text_hashes text[])
-RETURNS integer
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
-AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    n integer;
-BEGIN
-    IF kind = 'entity' THEN
-        UPDATE kgrag.entity AS e SET embedding = u.v, embedded_hash = u.h
-          FROM unnest(ids, vectors, text_hashes) AS u(id, v, h)
-         WHERE e.tenant_id = t AND e.entity_id = u.id;
-    ELSIF kind = 'report' THEN
-        UPDATE kgrag.community_report AS r SET embedding = u.v, embedded_hash = u.h
-          FROM unnest(ids, vectors, text_hashes) AS u(id, v, h)
-         WHERE r.tenant_id = t AND r.community_id = u.id;
-    ELSE
-        RAISE EXCEPTION 'kind must be ''entity'' or ''report'', got %', quote_literal(kind) USING ERRCODE = '22023';
-    END IF;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    RETURN n;
-END
-$$;
-COMMENT ON FUNCTION kgrag.store_embeddings(text, text[], vector[], text[]) IS
-'Stores embeddings computed by the driver for entities or community reports (kind ''entity'' or ''report''), with the hash of the text embedded. Returns the number of rows updated.';
+-- reports (a template map with the chunk behind every claim) and entity answers.
 
 CREATE OR REPLACE FUNCTION kgrag.communities_outdated() RETURNS boolean
 LANGUAGE sql STABLE SECURITY INVOKER
@@ -52,6 +13,18 @@ AS $$
 $$;
 COMMENT ON FUNCTION kgrag.communities_outdated() IS
 'Returns true when the communities of the current tenant no longer match its graph: one is stale, or a connected entity belongs to none.';
+
+CREATE OR REPLACE FUNCTION kgrag.community_graph()
+RETURNS TABLE (src text, dst text, weight double precision)
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT g.src, g.dst, g.weight FROM kgrag.edge AS g
+     WHERE g.tenant_id = kgrag.current_tenant() AND g.rel = 'CO_OCCURS' AND g.src < g.dst
+     ORDER BY g.src, g.dst
+$$;
+COMMENT ON FUNCTION kgrag.community_graph() IS
+'Returns the graph communities are detected on: the current tenant''s co-occurrence edges, each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag.replace_communities.';
 
 CREATE OR REPLACE FUNCTION kgrag.replace_communities() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -239,7 +212,7 @@ BEGIN
     ON CONFLICT (tenant_id, community_id) DO UPDATE
        SET title = excluded.title, report = excluded.report, evidence_chunk_ids = excluded.evidence_chunk_ids,
            weight = excluded.weight, generator = excluded.generator, generated_hash = excluded.generated_hash,
-           stale = false, generated_at = now(), embedding = NULL, embedded_hash = NULL
+           stale = false, generated_at = now(), embedding = NULL
      WHERE r.generated_hash <> excluded.generated_hash;
     GET DIAGNOSTICS written = ROW_COUNT;
     DROP TABLE pg_temp.kgrag_report;
@@ -255,11 +228,22 @@ LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
     UPDATE kgrag.community_report AS r
-       SET report = set_report_text.report, generator = set_report_text.generator, embedding = NULL,
-           embedded_hash = NULL
+       SET report = set_report_text.report, generator = set_report_text.generator, embedding = NULL
      WHERE r.tenant_id = kgrag.current_tenant() AND r.community_id = set_report_text.community_id
        AND r.generator = 'template'
     RETURNING true
 $$;
 COMMENT ON FUNCTION kgrag.set_report_text(text, text, text) IS
 'Replaces the template text of a community report with a rewritten one (e.g. an LLM summary that kept its chunk citations) and records who wrote it. The report keeps its generated_hash, so it is regenerated only when its community changes. Returns true when a template report was replaced, NULL otherwise.';
+
+CREATE OR REPLACE FUNCTION kgrag.template_reports()
+RETURNS TABLE (community_id text, report text)
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT r.community_id, r.report FROM kgrag.community_report AS r
+     WHERE r.tenant_id = kgrag.current_tenant() AND r.generator = 'template'
+     ORDER BY r.community_id
+$$;
+COMMENT ON FUNCTION kgrag.template_reports() IS
+'Returns the current tenant''s community reports still in their template form: (community_id, report). An LLM may rewrite them (kgrag.set_report_text), keeping their chunk citations.';

@@ -1,5 +1,5 @@
--- The graph: k-hop traversal (WITH RECURSIVE with a string-path cycle guard), fan-out
--- accounting, and the maintenance of per-source edge ranks and entity degrees.
+-- Traversal: the k-hop walk (WITH RECURSIVE with a string-path cycle guard), fan-out
+-- accounting, and the relations along a path.
 
 CREATE OR REPLACE FUNCTION kgrag._traversal_timeout(budget_ms integer) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -101,115 +101,6 @@ $$;
 COMMENT ON FUNCTION kgrag.fanout(text, integer, integer) IS
 'Returns, per hop from one seed: nodes (distinct entities at the end of some path of that length), new_nodes (entities reached for the first time at that hop) and paths (simple paths walked). paths growing much faster than nodes is a hub blowing up the query; compare with and without degree_cap.';
 
-CREATE OR REPLACE FUNCTION kgrag._edge_scratch() RETURNS void
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
-AS $$
-BEGIN
-    -- pg_temp.kgrag_edge_want: new values for some edge keys (weight 0: the edge must go).
-    -- pg_temp.kgrag_changed: sources whose edges are rewritten by kgrag._rewrite_edges().
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_edge_want (
-        src text NOT NULL, dst text NOT NULL, rel text NOT NULL, weight double precision NOT NULL,
-        confidence double precision NOT NULL DEFAULT 1, evidence_chunk_id text, evidence_quote text,
-        extractor text NOT NULL DEFAULT 'cooccurrence', valid_from timestamptz, valid_to timestamptz
-    ) ON COMMIT DROP;
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_changed (src text PRIMARY KEY) ON COMMIT DROP;
-END
-$$;
-COMMENT ON FUNCTION kgrag._edge_scratch() IS
-'Private. Returns nothing; creates the temporary tables kgrag._rewrite_edges() reads.';
-
-CREATE OR REPLACE FUNCTION kgrag._rewrite_edges() RETURNS integer
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
-AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    written integer;
-BEGIN
-    -- The sources whose edge list changes: named in kgrag_changed, or with a wanted value that
-    -- differs from the stored one.
-    ANALYZE pg_temp.kgrag_edge_want;
-    INSERT INTO pg_temp.kgrag_changed (src)
-    SELECT DISTINCT w.src FROM pg_temp.kgrag_edge_want AS w
-      LEFT JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = w.src AND g.dst = w.dst AND g.rel = w.rel
-     WHERE CASE WHEN g.src IS NULL THEN w.weight > 0
-                WHEN w.weight = 0 THEN true
-                ELSE (g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote, g.extractor, g.valid_from,
-                      g.valid_to)
-                     IS DISTINCT FROM (w.weight, w.confidence, w.evidence_chunk_id, w.evidence_quote, w.extractor,
-                                       w.valid_from, w.valid_to) END
-    ON CONFLICT DO NOTHING;
-    ANALYZE pg_temp.kgrag_changed;
-
-    -- Their complete edge lists after the change, ranked: rank = position among the source's
-    -- edges by weight desc, ties by dst then rel (the one place this order is defined).
-    CREATE TEMP TABLE kgrag_final ON COMMIT DROP AS
-    WITH stored AS MATERIALIZED (  -- planned on its own: the changed sources' edges, not the tenant's
-        SELECT g.src, g.dst, g.rel, g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote, g.extractor,
-               g.valid_from, g.valid_to
-          FROM pg_temp.kgrag_changed AS c JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = c.src
-    ), merged AS (
-        SELECT w.src, w.dst, w.rel, w.weight, w.confidence, w.evidence_chunk_id, w.evidence_quote, w.extractor,
-               w.valid_from, w.valid_to
-          FROM pg_temp.kgrag_edge_want AS w JOIN pg_temp.kgrag_changed AS c USING (src)
-         WHERE w.weight > 0
-        UNION ALL
-        SELECT g.* FROM stored AS g
-         WHERE NOT EXISTS (SELECT 1 FROM pg_temp.kgrag_edge_want AS w
-                            WHERE w.src = g.src AND w.dst = g.dst AND w.rel = g.rel)
-    )
-    SELECT m.*, (row_number() OVER (PARTITION BY m.src
-                                    ORDER BY m.weight DESC, m.dst COLLATE "C", m.rel COLLATE "C"))::integer AS rank
-      FROM merged AS m;
-    ANALYZE pg_temp.kgrag_final;
-
-    DELETE FROM kgrag.edge AS g USING pg_temp.kgrag_changed AS c
-     WHERE g.tenant_id = t AND g.src = c.src
-       AND NOT EXISTS (SELECT 1 FROM pg_temp.kgrag_final AS f WHERE f.src = g.src AND f.dst = g.dst AND f.rel = g.rel);
-    INSERT INTO kgrag.edge AS g (tenant_id, src, dst, rel, weight, rank, confidence, evidence_chunk_id, evidence_quote,
-                                 extractor, valid_from, valid_to)
-    SELECT t, f.src, f.dst, f.rel, f.weight, f.rank, f.confidence, f.evidence_chunk_id, f.evidence_quote, f.extractor,
-           f.valid_from, f.valid_to
-      FROM pg_temp.kgrag_final AS f
-     ORDER BY f.src COLLATE "C", f.dst COLLATE "C", f.rel COLLATE "C"
-    ON CONFLICT (tenant_id, src, dst, rel) DO UPDATE
-       SET weight = excluded.weight, rank = excluded.rank, confidence = excluded.confidence,
-           evidence_chunk_id = excluded.evidence_chunk_id, evidence_quote = excluded.evidence_quote,
-           extractor = excluded.extractor, valid_from = excluded.valid_from, valid_to = excluded.valid_to
-     WHERE (g.weight, g.rank, g.confidence, g.evidence_chunk_id, g.evidence_quote, g.extractor, g.valid_from,
-            g.valid_to)
-           IS DISTINCT FROM (excluded.weight, excluded.rank, excluded.confidence, excluded.evidence_chunk_id,
-                             excluded.evidence_quote, excluded.extractor, excluded.valid_from, excluded.valid_to);
-    GET DIAGNOSTICS written = ROW_COUNT;
-
-    -- degree = distinct neighbours
-    UPDATE kgrag.entity AS e SET degree = d.degree
-      FROM (SELECT c.src, count(DISTINCT f.dst)::integer AS degree
-              FROM pg_temp.kgrag_changed AS c LEFT JOIN pg_temp.kgrag_final AS f USING (src)
-             GROUP BY c.src) AS d
-     WHERE e.tenant_id = t AND e.entity_id = d.src AND e.degree <> d.degree;
-    DROP TABLE pg_temp.kgrag_final;
-    TRUNCATE pg_temp.kgrag_edge_want, pg_temp.kgrag_changed;
-    RETURN written;
-END
-$$;
-COMMENT ON FUNCTION kgrag._rewrite_edges() IS
-'Private. Applies pg_temp.kgrag_edge_want (new edge values, weight 0 = remove) and re-ranks every source named there or in pg_temp.kgrag_changed, writing each changed edge once, then updates those sources'' degrees. Returns the number of edges inserted or updated.';
-
-CREATE OR REPLACE FUNCTION kgrag.refresh_edge_ranks(entity_ids text[]) RETURNS integer
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
-AS $$
-BEGIN
-    PERFORM kgrag._edge_scratch();
-    INSERT INTO pg_temp.kgrag_changed (src) SELECT DISTINCT u.id FROM unnest(entity_ids) AS u(id) ON CONFLICT DO NOTHING;
-    RETURN kgrag._rewrite_edges();
-END
-$$;
-COMMENT ON FUNCTION kgrag.refresh_edge_ranks(text[]) IS
-'Recomputes, for the given source entities only, each edge''s rank (position among its src''s edges by weight desc, ties by dst then rel) and each entity''s degree (distinct neighbours). Returns the number of edges whose rank changed. Ingestion maintains ranks itself for the sources a batch changes; this is for repairs and hand-made graphs.';
-
 CREATE OR REPLACE FUNCTION kgrag.path_relations(path text[])
 RETURNS TABLE (step integer, src text, rel text, dst text)
 LANGUAGE sql STABLE SECURITY INVOKER
@@ -228,3 +119,19 @@ AS $$
 $$;
 COMMENT ON FUNCTION kgrag.path_relations(text[]) IS
 'Returns, for each step of a path of entity ids (as kgrag.k_hop gives it), the relation that links the two entities: the strongest stated relation in its own direction, else their co-occurrence: (step, src, rel, dst).';
+
+CREATE OR REPLACE FUNCTION kgrag.neighbourhood(
+    seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL, relations text[] DEFAULT NULL,
+    as_of timestamptz DEFAULT NULL)
+RETURNS TABLE (entity_id text, name text, type text, hop integer, path text[], seed text, src text, rel text, dst text)
+LANGUAGE sql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT k.entity_id, e.name, e.type, k.hop, k.path, k.seed, s.src, s.rel, s.dst
+      FROM kgrag.k_hop(seeds, hops, degree_cap, relations, as_of) AS k
+      JOIN kgrag.entity AS e ON e.tenant_id = kgrag.current_tenant() AND e.entity_id = k.entity_id
+      LEFT JOIN LATERAL kgrag.path_relations(k.path[k.hop:k.hop + 1]) AS s ON k.hop > 0
+     ORDER BY k.hop, k.entity_id COLLATE "C"
+$$;
+COMMENT ON FUNCTION kgrag.neighbourhood(text[], integer, integer, text[], timestamptz) IS
+'Returns kgrag.k_hop''s answer with each entity''s name and type and the last step of its shortest path, the edge that reached it: (entity_id, name, type, hop, path, seed, src, rel, dst; the step is NULL for the seeds). What a picture of the neighbourhood draws, in one call.';

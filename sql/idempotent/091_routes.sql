@@ -1,0 +1,166 @@
+-- The route bodies behind kgrag_search: fused chunk lists (RRF over vector, lexical and graph
+-- lists), the local route (the walk from the seeds) and the global route (community reports).
+
+CREATE OR REPLACE FUNCTION kgrag._fused_chunks(lists jsonb, k integer, opts jsonb) RETURNS SETOF kgrag.search_row
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- RRF over the named chunk lists; each row says which list ranked it best.
+    SELECT NULL::integer, f.ref_id, 'chunk', b.source, f.score, NULL, NULL,
+           jsonb_build_object('ranks', f.ranks, 'evidence_refs', jsonb_build_array(f.ref_id),
+                              'doc_id', c.doc_id, 'title', c.title)
+      FROM kgrag.rrf(lists, (opts ->> 'rrf_k')::integer, jsonb_build_object('graph', (opts ->> 'graph_weight')::float8)) AS f
+      JOIN kgrag.chunk AS c ON c.tenant_id = kgrag.current_tenant() AND c.chunk_id = f.ref_id
+     CROSS JOIN LATERAL (SELECT r.key AS source FROM jsonb_each_text(f.ranks) AS r
+                          ORDER BY r.value::integer, array_position(ARRAY['graph', 'vector', 'lexical'], r.key)
+                          LIMIT 1) AS b
+     ORDER BY f.rank
+     LIMIT k
+$$;
+COMMENT ON FUNCTION kgrag._fused_chunks(jsonb, integer, jsonb) IS
+'Private. Returns the k best chunks of the RRF fusion of named chunk lists as search rows; source = the list that ranked the chunk best, payload.ranks = its rank in every list.';
+
+CREATE OR REPLACE FUNCTION kgrag._chunk_lists(question_vec vector, question text, k integer, opts jsonb)
+RETURNS jsonb
+LANGUAGE sql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT jsonb_build_object(
+        'vector', COALESCE((SELECT jsonb_agg(v.chunk_id ORDER BY v.rank)
+                              FROM kgrag.search_chunks_vector(question_vec, k) AS v
+                             WHERE v.similarity >= (opts ->> 'chunk_min_similarity')::float8), '[]'),
+        'lexical', COALESCE((SELECT jsonb_agg(l.chunk_id ORDER BY l.rank)
+                               FROM kgrag.search_chunks_lexical(question, k, 'any', NULL,
+                                                                (opts ->> 'lexical_min_coverage')::float8) AS l
+                              WHERE question IS NOT NULL), '[]'))
+$$;
+COMMENT ON FUNCTION kgrag._chunk_lists(vector, text, integer, jsonb) IS
+'Private. Returns {"vector": [...], "lexical": [...]}: the chunk ids of vector search above the similarity floor and of lexical search above the coverage floor, best first.';
+
+CREATE OR REPLACE FUNCTION kgrag._local_rows(question_vec vector, question text, seeds text[], k integer, opts jsonb)
+RETURNS SETOF kgrag.search_row
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    lists jsonb;
+BEGIN
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_reached (
+        entity_id text, hop integer, path text[], seed text, weight float8, position integer
+    ) ON COMMIT DROP;
+    TRUNCATE pg_temp.kgrag_reached;
+    INSERT INTO pg_temp.kgrag_reached
+    SELECT r.entity_id, r.hop, r.path, r.seed,
+           COALESCE((SELECT max(g.weight) FROM kgrag.edge AS g
+                      WHERE g.tenant_id = t AND g.src = r.path[cardinality(r.path) - 1] AND g.dst = r.entity_id), 0),
+           NULL
+      FROM kgrag.k_hop(seeds, (opts ->> 'hops')::integer, (opts ->> 'degree_cap')::integer,
+                       CASE WHEN jsonb_typeof(opts -> 'relations') = 'array'
+                            THEN ARRAY(SELECT jsonb_array_elements_text(opts -> 'relations')) END,
+                       (opts ->> 'as_of')::timestamptz) AS r;
+    -- closest first, then the strongest link, then the seed order
+    UPDATE pg_temp.kgrag_reached AS r SET position = o.position
+      FROM (SELECT x.entity_id, row_number() OVER (ORDER BY x.hop, x.weight DESC,
+                   array_position(seeds, x.seed), x.entity_id COLLATE "C") AS position
+              FROM pg_temp.kgrag_reached AS x) AS o
+     WHERE o.entity_id = r.entity_id;
+
+    -- The graph's chunk list: each reached entity's answer chunk in that order, then the other
+    -- chunks that cite reached entities (nearest first, those citing more of them first).
+    lists := kgrag._chunk_lists(question_vec, question, k, opts) || jsonb_build_object('graph', (
+        SELECT COALESCE(jsonb_agg(x.chunk_id ORDER BY x.tier, x.key1, x.key2 DESC, x.chunk_id), '[]')
+          FROM (SELECT DISTINCT ON (u.chunk_id) u.* FROM (
+                    SELECT e.answer_chunk_id AS chunk_id, 0 AS tier, r.position::float8 AS key1, 0::float8 AS key2
+                      FROM pg_temp.kgrag_reached AS r
+                      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
+                     WHERE e.answer_chunk_id IS NOT NULL
+                    UNION ALL
+                    SELECT m.chunk_id, 1, min(r.hop), count(*)
+                      FROM pg_temp.kgrag_reached AS r
+                      JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = r.entity_id
+                     GROUP BY m.chunk_id) AS u
+                 ORDER BY u.chunk_id, u.tier, u.key1) AS x));
+
+    RETURN QUERY
+    SELECT NULL::integer, r.entity_id, 'entity', 'graph', 1.0::float8 / (1 + r.hop), NULL::text, NULL::text,
+           jsonb_build_object(
+               'name', e.name, 'type', e.type, 'seed', r.seed, 'hop', r.hop, 'path', to_jsonb(r.path),
+               'answer', e.answer,
+               'evidence_refs', to_jsonb(ARRAY(
+                   SELECT y.chunk_id FROM (
+                       SELECT DISTINCT ON (z.chunk_id) z.chunk_id, z.o FROM (
+                           SELECT e.answer_chunk_id AS chunk_id, 0 AS o WHERE e.answer_chunk_id IS NOT NULL
+                           UNION ALL
+                           SELECT m.chunk_id, 1 FROM kgrag.mention AS m
+                            WHERE m.tenant_id = t AND m.entity_id = r.entity_id) AS z
+                        ORDER BY z.chunk_id, z.o) AS y
+                    ORDER BY y.o, y.chunk_id COLLATE "C" LIMIT 3)),
+               'relations', COALESCE((
+                   SELECT jsonb_agg(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst) ORDER BY p.step)
+                     FROM kgrag.path_relations(r.path) AS p), '[]'))
+      FROM pg_temp.kgrag_reached AS r
+      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
+     WHERE r.position <= (opts ->> 'entities')::integer
+     ORDER BY r.position;
+    RETURN QUERY SELECT * FROM kgrag._fused_chunks(lists, k, opts);
+END
+$$;
+COMMENT ON FUNCTION kgrag._local_rows(vector, text, text[], integer, jsonb) IS
+'Private. The local route: entities within hops of the seeds (degree cap, relation and as_of filters), nearest first, with their answers, paths and evidence; then chunks fused by RRF from three lists: the graph''s (answer chunks of the reached entities, then chunks citing them), vector search and lexical search.';
+
+CREATE OR REPLACE FUNCTION kgrag._global_rows(question_vec vector, whole_collection boolean, k integer, opts jsonb)
+RETURNS SETOF kgrag.search_row
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n integer := (opts ->> 'reports')::integer;
+    lvl integer := (opts ->> 'level')::integer;
+BEGIN
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_maps (community_id text, score float8, position integer) ON COMMIT DROP;
+    TRUNCATE pg_temp.kgrag_maps;
+    IF whole_collection THEN
+        -- the shape of the collection: every report of the level, by weight (distinct documents)
+        INSERT INTO pg_temp.kgrag_maps
+        SELECT r.community_id, r.weight, row_number() OVER (ORDER BY r.weight DESC, r.community_id COLLATE "C")
+          FROM kgrag.community_report AS r
+          JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = r.community_id AND c.level = lvl
+         WHERE r.tenant_id = t
+         ORDER BY r.weight DESC, r.community_id COLLATE "C" LIMIT n;
+    ELSE
+        INSERT INTO pg_temp.kgrag_maps
+        SELECT s.community_id, s.similarity, row_number() OVER (ORDER BY s.rank)
+          FROM kgrag.search_reports_vector(question_vec, n, lvl) AS s
+         WHERE s.similarity >= (opts ->> 'report_min_similarity')::float8;
+    END IF;
+    -- the reports are the map; what they cite (the chunks that exist) is the evidence
+    RETURN QUERY
+    SELECT NULL::integer, m.community_id, 'community', 'community', m.score, NULL::text, NULL::text,
+           jsonb_build_object('title', r.title, 'report', r.report, 'weight', r.weight, 'level', c.level,
+                              'stale', r.stale, 'generator', r.generator,
+                              'evidence_refs', to_jsonb(ARRAY(
+                                  SELECT x.id FROM unnest(r.evidence_chunk_ids) WITH ORDINALITY AS x(id, o)
+                                   WHERE EXISTS (SELECT 1 FROM kgrag.chunk AS ch WHERE ch.tenant_id = t AND ch.chunk_id = x.id)
+                                   ORDER BY x.o)))
+      FROM pg_temp.kgrag_maps AS m
+      JOIN kgrag.community_report AS r ON r.tenant_id = t AND r.community_id = m.community_id
+      JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = m.community_id
+     ORDER BY m.position;
+    RETURN QUERY
+    SELECT NULL::integer, x.chunk_id, 'chunk', 'community', x.score, NULL::text, NULL::text,
+           jsonb_build_object('via', x.community_id, 'evidence_refs', jsonb_build_array(x.chunk_id),
+                              'doc_id', ch.doc_id, 'title', ch.title)
+      FROM (SELECT DISTINCT ON (e.id) e.id AS chunk_id, m.community_id, m.score, m.position, e.o
+              FROM pg_temp.kgrag_maps AS m
+              JOIN kgrag.community_report AS r ON r.tenant_id = t AND r.community_id = m.community_id
+             CROSS JOIN LATERAL unnest(r.evidence_chunk_ids) WITH ORDINALITY AS e(id, o)
+             ORDER BY e.id, m.position, e.o) AS x
+      JOIN kgrag.chunk AS ch ON ch.tenant_id = t AND ch.chunk_id = x.chunk_id
+     ORDER BY x.position, x.o
+     LIMIT _global_rows.k;
+END
+$$;
+COMMENT ON FUNCTION kgrag._global_rows(vector, boolean, integer, jsonb) IS
+'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor, or, for a question about the whole collection (whole_collection), every report by weight; each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';

@@ -1,0 +1,83 @@
+-- kgrag_search: the entry point. Routes the question, runs the route, logs the query.
+
+CREATE OR REPLACE FUNCTION kgrag.kgrag_search(
+    question_vec vector, route text DEFAULT 'auto', question text DEFAULT NULL, k integer DEFAULT 10,
+    options jsonb DEFAULT '{}')
+RETURNS SETOF kgrag.search_row
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    started timestamptz := clock_timestamp();
+    opts jsonb;
+    decided record;
+    chosen text;
+    why text;
+    rows_out kgrag.search_row[];
+    lists jsonb;
+BEGIN
+    IF route IS NULL OR (route <> 'auto' AND route NOT IN (SELECT r.route FROM kgrag.routes() AS r)) THEN
+        RAISE EXCEPTION 'unknown route %: use auto, %', quote_literal(COALESCE(route, 'NULL')),
+            (SELECT string_agg(r.route, ', ') FROM kgrag.routes() AS r)
+            USING ERRCODE = '22023';
+    END IF;
+    PERFORM kgrag._check_k(k);
+    PERFORM kgrag._check_question_vector(question_vec);
+    IF question IS NOT NULL AND btrim(question) = '' THEN
+        RAISE EXCEPTION 'the question text is empty: pass NULL to search by the vector alone' USING ERRCODE = '22023';
+    END IF;
+    opts := kgrag._search_options(options);
+    PERFORM set_config('kgrag.paths_walked', '0', true);
+
+    SELECT * INTO decided FROM kgrag.route(question_vec, question, options);
+    IF kgrag_search.route = 'auto' THEN
+        chosen := decided.route;
+        why := decided.reason;
+    ELSE
+        chosen := kgrag_search.route;
+        why := format('route %s chosen by the caller (the router would pick %s: %s)', chosen, decided.route,
+                      decided.reason);
+    END IF;
+
+    IF chosen IN ('local', 'mixed') AND cardinality(decided.seeds) > 0 THEN
+        rows_out := ARRAY(SELECT x FROM kgrag._local_rows(question_vec, question, decided.seeds, k, opts) AS x);
+    END IF;
+    IF chosen = 'mixed' THEN
+        rows_out := ARRAY(SELECT x FROM kgrag._global_rows(question_vec, false, k, opts || '{"reports": 1}') AS x
+                           WHERE x.kind = 'community') || COALESCE(rows_out, '{}');
+    ELSIF chosen = 'global' THEN
+        rows_out := ARRAY(SELECT x FROM kgrag._global_rows(
+                              question_vec,
+                              (opts ->> 'whole_collection')::boolean OR (kgrag_search.route = 'auto' AND cardinality(decided.seeds) = 0),
+                              k, opts) AS x);
+    ELSIF chosen = 'vector' OR (chosen = 'local' AND cardinality(decided.seeds) = 0) THEN
+        lists := kgrag._chunk_lists(question_vec, question, k, opts);
+        rows_out := ARRAY(SELECT x FROM kgrag._fused_chunks(lists, k, opts) AS x);
+        IF chosen = 'local' THEN
+            why := why || '; no seed: vector and lexical chunks only';
+        END IF;
+    END IF;
+    rows_out := COALESCE(rows_out, '{}');
+    IF cardinality(rows_out) = 0 THEN
+        why := format('nothing cleared the floors (%s): no entity seed, no chunk above similarity %s, no lexical match '
+                      'covering %s of the question''s words, no report above similarity %s',
+                      why, opts ->> 'chunk_min_similarity', opts ->> 'lexical_min_coverage',
+                      opts ->> 'report_min_similarity');
+    END IF;
+
+    PERFORM set_config('kgrag.last_route', chosen, true);
+    PERFORM set_config('kgrag.last_reason', why, true);
+    IF kgrag.setting('query_log')::boolean THEN
+        INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms)
+        VALUES (t, md5(COALESCE(question, question_vec::text)), chosen, why, decided.seeds,
+                COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
+                cardinality(rows_out), extract(epoch FROM clock_timestamp() - started) * 1000);
+    END IF;
+    RETURN QUERY
+    SELECT (row_number() OVER ())::integer, x.ref_id, x.kind, x.source, x.score, chosen, why, x.payload
+      FROM unnest(rows_out) AS x;
+END
+$$;
+COMMENT ON FUNCTION kgrag.kgrag_search(vector, text, text, integer, jsonb) IS
+'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding, its text (optional, for entity linking, lexical search and the router''s markers) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight and whole_collection (global route: every report of the level by weight; formerly shape). payload.evidence_refs always names chunks of the tenant. A question with nothing relevant returns no rows, and the reason is logged (kgrag.query_log) and left in the setting kgrag.last_reason.';

@@ -1,0 +1,96 @@
+-- Citations and context: references checked and expanded, and the context block for an LLM.
+
+CREATE OR REPLACE FUNCTION kgrag.citations_resolvable(refs text[]) RETURNS boolean
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT refs IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM unnest(refs) AS r(id)
+         WHERE r.id IS NULL
+            OR NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = kgrag.current_tenant() AND c.chunk_id = r.id))
+$$;
+COMMENT ON FUNCTION kgrag.citations_resolvable(text[]) IS
+'Returns true when every reference is the id of a chunk of the current tenant (a community id, a deleted chunk or another tenant''s chunk makes it false). An empty array is true; NULL is false.';
+
+CREATE OR REPLACE FUNCTION kgrag.cited_chunks(refs text[])
+RETURNS TABLE (chunk_id text, doc_id text, title text, text text)
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT c.chunk_id, c.doc_id, d.title, c.text
+      FROM (SELECT r.id, min(r.o) AS o FROM unnest(refs) WITH ORDINALITY AS r(id, o) GROUP BY r.id) AS x
+      JOIN kgrag.chunk AS c ON c.tenant_id = kgrag.current_tenant() AND c.chunk_id = x.id
+      JOIN kgrag.document AS d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id
+     ORDER BY x.o
+$$;
+COMMENT ON FUNCTION kgrag.cited_chunks(text[]) IS
+'Returns the chunks the references name, in the order given, once each: (chunk_id, doc_id, title of the document, text). References that do not resolve are left out (see kgrag.citations_resolvable).';
+
+CREATE OR REPLACE FUNCTION kgrag.context_blocks(
+    question_vec vector, route text DEFAULT 'auto', question text DEFAULT NULL, max_chars integer DEFAULT 4000,
+    k integer DEFAULT 10, options jsonb DEFAULT '{}')
+RETURNS TABLE (block integer, kind text, ref_id text, body text, chars integer)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    r record;
+    candidate text;
+    used integer := 0;
+    n integer := 0;
+    cost integer;
+    seen text[] := '{}';
+BEGIN
+    IF max_chars IS NULL OR max_chars < 1 THEN
+        RAISE EXCEPTION 'max_chars must be >= 1, got %', COALESCE(max_chars::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    FOR r IN SELECT * FROM kgrag.kgrag_search(question_vec, route, question, k, options) ORDER BY 1 LOOP
+        IF r.kind = 'chunk' THEN
+            CONTINUE WHEN r.ref_id = ANY (seen);
+            SELECT format('[%s | %s] %s', c.doc_id, c.chunk_id, c.text) INTO candidate
+              FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = r.ref_id;
+        ELSIF r.kind = 'entity' THEN
+            -- the answer and the relations that led to it count in the same budget
+            candidate := format('[entity %s] %s', r.payload ->> 'name', COALESCE(r.payload ->> 'answer', ''))
+                         || COALESCE(' (' || (r.payload -> 'evidence_refs' ->> 0) || ')', '')
+                         || COALESCE((SELECT string_agg(E'\n  ' || COALESCE(s.name, x.rel ->> 'src') || ' -['
+                                                        || COALESCE(x.rel ->> 'rel', '?') || ']-> '
+                                                        || COALESCE(d.name, x.rel ->> 'dst'), '' ORDER BY x.i)
+                                        FROM jsonb_array_elements(r.payload -> 'relations') WITH ORDINALITY AS x(rel, i)
+                                        LEFT JOIN kgrag.entity AS s ON s.tenant_id = t AND s.entity_id = x.rel ->> 'src'
+                                        LEFT JOIN kgrag.entity AS d ON d.tenant_id = t AND d.entity_id = x.rel ->> 'dst'), '');
+        ELSE
+            candidate := format('[map %s] %s', r.ref_id, r.payload ->> 'report');
+        END IF;
+        cost := length(candidate) + CASE WHEN n > 0 THEN 2 ELSE 0 END;  -- blocks are joined by a blank line
+        CONTINUE WHEN used + cost > max_chars;
+        used := used + cost;
+        n := n + 1;
+        IF r.kind = 'chunk' THEN
+            seen := seen || r.ref_id;
+        END IF;
+        block := n;
+        kind := r.kind;
+        ref_id := r.ref_id;
+        body := candidate;
+        chars := length(candidate);
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION kgrag.context_blocks(vector, text, text, integer, integer, jsonb) IS
+'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path, and chunks tagged [doc_id | chunk_id], each chunk once. A block that does not fit is skipped and smaller ones after it may still fit.';
+
+CREATE OR REPLACE FUNCTION kgrag.context(
+    question_vec vector, route text DEFAULT 'auto', question text DEFAULT NULL, max_chars integer DEFAULT 4000,
+    k integer DEFAULT 10, options jsonb DEFAULT '{}')
+RETURNS text
+LANGUAGE sql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT COALESCE(string_agg(b.body, E'\n\n' ORDER BY b.block), '')
+      FROM kgrag.context_blocks(question_vec, route, question, max_chars, k, options) AS b
+$$;
+COMMENT ON FUNCTION kgrag.context(vector, text, text, integer, integer, jsonb) IS
+'Returns the context block for an LLM as one text of at most max_chars characters: kgrag.context_blocks joined by blank lines. Empty when the search returned nothing.';
