@@ -11,9 +11,9 @@ from alembic import context
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
-from pgkgrag import migrations
+from pgkgrag import installer, migrations
 from pgkgrag.config import Config
-from pgkgrag.db import resolve_dsn
+from pgkgrag.db import ensure_server
 from pgkgrag.errors import KgragError
 
 config = context.config
@@ -42,11 +42,11 @@ def run_migrations(connection: Connection) -> None:
     )
     # a connection already in a transaction (pgkgrag.alembic_host) keeps it: all or nothing with the caller
     with context.begin_transaction():
-        migrations.prepare(connection, _dimension())
+        installer.prepare(connection, _dimension())
         context.run_migrations()
         heads = set(ScriptDirectory.from_config(config).get_heads())
         current = context.get_context().get_current_heads()
-        migrations.finish(
+        installer.finish(
             connection, at_head=set(current) == heads, ran=bool(ran), revision=current[0] if current else None
         )
 
@@ -56,7 +56,7 @@ def run_migrations_online() -> None:
     if given is not None:
         run_migrations(given)
         return
-    dsn = config.attributes.get("dsn") or resolve_dsn(Config.from_env())
+    dsn = config.attributes.get("dsn") or ensure_server(Config.from_env())
     with migrations.engine_for(dsn).connect() as connection:
         run_migrations(connection)
 

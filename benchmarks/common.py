@@ -17,8 +17,8 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from pgkgrag import migrations
-from pgkgrag.config import Config
-from pgkgrag.db import connect, resolve_dsn
+from pgkgrag.config import DEFAULT_DIMENSION, Config
+from pgkgrag.db import connect, ensure_server
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("KGRAG_DATA", ROOT.parent / "shared" / "data" / "multihop"))
@@ -26,9 +26,9 @@ REPORT = ROOT / "docs" / "benchmarks.md"
 
 
 @contextmanager
-def scratch_database(name: str, *, dim: int = 512) -> Iterator[str]:
+def scratch_database(name: str, *, dim: int = DEFAULT_DIMENSION) -> Iterator[str]:
     """A fresh database on the configured server (KGRAG_DSN or the embedded one), at head."""
-    admin = resolve_dsn(Config.from_env())
+    admin = ensure_server(Config.from_env())
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

@@ -27,8 +27,9 @@ from psycopg import sql
 
 from pgkgrag.db import connect
 from pgkgrag.embedders import HashEmbedder
-from pgkgrag.extractors import GazetteerExtractor, KnownName, ProvidedExtractor
-from pgkgrag.ingest import Ingestor, IngestReport
+from pgkgrag.extractors import ProvidedExtractor
+from pgkgrag.gazetteer import GazetteerExtractor, KnownName
+from pgkgrag.ingest import Ingestor, IngestSummary
 
 KINDS = [("Service", "service"), ("Team", "team"), ("Infrastructure", "cluster"), ("Incident", "incident")]
 VERBS = ["depends on", "is owned by", "runs on", "was caused by", "calls", "replaced", "reports to"]
@@ -71,7 +72,7 @@ def generate(n_docs: int, n_entities: int, seed: int = 3) -> list[dict[str, obje
     return docs
 
 
-def run(dsn: str, path: Path, extractor: object, batch_size: int = 2000, jobs: int = 1) -> tuple[IngestReport, float]:
+def run(dsn: str, path: Path, extractor: object, batch_size: int = 2000, jobs: int = 1) -> tuple[IngestSummary, float]:
     with connect(dsn) as conn, ExitStack() as stack:
         workers = [stack.enter_context(connect(dsn)) for _ in range(jobs - 1)]
         ingestor = Ingestor(
@@ -181,15 +182,15 @@ def main() -> None:
                     floor_text = floor(dsn)
         (_, report, seconds, totals), (_, _, seconds2, totals2) = results
         assert totals2 == totals, "two writers built another graph"
-        chunks = report.counts["chunks"]
+        chunks = report.counts.chunks
         rows = [
             [step, f"{s:.2f}", f"{100 * s / seconds:.0f}%", f"{steps[2][step]:.2f}"] for step, s in steps[1].items()
         ]
         rows.append(["elapsed", f"{seconds:.2f}", "100%", f"{seconds2:.2f}"])
         sections.append(
             f"### Throughput: pre-extracted JSONL, `provided` extractor, `hash` embedder\n\n"
-            f"{len(docs):,} documents -> {chunks:,} chunks, {report.counts['mentions']:,} mentions, "
-            f"{report.counts['relations']:,} relations; {totals[0]:,} entities, {totals[1]:,} edges. "
+            f"{len(docs):,} documents -> {chunks:,} chunks, {report.counts.mentions:,} mentions, "
+            f"{report.counts.relations:,} relations; {totals[0]:,} entities, {totals[1]:,} edges. "
             f"Batches of 2,000 documents (the CLI default).\n\n"
             f"- one writer (`--jobs 1`, the default): **{chunks / seconds:,.0f} chunks/s** "
             f"({len(docs) / seconds:,.0f} documents/s) end to end;\n"
@@ -230,11 +231,11 @@ def main() -> None:
             assert batch.written == CHANGED
             sections.append(
                 f"### Re-ingesting changed documents\n\nCorpus: {len(big_docs):,} documents, "
-                f"{report.counts['chunks']:,} chunks (loaded in {load_seconds:.0f} s, "
-                f"{report.counts['chunks'] / load_seconds:,.0f} chunks/s). One document changed and ingested again, "
+                f"{report.counts.chunks:,} chunks (loaded in {load_seconds:.0f} s, "
+                f"{report.counts.chunks / load_seconds:,.0f} chunks/s). One document changed and ingested again, "
                 f"three times: {', '.join(f'{t * 1000:.0f} ms' for t in timings)} (from reading the file to commit, "
                 f"with its entities' edges, ranks and degrees recomputed). {CHANGED} changed documents "
-                f"({batch.counts['chunks']:,} chunks) in one batch: {batch_seconds:.1f} s.\n"
+                f"({batch.counts.chunks:,} chunks) in one batch: {batch_seconds:.1f} s.\n"
             )
             print(sections[-1])
 
@@ -273,7 +274,7 @@ def main() -> None:
                         "isolated entities",
                         "mentions per chunk",
                     ],
-                    [[report.written, report.counts["chunks"], *counts]],
+                    [[report.written, report.counts.chunks, *counts]],
                 )
                 + "\n"
             )

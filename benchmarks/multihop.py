@@ -22,7 +22,7 @@ from common import DATA, markdown_table, scratch_database, write_section
 from pgkgrag.build import build
 from pgkgrag.db import connect
 from pgkgrag.embedders import get_embedder
-from pgkgrag.extractors import GazetteerExtractor, KnownName
+from pgkgrag.gazetteer import GazetteerExtractor, KnownName
 from pgkgrag.ingest import Ingestor
 from pgkgrag.search import run_search
 
@@ -71,9 +71,10 @@ def run_set(name: str, docs: list[dict[str, str]], questions: list[tuple[str, se
         start = time.perf_counter()
         report = Ingestor(conn, "bench", GazetteerExtractor(gazetteer(docs)), embedder).run([path])
         built = build(conn, "bench", embedder)
+        communities = built.communities.communities if built.communities else 0
         print(
-            f"{name}: {report.written} documents, {report.counts['chunks']} chunks, "
-            f"{report.counts['mentions']} mentions, {built.communities.get('communities')} communities, "
+            f"{name}: {report.written} documents, {report.counts.chunks} chunks, "
+            f"{report.counts.mentions} mentions, {communities} communities, "
             f"ingested and built in {time.perf_counter() - start:.0f} s"
         )
         rows = []

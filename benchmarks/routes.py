@@ -12,17 +12,18 @@ from common import markdown_table, scratch_database, write_section
 
 from pgkgrag.build import build
 from pgkgrag.db import connect
-from pgkgrag.embedders import get_embedder
+from pgkgrag.embedding import tenant_embedder
 from pgkgrag.evaluate import evaluate, read_golden
 from pgkgrag.extractors import ProvidedExtractor
 from pgkgrag.ingest import Ingestor
 from pgkgrag.resources import SAMPLE_CORPUS, SAMPLE_GOLDEN
+from pgkgrag.search import routes
 
 
 def main() -> None:
-    embedder = get_embedder("use", 512)
-    questions = read_golden(SAMPLE_GOLDEN)
     with scratch_database("kgrag_bench_routes") as dsn, connect(dsn) as conn:
+        embedder = tenant_embedder(conn, "demo", "use")
+        questions = read_golden(SAMPLE_GOLDEN, routes(conn))
         Ingestor(conn, "demo", ProvidedExtractor(), embedder).run([SAMPLE_CORPUS])
         build(conn, "demo", embedder)
         figures = evaluate(conn, "demo", embedder, questions, k=5)

@@ -31,6 +31,7 @@ from alembic.config import Config as AlembicConfig
 from sqlalchemy.engine import Connection
 
 from pgkgrag import migrations
+from pgkgrag.queries import Q
 
 
 def upgrade(connection: Connection, revision: str = "head", *, dim: int | None = None) -> None:
@@ -58,11 +59,11 @@ def _run(connection: Connection, step: Callable[[AlembicConfig], None], dim: int
     # Alembic keeps one global `context` and `op` for the running migration (the caller's); a
     # nested run replaces them and clears them when it ends. Put the caller's back.
     saved = [module._proxy for module in (alembic.context, alembic.op)]
-    tenant = connection.exec_driver_sql("SELECT current_setting('kgrag.tenant', true)").scalar()
+    tenant = connection.exec_driver_sql(Q["current_tenant_setting"]).scalar()
     try:
         step(cfg)
     finally:
         for proxy in saved:
             if proxy is not None:
                 proxy._install_proxy()
-        connection.exec_driver_sql("SELECT set_config('kgrag.tenant', %s, true)", (tenant or "",))
+        connection.exec_driver_sql(Q["set_tenant"], (tenant or "",))

@@ -34,9 +34,11 @@ class Chunk:
 
 @dataclass(frozen=True)
 class ChunkSettings:
-    max_chars: int = 1200
-    min_chars: int = 400
-    overlap_chars: int = 100
+    """The tenant's settings chunk_max_chars, chunk_min_chars and chunk_overlap_chars."""
+
+    max_chars: int
+    min_chars: int
+    overlap_chars: int
 
     def fingerprint(self) -> str:
         return f"chunker:md-v1:{self.min_chars}-{self.max_chars}-{self.overlap_chars}"

@@ -16,25 +16,25 @@ import psycopg
 from alembic.util import CommandError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from sqlalchemy.exc import DBAPIError
 
-from pgkgrag import migrations
-from pgkgrag.build import BuildReport, GraphTotals, graph_totals
+from pgkgrag import migrations, render
 from pgkgrag.build import build as build_products
+from pgkgrag.build import graph_totals
 from pgkgrag.config import Config
-from pgkgrag.db import READER, WRITER, resolve_dsn, tenant_transaction
+from pgkgrag.db import READER, WRITER, connect_app, ensure_server
 from pgkgrag.demo import run_demo
 from pgkgrag.documents import TEXT_SUFFIXES
 from pgkgrag.embedded import EmbeddedServer
-from pgkgrag.embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
+from pgkgrag.embedders import EMBEDDERS
+from pgkgrag.embedding import tenant_embedder
 from pgkgrag.errors import KgragError
 from pgkgrag.evaluate import evaluate, read_golden
 from pgkgrag.extraction_setup import make_extractor
 from pgkgrag.extractors import EXTRACTORS
-from pgkgrag.ingest import BATCH_STEPS, Ingestor, IngestReport, delete_documents
+from pgkgrag.ingest import Ingestor, delete_documents
 from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
-from pgkgrag.search import run_search, tenant_embedder
+from pgkgrag.search import cited_chunks, context, routes, run_search
 
 # Piped output (not a terminal) gets wide lines rather than rich's 80 columns.
 console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
@@ -152,7 +152,7 @@ def status() -> None:
 @friendly_errors
 def upgrade(revision: str, dim: int | None) -> None:
     """Install or upgrade the kgrag schema (to REVISION, default head)."""
-    dsn = resolve_dsn(Config.from_env())
+    dsn = ensure_server(Config.from_env())
     before = migrations.current(dsn)
     migrations.upgrade(dsn, revision, dim=dim)
     after = migrations.current(dsn)
@@ -167,7 +167,7 @@ def upgrade(revision: str, dim: int | None) -> None:
 @friendly_errors
 def downgrade(revision: str) -> None:
     """Downgrade the schema to REVISION ('base' removes every kgrag object)."""
-    dsn = resolve_dsn(Config.from_env())
+    dsn = ensure_server(Config.from_env())
     before = migrations.current(dsn)
     migrations.downgrade(dsn, revision)
     after = migrations.current(dsn)
@@ -178,22 +178,14 @@ def downgrade(revision: str) -> None:
 @friendly_errors
 def current() -> None:
     """Print the schema revision of the database."""
-    rev = migrations.current(resolve_dsn(Config.from_env()))
+    rev = migrations.current(ensure_server(Config.from_env()))
     console.print(rev or "not installed")
 
 
 def _open(tenant: str | None, role: str) -> tuple[Config, psycopg.Connection]:
     """Connect as the application role of the command (kgrag_writer or kgrag_reader) when allowed."""
     config = Config.from_env(tenant)
-    return config, migrations.connect_app(resolve_dsn(config), role)
-
-
-def _embedder(conn: psycopg.Connection, tenant: str, requested: str | None) -> Embedder:
-    with tenant_transaction(conn, tenant):
-        row = conn.execute("SELECT kgrag.dimension(), kgrag.setting('embedder') #>> '{}'").fetchone()
-    assert row is not None
-    dimension, recorded = row
-    return get_embedder(requested or recorded or DEFAULT_EMBEDDER, dimension)
+    return config, connect_app(ensure_server(config), role)
 
 
 def _count_inputs(paths: list[Path]) -> int | None:
@@ -283,9 +275,9 @@ def ingest(
     """Ingest documents: .jsonl files (one document per line), .txt/.md files, or folders of them."""
     config, conn = _open(tenant, WRITER)
     with conn, ExitStack() as writers:
-        dsn = resolve_dsn(config)
-        workers = [writers.enter_context(migrations.connect_app(dsn, WRITER)) for _ in range(jobs - 1)]
-        emb = _embedder(conn, config.tenant, embedder)
+        dsn = ensure_server(config)
+        workers = [writers.enter_context(connect_app(dsn, WRITER)) for _ in range(jobs - 1)]
+        emb = tenant_embedder(conn, config.tenant, embedder)
         chosen = make_extractor(conn, config.tenant, extractor, gazetteer_file)
         path_list = list(paths)
         started = time.perf_counter()
@@ -300,16 +292,19 @@ def ingest(
             ingestor = Ingestor(
                 conn, config.tenant, chosen, emb, batch_size=batch_size, progress=advance, workers=workers
             )
-            report = ingestor.run(path_list)
+            summary = ingestor.run(path_list)
             built = None
             if build:
                 progress.update(tasks["documents"], description="building communities, reports, answers")
                 start = time.perf_counter()
                 built = build_products(conn, config.tenant, emb, report_writer=_report_writer(reports))
-                report.seconds["build"] += time.perf_counter() - start
-        _print_ingest_report(report, built, jobs, time.perf_counter() - started, graph_totals(conn, config.tenant))
-        if not report.ok:
-            sys.exit(1)
+                summary.seconds["build"] += time.perf_counter() - start
+        totals = graph_totals(conn, config.tenant)
+    console.print(render.ingest_table(summary, built, jobs, time.perf_counter() - started, totals))
+    for line in render.ingest_problems(summary):
+        err_console.print(line, highlight=False, soft_wrap=True)
+    if not summary.ok:
+        sys.exit(1)
 
 
 @main.command(name="build")
@@ -324,11 +319,11 @@ def build_command(tenant: str | None, force: bool, reports: str) -> None:
         built = build_products(
             conn,
             config.tenant,
-            _embedder(conn, config.tenant, None),
+            tenant_embedder(conn, config.tenant),
             force=force,
             report_writer=_report_writer(reports),
         )
-    _print_build(built)
+    console.print(render.build_line(built), highlight=False)
 
 
 @main.command()
@@ -339,12 +334,8 @@ def delete(doc_ids: tuple[str, ...], tenant: str | None) -> None:
     """Delete documents and everything that came from them."""
     config, conn = _open(tenant, WRITER)
     with conn:
-        result = delete_documents(conn, config.tenant, list(doc_ids))
-    console.print(
-        f"deleted {result['documents']} of {len(doc_ids)} documents; "
-        f"{result.get('removed_entities', 0)} entities no longer cited were removed. "
-        "Run `pgkgrag build` to refresh communities and reports."
-    )
+        deleted = delete_documents(conn, config.tenant, list(doc_ids))
+    console.print(render.delete_line(len(doc_ids), deleted))
 
 
 def _progress() -> Progress:
@@ -356,58 +347,6 @@ def _progress() -> Progress:
         TimeElapsedColumn(),
         console=err_console,
         transient=True,
-    )
-
-
-def _print_ingest_report(
-    report: IngestReport, built: BuildReport | None, jobs: int, elapsed: float, graph: GraphTotals
-) -> None:
-    table = Table(title="ingestion", show_header=False)
-    table.add_column(style="bold")
-    table.add_column(justify="right")
-    rows = [
-        ("documents read", report.read),
-        ("unchanged (skipped)", report.unchanged),
-        ("written", report.written),
-        ("failed", len(report.failed)),
-        ("rejected input", len(report.rejected_inputs)),
-        ("chunks", report.counts["chunks"]),
-        ("mentions", report.counts["mentions"]),
-        ("relations", report.counts["relations"]),
-        ("entities touched", report.counts["affected_entities"]),
-        ("entities removed", report.counts["removed_entities"]),
-        ("entities in the tenant", graph.entities),
-        ("edges in the tenant", graph.edges),
-        ("retried transactions", report.retries),
-    ]
-    for name, value in rows:
-        table.add_row(name, str(value))
-    for reason, n in sorted(report.rejected_extractions.items()):
-        table.add_row(f"rejected: {reason}", str(n))
-    if built is not None:
-        table.add_row("communities", str(built.communities.get("communities", "unchanged")))
-        table.add_row("reports written", str(built.reports.get("written", 0)))
-        table.add_row("answers written", str(built.answers))
-    summed = f" (summed over {jobs} writers)" if jobs > 1 else ""
-    for step, seconds in report.seconds.items():
-        table.add_row(f"time: {step}{summed if step in BATCH_STEPS else ''}", f"{seconds:.2f} s")
-    table.add_row("time: elapsed", f"{elapsed:.2f} s")
-    console.print(table)
-    for where, why in report.rejected_inputs[:20]:
-        err_console.print(f"[red]rejected[/] {where}: {why}", highlight=False, soft_wrap=True)
-    if len(report.rejected_inputs) > 20:
-        err_console.print(f"... and {len(report.rejected_inputs) - 20} more rejected inputs")
-    for doc_id, why in report.failed[:20]:
-        err_console.print(f"[red]failed[/] {doc_id}: {why}", highlight=False, soft_wrap=True)
-
-
-def _print_build(built: BuildReport) -> None:
-    communities = built.communities.get("communities", "unchanged") if built.communities else "unchanged"
-    console.print(
-        f"communities: {communities}; reports written: {built.reports.get('written', 0)} "
-        f"of {built.reports.get('reports', 0)}; answers written: {built.answers}; "
-        f"embedded: {built.embedded.get('entity', 0)} entities, {built.embedded.get('report', 0)} reports",
-        highlight=False,
     )
 
 
@@ -427,10 +366,9 @@ def _options(pairs: tuple[str, ...]) -> dict[str, Any]:
 search_options = [
     click.option(
         "--route",
-        type=click.Choice(["auto", "local", "global", "mixed", "vector"]),
         default="auto",
         show_default=True,
-        help="auto lets the router pick (and say why).",
+        help="auto lets the router pick (and say why); or one of kgrag.routes(): local, global, mixed, vector.",
     ),
     click.option("--k", type=click.IntRange(1, 1000), default=10, show_default=True, help="Chunk rows at most."),
     click.option(
@@ -464,57 +402,15 @@ def search_command(
         result = run_search(
             conn, config.tenant, tenant_embedder(conn, config.tenant), question, route, k, _options(option_pairs)
         )
-        with tenant_transaction(conn, config.tenant):
-            texts = {
-                r[0]: r[3]
-                for r in conn.execute(
-                    "SELECT * FROM kgrag.cited_chunks(%s)", [[row.ref_id for row in result.rows if row.kind == "chunk"]]
-                )
-            }
+        texts = {c.chunk_id: c.text for c in cited_chunks(conn, config.tenant, result.chunks())}
     if as_json:
-        console.print_json(
-            json.dumps(
-                [
-                    {
-                        "rank": r.rank,
-                        "ref_id": r.ref_id,
-                        "kind": r.kind,
-                        "source": r.source,
-                        "score": r.score,
-                        "route": result.route,
-                        "reason": result.reason,
-                        "payload": r.payload,
-                    }
-                    for r in result.rows
-                ],
-                ensure_ascii=False,
-            )
-        )
+        console.print_json(render.results_json(result))
         return
     console.print(f"[bold]route:[/] {result.route} - {result.reason}", highlight=False)
     if not result.rows:
         console.print("no result: nothing in the collection answers this question", highlight=False)
         return
-    table = Table(show_lines=False)
-    for column in ("#", "kind", "source", "ref", "what", "evidence"):
-        table.add_column(column, overflow="fold")
-    for row in result.rows:
-        if row.kind == "chunk":
-            what = " ".join(texts.get(row.ref_id, "").split())[:120]
-        elif row.kind == "entity":
-            what = f"{row.payload.get('name')}: {row.payload.get('answer') or ''}"[:120]
-        else:
-            what = str(row.payload.get("title", ""))
-        refs = row.payload.get("evidence_refs", [])
-        table.add_row(
-            str(row.rank),
-            row.kind,
-            row.source,
-            row.ref_id,
-            what,
-            ", ".join(refs[:3]) + (" ..." if len(refs) > 3 else ""),
-        )
-    console.print(table)
+    console.print(render.results_table(result, texts))
 
 
 @main.command(name="context")
@@ -528,17 +424,9 @@ def context_command(
     """Print the context block an LLM would get for the question (within --max-chars)."""
     config, conn = _open(tenant, READER)
     with conn:
-        vector = tenant_embedder(conn, config.tenant).embed([question])[0]
-        with tenant_transaction(conn, config.tenant):
-            row = conn.execute(
-                "SELECT kgrag.context(%s, %s, %s, %s, %s, %s::jsonb)",
-                [vector, route, question, max_chars, k, json.dumps(_options(option_pairs))],
-            ).fetchone()
-    console.print(
-        (row[0] if row else "") or "(empty: nothing in the collection answers this question)",
-        highlight=False,
-        markup=False,
-    )
+        embedder = tenant_embedder(conn, config.tenant)
+        block = context(conn, config.tenant, embedder, question, route, k, max_chars, _options(option_pairs))
+    console.print(block or "(empty: nothing in the collection answers this question)", highlight=False, markup=False)
 
 
 @main.command(name="eval")
@@ -549,18 +437,11 @@ def context_command(
 def eval_command(golden: Path, k: int, tenant: str | None) -> None:
     """Evaluate routing and retrieval per route on GOLDEN.jsonl
     ({"question", "route", "expect_chunks": [...], "expect_empty": false} per line)."""
-    questions = read_golden(golden)
     config, conn = _open(tenant, READER)
     with conn:
+        questions = read_golden(golden, routes(conn))
         figures = evaluate(conn, config.tenant, tenant_embedder(conn, config.tenant), questions, k)
-    table = Table(title=f"evaluation per route ({len(questions)} questions, k = {k})")
-    table.add_column("route")
-    columns = list(next(iter(figures.values())).row())
-    for column in columns:
-        table.add_column(column, justify="right")
-    for route, f in figures.items():
-        table.add_row(route, *f.row().values())
-    console.print(table)
+    console.print(render.evaluation_table(figures, f"evaluation per route ({len(questions)} questions, k = {k})"))
     for route, f in figures.items():
         for miss in f.misses:
             console.print(f"[yellow]{route}[/]: {miss}", highlight=False)
@@ -571,6 +452,6 @@ def eval_command(golden: Path, k: int, tenant: str | None) -> None:
 def demo_command() -> None:
     """Install the schema, ingest the sample corpus, build, and ask questions on every route."""
     config = Config.from_env()
-    dsn = resolve_dsn(config)
+    dsn = ensure_server(config)
     migrations.upgrade(dsn, "head")
     run_demo(dsn, console, config.home / "neighbourhood.html")

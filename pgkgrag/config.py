@@ -9,14 +9,14 @@ from pathlib import Path
 
 from pgkgrag.errors import KgragError
 
-DEFAULT_TENANT = "default"
-DEFAULTS_TENANT = "*"
+DEFAULT_TENANT = "default"  # the tenant commands act for when none is named
+SHARED_TENANT = "*"  # holds the defaults of every tenant (settings, router rules)
 _TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 
 
 def validate_tenant(tenant: str) -> str:
     """Return the tenant if it is a valid tenant id ('*' names the defaults), else raise."""
-    if tenant == DEFAULTS_TENANT or _TENANT_RE.match(tenant):
+    if tenant == SHARED_TENANT or _TENANT_RE.match(tenant):
         return tenant
     raise KgragError(f"invalid tenant {tenant!r}: use 1-128 letters, digits or _.:@- (starting with a letter or digit)")
 
@@ -42,5 +42,6 @@ class Config:
         return cls(dsn=dsn, home=home, tenant=validate_tenant(chosen))
 
 
-# The dimension of the default embedder (USE multilingual v3); the schema's default at install time.
+# The schema's dimension when none is chosen at install time: that of the default embedder (setting
+# embedder = use, Universal Sentence Encoder multilingual v3), which pgkgrag.embedders declares with it.
 DEFAULT_DIMENSION = 512

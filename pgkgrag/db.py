@@ -1,4 +1,4 @@
-"""Connections: which server to use, and the tenant of every transaction."""
+"""Connections: which server to use, the role a command acts as, and the tenant of every transaction."""
 
 from __future__ import annotations
 
@@ -11,14 +11,20 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from pgkgrag.config import Config, validate_tenant
-from pgkgrag.embedded import EmbeddedServer
 from pgkgrag.errors import KgragError
+from pgkgrag.queries import Q
+from pgkgrag.schema_version import require_current
+
+READER = "kgrag_reader"
+WRITER = "kgrag_writer"
 
 
-def resolve_dsn(config: Config) -> str:
-    """KGRAG_DSN when set; otherwise the embedded server, started if it is not running."""
+def ensure_server(config: Config) -> str:
+    """The DSN to use: KGRAG_DSN when set, else the embedded server's, started if it is not running."""
     if config.dsn:
         return config.dsn
+    from pgkgrag.embedded import EmbeddedServer  # the embedded server's package only when it is used
+
     status, started = EmbeddedServer(config.home).start()
     if started:
         print(
@@ -27,10 +33,6 @@ def resolve_dsn(config: Config) -> str:
             file=sys.stderr,
         )
     return status.uri()
-
-
-READER = "kgrag_reader"
-WRITER = "kgrag_writer"
 
 
 def connect(dsn: str, *, autocommit: bool = False, role: str | None = None) -> psycopg.Connection:
@@ -44,7 +46,7 @@ def connect(dsn: str, *, autocommit: bool = False, role: str | None = None) -> p
         conn = psycopg.connect(dsn, autocommit=autocommit, fallback_application_name="pgkgrag")
     except psycopg.OperationalError as exc:
         raise KgragError(f"cannot connect to PostgreSQL: {str(exc).strip()}") from exc
-    if conn.execute("SELECT 1 FROM pg_type WHERE typname = 'vector'").fetchone():
+    if conn.execute(Q["vector_type_exists"]).fetchone():
         register_vector(conn)
     if role is not None:
         use_role(conn, role)
@@ -55,19 +57,27 @@ def connect(dsn: str, *, autocommit: bool = False, role: str | None = None) -> p
 
 def use_role(conn: psycopg.Connection, role: str) -> bool:
     """SET ROLE to an application role if the login role may; return whether it did."""
-    allowed = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) AND pg_has_role(session_user, %s, 'MEMBER')",
-        [role, role],
-    ).fetchone()
+    allowed = conn.execute(Q["may_use_role"], [role, role]).fetchone()
     if allowed and allowed[0]:
-        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL(Q["set_role"]).format(role=sql.Identifier(role)))
         return True
     return False
+
+
+def connect_app(dsn: str, role: str) -> psycopg.Connection:
+    """A connection for an application command, as its role, after checking the schema revision."""
+    conn = connect(dsn, role=role)
+    try:
+        require_current(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 @contextmanager
 def tenant_transaction(conn: psycopg.Connection, tenant: str) -> Iterator[psycopg.Connection]:
     """A transaction whose kgrag.tenant setting is `tenant` (transaction-local, as RLS expects)."""
     with conn.transaction():
-        conn.execute("SELECT set_config('kgrag.tenant', %s, true)", [validate_tenant(tenant)])
+        conn.execute(Q["set_tenant"], [validate_tenant(tenant)])
         yield conn

@@ -12,20 +12,21 @@ from pathlib import Path
 
 import psycopg
 from rich.console import Console
-from rich.table import Table
 
+from pgkgrag import render
 from pgkgrag.build import build, graph_totals
-from pgkgrag.db import READER, WRITER, tenant_transaction
-from pgkgrag.embedders import Embedder, get_embedder
+from pgkgrag.db import READER, WRITER, connect_app
+from pgkgrag.embedders import Embedder
+from pgkgrag.embedding import tenant_embedder
 from pgkgrag.evaluate import evaluate, read_golden
 from pgkgrag.extractors import ProvidedExtractor
 from pgkgrag.ingest import Ingestor
-from pgkgrag.migrations import connect_app
 from pgkgrag.neighbourhood import write_neighbourhood
 from pgkgrag.resources import SAMPLE_CORPUS, SAMPLE_GOLDEN
-from pgkgrag.search import run_search
+from pgkgrag.search import cited_chunks, routes, run_search
 
 TENANT = "demo"
+EMBEDDER = "use"
 QUESTIONS = [
     ("local", "What does the Auth Service depend on?"),
     ("local, two hops", "Who approves changes to the PayFlow contract?"),
@@ -48,20 +49,15 @@ def run_demo(dsn: str, console: Console, picture: Path) -> None:
 
 
 def _ingest(conn: psycopg.Connection, console: Console) -> Embedder:
-    embedder = get_embedder("use", 512)
+    embedder = tenant_embedder(conn, TENANT, EMBEDDER)
     console.rule("ingest the sample corpus")
-    report = Ingestor(conn, TENANT, ProvidedExtractor(), embedder).run([SAMPLE_CORPUS])
+    summary = Ingestor(conn, TENANT, ProvidedExtractor(), embedder).run([SAMPLE_CORPUS])
     console.print(
-        f"{report.read} documents read, {report.written} written, {report.unchanged} unchanged; "
-        f"{report.counts['chunks']} chunks, {report.counts['relations']} relations"
+        f"{summary.read} documents read, {summary.written} written, {summary.unchanged} unchanged; "
+        f"{summary.counts.chunks} chunks, {summary.counts.relations} relations"
     )
     built = build(conn, TENANT, embedder)
-    totals = graph_totals(conn, TENANT)
-    console.print(
-        f"graph: {totals.entities} entities, {totals.edges} edges, {totals.communities} communities, "
-        f"{totals.reports} reports "
-        f"({built.answers} answers written now)"
-    )
+    console.print(f"{render.graph_line(graph_totals(conn, TENANT))} ({built.answers} answers written now)")
     return embedder
 
 
@@ -73,29 +69,12 @@ def _ask(conn: psycopg.Connection, console: Console, embedder: Embedder, picture
         if not result.rows:
             console.print("[italic]no result[/]: nothing in the collection answers this, and the log says why")
             continue
-        texts = _chunk_texts(conn, result.evidence())
-        for row in result.rows[:6]:
-            if row.kind == "entity":
-                hop = row.payload["hop"]
-                path = " -> ".join(f"{r['src']} -[{r['rel']}]-> {r['dst']}" for r in row.payload["relations"])
-                line = f"{row.payload['name']} (hop {hop}): {row.payload.get('answer') or ''}"
-                line += f"  [{', '.join(row.payload['evidence_refs'][:2])}]" + (f"\n      via {path}" if path else "")
-            elif row.kind == "community":
-                line = f"map {row.ref_id} '{row.payload['title']}' cites {', '.join(row.payload['evidence_refs'][:3])}"
-            else:
-                via = f" via {row.payload['via']}" if "via" in row.payload else ""
-                line = f"[{row.ref_id}]{via} {texts.get(row.ref_id, '')[:110]}"
-            console.print(f"  {row.rank:>2} {row.kind:<9} {row.source:<9} {line}", highlight=False, markup=False)
+        texts = {c.chunk_id: c.text for c in cited_chunks(conn, TENANT, result.chunks())}
+        console.print(render.results_table(result, texts, limit=6))
 
     console.rule("evaluation per route (sample golden set)")
-    figures = evaluate(conn, TENANT, embedder, read_golden(SAMPLE_GOLDEN), k=5)
-    table = Table()
-    table.add_column("route")
-    for column in next(iter(figures.values())).row():
-        table.add_column(column, justify="right")
-    for route, f in figures.items():
-        table.add_row(route, *f.row().values())
-    console.print(table)
+    figures = evaluate(conn, TENANT, embedder, read_golden(SAMPLE_GOLDEN, routes(conn)), k=5)
+    console.print(render.evaluation_table(figures, "the sample's golden questions, k = 5"))
 
     console.rule("a k-hop neighbourhood")
     written = write_neighbourhood(conn, TENANT, "service:payment gateway", picture)
@@ -103,9 +82,3 @@ def _ask(conn: psycopg.Connection, console: Console, embedder: Embedder, picture
     console.print(
         "next: pgkgrag search 'your question' --tenant demo   |   psql: SELECT * FROM kgrag.kgrag_search(...)"
     )
-
-
-def _chunk_texts(conn: psycopg.Connection, refs: list[str]) -> dict[str, str]:
-    with tenant_transaction(conn, TENANT):
-        rows = conn.execute("SELECT chunk_id, text FROM kgrag.cited_chunks(%s)", [refs]).fetchall()
-    return {chunk_id: " ".join(text.split()) for chunk_id, text in rows}

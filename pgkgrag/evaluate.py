@@ -18,9 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pgkgrag.embedders import Embedder
 from pgkgrag.errors import KgragError
-from pgkgrag.search import run_search
-
-ROUTES = ("local", "global", "mixed", "vector")
+from pgkgrag.search import routes, run_search
 
 
 class GoldenQuestion(BaseModel):
@@ -31,7 +29,8 @@ class GoldenQuestion(BaseModel):
     expect_empty: bool = False
 
 
-def read_golden(path: Path) -> list[GoldenQuestion]:
+def read_golden(path: Path, known_routes: list[str]) -> list[GoldenQuestion]:
+    """The questions of a golden file; every route must be one of known_routes (kgrag.routes)."""
     questions = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
@@ -40,8 +39,8 @@ def read_golden(path: Path) -> list[GoldenQuestion]:
             item = GoldenQuestion.model_validate(json.loads(line))
         except (json.JSONDecodeError, ValidationError) as exc:
             raise KgragError(f"{path}:{number}: {exc}") from exc
-        if item.route not in ROUTES:
-            raise KgragError(f"{path}:{number}: route must be one of {', '.join(ROUTES)}, got {item.route!r}")
+        if item.route not in known_routes:
+            raise KgragError(f"{path}:{number}: route must be one of {', '.join(known_routes)}, got {item.route!r}")
         questions.append(item)
     if not questions:
         raise KgragError(f"{path}: no questions")
@@ -100,4 +99,4 @@ def evaluate(
                 f.covered += 1
             else:
                 f.misses.append(f"not covered: {item.question}")
-    return {route: figures[route] for route in ROUTES if route in figures}
+    return {route: figures[route] for route in routes(conn) if route in figures}

@@ -8,7 +8,8 @@ import psycopg
 
 from pgkgrag.db import tenant_transaction
 from pgkgrag.errors import KgragError
-from pgkgrag.extractors import Extractor, GazetteerExtractor, ProvidedExtractor, load_gazetteer, tenant_gazetteer
+from pgkgrag.extractors import Extractor, ProvidedExtractor
+from pgkgrag.gazetteer import GazetteerExtractor, load_gazetteer, tenant_gazetteer
 
 
 def make_extractor(conn: psycopg.Connection, tenant: str, name: str, gazetteer: Path | None = None) -> Extractor:

@@ -1,10 +1,9 @@
 """Extraction: what entities a document's chunks mention and what relations they state.
 
 Three implementations of one small interface:
-- `provided`: the entities and relations given in the JSONL;
-- `gazetteer`: known names (a file, or the tenant's entities) found in the text with an
-  Aho-Corasick automaton (pyahocorasick), word-bounded, case and accent insensitive;
-- `llm`: any OpenAI-compatible chat endpoint, validated (pgkgrag.llm_extractor).
+- `provided` (here): the entities and relations given in the JSONL;
+- `gazetteer` (pgkgrag.gazetteer): known names (a file, or the tenant's entities) found in the text;
+- `llm` (pgkgrag.llm_extractor): any OpenAI-compatible chat endpoint, validated.
 
 Names are compared in their canonical form, which only SQL computes (kgrag.canonical_name):
 Python asks the database for it in one call per batch rather than keeping a second copy.
@@ -12,24 +11,18 @@ Python asks the database for it in one call per batch rather than keeping a seco
 
 from __future__ import annotations
 
-import csv
-import hashlib
-import json
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Literal, Protocol
 
-import ahocorasick
 import psycopg
 from psycopg import sql
 
 from pgkgrag.chunking import Chunk
 from pgkgrag.documents import DocumentIn
-from pgkgrag.errors import KgragError
+from pgkgrag.queries import Q
 
 EXTRACTORS = ("provided", "gazetteer", "llm")
 
@@ -90,13 +83,23 @@ class Extractor(Protocol):
         ...
 
 
-def normalized(conn: psycopg.Connection, form: Literal["canonical_name", "squash"], texts: list[str]) -> list[str]:
-    """kgrag.canonical_name or kgrag.squash of every text, in order, in one round trip."""
+def _each(conn: psycopg.Connection, function: str, texts: list[str]) -> list[str | None]:
+    """kgrag.<function>(text) of every text, in order, in one round trip."""
     if not texts:
         return []
-    query = sql.SQL("SELECT kgrag.{}(u.x) FROM unnest(%s::text[]) WITH ORDINALITY AS u(x, i) ORDER BY u.i")
-    rows = conn.execute(query.format(sql.Identifier(form)), [texts]).fetchall()
-    return [r[0] for r in rows]
+    query = sql.SQL(Q["map_texts"]).format(function=sql.Identifier(function))
+    return [r[0] for r in conn.execute(query, [texts]).fetchall()]
+
+
+def normalized(conn: psycopg.Connection, form: Literal["canonical_name", "squash"], texts: list[str]) -> list[str]:
+    """kgrag.canonical_name or kgrag.squash of every text, in order."""
+    return [value or "" for value in _each(conn, form, texts)]
+
+
+def ontology_types(conn: psycopg.Connection, kind: Literal["entity", "relation"], types: list[str]) -> list[str | None]:
+    """The type of the tenant's ontology each given type names, or None (kgrag.ontology_entity_type,
+    kgrag.ontology_relation_type)."""
+    return _each(conn, f"ontology_{kind}_type", types)
 
 
 def _chunk_of(chunks: list[Chunk], position: int) -> int | None:
@@ -194,110 +197,3 @@ class ProvidedExtractor:
                 )
             )
         return out
-
-
-@dataclass(frozen=True)
-class KnownName:
-    name: str
-    type: str
-    aliases: tuple[str, ...] = ()
-
-
-def load_gazetteer(path: Path) -> list[KnownName]:
-    """Names from JSONL ({"name", "type", "aliases"}) or CSV (name,type,aliases separated by ';')."""
-    if not path.exists():
-        raise KgragError(f"gazetteer {path}: no such file")
-    names: list[KnownName] = []
-    if path.suffix.lower() == ".jsonl":
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-                names.append(
-                    KnownName(
-                        str(item["name"]),
-                        str(item.get("type") or "Concept"),
-                        tuple(str(a) for a in item.get("aliases", [])),
-                    )
-                )
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise KgragError(f'gazetteer {path}:{number}: expected {{"name", "type", "aliases"}}: {exc}') from exc
-    elif path.suffix.lower() == ".csv":
-        with path.open(encoding="utf-8", newline="") as handle:
-            for row in csv.DictReader(handle):
-                if not row.get("name"):
-                    raise KgragError(f"gazetteer {path}: every row needs a name (columns: name,type,aliases)")
-                aliases = tuple(a.strip() for a in (row.get("aliases") or "").split(";") if a.strip())
-                names.append(KnownName(row["name"], row.get("type") or "Concept", aliases))
-    else:
-        raise KgragError(f"gazetteer {path}: expected a .jsonl or .csv file")
-    return names
-
-
-def tenant_gazetteer(conn: psycopg.Connection) -> list[KnownName]:
-    """The names the tenant's graph already knows."""
-    rows = conn.execute(
-        "SELECT e.name, e.type, COALESCE(array_agg(a.alias ORDER BY a.alias) FILTER (WHERE a.alias <> e.name), '{}')"
-        " FROM kgrag.entity e LEFT JOIN kgrag.alias a ON a.tenant_id = e.tenant_id AND a.entity_id = e.entity_id"
-        " WHERE e.tenant_id = kgrag.current_tenant() GROUP BY e.entity_id, e.name, e.type ORDER BY e.entity_id"
-    ).fetchall()
-    return [KnownName(name, etype, tuple(aliases)) for name, etype, aliases in rows]
-
-
-class GazetteerExtractor:
-    """Known names found in chunk text by one Aho-Corasick pass per chunk."""
-
-    name = "gazetteer"
-
-    def __init__(self, names: list[KnownName]) -> None:
-        self.names = names
-        self._automaton: ahocorasick.Automaton | None = None
-        self._building = threading.Lock()  # batches may be extracted by several writer threads
-
-    def fingerprint(self) -> str:
-        listing = "\n".join(f"{n.name}\t{n.type}\t{';'.join(n.aliases)}" for n in self.names)
-        return "gazetteer:v1:" + hashlib.sha256(listing.encode()).hexdigest()[:16]
-
-    def _build(self, conn: psycopg.Connection) -> ahocorasick.Automaton:
-        forms = [(i, form) for i, known in enumerate(self.names) for form in (known.name, *known.aliases)]
-        canon = normalized(conn, "canonical_name", [form for _, form in forms])
-        patterns: dict[str, set[int]] = {}
-        for (index, _), key in zip(forms, canon, strict=True):
-            if key:
-                patterns.setdefault(f" {key} ", set()).add(index)
-        automaton = ahocorasick.Automaton()
-        for pattern, indexes in patterns.items():
-            automaton.add_word(pattern, tuple(sorted(indexes)))
-        automaton.make_automaton()
-        return automaton
-
-    def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
-        with self._building:
-            if self._automaton is None:
-                self._automaton = self._build(conn)
-            automaton = self._automaton
-        texts = [chunk.text for prepared in docs for chunk in prepared.chunks]
-        canon = iter(normalized(conn, "canonical_name", texts) if len(automaton) else [""] * len(texts))
-        results: dict[str, Extraction | Exception] = {}
-        for prepared in docs:
-            hits: dict[int, set[int]] = {}
-            for chunk in prepared.chunks:
-                haystack = f" {next(canon)} "
-                if not len(automaton):
-                    continue
-                for _, indexes in automaton.iter(haystack):
-                    for index in indexes:
-                        hits.setdefault(index, set()).add(chunk.ordinal)
-            results[prepared.document.doc_id] = Extraction(
-                entities=[
-                    FoundEntity(
-                        self.names[i].name,
-                        self.names[i].type,
-                        aliases=list(self.names[i].aliases),
-                        ordinals=sorted(ordinals),
-                    )
-                    for i, ordinals in sorted(hits.items())
-                ]
-            )
-        return results

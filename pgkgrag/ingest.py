@@ -1,49 +1,78 @@
 """Ingestion batches: read, chunk, extract, embed, write.
 
-Python orchestrates and SQL does the set work: each batch is COPYed into staging tables and
-applied by kgrag.ingest_apply() in one transaction, retried whole on a deadlock or serialization
-failure. A document whose content hash is unchanged is skipped; a document whose extraction
-failed is recorded in kgrag.ingest_failure and nothing of it is written.
+Python orchestrates and SQL does the set work: each batch is COPYed into staging tables
+(pgkgrag.staging) and applied by kgrag.ingest_apply() in one transaction, retried whole on a
+deadlock or serialization failure. A document whose content hash is unchanged is skipped; a
+document whose extraction failed is recorded in kgrag.ingest_failure and nothing of it is written.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import queue
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import psycopg
+from pydantic import BaseModel, ConfigDict
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from pgkgrag import staging
 from pgkgrag.chunking import ChunkSettings, chunk_text
 from pgkgrag.db import tenant_transaction
-from pgkgrag.documents import DocumentIn, InputItem, read_inputs
+from pgkgrag.documents import InputItem, read_inputs
 from pgkgrag.embedders import Embedder
-from pgkgrag.errors import KgragError
-from pgkgrag.extractors import Extraction, Extractor, PreparedDocument
+from pgkgrag.embedding import ProgressCallback, embed_pending, use_embedder
+from pgkgrag.extractors import Extractor, PreparedDocument
+from pgkgrag.queries import Q
 
-LANGUAGES = {"en": "english", "pt": "portuguese", "es": "spanish", "fr": "french", "de": "german", "it": "italian"}
 BATCH_STEPS = ("read and chunk", "extract", "embed chunks", "write")  # timed per batch, summed over writers
-Progress = Callable[[str, int], None]  # (step, items done in this call): "documents" or "entity embeddings"
+
+
+class AppliedCounts(BaseModel):
+    """What kgrag.ingest_apply() returns (and kgrag.delete_documents() part of), typed."""
+
+    model_config = ConfigDict(extra="forbid")
+    documents: int = 0
+    chunks: int = 0
+    mentions: int = 0
+    relations: int = 0
+    rejected: dict[str, int] = {}
+    affected_entities: int = 0
+    removed_entities: int = 0
 
 
 @dataclass
-class IngestReport:
+class GraphCounts:
+    """What the written batches added or changed."""
+
+    chunks: int = 0
+    mentions: int = 0
+    relations: int = 0
+    affected_entities: int = 0
+    removed_entities: int = 0
+    entity_embeddings: int = 0
+
+    def add(self, other: GraphCounts | AppliedCounts) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name, 0))
+
+
+@dataclass
+class IngestSummary:
+    """What an ingestion run did: the CLI prints it, a caller checks `ok`."""
+
     read: int = 0
     unchanged: int = 0
     written: int = 0
     rejected_inputs: list[tuple[str, str]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
-    counts: Counter[str] = field(default_factory=Counter)
+    counts: GraphCounts = field(default_factory=GraphCounts)
     rejected_extractions: Counter[str] = field(default_factory=Counter)
     seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     retries: int = 0
@@ -52,14 +81,14 @@ class IngestReport:
     def ok(self) -> bool:
         return not self.rejected_inputs and not self.failed
 
-    def merge(self, part: IngestReport) -> None:
-        """Add what one batch did (a batch reports into its own IngestReport)."""
+    def merge(self, part: IngestSummary) -> None:
+        """Add what one batch did (a batch reports into its own IngestSummary)."""
         self.read += part.read
         self.unchanged += part.unchanged
         self.written += part.written
         self.rejected_inputs += part.rejected_inputs
         self.failed += part.failed
-        self.counts.update(part.counts)
+        self.counts.add(part.counts)
         self.rejected_extractions.update(part.rejected_extractions)
         for step, seconds in part.seconds.items():
             self.seconds[step] += seconds
@@ -70,73 +99,28 @@ class IngestReport:
 class TenantSettings:
     chunking: ChunkSettings
     max_document_bytes: int
-    default_language: str
-    text_search_configs: frozenset[str]
 
     @classmethod
     def load(cls, conn: psycopg.Connection) -> TenantSettings:
-        row = conn.execute(
-            "SELECT kgrag.setting('chunk_max_chars')::int, kgrag.setting('chunk_min_chars')::int,"
-            " kgrag.setting('chunk_overlap_chars')::int, kgrag.setting('max_document_mb')::float8,"
-            " kgrag.setting('text_search_config') #>> '{}',"
-            " (SELECT array_agg(cfgname::text) FROM pg_ts_config)"
-        ).fetchone()
+        row = conn.execute(Q["ingest_settings"]).fetchone()
         assert row is not None
-        return cls(
-            ChunkSettings(max_chars=row[0], min_chars=row[1], overlap_chars=row[2]),
-            int(row[3] * 1024 * 1024),
-            row[4],
-            frozenset(row[5]),
-        )
-
-    def language(self, doc: DocumentIn) -> str:
-        lang = (doc.language or self.default_language).strip().lower()
-        lang = LANGUAGES.get(lang.split("-")[0], lang)
-        if lang not in self.text_search_configs:
-            raise ValueError(
-                f"unknown language {doc.language!r}: use a code ({', '.join(sorted(LANGUAGES))}) "
-                "or a PostgreSQL text search configuration name"
-            )
-        return lang
+        max_chars, min_chars, overlap, max_mb = row
+        return cls(ChunkSettings(max_chars, min_chars, overlap), int(max_mb * 1024 * 1024))
 
 
-def check_embedder(conn: psycopg.Connection, tenant: str, embedder: Embedder) -> None:
-    """A tenant keeps the embedder it started with: vectors of two models do not compare. The
-    choice is recorded at the first ingestion and can change only while nothing is embedded."""
-    with tenant_transaction(conn, tenant):
-        row = conn.execute(
-            "SELECT kgrag.setting('embedder') #>> '{}', EXISTS (SELECT 1 FROM kgrag.chunk"
-            " WHERE tenant_id = kgrag.current_tenant() AND embedding IS NOT NULL)"
-        ).fetchone()
-        assert row is not None
-        recorded, embedded = row
-        if recorded == embedder.name:
-            return
-        if recorded and embedded:
-            raise KgragError(
-                f"tenant {tenant!r} was embedded with {recorded!r}, not {embedder.name!r}: use --embedder {recorded} "
-                "(or delete the tenant's documents first to start over with another embedder)"
-            )
-        conn.execute(
-            "INSERT INTO kgrag.settings (tenant_id, key, value, description)"
-            " VALUES (%s, 'embedder', to_jsonb(%s::text),"
-            " 'The embedder of this tenant''s vectors; questions must be embedded with it.')"
-            " ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value",
-            [tenant, embedder.name],
-        )
-
-
-def _batches(items: Iterable[InputItem], size: int, report: IngestReport) -> Iterator[list[InputItem]]:
+def _batches(items: Iterable[InputItem], size: int, summary: IngestSummary) -> Iterator[list[InputItem]]:
     seen: dict[str, str] = {}
     batch: list[InputItem] = []
     for item in items:
         if item.document is None:
-            report.rejected_inputs.append((item.where, item.error or "invalid"))
+            summary.rejected_inputs.append((item.where, item.error or "invalid"))
             continue
-        report.read += 1
+        summary.read += 1
         first = seen.setdefault(item.document.doc_id, item.where)
         if first != item.where:
-            report.rejected_inputs.append((item.where, f"duplicate doc_id {item.document.doc_id!r} (first at {first})"))
+            summary.rejected_inputs.append(
+                (item.where, f"duplicate doc_id {item.document.doc_id!r} (first at {first})")
+            )
             continue
         batch.append(item)
         if len(batch) >= size:
@@ -155,11 +139,12 @@ class Ingestor:
         embedder: Embedder,
         *,
         batch_size: int = 200,
-        progress: Progress | None = None,
+        progress: ProgressCallback | None = None,
         workers: Sequence[psycopg.Connection] = (),
     ) -> None:
         """With `workers` (more connections to the same database), batches are written by
-        1 + len(workers) threads at once, each batch still in its own transaction."""
+        1 + len(workers) threads at once, each batch still in its own transaction. progress hears
+        ("documents", how many were just done) and ("entity embeddings", ...)."""
         self.conn = conn
         self.tenant = tenant
         self.extractor = extractor
@@ -168,36 +153,37 @@ class Ingestor:
         self.progress = progress or (lambda step, n: None)
         self.workers = list(workers)
         self._embedding = threading.Lock()  # embedders need not be thread-safe; USE uses every core anyway
+        self._languages: dict[str | None, str | None] = {}
         with tenant_transaction(conn, tenant):
             self.settings = TenantSettings.load(conn)
         self.salt = f"{self.settings.chunking.fingerprint()}|{extractor.fingerprint()}"
 
-    def run(self, paths: list[Path]) -> IngestReport:
-        report = IngestReport()
-        check_embedder(self.conn, self.tenant, self.embedder)
-        self._write_batches(_batches(read_inputs(paths), self.batch_size, report), report)
+    def run(self, paths: list[Path]) -> IngestSummary:
+        summary = IngestSummary()
+        use_embedder(self.conn, self.tenant, self.embedder)
+        self._write_batches(_batches(read_inputs(paths), self.batch_size, summary), summary)
         # New and re-described entities are embedded once, after the batches and outside their
         # transactions (no entity lock held while a model runs). An entity without an embedding
         # (say the run was stopped here) is found by lexical linking and embedded by the next
         # ingest or build.
         start = time.perf_counter()
         with tenant_transaction(self.conn, self.tenant):
-            report.counts["entity embeddings"] += embed_missing(
+            summary.counts.entity_embeddings += embed_pending(
                 self.conn, self.embedder, "entity", progress=self.progress
             )
-        report.seconds["embed entities"] += time.perf_counter() - start
-        return report
+        summary.seconds["embed entities"] += time.perf_counter() - start
+        return summary
 
-    def _write_batches(self, batches: Iterator[list[InputItem]], report: IngestReport) -> None:
+    def _write_batches(self, batches: Iterator[list[InputItem]], summary: IngestSummary) -> None:
         if not self.workers:
             for batch in batches:
-                report.merge(self._batch(self.conn, batch))
+                summary.merge(self._batch(self.conn, batch))
             return
         free: queue.SimpleQueue[psycopg.Connection] = queue.SimpleQueue()
         for conn in [self.conn, *self.workers]:
             free.put(conn)
 
-        def write(batch: list[InputItem]) -> IngestReport:
+        def write(batch: list[InputItem]) -> IngestSummary:
             conn = free.get()
             try:
                 return self._batch(conn, batch)
@@ -206,27 +192,37 @@ class Ingestor:
 
         jobs = 1 + len(self.workers)
         with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="pgkgrag-ingest") as pool:
-            pending: set[Future[IngestReport]] = set()
+            pending: set[Future[IngestSummary]] = set()
             try:
                 for batch in batches:  # read ahead by one batch per writer, no more
                     while len(pending) >= 2 * jobs:
                         done, pending = wait(pending, return_when=FIRST_COMPLETED)
                         for future in done:
-                            report.merge(future.result())
+                            summary.merge(future.result())
                     pending.add(pool.submit(write, batch))
                 for future in as_completed(pending):
-                    report.merge(future.result())
+                    summary.merge(future.result())
             except BaseException:
                 pool.shutdown(wait=True, cancel_futures=True)  # batches being written finish or roll back
                 raise
 
-    def _prepare(self, item: InputItem, report: IngestReport) -> tuple[PreparedDocument, str, str] | None:
+    def _languages_of(self, conn: psycopg.Connection, batch: list[InputItem]) -> dict[str | None, str | None]:
+        """The text search configuration of each language the batch names (kgrag.text_search_config)."""
+        wanted = sorted({item.document.language for item in batch if item.document} - set(self._languages), key=str)
+        if wanted:
+            with tenant_transaction(conn, self.tenant):
+                self._languages.update(conn.execute(Q["text_search_configs"], [wanted]).fetchall())
+        return self._languages
+
+    def _prepare(
+        self, item: InputItem, languages: dict[str | None, str | None], summary: IngestSummary
+    ) -> tuple[PreparedDocument, str, str] | None:
         doc = item.document
         assert doc is not None
         size = len(doc.text.encode("utf-8"))
         if size > self.settings.max_document_bytes:
             limit = self.settings.max_document_bytes / 2**20
-            report.rejected_inputs.append(
+            summary.rejected_inputs.append(
                 (
                     item.where,
                     f"document {doc.doc_id!r} is {size / 2**20:.1f} MB, above the "
@@ -234,79 +230,72 @@ class Ingestor:
                 )
             )
             return None
-        try:
-            lang = self.settings.language(doc)
-        except ValueError as exc:
-            report.rejected_inputs.append((item.where, str(exc)))
+        lang = languages.get(doc.language)
+        if lang is None:
+            summary.rejected_inputs.append(
+                (
+                    item.where,
+                    f"unknown language {doc.language!r}: use a code of the setting language_codes (en, pt, ...) "
+                    "or a PostgreSQL text search configuration name",
+                )
+            )
             return None
         chunks = chunk_text(doc.text, doc.title, self.settings.chunking)
         return PreparedDocument(doc, chunks), lang, doc.content_hash(self.salt)
 
-    def _batch(self, conn: psycopg.Connection, batch: list[InputItem]) -> IngestReport:
+    def _batch(self, conn: psycopg.Connection, batch: list[InputItem]) -> IngestSummary:
         """Prepare, extract, embed and write one batch on `conn`; what it did is the result."""
-        report = IngestReport()
+        summary = IngestSummary()
         start = time.perf_counter()
-        prepared = [p for p in (self._prepare(item, report) for item in batch) if p is not None]
+        languages = self._languages_of(conn, batch)
+        prepared = [p for p in (self._prepare(item, languages, summary) for item in batch) if p is not None]
         with tenant_transaction(conn, self.tenant):
-            known: dict[str, str] = dict(
-                conn.execute(
-                    "SELECT doc_id, content_hash FROM kgrag.document WHERE tenant_id = kgrag.current_tenant()"
-                    " AND doc_id = ANY(%s)",
-                    [[p.document.doc_id for p, _, _ in prepared]],
-                ).fetchall()
+            stored: dict[str, str] = dict(
+                conn.execute(Q["stored_documents"], [[p.document.doc_id for p, _, _ in prepared]]).fetchall()
             )
-        todo = [(p, lang, h) for p, lang, h in prepared if known.get(p.document.doc_id) != h]
-        report.unchanged += len(prepared) - len(todo)
-        report.seconds["read and chunk"] += time.perf_counter() - start
+        todo = [(p, lang, h) for p, lang, h in prepared if stored.get(p.document.doc_id) != h]
+        summary.unchanged += len(prepared) - len(todo)
+        summary.seconds["read and chunk"] += time.perf_counter() - start
         self.progress("documents", len(batch) - len(todo))
         if not todo:
-            return report
+            return summary
 
         start = time.perf_counter()
         with tenant_transaction(conn, self.tenant):
             results = self.extractor.extract(conn, [p for p, _, _ in todo])
-        extracted: list[tuple[PreparedDocument, str, str, Extraction]] = []
+        extracted: list[staging.ExtractedDocument] = []
         for p, lang, content_hash in todo:
             result = results[p.document.doc_id]
             if isinstance(result, Exception):
-                report.failed.append((p.document.doc_id, str(result)))
+                summary.failed.append((p.document.doc_id, str(result)))
                 with tenant_transaction(conn, self.tenant):
-                    conn.execute(
-                        "SELECT kgrag.record_ingest_failure(%s, %s, %s)", [p.document.doc_id, content_hash, str(result)]
-                    )
+                    conn.execute(Q["record_ingest_failure"], [p.document.doc_id, content_hash, str(result)])
                 continue
-            report.rejected_extractions.update(result.rejected)
-            extracted.append((p, lang, content_hash, result))
-        report.seconds["extract"] += time.perf_counter() - start
+            summary.rejected_extractions.update(result.rejected)
+            extracted.append(staging.ExtractedDocument(p, lang, content_hash, result))
+        summary.seconds["extract"] += time.perf_counter() - start
         if not extracted:
             self.progress("documents", len(todo))
-            return report
+            return summary
 
         start = time.perf_counter()
-        vectors = self._chunk_embeddings(conn, [p for p, _, _, _ in extracted])
-        report.seconds["embed chunks"] += time.perf_counter() - start
+        vectors = self._chunk_embeddings(conn, [d.prepared for d in extracted])
+        summary.seconds["embed chunks"] += time.perf_counter() - start
 
         start = time.perf_counter()
-        counts = self._write(conn, extracted, vectors, report)
-        report.seconds["write"] += time.perf_counter() - start
-        report.written += len(extracted)
-        report.counts.update({k: v for k, v in counts.items() if isinstance(v, int)})
-        report.rejected_extractions.update(counts.get("rejected", {}))
+        applied = self._write(conn, extracted, vectors, summary)
+        summary.seconds["write"] += time.perf_counter() - start
+        summary.written += len(extracted)
+        summary.counts.add(applied)
+        summary.rejected_extractions.update(applied.rejected)
         self.progress("documents", len(todo))
-        return report
+        return summary
 
     def _chunk_embeddings(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, np.ndarray]:
         """Embeddings of the chunk texts the tenant does not have yet, by content hash."""
         by_hash = {c.content_hash: c.text for p in docs for c in p.chunks}
         with tenant_transaction(conn, self.tenant):
-            have = {
-                r[0]
-                for r in conn.execute(
-                    "SELECT DISTINCT content_hash FROM kgrag.chunk WHERE tenant_id = kgrag.current_tenant()"
-                    " AND content_hash = ANY(%s) AND embedding IS NOT NULL",
-                    [list(by_hash)],
-                )
-            }
+            have = {r[0] for r in conn.execute(Q["embedded_chunk_texts"], [list(by_hash)])}
         missing = sorted(h for h in by_hash if h not in have)
         if not missing:
             return {}
@@ -317,142 +306,31 @@ class Ingestor:
     def _write(
         self,
         conn: psycopg.Connection,
-        extracted: list[tuple[PreparedDocument, str, str, Extraction]],
+        extracted: list[staging.ExtractedDocument],
         vectors: dict[str, np.ndarray],
-        report: IngestReport,
-    ) -> dict[str, Any]:
+        summary: IngestSummary,
+    ) -> AppliedCounts:
         @retry(
             retry=retry_if_exception_type((psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)),
             stop=stop_after_attempt(6),
             wait=wait_random_exponential(multiplier=0.05, max=2),
             reraise=True,
-            before_sleep=lambda _: report.__setattr__("retries", report.retries + 1),
+            before_sleep=lambda _: summary.__setattr__("retries", summary.retries + 1),
         )
-        def attempt() -> dict[str, Any]:
+        def attempt() -> AppliedCounts:
             with tenant_transaction(conn, self.tenant):
-                conn.execute("SELECT kgrag.stage_begin()")
-                self._copy(conn, extracted, vectors)
-                row = conn.execute("SELECT kgrag.ingest_apply()").fetchone()
+                staging.begin(conn)
+                staging.stage_documents(conn, extracted, vectors)
+                row = conn.execute(Q["ingest_apply"]).fetchone()
                 assert row is not None
-                counts: dict[str, Any] = row[0]
-                return counts
+                return AppliedCounts.model_validate(row[0])
 
         return attempt()
 
-    def _copy(
-        self,
-        conn: psycopg.Connection,
-        extracted: list[tuple[PreparedDocument, str, str, Extraction]],
-        vectors: dict[str, np.ndarray],
-    ) -> None:
-        with conn.cursor() as cur:
-            with cur.copy(
-                "COPY pg_temp.kgrag_stage_document (doc_id, title, source_uri, metadata, lang, content_hash) FROM STDIN"
-            ) as copy:
-                for p, lang, content_hash, _ in extracted:
-                    doc = p.document
-                    copy.write_row((doc.doc_id, doc.title, doc.source_uri, _json(doc.metadata), lang, content_hash))
-            with cur.copy(
-                "COPY pg_temp.kgrag_stage_chunk (doc_id, ordinal, char_start, char_end, title, text,"
-                " content_hash, embedding) FROM STDIN (FORMAT BINARY)"
-            ) as copy:
-                copy.set_types(["text", "int4", "int4", "int4", "text", "text", "text", "vector"])
-                for p, _, _, _ in extracted:
-                    for c in p.chunks:
-                        copy.write_row(
-                            (
-                                p.document.doc_id,
-                                c.ordinal,
-                                c.char_start,
-                                c.char_end,
-                                c.title,
-                                c.text,
-                                c.content_hash,
-                                vectors.get(c.content_hash),
-                            )
-                        )
-            with cur.copy(
-                "COPY pg_temp.kgrag_stage_entity (doc_id, name, type, description, answer, answer_ordinal,"
-                " aliases, ordinals) FROM STDIN"
-            ) as copy:
-                for p, _, _, found in extracted:
-                    for e in found.entities:
-                        copy.write_row(
-                            (
-                                p.document.doc_id,
-                                e.name,
-                                e.type,
-                                e.description,
-                                e.answer,
-                                e.answer_ordinal,
-                                e.aliases,
-                                e.ordinals,
-                            )
-                        )
-            with cur.copy(
-                "COPY pg_temp.kgrag_stage_relation (doc_id, ordinal, source, source_type, target, target_type,"
-                " rel, quote, confidence, negated, extractor, valid_from, valid_to) FROM STDIN"
-            ) as copy:
-                for p, _, _, found in extracted:
-                    for r in found.relations:
-                        copy.write_row(
-                            (
-                                p.document.doc_id,
-                                r.ordinal,
-                                r.source,
-                                r.source_type,
-                                r.target,
-                                r.target_type,
-                                r.rel,
-                                r.quote,
-                                r.confidence,
-                                r.negated,
-                                r.extractor,
-                                r.valid_from,
-                                r.valid_to,
-                            )
-                        )
 
-
-def _json(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def embed_missing(
-    conn: psycopg.Connection, embedder: Embedder, kind: str, batch: int = 256, progress: Progress | None = None
-) -> int:
-    """Embed the entities (name and description) or reports that have no embedding yet; progress
-    hears ("entity embeddings" or "report embeddings", how many were just stored)."""
-    if kind == "entity":
-        rows = conn.execute(
-            "SELECT entity_id, CASE WHEN description <> '' THEN name || ': ' || description ELSE name END"
-            " FROM kgrag.entity WHERE tenant_id = kgrag.current_tenant() AND embedding IS NULL ORDER BY entity_id"
-        ).fetchall()
-    else:
-        rows = conn.execute(
-            "SELECT community_id, report FROM kgrag.community_report"
-            " WHERE tenant_id = kgrag.current_tenant() AND embedding IS NULL ORDER BY community_id"
-        ).fetchall()
-    for start in range(0, len(rows), batch):
-        part = rows[start : start + batch]
-        vectors = embedder.embed([text for _, text in part])
-        conn.execute(
-            "SELECT kgrag.store_embeddings(%s, %s, %s, %s)",
-            [
-                kind,
-                [i for i, _ in part],
-                list(vectors),
-                [hashlib.sha256(text.encode()).hexdigest()[:16] for _, text in part],
-            ],
-        )
-        if progress is not None:
-            progress(f"{kind} embeddings", len(part))
-    return len(rows)
-
-
-def delete_documents(conn: psycopg.Connection, tenant: str, doc_ids: list[str]) -> dict[str, Any]:
+def delete_documents(conn: psycopg.Connection, tenant: str, doc_ids: list[str]) -> AppliedCounts:
+    """Delete documents and everything derived from them (kgrag.delete_documents)."""
     with tenant_transaction(conn, tenant):
-        row = conn.execute("SELECT kgrag.delete_documents(%s)", [doc_ids]).fetchone()
-        assert row is not None
-        result: dict[str, Any] = row[0]
-        return result
+        row = conn.execute(Q["delete_documents"], [doc_ids]).fetchone()
+    assert row is not None
+    return AppliedCounts.model_validate(row[0])

@@ -36,8 +36,10 @@ from pgkgrag.extractors import (
     FoundRelation,
     PreparedDocument,
     normalized,
+    ontology_types,
 )
 from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient, RequestFailed
+from pgkgrag.queries import Q
 
 PROMPT_VERSION = "extract-v1"
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
@@ -84,14 +86,6 @@ class Ontology:
 
     def fingerprint(self) -> str:
         return hashlib.sha256(json.dumps([self.entity_types, self.relation_types]).encode()).hexdigest()[:12]
-
-    def entity_type(self, value: str) -> str | None:
-        wanted = value.strip().casefold()
-        return next((t for t in self.entity_types if t.casefold() == wanted), None)
-
-    def relation_type(self, value: str) -> str | None:
-        wanted = re.sub(r"[\s\-]+", "_", value.strip()).upper()
-        return wanted if wanted in {t.upper() for t in self.relation_types} else None
 
 
 def parse_json_object(content: str) -> dict[str, Any]:
@@ -182,7 +176,7 @@ class LlmExtractor:
     def from_env(cls, conn: psycopg.Connection, tenant: str) -> LlmExtractor:
         settings = LlmSettings.from_env()
         with tenant_transaction(conn, tenant):
-            row = conn.execute("SELECT kgrag.setting('ontology')").fetchone()
+            row = conn.execute(Q["ontology"]).fetchone()
         return cls(OpenAICompatibleClient(settings), Ontology.from_setting(row[0] if row else {}))
 
     def fingerprint(self) -> str:
@@ -193,13 +187,7 @@ class LlmExtractor:
 
     def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
         keys = {self._cache_key(c): c for p in docs for c in p.chunks}
-        cached: dict[str, dict[str, Any]] = dict(
-            conn.execute(
-                "SELECT cache_key, response FROM kgrag.llm_cache WHERE tenant_id = kgrag.current_tenant()"
-                " AND cache_key = ANY(%s)",
-                [list(keys)],
-            ).fetchall()
-        )
+        cached: dict[str, dict[str, Any]] = dict(conn.execute(Q["llm_cache_get"], [list(keys)]).fetchall())
         todo = [(key, chunk) for key, chunk in keys.items() if key not in cached]
         with ThreadPoolExecutor(max_workers=self.client.settings.concurrency) as pool:
             answers = list(pool.map(self._ask, [chunk.text for _, chunk in todo]))
@@ -220,11 +208,7 @@ class LlmExtractor:
                 )
         for (key, _, _), result in zip(parsed, self._validate(conn, parsed), strict=True):
             fresh[key] = result
-            conn.execute(
-                "INSERT INTO kgrag.llm_cache (tenant_id, cache_key, model, response)"
-                " VALUES (kgrag.current_tenant(), %s, %s, %s) ON CONFLICT DO NOTHING",
-                [key, self.client.settings.model, json.dumps(result)],
-            )
+            conn.execute(Q["llm_cache_put"], [key, self.client.settings.model, json.dumps(result)])
         results: dict[str, Extraction | Exception] = {}
         for prepared in docs:
             results[prepared.document.doc_id] = self._merge(prepared, cached, fresh)
@@ -244,13 +228,15 @@ class LlmExtractor:
         chunk_sq = [next(squashed) for _ in texts]
         name_sq = iter([next(squashed) for _ in names])
         end_sq = iter([next(squashed) for _ in ends])
+        entity_types = iter(ontology_types(conn, "entity", [e.type for _, _, out in parsed for e in out.entities]))
+        relation_types = iter(ontology_types(conn, "relation", [r.type for _, _, out in parsed for r in out.relations]))
         results = []
         for (_, chunk, out), text_sq in zip(parsed, chunk_sq, strict=True):
             rejected: Counter[str] = Counter()
             entities: dict[str, dict[str, str]] = {}
             for entity in out.entities:
                 key = next(name_sq)
-                etype = self.ontology.entity_type(entity.type)
+                etype = next(entity_types)
                 if etype is None:
                     rejected["entity type outside the ontology"] += 1
                 elif not key or key not in text_sq:
@@ -262,7 +248,7 @@ class LlmExtractor:
             relations = []
             for relation in out.relations:
                 src, dst = entities.get(next(end_sq)), entities.get(next(end_sq))
-                rel = self.ontology.relation_type(relation.type)
+                rel = next(relation_types)
                 if rel is None:
                     rejected["relation type outside the ontology"] += 1
                 elif src is None or dst is None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from pgkgrag.llm_client import OpenAICompatibleClient, RequestFailed
+from pgkgrag.queries import Q
 
 _CITATION = re.compile(r"\[([^\[\]\s]+#\d+)\]")
 _CHUNK_ID = re.compile(r"[^\s,\[\]]+#\d+")
@@ -48,10 +49,7 @@ def validate_summary(summary: str, template: str) -> str | None:
 def rewrite_reports(conn: psycopg.Connection, client: OpenAICompatibleClient) -> ReportRewrite:
     """Summarize the current tenant's template reports (in the caller's transaction)."""
     result = ReportRewrite()
-    rows = conn.execute(
-        "SELECT community_id, report FROM kgrag.community_report"
-        " WHERE tenant_id = kgrag.current_tenant() AND generator = 'template' ORDER BY community_id"
-    ).fetchall()
+    rows = conn.execute(Q["template_reports"]).fetchall()
 
     def ask(template: str) -> str | Exception:
         try:
@@ -69,8 +67,6 @@ def rewrite_reports(conn: psycopg.Connection, client: OpenAICompatibleClient) ->
         if reason:
             result.rejected[reason] += 1
             continue
-        conn.execute(
-            "SELECT kgrag.set_report_text(%s, %s, %s)", [community_id, answer.strip(), f"llm:{client.settings.model}"]
-        )
+        conn.execute(Q["set_report_text"], [community_id, answer.strip(), f"llm:{client.settings.model}"])
         result.written += 1
     return result

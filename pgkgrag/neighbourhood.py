@@ -1,8 +1,8 @@
 """A picture of one k-hop neighbourhood: a self-contained HTML page with an SVG.
 
-The neighbourhood is kgrag.k_hop's answer, its edges kgrag.path_relations'; this module only
-lays it out: the seed in the middle, each hop on its
-own ring, nodes placed in a fixed order, so the same graph always gives the same picture.
+The neighbourhood, with the edge that reached each node, is kgrag.neighbourhood's answer; this
+module only lays it out: the seed in the middle, each hop on its own ring, nodes placed in a fixed
+order, so the same graph always gives the same picture.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 
 from pgkgrag.db import tenant_transaction
+from pgkgrag.queries import Q
 
 
 def neighbourhood(
@@ -21,21 +22,9 @@ def neighbourhood(
 ) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, str]]]:
     """Nodes (id, name, hop) and the last step of each one's shortest path (src, rel, dst)."""
     with tenant_transaction(conn, tenant):
-        rows = conn.execute(
-            "SELECT k.entity_id, e.name, k.hop, k.path FROM kgrag.k_hop(ARRAY[%s], %s, %s) AS k"
-            " JOIN kgrag.entity AS e ON e.tenant_id = kgrag.current_tenant() AND e.entity_id = k.entity_id"
-            " ORDER BY k.hop, k.entity_id",
-            [seed, hops, degree_cap],
-        ).fetchall()
-        edges: set[tuple[str, str, str]] = set()
-        for _, _, hop, path in rows:
-            if hop:  # the last step of each shortest path
-                edges.update(
-                    conn.execute(
-                        "SELECT src, rel, dst FROM kgrag.path_relations(%s) WHERE step = %s", [path, hop]
-                    ).fetchall()
-                )
-    nodes = [(entity_id, name, hop) for entity_id, name, hop, _ in rows]
+        rows = conn.execute(Q["neighbourhood"], [[seed], hops, degree_cap]).fetchall()
+    nodes = [(entity_id, name, hop) for entity_id, name, hop, _, _, _ in rows]
+    edges = {(src, rel, dst) for _, _, _, src, rel, dst in rows if src is not None}
     return nodes, sorted(edges)
 
 

@@ -1,6 +1,7 @@
 """Searching from Python: embed the question with the tenant's embedder, call kgrag_search.
 
-Nothing is decided here: the route, the ranking and the citations all come from SQL.
+Nothing is decided here: the route, the ranking, the context and the citations all come from SQL
+(kgrag.kgrag_search, kgrag.context, kgrag.cited_chunks).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from typing import Any
 import psycopg
 
 from pgkgrag.config import Config
-from pgkgrag.db import READER, resolve_dsn, tenant_transaction
-from pgkgrag.embedders import DEFAULT_EMBEDDER, Embedder, get_embedder
-from pgkgrag.migrations import connect_app
+from pgkgrag.db import READER, connect_app, ensure_server, tenant_transaction
+from pgkgrag.embedders import Embedder
+from pgkgrag.embedding import tenant_embedder
+from pgkgrag.queries import Q
 
 
 @dataclass(frozen=True)
@@ -46,12 +48,12 @@ class SearchResult:
         return [row.ref_id for row in self.rows if row.kind == "chunk"]
 
 
-def tenant_embedder(conn: psycopg.Connection, tenant: str) -> Embedder:
-    """The embedder the tenant's documents were embedded with."""
-    with tenant_transaction(conn, tenant):
-        row = conn.execute("SELECT kgrag.dimension(), kgrag.setting('embedder') #>> '{}'").fetchone()
-    assert row is not None
-    return get_embedder(row[1] or DEFAULT_EMBEDDER, row[0])
+@dataclass(frozen=True)
+class CitedChunk:
+    chunk_id: str
+    doc_id: str
+    title: str
+    text: str
 
 
 def run_search(
@@ -65,21 +67,45 @@ def run_search(
 ) -> SearchResult:
     vector = embedder.embed([question])[0]
     with tenant_transaction(conn, tenant):
-        rows = conn.execute(
-            "SELECT rank, ref_id, kind, source, score, payload FROM kgrag.kgrag_search(%s, %s, %s, %s, %s::jsonb)",
-            [vector, route, question, k, json.dumps(options or {})],
-        ).fetchall()
-        decided = conn.execute(
-            "SELECT current_setting('kgrag.last_route', true), current_setting('kgrag.last_reason', true)"
-        ).fetchone()
+        rows = conn.execute(Q["kgrag_search"], [vector, route, question, k, json.dumps(options or {})]).fetchall()
+        decided = conn.execute(Q["last_search"]).fetchone()
     assert decided is not None
     return SearchResult(decided[0], decided[1], [SearchRow(*row) for row in rows])
+
+
+def context(
+    conn: psycopg.Connection,
+    tenant: str,
+    embedder: Embedder,
+    question: str,
+    route: str = "auto",
+    k: int = 10,
+    max_chars: int = 4000,
+    options: dict[str, Any] | None = None,
+) -> str:
+    """The context block an LLM would get for the question (kgrag.context): empty when nothing answers it."""
+    vector = embedder.embed([question])[0]
+    with tenant_transaction(conn, tenant):
+        row = conn.execute(Q["context"], [vector, route, question, max_chars, k, json.dumps(options or {})]).fetchone()
+    return row[0] if row else ""
+
+
+def routes(conn: psycopg.Connection) -> list[str]:
+    """The routes kgrag_search can take besides auto, in SQL's order (kgrag.routes)."""
+    return [r[0] for r in conn.execute(Q["routes"]).fetchall()]
+
+
+def cited_chunks(conn: psycopg.Connection, tenant: str, refs: list[str]) -> list[CitedChunk]:
+    """The chunks the references name, in order, once each; references that do not resolve are left out."""
+    with tenant_transaction(conn, tenant):
+        return [CitedChunk(*row) for row in conn.execute(Q["cited_chunks"], [refs]).fetchall()]
 
 
 def search(
     question: str, route: str = "auto", k: int = 10, *, tenant: str | None = None, options: dict[str, Any] | None = None
 ) -> SearchResult:
-    """Search the configured database (KGRAG_DSN or the embedded server) as the configured tenant."""
+    """One search of the configured database (KGRAG_DSN or the embedded server) as the configured
+    tenant: connects, loads the embedder and searches, every time."""
     config = Config.from_env(tenant)
-    with connect_app(resolve_dsn(config), READER) as conn:
+    with connect_app(ensure_server(config), READER) as conn:
         return run_search(conn, config.tenant, tenant_embedder(conn, config.tenant), question, route, k, options)

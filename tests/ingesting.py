@@ -12,7 +12,7 @@ from catalog import tables as catalog_tables
 
 from pgkgrag.embedders import HashEmbedder
 from pgkgrag.extractors import Extractor, ProvidedExtractor
-from pgkgrag.ingest import Ingestor, IngestReport
+from pgkgrag.ingest import Ingestor, IngestSummary
 
 OPS = [
     {
@@ -118,7 +118,7 @@ def ingest(
     extractor: Extractor | None = None,
     embedder: HashEmbedder | None = None,
     batch_size: int = 100,
-) -> IngestReport:
+) -> IngestSummary:
     path = write_jsonl(tmp_path / f"input-{len(list(tmp_path.iterdir()))}.jsonl", docs)
     ingestor = Ingestor(
         conn, tenant, extractor or ProvidedExtractor(), embedder or HashEmbedder(512), batch_size=batch_size

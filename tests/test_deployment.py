@@ -14,7 +14,7 @@ from conftest import Server
 from psycopg.conninfo import conninfo_to_dict
 
 from pgkgrag import alembic_host, migrations
-from pgkgrag.db import READER, connect
+from pgkgrag.db import READER, connect, connect_app
 from pgkgrag.errors import KgragError
 
 ALEMBIC = str(Path(sys.executable).parent / "alembic")
@@ -36,7 +36,7 @@ def test_the_driver_refuses_an_older_schema_and_names_the_fix(server: Server) ->
         assert refused.returncode == 1 and "Traceback" not in refused.stderr
         assert f"needs {migrations.head()}" in refused.stderr and "pgkgrag db upgrade" in refused.stderr
         with pytest.raises(KgragError, match="pgkgrag db upgrade"):
-            migrations.connect_app(dsn, READER)
+            connect_app(dsn, READER)
         migrations.upgrade(dsn)
         with connect(dsn) as admin:
             assert admin.execute("SELECT kgrag.version()").fetchone() == (migrations.head(),)

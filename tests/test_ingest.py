@@ -15,8 +15,7 @@ from ingesting import OPS, CountingEmbedder, checksums, ingest
 from pgkgrag.build import build
 from pgkgrag.db import tenant_transaction
 from pgkgrag.embedders import HashEmbedder
-from pgkgrag.errors import KgragError
-from pgkgrag.extractors import GazetteerExtractor, KnownName, load_gazetteer
+from pgkgrag.gazetteer import GazetteerExtractor, KnownName, load_gazetteer
 from pgkgrag.ingest import delete_documents
 
 
@@ -31,7 +30,7 @@ def edges(conn: psycopg.Connection) -> dict[tuple[str, str, str], float]:
 
 def test_provided_extraction_builds_the_graph(conn: psycopg.Connection, tmp_path: Path) -> None:
     report = ingest(conn, tmp_path, OPS)
-    assert report.ok and report.written == 5 and report.counts["chunks"] == 5
+    assert report.ok and report.written == 5 and report.counts.chunks == 5
     assert report.rejected_extractions == {"relation endpoint is not an entity of the document": 1}
     entities = {e for (e,) in q(conn, "SELECT entity_id FROM kgrag.entity")}
     assert entities == {
@@ -149,7 +148,7 @@ def test_delete_removes_what_came_from_the_documents(conn: psycopg.Connection, t
     ingest(conn, tmp_path, OPS)
     build(conn, "t1", HashEmbedder(512))
     result = delete_documents(conn, "t1", ["d2", "nope"])
-    assert result["documents"] == 1 and result["removed_entities"] == 1  # the Payment Module
+    assert result.documents == 1 and result.removed_entities == 1  # the Payment Module
     g = edges(conn)
     assert ("service:auth service", "infrastructure:alpha cluster", "CO_OCCURS") not in g
     assert not any(k[0] == "service:payment module" for k in g)
@@ -174,20 +173,20 @@ def test_build_regenerates_only_what_is_stale(conn: psycopg.Connection, tmp_path
     ]
     ingest(conn, tmp_path, corpus)
     first = build(conn, "t1", HashEmbedder(512))
-    assert first.communities["communities"] >= 2 and first.answers == 11
+    assert first.communities is not None and first.communities.communities >= 2 and first.answers == 11
     reports = dict(q(conn, "SELECT community_id, generated_at FROM kgrag.community_report"))
     answers = dict(q(conn, "SELECT entity_id, answer FROM kgrag.entity"))
     moon = q(conn, "SELECT community_id FROM kgrag.community_member WHERE entity_id = 'infrastructure:moon base'")[0][0]
     # nothing changed: nothing is rebuilt
     again = build(conn, "t1", HashEmbedder(512))
-    assert again.communities == {} and again.reports["written"] == 0 and again.answers == 0
+    assert again.communities is None and again.reports.written == 0 and again.answers == 0
     # d6 changes: its entities' answers and its community go stale and only they are redone
     corpus[5] = {**corpus[5], "text": "Moon Base now talks to Mars Relay every hour."}
     ingest(conn, tmp_path, corpus)
     assert q(conn, "SELECT count(*) FROM kgrag.entity WHERE answer_stale") == [(2,)]
     assert q(conn, "SELECT community_id FROM kgrag.community WHERE stale") == [(moon,)]
     third = build(conn, "t1", HashEmbedder(512))
-    assert third.answers == 2 and third.reports["written"] == 1
+    assert third.answers == 2 and third.reports.written == 1
     after = dict(q(conn, "SELECT community_id, generated_at FROM kgrag.community_report"))
     assert {k for k in after if after[k] != reports.get(k)} == {moon}
     new_answers = dict(q(conn, "SELECT entity_id, answer FROM kgrag.entity"))
@@ -247,8 +246,15 @@ def test_a_tenant_keeps_its_embedder(conn: psycopg.Connection, tmp_path: Path) -
     class Other(HashEmbedder):
         name = "other"
 
-    with pytest.raises(KgragError, match="was embedded with 'hash', not 'other'"):
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="was embedded with 'hash', not 'other'"):
         ingest(conn, tmp_path, OPS[1:2], embedder=Other(512))
+    conn.rollback()
+    # the rule is kgrag.use_embedder's, so a client of any language meets it too
+    with tenant_transaction(conn, "t1"), pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState):
+        conn.execute("SELECT kgrag.use_embedder('openai')")
+    with tenant_transaction(conn, "t2"):  # a tenant with nothing embedded may choose
+        assert conn.execute("SELECT kgrag.use_embedder('openai')").fetchone() == ("openai",)
+        assert conn.execute("SELECT kgrag.setting('embedder') #>> '{}'").fetchone() == ("openai",)
 
 
 def test_languages_and_limits(conn: psycopg.Connection, tmp_path: Path) -> None:

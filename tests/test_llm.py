@@ -288,8 +288,8 @@ def test_reports_summarized_by_the_llm_keep_their_citations(
     llm.responses["Payment Module"] = [(200, "Payments run through the auth service [d2#0].")]
     llm.responses["Ledger Sync"] = [(200, "Billing owns ledgers [d9#0].")]
     result = build(conn, "t1", HashEmbedder(512), report_writer=OpenAICompatibleClient(LlmSettings.from_env()))
-    assert result.reports["summarized by the LLM"] == 1
-    assert result.reports["summary rejected: summary cites a chunk the report does not"] == 1
+    assert result.summarized == 1
+    assert result.summaries_rejected == {"summary cites a chunk the report does not": 1}
     rows = q(conn, "SELECT generator, report FROM kgrag.community_report ORDER BY generator, report")
     assert ("llm:test-model", "Payments run through the auth service [d2#0].") in rows
     assert sum(1 for g, _ in rows if g == "template") == len(rows) - 1

@@ -12,13 +12,19 @@ from alembic.script import ScriptDirectory
 from catalog import oids, snapshot
 from conftest import REPO, Server
 
-from pgkgrag import migrations
+from pgkgrag import installer, migrations, schema_version
 from pgkgrag.errors import KgragError
 
 
 def _revisions() -> list[str]:
     script = ScriptDirectory.from_config(migrations.alembic_config())
     return [rev.revision for rev in reversed(list(script.walk_revisions()))]
+
+
+def test_the_driver_knows_the_revisions_alembic_runs() -> None:
+    """schema_version reads the revisions from the file names, without loading Alembic."""
+    assert schema_version.revisions() == tuple(_revisions())
+    assert schema_version.head() == _revisions()[-1]
 
 
 def test_fresh_install_equals_upgrade_path(any_server: Server) -> None:
@@ -72,12 +78,12 @@ def test_idempotent_layer_follows_the_files(empty_dsn: str, tmp_path: Path, monk
     migrations.upgrade(empty_dsn, "head")
     extra = tmp_path / "idempotent"
     extra.mkdir()
-    for path in migrations.idempotent_files():
+    for path in installer.idempotent_files():
         (extra / path.name).write_text(path.read_text())
     (extra / "999_extra.sql").write_text(
         "CREATE FUNCTION kgrag.extra_probe() RETURNS int LANGUAGE sql SET search_path FROM CURRENT AS 'SELECT 1';"
     )
-    monkeypatch.setattr(migrations, "idempotent_files", lambda: sorted(extra.glob("*.sql")))
+    monkeypatch.setattr(installer, "idempotent_files", lambda: sorted(extra.glob("*.sql")))
     migrations.upgrade(empty_dsn, "head")
     with psycopg.connect(empty_dsn) as conn:
         assert conn.execute("SELECT to_regprocedure('kgrag.extra_probe()') IS NOT NULL").fetchone() == (True,)
@@ -89,20 +95,20 @@ def test_idempotent_layer_follows_the_files(empty_dsn: str, tmp_path: Path, monk
 
 def test_released_migrations_are_frozen() -> None:
     """Every released revision (script and SQL) is byte-identical to what was released."""
-    frozen = migrations.frozen_hashes()
+    frozen = installer.frozen_hashes()
     assert frozen, "FROZEN lists no released file"
-    current = {key: path for rev in _revisions() for key, path in migrations.revision_files(rev).items()}
+    current = {key: path for rev in _revisions() for key, path in installer.revision_files(rev).items()}
     for key, digest in frozen.items():
         assert key in current, f"FROZEN lists {key}, which is missing"
-        assert migrations.file_sha256(current[key]) == digest, f"{key} was edited after release"
+        assert installer.file_sha256(current[key]) == digest, f"{key} was edited after release"
 
 
 def test_an_edited_released_file_is_refused(tmp_path: Path) -> None:
-    for key, path in migrations.revision_files(_revisions()[0]).items():
+    for key, path in installer.revision_files(_revisions()[0]).items():
         edited = tmp_path / path.name
         edited.write_text(path.read_text() + "\n# an edit\n")
         with pytest.raises(KgragError, match="edited after it was released"):
-            migrations.check_frozen(key, edited)
+            installer.check_frozen(key, edited)
 
 
 def test_dimension_is_fixed_at_install(empty_dsn: str) -> None:

@@ -1,0 +1,125 @@
+"""The gazetteer extractor: known names found in chunk text.
+
+The names come from a file (JSONL or CSV) or from the tenant's graph (kgrag.known_names). One
+Aho-Corasick automaton (pyahocorasick) over their canonical forms (kgrag.canonical_name) finds
+them in one pass per chunk, word-bounded, case and accent insensitive.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import ahocorasick
+import psycopg
+
+from pgkgrag.errors import KgragError
+from pgkgrag.extractors import Extraction, FoundEntity, PreparedDocument, normalized
+from pgkgrag.queries import Q
+
+
+@dataclass(frozen=True)
+class KnownName:
+    name: str
+    type: str
+    aliases: tuple[str, ...] = ()
+
+
+def load_gazetteer(path: Path) -> list[KnownName]:
+    """Names from JSONL ({"name", "type", "aliases"}) or CSV (name,type,aliases separated by ';')."""
+    if not path.exists():
+        raise KgragError(f"gazetteer {path}: no such file")
+    names: list[KnownName] = []
+    if path.suffix.lower() == ".jsonl":
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                names.append(
+                    KnownName(
+                        str(item["name"]),
+                        str(item.get("type") or "Concept"),
+                        tuple(str(a) for a in item.get("aliases", [])),
+                    )
+                )
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise KgragError(f'gazetteer {path}:{number}: expected {{"name", "type", "aliases"}}: {exc}') from exc
+    elif path.suffix.lower() == ".csv":
+        with path.open(encoding="utf-8", newline="") as handle:
+            for row in csv.DictReader(handle):
+                if not row.get("name"):
+                    raise KgragError(f"gazetteer {path}: every row needs a name (columns: name,type,aliases)")
+                aliases = tuple(a.strip() for a in (row.get("aliases") or "").split(";") if a.strip())
+                names.append(KnownName(row["name"], row.get("type") or "Concept", aliases))
+    else:
+        raise KgragError(f"gazetteer {path}: expected a .jsonl or .csv file")
+    return names
+
+
+def tenant_gazetteer(conn: psycopg.Connection) -> list[KnownName]:
+    """The names the tenant's graph already knows."""
+    rows = conn.execute(Q["known_names"]).fetchall()
+    return [KnownName(name, etype, tuple(aliases)) for name, etype, aliases in rows]
+
+
+class GazetteerExtractor:
+    """Known names found in chunk text by one Aho-Corasick pass per chunk."""
+
+    name = "gazetteer"
+
+    def __init__(self, names: list[KnownName]) -> None:
+        self.names = names
+        self._automaton: ahocorasick.Automaton | None = None
+        self._building = threading.Lock()  # batches may be extracted by several writer threads
+
+    def fingerprint(self) -> str:
+        listing = "\n".join(f"{n.name}\t{n.type}\t{';'.join(n.aliases)}" for n in self.names)
+        return "gazetteer:v1:" + hashlib.sha256(listing.encode()).hexdigest()[:16]
+
+    def _build(self, conn: psycopg.Connection) -> ahocorasick.Automaton:
+        forms = [(i, form) for i, known in enumerate(self.names) for form in (known.name, *known.aliases)]
+        canon = normalized(conn, "canonical_name", [form for _, form in forms])
+        patterns: dict[str, set[int]] = {}
+        for (index, _), key in zip(forms, canon, strict=True):
+            if key:
+                patterns.setdefault(f" {key} ", set()).add(index)
+        automaton = ahocorasick.Automaton()
+        for pattern, indexes in patterns.items():
+            automaton.add_word(pattern, tuple(sorted(indexes)))
+        automaton.make_automaton()
+        return automaton
+
+    def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
+        with self._building:
+            if self._automaton is None:
+                self._automaton = self._build(conn)
+            automaton = self._automaton
+        texts = [chunk.text for prepared in docs for chunk in prepared.chunks]
+        canon = iter(normalized(conn, "canonical_name", texts) if len(automaton) else [""] * len(texts))
+        results: dict[str, Extraction | Exception] = {}
+        for prepared in docs:
+            hits: dict[int, set[int]] = {}
+            for chunk in prepared.chunks:
+                haystack = f" {next(canon)} "
+                if not len(automaton):
+                    continue
+                for _, indexes in automaton.iter(haystack):
+                    for index in indexes:
+                        hits.setdefault(index, set()).add(chunk.ordinal)
+            results[prepared.document.doc_id] = Extraction(
+                entities=[
+                    FoundEntity(
+                        self.names[i].name,
+                        self.names[i].type,
+                        aliases=list(self.names[i].aliases),
+                        ordinals=sorted(ordinals),
+                    )
+                    for i, ordinals in sorted(hits.items())
+                ]
+            )
+        return results

@@ -1,0 +1,212 @@
+"""Installing the SQL of sql/ into a database: what every Alembic revision and migration run does.
+
+The SQL lives in sql/ and nowhere else:
+- sql/incremental/NNNN_name.sql (and NNNN_name.down.sql) is DDL that runs exactly once, applied
+  by the Alembic revision NNNN. Once released, a file is frozen by its sha256 (sql/incremental/FROZEN);
+  a change to the schema is a new revision, never an edit.
+- sql/idempotent/*.sql holds functions and views (CREATE OR REPLACE). After a migration run that
+  ends at head, they are dropped and created again from the files whenever a revision ran or the
+  files changed, so an upgraded database and a fresh one always carry the same objects. Which
+  objects came from these files is recorded in kgrag.settings (tenant '*').
+
+Every run holds a transaction-scoped advisory lock, so two concurrent upgrades are serialized and
+never half-applied: everything happens in one transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from sqlalchemy.engine import Connection
+
+from pgkgrag.config import DEFAULT_DIMENSION, SHARED_TENANT
+from pgkgrag.errors import KgragError
+from pgkgrag.queries import Q
+from pgkgrag.resources import ALEMBIC_DIR, SQL_DIR
+
+_LOCK_KEY = "kgrag.migrations"
+MAX_DIMENSION = 16000
+
+
+# --- the SQL files ------------------------------------------------------------------------------
+
+
+def incremental_file(revision: str, *, down: bool = False) -> Path:
+    """The one incremental file of a revision (NNNN_name.sql, or NNNN_name.down.sql)."""
+    suffix = ".down.sql" if down else ".sql"
+    found = [
+        p
+        for p in sorted((SQL_DIR / "incremental").glob(f"{revision}_*{suffix}"))
+        if down or not p.name.endswith(".down.sql")
+    ]
+    if len(found) != 1:
+        raise KgragError(f"expected one sql/incremental/{revision}_*{suffix} file, found {len(found)}")
+    return found[0]
+
+
+def frozen_hashes() -> dict[str, str]:
+    """Path (sql/... or alembic/...) -> sha256 of every released migration file."""
+    frozen: dict[str, str] = {}
+    for line in (SQL_DIR / "incremental" / "FROZEN").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            digest, name = line.split()
+            frozen[name] = digest
+    return frozen
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def revision_files(revision: str) -> dict[str, Path]:
+    """The files that make up a revision, keyed as in FROZEN: its script and its SQL."""
+    (script,) = sorted((ALEMBIC_DIR / "versions").glob(f"{revision}_*.py"))
+    files = {f"alembic/versions/{script.name}": script}
+    for down in (False, True):
+        path = incremental_file(revision, down=down)
+        files[f"sql/incremental/{path.name}"] = path
+    return files
+
+
+def check_frozen(key: str, path: Path) -> None:
+    """Refuse a released migration file whose content changed since its release."""
+    expected = frozen_hashes().get(key)
+    if expected is not None and file_sha256(path) != expected:
+        raise KgragError(
+            f"{key} was edited after it was released (its sha256 differs from sql/incremental/FROZEN). "
+            "Released migrations are immutable: put the change in a new revision."
+        )
+
+
+def idempotent_files() -> list[Path]:
+    return sorted((SQL_DIR / "idempotent").glob("*.sql"))
+
+
+def idempotent_digest() -> str:
+    h = hashlib.sha256()
+    for path in idempotent_files():
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def execute_file(conn: psycopg.Connection, path: Path) -> None:
+    """Run one SQL file (several statements, no parameters) in the current transaction.
+
+    The file runs with search_path = pg_catalog, <pgvector's schema>, pg_temp: functions declared
+    `SET search_path FROM CURRENT` pin exactly that path, wherever pgvector is installed.
+    """
+    (vector_schema,) = conn.execute(Q["installer_vector_schema"]).fetchone() or ("public",)
+    (previous,) = conn.execute(Q["installer_search_path"]).fetchone()  # type: ignore[misc]
+    conn.execute(sql.SQL(Q["installer_pin_search_path"]).format(schema=sql.Identifier(vector_schema)))
+    try:
+        conn.execute(path.read_text())  # file text, not a literal: run as one simple-protocol query
+    except psycopg.Error as exc:
+        raise KgragError(f"{path.relative_to(SQL_DIR.parent)} failed: {str(exc).strip()}") from exc
+    conn.execute(Q["installer_restore_search_path"], [previous])  # the caller's path, as it was
+
+
+# --- called from alembic/ -----------------------------------------------------------------------
+
+
+def driver_connection(bind: Connection) -> psycopg.Connection:
+    conn = bind.connection.driver_connection
+    assert isinstance(conn, psycopg.Connection)
+    return conn
+
+
+def apply_revision(bind: Connection, revision: str, *, down: bool = False) -> None:
+    """What every revision's upgrade()/downgrade() does: run its incremental file."""
+    for key, path in revision_files(revision).items():
+        check_frozen(key, path)
+    execute_file(driver_connection(bind), incremental_file(revision, down=down))
+
+
+def prepare(bind: Connection, dim: int | None) -> None:
+    """Start of every migration run: lock, extension, search_path, defaults tenant, dimension."""
+    conn = driver_connection(bind)
+    conn.execute(Q["installer_lock"], [_LOCK_KEY])
+    if not conn.execute(Q["installer_vector_installed"]).fetchone():
+        if not conn.execute(Q["installer_vector_available"]).fetchone():
+            raise KgragError("this PostgreSQL server has no pgvector: install pgvector >= 0.7 on the server")
+        try:
+            with conn.transaction():
+                conn.execute(Q["installer_create_vector"])
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise KgragError(
+                "pgvector is not installed in this database and this role may not install it: "
+                "ask an administrator to run CREATE EXTENSION vector"
+            ) from exc
+    conn.execute(Q["set_tenant"], [SHARED_TENANT])
+    installed = installed_dimension(conn)
+    if installed is not None and dim is not None and dim != installed:
+        raise KgragError(
+            f"this database was installed with embedding dimension {installed}; --dim {dim} cannot change it "
+            "(the vector columns and indexes are sized by it). Install into an empty database instead."
+        )
+    chosen = dim if dim is not None else (installed or DEFAULT_DIMENSION)
+    if not 1 <= chosen <= MAX_DIMENSION:
+        raise KgragError(f"embedding dimension must be between 1 and {MAX_DIMENSION}, got {chosen}")
+    conn.execute(Q["installer_set_dimension"], [str(chosen)])
+
+
+def _has_settings(conn: psycopg.Connection) -> bool:
+    return bool(conn.execute(Q["installer_settings_exist"]).fetchone()[0])  # type: ignore[index]
+
+
+def installed_dimension(conn: psycopg.Connection) -> int | None:
+    if not _has_settings(conn):
+        return None
+    row = conn.execute(Q["installer_dimension"]).fetchone()
+    return row[0] if row else None
+
+
+def finish(bind: Connection, *, at_head: bool, ran: bool, revision: str | None) -> None:
+    """End of every migration run: record the revision, (re)build the idempotent layer at head,
+    remove it elsewhere."""
+    conn = driver_connection(bind)
+    if not _has_settings(conn):
+        return  # downgraded to base: the schema is gone
+    if revision and conn.execute(Q["schema_installed"]).fetchone()[1]:  # type: ignore[index]
+        conn.execute(sql.SQL(Q["installer_record_revision"]).format(revision=sql.Literal(revision)))
+    digest = idempotent_digest()
+    if at_head and not ran and _setting(conn, "idempotent_sha256") == digest:
+        return
+    _drop_idempotent(conn)
+    if not at_head:
+        _put_setting(conn, "idempotent_sha256", None)
+        return
+    before = _kgrag_objects(conn)
+    for path in idempotent_files():
+        execute_file(conn, path)
+    created = sorted(_kgrag_objects(conn) - before)
+    _put_setting(conn, "idempotent_objects", [list(obj) for obj in created])
+    _put_setting(conn, "idempotent_sha256", digest)
+
+
+def _kgrag_objects(conn: psycopg.Connection) -> set[tuple[str, str]]:
+    return {(kind, identity) for kind, identity in conn.execute(Q["installer_objects"]).fetchall()}
+
+
+def _drop_idempotent(conn: psycopg.Connection) -> None:
+    recorded = _setting(conn, "idempotent_objects") or []
+    # Views first (they use functions); identities come from the catalog (regprocedure/regclass).
+    for kind in ("VIEW", "FUNCTION"):
+        for obj_kind, identity in recorded:
+            if obj_kind == kind:
+                conn.execute(sql.SQL(Q["installer_drop_object"]).format(kind=sql.SQL(kind), object=sql.SQL(identity)))
+    _put_setting(conn, "idempotent_objects", [])
+
+
+def _setting(conn: psycopg.Connection, key: str) -> Any:
+    row = conn.execute(Q["installer_get_setting"], [key]).fetchone()
+    return row[0] if row else None
+
+
+def _put_setting(conn: psycopg.Connection, key: str, value: Any) -> None:
+    description = "Maintained by the installer: the functions and views of sql/idempotent."
+    conn.execute(Q["installer_put_setting"], [key, json.dumps(value), description])

@@ -1,0 +1,242 @@
+-- The driver's SQL: every statement pgkgrag runs, by name (see pgkgrag/queries.py).
+-- Values are bound with %s; {fields} are identifiers composed with psycopg.sql.Identifier.
+-- The rules live in the kgrag.* functions these call: an application or a psql session calling
+-- the same functions gets the same behaviour as pgkgrag.
+
+-- ---------------------------------------------------------------------------------------------
+-- connections and tenants (pgkgrag.db, pgkgrag.schema_version, pgkgrag.embedded)
+-- ---------------------------------------------------------------------------------------------
+
+-- name: vector_type_exists
+-- Whether pgvector is installed, so that its type can be registered on the connection.
+SELECT 1 FROM pg_catalog.pg_type WHERE typname = 'vector';
+
+-- name: may_use_role
+-- Whether the role exists and the login role may act as it.
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s)
+       AND pg_catalog.pg_has_role(session_user, %s, 'MEMBER');
+
+-- name: set_role
+SET ROLE {role};
+
+-- name: set_tenant
+-- The tenant of this transaction, as the row-level security policies read it.
+SELECT pg_catalog.set_config('kgrag.tenant', %s, true);
+
+-- name: current_tenant_setting
+-- The tenant the caller's transaction had set (or NULL), to put it back afterwards.
+SELECT pg_catalog.current_setting('kgrag.tenant', true);
+
+-- name: schema_installed
+-- Whether the kgrag schema exists and whether it can tell its revision (kgrag.version, 0006 on).
+SELECT pg_catalog.to_regnamespace('kgrag') IS NOT NULL, pg_catalog.to_regprocedure('kgrag.version()') IS NOT NULL;
+
+-- name: schema_version
+SELECT kgrag.version();
+
+-- name: database_exists
+SELECT 1 FROM pg_catalog.pg_database WHERE datname = %s;
+
+-- name: create_database
+CREATE DATABASE {database};
+
+-- ---------------------------------------------------------------------------------------------
+-- the installer (pgkgrag.installer): run by the schema owner during a migration, before the
+-- functions of sql/idempotent exist or while they are created again, so its bookkeeping in
+-- kgrag.settings (tenant '*') is the one place the driver touches a table itself
+-- ---------------------------------------------------------------------------------------------
+
+-- name: installer_lock
+-- Concurrent migration runs (two pods starting at once) take turns.
+SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext(%s));
+
+-- name: installer_vector_installed
+SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'vector';
+
+-- name: installer_vector_available
+SELECT 1 FROM pg_catalog.pg_available_extensions WHERE name = 'vector';
+
+-- name: installer_create_vector
+CREATE EXTENSION vector;
+
+-- name: installer_vector_schema
+-- The schema pgvector is installed in: the functions' pinned search_path names it.
+SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace
+ WHERE e.extname = 'vector';
+
+-- name: installer_search_path
+SELECT pg_catalog.current_setting('search_path');
+
+-- name: installer_pin_search_path
+-- The path a sql/ file runs with; `SET search_path FROM CURRENT` pins it in every function.
+SET LOCAL search_path = pg_catalog, {schema}, pg_temp;
+
+-- name: installer_restore_search_path
+SELECT pg_catalog.set_config('search_path', %s, true);
+
+-- name: installer_set_dimension
+-- Read back by sql/incremental/0001_base.sql, which sizes the vector columns with it.
+SELECT pg_catalog.set_config('kgrag.install_dimension', %s, true);
+
+-- name: installer_settings_exist
+SELECT pg_catalog.to_regclass('kgrag.settings') IS NOT NULL;
+
+-- name: installer_dimension
+SELECT (value #>> '{}')::integer FROM kgrag.settings WHERE tenant_id = '*' AND key = 'embedding_dimension';
+
+-- name: installer_record_revision
+ALTER FUNCTION kgrag.version() SET kgrag.schema_revision = {revision};
+
+-- name: installer_objects
+-- The functions and views in schema kgrag, as the catalog names them.
+SELECT 'FUNCTION', p.oid::pg_catalog.regprocedure::text FROM pg_catalog.pg_proc AS p
+ WHERE p.pronamespace = 'kgrag'::pg_catalog.regnamespace
+UNION ALL
+SELECT 'VIEW', c.oid::pg_catalog.regclass::text FROM pg_catalog.pg_class AS c
+ WHERE c.relnamespace = 'kgrag'::pg_catalog.regnamespace AND c.relkind = 'v';
+
+-- name: installer_drop_object
+DROP {kind} IF EXISTS {object};
+
+-- name: installer_get_setting
+SELECT value FROM kgrag.settings WHERE tenant_id = '*' AND key = %s;
+
+-- name: installer_put_setting
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', %s, %s::jsonb, %s)
+ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value;
+
+-- ---------------------------------------------------------------------------------------------
+-- embeddings (pgkgrag.embedding)
+-- ---------------------------------------------------------------------------------------------
+
+-- name: tenant_embedder
+-- The dimension of every vector column and the embedder of the tenant's vectors.
+SELECT kgrag.dimension(), kgrag.setting('embedder') #>> '{}';
+
+-- name: use_embedder
+SELECT kgrag.use_embedder(%s);
+
+-- name: embedding_todo
+-- kind, after (the last id of the previous page, or NULL), how many.
+SELECT ref_id, body, body_hash FROM kgrag.embedding_todo(%s, %s, %s);
+
+-- name: store_embeddings
+SELECT kgrag.store_embeddings(%s, %s, %s, %s);
+
+-- name: embedded_chunk_texts
+SELECT kgrag.embedded_chunk_texts(%s);
+
+-- ---------------------------------------------------------------------------------------------
+-- ingestion (pgkgrag.ingest, pgkgrag.staging)
+-- ---------------------------------------------------------------------------------------------
+
+-- name: ingest_settings
+-- What a batch needs to know before it writes: chunk sizes and the document size limit.
+SELECT kgrag.setting('chunk_max_chars')::integer, kgrag.setting('chunk_min_chars')::integer,
+       kgrag.setting('chunk_overlap_chars')::integer, kgrag.setting('max_document_mb')::float8;
+
+-- name: text_search_configs
+-- The text search configuration each language stands for (NULL: unknown), in the order given.
+SELECT u.lang, kgrag.text_search_config(u.lang)::text
+  FROM unnest(%s::text[]) WITH ORDINALITY AS u(lang, i) ORDER BY u.i;
+
+-- name: stored_documents
+SELECT doc_id, content_hash FROM kgrag.stored_documents(%s);
+
+-- name: record_ingest_failure
+SELECT kgrag.record_ingest_failure(%s, %s, %s);
+
+-- name: stage_begin
+SELECT kgrag.stage_begin();
+
+-- name: copy_text
+COPY {table} ({columns}) FROM STDIN;
+
+-- name: copy_binary
+COPY {table} ({columns}) FROM STDIN (FORMAT BINARY);
+
+-- name: ingest_apply
+SELECT kgrag.ingest_apply();
+
+-- name: delete_documents
+SELECT kgrag.delete_documents(%s);
+
+-- ---------------------------------------------------------------------------------------------
+-- building communities, reports and answers (pgkgrag.build, pgkgrag.llm_reports)
+-- ---------------------------------------------------------------------------------------------
+
+-- name: graph_totals
+SELECT documents, chunks, entities, edges, communities, reports FROM kgrag.graph_totals();
+
+-- name: communities_outdated
+SELECT kgrag.communities_outdated();
+
+-- name: community_settings
+-- Hierarchical Leiden's seed, resolution and maximum community size for this tenant.
+SELECT kgrag.setting('community_seed')::integer, kgrag.setting('community_resolution')::float8,
+       kgrag.setting('community_max_size')::integer;
+
+-- name: community_graph
+SELECT src, dst, weight FROM kgrag.community_graph();
+
+-- name: replace_communities
+SELECT kgrag.replace_communities();
+
+-- name: refresh_answers
+SELECT kgrag.refresh_answers();
+
+-- name: refresh_reports
+SELECT kgrag.refresh_reports();
+
+-- name: template_reports
+SELECT community_id, report FROM kgrag.template_reports();
+
+-- name: set_report_text
+SELECT kgrag.set_report_text(%s, %s, %s);
+
+-- ---------------------------------------------------------------------------------------------
+-- extraction (pgkgrag.extractors, pgkgrag.gazetteer, pgkgrag.llm_extractor)
+-- ---------------------------------------------------------------------------------------------
+
+-- name: map_texts
+-- One kgrag function of a text (canonical_name, squash, ontology_entity_type, ...) over many.
+SELECT kgrag.{function}(u.x) FROM unnest(%s::text[]) WITH ORDINALITY AS u(x, i) ORDER BY u.i;
+
+-- name: known_names
+SELECT name, type, aliases FROM kgrag.known_names();
+
+-- name: llm_cache_get
+SELECT cache_key, response FROM kgrag.llm_cache_get(%s);
+
+-- name: llm_cache_put
+SELECT kgrag.llm_cache_put(%s, %s, %s);
+
+-- name: ontology
+-- The entity and relation types an LLM extraction may produce (setting ontology).
+SELECT kgrag.setting('ontology');
+
+-- ---------------------------------------------------------------------------------------------
+-- search (pgkgrag.search, pgkgrag.neighbourhood, pgkgrag.evaluate)
+-- ---------------------------------------------------------------------------------------------
+
+-- name: kgrag_search
+-- question vector, route, question text, k, options.
+SELECT rank, ref_id, kind, source, score, payload FROM kgrag.kgrag_search(%s, %s, %s, %s, %s::jsonb);
+
+-- name: last_search
+-- The route and reason of the last search of this transaction.
+SELECT pg_catalog.current_setting('kgrag.last_route', true), pg_catalog.current_setting('kgrag.last_reason', true);
+
+-- name: context
+-- question vector, route, question text, max_chars, k, options.
+SELECT kgrag.context(%s, %s, %s, %s, %s, %s::jsonb);
+
+-- name: cited_chunks
+SELECT chunk_id, doc_id, title, text FROM kgrag.cited_chunks(%s);
+
+-- name: routes
+SELECT route FROM kgrag.routes();
+
+-- name: neighbourhood
+-- seeds, hops, degree cap.
+SELECT entity_id, name, hop, src, rel, dst FROM kgrag.neighbourhood(%s, %s, %s);
