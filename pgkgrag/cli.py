@@ -24,7 +24,7 @@ from pgkgrag.build import graph_totals
 from pgkgrag.config import Config
 from pgkgrag.db import READER, WRITER, connect_app, ensure_server
 from pgkgrag.demo import run_demo
-from pgkgrag.documents import TEXT_SUFFIXES
+from pgkgrag.documents import count_inputs
 from pgkgrag.embedded import EmbeddedServer
 from pgkgrag.embedders import EMBEDDERS
 from pgkgrag.embedding import tenant_embedder
@@ -188,19 +188,6 @@ def _open(tenant: str | None, role: str) -> tuple[Config, psycopg.Connection]:
     return config, connect_app(ensure_server(config), role)
 
 
-def _count_inputs(paths: list[Path]) -> int | None:
-    total = 0
-    for path in paths:
-        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-        for file in files:
-            if file.suffix.lower() == ".jsonl":
-                with file.open("rb") as handle:
-                    total += sum(1 for line in handle if line.strip())
-            elif file.suffix.lower() in TEXT_SUFFIXES:
-                total += 1
-    return total or None
-
-
 reports_option = click.option(
     "--reports",
     type=click.Choice(["template", "llm"]),
@@ -282,7 +269,7 @@ def ingest(
         path_list = list(paths)
         started = time.perf_counter()
         with _progress() as progress:
-            tasks = {"documents": progress.add_task("ingesting", total=_count_inputs(path_list))}
+            tasks = {"documents": progress.add_task("ingesting", total=count_inputs(path_list))}
 
             def advance(step: str, n: int) -> None:
                 if step not in tasks:

@@ -178,20 +178,38 @@ def _read_text(path: Path, root: Path) -> InputItem:
         return InputItem(where, error=_describe(exc))
 
 
-def read_inputs(paths: list[Path]) -> Iterator[InputItem]:
-    """Every document of the given files and folders (folders recursively, in sorted order)."""
+def input_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
+    """(file, the folder its doc_id is relative to) for every input file of the given files and
+    folders (folders recursively, in sorted order)."""
     for path in paths:
         if not path.exists():
             raise KgragError(f"{path}: no such file or folder")
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in INPUT_SUFFIXES)
-            root = path
+            for file in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in INPUT_SUFFIXES):
+                yield file, path
         elif path.suffix.lower() in INPUT_SUFFIXES:
-            files, root = [path], path.parent
+            yield path, path.parent
         else:
             raise KgragError(f"{path}: expected a .jsonl, .txt or .md file, or a folder of them")
-        for file in files:
-            if file.suffix.lower() == ".jsonl":
-                yield from _read_jsonl(file)
-            else:
-                yield _read_text(file, root)
+
+
+def read_inputs(paths: list[Path]) -> Iterator[InputItem]:
+    """Every document of the given files and folders."""
+    for file, root in input_files(paths):
+        if file.suffix.lower() == ".jsonl":
+            yield from _read_jsonl(file)
+        else:
+            yield _read_text(file, root)
+
+
+def count_inputs(paths: list[Path]) -> int | None:
+    """How many documents the inputs hold at most (non-blank JSONL lines and text files), for a
+    progress bar; None when there are none."""
+    total = 0
+    for file, _ in input_files(paths):
+        if file.suffix.lower() == ".jsonl":
+            with file.open("rb") as handle:
+                total += sum(1 for line in handle if line.strip())
+        else:
+            total += 1
+    return total or None

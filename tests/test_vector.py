@@ -97,6 +97,24 @@ def test_the_index_is_used_under_row_level_security(
     assert any("chunk_embedding_bq_idx" in p for p in plans), plans
 
 
+def test_entity_search_agrees_with_brute_force(
+    vectors: psycopg.Connection, admin: psycopg.Connection, embedded: tuple[list[str], np.ndarray]
+) -> None:
+    """One statement (kgrag._nearest) serves chunks, entities and reports."""
+    _, vecs = embedded
+    admin.execute("SELECT set_config('kgrag.tenant', 'big', false)")
+    admin.execute(
+        "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, embedding)"
+        " SELECT tenant_id, 'e:' || chunk_id, chunk_id, 'e', embedding FROM kgrag.chunk WHERE tenant_id = 'big'"
+    )
+    admin.execute("ANALYZE kgrag.entity")
+    admin.commit()
+    vectors.execute("SELECT set_config('kgrag.tenant', 'big', false)")
+    for q in vecs[CORPUS : CORPUS + 5]:
+        found = [r[0] for r in vectors.execute("SELECT entity_id FROM kgrag.search_entities_vector(%s, 10, -1)", [q])]
+        assert [f.removeprefix("e:") for f in found] == approx(vectors, q)
+
+
 def test_bad_question_vectors_are_named(vectors: psycopg.Connection) -> None:
     with pytest.raises(psycopg.errors.DataException, match="has 3 dimensions, but this database stores 512"):
         vectors.execute("SELECT * FROM kgrag.search_chunks_vector('[1,2,3]')")

@@ -2,8 +2,8 @@
 -- distance, then an exact cosine re-rank of the candidates on the full vectors.
 --
 -- The index expression is binary_quantize(embedding)::bit(D) with D fixed at install time, and a
--- query only uses the index when it repeats that expression exactly, so the three search
--- functions are created by the DO block at the end with D written into their text.
+-- query only uses the index when it repeats that expression exactly: kgrag._nearest writes D
+-- (kgrag.dimension()) into the statement it runs, for the chunks, the entities and the reports.
 
 CREATE OR REPLACE FUNCTION kgrag._check_k(k integer) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER
@@ -87,123 +87,90 @@ $$;
 COMMENT ON FUNCTION kgrag._vector_scan_end() IS
 'Private. Returns nothing; puts back the hnsw settings that _vector_scan_begin changed.';
 
-DO $install$
-DECLARE
-    d text := (SELECT s.value #>> '{}' FROM kgrag.settings AS s
-                WHERE s.tenant_id = '*' AND s.key = 'embedding_dimension');
-BEGIN
-    EXECUTE replace($fn$
-CREATE OR REPLACE FUNCTION kgrag.search_chunks_vector(
-    q vector, k integer DEFAULT 10, overfetch integer DEFAULT NULL, ef_search integer DEFAULT NULL)
-RETURNS TABLE (chunk_id text, rank integer, similarity double precision)
+CREATE OR REPLACE FUNCTION kgrag._nearest(
+    kind text, q vector, k integer, overfetch integer, ef_search integer, level integer DEFAULT NULL)
+RETURNS TABLE (ref_id text, rank integer, similarity double precision)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
-SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
     candidates integer;
+    source text;
+    id_column text;
 BEGIN
     PERFORM kgrag._check_question_vector(q);
+    SELECT x.source, x.id_column INTO source, id_column
+      FROM (VALUES ('chunk', 'chunk', 'chunk_id'), ('entity', 'entity', 'entity_id'),
+                   ('report', 'community_report', 'community_id')) AS x(kind, source, id_column)
+     WHERE x.kind = _nearest.kind;
+    IF source IS NULL OR (level IS NOT NULL AND kind <> 'report') THEN
+        RAISE EXCEPTION 'kind must be chunk, entity or report (level: reports only), got %',
+            COALESCE(quote_literal(kind), 'NULL') USING ERRCODE = '22023';
+    END IF;
     candidates := kgrag._vector_scan_begin(k, overfetch, ef_search);
-    RETURN QUERY
-    WITH hamming AS MATERIALIZED (
-        SELECT c.chunk_id, c.embedding
-          FROM kgrag.chunk AS c
-         WHERE c.tenant_id = t
-         ORDER BY binary_quantize(c.embedding)::bit(@D@) <~> binary_quantize(q)::bit(@D@)
-         LIMIT candidates
-    ), exact AS (
-        SELECT h.chunk_id, h.embedding <=> q AS distance FROM hamming AS h
-    )
-    SELECT e.chunk_id, (row_number() OVER (ORDER BY e.distance, e.chunk_id))::integer, 1 - e.distance
-      FROM exact AS e
-     ORDER BY e.distance, e.chunk_id
-     LIMIT k;
+    RETURN QUERY EXECUTE format($q$
+        WITH hamming AS MATERIALIZED (
+            SELECT x.%2$I AS ref_id, x.embedding
+              FROM kgrag.%1$I AS x
+             WHERE x.tenant_id = $1 %4$s
+             ORDER BY binary_quantize(x.embedding)::bit(%3$s) <~> binary_quantize($2)::bit(%3$s)
+             LIMIT $3
+        )
+        SELECT h.ref_id, (row_number() OVER (ORDER BY h.embedding <=> $2, h.ref_id))::integer,
+               1 - (h.embedding <=> $2)
+          FROM hamming AS h
+         ORDER BY h.embedding <=> $2, h.ref_id
+         LIMIT $5$q$,
+        source, id_column, kgrag.dimension(),
+        CASE WHEN level IS NOT NULL THEN
+            'AND EXISTS (SELECT 1 FROM kgrag.community AS c'
+            ' WHERE c.tenant_id = $1 AND c.community_id = x.community_id AND c.level = $4)' ELSE '' END)
+    USING t, q, candidates, level, k;
     PERFORM kgrag._vector_scan_end();
 END
 $$;
-$fn$, '@D@', d);
+COMMENT ON FUNCTION kgrag._nearest(text, vector, integer, integer, integer, integer) IS
+'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch) come from the binary-quantized HNSW index by Hamming distance with iterative scans, then are re-ranked by exact cosine on the full vectors. level (reports only) keeps reports of communities of that level.';
 
-    EXECUTE replace($fn$
+CREATE OR REPLACE FUNCTION kgrag.search_chunks_vector(
+    q vector, k integer DEFAULT 10, overfetch integer DEFAULT NULL, ef_search integer DEFAULT NULL)
+RETURNS TABLE (chunk_id text, rank integer, similarity double precision)
+LANGUAGE sql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT n.ref_id, n.rank, n.similarity
+      FROM kgrag._nearest('chunk', q, k, overfetch, ef_search) AS n
+     ORDER BY n.rank
+$$;
+COMMENT ON FUNCTION kgrag.search_chunks_vector(vector, integer, integer, integer) IS
+'Returns the k chunks of the current tenant nearest to q: (chunk_id, rank, similarity = 1 - cosine distance). Candidates (k * overfetch) come from the binary-quantized HNSW index by Hamming distance with iterative scans, then are re-ranked by exact cosine on the full vectors.';
+
 CREATE OR REPLACE FUNCTION kgrag.search_entities_vector(
     q vector, k integer DEFAULT 10, min_similarity double precision DEFAULT NULL, profile boolean DEFAULT false,
     overfetch integer DEFAULT NULL, ef_search integer DEFAULT NULL)
 RETURNS TABLE (entity_id text, rank integer, similarity double precision)
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
-SET plan_cache_mode = force_custom_plan
 AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    candidates integer;
-    sim_floor double precision := CASE WHEN profile THEN -1
-                                   ELSE COALESCE(min_similarity, kgrag.setting('entity_min_similarity')::float8) END;
-BEGIN
-    PERFORM kgrag._check_question_vector(q);
-    candidates := kgrag._vector_scan_begin(k, overfetch, ef_search);
-    RETURN QUERY
-    WITH hamming AS MATERIALIZED (
-        SELECT e.entity_id, e.embedding
-          FROM kgrag.entity AS e
-         WHERE e.tenant_id = t
-         ORDER BY binary_quantize(e.embedding)::bit(@D@) <~> binary_quantize(q)::bit(@D@)
-         LIMIT candidates
-    ), exact AS (
-        SELECT h.entity_id, 1 - (h.embedding <=> q) AS similarity FROM hamming AS h
-    )
-    SELECT x.entity_id, (row_number() OVER (ORDER BY x.similarity DESC, x.entity_id))::integer, x.similarity
-      FROM exact AS x
-     WHERE x.similarity >= sim_floor
-     ORDER BY x.similarity DESC, x.entity_id
-     LIMIT k;
-    PERFORM kgrag._vector_scan_end();
-END
+    SELECT n.ref_id, n.rank, n.similarity
+      FROM kgrag._nearest('entity', q, k, overfetch, ef_search) AS n
+     WHERE profile OR n.similarity >= COALESCE(min_similarity, kgrag.setting('entity_min_similarity')::float8)
+     ORDER BY n.rank
 $$;
-$fn$, '@D@', d);
+COMMENT ON FUNCTION kgrag.search_entities_vector(vector, integer, double precision, boolean, integer, integer) IS
+'Returns the k entities nearest to q with similarity >= min_similarity (default: setting entity_min_similarity): (entity_id, rank, similarity). With profile => true the floor is ignored and the top-k similarity profile comes back, whose shape (a peak or a flat line) the router reads.';
 
-    EXECUTE replace($fn$
 CREATE OR REPLACE FUNCTION kgrag.search_reports_vector(
     q vector, k integer DEFAULT 10, level integer DEFAULT NULL,
     overfetch integer DEFAULT NULL, ef_search integer DEFAULT NULL)
 RETURNS TABLE (community_id text, rank integer, similarity double precision)
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
-SET plan_cache_mode = force_custom_plan
 AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    candidates integer;
-BEGIN
-    PERFORM kgrag._check_question_vector(q);
-    candidates := kgrag._vector_scan_begin(k, overfetch, ef_search);
-    RETURN QUERY
-    WITH hamming AS MATERIALIZED (
-        SELECT r.community_id, r.embedding
-          FROM kgrag.community_report AS r
-         WHERE r.tenant_id = t
-           AND (search_reports_vector.level IS NULL OR EXISTS (
-                SELECT 1 FROM kgrag.community AS c
-                 WHERE c.tenant_id = t AND c.community_id = r.community_id AND c.level = search_reports_vector.level))
-         ORDER BY binary_quantize(r.embedding)::bit(@D@) <~> binary_quantize(q)::bit(@D@)
-         LIMIT candidates
-    ), exact AS (
-        SELECT h.community_id, h.embedding <=> q AS distance FROM hamming AS h
-    )
-    SELECT x.community_id, (row_number() OVER (ORDER BY x.distance, x.community_id))::integer, 1 - x.distance
-      FROM exact AS x
-     ORDER BY x.distance, x.community_id
-     LIMIT k;
-    PERFORM kgrag._vector_scan_end();
-END
+    SELECT n.ref_id, n.rank, n.similarity
+      FROM kgrag._nearest('report', q, k, overfetch, ef_search, level) AS n
+     ORDER BY n.rank
 $$;
-$fn$, '@D@', d);
-END
-$install$;
-
-COMMENT ON FUNCTION kgrag.search_chunks_vector(vector, integer, integer, integer) IS
-'Returns the k chunks of the current tenant nearest to q: (chunk_id, rank, similarity = 1 - cosine distance). Candidates (k * overfetch) come from the binary-quantized HNSW index by Hamming distance with iterative scans, then are re-ranked by exact cosine on the full vectors.';
-COMMENT ON FUNCTION kgrag.search_entities_vector(vector, integer, double precision, boolean, integer, integer) IS
-'Returns the k entities nearest to q with similarity >= min_similarity (default: setting entity_min_similarity): (entity_id, rank, similarity). With profile => true the floor is ignored and the top-k similarity profile comes back, whose shape (a peak or a flat line) the router reads.';
 COMMENT ON FUNCTION kgrag.search_reports_vector(vector, integer, integer, integer, integer) IS
 'Returns the k community reports nearest to q, optionally of one community level: (community_id, rank, similarity). Same two phases as search_chunks_vector.';
