@@ -23,25 +23,6 @@ from pgkgrag.llm_reports import rewrite_reports
 from pgkgrag.queries import Q
 
 
-@dataclass(frozen=True)
-class GraphTotals:
-    """How big the tenant's graph is now (kgrag.graph_totals)."""
-
-    documents: int
-    chunks: int
-    entities: int
-    edges: int
-    communities: int
-    reports: int
-
-
-def graph_totals(conn: psycopg.Connection, tenant: str) -> GraphTotals:
-    with tenant_transaction(conn, tenant):
-        row = conn.execute(Q["graph_totals"]).fetchone()
-    assert row is not None
-    return GraphTotals(*row)
-
-
 class CommunityCounts(BaseModel):
     """What kgrag.replace_communities() returns."""
 

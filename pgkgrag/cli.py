@@ -20,7 +20,6 @@ from sqlalchemy.exc import DBAPIError
 
 from pgkgrag import migrations, render
 from pgkgrag.build import build as build_products
-from pgkgrag.build import graph_totals
 from pgkgrag.config import Config
 from pgkgrag.db import READER, WRITER, connect_app, ensure_server
 from pgkgrag.demo import run_demo
@@ -35,6 +34,7 @@ from pgkgrag.extractors import EXTRACTORS
 from pgkgrag.ingest import Ingestor, delete_documents
 from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
 from pgkgrag.search import cited_chunks, context, routes, run_search
+from pgkgrag.tenants import graph_totals, require_documents, tenants
 
 # Piped output (not a terminal) gets wide lines rather than rich's 80 columns.
 console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
@@ -182,10 +182,18 @@ def current() -> None:
     console.print(rev or "not installed")
 
 
-def _open(tenant: str | None, role: str) -> tuple[Config, psycopg.Connection]:
-    """Connect as the application role of the command (kgrag_writer or kgrag_reader) when allowed."""
+def _open(tenant: str | None, role: str, *, existing: bool = True) -> tuple[Config, psycopg.Connection]:
+    """Connect as the application role of the command (kgrag_writer or kgrag_reader) when allowed.
+    With `existing`, a tenant without documents is an error that lists the tenants there are."""
     config = Config.from_env(tenant)
-    return config, connect_app(ensure_server(config), role)
+    conn = connect_app(ensure_server(config), role)
+    if existing:
+        try:
+            require_documents(conn, config.tenant)
+        except BaseException:
+            conn.close()
+            raise
+    return config, conn
 
 
 reports_option = click.option(
@@ -260,7 +268,7 @@ def ingest(
     reports: str,
 ) -> None:
     """Ingest documents: .jsonl files (one document per line), .txt/.md files, or folders of them."""
-    config, conn = _open(tenant, WRITER)
+    config, conn = _open(tenant, WRITER, existing=False)
     with conn, ExitStack() as writers:
         dsn = ensure_server(config)
         workers = [writers.enter_context(connect_app(dsn, WRITER)) for _ in range(jobs - 1)]
@@ -432,6 +440,39 @@ def eval_command(golden: Path, k: int, tenant: str | None) -> None:
     for route, f in figures.items():
         for miss in f.misses:
             console.print(f"[yellow]{route}[/]: {miss}", highlight=False)
+
+
+@main.command(name="tenants")
+@friendly_errors
+def tenants_command() -> None:
+    """List the tenants that hold documents, with their documents, chunks, entities and communities."""
+    config = Config.from_env()
+    with connect_app(ensure_server(config), READER) as conn:
+        listed = tenants(conn)
+    if not listed:
+        console.print("no tenant has documents yet: `pgkgrag ingest FILES --tenant NAME` creates one")
+        return
+    console.print(render.tenants_table(listed))
+
+
+@main.command(name="serve")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on (127.0.0.1: this machine only)."
+)
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option(
+    "--token",
+    envvar="KGRAG_SERVE_TOKEN",
+    default=None,
+    help="Bearer token every request must carry (default: KGRAG_SERVE_TOKEN; none: no token asked).",
+)
+@friendly_errors
+def serve_command(host: str, port: int, token: str | None) -> None:
+    """Serve the tenants' embedders as an OpenAI-compatible POST /v1/embeddings (and GET /healthz),
+    so a client in any language embeds its question with the model of the documents."""
+    from pgkgrag.server import serve
+
+    serve(ensure_server(Config.from_env()), host, port, token)
 
 
 @main.command(name="demo")

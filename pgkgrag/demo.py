@@ -14,7 +14,7 @@ import psycopg
 from rich.console import Console
 
 from pgkgrag import render
-from pgkgrag.build import build, graph_totals
+from pgkgrag.build import build
 from pgkgrag.db import READER, WRITER, connect_app
 from pgkgrag.embedders import Embedder
 from pgkgrag.embedding import tenant_embedder
@@ -24,6 +24,7 @@ from pgkgrag.ingest import Ingestor
 from pgkgrag.neighbourhood import write_neighbourhood
 from pgkgrag.resources import SAMPLE_CORPUS, SAMPLE_GOLDEN
 from pgkgrag.search import cited_chunks, routes, run_search
+from pgkgrag.tenants import graph_totals
 
 TENANT = "demo"
 EMBEDDER = "use"

@@ -165,9 +165,6 @@ SELECT kgrag.delete_documents(%s);
 -- building communities, reports and answers (pgkgrag.build, pgkgrag.llm_reports)
 -- ---------------------------------------------------------------------------------------------
 
--- name: graph_totals
-SELECT documents, chunks, entities, edges, communities, reports FROM kgrag.graph_totals();
-
 -- name: communities_outdated
 SELECT kgrag.communities_outdated();
 
@@ -221,7 +218,7 @@ SELECT kgrag.setting('ontology');
 
 -- name: kgrag_search
 -- question vector, route, question text, k, options.
-SELECT rank, ref_id, kind, source, score, payload FROM kgrag.kgrag_search(%s, %s, %s, %s, %s::jsonb);
+SELECT rank, ref_id, kind, source, score, route, reason, payload FROM kgrag.kgrag_search(%s, %s, %s, %s, %s::jsonb);
 
 -- name: last_search
 -- The route and reason of the last search of this transaction.
@@ -240,3 +237,15 @@ SELECT route FROM kgrag.routes();
 -- name: neighbourhood
 -- seeds, hops, degree cap.
 SELECT entity_id, name, hop, src, rel, dst FROM kgrag.neighbourhood(%s, %s, %s);
+
+-- ---------------------------------------------------------------------------------------------
+-- tenants (pgkgrag.tenants)
+-- ---------------------------------------------------------------------------------------------
+
+-- name: tenants
+-- The tenants that hold documents, and how many (needs no tenant set).
+SELECT tenant_id, documents FROM kgrag.tenants();
+
+-- name: graph_totals
+-- One tenant's counts.
+SELECT documents, chunks, entities, edges, communities, reports FROM kgrag.graph_totals();

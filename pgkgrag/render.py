@@ -11,10 +11,11 @@ from collections.abc import Iterator
 
 from rich.table import Table
 
-from pgkgrag.build import BuildSummary, GraphTotals
+from pgkgrag.build import BuildSummary
 from pgkgrag.evaluate import RouteFigures
 from pgkgrag.ingest import BATCH_STEPS, AppliedCounts, IngestSummary
 from pgkgrag.search import SearchResult, SearchRow
+from pgkgrag.tenants import GraphTotals
 
 MAX_LISTED = 20  # rejected inputs and failed documents listed one by one, at most
 
@@ -90,6 +91,16 @@ def graph_line(totals: GraphTotals) -> str:
         f"graph: {totals.entities} entities, {totals.edges} edges, {totals.communities} communities, "
         f"{totals.reports} reports"
     )
+
+
+def tenants_table(listed: dict[str, GraphTotals]) -> Table:
+    table = Table(title="tenants")
+    table.add_column("tenant")
+    for column in ("documents", "chunks", "entities", "edges", "communities", "reports"):
+        table.add_column(column, justify="right")
+    for name, t in listed.items():
+        table.add_row(name, *(str(n) for n in (t.documents, t.chunks, t.entities, t.edges, t.communities, t.reports)))
+    return table
 
 
 def _what(row: SearchRow, texts: dict[str, str]) -> str:

@@ -68,9 +68,10 @@ def run_search(
     vector = embedder.embed([question])[0]
     with tenant_transaction(conn, tenant):
         rows = conn.execute(Q["kgrag_search"], [vector, route, question, k, json.dumps(options or {})]).fetchall()
-        decided = conn.execute(Q["last_search"]).fetchone()
+        # every row carries the route and the reason; an empty answer leaves them in the settings
+        decided = (rows[0][5], rows[0][6]) if rows else conn.execute(Q["last_search"]).fetchone()
     assert decided is not None
-    return SearchResult(decided[0], decided[1], [SearchRow(*row) for row in rows])
+    return SearchResult(decided[0], decided[1], [SearchRow(r[0], r[1], r[2], r[3], r[4], r[7]) for r in rows])
 
 
 def context(

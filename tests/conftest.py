@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,8 +20,13 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from pgkgrag import migrations
+from pgkgrag.build import build
 from pgkgrag.db import WRITER, connect
 from pgkgrag.embedded import EmbeddedServer
+from pgkgrag.embedders import Embedder, get_embedder
+from pgkgrag.extractors import ProvidedExtractor
+from pgkgrag.ingest import Ingestor
+from pgkgrag.resources import SAMPLE_CORPUS
 
 _counter = itertools.count()
 
@@ -141,3 +146,53 @@ def tconn(dsn: str) -> Iterator[psycopg.Connection]:
     with connect(dsn, autocommit=True, role=WRITER) as c:
         c.execute("SELECT set_config('kgrag.tenant', 't1', false)")
         yield c
+
+
+DEMO_TENANT = "demo"
+
+
+@pytest.fixture(scope="session")
+def use() -> Embedder:
+    """The default embedder (USE multilingual), loaded once."""
+    return get_embedder("use", 512)
+
+
+@pytest.fixture(scope="session")
+def demo(server: Server, template: str, use: Embedder) -> Iterator[str]:
+    """A database holding the sample corpus as tenant 'demo', ingested and built once for the
+    session: tests search it and may add rows of their own, and put back what they change."""
+    name = server.create_database(template=template)
+    dsn = server.dsn(name)
+    with connect(dsn) as conn:
+        report = Ingestor(conn, DEMO_TENANT, ProvidedExtractor(), use).run([SAMPLE_CORPUS])
+        assert report.ok and report.written == 41
+        build(conn, DEMO_TENANT, use)
+    try:
+        yield dsn
+    finally:
+        server.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def login_roles(server: Server) -> Iterator[Callable[[str], str]]:
+    """make(granted) -> the name of a login role (no superuser, no BYPASSRLS) granted that kgrag
+    role, as an application's or an analyst's role is; dropped at the end of the session."""
+    made: list[str] = []
+
+    def make(granted: str) -> str:
+        name = f"kgrag_test_login_{os.getpid()}_{len(made)}"
+        with psycopg.connect(server.admin_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS").format(sql.Identifier(name)))
+            conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(granted), sql.Identifier(name)))
+        made.append(name)
+        return name
+
+    yield make
+    with psycopg.connect(server.admin_dsn, autocommit=True) as conn:
+        for name in made:
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+def as_role(dsn: str, role: str) -> str:
+    """The same database, logged in as another role."""
+    return make_conninfo(dsn, user=role)

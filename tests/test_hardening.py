@@ -16,12 +16,14 @@ from plans import explain
 
 from pgkgrag.db import READER, WRITER, connect, tenant_transaction
 
-# SECURITY DEFINER functions allowed, with why. Both are index probes owned by kgrag_probe: @@ and
-# && are not leakproof, so under the tenant policy their GIN indexes could not be used; the probes
-# filter on kgrag.current_tenant() themselves.
+# SECURITY DEFINER functions allowed, with why, all owned by kgrag_probe. Two are index probes: @@
+# and && are not leakproof, so under the tenant policy their GIN indexes could not be used; the
+# probes filter on kgrag.current_tenant() themselves. The third lists the tenants (names and
+# document counts), which reads past the tenant policy by definition.
 DEFINER_ALLOWED = {
     "kgrag._fts_probe(tsquery,regconfig)": "full-text matches through chunk_tsv_idx",
     "kgrag._trigram_probe(text[],integer,integer)": "alias candidates through alias_trigrams_idx",
+    "kgrag.tenants()": "the tenants and their document counts",
 }
 PROBE = "kgrag_probe"
 
@@ -58,7 +60,7 @@ def test_no_security_definer_function_outside_the_allow_list(admin: psycopg.Conn
         )
 
 
-def test_the_probe_role_reads_two_tables_and_nothing_else(admin: psycopg.Connection) -> None:
+def test_the_probe_role_reads_three_tables_and_nothing_else(admin: psycopg.Connection) -> None:
     role = admin.execute(
         "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s", [PROBE]
     ).fetchone()
@@ -67,12 +69,12 @@ def test_the_probe_role_reads_two_tables_and_nothing_else(admin: psycopg.Connect
         "SELECT table_name, privilege_type FROM information_schema.role_table_grants WHERE grantee = %s ORDER BY 1, 2",
         [PROBE],
     ).fetchall()
-    assert grants == [("alias", "SELECT"), ("chunk", "SELECT")]
+    assert grants == [("alias", "SELECT"), ("chunk", "SELECT"), ("document", "SELECT")]
     policies = admin.execute(
         "SELECT tablename, cmd, qual FROM pg_policies WHERE schemaname = 'kgrag' AND %s = ANY (roles) ORDER BY 1",
         [PROBE],
     ).fetchall()
-    assert policies == [("alias", "SELECT", "true"), ("chunk", "SELECT", "true")]
+    assert policies == [("alias", "SELECT", "true"), ("chunk", "SELECT", "true"), ("document", "SELECT", "true")]
     owned = admin.execute("SELECT count(*) FROM pg_class WHERE relowner = %s::regrole", [PROBE]).fetchone()
     assert owned == (0,)
     members = admin.execute(

@@ -12,37 +12,11 @@ from pathlib import Path
 import psycopg
 import pytest
 from commands import command_env, run
-from conftest import Server
+from conftest import DEMO_TENANT as TENANT
 
-from pgkgrag.build import build
 from pgkgrag.db import connect, tenant_transaction
-from pgkgrag.embedders import Embedder, get_embedder
-from pgkgrag.extractors import ProvidedExtractor
-from pgkgrag.ingest import Ingestor
-from pgkgrag.resources import SAMPLE_CORPUS
+from pgkgrag.embedders import Embedder
 from pgkgrag.search import SearchResult, run_search
-
-TENANT = "demo"
-
-
-@pytest.fixture(scope="module")
-def use() -> Embedder:
-    return get_embedder("use", 512)
-
-
-@pytest.fixture(scope="module")
-def demo(server: Server, template: str, use: Embedder) -> Iterator[str]:
-    """A database holding the sample corpus, ingested and built (module-wide: searches do not change it)."""
-    name = server.create_database(template=template)
-    dsn = server.dsn(name)
-    with connect(dsn) as conn:
-        report = Ingestor(conn, TENANT, ProvidedExtractor(), use).run([SAMPLE_CORPUS])
-        assert report.ok and report.written == 41
-        build(conn, TENANT, use)
-    try:
-        yield dsn
-    finally:
-        server.drop_database(name)
 
 
 @pytest.fixture

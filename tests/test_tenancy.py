@@ -108,6 +108,7 @@ PURE = {
     "lexical_query",
     "rrf",
     "routes",
+    "check_embedding",
 }
 # Functions for the schema owner only (the application roles may not execute them).
 OWNER_ONLY = {"distribute"}
@@ -156,6 +157,9 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         "ontology_entity_type": ("SELECT kgrag.ontology_entity_type('service')", []),
         "ontology_relation_type": ("SELECT kgrag.ontology_relation_type('depends on')", []),
         "text_search_config": ("SELECT kgrag.text_search_config('pt-BR')::text", []),
+        "search_reports_lexical": ("SELECT * FROM kgrag.search_reports_lexical(%s, 50)", [question]),
+        # names every tenant by design (a directory, not data): only the counts' keys are compared
+        "tenants": ("SELECT count(*) > 0 FROM kgrag.tenants()", []),
     }
     for route in ROUTES:
         calls[f"kgrag_search/{route}"] = ("SELECT * FROM kgrag.kgrag_search(%s, %s, %s, 50)", [vec, route, question])

@@ -35,10 +35,11 @@ BEGIN
             USING ERRCODE = '22000',
                   HINT = 'Embed the question with the embedder that embedded the documents.';
     END IF;
+    PERFORM kgrag.check_embedding(q);  -- a zero vector has no direction
 END
 $$;
 COMMENT ON FUNCTION kgrag._check_question_vector(vector) IS
-'Private. Returns nothing; raises a clear error when the question vector is NULL or its dimension is not kgrag.dimension().';
+'Private. Returns nothing; raises a clear error when the question vector is NULL, its dimension is not kgrag.dimension(), or it has zero length (kgrag.check_embedding).';
 
 CREATE OR REPLACE FUNCTION kgrag._vector_scan_begin(k integer, overfetch integer, ef_search integer)
 RETURNS integer

@@ -5,6 +5,7 @@ CREATE OR REPLACE FUNCTION kgrag.lexical_query(question text, config regconfig, 
 RETURNS tsquery
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
+SET client_min_messages = warning  -- a question of stop words only is no reason for a NOTICE
 AS $$
 DECLARE
     raw text := COALESCE(question, '');
@@ -27,7 +28,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.lexical_query(text, regconfig, text) IS
-'Returns the tsquery used for a question in a text search configuration: mode ''any'' (default) ORs the question''s content words; mode ''websearch'' is websearch_to_tsquery (all words, "quoted phrases", or, -negation). Words are taken as written and with accents folded. Never raises on punctuation.';
+'Returns the tsquery used for a question in a text search configuration: mode ''any'' (default) ORs the question''s content words; mode ''websearch'' is websearch_to_tsquery (all words, "quoted phrases", or, -negation). Words are taken as written and with accents folded. Never raises on punctuation, and a question of stop words only gives an empty tsquery without a NOTICE.';
 
 CREATE OR REPLACE FUNCTION kgrag._fts_probe(query tsquery, config regconfig)
 RETURNS TABLE (chunk_id text, tsv tsvector)
@@ -43,6 +44,26 @@ REVOKE EXECUTE ON FUNCTION kgrag._fts_probe(tsquery, regconfig) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag._fts_probe(tsquery, regconfig) TO kgrag_reader, kgrag_writer;
 COMMENT ON FUNCTION kgrag._fts_probe(tsquery, regconfig) IS
 'Private. Returns (chunk_id, tsv) of the current tenant''s chunks in a text search configuration that match a tsquery. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
+
+CREATE OR REPLACE FUNCTION kgrag._coverage(tsv tsvector, words text[]) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT CASE WHEN cardinality(words) = 0 THEN 0::float8
+                ELSE (SELECT count(*) FILTER (WHERE tsv @@ plainto_tsquery('simple', w))::float8 / count(*)
+                        FROM unnest(words) AS w) END
+$$;
+COMMENT ON FUNCTION kgrag._coverage(tsvector, text[]) IS
+'Private. Returns the share of the words (a question''s lexemes) that the tsvector holds, 0 for no words.';
+
+CREATE OR REPLACE FUNCTION kgrag._question_words(question text, config regconfig) RETURNS text[]
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT tsvector_to_array(to_tsvector(config, kgrag.fold(COALESCE(question, ''))))
+$$;
+COMMENT ON FUNCTION kgrag._question_words(text, regconfig) IS
+'Private. Returns the content words of a question in a text search configuration (accents folded): what lexical coverage is counted over.';
 
 CREATE OR REPLACE FUNCTION kgrag.search_chunks_lexical(
     question text, k integer DEFAULT 10, mode text DEFAULT 'any', config regconfig DEFAULT NULL,
@@ -63,8 +84,7 @@ BEGIN
     END IF;
     RETURN QUERY
     WITH queries AS (
-        SELECT cfg, kgrag.lexical_query(question, cfg, mode) AS query,
-               tsvector_to_array(to_tsvector(cfg, kgrag.fold(COALESCE(question, '')))) AS words
+        SELECT cfg, kgrag.lexical_query(question, cfg, mode) AS query, kgrag._question_words(question, cfg) AS words
           FROM unnest(COALESCE(configs, '{}')) AS cfg
     ), hits AS (
         SELECT c.chunk_id, ts_rank_cd(c.tsv, qs.query)::float8 AS score, c.tsv, qs.words
@@ -75,9 +95,7 @@ BEGIN
         -- the share of the question's content words the chunk holds
         SELECT h.chunk_id, h.score
           FROM hits AS h
-         WHERE min_coverage <= 0
-            OR (SELECT count(*) FILTER (WHERE h.tsv @@ plainto_tsquery('simple', w))::float8 / count(*)
-                  FROM unnest(h.words) AS w) >= min_coverage
+         WHERE min_coverage <= 0 OR kgrag._coverage(h.tsv, h.words) >= min_coverage
     )
     SELECT v.chunk_id, (row_number() OVER (ORDER BY v.score DESC, v.chunk_id))::integer, v.score
       FROM covered AS v
@@ -87,3 +105,42 @@ END
 $$;
 COMMENT ON FUNCTION kgrag.search_chunks_lexical(text, integer, text, regconfig, double precision) IS
 'Returns the k chunks of the current tenant that best match the question by full-text search: (chunk_id, rank, score = ts_rank_cd). Each chunk is searched in its own language''s configuration unless config is given; see kgrag.lexical_query for the modes. min_coverage keeps chunks holding at least that share of the question''s content words. An empty or stop-word-only question returns no rows.';
+
+CREATE OR REPLACE FUNCTION kgrag.search_reports_lexical(
+    question text, k integer DEFAULT 10, level integer DEFAULT NULL, min_coverage double precision DEFAULT 0)
+RETURNS TABLE (community_id text, rank integer, score double precision)
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    cfg regconfig := kgrag.text_search_config(NULL);
+    query tsquery := kgrag.lexical_query(question, cfg);
+    words text[] := kgrag._question_words(question, cfg);
+BEGIN
+    PERFORM kgrag._check_k(k);
+    IF numnode(query) = 0 THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH reports AS (
+        SELECT r.community_id,
+               to_tsvector(cfg, r.title || E'\n' || r.report) || to_tsvector(cfg, kgrag.fold(r.title || E'\n' || r.report)) AS tsv
+          FROM kgrag.community_report AS r
+         WHERE r.tenant_id = t
+           AND (search_reports_lexical.level IS NULL OR EXISTS (
+                SELECT 1 FROM kgrag.community AS c
+                 WHERE c.tenant_id = t AND c.community_id = r.community_id AND c.level = search_reports_lexical.level))
+    ), hits AS (
+        SELECT x.community_id, ts_rank_cd(x.tsv, query)::float8 AS score
+          FROM reports AS x
+         WHERE x.tsv @@ query AND (min_coverage <= 0 OR kgrag._coverage(x.tsv, words) >= min_coverage)
+    )
+    SELECT h.community_id, (row_number() OVER (ORDER BY h.score DESC, h.community_id))::integer, h.score
+      FROM hits AS h
+     ORDER BY h.score DESC, h.community_id
+     LIMIT k;
+END
+$$;
+COMMENT ON FUNCTION kgrag.search_reports_lexical(text, integer, integer, double precision) IS
+'Returns the k community reports of the current tenant that best match the question by full-text search (the tenant''s text search configuration, accents folded), optionally of one community level: (community_id, rank, score = ts_rank_cd). min_coverage keeps reports holding at least that share of the question''s content words. The global route ranks reports with it when no question vector is given. Reads every report of the tenant (reports are few: one per community).';

@@ -75,6 +75,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM unnest(vectors) AS v WHERE v IS NULL) THEN
         RAISE EXCEPTION 'vectors must not hold NULL' USING ERRCODE = '22004';
     END IF;
+    PERFORM kgrag.check_embedding(v) FROM unnest(vectors) AS v;  -- a zero vector is refused, stored or not
     -- A row whose text changed since it was read (another writer) keeps no embedding of the old text.
     IF kind = 'entity' THEN
         UPDATE kgrag.entity AS e SET embedding = u.v

@@ -9,7 +9,7 @@ DECLARE
     allowed constant text[] := ARRAY['hops', 'degree_cap', 'entities', 'reports', 'seeds', 'level', 'relations',
                                      'as_of', 'chunk_min_similarity', 'entity_seed_min_similarity',
                                      'report_min_similarity', 'lexical_min_coverage', 'rrf_k', 'graph_weight',
-                                     'whole_collection'];
+                                     'whole_collection', 'log'];
     unknown text;
     merged jsonb;
 BEGIN
@@ -38,7 +38,7 @@ BEGIN
         'report_min_similarity', kgrag.setting('report_min_similarity'),
         'lexical_min_coverage', kgrag.setting('lexical_min_coverage'), 'rrf_k', kgrag.setting('rrf_k'),
         'graph_weight', kgrag.setting('rrf_graph_weight'),
-        'whole_collection', false) || options;
+        'whole_collection', false, 'log', kgrag.setting('query_log')) || options;
     BEGIN  -- every value must have the type its use needs
         PERFORM (merged ->> 'hops')::integer, (merged ->> 'degree_cap')::integer, (merged ->> 'entities')::integer,
                 (merged ->> 'reports')::integer, (merged ->> 'seeds')::integer, (merged ->> 'level')::integer,
@@ -46,14 +46,14 @@ BEGIN
                 (merged ->> 'entity_seed_min_similarity')::float8, (merged ->> 'report_min_similarity')::float8,
                 (merged ->> 'lexical_min_coverage')::float8, (merged ->> 'rrf_k')::integer,
                 (merged ->> 'graph_weight')::float8,
-                (merged ->> 'whole_collection')::boolean,
+                (merged ->> 'whole_collection')::boolean, (merged ->> 'log')::boolean,
                 ARRAY(SELECT jsonb_array_elements_text(COALESCE(merged -> 'relations', '[]'))
                        WHERE jsonb_typeof(merged -> 'relations') IS DISTINCT FROM 'null');
     EXCEPTION WHEN OTHERS THEN
         RAISE EXCEPTION 'bad search option value: %', SQLERRM
             USING ERRCODE = '22023', HINT = 'hops, degree_cap, entities, reports, seeds, level, rrf_k are integers; '
                                             '*_similarity and lexical_min_coverage numbers; as_of a timestamp; '
-                                            'relations an array of relation types; whole_collection a boolean.';
+                                            'relations an array of relation types; whole_collection and log booleans.';
     END;
     IF (merged ->> 'hops')::integer NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
         RAISE EXCEPTION 'option hops = % is outside 0..% (setting max_hops)', merged ->> 'hops',
@@ -83,7 +83,8 @@ $$;
 COMMENT ON FUNCTION kgrag.routes() IS
 'Returns the routes kgrag_search can take, in this order, with what each returns: (route, description). kgrag_search also takes ''auto'': the router (kgrag.route) picks one of these and says why.';
 
-CREATE OR REPLACE FUNCTION kgrag.route(question_vec vector, question text DEFAULT NULL, options jsonb DEFAULT '{}')
+CREATE OR REPLACE FUNCTION kgrag.route(
+    question_vec vector DEFAULT NULL, question text DEFAULT NULL, options jsonb DEFAULT '{}')
 RETURNS TABLE (route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -110,13 +111,15 @@ BEGIN
     END IF;
     -- The shape of the entity similarity profile: a question naming a subject peaks, a question
     -- about the whole collection (or about nothing here) is flat.
-    profile := ARRAY(SELECT p.similarity FROM kgrag.search_entities_vector(question_vec, 4, profile => true) AS p
-                      ORDER BY p.rank);
+    -- Without a question vector (a question given as text only) there is no profile and no vector seed.
+    profile := CASE WHEN question_vec IS NULL THEN '{}'::float8[] ELSE ARRAY(
+                   SELECT p.similarity FROM kgrag.search_entities_vector(question_vec, 4, profile => true) AS p
+                    ORDER BY p.rank) END;
     gap := CASE WHEN cardinality(profile) = 0 THEN 0 ELSE profile[1] - profile[cardinality(profile)] END;
     flat := cardinality(profile) >= 4 AND gap < kgrag.setting('router_flat_gap')::float8;
     -- Vector search seeds the traversal when the words name nothing the graph knows, and only
     -- when its profile peaks: a name found in the text is more precise than a neighbour in space.
-    IF NOT flat AND cardinality(v_linked) = 0 THEN
+    IF NOT flat AND cardinality(v_linked) = 0 AND question_vec IS NOT NULL THEN
         vector_seeds := ARRAY(SELECT s.entity_id FROM kgrag.search_entities_vector(
                                      question_vec, n_seeds, (opts ->> 'entity_seed_min_similarity')::float8) AS s
                                ORDER BY s.rank);
@@ -147,12 +150,14 @@ BEGIN
     ELSIF cardinality(seeds) = 0 THEN
         route := 'vector';
         reason := 'no entity of the graph is named'
-                  || CASE WHEN flat THEN format(' and none stands out (top-1 minus top-4 similarity %s < %s)',
+                  || CASE WHEN question_vec IS NULL THEN ' (no question vector: entity and chunk vector search skipped)'
+                          WHEN flat THEN format(' and none stands out (top-1 minus top-4 similarity %s < %s)',
                                                round(gap::numeric, 3), kgrag.setting('router_flat_gap'))
                           ELSE format(' or close enough (best entity similarity %s < %s)',
                                       COALESCE(round(profile[1]::numeric, 3)::text, 'none'),
                                       opts ->> 'entity_seed_min_similarity') END
-                  || ': vector and lexical search over the chunks';
+                  || CASE WHEN question_vec IS NULL THEN ': lexical search over the chunks'
+                          ELSE ': vector and lexical search over the chunks' END;
     ELSIF mixed_rule.rule_id IS NOT NULL THEN
         route := 'mixed';
         rule_id := mixed_rule.rule_id;
@@ -167,4 +172,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.route(vector, text, jsonb) IS
-'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking, or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity.';
+'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking, or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity.';

@@ -28,14 +28,15 @@ AS $$
     SELECT jsonb_build_object(
         'vector', COALESCE((SELECT jsonb_agg(v.chunk_id ORDER BY v.rank)
                               FROM kgrag.search_chunks_vector(question_vec, k) AS v
-                             WHERE v.similarity >= (opts ->> 'chunk_min_similarity')::float8), '[]'),
+                             WHERE question_vec IS NOT NULL
+                               AND v.similarity >= (opts ->> 'chunk_min_similarity')::float8), '[]'),
         'lexical', COALESCE((SELECT jsonb_agg(l.chunk_id ORDER BY l.rank)
                                FROM kgrag.search_chunks_lexical(question, k, 'any', NULL,
                                                                 (opts ->> 'lexical_min_coverage')::float8) AS l
                               WHERE question IS NOT NULL), '[]'))
 $$;
 COMMENT ON FUNCTION kgrag._chunk_lists(vector, text, integer, jsonb) IS
-'Private. Returns {"vector": [...], "lexical": [...]}: the chunk ids of vector search above the similarity floor and of lexical search above the coverage floor, best first.';
+'Private. Returns {"vector": [...], "lexical": [...]}: the chunk ids of vector search above the similarity floor and of lexical search above the coverage floor, best first (a list is empty when its input, the vector or the text, is NULL).';
 
 CREATE OR REPLACE FUNCTION kgrag._local_rows(question_vec vector, question text, seeds text[], k integer, opts jsonb)
 RETURNS SETOF kgrag.search_row
@@ -45,26 +46,22 @@ AS $$
 DECLARE
     t text := kgrag.current_tenant();
     lists jsonb;
+    reached jsonb;  -- the walk's answer, held in the function (no temporary table: it runs on a standby)
 BEGIN
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_reached (
-        entity_id text, hop integer, path text[], seed text, weight float8, position integer
-    ) ON COMMIT DROP;
-    TRUNCATE pg_temp.kgrag_reached;
-    INSERT INTO pg_temp.kgrag_reached
-    SELECT r.entity_id, r.hop, r.path, r.seed,
-           COALESCE((SELECT max(g.weight) FROM kgrag.edge AS g
-                      WHERE g.tenant_id = t AND g.src = r.path[cardinality(r.path) - 1] AND g.dst = r.entity_id), 0),
-           NULL
-      FROM kgrag.k_hop(seeds, (opts ->> 'hops')::integer, (opts ->> 'degree_cap')::integer,
-                       CASE WHEN jsonb_typeof(opts -> 'relations') = 'array'
-                            THEN ARRAY(SELECT jsonb_array_elements_text(opts -> 'relations')) END,
-                       (opts ->> 'as_of')::timestamptz) AS r;
     -- closest first, then the strongest link, then the seed order
-    UPDATE pg_temp.kgrag_reached AS r SET position = o.position
-      FROM (SELECT x.entity_id, row_number() OVER (ORDER BY x.hop, x.weight DESC,
-                   array_position(seeds, x.seed), x.entity_id COLLATE "C") AS position
-              FROM pg_temp.kgrag_reached AS x) AS o
-     WHERE o.entity_id = r.entity_id;
+    SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', w.entity_id, 'hop', w.hop, 'path', w.path,
+                                                 'seed', w.seed, 'position', w.position) ORDER BY w.position), '[]')
+      INTO reached
+      FROM (SELECT r.entity_id, r.hop, r.path, r.seed,
+                   row_number() OVER (ORDER BY r.hop, r.weight DESC, array_position(seeds, r.seed),
+                                      r.entity_id COLLATE "C") AS position
+              FROM (SELECT x.*, COALESCE((SELECT max(g.weight) FROM kgrag.edge AS g
+                                           WHERE g.tenant_id = t AND g.src = x.path[cardinality(x.path) - 1]
+                                             AND g.dst = x.entity_id), 0) AS weight
+                      FROM kgrag.k_hop(seeds, (opts ->> 'hops')::integer, (opts ->> 'degree_cap')::integer,
+                                       CASE WHEN jsonb_typeof(opts -> 'relations') = 'array'
+                                            THEN ARRAY(SELECT jsonb_array_elements_text(opts -> 'relations')) END,
+                                       (opts ->> 'as_of')::timestamptz) AS x) AS r) AS w;
 
     -- The graph's chunk list: each reached entity's answer chunk in that order, then the other
     -- chunks that cite reached entities (nearest first, those citing more of them first).
@@ -72,12 +69,12 @@ BEGIN
         SELECT COALESCE(jsonb_agg(x.chunk_id ORDER BY x.tier, x.key1, x.key2 DESC, x.chunk_id), '[]')
           FROM (SELECT DISTINCT ON (u.chunk_id) u.* FROM (
                     SELECT e.answer_chunk_id AS chunk_id, 0 AS tier, r.position::float8 AS key1, 0::float8 AS key2
-                      FROM pg_temp.kgrag_reached AS r
+                      FROM jsonb_to_recordset(reached) AS r(entity_id text, hop integer, path text[], seed text, position integer)
                       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
                      WHERE e.answer_chunk_id IS NOT NULL
                     UNION ALL
                     SELECT m.chunk_id, 1, min(r.hop), count(*)
-                      FROM pg_temp.kgrag_reached AS r
+                      FROM jsonb_to_recordset(reached) AS r(entity_id text, hop integer, path text[], seed text, position integer)
                       JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = r.entity_id
                      GROUP BY m.chunk_id) AS u
                  ORDER BY u.chunk_id, u.tier, u.key1) AS x));
@@ -99,7 +96,7 @@ BEGIN
                'relations', COALESCE((
                    SELECT jsonb_agg(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst) ORDER BY p.step)
                      FROM kgrag.path_relations(r.path) AS p), '[]'))
-      FROM pg_temp.kgrag_reached AS r
+      FROM jsonb_to_recordset(reached) AS r(entity_id text, hop integer, path text[], seed text, position integer)
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
      WHERE r.position <= (opts ->> 'entities')::integer
      ORDER BY r.position;
@@ -109,7 +106,8 @@ $$;
 COMMENT ON FUNCTION kgrag._local_rows(vector, text, text[], integer, jsonb) IS
 'Private. The local route: entities within hops of the seeds (degree cap, relation and as_of filters), nearest first, with their answers, paths and evidence; then chunks fused by RRF from three lists: the graph''s (answer chunks of the reached entities, then chunks citing them), vector search and lexical search.';
 
-CREATE OR REPLACE FUNCTION kgrag._global_rows(question_vec vector, whole_collection boolean, k integer, opts jsonb)
+CREATE OR REPLACE FUNCTION kgrag._global_rows(
+    question_vec vector, question text, whole_collection boolean, k integer, opts jsonb)
 RETURNS SETOF kgrag.search_row
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -118,22 +116,31 @@ DECLARE
     t text := kgrag.current_tenant();
     n integer := (opts ->> 'reports')::integer;
     lvl integer := (opts ->> 'level')::integer;
+    maps jsonb;  -- the chosen reports, held in the function (no temporary table: it runs on a standby)
 BEGIN
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_maps (community_id text, score float8, position integer) ON COMMIT DROP;
-    TRUNCATE pg_temp.kgrag_maps;
     IF whole_collection THEN
         -- the shape of the collection: every report of the level, by weight (distinct documents)
-        INSERT INTO pg_temp.kgrag_maps
-        SELECT r.community_id, r.weight, row_number() OVER (ORDER BY r.weight DESC, r.community_id COLLATE "C")
-          FROM kgrag.community_report AS r
-          JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = r.community_id AND c.level = lvl
-         WHERE r.tenant_id = t
-         ORDER BY r.weight DESC, r.community_id COLLATE "C" LIMIT n;
+        SELECT COALESCE(jsonb_agg(jsonb_build_object('community_id', x.community_id, 'score', x.weight,
+                                                     'position', x.position) ORDER BY x.position), '[]')
+          INTO maps
+          FROM (SELECT r.community_id, r.weight,
+                       row_number() OVER (ORDER BY r.weight DESC, r.community_id COLLATE "C") AS position
+                  FROM kgrag.community_report AS r
+                  JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = r.community_id AND c.level = lvl
+                 WHERE r.tenant_id = t
+                 ORDER BY r.weight DESC, r.community_id COLLATE "C" LIMIT n) AS x;
+    ELSIF question_vec IS NOT NULL THEN
+        SELECT COALESCE(jsonb_agg(jsonb_build_object('community_id', x.community_id, 'score', x.similarity,
+                                                     'position', x.rank) ORDER BY x.rank), '[]')
+          INTO maps
+          FROM kgrag.search_reports_vector(question_vec, n, lvl) AS x
+         WHERE x.similarity >= (opts ->> 'report_min_similarity')::float8;
     ELSE
-        INSERT INTO pg_temp.kgrag_maps
-        SELECT s.community_id, s.similarity, row_number() OVER (ORDER BY s.rank)
-          FROM kgrag.search_reports_vector(question_vec, n, lvl) AS s
-         WHERE s.similarity >= (opts ->> 'report_min_similarity')::float8;
+        -- the question as text only: reports ranked by its words
+        SELECT COALESCE(jsonb_agg(jsonb_build_object('community_id', x.community_id, 'score', x.score,
+                                                     'position', x.rank) ORDER BY x.rank), '[]')
+          INTO maps
+          FROM kgrag.search_reports_lexical(question, n, lvl, (opts ->> 'lexical_min_coverage')::float8) AS x;
     END IF;
     -- the reports are the map; what they cite (the chunks that exist) is the evidence
     RETURN QUERY
@@ -144,7 +151,7 @@ BEGIN
                                   SELECT x.id FROM unnest(r.evidence_chunk_ids) WITH ORDINALITY AS x(id, o)
                                    WHERE EXISTS (SELECT 1 FROM kgrag.chunk AS ch WHERE ch.tenant_id = t AND ch.chunk_id = x.id)
                                    ORDER BY x.o)))
-      FROM pg_temp.kgrag_maps AS m
+      FROM jsonb_to_recordset(maps) AS m(community_id text, score float8, position integer)
       JOIN kgrag.community_report AS r ON r.tenant_id = t AND r.community_id = m.community_id
       JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = m.community_id
      ORDER BY m.position;
@@ -153,7 +160,7 @@ BEGIN
            jsonb_build_object('via', x.community_id, 'evidence_refs', jsonb_build_array(x.chunk_id),
                               'doc_id', ch.doc_id, 'title', ch.title)
       FROM (SELECT DISTINCT ON (e.id) e.id AS chunk_id, m.community_id, m.score, m.position, e.o
-              FROM pg_temp.kgrag_maps AS m
+              FROM jsonb_to_recordset(maps) AS m(community_id text, score float8, position integer)
               JOIN kgrag.community_report AS r ON r.tenant_id = t AND r.community_id = m.community_id
              CROSS JOIN LATERAL unnest(r.evidence_chunk_ids) WITH ORDINALITY AS e(id, o)
              ORDER BY e.id, m.position, e.o) AS x
@@ -162,5 +169,5 @@ BEGIN
      LIMIT _global_rows.k;
 END
 $$;
-COMMENT ON FUNCTION kgrag._global_rows(vector, boolean, integer, jsonb) IS
-'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor, or, for a question about the whole collection (whole_collection), every report by weight; each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
+COMMENT ON FUNCTION kgrag._global_rows(vector, text, boolean, integer, jsonb) IS
+'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight; each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';

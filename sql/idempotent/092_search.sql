@@ -1,7 +1,8 @@
--- kgrag_search: the entry point. Routes the question, runs the route, logs the query.
+-- kgrag_search: the entry point. Routes the question, runs the route, logs the query (unless the
+-- transaction is read-only, as on a hot standby). Usable from psql with the question text alone.
 
 CREATE OR REPLACE FUNCTION kgrag.kgrag_search(
-    question_vec vector, route text DEFAULT 'auto', question text DEFAULT NULL, k integer DEFAULT 10,
+    question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, k integer DEFAULT 10,
     options jsonb DEFAULT '{}')
 RETURNS SETOF kgrag.search_row
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -23,7 +24,14 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
     PERFORM kgrag._check_k(k);
-    PERFORM kgrag._check_question_vector(question_vec);
+    IF question_vec IS NULL AND question IS NULL THEN
+        RAISE EXCEPTION 'nothing to search for: give the question vector, the question text, or both'
+            USING ERRCODE = '22023',
+                  HINT = 'From psql: SELECT * FROM kgrag.kgrag_search(question => ''...'');';
+    END IF;
+    IF question_vec IS NOT NULL THEN
+        PERFORM kgrag._check_question_vector(question_vec);
+    END IF;
     IF question IS NOT NULL AND btrim(question) = '' THEN
         RAISE EXCEPTION 'the question text is empty: pass NULL to search by the vector alone' USING ERRCODE = '22023';
     END IF;
@@ -44,11 +52,11 @@ BEGIN
         rows_out := ARRAY(SELECT x FROM kgrag._local_rows(question_vec, question, decided.seeds, k, opts) AS x);
     END IF;
     IF chosen = 'mixed' THEN
-        rows_out := ARRAY(SELECT x FROM kgrag._global_rows(question_vec, false, k, opts || '{"reports": 1}') AS x
+        rows_out := ARRAY(SELECT x FROM kgrag._global_rows(question_vec, question, false, k, opts || '{"reports": 1}') AS x
                            WHERE x.kind = 'community') || COALESCE(rows_out, '{}');
     ELSIF chosen = 'global' THEN
         rows_out := ARRAY(SELECT x FROM kgrag._global_rows(
-                              question_vec,
+                              question_vec, question,
                               (opts ->> 'whole_collection')::boolean OR (kgrag_search.route = 'auto' AND cardinality(decided.seeds) = 0),
                               k, opts) AS x);
     ELSIF chosen = 'vector' OR (chosen = 'local' AND cardinality(decided.seeds) = 0) THEN
@@ -59,25 +67,40 @@ BEGIN
         END IF;
     END IF;
     rows_out := COALESCE(rows_out, '{}');
+    IF question_vec IS NULL THEN
+        why := why || '; no question vector: vector search skipped, text matched by entity linking and full-text search';
+    END IF;
+    IF chosen IN ('global', 'mixed')
+       AND NOT EXISTS (SELECT 1 FROM kgrag.community_report AS r WHERE r.tenant_id = t) THEN
+        why := why || '; this tenant has no community reports yet: run `pgkgrag build`';
+    END IF;
     IF cardinality(rows_out) = 0 THEN
-        why := format('nothing cleared the floors (%s): no entity seed, no chunk above similarity %s, no lexical match '
-                      'covering %s of the question''s words, no report above similarity %s',
-                      why, opts ->> 'chunk_min_similarity', opts ->> 'lexical_min_coverage',
-                      opts ->> 'report_min_similarity');
+        IF NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t) THEN
+            why := format('tenant %s has no documents (%s)', quote_literal(t), why);
+        ELSE
+            why := format('nothing cleared the floors (%s): no entity seed, no chunk above similarity %s, no lexical '
+                          'match covering %s of the question''s words, no report above similarity %s',
+                          why, opts ->> 'chunk_min_similarity', opts ->> 'lexical_min_coverage',
+                          opts ->> 'report_min_similarity');
+        END IF;
     END IF;
 
+    IF (opts ->> 'log')::boolean THEN
+        IF current_setting('transaction_read_only')::boolean THEN
+            why := why || ' (not logged in kgrag.query_log: the transaction is read-only)';
+        ELSE
+            INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms)
+            VALUES (t, md5(COALESCE(question, question_vec::text)), chosen, why, decided.seeds,
+                    COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
+                    cardinality(rows_out), extract(epoch FROM clock_timestamp() - started) * 1000);
+        END IF;
+    END IF;
     PERFORM set_config('kgrag.last_route', chosen, true);
     PERFORM set_config('kgrag.last_reason', why, true);
-    IF kgrag.setting('query_log')::boolean THEN
-        INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms)
-        VALUES (t, md5(COALESCE(question, question_vec::text)), chosen, why, decided.seeds,
-                COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
-                cardinality(rows_out), extract(epoch FROM clock_timestamp() - started) * 1000);
-    END IF;
     RETURN QUERY
     SELECT (row_number() OVER ())::integer, x.ref_id, x.kind, x.source, x.score, chosen, why, x.payload
       FROM unnest(rows_out) AS x;
 END
 $$;
 COMMENT ON FUNCTION kgrag.kgrag_search(vector, text, text, integer, jsonb) IS
-'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding, its text (optional, for entity linking, lexical search and the router''s markers) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight and whole_collection (global route: every report of the level by weight; formerly shape). payload.evidence_refs always names chunks of the tenant. A question with nothing relevant returns no rows, and the reason is logged (kgrag.query_log) and left in the setting kgrag.last_reason.';
+'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left in the setting kgrag.last_reason.';

@@ -27,7 +27,7 @@ COMMENT ON FUNCTION kgrag.cited_chunks(text[]) IS
 'Returns the chunks the references name, in the order given, once each: (chunk_id, doc_id, title of the document, text). References that do not resolve are left out (see kgrag.citations_resolvable).';
 
 CREATE OR REPLACE FUNCTION kgrag.context_blocks(
-    question_vec vector, route text DEFAULT 'auto', question text DEFAULT NULL, max_chars integer DEFAULT 4000,
+    question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, max_chars integer DEFAULT 4000,
     k integer DEFAULT 10, options jsonb DEFAULT '{}')
 RETURNS TABLE (block integer, kind text, ref_id text, body text, chars integer)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -83,7 +83,7 @@ COMMENT ON FUNCTION kgrag.context_blocks(vector, text, text, integer, integer, j
 'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path, and chunks tagged [doc_id | chunk_id], each chunk once. A block that does not fit is skipped and smaller ones after it may still fit.';
 
 CREATE OR REPLACE FUNCTION kgrag.context(
-    question_vec vector, route text DEFAULT 'auto', question text DEFAULT NULL, max_chars integer DEFAULT 4000,
+    question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, max_chars integer DEFAULT 4000,
     k integer DEFAULT 10, options jsonb DEFAULT '{}')
 RETURNS text
 LANGUAGE sql VOLATILE SECURITY INVOKER
@@ -93,4 +93,4 @@ AS $$
       FROM kgrag.context_blocks(question_vec, route, question, max_chars, k, options) AS b
 $$;
 COMMENT ON FUNCTION kgrag.context(vector, text, text, integer, integer, jsonb) IS
-'Returns the context block for an LLM as one text of at most max_chars characters: kgrag.context_blocks joined by blank lines. Empty when the search returned nothing.';
+'Returns the context block for an LLM as one text of at most max_chars characters: kgrag.context_blocks joined by blank lines. Empty when the search returned nothing. As kgrag_search, it takes the question vector, the question text, or both: kgrag.context(question => ''...'') from psql.';

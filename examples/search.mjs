@@ -1,0 +1,37 @@
+// Search pgkgrag from Node.js: embed the question with the tenant's embedder through
+// `pgkgrag serve` (OpenAI's embeddings API; any OpenAI client works too), then one SQL call.
+//
+//   npm install pg
+//   PGHOST=... PGDATABASE=... PGUSER=... KGRAG_TENANT=demo node search.mjs "Who approves changes to the PayFlow contract?"
+//
+// KGRAG_EMBEDDINGS_URL (default http://127.0.0.1:8765/v1/embeddings) and KGRAG_SERVE_TOKEN point
+// at the server; a tenant whose embedder is `openai` embeds at its own OpenAI-compatible endpoint.
+import pg from "pg";
+
+const question = process.argv[2] ?? "Who approves changes to the PayFlow contract?";
+const tenant = process.env.KGRAG_TENANT ?? "default";
+const url = process.env.KGRAG_EMBEDDINGS_URL ?? "http://127.0.0.1:8765/v1/embeddings";
+const token = process.env.KGRAG_SERVE_TOKEN;
+
+const client = new pg.Client(); // PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD from the environment
+await client.connect();
+try {
+  await client.query("BEGIN");
+  await client.query("SELECT set_config('kgrag.tenant', $1, true)", [tenant]);
+  const { rows: [{ model }] } = await client.query("SELECT kgrag.setting('embedder') #>> '{}' AS model");
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", ...(token ? { Authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({ model, input: question }),
+  });
+  if (!response.ok) throw new Error(`embeddings: HTTP ${response.status}: ${await response.text()}`);
+  const vector = (await response.json()).data[0].embedding;
+  const { rows } = await client.query(
+    "SELECT rank, kind, source, ref_id, score, route, reason, payload FROM kgrag.kgrag_search($1::vector, 'auto', $2)",
+    [JSON.stringify(vector), question],
+  );
+  await client.query("COMMIT");
+  console.log(JSON.stringify(rows));
+} finally {
+  await client.end();
+}
