@@ -6,6 +6,7 @@ import os
 import platform
 import re
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,6 +16,9 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from tenant_session import TenantSession
 
 from pgkgrag import migrations
 from pgkgrag.config import DEFAULT_DIMENSION, Config
@@ -41,11 +45,12 @@ def scratch_database(name: str, *, dim: int = DEFAULT_DIMENSION) -> Iterator[str
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def tenant_connection(dsn: str, tenant: str) -> psycopg.Connection:
-    """Autocommit connection acting for one tenant for its whole session (benchmarks only)."""
-    conn = connect(dsn, autocommit=True)
-    conn.execute("SELECT set_config('kgrag.tenant', %s, false)", [tenant])
-    return conn
+@contextmanager
+def tenant_connection(dsn: str, tenant: str) -> Iterator[TenantSession]:
+    """An autocommit connection working for one tenant: each statement its own transaction that
+    names the tenant first (benchmarks only; .conn is the connection itself, for VACUUM)."""
+    with connect(dsn, autocommit=True) as conn:
+        yield TenantSession(conn, tenant)
 
 
 def timed(fn: Callable[[], object]) -> tuple[float, object]:

@@ -17,7 +17,16 @@ import time
 
 import numpy as np
 import psycopg
-from common import markdown_table, median, percentile, scratch_database, tenant_connection, timed, write_section
+from common import (
+    TenantSession,
+    markdown_table,
+    median,
+    percentile,
+    scratch_database,
+    tenant_connection,
+    timed,
+    write_section,
+)
 
 TENANT = "bench"
 
@@ -75,8 +84,8 @@ def barabasi_albert(nodes: int, m: int, seed: int) -> list[tuple[int, int, int]]
     return edges
 
 
-def load(conn: psycopg.Connection, nodes: int, edges: list[tuple[int, int, int]]) -> None:
-    with conn.cursor() as cur:
+def load(session: TenantSession, nodes: int, edges: list[tuple[int, int, int]]) -> None:
+    with session.acting() as conn, conn.cursor() as cur:
         with cur.copy("COPY kgrag.entity (tenant_id, entity_id, name, type) FROM STDIN") as copy:
             for i in range(nodes):
                 copy.write_row((TENANT, f"n:{i:06d}", f"node {i}", "n"))
@@ -99,8 +108,8 @@ def main() -> None:
         load_ms, _ = timed(lambda: load(conn, args.nodes, edges))
         ids = [f"n:{i:06d}" for i in range(args.nodes)]
         rank_ms, _ = timed(lambda: conn.execute("SELECT kgrag.refresh_edge_ranks(%s)", [ids]))
-        conn.execute("VACUUM ANALYZE kgrag.edge")
-        conn.execute("VACUUM ANALYZE kgrag.entity")
+        conn.conn.execute("VACUUM ANALYZE kgrag.edge")
+        conn.conn.execute("VACUUM ANALYZE kgrag.entity")
         conn.execute(
             "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'khop_timeout_ms', %s)",
             [TENANT, str(args.timeout_ms)],
@@ -198,7 +207,7 @@ def measure_guard(
     times: list[float] = []
     counts: list[int] = []
     cancelled = 0
-    conn.execute("SELECT set_config('statement_timeout', %s, false)", [str(timeout_ms)])
+    conn.conn.execute("SELECT set_config('statement_timeout', %s, false)", [str(timeout_ms)])
     for seed in seeds:
         params = {"t": TENANT, "seed": seed, "hops": hops, "cap": cap}
         try:
@@ -208,7 +217,7 @@ def measure_guard(
             counts.append(count)
         except psycopg.errors.QueryCanceled:
             cancelled += 1
-    conn.execute("SELECT set_config('statement_timeout', '0', false)")
+    conn.conn.execute("SELECT set_config('statement_timeout', '0', false)")
     return [
         hops,
         cap or "none",

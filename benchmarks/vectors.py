@@ -26,6 +26,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from common import (
     DATA,
+    TenantSession,
     markdown_table,
     median,
     percentile,
@@ -192,8 +193,8 @@ def main() -> None:
     write_section("vectors", "Vector search: exact vs HNSW vs binary-quantized HNSW + re-rank", body)
 
 
-def load(conn: psycopg.Connection, texts: list[str], vectors: np.ndarray) -> None:
-    with conn.cursor() as cur:
+def load(session: TenantSession, texts: list[str], vectors: np.ndarray) -> None:
+    with session.acting() as conn, conn.cursor() as cur:
         with cur.copy("COPY kgrag.document (tenant_id, doc_id, content_hash) FROM STDIN") as copy:
             for i in range(len(texts)):
                 copy.write_row((TENANT, f"t{i:06d}", str(i)))

@@ -17,7 +17,7 @@ const client = new pg.Client(); // PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWOR
 await client.connect();
 try {
   await client.query("BEGIN");
-  await client.query("SELECT set_config('kgrag.tenant', $1, true)", [tenant]);
+  await client.query("SELECT kgrag.use_tenant($1)", [tenant]); // checked against this login's grants
   const { rows: [{ model }] } = await client.query("SELECT kgrag.setting('embedder') #>> '{}' AS model");
   const response = await fetch(url, {
     method: "POST",

@@ -31,6 +31,7 @@ from alembic.config import Config as AlembicConfig
 from sqlalchemy.engine import Connection
 
 from pgkgrag import migrations
+from pgkgrag.errors import KgragError
 from pgkgrag.queries import Q
 
 
@@ -59,11 +60,13 @@ def _run(connection: Connection, step: Callable[[AlembicConfig], None], dim: int
     # Alembic keeps one global `context` and `op` for the running migration (the caller's); a
     # nested run replaces them and clears them when it ends. Put the caller's back.
     saved = [module._proxy for module in (alembic.context, alembic.op)]
-    tenant = connection.exec_driver_sql(Q["current_tenant_setting"]).scalar()
+    # pgkgrag migrates as the defaults tenant, and a transaction has one tenant (kgrag.use_tenant)
+    if connection.exec_driver_sql(Q["current_tenant_setting"]).scalar():
+        raise KgragError("run pgkgrag's migrations in a transaction that acts for no tenant (kgrag.tenant is set)")
     try:
         step(cfg)
     finally:
         for proxy in saved:
             if proxy is not None:
                 proxy._install_proxy()
-        connection.exec_driver_sql(Q["set_tenant"], (tenant or "",))
+        connection.exec_driver_sql(Q["clear_tenant"])

@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError
 
 from pgkgrag import migrations, render
 from pgkgrag.build import build as build_products
-from pgkgrag.config import Config
+from pgkgrag.config import SHARED_TENANT, Config
 from pgkgrag.db import READER, WRITER, connect_app, ensure_server
 from pgkgrag.demo import run_demo
 from pgkgrag.documents import count_inputs
@@ -186,6 +186,11 @@ def _open(tenant: str | None, role: str, *, existing: bool = True) -> tuple[Conf
     """Connect as the application role of the command (kgrag_writer or kgrag_reader) when allowed.
     With `existing`, a tenant without documents is an error that lists the tenants there are."""
     config = Config.from_env(tenant)
+    if config.tenant == SHARED_TENANT and role == WRITER:
+        raise KgragError(
+            f"tenant {SHARED_TENANT!r} holds the defaults of every tenant (settings, router rules): it takes no "
+            "documents, and only the schema owner may change it"
+        )
     conn = connect_app(ensure_server(config), role)
     if existing:
         try:

@@ -77,7 +77,8 @@ def connect_app(dsn: str, role: str) -> psycopg.Connection:
 
 @contextmanager
 def tenant_transaction(conn: psycopg.Connection, tenant: str) -> Iterator[psycopg.Connection]:
-    """A transaction whose kgrag.tenant setting is `tenant` (transaction-local, as RLS expects)."""
+    """A transaction acting for `tenant` (kgrag.use_tenant: checked against the login role's grants,
+    and for this transaction only, as row-level security expects)."""
     with conn.transaction():
-        conn.execute(Q["set_tenant"], [validate_tenant(tenant)])
+        conn.execute(Q["use_tenant"], [validate_tenant(tenant)])
         yield conn

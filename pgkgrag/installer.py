@@ -141,7 +141,9 @@ def prepare(bind: Connection, dim: int | None) -> None:
                 "pgvector is not installed in this database and this role may not install it: "
                 "ask an administrator to run CREATE EXTENSION vector"
             ) from exc
-    conn.execute(Q["set_tenant"], [SHARED_TENANT])
+    # the defaults tenant: the schema owner's (sealed to this transaction once the schema can, 0011 on)
+    sealed = conn.execute(Q["installer_has_use_tenant"]).fetchone()[0]  # type: ignore[index]
+    conn.execute(Q["use_tenant"] if sealed else Q["installer_set_tenant"], [SHARED_TENANT])
     installed = installed_dimension(conn)
     if installed is not None and dim is not None and dim != installed:
         raise KgragError(

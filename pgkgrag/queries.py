@@ -1,7 +1,7 @@
 """The driver's SQL, by name: every statement pgkgrag runs is a named block of queries.sql.
 
     from pgkgrag.queries import Q
-    conn.execute(Q["set_tenant"], [tenant])
+    conn.execute(Q["use_tenant"], [tenant])
 
 A block starts with a line `-- name: NAME`, then comment lines saying what it is for, then the
 statement. Values are bound (%s); the few identifiers that vary (a role, a function name, a

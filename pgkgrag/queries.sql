@@ -19,13 +19,17 @@ SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s)
 -- name: set_role
 SET ROLE {role};
 
--- name: set_tenant
--- The tenant of this transaction, as the row-level security policies read it.
-SELECT pg_catalog.set_config('kgrag.tenant', %s, true);
+-- name: use_tenant
+-- The tenant of this transaction, checked against the session's grants and sealed to it.
+SELECT kgrag.use_tenant(%s);
 
 -- name: current_tenant_setting
--- The tenant the caller's transaction had set (or NULL), to put it back afterwards.
+-- The tenant the caller's transaction has set, if any.
 SELECT pg_catalog.current_setting('kgrag.tenant', true);
+
+-- name: clear_tenant
+-- No tenant for the rest of this transaction.
+SELECT pg_catalog.set_config('kgrag.tenant', '', true);
 
 -- name: schema_installed
 -- Whether the kgrag schema exists and whether it can tell its revision (kgrag.version, 0006 on).
@@ -77,6 +81,14 @@ SELECT pg_catalog.set_config('search_path', %s, true);
 -- name: installer_set_dimension
 -- Read back by sql/incremental/0001_base.sql, which sizes the vector columns with it.
 SELECT pg_catalog.set_config('kgrag.install_dimension', %s, true);
+
+-- name: installer_has_use_tenant
+-- Whether the schema seals tenants to their transaction (revision 0011 on).
+SELECT pg_catalog.to_regprocedure('kgrag.use_tenant(text)') IS NOT NULL;
+
+-- name: installer_set_tenant
+-- The tenant of the migration, before revision 0011 (it is then sealed by kgrag.use_tenant).
+SELECT pg_catalog.set_config('kgrag.tenant', %s, true);
 
 -- name: installer_settings_exist
 SELECT pg_catalog.to_regclass('kgrag.settings') IS NOT NULL;

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from tenant_session import TenantSession
 
 from pgkgrag import migrations
 from pgkgrag.build import build
@@ -140,12 +141,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
-def tconn(dsn: str) -> Iterator[psycopg.Connection]:
-    """A connection acting for tenant 't1' for its whole session (tests only; the driver sets
-    the tenant per transaction)."""
+def tconn(dsn: str) -> Iterator[TenantSession]:
+    """A kgrag_writer connection acting for tenant 't1', each statement its own transaction."""
     with connect(dsn, autocommit=True, role=WRITER) as c:
-        c.execute("SELECT set_config('kgrag.tenant', 't1', false)")
-        yield c
+        yield TenantSession(c, "t1")
 
 
 DEMO_TENANT = "demo"

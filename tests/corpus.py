@@ -6,10 +6,15 @@ from collections.abc import Sequence
 
 import numpy as np
 import psycopg
+from tenant_session import TenantSession
+
+
+def _raw(conn: psycopg.Connection | TenantSession) -> psycopg.Connection:
+    return conn.conn if isinstance(conn, TenantSession) else conn
 
 
 def add_chunks(
-    conn: psycopg.Connection,
+    conn: psycopg.Connection | TenantSession,
     tenant: str,
     texts: dict[str, str],
     *,
@@ -17,8 +22,9 @@ def add_chunks(
     vectors: Sequence[np.ndarray] | None = None,
 ) -> None:
     """One document per text, with one chunk each: doc_id -> text."""
+    conn = _raw(conn)
     with conn.transaction(), conn.cursor() as cur:
-        cur.execute("SELECT set_config('kgrag.tenant', %s, true)", [tenant])
+        cur.execute("SELECT kgrag.use_tenant(%s)", [tenant])
         cur.executemany(
             "INSERT INTO kgrag.document (tenant_id, doc_id, title, lang, content_hash)"
             " VALUES (%s, %s, %s, %s::regconfig, md5(%s))",
@@ -35,9 +41,12 @@ def add_chunks(
         )
 
 
-def add_entity(conn: psycopg.Connection, tenant: str, etype: str, name: str, *aliases: str, degree: int = 1) -> str:
+def add_entity(
+    conn: psycopg.Connection | TenantSession, tenant: str, etype: str, name: str, *aliases: str, degree: int = 1
+) -> str:
+    conn = _raw(conn)
     with conn.transaction():
-        conn.execute("SELECT set_config('kgrag.tenant', %s, true)", [tenant])
+        conn.execute("SELECT kgrag.use_tenant(%s)", [tenant])
         return _add_entity(conn, tenant, etype, name, aliases, degree)
 
 

@@ -130,7 +130,7 @@ def checksums(conn: psycopg.Connection, tenant: str) -> dict[str, str]:
     """md5 of each kgrag table's rows for one tenant, leaving out timestamps."""
     tables = catalog_tables(conn)
     out = {}
-    conn.execute("SELECT set_config('kgrag.tenant', %s, false)", [tenant])
+    conn.execute("SELECT kgrag.use_tenant(%s)", [tenant])
     for table in tables:
         cols = [
             r[0]

@@ -17,6 +17,7 @@ def explain(dsn: str, tenant: str, query: str, params: Sequence[object] = ()) ->
         conn.execute("SET auto_explain.log_nested_statements = on")
         conn.execute("SET auto_explain.log_level = notice")
         assert use_role(conn, WRITER)
-        conn.execute("SELECT set_config('kgrag.tenant', %s, false)", [tenant])
-        conn.execute(query, list(params)).fetchall()  # type: ignore[arg-type]
+        with conn.transaction():
+            conn.execute("SELECT kgrag.use_tenant(%s)", [tenant])
+            conn.execute(query, list(params)).fetchall()  # type: ignore[arg-type]
     return plans

@@ -40,8 +40,11 @@ ROUTE_QUESTIONS = {
 
 @pytest.fixture(scope="module")
 def reader(demo: str, login_roles: Callable[[str], str]) -> str:
-    """The demo database as a login role granted kgrag_reader only."""
-    return as_role(demo, login_roles(READER))
+    """The demo database as a login role granted kgrag_reader and the tenant demo only."""
+    role = login_roles(READER)
+    with psycopg.connect(demo, autocommit=True) as owner:
+        owner.execute("SELECT kgrag.grant_tenant(%s, %s)", [role, DEMO_TENANT])
+    return as_role(demo, role)
 
 
 def psql(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -66,7 +69,7 @@ def test_psql_every_route_twice_in_one_transaction_is_quiet(reader: str) -> None
         f"SELECT route, count(*) FROM kgrag.kgrag_search(NULL, 'auto', question => '{q}') GROUP BY route;\n" * 2
         for q in ROUTE_QUESTIONS.values()
     )
-    script = f"BEGIN;\nSELECT set_config('kgrag.tenant', '{DEMO_TENANT}', true);\n{calls}COMMIT;\n"
+    script = f"BEGIN;\nSELECT kgrag.use_tenant('{DEMO_TENANT}');\n{calls}COMMIT;\n"
     out = psql(reader, "-v", "ON_ERROR_STOP=1", "-c", script)
     assert out.returncode == 0 and out.stderr == "", out.stderr
     answered = [line.split("|") for line in out.stdout.splitlines() if "|" in line]
@@ -164,7 +167,7 @@ def test_every_route_runs_on_a_hot_standby(
 
 
 def test_a_tenant_without_documents_is_said_to_be_one(demo: str, reader: str, use: Embedder) -> None:
-    with psycopg.connect(reader) as conn, tenant_transaction(conn, "nobody"):
+    with psycopg.connect(demo) as conn, tenant_transaction(conn, "nobody"):
         reason = conn.execute("SELECT reason FROM kgrag.kgrag_search(question => %s)", [QUESTION]).fetchall()
         assert reason == []
         assert (

@@ -85,7 +85,7 @@ def test_ingest_build_delete_from_the_command_line(server: Server, template: str
         assert "ops.jsonl:6: invalid JSON" in first.stderr and "Traceback" not in first.stderr
         assert "written" in first.stdout and "communities" in first.stdout
         with psycopg.connect(dsn) as conn:
-            conn.execute("SELECT set_config('kgrag.tenant', 'acme', false)")
+            conn.execute("SELECT kgrag.use_tenant('acme')")
             assert conn.execute("SELECT count(*) FROM kgrag.document").fetchone() == (5,)
             assert conn.execute("SELECT count(*) FROM kgrag.community_report").fetchone()[0] > 0  # type: ignore[index]
             graph = conn.execute("SELECT (SELECT count(*) FROM kgrag.entity), (SELECT count(*) FROM kgrag.edge)")

@@ -124,7 +124,7 @@ def test_every_named_query_is_used_and_every_use_is_named() -> None:
 
 def test_copy_columns_match_the_staging_tables(conn: psycopg.Connection) -> None:
     with conn.transaction(force_rollback=True):
-        conn.execute("SELECT set_config('kgrag.tenant', 't1', true)")
+        conn.execute("SELECT kgrag.use_tenant('t1')")
         conn.execute("SELECT kgrag.stage_begin()")
         for table in staging.STAGED:
             columns = [

@@ -36,7 +36,7 @@ def n(x: str) -> str:
 @pytest.fixture
 def graph(tconn: psycopg.Connection) -> psycopg.Connection:
     names = sorted({x for p in PAIRS for x in p[:2]})
-    with tconn.cursor() as cur:
+    with tconn.acting() as conn, conn.cursor() as cur:
         cur.executemany(
             "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type) VALUES ('t1', %s, %s, 'n')",
             [(n(x), x) for x in names],

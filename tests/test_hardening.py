@@ -16,16 +16,18 @@ from plans import explain
 
 from pgkgrag.db import READER, WRITER, connect, tenant_transaction
 
-# SECURITY DEFINER functions allowed, with why, all owned by kgrag_probe. Two are index probes: @@
-# and && are not leakproof, so under the tenant policy their GIN indexes could not be used; the
-# probes filter on kgrag.current_tenant() themselves. The third lists the tenants (names and
-# document counts), which reads past the tenant policy by definition.
-DEFINER_ALLOWED = {
-    "kgrag._fts_probe(tsquery,regconfig)": "full-text matches through chunk_tsv_idx",
-    "kgrag._trigram_probe(text[],integer,integer)": "alias candidates through alias_trigrams_idx",
-    "kgrag.tenants()": "the tenants and their document counts",
-}
+# SECURITY DEFINER functions allowed, with their owner and why. Two are index probes: @@ and && are
+# not leakproof, so under the tenant policy their GIN indexes could not be used; the probes filter
+# on kgrag.current_tenant() themselves. kgrag.tenants() lists the tenants the caller may use (names
+# and document counts), and _log_search writes the query log, which readers may not write themselves.
 PROBE = "kgrag_probe"
+LOGGER = "kgrag_logger"
+DEFINER_ALLOWED = {
+    "kgrag._fts_probe(tsquery,regconfig)": (PROBE, "full-text matches through chunk_tsv_idx"),
+    "kgrag._trigram_probe(text[],integer,integer)": (PROBE, "alias candidates through alias_trigrams_idx"),
+    "kgrag.tenants()": (PROBE, "the tenants the caller may use and their document counts"),
+    "kgrag._log_search(text,text,text,text[],integer,integer,double precision)": (LOGGER, "one bounded log row"),
+}
 
 # pgspot findings accepted, with why. pgspot assumes an attacker may write to the schemas on the
 # search_path and create objects before the installer does; neither holds here:
@@ -49,18 +51,17 @@ def test_no_security_definer_function_outside_the_allow_list(admin: psycopg.Conn
         ).fetchall()
     )
     assert set(definers) == set(DEFINER_ALLOWED)
-    assert set(definers.values()) == {PROBE}
+    assert definers == {f: owner for f, (owner, _) in DEFINER_ALLOWED.items()}
     for function in definers:
         assert (
             "SECURITY DEFINER"
             in admin.execute("SELECT obj_description(%s::regprocedure, 'pg_proc')", [function]).fetchone()[0]
         )  # type: ignore[index]
-        assert admin.execute("SELECT has_function_privilege('public', %s, 'EXECUTE')", [function]).fetchone() == (
-            False,
-        )
+        public = admin.execute("SELECT has_function_privilege('public', %s, 'EXECUTE')", [function]).fetchone()
+        assert public == (False,), function
 
 
-def test_the_probe_role_reads_three_tables_and_nothing_else(admin: psycopg.Connection) -> None:
+def test_the_probe_role_reads_three_tables_and_the_logger_writes_one(admin: psycopg.Connection) -> None:
     role = admin.execute(
         "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s", [PROBE]
     ).fetchone()
@@ -75,6 +76,14 @@ def test_the_probe_role_reads_three_tables_and_nothing_else(admin: psycopg.Conne
         [PROBE],
     ).fetchall()
     assert policies == [("alias", "SELECT", "true"), ("chunk", "SELECT", "true"), ("document", "SELECT", "true")]
+    logger = admin.execute(
+        "SELECT table_name, privilege_type FROM information_schema.role_table_grants WHERE grantee = %s ORDER BY 1, 2",
+        [LOGGER],
+    ).fetchall()
+    assert logger == [("query_log", "INSERT")]
+    assert admin.execute(
+        "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s", [LOGGER]
+    ).fetchone() == (False, False, False)
     owned = admin.execute("SELECT count(*) FROM pg_class WHERE relowner = %s::regrole", [PROBE]).fetchone()
     assert owned == (0,)
     members = admin.execute(
@@ -155,8 +164,7 @@ def test_application_roles_cannot_bypass_row_level_security(admin: psycopg.Conne
 
 
 def test_every_table_is_granted_to_the_application_roles(admin: psycopg.Connection) -> None:
-    tables = catalog_tables(admin)
-    for table in tables:
+    for table in catalog_tables(admin):
         name = f"kgrag.{table}"
         assert admin.execute("SELECT has_table_privilege(%s, %s, 'SELECT')", [READER, name]).fetchone() == (True,)
         for privilege in ("SELECT", "INSERT", "UPDATE", "DELETE"):
@@ -164,7 +172,7 @@ def test_every_table_is_granted_to_the_application_roles(admin: psycopg.Connecti
                 True,
             ), (name, privilege)
         may_write = admin.execute("SELECT has_table_privilege(%s, %s, 'INSERT')", [READER, name]).fetchone()
-        assert may_write == ((table == "query_log"),), f"kgrag_reader may insert into {name}"
+        assert may_write == (False,), f"kgrag_reader may insert into {name}"  # the log: kgrag._log_search
 
 
 def test_policies_read_the_tenant_once_per_statement(dsn: str, admin: psycopg.Connection) -> None:

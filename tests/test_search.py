@@ -70,7 +70,7 @@ def test_negative_questions_return_nothing_and_the_log_says_why(
     result = ask(dconn, use, question)
     assert result.rows == []
     assert result.reason.startswith("nothing cleared the floors")
-    logged = sql(dconn, "SELECT route, reason, rows_returned FROM kgrag.query_log ORDER BY log_id DESC LIMIT 1")
+    logged = sql(dconn, "SELECT route, reason, rows_returned FROM kgrag.query_log ORDER BY searched_at DESC LIMIT 1")
     assert logged == [(result.route, result.reason, 0)]
 
 
@@ -229,7 +229,7 @@ def test_the_query_log_can_be_switched_off(dconn: psycopg.Connection, use: Embed
     before = sql(dconn, "SELECT count(*) FROM kgrag.query_log")[0][0]
     ask(dconn, use, "What does the Auth Service depend on?")
     logged = sql(
-        dconn, "SELECT route, seeds, paths_walked, rows_returned FROM kgrag.query_log ORDER BY log_id DESC LIMIT 1"
+        dconn, "SELECT route, seeds, paths_walked, rows_returned FROM kgrag.query_log ORDER BY searched_at DESC LIMIT 1"
     )[0]
     assert logged[0] == "local" and logged[1] == ["service:auth service"] and logged[2] > 0 and logged[3] > 0
     with tenant_transaction(dconn, TENANT):

@@ -111,7 +111,7 @@ PURE = {
     "check_embedding",
 }
 # Functions for the schema owner only (the application roles may not execute them).
-OWNER_ONLY = {"distribute"}
+OWNER_ONLY = {"distribute", "grant_tenant", "revoke_tenant"}
 
 
 def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
@@ -121,6 +121,7 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
     foreign_chunks = others["chunks"]
     calls: dict[str, tuple[str, list[Any]]] = {
         "current_tenant": ("SELECT kgrag.current_tenant()", []),
+        "use_tenant": ("SELECT kgrag.use_tenant(kgrag.current_tenant())", []),
         "dimension": ("SELECT kgrag.dimension()", []),
         "version": ("SELECT kgrag.version()", []),
         "setting": ("SELECT kgrag.setting('rrf_k')", []),
@@ -332,7 +333,7 @@ def test_writing_another_tenants_rows_is_refused(conn: psycopg.Connection) -> No
         "UPDATE kgrag.document SET tenant_id = 't1' WHERE doc_id = 'mine'",
     ):
         with conn.transaction():
-            conn.execute("SELECT set_config('kgrag.tenant', 't2', true)")
+            conn.execute("SELECT kgrag.use_tenant('t2')")
             conn.execute("INSERT INTO kgrag.document (tenant_id, doc_id, content_hash) VALUES ('t2', 'mine', 'h')")
             with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"), conn.transaction():
                 conn.execute(statement)

@@ -61,7 +61,7 @@ def recall(conn: psycopg.Connection, queries: np.ndarray) -> float:
 
 def test_bq_search_agrees_with_brute_force(vectors: psycopg.Connection, embedded: tuple[list[str], np.ndarray]) -> None:
     _, vecs = embedded
-    vectors.execute("SELECT set_config('kgrag.tenant', 'big', false)")
+    vectors.use("big")
     r = recall(vectors, vecs[CORPUS:])
     assert r >= 0.95, f"recall@10 {r:.3f}"
     rows = vectors.execute("SELECT * FROM kgrag.search_chunks_vector(%s, 5)", [vecs[CORPUS]]).fetchall()
@@ -77,7 +77,7 @@ def test_a_tenant_with_one_percent_of_rows_still_gets_k(
     vectors: psycopg.Connection, embedded: tuple[list[str], np.ndarray], record_property: Callable[[str, object], None]
 ) -> None:
     _, vecs = embedded
-    vectors.execute("SELECT set_config('kgrag.tenant', 'small', false)")
+    vectors.use("small")
     for q in vecs[CORPUS:]:
         found = approx(vectors, q)
         assert len(found) == 10 and all(c.startswith("s") for c in found)
@@ -102,14 +102,14 @@ def test_entity_search_agrees_with_brute_force(
 ) -> None:
     """One statement (kgrag._nearest) serves chunks, entities and reports."""
     _, vecs = embedded
-    admin.execute("SELECT set_config('kgrag.tenant', 'big', false)")
+    admin.execute("SELECT kgrag.use_tenant('big')")
     admin.execute(
         "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, embedding)"
         " SELECT tenant_id, 'e:' || chunk_id, chunk_id, 'e', embedding FROM kgrag.chunk WHERE tenant_id = 'big'"
     )
     admin.execute("ANALYZE kgrag.entity")
     admin.commit()
-    vectors.execute("SELECT set_config('kgrag.tenant', 'big', false)")
+    vectors.use("big")
     for q in vecs[CORPUS : CORPUS + 5]:
         found = [r[0] for r in vectors.execute("SELECT entity_id FROM kgrag.search_entities_vector(%s, 10, -1)", [q])]
         assert [f.removeprefix("e:") for f in found] == approx(vectors, q)
@@ -130,7 +130,7 @@ def test_settings_are_restored_after_a_search(
     vectors: psycopg.Connection, embedded: tuple[list[str], np.ndarray]
 ) -> None:
     _, vecs = embedded
-    vectors.execute("SELECT set_config('kgrag.tenant', 'big', false)")
+    vectors.use("big")
     vectors.execute("SET hnsw.ef_search = 77")
     with vectors.transaction():
         vectors.execute("SELECT * FROM kgrag.search_chunks_vector(%s, 10)", [vecs[0]]).fetchall()

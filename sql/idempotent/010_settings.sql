@@ -4,9 +4,11 @@ CREATE OR REPLACE FUNCTION kgrag.setting(setting_key text) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+    -- The policy on kgrag.settings checks the tenant (kgrag.current_tenant()) before a tenant's own
+    -- row is read; the setting read here only narrows the index scan, so it is not checked twice.
     SELECT s.value
       FROM kgrag.settings AS s
-     WHERE s.tenant_id IN ('*', kgrag.current_tenant())
+     WHERE s.tenant_id IN ('*', pg_catalog.current_setting('kgrag.tenant', true))
        AND s.key = setting_key
      ORDER BY (s.tenant_id = '*')
      LIMIT 1

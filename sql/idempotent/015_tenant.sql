@@ -20,10 +20,14 @@ RETURNS TABLE (tenant_id text, documents bigint)
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
-    SELECT d.tenant_id, count(*) FROM kgrag.document AS d GROUP BY d.tenant_id ORDER BY d.tenant_id
+    SELECT d.tenant_id, count(*) FROM kgrag.document AS d
+     GROUP BY d.tenant_id HAVING kgrag._may_use_tenant(d.tenant_id)
+     ORDER BY d.tenant_id
 $$;
+GRANT CREATE ON SCHEMA kgrag TO kgrag_probe;  -- a new owner must be able to create in the schema
 ALTER FUNCTION kgrag.tenants() OWNER TO kgrag_probe;
+REVOKE CREATE ON SCHEMA kgrag FROM kgrag_probe;
 REVOKE EXECUTE ON FUNCTION kgrag.tenants() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.tenants() TO kgrag_reader, kgrag_writer;
 COMMENT ON FUNCTION kgrag.tenants() IS
-'Returns the tenants that hold documents, with how many: (tenant_id, documents). Needs no tenant set. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing tenants reads past the tenant policy; it returns names and counts, nothing of their contents. For a tenant''s own counts, kgrag.graph_totals().';
+'Returns the tenants that hold documents and that the session''s role may act for (kgrag.grant_tenant), with how many documents: (tenant_id, documents). Needs no tenant set. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing tenants reads past the tenant policy; it returns names and counts, nothing of their contents. For a tenant''s own counts, kgrag.graph_totals().';

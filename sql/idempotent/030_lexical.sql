@@ -39,7 +39,9 @@ AS $$
       FROM kgrag.chunk AS c
      WHERE c.tenant_id = (SELECT kgrag.current_tenant()) AND c.lang = config AND c.tsv @@ query
 $$;
+GRANT CREATE ON SCHEMA kgrag TO kgrag_probe;  -- a new owner must be able to create in the schema
 ALTER FUNCTION kgrag._fts_probe(tsquery, regconfig) OWNER TO kgrag_probe;
+REVOKE CREATE ON SCHEMA kgrag FROM kgrag_probe;
 REVOKE EXECUTE ON FUNCTION kgrag._fts_probe(tsquery, regconfig) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag._fts_probe(tsquery, regconfig) TO kgrag_reader, kgrag_writer;
 COMMENT ON FUNCTION kgrag._fts_probe(tsquery, regconfig) IS

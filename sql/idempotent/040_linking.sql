@@ -23,7 +23,9 @@ AS $$
      WHERE a.tenant_id = (SELECT kgrag.current_tenant()) AND a.trigrams && grams
        AND length(a.alias_sq) BETWEEN min_length AND max_length
 $$;
+GRANT CREATE ON SCHEMA kgrag TO kgrag_probe;  -- a new owner must be able to create in the schema
 ALTER FUNCTION kgrag._trigram_probe(text[], integer, integer) OWNER TO kgrag_probe;
+REVOKE CREATE ON SCHEMA kgrag FROM kgrag_probe;
 REVOKE EXECUTE ON FUNCTION kgrag._trigram_probe(text[], integer, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag._trigram_probe(text[], integer, integer) TO kgrag_reader, kgrag_writer;
 COMMENT ON FUNCTION kgrag._trigram_probe(text[], integer, integer) IS

@@ -35,6 +35,7 @@ LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
+    PERFORM kgrag.current_tenant();  -- a batch is a tenant's: fail closed before anything
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_document (
         doc_id text PRIMARY KEY, title text NOT NULL DEFAULT '', source_uri text,
         metadata jsonb NOT NULL DEFAULT '{}', lang text NOT NULL DEFAULT 'simple', content_hash text NOT NULL
@@ -230,6 +231,7 @@ DECLARE
     docs text[];
     counts jsonb;
 BEGIN
+    PERFORM kgrag.current_tenant();  -- fails closed before anything is read
     SELECT array_agg(d.doc_id ORDER BY d.doc_id COLLATE "C") INTO docs FROM pg_temp.kgrag_stage_document AS d;
     IF docs IS NULL THEN
         RETURN jsonb_build_object('documents', 0);

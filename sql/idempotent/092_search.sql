@@ -1,6 +1,33 @@
 -- kgrag_search: the entry point. Routes the question, runs the route, logs the query (unless the
 -- transaction is read-only, as on a hot standby). Usable from psql with the question text alone.
 
+CREATE OR REPLACE FUNCTION kgrag._log_search(
+    question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer,
+    ms double precision)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+AS $$
+BEGIN
+    IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
+        RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms)
+    VALUES (kgrag.current_tenant(), left(COALESCE(question_hash, ''), 64), route, left(COALESCE(reason, ''), 4000),
+            ARRAY(SELECT left(u.s, 200) FROM unnest(COALESCE(seeds, '{}'::text[])) WITH ORDINALITY AS u(s, o)
+                   ORDER BY u.o LIMIT 100),
+            greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0));
+END
+$$;
+GRANT CREATE ON SCHEMA kgrag TO kgrag_logger;  -- a new owner must be able to create in the schema
+ALTER FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision) OWNER TO kgrag_logger;
+REVOKE CREATE ON SCHEMA kgrag FROM kgrag_logger;
+REVOKE EXECUTE ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision)
+    TO kgrag_reader, kgrag_writer;
+COMMENT ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision) IS
+'Private. Adds the query log row of a search (kgrag_search calls it): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters), the time and log_id set by the database. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+
 CREATE OR REPLACE FUNCTION kgrag.kgrag_search(
     question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, k integer DEFAULT 10,
     options jsonb DEFAULT '{}')
@@ -89,8 +116,7 @@ BEGIN
         IF current_setting('transaction_read_only')::boolean THEN
             why := why || ' (not logged in kgrag.query_log: the transaction is read-only)';
         ELSE
-            INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms)
-            VALUES (t, md5(COALESCE(question, question_vec::text)), chosen, why, decided.seeds,
+            PERFORM kgrag._log_search(md5(COALESCE(question, question_vec::text)), chosen, why, decided.seeds,
                     COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
                     cardinality(rows_out), extract(epoch FROM clock_timestamp() - started) * 1000);
         END IF;
