@@ -43,6 +43,7 @@ class AppliedCounts(BaseModel):
     mentions: int = 0
     relations: int = 0
     rejected: dict[str, int] = {}
+    refused: dict[str, str] = {}  # doc_id -> why: past a limit of what one document may carry
     affected_entities: int = 0
     removed_entities: int = 0
 
@@ -285,7 +286,11 @@ class Ingestor:
         start = time.perf_counter()
         applied = self._write(conn, extracted, vectors, summary)
         summary.seconds["write"] += time.perf_counter() - start
-        summary.written += len(extracted)
+        where = {item.document.doc_id: item.where for item in batch if item.document is not None}
+        summary.rejected_inputs += [
+            (where[doc_id], f"document {doc_id!r}: {why}") for doc_id, why in applied.refused.items()
+        ]
+        summary.written += len(extracted) - len(applied.refused)
         summary.counts.add(applied)
         summary.rejected_extractions.update(applied.rejected)
         self.progress("documents", len(todo))

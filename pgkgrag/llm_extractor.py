@@ -206,9 +206,9 @@ class LlmExtractor:
                     f"the answer's JSON has the wrong shape: {exc.errors()[0]['msg']} at "
                     f"{'.'.join(str(p) for p in exc.errors()[0]['loc'])}"
                 )
-        for (key, _, _), result in zip(parsed, self._validate(conn, parsed), strict=True):
+        for (key, chunk, _), result in zip(parsed, self._validate(conn, parsed), strict=True):
             fresh[key] = result
-            conn.execute(Q["llm_cache_put"], [key, self.client.settings.model, json.dumps(result)])
+            conn.execute(Q["llm_cache_put"], [key, self.client.settings.model, json.dumps(result), chunk.content_hash])
         results: dict[str, Extraction | Exception] = {}
         for prepared in docs:
             results[prepared.document.doc_id] = self._merge(prepared, cached, fresh)

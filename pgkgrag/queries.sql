@@ -218,7 +218,8 @@ SELECT name, type, aliases FROM kgrag.known_names();
 SELECT cache_key, response FROM kgrag.llm_cache_get(%s);
 
 -- name: llm_cache_put
-SELECT kgrag.llm_cache_put(%s, %s, %s);
+-- cache key, model, the validated extraction, the content hash of the chunk text.
+SELECT kgrag.llm_cache_put(%s, %s, %s, %s);
 
 -- name: ontology
 -- The entity and relation types an LLM extraction may produce (setting ontology).

@@ -83,9 +83,11 @@ def test_provided_extraction_builds_the_graph(conn: psycopg.Connection, tmp_path
     ranks = q(conn, "SELECT dst, rel, rank FROM kgrag.edge WHERE src = 'service:auth service' ORDER BY rank")
     assert ranks[0][:2] == ("service:session store", "CO_OCCURS") and [r for _, _, r in ranks] == [1, 2, 3, 4, 5, 6]
     assert q(conn, "SELECT degree FROM kgrag.entity WHERE entity_id = 'service:auth service'") == [(5,)]
-    # mentions come from the names in the text; the alias is kept with its document
-    assert q(conn, "SELECT alias, doc_id FROM kgrag.alias WHERE entity_id = 'service:auth service' ORDER BY 1") == [
-        ("Auth Service", ""),
+    # mentions come from the names in the text; every spelling is kept with the document that gave it
+    assert q(conn, "SELECT alias, doc_id FROM kgrag.alias WHERE entity_id = 'service:auth service' ORDER BY 1, 2") == [
+        ("Auth Service", "d1"),
+        ("Auth Service", "d2"),
+        ("Auth Service", "d5"),
         ("auth", "d1"),
     ]
 
@@ -153,7 +155,10 @@ def test_delete_removes_what_came_from_the_documents(conn: psycopg.Connection, t
     assert ("service:auth service", "infrastructure:alpha cluster", "CO_OCCURS") not in g
     assert not any(k[0] == "service:payment module" for k in g)
     assert q(conn, "SELECT count(*) FROM kgrag.chunk WHERE doc_id = 'd2'") == [(0,)]
-    assert q(conn, "SELECT count(*) FROM kgrag.community WHERE stale") != [(0,)]
+    # the communities d2 fed went with it (their titles and reports): the next build makes them again
+    assert q(conn, "SELECT count(*) FROM kgrag.community WHERE stale") == [(0,)]
+    assert q(conn, "SELECT kgrag.communities_outdated()") == [(True,)]
+    assert q(conn, "SELECT count(*) FROM kgrag.community_report WHERE strpos(report, 'd2#') > 0") == [(0,)]
     ingest(conn, tmp_path, [d for d in OPS if d["doc_id"] != "d2"], tenant="fresh")
     assert _graph_rows(conn, "t1") == _graph_rows(conn, "fresh")
 

@@ -190,7 +190,7 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         "ingest_apply": ("SELECT kgrag.ingest_apply()", []),
         "replace_communities": ("SELECT kgrag.replace_communities()", []),
         "use_embedder": ("SELECT kgrag.use_embedder('hash')", []),
-        "llm_cache_put": ("""SELECT kgrag.llm_cache_put('k', 'm', '{"entities": [], "relations": []}')""", []),
+        "llm_cache_put": ("""SELECT kgrag.llm_cache_put('k', 'm', '{"entities": [], "relations": []}', 'h')""", []),
     }
 
 

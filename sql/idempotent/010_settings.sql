@@ -71,3 +71,20 @@ AS $$
 $$;
 COMMENT ON FUNCTION kgrag.text_search_config(text) IS
 'Returns the text search configuration a document''s language stands for: a code of the setting language_codes (en, pt, pt-BR, ...), or the name of a configuration (english, portuguese, simple, ...); NULL or blank means the setting text_search_config. NULL when the language is unknown, and ingestion rejects the document.';
+
+CREATE OR REPLACE FUNCTION kgrag._check_question(question text) RETURNS void
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    longest integer := kgrag.setting('max_question_chars')::integer;
+BEGIN
+    IF length(question) > longest THEN
+        RAISE EXCEPTION 'the question is % characters long, above the limit of % (setting max_question_chars)',
+            length(question), longest
+            USING ERRCODE = '22023', HINT = 'Ask a question, not a document: search with its key sentence.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION kgrag._check_question(text) IS
+'Private. Returns nothing; raises SQLSTATE 22023 for a question longer than the setting max_question_chars (every function that reads a question''s words calls it: their work grows with its length).';

@@ -12,6 +12,7 @@ DECLARE
     q tsquery;
     lexeme text;
 BEGIN
+    PERFORM kgrag._check_question(question);
     -- Each form is tried as written and with accents folded, as kgrag.chunk.tsv holds both.
     IF mode = 'websearch' THEN
         RETURN websearch_to_tsquery(config, raw) || websearch_to_tsquery(config, kgrag.fold(raw));

@@ -45,20 +45,20 @@ DECLARE
     trigram_floor float8 := COALESCE(min_trigram, kgrag.setting('link_min_trigram')::float8);
     stop text[] := ARRAY(SELECT jsonb_array_elements_text(kgrag.setting('link_stopwords')));
 BEGIN
+    PERFORM kgrag._check_question(question);
     IF whole = '' THEN
         RETURN;
     END IF;
     RETURN QUERY
     WITH words AS (
-        SELECT w.word, w.pos::integer AS pos
-          FROM unnest(string_to_array(whole, ' ')) WITH ORDINALITY AS w(word, pos)
+        SELECT string_to_array(whole, ' ') AS w
     ), spans AS (
-        SELECT s.pos AS first, n AS len, array_agg(w.word ORDER BY w.pos) AS words
-          FROM words AS s
+        -- every run of 1 to 6 words, cut from the array: linear in the question's length
+        SELECT f.first::integer AS first, n AS len, x.w[f.first:f.first + n - 1] AS words
+          FROM words AS x
+         CROSS JOIN generate_subscripts(x.w, 1) AS f(first)
          CROSS JOIN generate_series(1, 6) AS n
-          JOIN words AS w ON w.pos >= s.pos AND w.pos < s.pos + n
-         GROUP BY s.pos, n
-        HAVING count(*) = n
+         WHERE f.first + n - 1 <= cardinality(x.w)
     ), forms AS (
         -- A span as a phrase, and squashed three ways: as written, without its inner stop words,
         -- and with its words sorted ("servico de autenticacao" -> "servicoautenticacao"). The last

@@ -25,6 +25,8 @@ DECLARE
     t text := kgrag.current_tenant();
     max_hops integer := kgrag.setting('max_hops')::integer;
     budget_ms integer := kgrag.setting('khop_timeout_ms')::integer;
+    max_paths integer := kgrag.setting('max_paths_walked')::integer;
+    search_deadline text := current_setting('kgrag.search_deadline', true);
     deadline timestamptz;
     walked integer;
 BEGIN
@@ -40,6 +42,11 @@ BEGIN
         RAISE EXCEPTION 'degree_cap must be >= 1 (or NULL for no cap), got %', degree_cap USING ERRCODE = '22023';
     END IF;
     deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
+    IF search_deadline <> '' AND search_deadline::timestamptz < deadline THEN
+        -- inside kgrag_search, whose whole time has one budget (setting search_timeout_ms)
+        deadline := search_deadline::timestamptz;
+        budget_ms := greatest(0, (extract(epoch FROM deadline - clock_timestamp()) * 1000)::integer);
+    END IF;
     RETURN QUERY
     WITH RECURSIVE walk(entity_id, hop, trail, seed) AS (
         SELECT e.entity_id, 0, '|' || e.entity_id || '|', e.entity_id
@@ -57,13 +64,18 @@ BEGIN
                                   AND (g.valid_to IS NULL OR g.valid_to > as_of)))
            AND (clock_timestamp() < deadline OR kgrag._traversal_timeout(budget_ms))
     )
-    SELECT w.entity_id, w.hop, w.trail, w.seed FROM walk AS w;
+    SELECT w.entity_id, w.hop, w.trail, w.seed FROM walk AS w LIMIT max_paths + 1;
     GET DIAGNOSTICS walked = ROW_COUNT;
+    IF walked > max_paths THEN  -- what follows (the shortest path per node) sorts every path walked
+        RAISE EXCEPTION 'graph traversal stopped after % paths (setting max_paths_walked)', max_paths
+            USING ERRCODE = '57014',
+                  HINT = 'Walk fewer hops, pass a degree cap, or filter relations: a hub multiplies every hop.';
+    END IF;
     PERFORM set_config('kgrag.paths_walked', walked::text, true);  -- read back by kgrag_search's log
 END
 $$;
 COMMENT ON FUNCTION kgrag._walk(text[], integer, integer, text[], timestamptz) IS
-'Private. Returns every simple path walked from the seeds, one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed), and leaves the number of paths in the setting kgrag.paths_walked. The recursive CTE behind kgrag.k_hop and kgrag.fanout.';
+'Private. Returns every simple path walked from the seeds, one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed), and leaves the number of paths in the setting kgrag.paths_walked. The recursive CTE behind kgrag.k_hop and kgrag.fanout. Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths.';
 
 CREATE OR REPLACE FUNCTION kgrag.k_hop(
     seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL, relations text[] DEFAULT NULL,
@@ -101,13 +113,30 @@ $$;
 COMMENT ON FUNCTION kgrag.fanout(text, integer, integer) IS
 'Returns, per hop from one seed: nodes (distinct entities at the end of some path of that length), new_nodes (entities reached for the first time at that hop) and paths (simple paths walked). paths growing much faster than nodes is a hub blowing up the query; compare with and without degree_cap.';
 
+CREATE OR REPLACE FUNCTION kgrag._path_length(path text[]) RETURNS integer
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    longest integer := kgrag.setting('max_hops')::integer + 1;
+BEGIN
+    IF cardinality(path) > longest THEN
+        RAISE EXCEPTION 'a path of % entities is longer than any walk (at most % entities: setting max_hops)',
+            cardinality(path), longest USING ERRCODE = '22023';
+    END IF;
+    RETURN COALESCE(cardinality(path), 0);
+END
+$$;
+COMMENT ON FUNCTION kgrag._path_length(text[]) IS
+'Private. Returns the number of entities in a path; raises SQLSTATE 22023 for a path longer than a walk can be (setting max_hops + 1), which bounds kgrag.path_relations.';
+
 CREATE OR REPLACE FUNCTION kgrag.path_relations(path text[])
 RETURNS TABLE (step integer, src text, rel text, dst text)
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
     SELECT i, g.src, g.rel, g.dst
-      FROM generate_series(1, cardinality(path) - 1) AS i
+      FROM generate_series(1, kgrag._path_length(path) - 1) AS i
      CROSS JOIN LATERAL (
            SELECT x.src, x.rel, x.dst FROM kgrag.edge AS x
             WHERE x.tenant_id = kgrag.current_tenant()

@@ -64,6 +64,59 @@ $$;
 COMMENT ON FUNCTION kgrag.stage_begin() IS
 'Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _cluster), dropped at commit. COPY the batch into them, then call kgrag.ingest_apply().';
 
+CREATE OR REPLACE FUNCTION kgrag._screen_staged() RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    max_title integer := kgrag.setting('max_title_chars')::integer;
+    max_aliases integer := kgrag.setting('max_aliases_per_entity')::integer;
+    max_alias integer := kgrag.setting('max_alias_chars')::integer;
+    max_quote integer := kgrag.setting('max_quote_chars')::integer;
+    refused jsonb;
+    nameless integer;
+BEGIN
+    -- What one document may carry; a document past a limit is refused whole, by name, and the
+    -- rest of the batch goes on.
+    WITH reasons AS (
+        SELECT d.doc_id, format('its title is %s characters long, above %s (setting max_title_chars)',
+                                length(d.title), max_title) AS reason
+          FROM pg_temp.kgrag_stage_document AS d WHERE length(d.title) > max_title
+        UNION ALL
+        SELECT e.doc_id, format('entity %s has %s aliases, above %s (setting max_aliases_per_entity)',
+                                quote_literal(left(e.name, 60)), cardinality(e.aliases), max_aliases)
+          FROM pg_temp.kgrag_stage_entity AS e WHERE cardinality(e.aliases) > max_aliases
+        UNION ALL
+        SELECT e.doc_id, format('a name or alias of entity %s is %s characters long, above %s (setting max_alias_chars)',
+                                quote_literal(left(e.name, 60)), max(length(a.alias)), max_alias)
+          FROM pg_temp.kgrag_stage_entity AS e CROSS JOIN LATERAL unnest(e.name || e.aliases) AS a(alias)
+         WHERE length(a.alias) > max_alias
+         GROUP BY e.doc_id, e.name
+        UNION ALL
+        SELECT r.doc_id, format('a relation''s quote is %s characters long, above %s (setting max_quote_chars)',
+                                max(length(r.quote)), max_quote)
+          FROM pg_temp.kgrag_stage_relation AS r WHERE length(r.quote) > max_quote
+         GROUP BY r.doc_id
+    )
+    SELECT jsonb_object_agg(x.doc_id, x.reason) INTO refused
+      FROM (SELECT DISTINCT ON (r.doc_id) r.doc_id, r.reason FROM reasons AS r ORDER BY r.doc_id, r.reason) AS x;
+    IF refused IS NOT NULL THEN
+        DELETE FROM pg_temp.kgrag_stage_relation AS r WHERE refused ? r.doc_id;
+        DELETE FROM pg_temp.kgrag_stage_entity AS e WHERE refused ? e.doc_id;
+        DELETE FROM pg_temp.kgrag_stage_chunk AS c WHERE refused ? c.doc_id;
+        DELETE FROM pg_temp.kgrag_stage_document AS d WHERE refused ? d.doc_id;
+    END IF;
+    -- A name (or type) with no letter or digit would make one entity of every such name: dropped.
+    DELETE FROM pg_temp.kgrag_stage_entity AS e WHERE kgrag.canonical_name(e.name) = '' OR kgrag.canonical_name(e.type) = '';
+    GET DIAGNOSTICS nameless = ROW_COUNT;
+    RETURN jsonb_build_object('refused', COALESCE(refused, '{}'),
+                              'rejected', CASE WHEN nameless > 0 THEN jsonb_build_object('entity name folds to nothing', nameless)
+                                               ELSE '{}' END);
+END
+$$;
+COMMENT ON FUNCTION kgrag._screen_staged() IS
+'Private. The first step of kgrag.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars, max_quote_chars) and every entity whose name or type folds to nothing. Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
+
 CREATE OR REPLACE FUNCTION kgrag._apply_documents(docs text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -71,6 +124,7 @@ AS $$
 DECLARE
     t text := kgrag.current_tenant();
     n_chunks integer;
+    old_texts text[];
 BEGIN
     -- The document rows are the documents' locks: upserted first, in doc_id order, so a second
     -- writer of the same document waits here (new or not) and then sees the first one's chunks.
@@ -95,7 +149,9 @@ BEGIN
      WHERE s.embedding IS NULL AND s.content_hash = c.content_hash;
 
     -- The documents replace their previous versions: old chunks go (with their mentions and
-    -- evidence). Chunks need no entity lock, so concurrent writers overlap up to here.
+    -- evidence, and the cached extractions of texts no chunk holds any more). Chunks need no
+    -- entity lock, so concurrent writers overlap up to here.
+    old_texts := ARRAY(SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (docs));
     DELETE FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (docs);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (docs);
     INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, title, text, content_hash,
@@ -105,6 +161,7 @@ BEGIN
       FROM pg_temp.kgrag_stage_chunk AS s JOIN pg_temp.kgrag_stage_document AS d USING (doc_id)
      ORDER BY s.doc_id COLLATE "C", s.ordinal;
     GET DIAGNOSTICS n_chunks = ROW_COUNT;
+    PERFORM kgrag._forget_extractions(old_texts);
     RETURN n_chunks;
 END
 $$;
@@ -123,19 +180,30 @@ BEGIN
     affected := ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
                       UNION SELECT s.entity_id FROM pg_temp.kgrag_stage_entity AS s);
     PERFORM kgrag._lock_keys('entity', affected);
-    -- the aliases the previous versions gave go
+    -- what the previous versions said goes: their aliases and their sources
     DELETE FROM kgrag.alias AS a WHERE a.tenant_id = t AND a.doc_id = ANY (docs);
+    DELETE FROM kgrag.entity_source AS x WHERE x.tenant_id = t AND x.doc_id = ANY (docs);
 
-    -- Entities: one row per key; a non-empty description updates it (and drops the embedding).
-    INSERT INTO kgrag.entity AS e (tenant_id, entity_id, name, type, description)
-    SELECT DISTINCT ON (s.entity_id) t, s.entity_id, s.name, s.type, s.description
+    -- Entities: one row per key; its name, description and answer are derived from its sources
+    -- once the batch is in (kgrag._derive_entities).
+    INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, description)
+    SELECT DISTINCT ON (s.entity_id) t, s.entity_id, s.name, s.type, ''
       FROM pg_temp.kgrag_stage_entity AS s
-     ORDER BY s.entity_id, length(s.description) DESC, s.doc_id COLLATE "C"
-    ON CONFLICT (tenant_id, entity_id) DO UPDATE
-       SET description = excluded.description, embedding = NULL, updated_at = now()
-     WHERE excluded.description <> '' AND e.description IS DISTINCT FROM excluded.description;
+     ORDER BY s.entity_id, s.doc_id COLLATE "C"
+    ON CONFLICT (tenant_id, entity_id) DO NOTHING;
+    -- What each document says of each entity; an answer stands in the chunk named, else in the
+    -- first chunk of the document that cites the entity.
+    INSERT INTO kgrag.entity_source (tenant_id, entity_id, doc_id, name, description, answer, answer_chunk_id)
+    SELECT DISTINCT ON (s.entity_id, s.doc_id) t, s.entity_id, s.doc_id, s.name, s.description,
+           NULLIF(btrim(s.answer), ''),
+           CASE WHEN NULLIF(btrim(s.answer), '') IS NOT NULL THEN
+                COALESCE(s.doc_id || '#' || s.answer_ordinal,
+                         s.doc_id || '#' || (SELECT min(o.ordinal) FROM unnest(s.ordinals) AS o(ordinal))) END
+      FROM pg_temp.kgrag_stage_entity AS s
+     ORDER BY s.entity_id, s.doc_id, length(s.description) DESC, s.name COLLATE "C";
+    -- every spelling a document gives is its alias, and goes with it
     INSERT INTO kgrag.alias (tenant_id, entity_id, alias, doc_id)
-    SELECT DISTINCT t, s.entity_id, btrim(a.alias), CASE WHEN a.alias = s.name THEN '' ELSE s.doc_id END
+    SELECT DISTINCT t, s.entity_id, btrim(a.alias), s.doc_id
       FROM pg_temp.kgrag_stage_entity AS s CROSS JOIN LATERAL unnest(s.name || s.aliases) AS a(alias)
      WHERE btrim(a.alias) <> ''
     ON CONFLICT DO NOTHING;
@@ -147,25 +215,11 @@ BEGIN
       JOIN pg_temp.kgrag_stage_chunk AS c ON c.doc_id = s.doc_id AND c.ordinal = o.ordinal
     ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS n_mentions = ROW_COUNT;
-
-    -- Entity answers given with the input: taken from the named chunk, else the first one citing it.
-    UPDATE kgrag.entity AS e
-       SET answer = a.answer, answer_chunk_id = a.chunk_id, answer_hash = c.content_hash, answer_stale = false
-      FROM (SELECT DISTINCT ON (s.entity_id) s.entity_id, s.answer,
-                   COALESCE(s.doc_id || '#' || s.answer_ordinal,
-                            (SELECT min(m.chunk_id COLLATE "C") FROM kgrag.mention AS m
-                              WHERE m.tenant_id = t AND m.entity_id = s.entity_id
-                                AND m.chunk_id LIKE s.doc_id || '#%')) AS chunk_id
-              FROM pg_temp.kgrag_stage_entity AS s
-             WHERE s.answer IS NOT NULL AND btrim(s.answer) <> ''
-             ORDER BY s.entity_id, s.doc_id COLLATE "C") AS a
-      JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = a.chunk_id
-     WHERE e.tenant_id = t AND e.entity_id = a.entity_id;
     RETURN n_mentions;
 END
 $$;
 COMMENT ON FUNCTION kgrag._apply_entities(text[]) IS
-'Private. The second step of kgrag.ingest_apply: locks the entities the batch touches, replaces the aliases the documents gave, upserts the staged entities, writes the mentions the extractor located and the answers given with the input. Returns the number of mentions written.';
+'Private. The second step of kgrag.ingest_apply: locks the entities the batch touches, replaces what the documents said of them (kgrag.entity_source) and the aliases they gave, adds the new entities and the mentions the extractor located. Returns the number of mentions written.';
 
 CREATE OR REPLACE FUNCTION kgrag._apply_relations() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -229,21 +283,25 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     docs text[];
+    screened jsonb;
     counts jsonb;
 BEGIN
     PERFORM kgrag.current_tenant();  -- fails closed before anything is read
+    screened := kgrag._screen_staged();
     SELECT array_agg(d.doc_id ORDER BY d.doc_id COLLATE "C") INTO docs FROM pg_temp.kgrag_stage_document AS d;
     IF docs IS NULL THEN
-        RETURN jsonb_build_object('documents', 0);
+        RETURN jsonb_build_object('documents', 0, 'refused', screened -> 'refused', 'rejected', screened -> 'rejected');
     END IF;
     counts := jsonb_build_object('documents', cardinality(docs), 'chunks', kgrag._apply_documents(docs));
     counts := counts || jsonb_build_object('mentions', kgrag._apply_entities(docs)) || kgrag._apply_relations();
+    counts := counts || jsonb_build_object('refused', screened -> 'refused',
+                                           'rejected', (counts -> 'rejected') || (screened -> 'rejected'));
     PERFORM kgrag._touch_documents(docs);  -- and what the new versions contribute
     RETURN counts || kgrag._refresh_graph();
 END
 $$;
 COMMENT ON FUNCTION kgrag.ingest_apply() IS
-'Applies the staged batch (see kgrag.stage_begin) in the current transaction and returns counts as jsonb: each staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
+'Applies the staged batch (see kgrag.stage_begin) in the current transaction and returns counts as jsonb: a document past a limit of what one document may carry is refused (under "refused", with why), each other staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
 
 CREATE OR REPLACE FUNCTION kgrag.stored_documents(doc_ids text[])
 RETURNS TABLE (doc_id text, content_hash text)

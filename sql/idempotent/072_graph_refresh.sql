@@ -33,6 +33,50 @@ $$;
 COMMENT ON FUNCTION kgrag._touch_documents(text[]) IS
 'Private. Returns nothing; adds to pg_temp.kgrag_touched the entities, co-occurring pairs and typed relations the chunks of these documents currently contribute.';
 
+CREATE OR REPLACE FUNCTION kgrag._derive_entities(entity_ids text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    -- From what the documents that remain say (kgrag.entity_source), in doc_id order, so the
+    -- result does not depend on the order they came in: the name is the first document's
+    -- spelling, the description the longest, the answer the first given one whose chunk exists.
+    -- Without a given answer the entity has none until kgrag.refresh_answers writes one from the
+    -- chunks that cite it now; an embedding of text that changed goes.
+    WITH derived AS (
+        SELECT e.entity_id, n.name, COALESCE(d.description, '') AS description, g.answer, g.answer_chunk_id,
+               c.content_hash AS answer_hash
+          FROM kgrag.entity AS e
+          LEFT JOIN LATERAL (SELECT x.name FROM kgrag.entity_source AS x
+                              WHERE x.tenant_id = t AND x.entity_id = e.entity_id
+                              ORDER BY x.doc_id COLLATE "C" LIMIT 1) AS n ON true
+          LEFT JOIN LATERAL (SELECT x.description FROM kgrag.entity_source AS x
+                              WHERE x.tenant_id = t AND x.entity_id = e.entity_id
+                              ORDER BY length(x.description) DESC, x.doc_id COLLATE "C" LIMIT 1) AS d ON true
+          LEFT JOIN LATERAL (SELECT x.answer, x.answer_chunk_id FROM kgrag.entity_source AS x
+                               JOIN kgrag.chunk AS k ON k.tenant_id = t AND k.chunk_id = x.answer_chunk_id
+                              WHERE x.tenant_id = t AND x.entity_id = e.entity_id AND x.answer IS NOT NULL
+                              ORDER BY x.doc_id COLLATE "C" LIMIT 1) AS g ON true
+          LEFT JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = g.answer_chunk_id
+         WHERE e.tenant_id = t AND e.entity_id = ANY (entity_ids)
+    )
+    UPDATE kgrag.entity AS e
+       SET name = COALESCE(d.name, e.name), description = d.description,
+           embedding = CASE WHEN (COALESCE(d.name, e.name), d.description) IS DISTINCT FROM (e.name, e.description)
+                            THEN NULL ELSE e.embedding END,
+           answer = d.answer, answer_chunk_id = d.answer_chunk_id, answer_hash = d.answer_hash,
+           answer_stale = d.answer IS NULL, updated_at = now()
+      FROM derived AS d
+     WHERE e.tenant_id = t AND e.entity_id = d.entity_id
+       AND (COALESCE(d.name, e.name), d.description, d.answer, d.answer_chunk_id, d.answer_hash, d.answer IS NULL)
+           IS DISTINCT FROM (e.name, e.description, e.answer, e.answer_chunk_id, e.answer_hash, e.answer_stale);
+END
+$$;
+COMMENT ON FUNCTION kgrag._derive_entities(text[]) IS
+'Private. Returns nothing; derives the name, description and given answer of these entities from what the documents that remain say of them (kgrag.entity_source, in doc_id order: the same whatever the order they came in), drops an embedding whose text changed, and leaves an entity without a given answer without one until kgrag.refresh_answers.';
+
 CREATE OR REPLACE FUNCTION kgrag._refresh_graph() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -103,10 +147,7 @@ BEGIN
     UPDATE kgrag.community_report AS r SET stale = true
       FROM kgrag.community AS c
      WHERE r.tenant_id = t AND c.tenant_id = t AND c.community_id = r.community_id AND c.stale AND NOT r.stale;
-    UPDATE kgrag.entity AS e SET answer_stale = true
-     WHERE e.tenant_id = t AND e.entity_id = ANY (affected) AND NOT e.answer_stale
-       AND (e.answer_chunk_id IS NULL OR e.answer_hash IS DISTINCT FROM
-            (SELECT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = e.answer_chunk_id));
+    PERFORM kgrag._derive_entities(affected);
 
     -- An entity no chunk cites any more is gone (its aliases, edges and memberships with it).
     DELETE FROM kgrag.entity AS e
@@ -128,18 +169,26 @@ AS $$
 DECLARE
     t text := kgrag.current_tenant();
     deleted integer;
+    texts text[];
+    counts jsonb;
 BEGIN
     -- the document rows are the documents' locks, as in kgrag.ingest_apply()
     PERFORM 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids)
       ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
     PERFORM kgrag._touch_documents(doc_ids);
     PERFORM kgrag._lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'));
+    texts := ARRAY(SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
     DELETE FROM kgrag.alias AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
-    RETURN jsonb_build_object('documents', deleted) || kgrag._refresh_graph();
+    counts := jsonb_build_object('documents', deleted) || kgrag._refresh_graph();
+    -- Nothing of the deleted text survives this transaction: the communities it fed (their titles
+    -- and reports) go until the next build, and so do the cached extractions of its chunks.
+    DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
+    PERFORM kgrag._forget_extractions(texts);
+    RETURN counts;
 END
 $$;
 COMMENT ON FUNCTION kgrag.delete_documents(text[]) IS
-'Deletes documents of the current tenant with everything that came from them (chunks, mentions, evidence, the aliases they gave); edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, and the communities they fed (titles and reports, until the next build). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';

@@ -52,7 +52,8 @@ $$;
 COMMENT ON FUNCTION kgrag.llm_cache_get(text[]) IS
 'Returns the cached validated LLM extractions of the current tenant for the given keys (chunk hash + model + prompt version + ontology): (cache_key, response).';
 
-CREATE OR REPLACE FUNCTION kgrag.llm_cache_put(cache_key text, model text, response jsonb) RETURNS boolean
+CREATE OR REPLACE FUNCTION kgrag.llm_cache_put(cache_key text, model text, response jsonb, content_hash text)
+RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -64,11 +65,34 @@ BEGIN
         RAISE EXCEPTION 'an LLM cache entry must be a jsonb object with "entities" and "relations" arrays'
             USING ERRCODE = '22023';
     END IF;
-    INSERT INTO kgrag.llm_cache (tenant_id, cache_key, model, response)
-    VALUES (kgrag.current_tenant(), llm_cache_put.cache_key, llm_cache_put.model, llm_cache_put.response)
+    IF content_hash IS NULL OR content_hash = '' THEN
+        RAISE EXCEPTION 'an LLM cache entry names the content hash of the chunk text it was made from'
+            USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO kgrag.llm_cache (tenant_id, cache_key, model, response, content_hash)
+    VALUES (kgrag.current_tenant(), llm_cache_put.cache_key, llm_cache_put.model, llm_cache_put.response,
+            llm_cache_put.content_hash)
     ON CONFLICT DO NOTHING;
     RETURN FOUND;
 END
 $$;
-COMMENT ON FUNCTION kgrag.llm_cache_put(text, text, jsonb) IS
-'Caches a validated LLM extraction of the current tenant under its key; a key already cached is kept as it is. Refuses (SQLSTATE 22023) anything but an object with "entities" and "relations" arrays. Returns true when the entry was added.';
+COMMENT ON FUNCTION kgrag.llm_cache_put(text, text, jsonb, text) IS
+'Caches a validated LLM extraction of the current tenant under its key, with the content hash of the chunk text it was made from (when the last chunk with that text goes, so does the entry); a key already cached is kept as it is. Refuses (SQLSTATE 22023) anything but an object with "entities" and "relations" arrays. Returns true when the entry was added.';
+
+CREATE OR REPLACE FUNCTION kgrag._forget_extractions(content_hashes text[]) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n integer;
+BEGIN
+    DELETE FROM kgrag.llm_cache AS l
+     WHERE l.tenant_id = t AND l.content_hash = ANY (content_hashes)
+       AND NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.content_hash = l.content_hash);
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION kgrag._forget_extractions(text[]) IS
+'Private. Deletes the cached LLM extractions of these chunk texts that no chunk of the current tenant holds any more; returns how many.';

@@ -23,6 +23,10 @@ BEGIN
         END IF;
         options := (options - 'shape') || jsonb_build_object('whole_collection', options -> 'shape');
     END IF;
+    -- null means "the default", except where it has a meaning of its own: no degree cap, every
+    -- relation, no validity filter
+    options := (SELECT COALESCE(jsonb_object_agg(o.key, o.value), '{}') FROM jsonb_each(options) AS o
+                 WHERE jsonb_typeof(o.value) <> 'null' OR o.key IN ('degree_cap', 'relations', 'as_of'));
     SELECT string_agg(key, ', ' ORDER BY key) INTO unknown FROM jsonb_object_keys(options) AS key
      WHERE key <> ALL (allowed);
     IF unknown IS NOT NULL THEN
@@ -64,6 +68,17 @@ BEGIN
         RAISE EXCEPTION 'options out of range: degree_cap >= 1 (or null), entities 0..100, reports 1..1000, seeds 1..100'
             USING ERRCODE = '22023';
     END IF;
+    IF (merged ->> 'rrf_k')::integer NOT BETWEEN 0 AND 1000 OR (merged ->> 'graph_weight')::float8 NOT BETWEEN 0 AND 100
+       OR (merged ->> 'level')::integer NOT BETWEEN 0 AND 100
+       OR (merged ->> 'lexical_min_coverage')::float8 NOT BETWEEN 0 AND 1
+       OR (merged ->> 'chunk_min_similarity')::float8 NOT BETWEEN -1 AND 1
+       OR (merged ->> 'entity_seed_min_similarity')::float8 NOT BETWEEN -1 AND 1
+       OR (merged ->> 'report_min_similarity')::float8 NOT BETWEEN -1 AND 1
+       OR jsonb_array_length(COALESCE(NULLIF(merged -> 'relations', 'null'), '[]')) > 100 THEN
+        RAISE EXCEPTION 'options out of range: rrf_k 0..1000, graph_weight 0..100, level 0..100, '
+                        'lexical_min_coverage 0..1, the *_similarity floors -1..1, at most 100 relations'
+            USING ERRCODE = '22023';
+    END IF;
     RETURN merged;
 END
 $$;
@@ -103,6 +118,7 @@ DECLARE
     mixed_rule record;
     named text;
 BEGIN
+    PERFORM kgrag._check_question(question);
     IF question IS NOT NULL THEN
         -- Entities the question names. One without edges cannot seed a walk, but its own chunks
         -- are still evidence about the subject: it stays, at hop 0.

@@ -127,20 +127,24 @@ BEGIN
                        row_number() OVER (ORDER BY r.weight DESC, r.community_id COLLATE "C") AS position
                   FROM kgrag.community_report AS r
                   JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = r.community_id AND c.level = lvl
-                 WHERE r.tenant_id = t
+                 WHERE r.tenant_id = t AND NOT r.stale
                  ORDER BY r.weight DESC, r.community_id COLLATE "C" LIMIT n) AS x;
     ELSIF question_vec IS NOT NULL THEN
         SELECT COALESCE(jsonb_agg(jsonb_build_object('community_id', x.community_id, 'score', x.similarity,
                                                      'position', x.rank) ORDER BY x.rank), '[]')
           INTO maps
           FROM kgrag.search_reports_vector(question_vec, n, lvl) AS x
-         WHERE x.similarity >= (opts ->> 'report_min_similarity')::float8;
+         WHERE x.similarity >= (opts ->> 'report_min_similarity')::float8
+           AND NOT EXISTS (SELECT 1 FROM kgrag.community_report AS r  -- a stale report is not served
+                            WHERE r.tenant_id = t AND r.community_id = x.community_id AND r.stale);
     ELSE
         -- the question as text only: reports ranked by its words
         SELECT COALESCE(jsonb_agg(jsonb_build_object('community_id', x.community_id, 'score', x.score,
                                                      'position', x.rank) ORDER BY x.rank), '[]')
           INTO maps
-          FROM kgrag.search_reports_lexical(question, n, lvl, (opts ->> 'lexical_min_coverage')::float8) AS x;
+          FROM kgrag.search_reports_lexical(question, n, lvl, (opts ->> 'lexical_min_coverage')::float8) AS x
+         WHERE NOT EXISTS (SELECT 1 FROM kgrag.community_report AS r
+                            WHERE r.tenant_id = t AND r.community_id = x.community_id AND r.stale);
     END IF;
     -- the reports are the map; what they cite (the chunks that exist) is the evidence
     RETURN QUERY

@@ -1,6 +1,21 @@
 -- kgrag_search: the entry point. Routes the question, runs the route, logs the query (unless the
 -- transaction is read-only, as on a hot standby). Usable from psql with the question text alone.
 
+CREATE OR REPLACE FUNCTION kgrag._search_in_time(deadline timestamptz, budget_ms integer) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF clock_timestamp() > deadline THEN
+        RAISE EXCEPTION 'search cancelled after % ms (setting search_timeout_ms)', budget_ms
+            USING ERRCODE = '57014',
+                  HINT = 'A hub-heavy or very long question: narrow it, or pass options (hops, degree_cap, relations).';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION kgrag._search_in_time(timestamptz, integer) IS
+'Private. Returns nothing; raises SQLSTATE 57014 when a kgrag_search has run past its deadline (setting search_timeout_ms). Checked between the search''s phases; the walk itself checks the same deadline row by row.';
+
 CREATE OR REPLACE FUNCTION kgrag._log_search(
     question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer,
     ms double precision)
@@ -38,6 +53,8 @@ AS $$
 DECLARE
     t text := kgrag.current_tenant();
     started timestamptz := clock_timestamp();
+    budget_ms integer := kgrag.setting('search_timeout_ms')::integer;
+    deadline timestamptz := clock_timestamp() + budget_ms * interval '1 millisecond';
     opts jsonb;
     decided record;
     chosen text;
@@ -62,10 +79,13 @@ BEGIN
     IF question IS NOT NULL AND btrim(question) = '' THEN
         RAISE EXCEPTION 'the question text is empty: pass NULL to search by the vector alone' USING ERRCODE = '22023';
     END IF;
+    PERFORM kgrag._check_question(question);
     opts := kgrag._search_options(options);
     PERFORM set_config('kgrag.paths_walked', '0', true);
+    PERFORM set_config('kgrag.search_deadline', deadline::text, true);  -- the walk keeps to it too
 
     SELECT * INTO decided FROM kgrag.route(question_vec, question, options);
+    PERFORM kgrag._search_in_time(deadline, budget_ms);
     IF kgrag_search.route = 'auto' THEN
         chosen := decided.route;
         why := decided.reason;
@@ -93,13 +113,20 @@ BEGIN
             why := why || '; no seed: vector and lexical chunks only';
         END IF;
     END IF;
+    PERFORM kgrag._search_in_time(deadline, budget_ms);
+    PERFORM set_config('kgrag.search_deadline', '', true);
     rows_out := COALESCE(rows_out, '{}');
     IF question_vec IS NULL THEN
         why := why || '; no question vector: vector search skipped, text matched by entity linking and full-text search';
     END IF;
-    IF chosen IN ('global', 'mixed')
-       AND NOT EXISTS (SELECT 1 FROM kgrag.community_report AS r WHERE r.tenant_id = t) THEN
-        why := why || '; this tenant has no community reports yet: run `pgkgrag build`';
+    IF chosen IN ('global', 'mixed') THEN
+        IF NOT EXISTS (SELECT 1 FROM kgrag.community_report AS r WHERE r.tenant_id = t) THEN
+            why := why || '; this tenant has no community reports yet: run `pgkgrag build`';
+        ELSIF EXISTS (SELECT 1 FROM kgrag.community_report AS r WHERE r.tenant_id = t AND r.stale) THEN
+            why := why || format('; %s community reports are stale (documents changed since they were written) and '
+                                 'were left out: run `pgkgrag build`',
+                                 (SELECT count(*) FROM kgrag.community_report AS r WHERE r.tenant_id = t AND r.stale));
+        END IF;
     END IF;
     IF cardinality(rows_out) = 0 THEN
         IF NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t) THEN
