@@ -82,6 +82,44 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
             "tests/test_vector.py::test_a_tenant_with_one_percent_of_rows_still_gets_k",
         ],
     ),
+    (
+        "Isolation against a role that can run SQL",
+        "A login role granted kgrag_reader (then kgrag_writer) and tenant a only calls every public function as"
+        " tenant b, with the setting forged and with a forged seal: every call is refused, and b's tables are"
+        " unchanged. A tenant set for the session (SET, set_config(..., false), options=-c) or left by an earlier"
+        " transaction does not count; a transaction has one tenant; the defaults tenant '*' is the owner's;"
+        " readers cannot write the query log; grants are the owner's to give.",
+        ["tests/test_trust.py"],
+    ),
+    (
+        "Hostile input",
+        "Hostile lines among good ones, through `pgkgrag ingest`: each is reported with its file and line and"
+        " skipped, no good document is lost, nothing is a traceback; a document past a limit of what one document"
+        " may carry is refused for any SQL client (the rule is kgrag.ingest_apply's).",
+        [
+            "tests/test_hostile_input.py::test_hostile_lines_are_reported_by_line_and_the_good_ones_written",
+            "tests/test_hostile_input.py::test_an_unreadable_file_is_named_and_skipped",
+            "tests/test_hostile_input.py::test_a_document_past_a_limit_is_refused_for_any_sql_client",
+        ],
+    ),
+    (
+        "Bounded work",
+        "A question past max_question_chars, a path longer than a walk, a walk past max_paths_walked and a search"
+        " past search_timeout_ms are refused or cancelled with a message naming the setting; linking grows"
+        " linearly with the question; the chunker is linear on text without boundaries.",
+        [
+            "tests/test_hostile_input.py::test_every_caller_is_bounded",
+            "tests/test_hostile_input.py::test_a_walk_past_its_path_budget_or_the_search_deadline_stops",
+            "tests/test_hostile_input.py::test_the_chunker_is_linear_on_text_without_boundaries",
+        ],
+    ),
+    (
+        "Forgetting",
+        "A marker planted in every place a document can put text is in no table and in no function's answer"
+        " after the document is deleted (before any build); the same final input gives the same tables after a"
+        " history of older versions, two concurrent writers, deletes and builds.",
+        ["tests/test_forgetting.py"],
+    ),
 ]
 
 

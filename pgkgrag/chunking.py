@@ -17,6 +17,7 @@ from functools import lru_cache
 from semantic_text_splitter import MarkdownSplitter
 
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
+SEGMENT_CHUNKS = 8  # the splitter is given pieces of at most this many chunks' length
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,34 @@ def _splitter(settings: ChunkSettings) -> MarkdownSplitter:
     return MarkdownSplitter((low, settings.max_chars), overlap=overlap)
 
 
+def _segments(text: str, size: int) -> list[tuple[int, int]]:
+    """(start, end) of consecutive pieces of at most `size` characters, cut at the last paragraph
+    break, else line break, else space in the second half of each piece, else hard: the splitter
+    takes time quadratic in the length of what it is given when that holds no boundary it likes,
+    so it is given pieces of bounded size and the whole stays linear in the document's length."""
+    cuts, start = [], 0
+    while len(text) - start > size:
+        window_start = start + size // 2
+        end = start + size
+        for boundary in ("\n\n", "\n", " "):
+            found = text.rfind(boundary, window_start, end)
+            if found >= 0:
+                end = found + len(boundary)
+                break
+        cuts.append((start, end))
+        start = end
+    cuts.append((start, len(text)))
+    return cuts
+
+
 def chunk_text(text: str, title: str, settings: ChunkSettings) -> list[Chunk]:
     """Cut a document into chunks; a document that fits is one chunk."""
-    pieces = [(start, start + len(piece)) for start, piece in _splitter(settings).chunk_indices(text)]
+    splitter = _splitter(settings)
+    pieces = [
+        (offset + start, offset + start + len(piece))
+        for offset, end in _segments(text, SEGMENT_CHUNKS * settings.max_chars)
+        for start, piece in splitter.chunk_indices(text[offset:end])
+    ]
     merged: list[tuple[int, int]] = []
     for start, end in pieces:
         # A piece that is only a heading goes with the piece after it.

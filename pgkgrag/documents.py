@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,10 +26,34 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
 
 
-def _clean(value: str, field: str) -> str:
-    if "\x00" in value:
-        raise ValueError(f"{field} contains NUL (\\u0000) characters, which PostgreSQL text cannot hold")
-    return value
+MAX_DEPTH = 32  # how deeply a line's JSON may nest (metadata included)
+
+
+def _sound(value: object, at: str = "", depth: int = 0) -> None:
+    """Refuse what PostgreSQL or the JSON it stores cannot hold, anywhere in a line: NUL in a text
+    (keys included), a lone surrogate (not UTF-8), a number that is not finite, deep nesting."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"{at or 'the line'} nests deeper than {MAX_DEPTH} levels")
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"{at or 'a text'} contains NUL (\\u0000), which PostgreSQL text cannot hold")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"{at or 'a text'} holds a lone surrogate ({exc.reason}): not UTF-8") from exc
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{at or 'a number'} is {value}, which JSON cannot hold")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _sound(key, f"{at}.{key!s}"[:80].lstrip(".") + " (a key)", depth + 1)
+            _sound(item, f"{at}.{key!s}"[:80].lstrip("."), depth + 1)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _sound(item, f"{at}[{i}]", depth + 1)
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
 
 
 class EntityIn(BaseModel):
@@ -39,11 +65,6 @@ class EntityIn(BaseModel):
     description: str = ""
     answer: str | None = None
 
-    @field_validator("name", "type", "description", "answer")
-    @classmethod
-    def _no_nul(cls, value: str | None) -> str | None:
-        return None if value is None else _clean(value, "entity field")
-
     @field_validator("name", "type")
     @classmethod
     def _not_blank(cls, value: str) -> str:
@@ -54,7 +75,7 @@ class EntityIn(BaseModel):
     @field_validator("aliases")
     @classmethod
     def _aliases(cls, value: list[str]) -> list[str]:
-        return [_clean(a, "alias").strip() for a in value if a.strip()]
+        return [a.strip() for a in value if a.strip()]
 
 
 class RelationIn(BaseModel):
@@ -71,11 +92,17 @@ class RelationIn(BaseModel):
     valid_from: datetime | None = None
     valid_to: datetime | None = None
 
+    @field_validator("valid_from", "valid_to")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("needs a time zone (e.g. 2026-01-31T00:00:00Z)")
+        return value
+
     @model_validator(mode="after")
     def _validity(self) -> RelationIn:
         if self.valid_from and self.valid_to and self.valid_to < self.valid_from:
             raise ValueError("valid_to is before valid_from")
-        _clean(self.quote, "quote")
         return self
 
 
@@ -102,15 +129,9 @@ class DocumentIn(BaseModel):
     @field_validator("text")
     @classmethod
     def _text(cls, value: str) -> str:
-        _clean(value, "text")
         if not value.strip():
             raise ValueError("is empty")
         return value
-
-    @field_validator("title")
-    @classmethod
-    def _title(cls, value: str) -> str:
-        return _clean(value, "title")
 
     def content_hash(self, salt: str) -> str:
         """Identity of this input for re-ingestion: the document plus how it is processed."""
@@ -138,10 +159,32 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _document(where: str, data: dict[str, Any]) -> InputItem:
+    try:
+        _sound(data)
+        return InputItem(where, document=DocumentIn.model_validate(data))
+    except ValueError as exc:  # pydantic's ValidationError is one too
+        return InputItem(where, error=_describe(exc) if isinstance(exc, ValidationError) else str(exc))
+
+
 def _read_jsonl(path: Path) -> Iterator[InputItem]:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        yield InputItem(str(path), error=f"cannot read the file: {exc.strerror or exc}")
+        return
+    with handle:
+        number = 0
+        while True:
+            number += 1
             where = f"{path}:{number}"
+            try:
+                raw = handle.readline()
+            except OSError as exc:
+                yield InputItem(where, error=f"cannot read the file from here on: {exc.strerror or exc}")
+                return
+            if not raw:
+                return
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -150,17 +193,20 @@ def _read_jsonl(path: Path) -> Iterator[InputItem]:
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
+                data = json.loads(line, parse_constant=_refuse_constant)
             except json.JSONDecodeError as exc:
                 yield InputItem(where, error=f"invalid JSON: {exc.msg} (column {exc.colno})")
+                continue
+            except ValueError as exc:  # NaN, Infinity
+                yield InputItem(where, error=f"invalid JSON: {exc}")
+                continue
+            except RecursionError:
+                yield InputItem(where, error=f"invalid JSON: nested deeper than Python can read (limit {MAX_DEPTH})")
                 continue
             if not isinstance(data, dict):
                 yield InputItem(where, error="a line must be a JSON object with at least doc_id and text")
                 continue
-            try:
-                yield InputItem(where, document=DocumentIn.model_validate(data))
-            except ValidationError as exc:
-                yield InputItem(where, error=_describe(exc))
+            yield _document(where, data)
 
 
 def _read_text(path: Path, root: Path) -> InputItem:
@@ -169,13 +215,12 @@ def _read_text(path: Path, root: Path) -> InputItem:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         return InputItem(where, error=f"not UTF-8 ({exc.reason} at byte {exc.start})")
+    except OSError as exc:
+        return InputItem(where, error=f"cannot read the file: {exc.strerror or exc}")
     heading = _HEADING.search(text)
     doc_id = path.relative_to(root).as_posix() if root != path else path.name
     title = heading.group(1) if heading else path.stem.replace("_", " ").replace("-", " ")
-    try:
-        return InputItem(where, document=DocumentIn(doc_id=doc_id, title=title, text=text, source_uri=str(path)))
-    except ValidationError as exc:
-        return InputItem(where, error=_describe(exc))
+    return _document(where, {"doc_id": doc_id, "title": title, "text": text, "source_uri": str(path)})
 
 
 def input_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
@@ -185,7 +230,16 @@ def input_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
         if not path.exists():
             raise KgragError(f"{path}: no such file or folder")
         if path.is_dir():
-            for file in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in INPUT_SUFFIXES):
+            # os.walk names what it cannot read (onerror) instead of stopping the whole folder
+            unreadable: list[OSError] = []
+            found = [
+                Path(folder) / name
+                for folder, _, names in os.walk(path, onerror=unreadable.append)
+                for name in names
+                if Path(name).suffix.lower() in INPUT_SUFFIXES
+            ]
+            # an unreadable folder comes as itself: read_inputs reports it and goes on
+            for file in sorted([*found, *(Path(e.filename) for e in unreadable if e.filename)]):
                 yield file, path
         elif path.suffix.lower() in INPUT_SUFFIXES:
             yield path, path.parent
@@ -196,7 +250,9 @@ def input_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
 def read_inputs(paths: list[Path]) -> Iterator[InputItem]:
     """Every document of the given files and folders."""
     for file, root in input_files(paths):
-        if file.suffix.lower() == ".jsonl":
+        if file.is_dir():
+            yield InputItem(str(file), error="cannot read the folder (permission denied or I/O error): skipped")
+        elif file.suffix.lower() == ".jsonl":
             yield from _read_jsonl(file)
         else:
             yield _read_text(file, root)
@@ -207,9 +263,12 @@ def count_inputs(paths: list[Path]) -> int | None:
     progress bar; None when there are none."""
     total = 0
     for file, _ in input_files(paths):
-        if file.suffix.lower() == ".jsonl":
-            with file.open("rb") as handle:
-                total += sum(1 for line in handle if line.strip())
-        else:
-            total += 1
+        try:
+            if file.suffix.lower() == ".jsonl" and not file.is_dir():
+                with file.open("rb") as handle:
+                    total += sum(1 for line in handle if line.strip())
+            else:
+                total += 1
+        except OSError:
+            total += 1  # read_inputs will say what is wrong with it
     return total or None

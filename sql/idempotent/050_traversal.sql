@@ -6,7 +6,7 @@ LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
-    RAISE EXCEPTION 'graph traversal cancelled after % ms (setting khop_timeout_ms)', budget_ms
+    RAISE EXCEPTION 'graph traversal cancelled after % ms (setting khop_timeout_ms, or the search''s search_timeout_ms)', budget_ms
         USING ERRCODE = '57014',
               HINT = 'Walk fewer hops, pass a degree cap, or filter relations: a hub multiplies every hop.';
 END
