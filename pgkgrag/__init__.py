@@ -9,7 +9,21 @@ with pgkgrag.connect(tenant="demo") as client:      # keeps its connection and e
 pgkgrag.search("...") is the one-shot form: it connects and loads the embedder every time.
 """
 
-from pgkgrag.client import Client, connect
-from pgkgrag.search import SearchResult, SearchRow, search
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pgkgrag.client import Client, connect
+    from pgkgrag.search import SearchResult, SearchRow, search
 
 __all__ = ["Client", "SearchResult", "SearchRow", "connect", "search"]
+_WHERE = {"Client": "client", "connect": "client", "SearchResult": "search", "SearchRow": "search", "search": "search"}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported when first used: `import pgkgrag` itself loads nothing heavy."""
+    if name not in _WHERE:
+        raise AttributeError(f"module 'pgkgrag' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"pgkgrag.{_WHERE[name]}"), name)

@@ -11,9 +11,11 @@ migration's transaction (all or nothing with the rest of it), under pgkgrag's ad
     def downgrade():
         alembic_host.downgrade(op.get_bind(), "base")   # or the revision your previous pin named
 
-and keep autogenerate away from kgrag's objects in env.py:
+and keep autogenerate away from kgrag's objects in env.py (include_name keeps them from being
+reflected at all, so `alembic check` stays quiet; include_object filters what is left):
 
-    context.configure(..., include_object=alembic_host.include_object)
+    context.configure(..., include_name=alembic_host.include_name,
+                      include_object=alembic_host.include_object)
 
 kgrag keeps its own version table (kgrag_alembic_version), so your history and pgkgrag's never
 mix. The connection must use psycopg 3 (postgresql+psycopg://).
@@ -28,11 +30,16 @@ import alembic.context
 import alembic.op
 from alembic import command
 from alembic.config import Config as AlembicConfig
+from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
 from pgkgrag import migrations
 from pgkgrag.errors import KgragError
 from pgkgrag.queries import Q
+
+
+class HostError(KgragError, CommandError):
+    """Refused in a team's Alembic: its command line prints the message ("FAILED: ..."), no traceback."""
 
 
 def upgrade(connection: Connection, revision: str = "head", *, dim: int | None = None) -> None:
@@ -45,6 +52,13 @@ def downgrade(connection: Connection, revision: str) -> None:
     _run(connection, lambda cfg: command.downgrade(cfg, revision), None)
 
 
+def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
+    """Reflection filter: the kgrag schema and pgkgrag's version table are never read for a diff."""
+    if type_ == "schema":
+        return name != "kgrag"
+    return not (type_ == "table" and name == migrations.VERSION_TABLE)
+
+
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
     """Autogenerate filter: kgrag's schema and version table are pgkgrag's to manage, never a diff."""
     table = obj if type_ == "table" else getattr(obj, "table", None)
@@ -55,6 +69,16 @@ def include_object(obj: Any, name: str | None, type_: str, reflected: bool, comp
 
 
 def _run(connection: Connection, step: Callable[[AlembicConfig], None], dim: int | None) -> None:
+    if not isinstance(connection, Connection):  # offline mode (--sql) binds a MockConnection
+        raise HostError(
+            "pgkgrag's revisions run online only: they read the database (its lock, roles and privileges) "
+            "as they go. Run `alembic upgrade` without --sql, or `pgkgrag db upgrade`."
+        )
+    if connection.dialect.name != "postgresql" or connection.dialect.driver != "psycopg":
+        raise HostError(
+            "pgkgrag needs psycopg 3: use a postgresql+psycopg:// URL "
+            f"(this connection is {connection.dialect.name}+{connection.dialect.driver})"
+        )
     cfg = migrations.alembic_config(dim=dim)
     cfg.attributes["connection"] = connection
     # Alembic keeps one global `context` and `op` for the running migration (the caller's); a
@@ -62,7 +86,7 @@ def _run(connection: Connection, step: Callable[[AlembicConfig], None], dim: int
     saved = [module._proxy for module in (alembic.context, alembic.op)]
     # pgkgrag migrates as the defaults tenant, and a transaction has one tenant (kgrag.use_tenant)
     if connection.exec_driver_sql(Q["current_tenant_setting"]).scalar():
-        raise KgragError("run pgkgrag's migrations in a transaction that acts for no tenant (kgrag.tenant is set)")
+        raise HostError("run pgkgrag's migrations in a transaction that acts for no tenant (kgrag.tenant is set)")
     try:
         step(cfg)
     finally:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import graspologic_native as gn
 import psycopg
 from pydantic import BaseModel, ConfigDict
 
@@ -18,9 +18,11 @@ from pgkgrag import staging
 from pgkgrag.db import tenant_transaction
 from pgkgrag.embedders import Embedder
 from pgkgrag.embedding import embed_pending
-from pgkgrag.llm_client import OpenAICompatibleClient
-from pgkgrag.llm_reports import rewrite_reports
+from pgkgrag.extras import missing
 from pgkgrag.queries import Q
+
+if TYPE_CHECKING:
+    from pgkgrag.llm_client import OpenAICompatibleClient
 
 
 class CommunityCounts(BaseModel):
@@ -53,6 +55,10 @@ class BuildSummary:
 
 def detect_communities(conn: psycopg.Connection) -> CommunityCounts:
     """Run hierarchical Leiden over the tenant's graph and store the result (in the caller's transaction)."""
+    try:
+        import graspologic_native as gn
+    except ImportError as exc:
+        raise missing("graph") from exc
     row = conn.execute(Q["community_settings"]).fetchone()
     assert row is not None
     seed, resolution, max_size = row
@@ -98,6 +104,8 @@ def build(
         assert reports is not None
         summary.reports = ReportCounts.model_validate(reports[0])
         if report_writer is not None:
+            from pgkgrag.llm_reports import rewrite_reports
+
             rewrite = rewrite_reports(conn, report_writer)
             summary.summarized, summary.summaries_rejected = rewrite.written, rewrite.rejected
         summary.entity_embeddings = embed_pending(conn, embedder, "entity")

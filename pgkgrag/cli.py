@@ -9,12 +9,13 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import psycopg
 from alembic.util import CommandError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from sqlalchemy.exc import DBAPIError
 
@@ -24,7 +25,6 @@ from pgkgrag.config import SHARED_TENANT, Config
 from pgkgrag.db import READER, WRITER, connect_app, ensure_server
 from pgkgrag.demo import run_demo
 from pgkgrag.documents import count_inputs
-from pgkgrag.embedded import EmbeddedServer
 from pgkgrag.embedders import EMBEDDERS
 from pgkgrag.embedding import tenant_embedder
 from pgkgrag.errors import KgragError
@@ -32,9 +32,11 @@ from pgkgrag.evaluate import evaluate, read_golden
 from pgkgrag.extraction_setup import make_extractor
 from pgkgrag.extractors import EXTRACTORS
 from pgkgrag.ingest import Ingestor, delete_documents
-from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
 from pgkgrag.search import cited_chunks, context, routes, run_search
 from pgkgrag.tenants import graph_totals, require_documents, tenants
+
+if TYPE_CHECKING:
+    from pgkgrag.llm_client import OpenAICompatibleClient
 
 # Piped output (not a terminal) gets wide lines rather than rich's 80 columns.
 console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
@@ -64,7 +66,7 @@ def friendly_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except (KgragError, CommandError, OSError) as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             sys.exit(1)
         except (psycopg.Error, DBAPIError) as exc:
             if isinstance(exc, DBAPIError) and isinstance(exc.orig, psycopg.Error):
@@ -74,7 +76,7 @@ def friendly_errors(func: F) -> F:
             hint = f"\nhint: {diag.message_hint}" if diag is not None and diag.message_hint else ""
             if isinstance(exc, psycopg.Error) and _connection_lost(exc) and not hint:
                 hint = f"\nhint: {LOST_CONNECTION_HINT}"
-            err_console.print(f"[bold red]error:[/] {message}{hint}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {escape(message + hint)}", highlight=False, soft_wrap=True)
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
@@ -99,6 +101,8 @@ def start() -> None:
     if config.dsn:
         console.print("KGRAG_DSN is set: pgkgrag uses that server, the embedded one is not started.")
         return
+    from pgkgrag.embedded import EmbeddedServer
+
     status, started = EmbeddedServer(config.home).start()
     verb = "started" if started else "already running"
     console.print(f"embedded PostgreSQL {verb}: pid {status.pid}, data {status.data_dir}")
@@ -109,6 +113,8 @@ def start() -> None:
 @friendly_errors
 def stop() -> None:
     """Stop the embedded PostgreSQL."""
+    from pgkgrag.embedded import EmbeddedServer
+
     config = Config.from_env()
     if EmbeddedServer(config.home).stop():
         console.print("embedded PostgreSQL stopped")
@@ -125,6 +131,8 @@ def status() -> None:
         console.print("server: KGRAG_DSN")
         dsn = config.dsn
     else:
+        from pgkgrag.embedded import EmbeddedServer
+
         state = EmbeddedServer(config.home).status()
         if not state.running:
             extra = f" (stale lock left by pid {state.stale_pid})" if state.stale_pid else ""
@@ -212,7 +220,11 @@ reports_option = click.option(
 
 
 def _report_writer(reports: str) -> OpenAICompatibleClient | None:
-    return OpenAICompatibleClient(LlmSettings.from_env()) if reports == "llm" else None
+    if reports != "llm":
+        return None
+    from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
+
+    return OpenAICompatibleClient(LlmSettings.from_env())
 
 
 tenant_option = click.option(
@@ -406,7 +418,7 @@ def search_command(
     if as_json:
         console.print_json(render.results_json(result))
         return
-    console.print(f"[bold]route:[/] {result.route} - {result.reason}", highlight=False)
+    console.print(f"[bold]route:[/] {escape(f'{result.route} - {result.reason}')}", highlight=False)
     if not result.rows:
         console.print("no result: nothing in the collection answers this question", highlight=False)
         return
@@ -444,7 +456,7 @@ def eval_command(golden: Path, k: int, tenant: str | None) -> None:
     console.print(render.evaluation_table(figures, f"evaluation per route ({len(questions)} questions, k = {k})"))
     for route, f in figures.items():
         for miss in f.misses:
-            console.print(f"[yellow]{route}[/]: {miss}", highlight=False)
+            console.print(f"[yellow]{route}[/]: {escape(miss)}", highlight=False)
 
 
 @main.command(name="tenants")

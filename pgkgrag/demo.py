@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 from rich.console import Console
+from rich.markup import escape
 
 from pgkgrag import render
 from pgkgrag.build import build
@@ -66,7 +67,7 @@ def _ask(conn: psycopg.Connection, console: Console, embedder: Embedder, picture
     for label, question in QUESTIONS:
         console.rule(f"{label}: {question}")
         result = run_search(conn, TENANT, embedder, question, "auto", 4)
-        console.print(f"[bold]route[/] {result.route}: {result.reason}", highlight=False)
+        console.print(f"[bold]route[/] {escape(f'{result.route}: {result.reason}')}", highlight=False)
         if not result.rows:
             console.print("[italic]no result[/]: nothing in the collection answers this, and the log says why")
             continue

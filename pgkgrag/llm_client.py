@@ -16,10 +16,15 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from pgkgrag.errors import KgragError
+from pgkgrag.extras import missing
+
+try:
+    import httpx
+except ImportError as exc:
+    raise missing("llm") from exc
 
 
 class TransientError(Exception):

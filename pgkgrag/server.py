@@ -16,16 +16,21 @@ from typing import Any, Literal
 
 import numpy as np
 import psycopg
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from pgkgrag.config import SHARED_TENANT
 from pgkgrag.db import READER, connect_app, tenant_transaction
 from pgkgrag.embedders import EMBEDDERS, Embedder, get_embedder
 from pgkgrag.errors import KgragError
+from pgkgrag.extras import missing
 from pgkgrag.queries import Q
+
+try:
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+except ImportError as exc:
+    raise missing("server") from exc
 
 MAX_INPUTS = 2048  # texts per request, as OpenAI's API allows
 MAX_INPUT_CHARS = 32_768  # characters per text
@@ -164,6 +169,9 @@ def create_app(dsn: str, token: str | None = None) -> FastAPI:
 
 
 def serve(dsn: str, host: str, port: int, token: str | None) -> None:
-    import uvicorn
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise missing("server") from exc
 
     uvicorn.run(create_app(dsn, token), host=host, port=port, log_level="info")

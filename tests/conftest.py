@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import core_venv
 import psycopg
 import pytest
 from psycopg import sql
@@ -148,6 +149,12 @@ def tconn(dsn: str) -> Iterator[TenantSession]:
 
 
 DEMO_TENANT = "demo"
+
+
+@pytest.fixture(scope="session")
+def core_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The python of a venv holding only the core package (tests/core_venv.py)."""
+    return core_venv.build(tmp_path_factory.mktemp("core") / "venv")
 
 
 @pytest.fixture(scope="session")

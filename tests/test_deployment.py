@@ -69,12 +69,22 @@ def run_migrations_online():
     engine = create_engine(context.config.get_main_option("sqlalchemy.url"))
     with engine.connect() as connection:
         context.configure(connection=connection, target_metadata=metadata, include_schemas=True,
-                          include_object=alembic_host.include_object)
+                          include_name=alembic_host.include_name, include_object=alembic_host.include_object)
         with context.begin_transaction():
             context.run_migrations()
 
 
-run_migrations_online()
+def run_migrations_offline():
+    context.configure(url=context.config.get_main_option("sqlalchemy.url"), target_metadata=metadata,
+                      literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()
 """
 
 HOST_TEMPLATE = '''"""${message}"""
@@ -135,10 +145,12 @@ def host_project(server: Server, tmp_path: Path) -> tuple[Path, str]:
     server.drop_database(name)
 
 
-def alembic(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def alembic(project: Path, *args: str, python: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The alembic command of this venv, or `python -m alembic` of another one."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")}
+    command = [str(python), "-m", "alembic"] if python else [ALEMBIC]
     return subprocess.run(
-        [ALEMBIC, "-c", str(project / "alembic.ini"), *args],
+        [*command, "-c", str(project / "alembic.ini"), *args],
         cwd=project,
         env=env,
         capture_output=True,
@@ -172,13 +184,53 @@ def test_a_team_alembic_environment_upgrades_and_downgrades_kgrag(host_project: 
         assert conn.execute("SELECT to_regnamespace('kgrag'), to_regclass('app_item')").fetchone() == (None, None)
 
 
+def test_offline_mode_and_other_drivers_are_refused_with_the_fix(host_project: tuple[Path, str]) -> None:
+    project, dsn = host_project
+    offline = alembic(project, "upgrade", "head", "--sql")
+    said = offline.stdout + offline.stderr
+    assert offline.returncode != 0 and "Traceback" not in said, said
+    assert "run online only" in said and "without --sql" in said, said
+    ini = project / "alembic.ini"
+    ini.write_text(ini.read_text().replace("postgresql+psycopg://", "postgresql+psycopg2://"))
+    other = alembic(project, "upgrade", "head")
+    said = other.stdout + other.stderr
+    assert other.returncode != 0 and "Traceback" not in said, said
+    assert "use a postgresql+psycopg:// URL" in said and "postgresql+psycopg2" in said, said
+    with connect(dsn) as conn:  # neither left anything behind
+        assert conn.execute("SELECT to_regnamespace('kgrag'), to_regclass('app_item')").fetchone() == (None, None)
+
+
+def test_a_core_only_venv_pins_the_schema_and_alembic_check_is_clean(
+    host_project: tuple[Path, str], core_python: Path
+) -> None:
+    project, dsn = host_project
+    up = alembic(project, "upgrade", "head", python=core_python)
+    assert up.returncode == 0, up.stderr
+    with connect(dsn) as conn:
+        assert conn.execute("SELECT kgrag.version()").fetchone() == (migrations.head(),)
+    checked = alembic(project, "check", python=core_python)
+    assert checked.returncode == 0 and "No new upgrade operations detected" in checked.stdout + checked.stderr, (
+        checked.stdout + checked.stderr
+    )
+    # the control: a model the database lacks is what `alembic check` reports
+    env = project / "env.py"
+    env.write_text(env.read_text().replace('Column("name", Text))', 'Column("name", Text), Column("note", Text))'))
+    assert "Warning" not in checked.stderr, checked.stderr  # kgrag's vector columns are not even reflected
+    drift = alembic(project, "check", python=core_python)
+    assert drift.returncode != 0 and "New upgrade operations detected" in drift.stdout + drift.stderr
+
+
 def test_without_the_filter_autogenerate_would_drop_kgrag(host_project: tuple[Path, str]) -> None:
     """The control for the test above: the filter is what keeps kgrag out of the diff."""
     project, _ = host_project
     assert alembic(project, "upgrade", "head").returncode == 0
     env = project / "env.py"
     env.write_text(
-        env.read_text().replace(",\n                          include_object=alembic_host.include_object", "")
+        env.read_text().replace(
+            ",\n                          include_name=alembic_host.include_name, "
+            "include_object=alembic_host.include_object",
+            "",
+        )
     )
     generated = alembic(project, "revision", "--autogenerate", "-m", "unfiltered")
     assert generated.returncode == 0, generated.stderr

