@@ -9,6 +9,7 @@ from logging.config import fileConfig
 
 from alembic import context
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
 from pgkgrag import installer, migrations
@@ -62,5 +63,5 @@ def run_migrations_online() -> None:
 
 
 if context.is_offline_mode():
-    raise KgragError("pgkgrag migrations need a live database (they read the catalog): offline --sql is not supported")
+    raise CommandError(migrations.ONLINE_ONLY)
 run_migrations_online()

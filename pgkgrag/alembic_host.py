@@ -70,10 +70,7 @@ def include_object(obj: Any, name: str | None, type_: str, reflected: bool, comp
 
 def _run(connection: Connection, step: Callable[[AlembicConfig], None], dim: int | None) -> None:
     if not isinstance(connection, Connection):  # offline mode (--sql) binds a MockConnection
-        raise HostError(
-            "pgkgrag's revisions run online only: they read the database (its lock, roles and privileges) "
-            "as they go. Run `alembic upgrade` without --sql, or `pgkgrag db upgrade`."
-        )
+        raise HostError(migrations.ONLINE_ONLY)
     if connection.dialect.name != "postgresql" or connection.dialect.driver != "psycopg":
         raise HostError(
             "pgkgrag needs psycopg 3: use a postgresql+psycopg:// URL "

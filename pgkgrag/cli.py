@@ -93,6 +93,14 @@ def db() -> None:
     """The database: embedded server and schema migrations."""
 
 
+def _revision_before(dsn: str) -> str | None:
+    """The revision before a migration run; unreadable, the run itself says what is missing."""
+    try:
+        return migrations.current(dsn)
+    except migrations.RevisionUnreadable:
+        return None
+
+
 @db.command()
 @friendly_errors
 def start() -> None:
@@ -161,7 +169,7 @@ def status() -> None:
 def upgrade(revision: str, dim: int | None) -> None:
     """Install or upgrade the kgrag schema (to REVISION, default head)."""
     dsn = ensure_server(Config.from_env())
-    before = migrations.current(dsn)
+    before = _revision_before(dsn)
     migrations.upgrade(dsn, revision, dim=dim)
     after = migrations.current(dsn)
     if before == after:
@@ -176,7 +184,7 @@ def upgrade(revision: str, dim: int | None) -> None:
 def downgrade(revision: str) -> None:
     """Downgrade the schema to REVISION ('base' removes every kgrag object)."""
     dsn = ensure_server(Config.from_env())
-    before = migrations.current(dsn)
+    before = _revision_before(dsn)
     migrations.downgrade(dsn, revision)
     after = migrations.current(dsn)
     console.print(f"schema downgraded: {before or 'empty'} -> {after or 'base (nothing installed)'}")

@@ -37,7 +37,7 @@ MAX_DIMENSION = 16000
 
 
 def incremental_file(revision: str, *, down: bool = False) -> Path:
-    """The one incremental file of a revision (NNNN_name.sql, or NNNN_name.down.sql)."""
+    """The one incremental file of a revision (NNNN_name.sql, or NNNN_name.down.sql), as released."""
     suffix = ".down.sql" if down else ".sql"
     found = [
         p
@@ -47,6 +47,16 @@ def incremental_file(revision: str, *, down: bool = False) -> Path:
     if len(found) != 1:
         raise KgragError(f"expected one sql/incremental/{revision}_*{suffix} file, found {len(found)}")
     return found[0]
+
+
+def file_to_run(revision: str, *, down: bool = False) -> Path:
+    """What a revision runs: its amended file (sql/incremental/amended/, same name) when there is
+    one, else the released file. An amendment leaves the schema the released file left, apart from
+    what it says it changes (a released file that cannot run without superuser, say), and is frozen
+    like the released file, which stays as it ran in the databases that ran it."""
+    released = incremental_file(revision, down=down)
+    amended = SQL_DIR / "incremental" / "amended" / released.name
+    return amended if amended.is_file() else released
 
 
 def frozen_hashes() -> dict[str, str]:
@@ -64,12 +74,15 @@ def file_sha256(path: Path) -> str:
 
 
 def revision_files(revision: str) -> dict[str, Path]:
-    """The files that make up a revision, keyed as in FROZEN: its script and its SQL."""
+    """The files that make up a revision, keyed as in FROZEN: its script, its SQL, its amendments."""
     (script,) = sorted((ALEMBIC_DIR / "versions").glob(f"{revision}_*.py"))
     files = {f"alembic/versions/{script.name}": script}
     for down in (False, True):
         path = incremental_file(revision, down=down)
         files[f"sql/incremental/{path.name}"] = path
+        run = file_to_run(revision, down=down)
+        if run != path:
+            files[f"sql/incremental/amended/{run.name}"] = run
     return files
 
 
@@ -123,24 +136,14 @@ def apply_revision(bind: Connection, revision: str, *, down: bool = False) -> No
     """What every revision's upgrade()/downgrade() does: run its incremental file."""
     for key, path in revision_files(revision).items():
         check_frozen(key, path)
-    execute_file(driver_connection(bind), incremental_file(revision, down=down))
+    execute_file(driver_connection(bind), file_to_run(revision, down=down))
 
 
 def prepare(bind: Connection, dim: int | None) -> None:
     """Start of every migration run: lock, extension, search_path, defaults tenant, dimension."""
     conn = driver_connection(bind)
     conn.execute(Q["installer_lock"], [_LOCK_KEY])
-    if not conn.execute(Q["installer_vector_installed"]).fetchone():
-        if not conn.execute(Q["installer_vector_available"]).fetchone():
-            raise KgragError("this PostgreSQL server has no pgvector: install pgvector >= 0.7 on the server")
-        try:
-            with conn.transaction():
-                conn.execute(Q["installer_create_vector"])
-        except psycopg.errors.InsufficientPrivilege as exc:
-            raise KgragError(
-                "pgvector is not installed in this database and this role may not install it: "
-                "ask an administrator to run CREATE EXTENSION vector"
-            ) from exc
+    _preflight(conn)
     # the defaults tenant: the schema owner's (sealed to this transaction once the schema can, 0011 on)
     sealed = conn.execute(Q["installer_has_use_tenant"]).fetchone()[0]  # type: ignore[index]
     conn.execute(Q["use_tenant"] if sealed else Q["installer_set_tenant"], [SHARED_TENANT])
@@ -154,6 +157,33 @@ def prepare(bind: Connection, dim: int | None) -> None:
     if not 1 <= chosen <= MAX_DIMENSION:
         raise KgragError(f"embedding dimension must be between 1 and {MAX_DIMENSION}, got {chosen}")
     conn.execute(Q["installer_set_dimension"], [str(chosen)])
+
+
+def _preflight(conn: psycopg.Connection) -> None:
+    """Refuse, before anything changes, a run this role lacks privileges for: each missing one is
+    named with the statement an administrator runs (from installer_missing_privileges). pgvector,
+    when not installed, is created here: it is tried, since providers let their admin role create
+    it without marking it trusted, and a refusal is reported with the rest."""
+    lacking = [(str(missing), str(fix)) for missing, fix in conn.execute(Q["installer_missing_privileges"])]
+    if not conn.execute(Q["installer_vector_installed"]).fetchone():
+        available = bool(conn.execute(Q["installer_vector_available"]).fetchone())
+        refused = not available
+        if available:
+            try:
+                with conn.transaction():
+                    conn.execute(Q["installer_create_vector"])
+            except psycopg.errors.InsufficientPrivilege:
+                refused = True
+        if refused:
+            missing, fix = conn.execute(Q["installer_vector_lacking"], {"available": available}).fetchone()  # type: ignore[misc]
+            lacking.append((str(missing), str(fix)))
+    if lacking:
+        (role,) = conn.execute(Q["installer_role"]).fetchone() or ("this role",)
+        lines = "\n".join(f"  - {missing}\n      {fix}" for missing, fix in lacking)
+        raise KgragError(
+            f"{role} lacks what this migration needs; nothing was changed. Missing, and what an administrator runs:\n"
+            f"{lines}"
+        )
 
 
 def _has_settings(conn: psycopg.Connection) -> bool:
@@ -174,7 +204,7 @@ def finish(bind: Connection, *, at_head: bool, ran: bool, revision: str | None) 
     if not _has_settings(conn):
         return  # downgraded to base: the schema is gone
     if revision and conn.execute(Q["schema_installed"]).fetchone()[1]:  # type: ignore[index]
-        conn.execute(sql.SQL(Q["installer_record_revision"]).format(revision=sql.Literal(revision)))
+        record_revision(conn, revision)
     digest = idempotent_digest()
     if at_head and not ran and _setting(conn, "idempotent_sha256") == digest:
         return
@@ -188,6 +218,12 @@ def finish(bind: Connection, *, at_head: bool, ran: bool, revision: str | None) 
     created = sorted(_kgrag_objects(conn) - before)
     _put_setting(conn, "idempotent_objects", [list(obj) for obj in created])
     _put_setting(conn, "idempotent_sha256", digest)
+
+
+def record_revision(conn: psycopg.Connection, revision: str) -> None:
+    """Make kgrag.version() return `revision`: the function is re-created with it as its result."""
+    (body,) = conn.execute(Q["installer_revision_body"], [revision]).fetchone()  # type: ignore[misc]
+    conn.execute(sql.SQL(Q["installer_record_revision"]).format(body=sql.Literal(body)))
 
 
 def _kgrag_objects(conn: psycopg.Connection) -> set[tuple[str, str]]:

@@ -9,20 +9,38 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 from alembic import command
 from alembic.config import Config as AlembicConfig
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine
+from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.pool import NullPool
 
 from pgkgrag.db import connect
+from pgkgrag.errors import KgragError
 from pgkgrag.installer import MAX_DIMENSION, apply_revision
+from pgkgrag.queries import Q
 from pgkgrag.resources import ALEMBIC_DIR
 from pgkgrag.schema_version import head, revisions
 
 VERSION_TABLE = "kgrag_alembic_version"
+ONLINE_ONLY = (
+    "pgkgrag's revisions run online only: they read the database (its lock, roles and privileges) as they go. "
+    "Run the upgrade without --sql."
+)
 # apply_revision: what the released revision scripts in alembic/versions import from here.
-__all__ = ["MAX_DIMENSION", "VERSION_TABLE", "apply_revision", "current", "downgrade", "head", "revisions", "upgrade"]
+__all__ = [
+    "MAX_DIMENSION",
+    "ONLINE_ONLY",
+    "VERSION_TABLE",
+    "apply_revision",
+    "current",
+    "downgrade",
+    "head",
+    "revisions",
+    "upgrade",
+]
 
 
 def alembic_config(dsn: str | None = None, *, dim: int | None = None) -> AlembicConfig:
@@ -46,9 +64,29 @@ def downgrade(dsn: str, revision: str) -> None:
     command.downgrade(alembic_config(dsn), revision)
 
 
+class RevisionUnreadable(KgragError):
+    """This role may read neither kgrag.version() nor the version table: not the schema's."""
+
+
 def current(dsn: str) -> str | None:
-    """The revision the database is at, or None when pgkgrag is not installed."""
-    with engine_for(dsn).connect() as connection:
-        ctx = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-        heads = ctx.get_current_heads()
+    """The revision the database is at, or None when pgkgrag is not installed: kgrag.version()
+    where the schema has it (readable by the owner and the kgrag roles), else Alembic's version
+    table (the owner's)."""
+    try:
+        with connect(dsn) as conn:
+            schema, versioned = conn.execute(Q["schema_installed"]).fetchone() or (False, False)
+            if versioned:
+                return str(conn.execute(Q["schema_version"]).fetchone()[0])  # type: ignore[index]
+        if not schema:
+            return None
+        with engine_for(dsn).connect() as connection:
+            ctx = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+            heads = ctx.get_current_heads()
+    except (psycopg.errors.InsufficientPrivilege, ProgrammingError) as exc:
+        if isinstance(exc, ProgrammingError) and not isinstance(exc.orig, psycopg.errors.InsufficientPrivilege):
+            raise
+        raise RevisionUnreadable(
+            "this role may not read the kgrag schema's revision: it is neither the schema's owner nor granted "
+            "kgrag_reader or kgrag_writer"
+        ) from exc
     return heads[0] if heads else None

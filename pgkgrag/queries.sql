@@ -54,6 +54,71 @@ CREATE DATABASE {database};
 -- Concurrent migration runs (two pods starting at once) take turns.
 SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext(%s));
 
+-- name: installer_missing_privileges
+-- What the role running a migration lacks, asked before anything changes: one row per missing
+-- privilege and the statement an administrator runs for it. A superuser lacks nothing; pgvector
+-- is tried instead (providers let their admin role create it without marking it trusted).
+WITH me AS (
+    SELECT r.rolname, r.rolsuper, r.rolcreaterole, pg_catalog.current_database() AS db
+    FROM pg_catalog.pg_roles r
+    WHERE r.rolname = CURRENT_USER
+), kgrag_schema AS (
+    SELECT n.nspowner::regrole::text AS owner, n.nspowner
+    FROM pg_catalog.pg_namespace n
+    WHERE n.nspname = 'kgrag'
+), wanted(name, owns) AS (
+    VALUES ('kgrag_logger', true), ('kgrag_probe', true), ('kgrag_reader', false), ('kgrag_writer', false)
+), lacking AS (
+    SELECT pg_catalog.format('CREATE on database %I (to create schema kgrag)', me.db) AS missing,
+           pg_catalog.format('GRANT CREATE ON DATABASE %I TO %I;', me.db, me.rolname) AS fix
+    FROM me
+    WHERE NOT EXISTS (SELECT 1 FROM kgrag_schema)
+      AND NOT pg_catalog.has_database_privilege(me.db, 'CREATE')
+    UNION ALL
+    SELECT pg_catalog.format('ownership of schema kgrag (its owner is %s)', s.owner),
+           pg_catalog.format('-- none: run the migration as %s, the owner of schema kgrag', s.owner)
+    FROM me, kgrag_schema s
+    WHERE NOT pg_catalog.pg_has_role(CURRENT_USER, s.nspowner, 'USAGE')
+    UNION ALL
+    SELECT 'CREATEROLE (to create the kgrag roles where missing, and a role per tenant: kgrag.grant_tenant)',
+           pg_catalog.format('ALTER ROLE %I CREATEROLE;', me.rolname)
+    FROM me
+    WHERE NOT me.rolcreaterole
+    UNION ALL
+    -- the owner hands functions to kgrag_probe and kgrag_logger (it must be able to SET ROLE to
+    -- them, or grant that to itself) and grants kgrag_reader and kgrag_writer to application
+    -- roles: the creator of the roles holds ADMIN OPTION on them, another database's owner needs it
+    SELECT pg_catalog.format('ADMIN OPTION on %s (roles another owner created)',
+                             pg_catalog.string_agg(w.name, ', ' ORDER BY w.name)),
+           pg_catalog.format('GRANT %s TO %I WITH ADMIN OPTION;  -- by a role holding ADMIN OPTION on them: %s',
+                             pg_catalog.string_agg(w.name, ', ' ORDER BY w.name), me.rolname,
+                             COALESCE((SELECT pg_catalog.string_agg(DISTINCT m.rolname::text, ', ')
+                                       FROM pg_catalog.pg_auth_members a
+                                       JOIN pg_catalog.pg_roles m ON m.oid = a.member
+                                       WHERE a.admin_option AND NOT m.rolsuper
+                                         AND a.roleid IN (SELECT pg_catalog.to_regrole(x.name) FROM wanted x)
+                                      ) || ' or a superuser', 'a superuser'))
+    FROM me, wanted w
+    WHERE pg_catalog.to_regrole(w.name) IS NOT NULL
+      AND NOT pg_catalog.pg_has_role(CURRENT_USER, w.name, 'MEMBER WITH ADMIN OPTION')
+      AND NOT (w.owns AND pg_catalog.pg_has_role(CURRENT_USER, w.name, 'SET')
+               AND pg_catalog.pg_has_role(CURRENT_USER, w.name, 'USAGE'))
+    GROUP BY me.rolname
+)
+SELECT l.missing, l.fix FROM lacking l, me WHERE NOT me.rolsuper ORDER BY 1;
+
+-- name: installer_role
+SELECT CURRENT_USER::text;
+
+-- name: installer_vector_lacking
+-- The preflight's row for pgvector: refused in this database (the parameter: whether the server
+-- has it at all), or absent from the server.
+SELECT CASE WHEN %(available)s THEN pg_catalog.format('pgvector in database %%I', pg_catalog.current_database())
+            ELSE 'pgvector on this server' END,
+       CASE WHEN %(available)s
+            THEN pg_catalog.format('CREATE EXTENSION vector;  -- in database %%I', pg_catalog.current_database())
+            ELSE '-- none in SQL: install pgvector >= 0.7 on the server' END;
+
 -- name: installer_vector_installed
 SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'vector';
 
@@ -96,8 +161,17 @@ SELECT pg_catalog.to_regclass('kgrag.settings') IS NOT NULL;
 -- name: installer_dimension
 SELECT (value #>> '{}')::integer FROM kgrag.settings WHERE tenant_id = '*' AND key = 'embedding_dimension';
 
+-- name: installer_revision_body
+-- The body of kgrag.version() for a revision: the revision, quoted, as its result.
+SELECT pg_catalog.format('SELECT %%L::text', %s::text);
+
 -- name: installer_record_revision
-ALTER FUNCTION kgrag.version() SET kgrag.schema_revision = {revision};
+-- The revision is the function's result (no custom setting, which would need superuser); its
+-- comment stays from sql/incremental/amended/0006_version.sql (CREATE OR REPLACE keeps it).
+CREATE OR REPLACE FUNCTION kgrag.version() RETURNS text
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS {body};
 
 -- name: installer_objects
 -- The functions and views in schema kgrag, as the catalog names them.

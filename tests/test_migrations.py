@@ -49,6 +49,33 @@ def test_fresh_install_equals_upgrade_path(any_server: Server) -> None:
         any_server.drop_database(stepped)
 
 
+def _record_as_released(conn: psycopg.Connection, revision: str) -> None:
+    """How the drivers of revisions 0006 to 0012 recorded the revision (a superuser-only setting)."""
+    conn.execute(f"ALTER FUNCTION kgrag.version() SET kgrag.schema_revision = '{revision}'")
+
+
+def test_a_database_that_ran_the_released_files_converges_on_the_amended(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Databases in the field ran 0005 and 0006 as released (as superuser); upgraded by this driver
+    they end where a fresh install from the amended files does."""
+    fresh, field = server.create_database(), server.create_database()
+    try:
+        migrations.upgrade(server.dsn(fresh), "head")
+        with monkeypatch.context() as patched:
+            patched.setattr(installer, "file_to_run", installer.incremental_file)
+            patched.setattr(installer, "record_revision", _record_as_released)
+            migrations.upgrade(server.dsn(field), "0008")
+        with psycopg.connect(server.dsn(field)) as conn:
+            config = conn.execute("SELECT proconfig FROM pg_proc WHERE oid = 'kgrag.version()'::regprocedure")
+            assert "kgrag.schema_revision=0008" in config.fetchone()[0]  # the released 0006's setting
+        migrations.upgrade(server.dsn(field), "head")
+        assert snapshot(server.dsn(field)) == snapshot(server.dsn(fresh))
+    finally:
+        server.drop_database(fresh)
+        server.drop_database(field)
+
+
 def test_upgrade_twice_is_a_no_op(empty_dsn: str) -> None:
     migrations.upgrade(empty_dsn, "head")
     before, before_oids = snapshot(empty_dsn), oids(empty_dsn)
