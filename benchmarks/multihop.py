@@ -15,16 +15,19 @@ import json
 import re
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import psycopg
 from common import DATA, markdown_table, scratch_database, write_section
 
 from pgkgrag.build import build
 from pgkgrag.db import connect
-from pgkgrag.embedders import get_embedder
+from pgkgrag.embedders import Embedder, get_embedder
 from pgkgrag.gazetteer import GazetteerExtractor, KnownName
 from pgkgrag.ingest import Ingestor
-from pgkgrag.search import run_search
+from pgkgrag.search import SearchResult, run_search
 
 ROUTES = ("vector", "auto", "local")
 
@@ -63,7 +66,14 @@ def recall(retrieved: list[str], gold: set[str], k: int) -> float:
     return len(set(retrieved[:k]) & gold) / len(gold)
 
 
-def run_set(name: str, docs: list[dict[str, str]], questions: list[tuple[str, set[str]]], k: int) -> list[list[object]]:
+def ranked_documents(result: SearchResult) -> list[str]:
+    """The documents of the chunk rows, in rank order, once each."""
+    return list(dict.fromkeys(ref.split("#")[0] for ref in result.chunks()))
+
+
+@contextmanager
+def ingested(name: str, docs: list[dict[str, str]]) -> Iterator[tuple[psycopg.Connection, Embedder]]:
+    """A scratch database holding the set, ingested and built as tenant 'bench', and the embedder."""
     embedder = get_embedder("use", 512)
     with scratch_database(f"kgrag_bench_{name}") as dsn, connect(dsn) as conn, tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.jsonl"
@@ -77,6 +87,11 @@ def run_set(name: str, docs: list[dict[str, str]], questions: list[tuple[str, se
             f"{report.counts.mentions} mentions, {communities} communities, "
             f"ingested and built in {time.perf_counter() - start:.0f} s"
         )
+        yield conn, embedder
+
+
+def run_set(name: str, docs: list[dict[str, str]], questions: list[tuple[str, set[str]]], k: int) -> list[list[object]]:
+    with ingested(name, docs) as (conn, embedder):
         rows = []
         for route in ROUTES:
             r2, r5, ms, routes = [], [], [], {}
@@ -84,7 +99,7 @@ def run_set(name: str, docs: list[dict[str, str]], questions: list[tuple[str, se
                 t0 = time.perf_counter()
                 result = run_search(conn, "bench", embedder, question, route, k)
                 ms.append((time.perf_counter() - t0) * 1000)
-                docs_ranked = list(dict.fromkeys(ref.split("#")[0] for ref in result.chunks()))
+                docs_ranked = ranked_documents(result)
                 r2.append(recall(docs_ranked, gold, 2))
                 r5.append(recall(docs_ranked, gold, 5))
                 routes[result.route] = routes.get(result.route, 0) + 1

@@ -318,6 +318,9 @@ SELECT kgrag.context(%s, %s, %s, %s, %s, %s::jsonb);
 -- name: cited_chunks
 SELECT chunk_id, doc_id, title, text FROM kgrag.cited_chunks(%s);
 
+-- name: reranker
+SELECT url, api, model, timeout_ms, candidates FROM kgrag.reranker();
+
 -- name: routes
 SELECT route FROM kgrag.routes();
 

@@ -1,7 +1,8 @@
 """Searching from Python: embed the question with the tenant's embedder, call kgrag_search.
 
 Nothing is decided here: the route, the ranking, the context and the citations all come from SQL
-(kgrag.kgrag_search, kgrag.context, kgrag.cited_chunks).
+(kgrag.kgrag_search, kgrag.context, kgrag.cited_chunks). The one stage SQL cannot run, an HTTP
+reranker after fusion (pgkgrag.reranking), runs here when the tenant configured one.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pgkgrag.db import READER, connect_app, ensure_server, tenant_transaction
 from pgkgrag.embedders import Embedder
 from pgkgrag.embedding import tenant_embedder
 from pgkgrag.queries import Q
+from pgkgrag.reranking import passages, rerank_rows, reranker
 
 
 @dataclass(frozen=True)
@@ -67,11 +69,18 @@ def run_search(
 ) -> SearchResult:
     vector = embedder.embed([question])[0]
     with tenant_transaction(conn, tenant):
-        rows = conn.execute(Q["kgrag_search"], [vector, route, question, k, json.dumps(options or {})]).fetchall()
+        reranking = reranker(conn)
+        asked = max(k, reranking.candidates) if reranking else k
+        rows = conn.execute(Q["kgrag_search"], [vector, route, question, asked, json.dumps(options or {})]).fetchall()
         # every row carries the route and the reason; an empty answer leaves them in the settings
         decided = (rows[0][5], rows[0][6]) if rows else conn.execute(Q["last_search"]).fetchone()
-    assert decided is not None
-    return SearchResult(decided[0], decided[1], [SearchRow(r[0], r[1], r[2], r[3], r[4], r[7]) for r in rows])
+        assert decided is not None
+        found = [SearchRow(r[0], r[1], r[2], r[3], r[4], r[7]) for r in rows]
+        texts = passages(conn, found) if reranking and found else {}
+    if reranking is None or not found:
+        return SearchResult(decided[0], decided[1], found)
+    reranked = rerank_rows(reranking, question, found, texts, k)  # after the transaction: an HTTP call
+    return SearchResult(decided[0], f"{decided[1]}; {reranked.note}", reranked.rows)
 
 
 def context(

@@ -3,12 +3,18 @@
 Tests script it: `responses[marker]` is a list of answers for the chat requests whose passage
 contains `marker`, consumed in order (the last one repeats). An answer is (status, content):
 status 200 wraps `content` (text) as the first choice; other statuses send `content` as the body.
+
+It is a reranker too: `POST .../rerank` answers as Text Embeddings Inference does (a list of
+{index, score}) for a body with `texts`, and in Cohere's shape ({results: [{index,
+relevance_score}]}) for a body with `documents`. A text scores 1 for each word of `rerank_prefer`
+it contains. `rerank_delay` (seconds) makes it slow; `rerank_failure` (status, body) makes it fail.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -18,6 +24,9 @@ class FakeOpenAI:
         self.responses: dict[str, list[tuple[int, str]]] = {}
         self.requests: list[dict[str, Any]] = []
         self.default: tuple[int, str] = (200, '{"entities": [], "relations": []}')
+        self.rerank_prefer = ""
+        self.rerank_delay = 0.0
+        self.rerank_failure: tuple[int, str] | None = None
         self._lock = threading.Lock()
         fake = self
 
@@ -41,6 +50,8 @@ class FakeOpenAI:
         self._thread.start()
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, str]:
+        if path.endswith("/rerank"):
+            return self.rerank(path, body)
         with self._lock:
             self.requests.append({"path": path, "body": body})
             if path.endswith("/embeddings"):
@@ -69,6 +80,22 @@ class FakeOpenAI:
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
             }
         )
+
+    def rerank(self, path: str, body: dict[str, Any]) -> tuple[int, str]:
+        with self._lock:
+            self.requests.append({"path": path, "body": body})
+        time.sleep(self.rerank_delay)
+        if self.rerank_failure is not None:
+            return self.rerank_failure
+        texts = body.get("texts", body.get("documents", []))
+        wanted = self.rerank_prefer.lower().split()
+        scored = sorted(
+            ((i, float(sum(w in text.lower() for w in wanted))) for i, text in enumerate(texts)),
+            key=lambda pair: (-pair[1], pair[0]),
+        )
+        if "texts" in body:
+            return 200, json.dumps([{"index": i, "score": score} for i, score in scored])
+        return 200, json.dumps({"results": [{"index": i, "relevance_score": score} for i, score in scored]})
 
     def chat_requests(self, marker: str = "") -> int:
         return sum(

@@ -125,6 +125,7 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         "dimension": ("SELECT kgrag.dimension()", []),
         "version": ("SELECT kgrag.version()", []),
         "setting": ("SELECT kgrag.setting('rrf_k')", []),
+        "reranker": ("SELECT * FROM kgrag.reranker()", []),
         "communities_outdated": ("SELECT kgrag.communities_outdated()", []),
         "link_entities": ("SELECT * FROM kgrag.link_entities(%s, include_isolated => true)", [question]),
         "search_chunks_lexical": ("SELECT * FROM kgrag.search_chunks_lexical(%s, 50)", [question]),

@@ -170,12 +170,12 @@ def test_readers_write_the_log_only_through_the_search(two_tenants: object, logi
                 " VALUES ('a', 'x', 'local', 'forged', 0, 0)"
             )
         with tenant_transaction(conn, "a"):
-            conn.execute("SELECT kgrag._log_search('h', 'local', repeat('x', 10000), NULL, 1, 1, 1)")
+            conn.execute("SELECT kgrag._log_search('h', 'local', repeat('x', 10000), NULL, 1, 1, 1, false)")
             assert conn.execute(
                 "SELECT length(reason), pg_typeof(log_id)::text FROM kgrag.query_log WHERE question_hash = 'h'"
             ).fetchone() == (4000, "uuid")
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="unknown route"), tenant_transaction(conn, "a"):
-            conn.execute("SELECT kgrag._log_search('h', 'everything', 'x', NULL, 1, 1, 1)")
+            conn.execute("SELECT kgrag._log_search('h', 'everything', 'x', NULL, 1, 1, 1, false)")
 
 
 def test_grants_are_the_owners_to_give(login: Callable[..., str], admin: psycopg.Connection) -> None:

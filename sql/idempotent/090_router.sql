@@ -9,7 +9,7 @@ DECLARE
     allowed constant text[] := ARRAY['hops', 'degree_cap', 'entities', 'reports', 'seeds', 'level', 'relations',
                                      'as_of', 'chunk_min_similarity', 'entity_seed_min_similarity',
                                      'report_min_similarity', 'lexical_min_coverage', 'rrf_k', 'graph_weight',
-                                     'whole_collection', 'log'];
+                                     'whole_collection', 'neighbours', 'log'];
     unknown text;
     merged jsonb;
 BEGIN
@@ -42,7 +42,8 @@ BEGIN
         'report_min_similarity', kgrag.setting('report_min_similarity'),
         'lexical_min_coverage', kgrag.setting('lexical_min_coverage'), 'rrf_k', kgrag.setting('rrf_k'),
         'graph_weight', kgrag.setting('rrf_graph_weight'),
-        'whole_collection', false, 'log', kgrag.setting('query_log')) || options;
+        'whole_collection', false, 'neighbours', kgrag.setting('search_neighbours'),
+        'log', kgrag.setting('query_log')) || options;
     BEGIN  -- every value must have the type its use needs
         PERFORM (merged ->> 'hops')::integer, (merged ->> 'degree_cap')::integer, (merged ->> 'entities')::integer,
                 (merged ->> 'reports')::integer, (merged ->> 'seeds')::integer, (merged ->> 'level')::integer,
@@ -50,14 +51,15 @@ BEGIN
                 (merged ->> 'entity_seed_min_similarity')::float8, (merged ->> 'report_min_similarity')::float8,
                 (merged ->> 'lexical_min_coverage')::float8, (merged ->> 'rrf_k')::integer,
                 (merged ->> 'graph_weight')::float8,
-                (merged ->> 'whole_collection')::boolean, (merged ->> 'log')::boolean,
+                (merged ->> 'whole_collection')::boolean, (merged ->> 'neighbours')::boolean,
+                (merged ->> 'log')::boolean,
                 ARRAY(SELECT jsonb_array_elements_text(COALESCE(merged -> 'relations', '[]'))
                        WHERE jsonb_typeof(merged -> 'relations') IS DISTINCT FROM 'null');
     EXCEPTION WHEN OTHERS THEN
         RAISE EXCEPTION 'bad search option value: %', SQLERRM
             USING ERRCODE = '22023', HINT = 'hops, degree_cap, entities, reports, seeds, level, rrf_k are integers; '
                                             '*_similarity and lexical_min_coverage numbers; as_of a timestamp; '
-                                            'relations an array of relation types; whole_collection and log booleans.';
+                                            'relations an array of relation types; whole_collection, neighbours and log booleans.';
     END;
     IF (merged ->> 'hops')::integer NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
         RAISE EXCEPTION 'option hops = % is outside 0..% (setting max_hops)', merged ->> 'hops',

@@ -175,3 +175,38 @@ END
 $$;
 COMMENT ON FUNCTION kgrag._global_rows(vector, text, boolean, integer, jsonb) IS
 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight; each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
+
+CREATE OR REPLACE FUNCTION kgrag._with_neighbours(found kgrag.search_row[]) RETURNS SETOF kgrag.search_row
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- After each chunk row, the chunk before and the chunk after it in its document, once each
+    -- (a chunk already found, or already added as a neighbour of a better one, is not repeated).
+    WITH given AS (
+        SELECT x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason, x.payload, x.o
+          FROM unnest(found) WITH ORDINALITY AS x(rank, ref_id, kind, source, score, route, reason, payload, o)
+    ), near AS (
+        SELECT DISTINCT ON (n.chunk_id) n.chunk_id, n.doc_id, n.title, g.ref_id AS neighbour_of, g.score, g.o,
+               side.name AS side, side.o AS side_o
+          FROM given AS g
+          JOIN kgrag.chunk AS c ON c.tenant_id = kgrag.current_tenant() AND c.chunk_id = g.ref_id
+         CROSS JOIN LATERAL (VALUES (1, 'before', -1), (2, 'after', 1)) AS side(o, name, step)
+          JOIN kgrag.chunk AS n ON n.tenant_id = c.tenant_id AND n.doc_id = c.doc_id AND n.ordinal = c.ordinal + side.step
+         WHERE g.kind = 'chunk'
+           AND NOT EXISTS (SELECT 1 FROM given AS f WHERE f.kind = 'chunk' AND f.ref_id = n.chunk_id)
+         ORDER BY n.chunk_id, g.o, side.o
+    )
+    SELECT u.rank, u.ref_id, u.kind, u.source, u.score, u.route, u.reason, u.payload
+      FROM (SELECT g.rank, g.ref_id, g.kind, g.source, g.score, g.route, g.reason, g.payload, g.o, 0 AS side_o
+              FROM given AS g
+            UNION ALL
+            SELECT NULL, n.chunk_id, 'chunk', 'neighbour', n.score, NULL, NULL,
+                   jsonb_build_object('neighbour_of', n.neighbour_of, 'side', n.side,
+                                      'evidence_refs', jsonb_build_array(n.chunk_id), 'doc_id', n.doc_id,
+                                      'title', n.title),
+                   n.o, n.side_o
+              FROM near AS n) AS u
+     ORDER BY u.o, u.side_o
+$$;
+COMMENT ON FUNCTION kgrag._with_neighbours(kgrag.search_row[]) IS
+'Private. Returns the search rows given with, after each chunk row, the chunk before and the chunk after it in the same document (search option neighbours): kind chunk, source neighbour, the score of the chunk they stand beside, payload.neighbour_of and payload.side (before | after). A chunk already among the rows, or beside a better ranked one, comes once. At most two rows more per chunk row.';

@@ -18,7 +18,7 @@ COMMENT ON FUNCTION kgrag._search_in_time(timestamptz, integer) IS
 
 CREATE OR REPLACE FUNCTION kgrag._log_search(
     question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer,
-    ms double precision)
+    ms double precision, fallback boolean)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
@@ -27,20 +27,22 @@ BEGIN
     IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
         RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
     END IF;
-    INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms)
+    INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms,
+                                 fallback)
     VALUES (kgrag.current_tenant(), left(COALESCE(question_hash, ''), 64), route, left(COALESCE(reason, ''), 4000),
             ARRAY(SELECT left(u.s, 200) FROM unnest(COALESCE(seeds, '{}'::text[])) WITH ORDINALITY AS u(s, o)
                    ORDER BY u.o LIMIT 100),
-            greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0));
+            greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0),
+            COALESCE(fallback, false));
 END
 $$;
 GRANT CREATE ON SCHEMA kgrag TO kgrag_logger;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean) OWNER TO kgrag_logger;
 REVOKE CREATE ON SCHEMA kgrag FROM kgrag_logger;
-REVOKE EXECUTE ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision)
+REVOKE EXECUTE ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean)
     TO kgrag_reader, kgrag_writer;
-COMMENT ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision) IS
+COMMENT ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean) IS
 'Private. Adds the query log row of a search (kgrag_search calls it): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters), the time and log_id set by the database. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
 
 CREATE OR REPLACE FUNCTION kgrag.kgrag_search(
@@ -61,6 +63,7 @@ DECLARE
     why text;
     rows_out kgrag.search_row[];
     lists jsonb;
+    over_budget text;  -- why the walk stopped, when it ran out of its budget
 BEGIN
     IF route IS NULL OR (route <> 'auto' AND route NOT IN (SELECT r.route FROM kgrag.routes() AS r)) THEN
         RAISE EXCEPTION 'unknown route %: use auto, %', quote_literal(COALESCE(route, 'NULL')),
@@ -96,7 +99,22 @@ BEGIN
     END IF;
 
     IF chosen IN ('local', 'mixed') AND cardinality(decided.seeds) > 0 THEN
-        rows_out := ARRAY(SELECT x FROM kgrag._local_rows(question_vec, question, decided.seeds, k, opts) AS x);
+        BEGIN
+            rows_out := ARRAY(SELECT x FROM kgrag._local_rows(question_vec, question, decided.seeds, k, opts) AS x);
+        EXCEPTION WHEN query_canceled THEN
+            -- Only the walk's own budget (khop_timeout_ms, max_paths_walked, the search's deadline)
+            -- falls back; a cancel from outside (statement_timeout, pg_cancel_backend) stays one.
+            GET STACKED DIAGNOSTICS over_budget = MESSAGE_TEXT;
+            IF over_budget NOT LIKE 'graph traversal %' THEN
+                RAISE;
+            END IF;
+            lists := kgrag._chunk_lists(question_vec, question, k, opts);
+            rows_out := ARRAY(SELECT (x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason,
+                                      x.payload || '{"coverage": "reduced", "fallback": "vector+lexical"}')::kgrag.search_row
+                                FROM kgrag._fused_chunks(lists, k, opts) AS x);
+            why := why || format('; the graph was over budget (%s): vector and lexical chunks returned instead, '
+                                 'coverage reduced', over_budget);
+        END;
     END IF;
     IF chosen = 'mixed' THEN
         rows_out := ARRAY(SELECT x FROM kgrag._global_rows(question_vec, question, false, k, opts || '{"reports": 1}') AS x
@@ -113,9 +131,21 @@ BEGIN
             why := why || '; no seed: vector and lexical chunks only';
         END IF;
     END IF;
-    PERFORM kgrag._search_in_time(deadline, budget_ms);
-    PERFORM set_config('kgrag.search_deadline', '', true);
     rows_out := COALESCE(rows_out, '{}');
+    IF over_budget IS NOT NULL AND cardinality(rows_out) = 0 THEN  -- nothing to return instead: the error stands
+        RAISE EXCEPTION '%', over_budget
+            USING ERRCODE = '57014',
+                  HINT = 'Vector and lexical search found nothing either. Walk fewer hops, pass a degree cap, or filter relations.';
+    END IF;
+    IF cardinality(rows_out) = 0 THEN
+        PERFORM kgrag._search_in_time(deadline, budget_ms);
+    ELSIF clock_timestamp() > deadline THEN  -- what was found is returned rather than thrown away
+        why := why || format('; ran past search_timeout_ms (%s ms)', budget_ms);
+    END IF;
+    PERFORM set_config('kgrag.search_deadline', '', true);
+    IF (opts ->> 'neighbours')::boolean THEN
+        rows_out := ARRAY(SELECT x FROM kgrag._with_neighbours(rows_out) AS x);
+    END IF;
     IF question_vec IS NULL THEN
         why := why || '; no question vector: vector search skipped, text matched by entity linking and full-text search';
     END IF;
@@ -145,7 +175,8 @@ BEGIN
         ELSE
             PERFORM kgrag._log_search(md5(COALESCE(question, question_vec::text)), chosen, why, decided.seeds,
                     COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
-                    cardinality(rows_out), extract(epoch FROM clock_timestamp() - started) * 1000);
+                    cardinality(rows_out), extract(epoch FROM clock_timestamp() - started) * 1000,
+                    over_budget IS NOT NULL);
         END IF;
     END IF;
     PERFORM set_config('kgrag.last_route', chosen, true);
@@ -156,4 +187,57 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.kgrag_search(vector, text, text, integer, jsonb) IS
-'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left in the setting kgrag.last_reason.';
+'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left in the setting kgrag.last_reason.';
+
+CREATE OR REPLACE VIEW kgrag.search_by_route WITH (security_invoker = true) AS
+SELECT q.route,
+       count(*) AS questions,
+       count(*) FILTER (WHERE q.rows_returned = 0) AS empty,
+       count(*) FILTER (WHERE q.fallback) AS fallbacks,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY q.ms)::numeric, 1) AS p50_ms,
+       round(percentile_cont(0.95) WITHIN GROUP (ORDER BY q.ms)::numeric, 1) AS p95_ms,
+       min(q.searched_at) AS first_search,
+       max(q.searched_at) AS last_search
+  FROM kgrag.query_log AS q
+ WHERE q.tenant_id = kgrag.current_tenant()
+ GROUP BY q.route;
+GRANT SELECT ON kgrag.search_by_route TO kgrag_reader, kgrag_writer;
+COMMENT ON VIEW kgrag.search_by_route IS
+'The current tenant''s logged searches per route: questions, empty answers, fallbacks (the walk over its budget, vector and lexical search answering instead), p50 and p95 milliseconds, the first and last search.';
+
+CREATE OR REPLACE FUNCTION kgrag.reranker()
+RETURNS TABLE (url text, api text, model text, timeout_ms integer, candidates integer)
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    url := kgrag.setting('rerank_url') #>> '{}';
+    IF COALESCE(url, '') = '' THEN
+        RETURN;  -- no reranker
+    END IF;
+    api := kgrag.setting('rerank_api') #>> '{}';
+    model := COALESCE(kgrag.setting('rerank_model') #>> '{}', '');
+    IF url !~ '^https?://[^[:space:]]+$' OR length(url) > 2000 THEN
+        RAISE EXCEPTION 'setting rerank_url must be an http(s) URL, got %', quote_literal(left(url, 200)) USING ERRCODE = '22023';
+    END IF;
+    IF api IS NULL OR api NOT IN ('tei', 'cohere') THEN
+        RAISE EXCEPTION 'setting rerank_api must be tei or cohere, got %', COALESCE(quote_literal(api), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    BEGIN
+        timeout_ms := (kgrag.setting('rerank_timeout_ms') #>> '{}')::integer;
+        candidates := (kgrag.setting('rerank_candidates') #>> '{}')::integer;
+    EXCEPTION WHEN invalid_text_representation OR numeric_value_out_of_range THEN
+        timeout_ms := NULL;
+    END;
+    IF timeout_ms IS NULL OR timeout_ms NOT BETWEEN 1 AND 60000 THEN
+        RAISE EXCEPTION 'setting rerank_timeout_ms must be an integer between 1 and 60000' USING ERRCODE = '22023';
+    END IF;
+    IF candidates IS NULL OR candidates NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'setting rerank_candidates must be an integer between 1 and 1000' USING ERRCODE = '22023';
+    END IF;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag.reranker() IS
+'Returns the current tenant''s reranker, checked: (url, api: tei | cohere, model, timeout_ms, candidates), or no row while the setting rerank_url is empty (the default). The database does not call it: the Python driver (pgkgrag search, pgkgrag.Client) sends the question and the texts of up to candidates fused chunks and keeps the best k in the reranker''s order, or the fused order when it fails or takes longer than timeout_ms. Raises SQLSTATE 22023 for a setting out of shape.';

@@ -37,10 +37,11 @@ DECLARE
     t text := kgrag.current_tenant();
     r record;
     candidate text;
-    used integer := 0;
-    n integer := 0;
-    cost integer;
     seen text[] := '{}';
+    pool jsonb := '[]';  -- every block the rows give, in rank order
+    o integer := 0;
+    used integer := 0;
+    taken integer[] := '{}';
 BEGIN
     IF max_chars IS NULL OR max_chars < 1 THEN
         RAISE EXCEPTION 'max_chars must be >= 1, got %', COALESCE(max_chars::text, 'NULL') USING ERRCODE = '22023';
@@ -48,7 +49,11 @@ BEGIN
     FOR r IN SELECT * FROM kgrag.kgrag_search(question_vec, route, question, k, options) ORDER BY 1 LOOP
         IF r.kind = 'chunk' THEN
             CONTINUE WHEN r.ref_id = ANY (seen);
-            SELECT format('[%s | %s] %s', c.doc_id, c.chunk_id, c.text) INTO candidate
+            seen := seen || r.ref_id;
+            SELECT format('[%s | %s] %s%s', c.doc_id, c.chunk_id,
+                          CASE WHEN r.source = 'neighbour'
+                               THEN format('(neighbour %s %s) ', r.payload ->> 'side', r.payload ->> 'neighbour_of') END,
+                          c.text) INTO candidate
               FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = r.ref_id;
         ELSIF r.kind = 'entity' THEN
             -- the answer and the relations that led to it count in the same budget
@@ -63,24 +68,29 @@ BEGIN
         ELSE
             candidate := format('[map %s] %s', r.ref_id, r.payload ->> 'report');
         END IF;
-        cost := length(candidate) + CASE WHEN n > 0 THEN 2 ELSE 0 END;  -- blocks are joined by a blank line
-        CONTINUE WHEN used + cost > max_chars;
-        used := used + cost;
-        n := n + 1;
-        IF r.kind = 'chunk' THEN
-            seen := seen || r.ref_id;
-        END IF;
-        block := n;
-        kind := r.kind;
-        ref_id := r.ref_id;
-        body := candidate;
-        chars := length(candidate);
-        RETURN NEXT;
+        o := o + 1;
+        pool := pool || jsonb_build_object('o', o, 'kind', r.kind, 'ref_id', r.ref_id, 'body', candidate,
+                                           'neighbour', r.source = 'neighbour');
     END LOOP;
+    -- What fits, the rows themselves before their neighbours: each block costs its length and the
+    -- blank line before it (the first has none, hence max_chars + 2); one that does not fit is
+    -- skipped and smaller ones after it may still fit. Then in rank order.
+    FOR r IN SELECT p.o, length(p.body) AS n FROM jsonb_to_recordset(pool) AS p(o integer, body text, neighbour boolean)
+              ORDER BY p.neighbour, p.o LOOP
+        IF used + r.n + 2 <= max_chars + 2 THEN
+            used := used + r.n + 2;
+            taken := taken || r.o;
+        END IF;
+    END LOOP;
+    RETURN QUERY
+    SELECT (row_number() OVER (ORDER BY p.o))::integer, p.kind, p.ref_id, p.body, length(p.body)
+      FROM jsonb_to_recordset(pool) AS p(o integer, kind text, ref_id text, body text)
+     WHERE p.o = ANY (taken)
+     ORDER BY p.o;
 END
 $$;
 COMMENT ON FUNCTION kgrag.context_blocks(vector, text, text, integer, integer, jsonb) IS
-'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path, and chunks tagged [doc_id | chunk_id], each chunk once. A block that does not fit is skipped and smaller ones after it may still fit.';
+'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path, and chunks tagged [doc_id | chunk_id], each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
 
 CREATE OR REPLACE FUNCTION kgrag.context(
     question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, max_chars integer DEFAULT 4000,
