@@ -108,6 +108,7 @@ def build(
 
             rewrite = rewrite_reports(conn, report_writer)
             summary.summarized, summary.summaries_rejected = rewrite.written, rewrite.rejected
-        summary.entity_embeddings = embed_pending(conn, embedder, "entity")
-        summary.report_embeddings = embed_pending(conn, embedder, "report")
+    # after the build's transaction, a page per transaction: no lock held while the model runs
+    summary.entity_embeddings = embed_pending(conn, tenant, embedder, "entity")
+    summary.report_embeddings = embed_pending(conn, tenant, embedder, "report")
     return summary

@@ -8,9 +8,10 @@ this module only runs the model on the texts SQL hands out.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import psycopg
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from pgkgrag.db import tenant_transaction
 from pgkgrag.embedders import Embedder, get_embedder
@@ -37,20 +38,40 @@ def use_embedder(conn: psycopg.Connection, tenant: str, embedder: Embedder) -> N
 
 def embed_pending(
     conn: psycopg.Connection,
+    tenant: str,
     embedder: Embedder,
     kind: Kind,
     *,
     batch: int = 256,
     progress: ProgressCallback | None = None,
 ) -> int:
-    """Embed the current tenant's entities or reports that have no vector (in the caller's
-    transaction); progress hears (f"{kind} embeddings", how many were just stored)."""
+    """Embed the tenant's entities or reports that have no vector, a page at a time: each page is
+    read in one transaction, embedded with none open (no lock held while the model runs) and
+    stored in another, retried on a deadlock or a serialization failure (what is stored is only
+    what still has the text that was embedded). Progress hears (f"{kind} embeddings", how many
+    were just stored). Returns how many were embedded."""
     done, after = 0, None
-    while rows := conn.execute(Q["embedding_todo"], [kind, after, batch]).fetchall():
+    while True:
+        with tenant_transaction(conn, tenant):
+            rows = conn.execute(Q["embedding_todo"], [kind, after, batch]).fetchall()
+        if not rows:
+            return done
         ids, texts, hashes = (list(column) for column in zip(*rows, strict=True))
-        conn.execute(Q["store_embeddings"], [kind, ids, list(embedder.embed(texts)), hashes])
+        _store(conn, tenant, kind, ids, list(embedder.embed(texts)), hashes)
         done += len(rows)
         after = ids[-1]
         if progress is not None:
             progress(f"{kind} embeddings", len(rows))
-    return done
+
+
+@retry(
+    retry=retry_if_exception_type((psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)),
+    stop=stop_after_attempt(6),
+    wait=wait_random_exponential(multiplier=0.05, max=2),
+    reraise=True,
+)
+def _store(
+    conn: psycopg.Connection, tenant: str, kind: Kind, ids: list[str], vectors: list[Any], hashes: list[str]
+) -> None:
+    with tenant_transaction(conn, tenant):
+        conn.execute(Q["store_embeddings"], [kind, ids, vectors, hashes])

@@ -168,10 +168,9 @@ class Ingestor:
         # (say the run was stopped here) is found by lexical linking and embedded by the next
         # ingest or build.
         start = time.perf_counter()
-        with tenant_transaction(self.conn, self.tenant):
-            summary.counts.entity_embeddings += embed_pending(
-                self.conn, self.embedder, "entity", progress=self.progress
-            )
+        summary.counts.entity_embeddings += embed_pending(
+            self.conn, self.tenant, self.embedder, "entity", progress=self.progress
+        )
         summary.seconds["embed entities"] += time.perf_counter() - start
         return summary
 

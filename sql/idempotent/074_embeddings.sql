@@ -78,6 +78,9 @@ BEGIN
     PERFORM kgrag.check_embedding(v) FROM unnest(vectors) AS v;  -- a zero vector is refused, stored or not
     -- A row whose text changed since it was read (another writer) keeps no embedding of the old text.
     IF kind = 'entity' THEN
+        -- the entity stripes first, in order, as an ingestion batch takes them before its row
+        -- locks: a batch and this update never wait on each other in a cycle
+        PERFORM kgrag._lock_keys('entity', ids);
         UPDATE kgrag.entity AS e SET embedding = u.v
           FROM unnest(ids, vectors, text_hashes) AS u(id, v, h)
          WHERE e.tenant_id = t AND e.entity_id = u.id AND md5(kgrag.embedding_text(e.name, e.description)) = u.h;
@@ -91,7 +94,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.store_embeddings(text, text[], vector[], text[]) IS
-'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length. A row whose text no longer has that hash is left alone. Returns the number of rows updated.';
+'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length. A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag._lock_keys), so the two never deadlock. Returns the number of rows updated.';
 
 CREATE OR REPLACE FUNCTION kgrag.embedded_chunk_texts(content_hashes text[]) RETURNS SETOF text
 LANGUAGE sql STABLE SECURITY INVOKER
