@@ -449,6 +449,34 @@ def context_command(
     console.print(block or "(empty: nothing in the collection answers this question)", highlight=False, markup=False)
 
 
+@main.command(name="ask")
+@click.argument("question")
+@_with_search_options
+@click.option("--json", "as_json", is_flag=True, help="Print the answer, its citations and its cost as JSON.")
+@friendly_errors
+def ask_command(
+    question: str, route: str, k: int, option_pairs: tuple[str, ...], tenant: str | None, as_json: bool
+) -> None:
+    """Answer from the tenant's documents only, with verified citations (an OpenAI-compatible chat
+    endpoint: KGRAG_LLM_URL, KGRAG_LLM_MODEL, KGRAG_LLM_API_KEY)."""
+    from pgkgrag.answering import ask
+    from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
+
+    llm = OpenAICompatibleClient(LlmSettings.from_env())
+    config, conn = _open(tenant, READER)
+    with conn:
+        answer = ask(
+            conn, config.tenant, tenant_embedder(conn, config.tenant), llm, question, route, k, _options(option_pairs)
+        )
+    llm.close()
+    if as_json:
+        console.print_json(json.dumps(answer.to_json(), ensure_ascii=False))
+        return
+    console.print(escape(answer.answer), highlight=False)
+    console.print(f"[bold]route:[/] {escape(f'{answer.route} - {answer.reason}')}", highlight=False)
+    console.print(render.answer_footer(answer), highlight=False)
+
+
 @main.command(name="eval")
 @click.argument("golden", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--k", type=click.IntRange(1, 1000), default=5, show_default=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -24,11 +24,23 @@ from pgkgrag.embedders import Embedder
 from pgkgrag.embedding import tenant_embedder
 from pgkgrag.search import CitedChunk, SearchResult, cited_chunks, context, run_search
 
+if TYPE_CHECKING:
+    from pgkgrag.answering import Answer
+    from pgkgrag.llm_client import OpenAICompatibleClient
+
 
 class Client:
-    def __init__(self, dsn: str | None = None, *, tenant: str | None = None, role: str = READER) -> None:
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        tenant: str | None = None,
+        role: str = READER,
+        llm: OpenAICompatibleClient | None = None,
+    ) -> None:
         """Connect to `dsn` (default: KGRAG_DSN, else the embedded server) as `role` (kgrag_reader by
-        default, when the login role may), acting for `tenant` (default: KGRAG_TENANT, else 'default')."""
+        default, when the login role may), acting for `tenant` (default: KGRAG_TENANT, else 'default');
+        `llm` answers for ask() (default: the endpoint of KGRAG_LLM_URL, when ask() is first called)."""
         config = Config.from_env(tenant)
         self.tenant = config.tenant
         self._dsn = dsn or ensure_server(config)
@@ -36,6 +48,7 @@ class Client:
         self._lock = threading.Lock()
         self._conn: psycopg.Connection | None = None
         self._embedders: dict[str, Embedder] = {}
+        self._llm = llm
         self._connection()  # fail now, not at the first search, when the database is not there
 
     def _connection(self) -> psycopg.Connection:
@@ -84,6 +97,27 @@ class Client:
             conn, chosen, embedder = self._call_for(tenant)
             return context(conn, chosen, embedder, question, route, k, max_chars, options)
 
+    def ask(
+        self,
+        question: str,
+        route: str = "auto",
+        k: int = 10,
+        *,
+        tenant: str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Answer:
+        """An answer from the tenant's documents only, with verified citations (pgkgrag.answering),
+        from the OpenAI-compatible chat endpoint given to the client or of KGRAG_LLM_URL."""
+        from pgkgrag.answering import ask
+
+        with self._lock:
+            conn, chosen, embedder = self._call_for(tenant)
+            if self._llm is None:
+                from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
+
+                self._llm = OpenAICompatibleClient(LlmSettings.from_env())
+            return ask(conn, chosen, embedder, self._llm, question, route, k, options)
+
     def cited_chunks(self, refs: list[str], *, tenant: str | None = None) -> list[CitedChunk]:
         with self._lock:
             conn, chosen, _ = self._call_for(tenant)
@@ -93,6 +127,8 @@ class Client:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
+            if self._llm is not None:
+                self._llm.close()
 
     def __enter__(self) -> Client:
         return self
@@ -103,6 +139,8 @@ class Client:
         self.close()
 
 
-def connect(dsn: str | None = None, *, tenant: str | None = None, role: str = READER) -> Client:
+def connect(
+    dsn: str | None = None, *, tenant: str | None = None, role: str = READER, llm: OpenAICompatibleClient | None = None
+) -> Client:
     """A Client: see its docstring."""
-    return Client(dsn, tenant=tenant, role=role)
+    return Client(dsn, tenant=tenant, role=role, llm=llm)

@@ -133,10 +133,15 @@ def driver_connection(bind: Connection) -> psycopg.Connection:
 
 
 def apply_revision(bind: Connection, revision: str, *, down: bool = False) -> None:
-    """What every revision's upgrade()/downgrade() does: run its incremental file."""
+    """What every revision's upgrade()/downgrade() does: run its incremental file. Before a down
+    file, the idempotent layer goes (its views depend on the tables a down file changes; finish()
+    builds it again wherever the run ends at head)."""
     for key, path in revision_files(revision).items():
         check_frozen(key, path)
-    execute_file(driver_connection(bind), file_to_run(revision, down=down))
+    conn = driver_connection(bind)
+    if down:
+        _drop_idempotent(conn)
+    execute_file(conn, file_to_run(revision, down=down))
 
 
 def prepare(bind: Connection, dim: int | None) -> None:

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+from tenacity import RetryCallState, retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from pgkgrag.errors import KgragError
 from pgkgrag.extras import missing
@@ -29,6 +29,25 @@ except ImportError as exc:
 
 class TransientError(Exception):
     """Worth retrying: rate limited, server error, timeout, connection failure."""
+
+    def __init__(self, message: str, retry_after: float = 0.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after  # seconds the server asked for (Retry-After), 0 when it did not
+
+
+def _retry_after(value: str | None) -> float:
+    """A Retry-After header in seconds (capped at a minute); 0 when absent or an HTTP date."""
+    try:
+        return min(max(float(value or 0), 0.0), 60.0)
+    except ValueError:
+        return 0.0
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int  # as the endpoint reports them (0 when it does not)
+    completion_tokens: int
 
 
 class RequestFailed(Exception):
@@ -71,9 +90,15 @@ class OpenAICompatibleClient:
         self.settings = settings
         headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
         self._http = httpx.Client(base_url=settings.url, timeout=settings.timeout, headers=headers)
+        backoff = wait_random_exponential(multiplier=settings.backoff, max=60 * settings.backoff)
+
+        def wait(state: RetryCallState) -> float:  # the backoff, or longer when the server said so
+            failed = state.outcome.exception() if state.outcome else None
+            return max(backoff(state), failed.retry_after if isinstance(failed, TransientError) else 0.0)
+
         self._post_with_retries = retry(
             retry=retry_if_exception_type(TransientError),
-            wait=wait_random_exponential(multiplier=settings.backoff, max=60 * settings.backoff),
+            wait=wait,
             stop=stop_after_attempt(settings.attempts),
             reraise=True,
         )(self._post)
@@ -84,7 +109,9 @@ class OpenAICompatibleClient:
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             raise TransientError(f"{type(exc).__name__}: {exc}") from exc
         if response.status_code == 429 or response.status_code >= 500:
-            raise TransientError(f"HTTP {response.status_code}: {response.text[:200]}")
+            raise TransientError(
+                f"HTTP {response.status_code}: {response.text[:200]}", _retry_after(response.headers.get("retry-after"))
+            )
         if response.status_code >= 400:
             raise RequestFailed(f"HTTP {response.status_code} from {self.settings.url}{path}: {response.text[:300]}")
         try:
@@ -105,6 +132,10 @@ class OpenAICompatibleClient:
 
     def chat(self, messages: list[dict[str, str]], response_format: dict[str, Any] | None = None) -> str:
         """The text of the first choice."""
+        return self.complete(messages, response_format).text
+
+    def complete(self, messages: list[dict[str, str]], response_format: dict[str, Any] | None = None) -> Completion:
+        """The text of the first choice and the tokens the endpoint counted."""
         payload: dict[str, Any] = {"model": self.settings.model, "messages": messages, "temperature": 0}
         if response_format:
             payload["response_format"] = response_format
@@ -115,7 +146,12 @@ class OpenAICompatibleClient:
             raise RequestFailed(f"the chat answer has no choices[0].message.content: {str(body)[:200]}") from exc
         if not isinstance(content, str):
             raise RequestFailed("the chat answer's content is not text")
-        return content
+        usage = body.get("usage")
+        counted = [
+            usage.get(key) if isinstance(usage, dict) else None for key in ("prompt_tokens", "completion_tokens")
+        ]
+        prompt, completion = (n if isinstance(n, int) and n >= 0 else 0 for n in counted)
+        return Completion(content, prompt, completion)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         body = self.post("/embeddings", {"model": self.settings.model, "input": texts})

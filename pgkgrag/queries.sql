@@ -324,6 +324,24 @@ SELECT url, api, model, timeout_ms, candidates FROM kgrag.reranker();
 -- name: routes
 SELECT route FROM kgrag.routes();
 
+-- ---------------------------------------------------------------------------------------------
+-- answers (pgkgrag.answering)
+-- ---------------------------------------------------------------------------------------------
+
+-- name: answer_settings
+SELECT (kgrag.setting('answer_max_chars') #>> '{}')::integer, (kgrag.setting('answer_map_reports') #>> '{}')::integer;
+
+-- name: context_blocks
+-- question vector, route, question text, max_chars, k, options.
+SELECT kind, ref_id, body FROM kgrag.context_blocks(%s, %s, %s, %s, %s, %s::jsonb) ORDER BY block;
+
+-- name: check_citations
+-- cited chunk ids, the chunk ids sent.
+SELECT chunk_id, status, doc_id, title, quote FROM kgrag.check_citations(%s, %s);
+
+-- name: log_answer
+SELECT kgrag.log_answer(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s);
+
 -- name: neighbourhood
 -- seeds, hops, degree cap.
 SELECT entity_id, name, hop, src, rel, dst FROM kgrag.neighbourhood(%s, %s, %s);

@@ -1,14 +1,16 @@
 """How results look in a terminal: the tables and lines the CLI and the demo print.
 
 Nothing is computed here; every figure comes from an IngestSummary, a BuildSummary, a
-SearchResult or the evaluation, and every chunk text from kgrag.cited_chunks.
+SearchResult, an Answer or the evaluation, and every chunk text from kgrag.cited_chunks.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from rich.table import Table
 
 from pgkgrag.build import BuildSummary
@@ -16,6 +18,9 @@ from pgkgrag.evaluate import RouteFigures
 from pgkgrag.ingest import BATCH_STEPS, AppliedCounts, IngestSummary
 from pgkgrag.search import SearchResult, SearchRow
 from pgkgrag.tenants import GraphTotals
+
+if TYPE_CHECKING:
+    from pgkgrag.answering import Answer
 
 MAX_LISTED = 20  # rejected inputs and failed documents listed one by one, at most
 
@@ -151,4 +156,23 @@ def evaluation_table(figures: dict[str, RouteFigures], title: str) -> Table:
         table.add_column(column, justify="right")
     for route, f in figures.items():
         table.add_row(route, *f.row().values())
+    return table
+
+
+def answer_footer(answer: Answer) -> Table:
+    """An answer's citations, what was dropped from it, and what it cost."""
+    cost = answer.cost
+    table = Table(
+        title=f"{cost.calls} LLM calls, {cost.prompt_tokens} + {cost.completion_tokens} tokens, "
+        f"{cost.context_chars} characters of context, {cost.ms:.0f} ms",
+        show_lines=False,
+    )
+    for column in ("cited", "document", "quote"):
+        table.add_column(column, overflow="fold")
+    for citation in answer.citations:
+        table.add_row(
+            escape(citation.chunk_id), escape(citation.title or citation.doc_id), escape(citation.quote[:160])
+        )
+    for dropped in answer.dropped:
+        table.add_row(escape(dropped["chunk_id"]), "(dropped)", dropped["status"])
     return table

@@ -1,10 +1,13 @@
-"""`pgkgrag serve`: the tenant's embedder over HTTP, in the shape of OpenAI's embeddings API.
+"""`pgkgrag serve`: the tenant's embedder over HTTP, in the shape of OpenAI's embeddings API,
+and answers with verified citations.
 
 A client in any language embeds the question here (POST /v1/embeddings, with `model` = the
 tenant's embedder, `SELECT kgrag.setting('embedder')`), then makes one SQL call
 (kgrag.kgrag_search) with the vector: the same model that embedded the documents, without
 Python in the caller. Every OpenAI client library works unchanged (float and base64 encodings).
-FastAPI validates and routes; uvicorn serves. Errors have OpenAI's shape ({"error": {...}}).
+POST /v1/ask answers a question from a tenant's documents (pgkgrag.answering, with the chat
+endpoint of KGRAG_LLM_URL). FastAPI validates and routes; uvicorn serves. Errors have OpenAI's
+shape ({"error": {...}}).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 import psycopg
 from pydantic import BaseModel, ConfigDict, Field
 
+from pgkgrag.client import Client
 from pgkgrag.config import SHARED_TENANT
 from pgkgrag.db import READER, connect_app, tenant_transaction
 from pgkgrag.embedders import EMBEDDERS, Embedder, get_embedder
@@ -49,6 +53,15 @@ class EmbeddingRequest(BaseModel):
     input: str | list[str] | list[int] | list[list[int]]
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: int | None = Field(default=None, ge=1)
+
+
+class AskRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    question: str = Field(min_length=1)
+    tenant: str | None = None
+    route: str = "auto"
+    k: int = Field(default=10, ge=1, le=1000)
+    options: dict[str, Any] = Field(default_factory=dict)
 
 
 class Models:
@@ -140,6 +153,32 @@ def create_app(dsn: str, token: str | None = None) -> FastAPI:
         except (KgragError, psycopg.Error) as exc:
             raise ApiError(503, f"the database is not reachable: {exc}") from exc
         return {"status": "ok", "dimension": models.dimension, "models": list(SERVED)}
+
+    answering: dict[str, Client] = {}  # the Client that asks, made at the first question
+    answering_lock = threading.Lock()
+
+    @app.post("/v1/ask")
+    def ask(request: AskRequest) -> dict[str, Any]:
+        from pgkgrag.answering import AskFailed
+
+        try:
+            with answering_lock:
+                if "client" not in answering:
+                    answering["client"] = Client(dsn)
+            client = answering["client"]
+            answer = client.ask(
+                request.question, request.route, request.k, tenant=request.tenant, options=request.options
+            )
+        except AskFailed as exc:
+            raise ApiError(502, str(exc), code="llm_failed") from exc
+        except KgragError as exc:
+            raise ApiError(400, str(exc)) from exc
+        except psycopg.Error as exc:
+            diag = getattr(exc, "diag", None)
+            message = (diag.message_primary if diag is not None else None) or str(exc).strip().splitlines()[0]
+            status = 403 if exc.sqlstate == "42501" else 400 if (exc.sqlstate or "").startswith("22") else 500
+            raise ApiError(status, message, code=exc.sqlstate) from exc
+        return answer.to_json()
 
     @app.post("/v1/embeddings")
     def embeddings(request: EmbeddingRequest) -> dict[str, Any]:

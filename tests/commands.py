@@ -4,9 +4,15 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import httpx
 
 PGKGRAG = str(Path(sys.executable).parent / "pgkgrag")
 
@@ -42,3 +48,39 @@ def summary(stdout: str) -> dict[str, str]:
     """The rows of the summary table a command printed (rich's box drawing): name -> value."""
     rows = [line.split("│") for line in stdout.splitlines() if line.count("│") == 3]
     return {cells[1].strip(): cells[2].strip() for cells in rows}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serving(dsn: str, **settings: str) -> Iterator[str]:
+    """`pgkgrag serve` as a user starts it (settings: extra environment variables); yields its base
+    URL once /healthz answers, and stops it after."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [PGKGRAG, "serve", "--port", str(port)],
+        env=command_env(dsn, **settings),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"pgkgrag serve did not come up: {proc.stdout.read() if proc.stdout else ''}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -4,6 +4,10 @@ Tests script it: `responses[marker]` is a list of answers for the chat requests 
 contains `marker`, consumed in order (the last one repeats). An answer is (status, content):
 status 200 wraps `content` (text) as the first choice; other statuses send `content` as the body.
 
+`responder(messages)`, when set, writes the content of a chat answer no marker scripted;
+`chat_delay` (seconds) makes chat slow; `raw_reply` is sent as the whole body of a 200 (not JSON,
+say); `retry_after` is sent as the Retry-After header of every answer that is not a 200.
+
 It is a reranker too: `POST .../rerank` answers as Text Embeddings Inference does (a list of
 {index, score}) for a body with `texts`, and in Cohere's shape ({results: [{index,
 relevance_score}]}) for a body with `documents`. A text scores 1 for each word of `rerank_prefer`
@@ -15,6 +19,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -24,6 +29,10 @@ class FakeOpenAI:
         self.responses: dict[str, list[tuple[int, str]]] = {}
         self.requests: list[dict[str, Any]] = []
         self.default: tuple[int, str] = (200, '{"entities": [], "relations": []}')
+        self.responder: Callable[[list[dict[str, str]]], str] | None = None
+        self.chat_delay = 0.0
+        self.raw_reply: str | None = None
+        self.retry_after: str | None = None
         self.rerank_prefer = ""
         self.rerank_delay = 0.0
         self.rerank_failure: tuple[int, str] | None = None
@@ -40,6 +49,8 @@ class FakeOpenAI:
                 data = payload.encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                if status != 200 and fake.retry_after is not None:
+                    self.send_header("Retry-After", fake.retry_after)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -61,14 +72,22 @@ class FakeOpenAI:
                     for i, t in enumerate(texts)
                 ]
                 return 200, json.dumps({"object": "list", "data": data, "model": body["model"]})
+            self.requests[-1]["at"] = time.monotonic()
             passage = body["messages"][-1]["content"]
             status, content = self.default
+            scripted = False
             for marker, queue in self.responses.items():
                 if marker in passage:
                     status, content = queue.pop(0) if len(queue) > 1 else queue[0]
+                    scripted = True
                     break
+            if not scripted and self.responder is not None:
+                content = self.responder(body["messages"])
+        time.sleep(self.chat_delay)
         if status != 200:
             return status, content
+        if self.raw_reply is not None:
+            return 200, self.raw_reply
         return 200, json.dumps(
             {
                 "id": "chatcmpl-test",

@@ -9,9 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import httpx
 import numpy as np
 import psycopg
 import pytest
-from commands import PGKGRAG, command_env, run
+from commands import run, serving
 from conftest import DEMO_TENANT, REPO, as_role
 from psycopg.conninfo import conninfo_to_dict
 from standby import hot_standby
@@ -199,39 +197,11 @@ def test_global_before_build_says_to_build(demo: str, tmp_path: Path) -> None:
     assert "run `pgkgrag build`" in searched.stdout
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def embeddings_server(demo: str) -> Iterator[str]:
     """`pgkgrag serve` as a user starts it, with a bearer token; yields its base URL."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [PGKGRAG, "serve", "--port", str(port)],
-        env=command_env(demo, KGRAG_SERVE_TOKEN="s3cret"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"pgkgrag serve did not come up: {proc.stdout.read() if proc.stdout else ''}")
-            time.sleep(0.2)
+    with serving(demo, KGRAG_SERVE_TOKEN="s3cret") as base:
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 AUTH = {"Authorization": "Bearer s3cret"}

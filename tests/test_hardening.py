@@ -19,7 +19,8 @@ from pgkgrag.db import READER, WRITER, connect, tenant_transaction
 # SECURITY DEFINER functions allowed, with their owner and why. Two are index probes: @@ and && are
 # not leakproof, so under the tenant policy their GIN indexes could not be used; the probes filter
 # on kgrag.current_tenant() themselves. kgrag.tenants() lists the tenants the caller may use (names
-# and document counts), and _log_search writes the query log, which readers may not write themselves.
+# and document counts), and _log_search and log_answer write the logs, which readers may not write
+# themselves.
 PROBE = "kgrag_probe"
 LOGGER = "kgrag_logger"
 DEFINER_ALLOWED = {
@@ -29,6 +30,10 @@ DEFINER_ALLOWED = {
     "kgrag._log_search(text,text,text,text[],integer,integer,double precision,boolean)": (
         LOGGER,
         "one bounded log row",
+    ),
+    "kgrag.log_answer(text,text,boolean,integer,integer,integer,integer,integer,integer,double precision)": (
+        LOGGER,
+        "one bounded answer log row",
     ),
 }
 
@@ -83,7 +88,7 @@ def test_the_probe_role_reads_three_tables_and_the_logger_writes_one(admin: psyc
         "SELECT table_name, privilege_type FROM information_schema.role_table_grants WHERE grantee = %s ORDER BY 1, 2",
         [LOGGER],
     ).fetchall()
-    assert logger == [("query_log", "INSERT")]
+    assert logger == [("answer_log", "INSERT"), ("query_log", "INSERT")]
     assert admin.execute(
         "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s", [LOGGER]
     ).fetchone() == (False, False, False)

@@ -141,6 +141,10 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
             [foreign_chunks, mine["chunks"]],
         ),
         "cited_chunks": ("SELECT * FROM kgrag.cited_chunks(%s)", [foreign_chunks + mine["chunks"]]),
+        "check_citations": (
+            "SELECT status, doc_id, title, quote FROM kgrag.check_citations(%s, %s)",
+            [foreign_chunks + mine["chunks"], foreign_chunks],
+        ),
         "context_blocks": ("SELECT * FROM kgrag.context_blocks(%s, 'auto', %s, 6000)", [vec, question]),
         "context": ("SELECT kgrag.context(%s, 'mixed', %s, 6000)", [vec, question]),
         "neighbourhood": ("SELECT * FROM kgrag.neighbourhood(%s, 3)", [seeds]),
@@ -191,6 +195,7 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         "ingest_apply": ("SELECT kgrag.ingest_apply()", []),
         "replace_communities": ("SELECT kgrag.replace_communities()", []),
         "use_embedder": ("SELECT kgrag.use_embedder('hash')", []),
+        "log_answer": ("SELECT kgrag.log_answer('q', 'local', false, 1, 2, 3, 4, 1, 0, 5)", []),
         "llm_cache_put": ("""SELECT kgrag.llm_cache_put('k', 'm', '{"entities": [], "relations": []}', 'h')""", []),
     }
 

@@ -88,7 +88,7 @@ def test_a_role_granted_tenant_a_gets_nothing_of_b(
                     if name == "tenants":
                         assert rows == [(True,)]  # it lists a, the one tenant granted
                 conn.rollback()
-        assert answered == NO_TENANT, answered
+        assert {"version", "tenants"} <= answered <= NO_TENANT, answered
         with tenant_transaction(conn, "a"):  # its own tenant works
             assert conn.execute("SELECT count(*) FROM kgrag.document").fetchone() == (5,)
             assert conn.execute("SELECT tenant_id FROM kgrag.tenants()").fetchall() == [("a",)]
@@ -96,8 +96,9 @@ def test_a_role_granted_tenant_a_gets_nothing_of_b(
 
 
 # Functions that answer without reading any tenant's rows: the schema revision, the install-time
-# dimension (a row of the shared defaults the planner reads without asking for the tenant), and
-# the tenants the role may use.
+# dimension (a row of the shared defaults: through the index the planner reads it without asking
+# for the tenant; when it scans the table, the tenant policy asks and refuses the forged tenant,
+# which depends on the table's statistics, so either is right), and the tenants the role may use.
 NO_TENANT = {"version", "dimension", "tenants"}
 
 

@@ -1,0 +1,78 @@
+-- The answer step's rules: which citations an answer may keep, and its log.
+
+CREATE OR REPLACE FUNCTION kgrag.check_citations(cited text[], sent text[])
+RETURNS TABLE (chunk_id text, status text, doc_id text, title text, quote text)
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF cited IS NULL OR sent IS NULL THEN
+        RAISE EXCEPTION 'cited and sent must be arrays (empty, not NULL)' USING ERRCODE = '22004';
+    END IF;
+    IF cardinality(cited) > 1000 OR cardinality(sent) > 10000 THEN
+        RAISE EXCEPTION 'at most 1,000 citations against 10,000 chunks sent, got % and %', cardinality(cited),
+            cardinality(sent) USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+    SELECT x.id,
+           CASE WHEN c.chunk_id IS NULL THEN 'unknown'
+                WHEN x.id <> ALL (sent) THEN 'not sent'
+                ELSE 'ok' END,
+           c.doc_id, d.title, left(c.text, 300)
+      FROM (SELECT u.id, min(u.o) AS o FROM unnest(cited) WITH ORDINALITY AS u(id, o)
+             WHERE u.id IS NOT NULL GROUP BY u.id) AS x
+      LEFT JOIN kgrag.chunk AS c ON c.tenant_id = kgrag.current_tenant() AND c.chunk_id = x.id
+      LEFT JOIN kgrag.document AS d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id
+     ORDER BY x.o;
+END
+$$;
+COMMENT ON FUNCTION kgrag.check_citations(text[], text[]) IS
+'Returns, for each chunk id an answer cites (once each, in order), whether it may stay: status ok (a chunk of the current tenant that was in the context sent, the ids in sent), not sent (a real chunk the answer was not given) or unknown (no chunk of the tenant: a typo, a report id, another tenant''s chunk); with its document, title and a quote (its first 300 characters) when it is a chunk. An answer keeps only ok citations. At most 1,000 citations against 10,000 chunks.';
+
+CREATE OR REPLACE FUNCTION kgrag.log_answer(
+    question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer,
+    context_chars integer, citations integer, dropped integer, ms double precision)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+AS $$
+BEGIN
+    IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
+        RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO kgrag.answer_log (tenant_id, question_hash, route, not_found, calls, prompt_tokens, completion_tokens,
+                                  context_chars, citations, dropped, ms)
+    VALUES (kgrag.current_tenant(), md5(COALESCE(question, '')), route, COALESCE(not_found, false),
+            greatest(COALESCE(calls, 0), 0), greatest(COALESCE(prompt_tokens, 0), 0),
+            greatest(COALESCE(completion_tokens, 0), 0), greatest(COALESCE(context_chars, 0), 0),
+            greatest(COALESCE(citations, 0), 0), greatest(COALESCE(dropped, 0), 0), greatest(COALESCE(ms, 0), 0));
+END
+$$;
+GRANT CREATE ON SCHEMA kgrag TO kgrag_logger;  -- a new owner must be able to create in the schema
+ALTER FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision)
+    OWNER TO kgrag_logger;
+REVOKE CREATE ON SCHEMA kgrag FROM kgrag_logger;
+REVOKE EXECUTE ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision)
+    FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision)
+    TO kgrag_reader, kgrag_writer;
+COMMENT ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) IS
+'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its md5), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. SECURITY DEFINER, owned by kgrag_logger (which may insert into the logs and nothing else): readers may not write the log themselves.';
+
+CREATE OR REPLACE VIEW kgrag.answers_by_route WITH (security_invoker = true) AS
+SELECT a.route,
+       count(*) AS answers,
+       count(*) FILTER (WHERE a.not_found) AS not_found,
+       sum(a.calls) AS calls,
+       sum(a.prompt_tokens) AS prompt_tokens,
+       sum(a.completion_tokens) AS completion_tokens,
+       round(avg(a.context_chars)) AS mean_context_chars,
+       sum(a.dropped) AS citations_dropped,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY a.ms)::numeric, 1) AS p50_ms,
+       round(percentile_cont(0.95) WITHIN GROUP (ORDER BY a.ms)::numeric, 1) AS p95_ms
+  FROM kgrag.answer_log AS a
+ WHERE a.tenant_id = kgrag.current_tenant()
+ GROUP BY a.route;
+GRANT SELECT ON kgrag.answers_by_route TO kgrag_reader, kgrag_writer;
+COMMENT ON VIEW kgrag.answers_by_route IS
+'What answering costs per route, for the current tenant: answers, those not found in the sources, LLM calls, prompt and completion tokens, mean characters of context, citations dropped, p50 and p95 milliseconds.';
