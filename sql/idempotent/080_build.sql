@@ -169,7 +169,7 @@ BEGIN
         SELECT cm.community_id,
                string_agg('- ' || e.name || ' (' || e.type || ')'
                           || COALESCE(': ' || e.answer || ' [' || e.answer_chunk_id || ']', ''),
-                          E'\n' ORDER BY e.degree DESC, e.name COLLATE "C") AS lines,
+                          E'\n' ORDER BY e.degree DESC, e.name COLLATE "C", e.entity_id COLLATE "C") AS lines,
                count(*) AS n
           FROM kgrag.community_member AS cm
           JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = cm.entity_id
@@ -180,7 +180,9 @@ BEGIN
                string_agg('- ' || s.name || ' ' || g.rel || ' ' || d.name
                           || COALESCE(': "' || g.evidence_quote || '"', '')
                           || COALESCE(' [' || g.evidence_chunk_id || ']', ''),
-                          E'\n' ORDER BY g.weight DESC, s.name COLLATE "C", d.name COLLATE "C") AS lines
+                          -- a total order: the same graph writes the same report, whatever the history
+                          E'\n' ORDER BY g.weight DESC, s.name COLLATE "C", d.name COLLATE "C", g.rel COLLATE "C",
+                                        g.src COLLATE "C", g.dst COLLATE "C") AS lines
           FROM kgrag.community_member AS cm
           JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = cm.entity_id AND g.rel <> 'CO_OCCURS'
           JOIN kgrag.community_member AS cd ON cd.tenant_id = t AND cd.community_id = cm.community_id
