@@ -5,6 +5,8 @@ returned and paths walked, and how many traversals the time budget cancelled.
 Part 2: the cycle guard alone, three ways, in the same recursive CTE: the strpos test on a
 '|'-delimited string (what kgrag uses), an array guard (dst <> ALL(path)), and PostgreSQL's
 CYCLE clause.
+Part 3: the recursive step, a join on kgrag.edge against the LATERAL union of outgoing and
+incoming edges that traversal directions use.
 
     python benchmarks/khop.py [--nodes 100000] [--m 5] [--seeds 200]
 """
@@ -62,6 +64,32 @@ GUARDS = {
              WHERE w.hop < %(hops)s AND (%(cap)s::int IS NULL OR g.rank <= %(cap)s::int))
             CYCLE entity_id SET is_cycle USING path
         SELECT count(*) FROM walk WHERE NOT is_cycle""",
+}
+
+
+# How the recursive step reaches the next edges (strpos guard in each): a join on kgrag.edge (the
+# walk before traversal directions), and what kgrag._walk does now, a LATERAL union of the edges
+# out of the node and into it, where the branch a direction does not take is a constant false.
+_LATERAL = """
+        WITH RECURSIVE walk(entity_id, hop, trail) AS (
+            SELECT e.entity_id, 0, '|' || e.entity_id || '|' FROM kgrag.entity e
+             WHERE e.tenant_id = %(t)s AND e.entity_id = %(seed)s
+            UNION ALL
+            SELECT g.next_id, w.hop + 1, w.trail || g.next_id || '|' FROM walk w
+             CROSS JOIN LATERAL (
+                   SELECT x.dst AS next_id, x.rank FROM kgrag.edge x
+                    WHERE '{direction}' <> 'in' AND x.tenant_id = %(t)s AND x.src = w.entity_id
+                   UNION ALL
+                   SELECT x.src, x.rank FROM kgrag.edge x
+                    WHERE '{direction}' <> 'out' AND x.tenant_id = %(t)s AND x.dst = w.entity_id
+                      AND x.rel <> 'CO_OCCURS') AS g
+             WHERE w.hop < %(hops)s AND strpos(w.trail, '|' || g.next_id || '|') = 0
+               AND (%(cap)s::int IS NULL OR g.rank <= %(cap)s::int))
+        SELECT count(*) FROM walk"""
+STEPS = {
+    "join on edge (before)": GUARDS["strpos on a delimited string"],
+    "lateral union, direction out (now)": _LATERAL.format(direction="out"),
+    "lateral union, direction both": _LATERAL.format(direction="both"),
 }
 
 
@@ -139,6 +167,12 @@ def main() -> None:
                 guard_rows.append(measure_guard(conn, seeds, name, query, hops, cap, args.timeout_ms))
                 print(guard_rows[-1])
 
+        step_rows: list[list[object]] = []
+        for hops, cap in ((2, 4), (3, 4), (2, None)):
+            for name, query in STEPS.items():
+                step_rows.append(measure_guard(conn, seeds, name, query, hops, cap, args.timeout_ms))
+                print(step_rows[-1])
+
     body = (
         f"Barabasi-Albert graph: {args.nodes:,} entities, {rows:,} edge rows (each co-occurrence edge in both "
         f"directions), mean degree {mean_degree}, max degree {max_degree}. Seeds: {args.seeds} drawn uniformly, and "
@@ -162,6 +196,10 @@ def main() -> None:
         )
         + "\n\n### Cycle guard, same CTE, three ways (count of simple paths)\n\n"
         + markdown_table(["hops", "degree cap", "guard", "p50 ms", "p95 ms", "mean paths", "cancelled"], guard_rows)
+        + "\n\n### The recursive step, same run: a join, or the LATERAL union that directions need\n\n"
+        "The graph holds co-occurrence edges only, stored both ways, so direction both adds no path here; "
+        "what it costs is the second index probe per node.\n\n"
+        + markdown_table(["hops", "degree cap", "step", "p50 ms", "p95 ms", "mean paths", "cancelled"], step_rows)
         + "\n"
     )
     print(body)
@@ -181,7 +219,7 @@ def measure_khop(conn: psycopg.Connection, seeds: list[str], hops: int, cap: int
                 ).fetchone()
             )
             walked = conn.execute(
-                "SELECT count(*) FROM kgrag._walk(ARRAY[%s], %s, %s, NULL, NULL)", [seed, hops, cap]
+                "SELECT count(*) FROM kgrag._walk(ARRAY[%s], %s, %s, NULL, NULL, 'out')", [seed, hops, cap]
             ).fetchone()
         except psycopg.errors.QueryCanceled:
             cancelled += 1

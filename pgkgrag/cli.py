@@ -27,13 +27,15 @@ from pgkgrag.demo import run_demo
 from pgkgrag.documents import count_inputs
 from pgkgrag.embedders import EMBEDDERS
 from pgkgrag.embedding import tenant_embedder
+from pgkgrag.entities import entity_card
 from pgkgrag.errors import KgragError
 from pgkgrag.evaluate import evaluate, read_golden
 from pgkgrag.extraction_setup import make_extractor
 from pgkgrag.extractors import EXTRACTORS
 from pgkgrag.ingest import Ingestor, delete_documents
+from pgkgrag.neighbourhood import write_neighbourhood
 from pgkgrag.search import cited_chunks, context, routes, run_search
-from pgkgrag.tenants import graph_totals, require_documents, tenants
+from pgkgrag.tenants import graph_totals, require_documents, staleness, tenants
 
 if TYPE_CHECKING:
     from pgkgrag.llm_client import OpenAICompatibleClient
@@ -493,6 +495,63 @@ def eval_command(golden: Path, k: int, tenant: str | None) -> None:
     for route, f in figures.items():
         for miss in f.misses:
             console.print(f"[yellow]{route}[/]: {escape(miss)}", highlight=False)
+
+
+@main.command(name="graph")
+@click.argument("name")
+@click.option("--hops", type=click.IntRange(0, 10), default=2, show_default=True)
+@click.option(
+    "--degree-cap", type=click.IntRange(1, 1000), default=4, show_default=True, help="Each node's strongest edges."
+)
+@click.option("--relations", multiple=True, help="Follow only these relation types (any case); repeat for several.")
+@click.option("--direction", type=click.Choice(["out", "in", "both"]), default="out", show_default=True)
+@click.option("--out", "out_path", type=click.Path(path_type=Path), required=True, help="A .svg or an .html file.")
+@tenant_option
+@friendly_errors
+def graph_command(
+    name: str,
+    hops: int,
+    degree_cap: int,
+    relations: tuple[str, ...],
+    direction: str,
+    out_path: Path,
+    tenant: str | None,
+) -> None:
+    """Draw the neighbourhood of an entity (id, name or alias) into an SVG or HTML file."""
+    config, conn = _open(tenant, READER)
+    with conn:
+        written = write_neighbourhood(
+            conn, config.tenant, name, out_path, hops, degree_cap, list(relations) or None, direction
+        )
+    console.print(f"drew the {hops}-hop neighbourhood of {escape(name)} in {escape(str(written))}", highlight=False)
+
+
+@main.command(name="show")
+@click.argument("name")
+@tenant_option
+@friendly_errors
+def show_command(name: str, tenant: str | None) -> None:
+    """Print what the graph says of an entity (id, name or alias): its card and strongest edges."""
+    config, conn = _open(tenant, READER)
+    with conn:
+        card = entity_card(conn, config.tenant, name)
+    console.print(render.entity_card(card))
+
+
+@main.command(name="status")
+@tenant_option
+@friendly_errors
+def status_command(tenant: str | None) -> None:
+    """The tenant's counts and what of it is stale (kgrag.staleness), with the command that fixes it."""
+    config, conn = _open(tenant, READER)
+    with conn:
+        totals = graph_totals(conn, config.tenant)
+        stale = staleness(conn, config.tenant)
+    console.print(render.status_table(config.tenant, totals, stale))
+    if any(row.how_many for row in stale):
+        console.print(f"stale: run `pgkgrag build --tenant {config.tenant}`", highlight=False, markup=False)
+    else:
+        console.print("nothing is stale", highlight=False)
 
 
 @main.command(name="tenants")

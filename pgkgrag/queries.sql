@@ -309,7 +309,7 @@ SELECT rank, ref_id, kind, source, score, route, reason, payload FROM kgrag.kgra
 
 -- name: last_search
 -- The route and reason of the last search of this transaction.
-SELECT pg_catalog.current_setting('kgrag.last_route', true), pg_catalog.current_setting('kgrag.last_reason', true);
+SELECT route, reason FROM kgrag.last_search();
 
 -- name: context
 -- question vector, route, question text, max_chars, k, options.
@@ -343,8 +343,9 @@ SELECT chunk_id, status, doc_id, title, quote FROM kgrag.check_citations(%s, %s)
 SELECT kgrag.log_answer(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s);
 
 -- name: neighbourhood
--- seeds, hops, degree cap.
-SELECT entity_id, name, hop, src, rel, dst FROM kgrag.neighbourhood(%s, %s, %s);
+-- seeds, hops, degree cap, relations, direction.
+SELECT entity_id, name, hop, src, rel, dst, evidence_chunk_id, evidence_quote
+  FROM kgrag.neighbourhood(%s, %s, %s, %s, NULL, %s);
 
 -- ---------------------------------------------------------------------------------------------
 -- tenants (pgkgrag.tenants)
@@ -353,6 +354,21 @@ SELECT entity_id, name, hop, src, rel, dst FROM kgrag.neighbourhood(%s, %s, %s);
 -- name: tenants
 -- The tenants that hold documents, and how many (needs no tenant set).
 SELECT tenant_id, documents FROM kgrag.tenants();
+
+-- name: entity_card
+-- An entity by id, name or alias (kgrag.resolve_entities refuses an unknown or ambiguous one).
+SELECT entity_id, name, type, description, aliases, degree, answer, answer_chunk_id, community_title,
+       answer_stale, no_community
+  FROM kgrag.entities WHERE entity_id = (kgrag.resolve_entities(ARRAY[%s]))[1];
+
+-- name: entity_edges
+-- Its strongest edges, stated relations first: both ways for those, out for co-occurrence (stored both ways).
+SELECT src_name, rel, dst_name, weight, evidence_chunk_id FROM kgrag.edges
+ WHERE src = %(id)s OR (dst = %(id)s AND rel <> 'CO_OCCURS')
+ ORDER BY rel = 'CO_OCCURS', weight DESC, rel, src, dst LIMIT 20;
+
+-- name: staleness
+SELECT what, how_many, fix FROM kgrag.staleness;
 
 -- name: graph_totals
 -- One tenant's counts.

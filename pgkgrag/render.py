@@ -17,10 +17,11 @@ from pgkgrag.build import BuildSummary
 from pgkgrag.evaluate import RouteFigures
 from pgkgrag.ingest import BATCH_STEPS, AppliedCounts, IngestSummary
 from pgkgrag.search import SearchResult, SearchRow
-from pgkgrag.tenants import GraphTotals
+from pgkgrag.tenants import GraphTotals, Stale
 
 if TYPE_CHECKING:
     from pgkgrag.answering import Answer
+    from pgkgrag.entities import EntityCard
 
 MAX_LISTED = 20  # rejected inputs and failed documents listed one by one, at most
 
@@ -108,6 +109,28 @@ def tenants_table(listed: dict[str, GraphTotals]) -> Table:
     return table
 
 
+def status_table(tenant: str, totals: GraphTotals, stale: list[Stale]) -> Table:
+    """A tenant's counts and what of it is stale, with the command that fixes each."""
+    table = Table(title=f"tenant {tenant}", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_column()
+    for label, n in (
+        ("documents", totals.documents),
+        ("chunks", totals.chunks),
+        ("entities", totals.entities),
+        ("edges", totals.edges),
+        ("communities", totals.communities),
+        ("reports", totals.reports),
+    ):
+        table.add_row(label, str(n), "")
+    for row in stale:
+        table.add_row(
+            escape(row.what), str(row.how_many), escape(f"{row.fix} --tenant {tenant}") if row.how_many else ""
+        )
+    return table
+
+
 def _what(row: SearchRow, texts: dict[str, str]) -> str:
     """The row in words: a chunk's text, an entity's answer and the path that reached it, a report's title."""
     if row.kind == "chunk":
@@ -175,4 +198,28 @@ def answer_footer(answer: Answer) -> Table:
         )
     for dropped in answer.dropped:
         table.add_row(escape(dropped["chunk_id"]), "(dropped)", dropped["status"])
+    return table
+
+
+def entity_card(card: EntityCard) -> Table:
+    """An entity as `pgkgrag show` prints it: what it is, its answer, its community, its edges."""
+    stale = [
+        w
+        for w, on in (("answer of a changed document", card.answer_stale), ("no community yet", card.no_community))
+        if on
+    ]
+    table = Table(title=f"{card.name} ({card.type}, {card.entity_id})", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for label, value in (
+        ("aliases", ", ".join(card.aliases) or "-"),
+        ("description", card.description or "-"),
+        ("answer", f"{card.answer} ({card.answer_chunk_id})" if card.answer else "-"),
+        ("community", card.community_title or "-"),
+        ("degree", str(card.degree)),
+        ("stale", "; ".join(stale) + " (run `pgkgrag build`)" if stale else "no"),
+    ):
+        table.add_row(label, escape(value))
+    for src, rel, dst, weight, chunk in card.edges:
+        table.add_row("edge", escape(f"{src} -[{rel}]-> {dst}  weight {weight:g}" + (f"  ({chunk})" if chunk else "")))
     return table

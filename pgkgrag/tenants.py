@@ -1,4 +1,5 @@
-"""What each tenant holds: the tenants listed (kgrag.tenants) and one tenant's counts (kgrag.graph_totals)."""
+"""What each tenant holds: the tenants listed (kgrag.tenants), one tenant's counts
+(kgrag.graph_totals) and what of it is stale (kgrag.staleness)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,20 @@ def graph_totals(conn: psycopg.Connection, tenant: str) -> GraphTotals:
         row = conn.execute(Q["graph_totals"]).fetchone()
     assert row is not None
     return GraphTotals(*row)
+
+
+@dataclass(frozen=True)
+class Stale:
+    """One kind of staleness (a row of kgrag.staleness)."""
+
+    what: str
+    how_many: int
+    fix: str
+
+
+def staleness(conn: psycopg.Connection, tenant: str) -> list[Stale]:
+    with tenant_transaction(conn, tenant):
+        return [Stale(*row) for row in conn.execute(Q["staleness"]).fetchall()]
 
 
 def tenants(conn: psycopg.Connection) -> dict[str, GraphTotals]:

@@ -169,8 +169,7 @@ def test_a_tenant_without_documents_is_said_to_be_one(demo: str, reader: str, us
         reason = conn.execute("SELECT reason FROM kgrag.kgrag_search(question => %s)", [QUESTION]).fetchall()
         assert reason == []
         assert (
-            "tenant 'nobody' has no documents"
-            in conn.execute("SELECT current_setting('kgrag.last_reason')").fetchone()[0]
+            "tenant 'nobody' has no documents" in conn.execute("SELECT reason FROM kgrag.last_search()").fetchone()[0]
         )  # type: ignore[index]
     for command in (["search", QUESTION], ["build"], ["delete", "svc-auth"], ["context", QUESTION]):
         out = run(*command, "--tenant", "nobody", dsn=demo)

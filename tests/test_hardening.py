@@ -27,7 +27,7 @@ DEFINER_ALLOWED = {
     "kgrag._fts_probe(tsquery,regconfig)": (PROBE, "full-text matches through chunk_tsv_idx"),
     "kgrag._trigram_probe(text[],integer,integer)": (PROBE, "alias candidates through alias_trigrams_idx"),
     "kgrag.tenants()": (PROBE, "the tenants the caller may use and their document counts"),
-    "kgrag._log_search(text,text,text,text[],integer,integer,double precision,boolean)": (
+    "kgrag._log_search(text,text,text,text[],integer,integer,double precision,boolean,text,integer)": (
         LOGGER,
         "one bounded log row",
     ),

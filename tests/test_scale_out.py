@@ -36,7 +36,7 @@ def test_every_per_tenant_statement_names_the_tenant_on_every_table(admin: psyco
                     loose.append((name, ref.table, " ".join(ref.statement.split())[:160]))
     assert loose == []
     assert sum(checked.values()) > 80 and len(checked) > 25
-    assert checked["kgrag._walk(text[],integer,integer,text[],timestamp with time zone)"] >= 1  # the recursive CTE
+    assert checked["kgrag._walk(text[],integer,integer,text[],timestamp with time zone,text)"] >= 1  # the recursive CTE
 
 
 def test_the_dynamic_vector_statement_names_the_tenant(dsn: str, admin: psycopg.Connection) -> None:

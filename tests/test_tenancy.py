@@ -117,7 +117,9 @@ OWNER_ONLY = {"distribute", "grant_tenant", "revoke_tenant"}
 def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
     """Every reading public function, with arguments that name both tenants' objects."""
     vec = EMBEDDER.embed([question])[0]
-    seeds = sorted(set(others["entities"]) | set(mine["entities"]))
+    # the walks take the caller's own ids: another tenant's id is refused as an unknown name
+    # (test_another_tenants_entity_is_an_unknown_name)
+    seeds = sorted(mine["entities"])
     foreign_chunks = others["chunks"]
     calls: dict[str, tuple[str, list[Any]]] = {
         "current_tenant": ("SELECT kgrag.current_tenant()", []),
@@ -126,12 +128,14 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         "version": ("SELECT kgrag.version()", []),
         "setting": ("SELECT kgrag.setting('rrf_k')", []),
         "reranker": ("SELECT * FROM kgrag.reranker()", []),
+        "last_search": ("SELECT * FROM kgrag.last_search()", []),
         "communities_outdated": ("SELECT kgrag.communities_outdated()", []),
         "link_entities": ("SELECT * FROM kgrag.link_entities(%s, include_isolated => true)", [question]),
         "search_chunks_lexical": ("SELECT * FROM kgrag.search_chunks_lexical(%s, 50)", [question]),
         "search_chunks_vector": ("SELECT * FROM kgrag.search_chunks_vector(%s, 50)", [vec]),
         "search_entities_vector": ("SELECT * FROM kgrag.search_entities_vector(%s, 50, profile => true)", [vec]),
         "search_reports_vector": ("SELECT * FROM kgrag.search_reports_vector(%s, 50)", [vec]),
+        "resolve_entities": ("SELECT kgrag.resolve_entities(%s)", [seeds]),
         "k_hop": ("SELECT * FROM kgrag.k_hop(%s, 3)", [seeds]),
         "fanout": ("SELECT s, f.* FROM unnest(%s::text[]) AS s, kgrag.fanout(s, 3) AS f", [seeds]),
         "path_relations": ("SELECT * FROM kgrag.path_relations(%s)", [seeds[:4]]),
@@ -296,6 +300,34 @@ def test_no_function_and_no_route_crosses_tenants(
         assert conn.execute("DELETE FROM kgrag.entity WHERE tenant_id = %s", [first]).rowcount == 0
     with connect(dsn) as admin:
         assert checksums(admin, first) == before
+
+
+def test_another_tenants_entity_is_an_unknown_name(dsn: str, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """A walk from another tenant's entity fails exactly as one from a name nobody has: the error
+    says nothing of what the other tenant holds."""
+    for tenant in ("a", "b"):
+        (tmp_path / tenant).mkdir()
+        doc = {
+            "doc_id": "d",
+            "text": f"The {tenant.upper()} Gateway depends on the {tenant.upper()} Queue.",
+            "entities": [
+                {"name": f"{tenant.upper()} Gateway", "type": "Service"},
+                {"name": f"{tenant.upper()} Queue", "type": "Service"},
+            ],
+        }
+        populate(conn, tmp_path / tenant, tenant, [doc])
+    foreign = "service:b gateway"
+    with connect(dsn, role=READER) as reader:
+        with tenant_transaction(reader, "b"):
+            assert reader.execute("SELECT entity_id FROM kgrag.k_hop(ARRAY[%s], 0)", [foreign]).fetchall() == [
+                (foreign,)
+            ]
+        for seed in (foreign, "service:nobody at all"):
+            for call in ("SELECT * FROM kgrag.k_hop(ARRAY[%s], 2)", "SELECT * FROM kgrag.fanout(%s, 2)"):
+                with tenant_transaction(reader, "a"):
+                    with pytest.raises(psycopg.errors.InvalidParameterValue) as caught:
+                        reader.execute(call, [seed])
+                    assert caught.value.diag.message_primary == f"no entity is named '{seed}'"
 
 
 def test_the_suite_calls_every_public_function(

@@ -88,7 +88,7 @@ def test_a_role_granted_tenant_a_gets_nothing_of_b(
                     if name == "tenants":
                         assert rows == [(True,)]  # it lists a, the one tenant granted
                 conn.rollback()
-        assert {"version", "tenants"} <= answered <= NO_TENANT, answered
+        assert {"version", "tenants", "last_search"} <= answered <= NO_TENANT, answered
         with tenant_transaction(conn, "a"):  # its own tenant works
             assert conn.execute("SELECT count(*) FROM kgrag.document").fetchone() == (5,)
             assert conn.execute("SELECT tenant_id FROM kgrag.tenants()").fetchall() == [("a",)]
@@ -98,8 +98,9 @@ def test_a_role_granted_tenant_a_gets_nothing_of_b(
 # Functions that answer without reading any tenant's rows: the schema revision, the install-time
 # dimension (a row of the shared defaults: through the index the planner reads it without asking
 # for the tenant; when it scans the table, the tenant policy asks and refuses the forged tenant,
-# which depends on the table's statistics, so either is right), and the tenants the role may use.
-NO_TENANT = {"version", "dimension", "tenants"}
+# which depends on the table's statistics, so either is right), the tenants the role may use, and
+# the route and reason this session's own last search left (kgrag.last_search).
+NO_TENANT = {"version", "dimension", "tenants", "last_search"}
 
 
 def test_a_tenant_set_for_the_session_does_not_count(two_tenants: object, login: Callable[..., str]) -> None:
@@ -171,12 +172,12 @@ def test_readers_write_the_log_only_through_the_search(two_tenants: object, logi
                 " VALUES ('a', 'x', 'local', 'forged', 0, 0)"
             )
         with tenant_transaction(conn, "a"):
-            conn.execute("SELECT kgrag._log_search('h', 'local', repeat('x', 10000), NULL, 1, 1, 1, false)")
+            conn.execute("SELECT kgrag._log_search('h', 'local', repeat('x', 10000), NULL, 1, 1, 1, false, NULL, NULL)")
             assert conn.execute(
                 "SELECT length(reason), pg_typeof(log_id)::text FROM kgrag.query_log WHERE question_hash = 'h'"
             ).fetchone() == (4000, "uuid")
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="unknown route"), tenant_transaction(conn, "a"):
-            conn.execute("SELECT kgrag._log_search('h', 'everything', 'x', NULL, 1, 1, 1, false)")
+            conn.execute("SELECT kgrag._log_search('h', 'everything', 'x', NULL, 1, 1, 1, false, NULL, NULL)")
 
 
 def test_grants_are_the_owners_to_give(login: Callable[..., str], admin: psycopg.Connection) -> None:

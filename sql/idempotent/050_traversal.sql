@@ -14,9 +14,52 @@ $$;
 COMMENT ON FUNCTION kgrag._traversal_timeout(integer) IS
 'Private. Never returns: raises SQLSTATE 57014 (query_canceled) when a traversal exceeds its time budget.';
 
+CREATE OR REPLACE FUNCTION kgrag.resolve_entities(names text[]) RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    given text;
+    found text[];
+    resolved text[] := '{}';
+BEGIN
+    IF cardinality(names) > 100 THEN
+        RAISE EXCEPTION 'at most 100 entities, got %', cardinality(names) USING ERRCODE = '22023';
+    END IF;
+    FOREACH given IN ARRAY COALESCE(names, '{}') LOOP
+        CONTINUE WHEN given IS NULL;
+        IF EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = given) THEN
+            found := ARRAY[given];
+        ELSE  -- a name or an alias, whatever the case and the accents
+            found := ARRAY(SELECT DISTINCT a.entity_id FROM kgrag.alias AS a
+                            WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(given)
+                            ORDER BY 1 LIMIT 11);
+        END IF;
+        IF cardinality(found) = 0 THEN
+            RAISE EXCEPTION 'no entity is named %', quote_literal(given)
+                USING ERRCODE = '22023',
+                      HINT = 'Names and aliases match whatever the case and accents; find one with SELECT * FROM kgrag.entities WHERE name ILIKE ''%...%''.';
+        ELSIF cardinality(found) > 1 THEN
+            RAISE EXCEPTION 'the name % is ambiguous: %', quote_literal(given),
+                (SELECT string_agg(format('%s (%s, %s)', e.name, e.type, e.entity_id), '; ' ORDER BY e.entity_id)
+                   FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (found[1:10]))
+                  || CASE WHEN cardinality(found) > 10 THEN '; ...' ELSE '' END
+                USING ERRCODE = '22023', HINT = 'Give the entity_id of the one you mean.';
+        END IF;
+        IF NOT found[1] = ANY (resolved) THEN
+            resolved := resolved || found[1];
+        END IF;
+    END LOOP;
+    RETURN resolved;
+END
+$$;
+COMMENT ON FUNCTION kgrag.resolve_entities(text[]) IS
+'Returns the entity ids of up to 100 entities given by id, name or alias (a name or alias matches whatever the case and the accents), in the order given, once each. A name no entity has, or one that several entities have (the error lists them), raises SQLSTATE 22023. What kgrag.k_hop, kgrag.fanout, kgrag.neighbourhood and the search option seed_entities accept.';
+
 CREATE OR REPLACE FUNCTION kgrag._walk(
-    seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz)
-RETURNS TABLE (entity_id text, hop integer, trail text, seed text)
+    seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz, direction text)
+RETURNS TABLE (entity_id text, hop integer, trail text, seed text, steps text)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 SET plan_cache_mode = force_custom_plan
@@ -27,6 +70,7 @@ DECLARE
     budget_ms integer := kgrag.setting('khop_timeout_ms')::integer;
     max_paths integer := kgrag.setting('max_paths_walked')::integer;
     search_deadline text := current_setting('kgrag.search_deadline', true);
+    rels text[] := ARRAY(SELECT DISTINCT kgrag.relation_key(r) FROM unnest(relations) AS r WHERE r IS NOT NULL);
     deadline timestamptz;
     walked integer;
 BEGIN
@@ -41,30 +85,47 @@ BEGIN
     IF degree_cap IS NOT NULL AND degree_cap < 1 THEN
         RAISE EXCEPTION 'degree_cap must be >= 1 (or NULL for no cap), got %', degree_cap USING ERRCODE = '22023';
     END IF;
+    IF direction IS NULL OR direction NOT IN ('out', 'in', 'both') THEN
+        RAISE EXCEPTION 'direction must be out, in or both, got %', COALESCE(quote_literal(direction), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF relations IS NULL THEN
+        rels := NULL;
+    END IF;
     deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
     IF search_deadline <> '' AND search_deadline::timestamptz < deadline THEN
         -- inside kgrag_search, whose whole time has one budget (setting search_timeout_ms)
         deadline := search_deadline::timestamptz;
         budget_ms := greatest(0, (extract(epoch FROM deadline - clock_timestamp()) * 1000)::integer);
     END IF;
+    -- The branch a direction does not take is a constant false in this custom plan, so it is
+    -- never scanned. CO_OCCURS is stored both ways: walked out, it needs no reverse branch.
     RETURN QUERY
-    WITH RECURSIVE walk(entity_id, hop, trail, seed) AS (
-        SELECT e.entity_id, 0, '|' || e.entity_id || '|', e.entity_id
+    WITH RECURSIVE walk(entity_id, hop, trail, seed, steps) AS (
+        SELECT e.entity_id, 0, '|' || e.entity_id || '|', e.entity_id, ''
           FROM kgrag.entity AS e
          WHERE e.tenant_id = t AND e.entity_id = ANY (seeds)
         UNION ALL
-        SELECT g.dst, w.hop + 1, w.trail || g.dst || '|', w.seed
+        SELECT g.next_id, w.hop + 1, w.trail || g.next_id || '|', w.seed, w.steps || g.way
           FROM walk AS w
-          JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = w.entity_id
+         CROSS JOIN LATERAL (
+               SELECT x.dst AS next_id, '>' AS way, x.rel, x.rank, x.valid_from, x.valid_to
+                 FROM kgrag.edge AS x
+                WHERE direction <> 'in' AND x.tenant_id = t AND x.src = w.entity_id
+               UNION ALL
+               SELECT x.src, '<', x.rel, x.rank, x.valid_from, x.valid_to
+                 FROM kgrag.edge AS x
+                WHERE direction <> 'out' AND x.tenant_id = t AND x.dst = w.entity_id
+                  AND (direction = 'in' OR x.rel <> 'CO_OCCURS')) AS g
          WHERE w.hop < hops
-           AND strpos(w.trail, '|' || g.dst || '|') = 0          -- cycle guard: never revisit
+           AND strpos(w.trail, '|' || g.next_id || '|') = 0      -- cycle guard: never revisit
            AND (degree_cap IS NULL OR g.rank <= degree_cap)      -- per-node degree cap
-           AND (relations IS NULL OR g.rel = ANY (relations))
+           AND (rels IS NULL OR g.rel = ANY (rels))
            AND (as_of IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= as_of)
                                   AND (g.valid_to IS NULL OR g.valid_to > as_of)))
            AND (clock_timestamp() < deadline OR kgrag._traversal_timeout(budget_ms))
     )
-    SELECT w.entity_id, w.hop, w.trail, w.seed FROM walk AS w LIMIT max_paths + 1;
+    SELECT w.entity_id, w.hop, w.trail, w.seed, w.steps FROM walk AS w LIMIT max_paths + 1;
     GET DIAGNOSTICS walked = ROW_COUNT;
     IF walked > max_paths THEN  -- what follows (the shortest path per node) sorts every path walked
         RAISE EXCEPTION 'graph traversal stopped after % paths (setting max_paths_walked)', max_paths
@@ -74,33 +135,35 @@ BEGIN
     PERFORM set_config('kgrag.paths_walked', walked::text, true);  -- read back by kgrag_search's log
 END
 $$;
-COMMENT ON FUNCTION kgrag._walk(text[], integer, integer, text[], timestamptz) IS
-'Private. Returns every simple path walked from the seeds, one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed), and leaves the number of paths in the setting kgrag.paths_walked. The recursive CTE behind kgrag.k_hop and kgrag.fanout. Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths.';
+COMMENT ON FUNCTION kgrag._walk(text[], integer, integer, text[], timestamptz, text) IS
+'Private. Returns every simple path walked from the seeds (entity ids), one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed, steps = one character per step, > along the edge, < against it), and leaves the number of paths in the setting kgrag.paths_walked. The recursive CTE behind kgrag.k_hop and kgrag.fanout. direction: out follows edges from src to dst, in from dst to src, both either way. Relation types match whatever their case (kgrag.relation_key). Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths.';
 
 CREATE OR REPLACE FUNCTION kgrag.k_hop(
     seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL, relations text[] DEFAULT NULL,
-    as_of timestamptz DEFAULT NULL)
-RETURNS TABLE (entity_id text, hop integer, path text[], seed text)
+    as_of timestamptz DEFAULT NULL, direction text DEFAULT 'out')
+RETURNS TABLE (entity_id text, hop integer, path text[], seed text, directions text[])
 LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    SELECT x.entity_id, x.hop, string_to_array(btrim(x.trail, '|'), '|'), x.seed
+    SELECT x.entity_id, x.hop, string_to_array(btrim(x.trail, '|'), '|'), x.seed,
+           ARRAY(SELECT CASE WHEN u.s = '>' THEN 'out' ELSE 'in' END
+                   FROM unnest(string_to_array(x.steps, NULL)) WITH ORDINALITY AS u(s, o) ORDER BY u.o)
       FROM (SELECT w.*, row_number() OVER (PARTITION BY w.entity_id
-                                           ORDER BY w.hop, w.trail COLLATE "C") AS shortest
-              FROM kgrag._walk(seeds, hops, degree_cap, relations, as_of) AS w) AS x
+                                           ORDER BY w.hop, w.trail COLLATE "C", w.steps) AS shortest
+              FROM kgrag._walk(kgrag.resolve_entities(seeds), hops, degree_cap, relations, as_of, direction) AS w) AS x
      WHERE x.shortest = 1
      ORDER BY x.hop, x.entity_id COLLATE "C"
 $$;
-COMMENT ON FUNCTION kgrag.k_hop(text[], integer, integer, text[], timestamptz) IS
-'Returns the entities within hops edges of the seeds, one row each at its shortest hop: (entity_id, hop, path from the seed, seed); the seeds themselves come back at hop 0. Edges are followed from src to dst; degree_cap keeps edges with rank <= degree_cap (each node''s strongest edges, counted over every relation type), relations keeps those rel types, as_of keeps edges valid at that time. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
+COMMENT ON FUNCTION kgrag.k_hop(text[], integer, integer, text[], timestamptz, text) IS
+'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps edges with rank <= degree_cap (each node''s strongest edges in the stored direction, counted over every relation type), relations keeps those relation types whatever their case, as_of keeps edges valid at that time. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
 
-CREATE OR REPLACE FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer DEFAULT NULL)
+CREATE OR REPLACE FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer DEFAULT NULL, direction text DEFAULT 'out')
 RETURNS TABLE (hop integer, nodes bigint, new_nodes bigint, paths bigint)
 LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
     WITH w AS MATERIALIZED (
-        SELECT p.entity_id, p.hop FROM kgrag._walk(ARRAY[seed], hops, degree_cap, NULL, NULL) AS p
+        SELECT p.entity_id, p.hop FROM kgrag._walk(kgrag.resolve_entities(ARRAY[seed]), hops, degree_cap, NULL, NULL, direction) AS p
     ), first_seen AS (
         SELECT f.entity_id, min(f.hop) AS hop FROM w AS f GROUP BY f.entity_id
     )
@@ -110,8 +173,8 @@ AS $$
      GROUP BY w.hop
      ORDER BY w.hop
 $$;
-COMMENT ON FUNCTION kgrag.fanout(text, integer, integer) IS
-'Returns, per hop from one seed: nodes (distinct entities at the end of some path of that length), new_nodes (entities reached for the first time at that hop) and paths (simple paths walked). paths growing much faster than nodes is a hub blowing up the query; compare with and without degree_cap.';
+COMMENT ON FUNCTION kgrag.fanout(text, integer, integer, text) IS
+'Returns, per hop from one seed (an entity id, name or alias): nodes (distinct entities at the end of some path of that length), new_nodes (entities reached for the first time at that hop) and paths (simple paths walked). paths growing much faster than nodes is a hub blowing up the query; compare with and without degree_cap.';
 
 CREATE OR REPLACE FUNCTION kgrag._path_length(path text[]) RETURNS integer
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -151,16 +214,18 @@ COMMENT ON FUNCTION kgrag.path_relations(text[]) IS
 
 CREATE OR REPLACE FUNCTION kgrag.neighbourhood(
     seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL, relations text[] DEFAULT NULL,
-    as_of timestamptz DEFAULT NULL)
-RETURNS TABLE (entity_id text, name text, type text, hop integer, path text[], seed text, src text, rel text, dst text)
+    as_of timestamptz DEFAULT NULL, direction text DEFAULT 'out')
+RETURNS TABLE (entity_id text, name text, type text, hop integer, path text[], seed text, src text, rel text, dst text,
+               evidence_chunk_id text, evidence_quote text)
 LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    SELECT k.entity_id, e.name, e.type, k.hop, k.path, k.seed, s.src, s.rel, s.dst
-      FROM kgrag.k_hop(seeds, hops, degree_cap, relations, as_of) AS k
+    SELECT k.entity_id, e.name, e.type, k.hop, k.path, k.seed, s.src, s.rel, s.dst, g.evidence_chunk_id, g.evidence_quote
+      FROM kgrag.k_hop(seeds, hops, degree_cap, relations, as_of, direction) AS k
       JOIN kgrag.entity AS e ON e.tenant_id = kgrag.current_tenant() AND e.entity_id = k.entity_id
       LEFT JOIN LATERAL kgrag.path_relations(k.path[k.hop:k.hop + 1]) AS s ON k.hop > 0
+      LEFT JOIN kgrag.edge AS g ON g.tenant_id = kgrag.current_tenant() AND g.src = s.src AND g.dst = s.dst AND g.rel = s.rel
      ORDER BY k.hop, k.entity_id COLLATE "C"
 $$;
-COMMENT ON FUNCTION kgrag.neighbourhood(text[], integer, integer, text[], timestamptz) IS
-'Returns kgrag.k_hop''s answer with each entity''s name and type and the last step of its shortest path, the edge that reached it: (entity_id, name, type, hop, path, seed, src, rel, dst; the step is NULL for the seeds). What a picture of the neighbourhood draws, in one call.';
+COMMENT ON FUNCTION kgrag.neighbourhood(text[], integer, integer, text[], timestamptz, text) IS
+'Returns kgrag.k_hop''s answer (seeds by id, name or alias; the same options) with each entity''s name and type and the last step of its shortest path, the edge that reached it, in its own direction, with its evidence: (entity_id, name, type, hop, path, seed, src, rel, dst, evidence_chunk_id, evidence_quote; the step is NULL for the seeds). What pgkgrag graph draws, in one call.';

@@ -9,7 +9,7 @@ DECLARE
     allowed constant text[] := ARRAY['hops', 'degree_cap', 'entities', 'reports', 'seeds', 'level', 'relations',
                                      'as_of', 'chunk_min_similarity', 'entity_seed_min_similarity',
                                      'report_min_similarity', 'lexical_min_coverage', 'rrf_k', 'graph_weight',
-                                     'whole_collection', 'neighbours', 'log'];
+                                     'whole_collection', 'neighbours', 'direction', 'seed_entities', 'log'];
     unknown text;
     merged jsonb;
 BEGIN
@@ -26,7 +26,7 @@ BEGIN
     -- null means "the default", except where it has a meaning of its own: no degree cap, every
     -- relation, no validity filter
     options := (SELECT COALESCE(jsonb_object_agg(o.key, o.value), '{}') FROM jsonb_each(options) AS o
-                 WHERE jsonb_typeof(o.value) <> 'null' OR o.key IN ('degree_cap', 'relations', 'as_of'));
+                 WHERE jsonb_typeof(o.value) <> 'null' OR o.key IN ('degree_cap', 'relations', 'as_of', 'seed_entities'));
     SELECT string_agg(key, ', ' ORDER BY key) INTO unknown FROM jsonb_object_keys(options) AS key
      WHERE key <> ALL (allowed);
     IF unknown IS NOT NULL THEN
@@ -42,7 +42,8 @@ BEGIN
         'report_min_similarity', kgrag.setting('report_min_similarity'),
         'lexical_min_coverage', kgrag.setting('lexical_min_coverage'), 'rrf_k', kgrag.setting('rrf_k'),
         'graph_weight', kgrag.setting('rrf_graph_weight'),
-        'whole_collection', false, 'neighbours', kgrag.setting('search_neighbours'),
+        'whole_collection', false, 'neighbours', kgrag.setting('search_neighbours'), 'direction', 'out',
+        'seed_entities', NULL,
         'log', kgrag.setting('query_log')) || options;
     BEGIN  -- every value must have the type its use needs
         PERFORM (merged ->> 'hops')::integer, (merged ->> 'degree_cap')::integer, (merged ->> 'entities')::integer,
@@ -54,12 +55,14 @@ BEGIN
                 (merged ->> 'whole_collection')::boolean, (merged ->> 'neighbours')::boolean,
                 (merged ->> 'log')::boolean,
                 ARRAY(SELECT jsonb_array_elements_text(COALESCE(merged -> 'relations', '[]'))
-                       WHERE jsonb_typeof(merged -> 'relations') IS DISTINCT FROM 'null');
+                       WHERE jsonb_typeof(merged -> 'relations') IS DISTINCT FROM 'null'),
+                ARRAY(SELECT jsonb_array_elements_text(COALESCE(merged -> 'seed_entities', '[]'))
+                       WHERE jsonb_typeof(merged -> 'seed_entities') IS DISTINCT FROM 'null');
     EXCEPTION WHEN OTHERS THEN
         RAISE EXCEPTION 'bad search option value: %', SQLERRM
             USING ERRCODE = '22023', HINT = 'hops, degree_cap, entities, reports, seeds, level, rrf_k are integers; '
                                             '*_similarity and lexical_min_coverage numbers; as_of a timestamp; '
-                                            'relations an array of relation types; whole_collection, neighbours and log booleans.';
+                                            'relations and seed_entities arrays of text; direction out, in or both; whole_collection, neighbours and log booleans.';
     END;
     IF (merged ->> 'hops')::integer NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
         RAISE EXCEPTION 'option hops = % is outside 0..% (setting max_hops)', merged ->> 'hops',
@@ -76,9 +79,12 @@ BEGIN
        OR (merged ->> 'chunk_min_similarity')::float8 NOT BETWEEN -1 AND 1
        OR (merged ->> 'entity_seed_min_similarity')::float8 NOT BETWEEN -1 AND 1
        OR (merged ->> 'report_min_similarity')::float8 NOT BETWEEN -1 AND 1
-       OR jsonb_array_length(COALESCE(NULLIF(merged -> 'relations', 'null'), '[]')) > 100 THEN
+       OR jsonb_array_length(COALESCE(NULLIF(merged -> 'relations', 'null'), '[]')) > 100
+       OR jsonb_array_length(COALESCE(NULLIF(merged -> 'seed_entities', 'null'), '[]')) > 100
+       OR merged ->> 'direction' NOT IN ('out', 'in', 'both') THEN
         RAISE EXCEPTION 'options out of range: rrf_k 0..1000, graph_weight 0..100, level 0..100, '
-                        'lexical_min_coverage 0..1, the *_similarity floors -1..1, at most 100 relations'
+                        'lexical_min_coverage 0..1, the *_similarity floors -1..1, at most 100 relations and '
+                        '100 seed_entities, direction out, in or both'
             USING ERRCODE = '22023';
     END IF;
     RETURN merged;

@@ -50,18 +50,21 @@ DECLARE
 BEGIN
     -- closest first, then the strongest link, then the seed order
     SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', w.entity_id, 'hop', w.hop, 'path', w.path,
-                                                 'seed', w.seed, 'position', w.position) ORDER BY w.position), '[]')
+                                                 'directions', w.directions, 'seed', w.seed, 'position', w.position)
+                              ORDER BY w.position), '[]')
       INTO reached
-      FROM (SELECT r.entity_id, r.hop, r.path, r.seed,
+      FROM (SELECT r.entity_id, r.hop, r.path, r.directions, r.seed,
                    row_number() OVER (ORDER BY r.hop, r.weight DESC, array_position(seeds, r.seed),
                                       r.entity_id COLLATE "C") AS position
-              FROM (SELECT x.*, COALESCE((SELECT max(g.weight) FROM kgrag.edge AS g
-                                           WHERE g.tenant_id = t AND g.src = x.path[cardinality(x.path) - 1]
-                                             AND g.dst = x.entity_id), 0) AS weight
+              FROM (SELECT x.*, COALESCE((SELECT max(g.weight) FROM kgrag.edge AS g  -- the last step, either way
+                                           WHERE g.tenant_id = t
+                                             AND ((g.src = x.path[cardinality(x.path) - 1] AND g.dst = x.entity_id)
+                                                  OR (g.dst = x.path[cardinality(x.path) - 1] AND g.src = x.entity_id))),
+                                         0) AS weight
                       FROM kgrag.k_hop(seeds, (opts ->> 'hops')::integer, (opts ->> 'degree_cap')::integer,
                                        CASE WHEN jsonb_typeof(opts -> 'relations') = 'array'
                                             THEN ARRAY(SELECT jsonb_array_elements_text(opts -> 'relations')) END,
-                                       (opts ->> 'as_of')::timestamptz) AS x) AS r) AS w;
+                                       (opts ->> 'as_of')::timestamptz, opts ->> 'direction') AS x) AS r) AS w;
 
     -- The graph's chunk list: each reached entity's answer chunk in that order, then the other
     -- chunks that cite reached entities (nearest first, those citing more of them first).
@@ -83,6 +86,7 @@ BEGIN
     SELECT NULL::integer, r.entity_id, 'entity', 'graph', 1.0::float8 / (1 + r.hop), NULL::text, NULL::text,
            jsonb_build_object(
                'name', e.name, 'type', e.type, 'seed', r.seed, 'hop', r.hop, 'path', to_jsonb(r.path),
+               'directions', to_jsonb(r.directions),
                'answer', e.answer,
                'evidence_refs', to_jsonb(ARRAY(
                    SELECT y.chunk_id FROM (
@@ -96,7 +100,8 @@ BEGIN
                'relations', COALESCE((
                    SELECT jsonb_agg(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst) ORDER BY p.step)
                      FROM kgrag.path_relations(r.path) AS p), '[]'))
-      FROM jsonb_to_recordset(reached) AS r(entity_id text, hop integer, path text[], seed text, position integer)
+      FROM jsonb_to_recordset(reached)
+           AS r(entity_id text, hop integer, path text[], directions text[], seed text, position integer)
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
      WHERE r.position <= (opts ->> 'entities')::integer
      ORDER BY r.position;
@@ -104,7 +109,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag._local_rows(vector, text, text[], integer, jsonb) IS
-'Private. The local route: entities within hops of the seeds (degree cap, relation and as_of filters), nearest first, with their answers, paths and evidence; then chunks fused by RRF from three lists: the graph''s (answer chunks of the reached entities, then chunks citing them), vector search and lexical search.';
+'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence; then chunks fused by RRF from three lists: the graph''s (answer chunks of the reached entities, then chunks citing them), vector search and lexical search.';
 
 CREATE OR REPLACE FUNCTION kgrag._global_rows(
     question_vec vector, question text, whole_collection boolean, k integer, opts jsonb)

@@ -18,7 +18,7 @@ COMMENT ON FUNCTION kgrag._search_in_time(timestamptz, integer) IS
 
 CREATE OR REPLACE FUNCTION kgrag._log_search(
     question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer,
-    ms double precision, fallback boolean)
+    ms double precision, fallback boolean, question text, context_chars integer)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
@@ -28,22 +28,34 @@ BEGIN
         RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
     END IF;
     INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms,
-                                 fallback)
+                                 fallback, question, context_chars)
     VALUES (kgrag.current_tenant(), left(COALESCE(question_hash, ''), 64), route, left(COALESCE(reason, ''), 4000),
             ARRAY(SELECT left(u.s, 200) FROM unnest(COALESCE(seeds, '{}'::text[])) WITH ORDINALITY AS u(s, o)
                    ORDER BY u.o LIMIT 100),
             greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0),
-            COALESCE(fallback, false));
+            COALESCE(fallback, false), left(question, 2000), CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END);
 END
 $$;
 GRANT CREATE ON SCHEMA kgrag TO kgrag_logger;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer) OWNER TO kgrag_logger;
 REVOKE CREATE ON SCHEMA kgrag FROM kgrag_logger;
-REVOKE EXECUTE ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean)
+REVOKE EXECUTE ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer)
     TO kgrag_reader, kgrag_writer;
-COMMENT ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean) IS
-'Private. Adds the query log row of a search (kgrag_search calls it): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters), the time and log_id set by the database. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+COMMENT ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer) IS
+'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, question 2,000: the caller passes it only where the setting log_question_text allows), the time and log_id set by the database. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+
+CREATE OR REPLACE FUNCTION kgrag._log_entry(entry jsonb, context_chars integer) RETURNS void
+LANGUAGE sql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT kgrag._log_search(entry ->> 'hash', entry ->> 'route', entry ->> 'reason',
+                             ARRAY(SELECT jsonb_array_elements_text(COALESCE(entry -> 'seeds', '[]'))),
+                             (entry ->> 'paths')::integer, (entry ->> 'rows')::integer, (entry ->> 'ms')::float8,
+                             (entry ->> 'fallback')::boolean, entry ->> 'question', context_chars)
+$$;
+COMMENT ON FUNCTION kgrag._log_entry(jsonb, integer) IS
+'Private. Writes a query log row from the entry kgrag_search made (jsonb: hash, route, reason, seeds, paths, rows, ms, fallback, question) and the characters kgrag.context_blocks packed (NULL for a search alone), through kgrag._log_search.';
 
 CREATE OR REPLACE FUNCTION kgrag.kgrag_search(
     question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, k integer DEFAULT 10,
@@ -64,6 +76,7 @@ DECLARE
     rows_out kgrag.search_row[];
     lists jsonb;
     over_budget text;  -- why the walk stopped, when it ran out of its budget
+    entry jsonb;  -- the query log row
 BEGIN
     IF route IS NULL OR (route <> 'auto' AND route NOT IN (SELECT r.route FROM kgrag.routes() AS r)) THEN
         RAISE EXCEPTION 'unknown route %: use auto, %', quote_literal(COALESCE(route, 'NULL')),
@@ -89,6 +102,13 @@ BEGIN
 
     SELECT * INTO decided FROM kgrag.route(question_vec, question, options);
     PERFORM kgrag._search_in_time(deadline, budget_ms);
+    IF jsonb_typeof(opts -> 'seed_entities') = 'array' THEN  -- the caller names the seeds
+        decided.seeds := kgrag.resolve_entities(ARRAY(SELECT jsonb_array_elements_text(opts -> 'seed_entities')));
+        decided.route := 'local';
+        decided.reason := format('seeds chosen by the caller: %s',
+                                 (SELECT string_agg(e.name, ', ' ORDER BY u.o) FROM unnest(decided.seeds) WITH ORDINALITY AS u(id, o)
+                                    JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = u.id));
+    END IF;
     IF kgrag_search.route = 'auto' THEN
         chosen := decided.route;
         why := decided.reason;
@@ -146,6 +166,14 @@ BEGIN
     IF (opts ->> 'neighbours')::boolean THEN
         rows_out := ARRAY(SELECT x FROM kgrag._with_neighbours(rows_out) AS x);
     END IF;
+    IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x  -- the entities returned: bounded by the rows
+                 JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = x.ref_id
+                WHERE x.kind = 'entity'
+                  AND (e.answer_stale OR NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
+                                                      WHERE m.tenant_id = t AND m.entity_id = e.entity_id))) THEN
+        why := why || '; the graph is stale around these results (entities in no community yet, or answers of '
+                      'changed documents): run `pgkgrag build` (SELECT * FROM kgrag.staleness)';
+    END IF;
     IF question_vec IS NULL THEN
         why := why || '; no question vector: vector search skipped, text matched by entity linking and full-text search';
     END IF;
@@ -173,10 +201,18 @@ BEGIN
         IF current_setting('transaction_read_only')::boolean THEN
             why := why || ' (not logged in kgrag.query_log: the transaction is read-only)';
         ELSE
-            PERFORM kgrag._log_search(md5(COALESCE(question, question_vec::text)), chosen, why, decided.seeds,
-                    COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
-                    cardinality(rows_out), extract(epoch FROM clock_timestamp() - started) * 1000,
-                    over_budget IS NOT NULL);
+            entry := jsonb_build_object(
+                'hash', md5(COALESCE(question, question_vec::text)), 'route', chosen, 'reason', why,
+                'seeds', to_jsonb(decided.seeds),
+                'paths', COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
+                'rows', cardinality(rows_out), 'ms', extract(epoch FROM clock_timestamp() - started) * 1000,
+                'fallback', over_budget IS NOT NULL,
+                'question', CASE WHEN (kgrag.setting('log_question_text') #>> '{}')::boolean THEN question END);
+            IF current_setting('kgrag.defer_log', true) = 'on' THEN
+                PERFORM set_config('kgrag.deferred_log', entry::text, true);  -- kgrag.context_blocks logs it
+            ELSE
+                PERFORM kgrag._log_entry(entry, NULL);
+            END IF;
         END IF;
     END IF;
     PERFORM set_config('kgrag.last_route', chosen, true);
@@ -187,13 +223,14 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.kgrag_search(vector, text, text, integer, jsonb) IS
-'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left in the setting kgrag.last_reason.';
+'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), seed_entities (entity ids, names or aliases: the local route from these, whatever the router would pick), direction (out, in or both: how the walk follows typed edges; default out), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left for kgrag.last_search().';
 
 CREATE OR REPLACE VIEW kgrag.search_by_route WITH (security_invoker = true) AS
 SELECT q.route,
        count(*) AS questions,
        count(*) FILTER (WHERE q.rows_returned = 0) AS empty,
        count(*) FILTER (WHERE q.fallback) AS fallbacks,
+       round(avg(q.context_chars)) AS mean_context_chars,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY q.ms)::numeric, 1) AS p50_ms,
        round(percentile_cont(0.95) WITHIN GROUP (ORDER BY q.ms)::numeric, 1) AS p95_ms,
        min(q.searched_at) AS first_search,
@@ -203,7 +240,7 @@ SELECT q.route,
  GROUP BY q.route;
 GRANT SELECT ON kgrag.search_by_route TO kgrag_reader, kgrag_writer;
 COMMENT ON VIEW kgrag.search_by_route IS
-'The current tenant''s logged searches per route: questions, empty answers, fallbacks (the walk over its budget, vector and lexical search answering instead), p50 and p95 milliseconds, the first and last search.';
+'The current tenant''s logged searches per route: questions, empty answers, fallbacks (the walk over its budget, vector and lexical search answering instead), the mean characters kgrag.context packed (over the searches made for a context), p50 and p95 milliseconds, the first and last search. Which questions came back empty: SELECT route, question, searched_at FROM kgrag.query_log WHERE rows_returned = 0 (the text is kept where the setting log_question_text is true).';
 
 CREATE OR REPLACE FUNCTION kgrag.reranker()
 RETURNS TABLE (url text, api text, model text, timeout_ms integer, candidates integer)
@@ -241,3 +278,13 @@ END
 $$;
 COMMENT ON FUNCTION kgrag.reranker() IS
 'Returns the current tenant''s reranker, checked: (url, api: tei | cohere, model, timeout_ms, candidates), or no row while the setting rerank_url is empty (the default). The database does not call it: the Python driver (pgkgrag search, pgkgrag.Client) sends the question and the texts of up to candidates fused chunks and keeps the best k in the reranker''s order, or the fused order when it fails or takes longer than timeout_ms. Raises SQLSTATE 22023 for a setting out of shape.';
+
+CREATE OR REPLACE FUNCTION kgrag.last_search() RETURNS TABLE (route text, reason text)
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT NULLIF(pg_catalog.current_setting('kgrag.last_route', true), ''),
+           NULLIF(pg_catalog.current_setting('kgrag.last_reason', true), '')
+$$;
+COMMENT ON FUNCTION kgrag.last_search() IS
+'Returns the route and the reason of the last kgrag_search of this transaction (one row; NULLs before any search), what a search that returned no row leaves behind.';

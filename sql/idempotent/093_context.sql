@@ -46,6 +46,8 @@ BEGIN
     IF max_chars IS NULL OR max_chars < 1 THEN
         RAISE EXCEPTION 'max_chars must be >= 1, got %', COALESCE(max_chars::text, 'NULL') USING ERRCODE = '22023';
     END IF;
+    -- the search's log row waits for the characters packed (kgrag_search leaves it in kgrag.deferred_log)
+    PERFORM set_config('kgrag.defer_log', 'on', true), set_config('kgrag.deferred_log', '', true);
     FOR r IN SELECT * FROM kgrag.kgrag_search(question_vec, route, question, k, options) ORDER BY 1 LOOP
         IF r.kind = 'chunk' THEN
             CONTINUE WHEN r.ref_id = ANY (seen);
@@ -82,6 +84,11 @@ BEGIN
             taken := taken || r.o;
         END IF;
     END LOOP;
+    PERFORM set_config('kgrag.defer_log', '', true);
+    IF current_setting('kgrag.deferred_log', true) <> '' THEN
+        PERFORM kgrag._log_entry(current_setting('kgrag.deferred_log')::jsonb, greatest(used - 2, 0));
+        PERFORM set_config('kgrag.deferred_log', '', true);
+    END IF;
     RETURN QUERY
     SELECT (row_number() OVER (ORDER BY p.o))::integer, p.kind, p.ref_id, p.body, length(p.body)
       FROM jsonb_to_recordset(pool) AS p(o integer, kind text, ref_id text, body text)
