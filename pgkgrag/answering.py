@@ -141,7 +141,7 @@ def ask(
         max_chars, map_reports = conn.execute(Q["answer_settings"]).fetchone()  # type: ignore[misc]
         blocks = conn.execute(Q["context_blocks"], [vector, route, question, max_chars, k, opts]).fetchall()
         chosen, reason = conn.execute(Q["last_search"]).fetchone()  # type: ignore[misc]
-        wanted = {**(options or {}), "reports": map_reports}
+        wanted = {"reports": map_reports, **(options or {})}  # the caller's reports option wins
         maps = _maps(conn, vector, question, route, k, wanted) if chosen == "global" else []
     cost = Cost()
     map_dropped: dict[str, str] = {}  # citations the map step removed, and why
