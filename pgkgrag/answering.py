@@ -60,7 +60,7 @@ REDUCE_PROMPT = (
 )
 _TAG = re.compile(r"\[(?:[^\[\]|\n]*\|\s*)?([^\[\]|\s]+)\s*\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-MAX_MAP_CHARS = 8000  # a report and the chunks it cites, per map call
+MAX_MAP_CHARS = 8000  # the chunks a report cites, per map call (kgrag.report_context)
 
 
 class AskFailed(KgragError):
@@ -173,20 +173,9 @@ def _maps(
     the router decides the same): the report and the chunks it cites."""
     rows = conn.execute(Q["kgrag_search"], [vector, route, question, k, json.dumps({**options, "log": False})])
     calls = []
-    for _, ref_id, kind, _, _, _, _, payload in rows.fetchall():
-        if kind != "community":
-            continue
-        chunks = conn.execute(Q["cited_chunks"], [payload.get("evidence_refs", [])]).fetchall()
-        parts, used = [f"[map {ref_id}] {payload.get('report', '')}"], 0
-        sent = []
-        for chunk_id, doc_id, _, text in chunks:
-            block = f"[{doc_id} | {chunk_id}] {text}"
-            if used + len(block) > MAX_MAP_CHARS:
-                break
-            parts.append(block)
-            sent.append(chunk_id)
-            used += len(block)
-        calls.append(_Call(MAP_PROMPT, question, "\n\n".join(parts), sent))
+    for community_id in [ref_id for _, ref_id, kind, *_ in rows.fetchall() if kind == "community"]:
+        for body, sent in conn.execute(Q["report_context"], [community_id, MAX_MAP_CHARS]).fetchall():
+            calls.append(_Call(MAP_PROMPT, question, body, list(sent)))
     return calls
 
 

@@ -335,6 +335,10 @@ SELECT (kgrag.setting('answer_max_chars') #>> '{}')::integer, (kgrag.setting('an
 -- question vector, route, question text, max_chars, k, options.
 SELECT kind, ref_id, body FROM kgrag.context_blocks(%s, %s, %s, %s, %s, %s::jsonb) ORDER BY block;
 
+-- name: report_context
+-- community id, max_chars: a map step's report and the chunks it cites.
+SELECT body, chunk_ids FROM kgrag.report_context(%s, %s);
+
 -- name: check_citations
 -- cited chunk ids, the chunk ids sent.
 SELECT chunk_id, status, doc_id, title, quote FROM kgrag.check_citations(%s, %s);

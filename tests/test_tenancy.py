@@ -129,6 +129,10 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         "setting": ("SELECT kgrag.setting('rrf_k')", []),
         "reranker": ("SELECT * FROM kgrag.reranker()", []),
         "last_search": ("SELECT * FROM kgrag.last_search()", []),
+        "report_context": (
+            "SELECT r.* FROM unnest(%s::text[]) AS c, kgrag.report_context(c, 4000) AS r",
+            [others["communities"] + mine["communities"]],
+        ),
         "communities_outdated": ("SELECT kgrag.communities_outdated()", []),
         "link_entities": ("SELECT * FROM kgrag.link_entities(%s, include_isolated => true)", [question]),
         "search_chunks_lexical": ("SELECT * FROM kgrag.search_chunks_lexical(%s, 50)", [question]),

@@ -6,6 +6,8 @@ LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
+    -- kgrag_search falls back to vector and lexical search on a 57014 whose message starts with
+    -- 'graph traversal' (this one and _walk's path budget), and on no other cancel
     RAISE EXCEPTION 'graph traversal cancelled after % ms (setting khop_timeout_ms, or the search''s search_timeout_ms)', budget_ms
         USING ERRCODE = '57014',
               HINT = 'Walk fewer hops, pass a degree cap, or filter relations: a hub multiplies every hop.';

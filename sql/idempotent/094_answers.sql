@@ -29,6 +29,41 @@ $$;
 COMMENT ON FUNCTION kgrag.check_citations(text[], text[]) IS
 'Returns, for each chunk id an answer cites (once each, in order), whether it may stay: status ok (a chunk of the current tenant that was in the context sent, the ids in sent), not sent (a real chunk the answer was not given) or unknown (no chunk of the tenant: a typo, a report id, another tenant''s chunk); with its document, title and a quote (its first 300 characters) when it is a chunk. An answer keeps only ok citations. At most 1,000 citations against 10,000 chunks.';
 
+CREATE OR REPLACE FUNCTION kgrag.report_context(community_id text, max_chars integer DEFAULT 8000)
+RETURNS TABLE (body text, chunk_ids text[])
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    cited text[];
+    c record;
+    block text;
+    used integer := 0;
+BEGIN
+    IF max_chars IS NULL OR max_chars NOT BETWEEN 1 AND 1000000 THEN
+        RAISE EXCEPTION 'max_chars must be between 1 and 1000000, got %', COALESCE(max_chars::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    SELECT format('[map %s] %s', r.community_id, r.report), r.evidence_chunk_ids INTO body, cited
+      FROM kgrag.community_report AS r
+     WHERE r.tenant_id = kgrag.current_tenant() AND r.community_id = report_context.community_id AND NOT r.stale;
+    IF NOT FOUND THEN
+        RETURN;  -- no report, or a stale one: never served
+    END IF;
+    chunk_ids := '{}';
+    FOR c IN SELECT * FROM kgrag.cited_chunks(cited) LOOP  -- in the report's order, real chunks only
+        block := format('[%s | %s] %s', c.doc_id, c.chunk_id, c.text);
+        EXIT WHEN used + length(block) > max_chars;
+        used := used + length(block);
+        body := body || E'\n\n' || block;
+        chunk_ids := chunk_ids || c.chunk_id;
+    END LOOP;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag.report_context(text, integer) IS
+'Returns the context one map step of a global answer reads: (body, chunk_ids) = the community''s report tagged [map community_id], then the chunks it cites, in its order, each tagged [doc_id | chunk_id], while they fit in max_chars (the report aside; 1..1,000,000), and the ids of those chunks (what its citations may name, see kgrag.check_citations). No row for a community without a report or with a stale one.';
+
 CREATE OR REPLACE FUNCTION kgrag.log_answer(
     question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer,
     context_chars integer, citations integer, dropped integer, ms double precision)
