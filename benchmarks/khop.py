@@ -68,7 +68,7 @@ GUARDS = {
 
 
 # How the recursive step reaches the next edges (strpos guard in each): a join on kgrag.edge (the
-# walk before traversal directions), and what kgrag._walk does now, a LATERAL union of the edges
+# walk before traversal directions), and what kgrag_private.walk does now, a LATERAL union of the edges
 # out of the node and into it, where the branch a direction does not take is a constant false.
 _LATERAL = """
         WITH RECURSIVE walk(entity_id, hop, trail) AS (
@@ -219,7 +219,7 @@ def measure_khop(conn: psycopg.Connection, seeds: list[str], hops: int, cap: int
                 ).fetchone()
             )
             walked = conn.execute(
-                "SELECT count(*) FROM kgrag._walk(ARRAY[%s], %s, %s, NULL, NULL, 'out')", [seed, hops, cap]
+                "SELECT count(*) FROM kgrag_private.walk(ARRAY[%s], %s, %s, NULL, NULL, 'out')", [seed, hops, cap]
             ).fetchone()
         except psycopg.errors.QueryCanceled:
             cancelled += 1

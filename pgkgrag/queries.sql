@@ -174,9 +174,10 @@ SET search_path = pg_catalog, pg_temp
 AS {body};
 
 -- name: installer_objects
--- The functions and views in schema kgrag, as the catalog names them.
+-- The functions in schemas kgrag and kgrag_private (from 0016) and the views in kgrag, as the
+-- catalog names them.
 SELECT 'FUNCTION', p.oid::pg_catalog.regprocedure::text FROM pg_catalog.pg_proc AS p
- WHERE p.pronamespace = 'kgrag'::pg_catalog.regnamespace
+ WHERE p.pronamespace IN ('kgrag'::pg_catalog.regnamespace, pg_catalog.to_regnamespace('kgrag_private'))
 UNION ALL
 SELECT 'VIEW', c.oid::pg_catalog.regclass::text FROM pg_catalog.pg_class AS c
  WHERE c.relnamespace = 'kgrag'::pg_catalog.regnamespace AND c.relkind = 'v';

@@ -23,7 +23,8 @@ _QUERIES = {
     "functions": """
         SELECT p.oid::regprocedure::text, pg_get_function_result(p.oid), p.prosrc, p.provolatile,
                p.prosecdef, p.proconfig, obj_description(p.oid, 'pg_proc')
-          FROM pg_proc p WHERE p.pronamespace = 'kgrag'::regnamespace ORDER BY 1""",
+          FROM pg_proc p WHERE p.pronamespace IN ('kgrag'::regnamespace, to_regnamespace('kgrag_private'))
+         ORDER BY 1""",
     "views": """
         SELECT viewname, definition FROM pg_views WHERE schemaname = 'kgrag' ORDER BY 1""",
     "policies": """
@@ -55,9 +56,10 @@ def snapshot(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def oids(dsn: str) -> list[tuple[Any, ...]]:
-    """Object ids in kgrag: they change when an object is dropped and created again."""
+    """Object ids in kgrag and kgrag_private: they change when an object is dropped and created again."""
     with psycopg.connect(dsn) as conn:
         return conn.execute(
             "SELECT oid, relname FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace"
-            " UNION ALL SELECT oid, proname FROM pg_proc WHERE pronamespace = 'kgrag'::regnamespace ORDER BY 1"
+            " UNION ALL SELECT oid, proname FROM pg_proc"
+            " WHERE pronamespace IN ('kgrag'::regnamespace, to_regnamespace('kgrag_private')) ORDER BY 1"
         ).fetchall()

@@ -107,7 +107,7 @@ def test_relation_and_validity_filters(graph: psycopg.Connection) -> None:
 
 
 def test_cycle_guard_keeps_every_path_simple(graph: psycopg.Connection) -> None:
-    rows = graph.execute("SELECT trail FROM kgrag._walk(ARRAY['n:a'], 4, NULL, NULL, NULL, 'out')").fetchall()
+    rows = graph.execute("SELECT trail FROM kgrag_private.walk(ARRAY['n:a'], 4, NULL, NULL, NULL, 'out')").fetchall()
     assert len(rows) > 20
     for (trail,) in rows:
         nodes = trail.strip("|").split("|")

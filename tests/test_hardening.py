@@ -19,15 +19,15 @@ from pgkgrag.db import READER, WRITER, connect, tenant_transaction
 # SECURITY DEFINER functions allowed, with their owner and why. Two are index probes: @@ and && are
 # not leakproof, so under the tenant policy their GIN indexes could not be used; the probes filter
 # on kgrag.current_tenant() themselves. kgrag.tenants() lists the tenants the caller may use (names
-# and document counts), and _log_search and log_answer write the logs, which readers may not write
+# and document counts), and kgrag_private.log_search and log_answer write the logs, which readers may not write
 # themselves.
 PROBE = "kgrag_probe"
 LOGGER = "kgrag_logger"
 DEFINER_ALLOWED = {
-    "kgrag._fts_probe(tsquery,regconfig)": (PROBE, "full-text matches through chunk_tsv_idx"),
-    "kgrag._trigram_probe(text[],integer,integer)": (PROBE, "alias candidates through alias_trigrams_idx"),
+    "kgrag_private.fts_probe(tsquery,regconfig)": (PROBE, "full-text matches through chunk_tsv_idx"),
+    "kgrag_private.trigram_probe(text[],integer,integer)": (PROBE, "alias candidates through alias_trigrams_idx"),
     "kgrag.tenants()": (PROBE, "the tenants the caller may use and their document counts"),
-    "kgrag._log_search(text,text,text,text[],integer,integer,double precision,boolean,text,integer)": (
+    "kgrag_private.log_search(text,text,text,text[],integer,integer,double precision,boolean,text,integer)": (
         LOGGER,
         "one bounded log row",
     ),
@@ -44,8 +44,8 @@ DEFINER_ALLOWED = {
 #   search_path = pg_catalog, <pgvector's schema>, pg_temp (pg_catalog first; the SECURITY DEFINER
 #   probes pin pg_catalog, pg_temp only), and test_pinned_schemas_are_not_writable_by_others checks
 #   that no role but the owner may create objects in those schemas;
-# - PS002 (CREATE OR REPLACE): the functions live in schema kgrag, which the installer creates and
-#   owns (CREATE SCHEMA kgrag fails if it exists), so nobody else can have put a function there;
+# - PS002 (CREATE OR REPLACE): the functions live in schemas kgrag and kgrag_private, which the installer
+#   creates and owns (CREATE SCHEMA fails if one exists), so nobody else can have put a function there;
 # - PS012/PS014 (CREATE TEMP TABLE / INDEX IF NOT EXISTS): scratch tables in the caller's own
 #   pg_temp schema, which only the same session can write, so only the caller could have made them.
 PGSPOT_ACCEPTED = {"PS001", "PS002", "PS005", "PS012", "PS014", "PS016", "PS017"}
@@ -55,7 +55,7 @@ def test_no_security_definer_function_outside_the_allow_list(admin: psycopg.Conn
     definers = dict(
         admin.execute(
             "SELECT p.oid::regprocedure::text, p.proowner::regrole::text FROM pg_proc p"
-            " WHERE p.pronamespace = 'kgrag'::regnamespace AND p.prosecdef"
+            " WHERE p.pronamespace IN ('kgrag'::regnamespace, 'kgrag_private'::regnamespace) AND p.prosecdef"
         ).fetchall()
     )
     assert set(definers) == set(DEFINER_ALLOWED)
@@ -107,17 +107,18 @@ def test_the_probes_fail_closed_and_keep_to_the_tenant(dsn: str, admin: psycopg.
     admin.commit()
     with connect(dsn, role=READER) as conn:
         with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification, match=r"kgrag\.tenant is not set"):
-            conn.execute("SELECT * FROM kgrag._fts_probe('renew', 'english')").fetchall()
+            conn.execute("SELECT * FROM kgrag_private.fts_probe('renew', 'english')").fetchall()
         conn.rollback()
         with tenant_transaction(conn, "t2"):
-            assert conn.execute("SELECT * FROM kgrag._fts_probe('renew', 'english')").fetchall() == []
+            assert conn.execute("SELECT * FROM kgrag_private.fts_probe('renew', 'english')").fetchall() == []
         with tenant_transaction(conn, "t1"):
-            assert [r[0] for r in conn.execute("SELECT * FROM kgrag._fts_probe('renew', 'english')")] == ["d#0"]
+            assert [r[0] for r in conn.execute("SELECT * FROM kgrag_private.fts_probe('renew', 'english')")] == ["d#0"]
 
 
 def test_every_function_pins_its_search_path(admin: psycopg.Connection) -> None:
     loose = admin.execute(
-        "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = 'kgrag'::regnamespace"
+        "SELECT p.oid::regprocedure::text FROM pg_proc p"
+        " WHERE p.pronamespace IN ('kgrag'::regnamespace, 'kgrag_private'::regnamespace)"
         " AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search\\_path=pg\\_catalog,%%')"
     ).fetchall()
     assert loose == []
@@ -135,14 +136,15 @@ def test_pinned_schemas_are_not_writable_by_others(admin: psycopg.Connection) ->
     schemas = {
         s.split("=", 1)[1].strip()
         for (config,) in admin.execute(
-            "SELECT DISTINCT unnest(proconfig) FROM pg_proc WHERE pronamespace = 'kgrag'::regnamespace"
+            "SELECT DISTINCT unnest(proconfig) FROM pg_proc"
+            " WHERE pronamespace IN ('kgrag'::regnamespace, 'kgrag_private'::regnamespace)"
         ).fetchall()
         for s in [config]
         if s.startswith("search_path=")
     }
     names = {n.strip().strip('"') for value in schemas for n in value.split(",")} - {"pg_catalog", "pg_temp"}
     assert names, schemas
-    for name in sorted(names | {"kgrag"}):
+    for name in sorted(names | {"kgrag", "kgrag_private"}):
         for role in ("public", READER, WRITER):
             can = admin.execute(
                 "SELECT has_schema_privilege(%s, %s, 'CREATE')",
@@ -180,7 +182,7 @@ def test_every_table_is_granted_to_the_application_roles(admin: psycopg.Connecti
                 True,
             ), (name, privilege)
         may_write = admin.execute("SELECT has_table_privilege(%s, %s, 'INSERT')", [READER, name]).fetchone()
-        assert may_write == (False,), f"kgrag_reader may insert into {name}"  # the log: kgrag._log_search
+        assert may_write == (False,), f"kgrag_reader may insert into {name}"  # the log: kgrag_private.log_search
 
 
 def test_policies_read_the_tenant_once_per_statement(dsn: str, admin: psycopg.Connection) -> None:
@@ -252,7 +254,7 @@ def test_pgspot_finds_nothing_but_the_justified(admin: psycopg.Connection, tmp_p
     """pgspot over the installed SQL (the catalog's function definitions, search_path resolved)."""
     installed = admin.execute(
         "SELECT string_agg(pg_get_functiondef(p.oid) || ';', E'\\n' ORDER BY p.oid::regprocedure::text)"
-        " FROM pg_proc p WHERE p.pronamespace = 'kgrag'::regnamespace"
+        " FROM pg_proc p WHERE p.pronamespace IN ('kgrag'::regnamespace, 'kgrag_private'::regnamespace)"
     ).fetchone()[0]  # type: ignore[index]
     path = tmp_path / "installed.sql"
     path.write_text(installed)

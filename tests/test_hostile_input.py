@@ -203,8 +203,8 @@ def test_every_caller_is_bounded(dsn: str, record_property: Callable[[str, objec
                 "SELECT kgrag.store_embeddings('entity', ARRAY['a', 'b'], ARRAY[%s::vector], ARRAY['h', 'h'])",
                 ["[" + ",".join(["0.1"] * 512) + "]"],
             )
-        nulls = conn.execute("""SELECT kgrag._search_options('{"seeds": null, "entities": null}')""").fetchone()
-        defaults = conn.execute("SELECT kgrag._search_options('{}')").fetchone()
+        nulls = conn.execute("""SELECT kgrag_private.search_options('{"seeds": null, "entities": null}')""").fetchone()
+        defaults = conn.execute("SELECT kgrag_private.search_options('{}')").fetchone()
         assert nulls == defaults and defaults is not None and defaults[0]["seeds"] == 3
 
 

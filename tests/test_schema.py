@@ -86,10 +86,25 @@ def test_row_level_security_is_enabled_and_forced_everywhere(conn: psycopg.Conne
 def test_functions_are_documented(conn: psycopg.Connection) -> None:
     """Invoker rights and pinned paths are checked in test_hardening."""
     rows = conn.execute(
-        "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = 'kgrag'::regnamespace"
+        "SELECT p.oid::regprocedure::text FROM pg_proc p"
+        " WHERE p.pronamespace IN ('kgrag'::regnamespace, 'kgrag_private'::regnamespace)"
         " AND COALESCE(obj_description(p.oid, 'pg_proc'), '') = ''"
     ).fetchall()
     assert rows == []
+
+
+def test_the_kgrag_schema_lists_the_public_api_only(conn: psycopg.Connection) -> None:
+    """`\\df+ kgrag.*` is the manual: what a caller should not call lives in kgrag_private."""
+    described = conn.execute(
+        "SELECT n.nspname, p.oid::regprocedure::text, obj_description(p.oid, 'pg_proc') LIKE 'Private.%'"
+        " FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+        " WHERE n.nspname IN ('kgrag', 'kgrag_private') ORDER BY 1, 2"
+    ).fetchall()
+    public = [name for schema, name, private in described if schema == "kgrag"]
+    assert [name for schema, name, private in described if schema == "kgrag" and private] == []
+    assert [name for name in public if name.startswith("kgrag._")] == []
+    assert [name for schema, name, private in described if schema == "kgrag_private" and not private] == []
+    assert len(public) > 40 and len(described) - len(public) > 30, described
 
 
 @pytest.fixture

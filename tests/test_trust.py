@@ -24,7 +24,9 @@ from pgkgrag.embedders import HashEmbedder
 # Refused for the tenant: 42501 (may not act for it) or 28000 (not set for this transaction).
 REFUSED = (psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidAuthorizationSpecification)
 # kgrag.tenant set by hand, with a seal computed as kgrag.use_tenant computes it
-FORGED = "SELECT set_config('kgrag.tenant', %s, true), set_config('kgrag.tenant_seal', kgrag._tenant_seal(%s), true)"
+FORGED = (
+    "SELECT set_config('kgrag.tenant', %s, true), set_config('kgrag.tenant_seal', kgrag_private.tenant_seal(%s), true)"
+)
 
 
 def _ids(conn: psycopg.Connection, tenant: str) -> dict[str, list[str]]:
@@ -172,12 +174,14 @@ def test_readers_write_the_log_only_through_the_search(two_tenants: object, logi
                 " VALUES ('a', 'x', 'local', 'forged', 0, 0)"
             )
         with tenant_transaction(conn, "a"):
-            conn.execute("SELECT kgrag._log_search('h', 'local', repeat('x', 10000), NULL, 1, 1, 1, false, NULL, NULL)")
+            conn.execute(
+                "SELECT kgrag_private.log_search('h', 'local', repeat('x', 10000), NULL, 1, 1, 1, false, NULL, NULL)"
+            )
             assert conn.execute(
                 "SELECT length(reason), pg_typeof(log_id)::text FROM kgrag.query_log WHERE question_hash = 'h'"
             ).fetchone() == (4000, "uuid")
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="unknown route"), tenant_transaction(conn, "a"):
-            conn.execute("SELECT kgrag._log_search('h', 'everything', 'x', NULL, 1, 1, 1, false, NULL, NULL)")
+            conn.execute("SELECT kgrag_private.log_search('h', 'everything', 'x', NULL, 1, 1, 1, false, NULL, NULL)")
 
 
 def test_grants_are_the_owners_to_give(login: Callable[..., str], admin: psycopg.Connection) -> None:
@@ -188,7 +192,7 @@ def test_grants_are_the_owners_to_give(login: Callable[..., str], admin: psycopg
         conn.rollback()
         # a grant is a membership of the tenant's role, which a role cannot give itself
         login(READER, "b")  # so that b's role exists
-        tenant_role = conn.execute("SELECT kgrag._tenant_role('b')").fetchone()[0]  # type: ignore[index]
+        tenant_role = conn.execute("SELECT kgrag_private.tenant_role('b')").fetchone()[0]  # type: ignore[index]
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(sql.Identifier(tenant_role)))
     role = conninfo_to_dict(dsn)["user"]

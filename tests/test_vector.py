@@ -100,7 +100,7 @@ def test_the_index_is_used_under_row_level_security(
 def test_entity_search_agrees_with_brute_force(
     vectors: psycopg.Connection, admin: psycopg.Connection, embedded: tuple[list[str], np.ndarray]
 ) -> None:
-    """One statement (kgrag._nearest) serves chunks, entities and reports."""
+    """One statement (kgrag_private.nearest) serves chunks, entities and reports."""
     _, vecs = embedded
     admin.execute("SELECT kgrag.use_tenant('big')")
     admin.execute(

@@ -72,7 +72,7 @@ $$;
 COMMENT ON FUNCTION kgrag.text_search_config(text) IS
 'Returns the text search configuration a document''s language stands for: a code of the setting language_codes (en, pt, pt-BR, ...), or the name of a configuration (english, portuguese, simple, ...); NULL or blank means the setting text_search_config. NULL when the language is unknown, and ingestion rejects the document.';
 
-CREATE OR REPLACE FUNCTION kgrag._check_question(question text) RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.check_question(question text) RETURNS void
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -86,5 +86,5 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION kgrag._check_question(text) IS
+COMMENT ON FUNCTION kgrag_private.check_question(text) IS
 'Private. Returns nothing; raises SQLSTATE 22023 for a question longer than the setting max_question_chars (every function that reads a question''s words calls it: their work grows with its length).';

@@ -21,7 +21,7 @@ LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
     SELECT d.tenant_id, count(*) FROM kgrag.document AS d
-     GROUP BY d.tenant_id HAVING kgrag._may_use_tenant(d.tenant_id)
+     GROUP BY d.tenant_id HAVING kgrag_private.may_use_tenant(d.tenant_id)
      ORDER BY d.tenant_id
 $$;
 GRANT CREATE ON SCHEMA kgrag TO kgrag_probe;  -- a new owner must be able to create in the schema

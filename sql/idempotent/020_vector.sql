@@ -2,10 +2,10 @@
 -- distance, then an exact cosine re-rank of the candidates on the full vectors.
 --
 -- The index expression is binary_quantize(embedding)::bit(D) with D fixed at install time, and a
--- query only uses the index when it repeats that expression exactly: kgrag._nearest writes D
+-- query only uses the index when it repeats that expression exactly: kgrag_private.nearest writes D
 -- (kgrag.dimension()) into the statement it runs, for the chunks, the entities and the reports.
 
-CREATE OR REPLACE FUNCTION kgrag._check_k(k integer) RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.check_k(k integer) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -16,10 +16,10 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION kgrag._check_k(integer) IS
+COMMENT ON FUNCTION kgrag_private.check_k(integer) IS
 'Private. Returns nothing; raises SQLSTATE 22023 unless 1 <= k <= 1000.';
 
-CREATE OR REPLACE FUNCTION kgrag._check_question_vector(q vector) RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.check_question_vector(q vector) RETURNS void
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -38,10 +38,10 @@ BEGIN
     PERFORM kgrag.check_embedding(q);  -- a zero vector has no direction
 END
 $$;
-COMMENT ON FUNCTION kgrag._check_question_vector(vector) IS
+COMMENT ON FUNCTION kgrag_private.check_question_vector(vector) IS
 'Private. Returns nothing; raises a clear error when the question vector is NULL, its dimension is not kgrag.dimension(), or it has zero length (kgrag.check_embedding).';
 
-CREATE OR REPLACE FUNCTION kgrag._vector_scan_begin(k integer, overfetch integer, ef_search integer)
+CREATE OR REPLACE FUNCTION kgrag_private.vector_scan_begin(k integer, overfetch integer, ef_search integer)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -49,13 +49,13 @@ AS $$
 DECLARE
     candidates integer;
 BEGIN
-    PERFORM kgrag._check_k(k);
+    PERFORM kgrag_private.check_k(k);
     IF overfetch IS NOT NULL AND overfetch < 1 THEN
         RAISE EXCEPTION 'overfetch must be >= 1, got %', overfetch USING ERRCODE = '22023';
     END IF;
     candidates := greatest(k * COALESCE(overfetch, kgrag.setting('vector_overfetch')::integer),
                            kgrag.setting('vector_min_candidates')::integer);
-    -- Remember the caller's values; _vector_scan_end puts them back.
+    -- Remember the caller's values; kgrag_private.vector_scan_end puts them back.
     PERFORM set_config('kgrag.saved_ef_search', COALESCE(current_setting('hnsw.ef_search', true), ''), true);
     PERFORM set_config('kgrag.saved_iterative_scan', COALESCE(current_setting('hnsw.iterative_scan', true), ''), true);
     PERFORM set_config('kgrag.saved_max_scan_tuples', COALESCE(current_setting('hnsw.max_scan_tuples', true), ''), true);
@@ -67,10 +67,10 @@ BEGIN
     RETURN candidates;
 END
 $$;
-COMMENT ON FUNCTION kgrag._vector_scan_begin(integer, integer, integer) IS
+COMMENT ON FUNCTION kgrag_private.vector_scan_begin(integer, integer, integer) IS
 'Private. Returns the candidate count of a vector search (k * overfetch, at least vector_min_candidates) after setting hnsw.ef_search to at least that count and turning on iterative scans for the rest of the call.';
 
-CREATE OR REPLACE FUNCTION kgrag._vector_scan_end() RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.vector_scan_end() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -85,10 +85,10 @@ BEGIN
     PERFORM set_config('hnsw.max_scan_tuples', CASE WHEN saved <> '' THEN saved ELSE '20000' END, true);
 END
 $$;
-COMMENT ON FUNCTION kgrag._vector_scan_end() IS
-'Private. Returns nothing; puts back the hnsw settings that _vector_scan_begin changed.';
+COMMENT ON FUNCTION kgrag_private.vector_scan_end() IS
+'Private. Returns nothing; puts back the hnsw settings that kgrag_private.vector_scan_begin changed.';
 
-CREATE OR REPLACE FUNCTION kgrag._nearest(
+CREATE OR REPLACE FUNCTION kgrag_private.nearest(
     kind text, q vector, k integer, overfetch integer, ef_search integer, level integer DEFAULT NULL)
 RETURNS TABLE (ref_id text, rank integer, similarity double precision)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -100,16 +100,16 @@ DECLARE
     source text;
     id_column text;
 BEGIN
-    PERFORM kgrag._check_question_vector(q);
+    PERFORM kgrag_private.check_question_vector(q);
     SELECT x.source, x.id_column INTO source, id_column
       FROM (VALUES ('chunk', 'chunk', 'chunk_id'), ('entity', 'entity', 'entity_id'),
                    ('report', 'community_report', 'community_id')) AS x(kind, source, id_column)
-     WHERE x.kind = _nearest.kind;
+     WHERE x.kind = nearest.kind;
     IF source IS NULL OR (level IS NOT NULL AND kind <> 'report') THEN
         RAISE EXCEPTION 'kind must be chunk, entity or report (level: reports only), got %',
             COALESCE(quote_literal(kind), 'NULL') USING ERRCODE = '22023';
     END IF;
-    candidates := kgrag._vector_scan_begin(k, overfetch, ef_search);
+    candidates := kgrag_private.vector_scan_begin(k, overfetch, ef_search);
     RETURN QUERY EXECUTE format($q$
         WITH hamming AS MATERIALIZED (
             SELECT x.%2$I AS ref_id, x.embedding
@@ -128,10 +128,10 @@ BEGIN
             'AND EXISTS (SELECT 1 FROM kgrag.community AS c'
             ' WHERE c.tenant_id = $1 AND c.community_id = x.community_id AND c.level = $4)' ELSE '' END)
     USING t, q, candidates, level, k;
-    PERFORM kgrag._vector_scan_end();
+    PERFORM kgrag_private.vector_scan_end();
 END
 $$;
-COMMENT ON FUNCTION kgrag._nearest(text, vector, integer, integer, integer, integer) IS
+COMMENT ON FUNCTION kgrag_private.nearest(text, vector, integer, integer, integer, integer) IS
 'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch) come from the binary-quantized HNSW index by Hamming distance with iterative scans, then are re-ranked by exact cosine on the full vectors. level (reports only) keeps reports of communities of that level.';
 
 CREATE OR REPLACE FUNCTION kgrag.search_chunks_vector(
@@ -141,7 +141,7 @@ LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
     SELECT n.ref_id, n.rank, n.similarity
-      FROM kgrag._nearest('chunk', q, k, overfetch, ef_search) AS n
+      FROM kgrag_private.nearest('chunk', q, k, overfetch, ef_search) AS n
      ORDER BY n.rank
 $$;
 COMMENT ON FUNCTION kgrag.search_chunks_vector(vector, integer, integer, integer) IS
@@ -155,7 +155,7 @@ LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
     SELECT n.ref_id, n.rank, n.similarity
-      FROM kgrag._nearest('entity', q, k, overfetch, ef_search) AS n
+      FROM kgrag_private.nearest('entity', q, k, overfetch, ef_search) AS n
      WHERE profile OR n.similarity >= COALESCE(min_similarity, kgrag.setting('entity_min_similarity')::float8)
      ORDER BY n.rank
 $$;
@@ -170,7 +170,7 @@ LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
     SELECT n.ref_id, n.rank, n.similarity
-      FROM kgrag._nearest('report', q, k, overfetch, ef_search, level) AS n
+      FROM kgrag_private.nearest('report', q, k, overfetch, ef_search, level) AS n
      ORDER BY n.rank
 $$;
 COMMENT ON FUNCTION kgrag.search_reports_vector(vector, integer, integer, integer, integer) IS

@@ -12,7 +12,7 @@ DECLARE
     q tsquery;
     lexeme text;
 BEGIN
-    PERFORM kgrag._check_question(question);
+    PERFORM kgrag_private.check_question(question);
     -- Each form is tried as written and with accents folded, as kgrag.chunk.tsv holds both.
     IF mode = 'websearch' THEN
         RETURN websearch_to_tsquery(config, raw) || websearch_to_tsquery(config, kgrag.fold(raw));
@@ -31,7 +31,7 @@ $$;
 COMMENT ON FUNCTION kgrag.lexical_query(text, regconfig, text) IS
 'Returns the tsquery used for a question in a text search configuration: mode ''any'' (default) ORs the question''s content words; mode ''websearch'' is websearch_to_tsquery (all words, "quoted phrases", or, -negation). Words are taken as written and with accents folded. Never raises on punctuation, and a question of stop words only gives an empty tsquery without a NOTICE.';
 
-CREATE OR REPLACE FUNCTION kgrag._fts_probe(query tsquery, config regconfig)
+CREATE OR REPLACE FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig)
 RETURNS TABLE (chunk_id text, tsv tsvector)
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
@@ -40,15 +40,15 @@ AS $$
       FROM kgrag.chunk AS c
      WHERE c.tenant_id = (SELECT kgrag.current_tenant()) AND c.lang = config AND c.tsv @@ query
 $$;
-GRANT CREATE ON SCHEMA kgrag TO kgrag_probe;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag._fts_probe(tsquery, regconfig) OWNER TO kgrag_probe;
-REVOKE CREATE ON SCHEMA kgrag FROM kgrag_probe;
-REVOKE EXECUTE ON FUNCTION kgrag._fts_probe(tsquery, regconfig) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag._fts_probe(tsquery, regconfig) TO kgrag_reader, kgrag_writer;
-COMMENT ON FUNCTION kgrag._fts_probe(tsquery, regconfig) IS
+GRANT CREATE ON SCHEMA kgrag_private TO kgrag_probe;  -- a new owner must be able to create in the schema
+ALTER FUNCTION kgrag_private.fts_probe(tsquery, regconfig) OWNER TO kgrag_probe;
+REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_probe;
+REVOKE EXECUTE ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig) TO kgrag_reader, kgrag_writer;
+COMMENT ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig) IS
 'Private. Returns (chunk_id, tsv) of the current tenant''s chunks in a text search configuration that match a tsquery. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
 
-CREATE OR REPLACE FUNCTION kgrag._coverage(tsv tsvector, words text[]) RETURNS double precision
+CREATE OR REPLACE FUNCTION kgrag_private.coverage(tsv tsvector, words text[]) RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -56,16 +56,16 @@ AS $$
                 ELSE (SELECT count(*) FILTER (WHERE tsv @@ plainto_tsquery('simple', w))::float8 / count(*)
                         FROM unnest(words) AS w) END
 $$;
-COMMENT ON FUNCTION kgrag._coverage(tsvector, text[]) IS
+COMMENT ON FUNCTION kgrag_private.coverage(tsvector, text[]) IS
 'Private. Returns the share of the words (a question''s lexemes) that the tsvector holds, 0 for no words.';
 
-CREATE OR REPLACE FUNCTION kgrag._question_words(question text, config regconfig) RETURNS text[]
+CREATE OR REPLACE FUNCTION kgrag_private.question_words(question text, config regconfig) RETURNS text[]
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
     SELECT tsvector_to_array(to_tsvector(config, kgrag.fold(COALESCE(question, ''))))
 $$;
-COMMENT ON FUNCTION kgrag._question_words(text, regconfig) IS
+COMMENT ON FUNCTION kgrag_private.question_words(text, regconfig) IS
 'Private. Returns the content words of a question in a text search configuration (accents folded): what lexical coverage is counted over.';
 
 CREATE OR REPLACE FUNCTION kgrag.search_chunks_lexical(
@@ -79,7 +79,7 @@ DECLARE
     t text := kgrag.current_tenant();
     configs regconfig[];
 BEGIN
-    PERFORM kgrag._check_k(k);
+    PERFORM kgrag_private.check_k(k);
     IF config IS NOT NULL THEN
         configs := ARRAY[config];
     ELSE
@@ -87,18 +87,18 @@ BEGIN
     END IF;
     RETURN QUERY
     WITH queries AS (
-        SELECT cfg, kgrag.lexical_query(question, cfg, mode) AS query, kgrag._question_words(question, cfg) AS words
+        SELECT cfg, kgrag.lexical_query(question, cfg, mode) AS query, kgrag_private.question_words(question, cfg) AS words
           FROM unnest(COALESCE(configs, '{}')) AS cfg
     ), hits AS (
         SELECT c.chunk_id, ts_rank_cd(c.tsv, qs.query)::float8 AS score, c.tsv, qs.words
           FROM queries AS qs
-         CROSS JOIN LATERAL kgrag._fts_probe(qs.query, qs.cfg) AS c
+         CROSS JOIN LATERAL kgrag_private.fts_probe(qs.query, qs.cfg) AS c
          WHERE numnode(qs.query) > 0
     ), covered AS (
         -- the share of the question's content words the chunk holds
         SELECT h.chunk_id, h.score
           FROM hits AS h
-         WHERE min_coverage <= 0 OR kgrag._coverage(h.tsv, h.words) >= min_coverage
+         WHERE min_coverage <= 0 OR kgrag_private.coverage(h.tsv, h.words) >= min_coverage
     )
     SELECT v.chunk_id, (row_number() OVER (ORDER BY v.score DESC, v.chunk_id))::integer, v.score
       FROM covered AS v
@@ -119,9 +119,9 @@ DECLARE
     t text := kgrag.current_tenant();
     cfg regconfig := kgrag.text_search_config(NULL);
     query tsquery := kgrag.lexical_query(question, cfg);
-    words text[] := kgrag._question_words(question, cfg);
+    words text[] := kgrag_private.question_words(question, cfg);
 BEGIN
-    PERFORM kgrag._check_k(k);
+    PERFORM kgrag_private.check_k(k);
     IF numnode(query) = 0 THEN
         RETURN;
     END IF;
@@ -137,7 +137,7 @@ BEGIN
     ), hits AS (
         SELECT x.community_id, ts_rank_cd(x.tsv, query)::float8 AS score
           FROM reports AS x
-         WHERE x.tsv @@ query AND (min_coverage <= 0 OR kgrag._coverage(x.tsv, words) >= min_coverage)
+         WHERE x.tsv @@ query AND (min_coverage <= 0 OR kgrag_private.coverage(x.tsv, words) >= min_coverage)
     )
     SELECT h.community_id, (row_number() OVER (ORDER BY h.score DESC, h.community_id))::integer, h.score
       FROM hits AS h

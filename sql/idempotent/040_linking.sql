@@ -2,7 +2,7 @@
 -- most tolerant. Every contiguous span of up to six words of the question is tried, so a name
 -- is found inside a sentence and not only when it is the whole question.
 
-CREATE OR REPLACE FUNCTION kgrag._jaccard(a text[], b text[]) RETURNS double precision
+CREATE OR REPLACE FUNCTION kgrag_private.jaccard(a text[], b text[]) RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -10,10 +10,10 @@ AS $$
                 ELSE shared::float8 / (cardinality(a) + cardinality(b) - shared) END
       FROM (SELECT count(*) AS shared FROM unnest(a) AS x WHERE x = ANY (b)) AS s
 $$;
-COMMENT ON FUNCTION kgrag._jaccard(text[], text[]) IS
+COMMENT ON FUNCTION kgrag_private.jaccard(text[], text[]) IS
 'Private. Returns |a and b| / |a or b| for two arrays of distinct elements (trigram similarity).';
 
-CREATE OR REPLACE FUNCTION kgrag._trigram_probe(grams text[], min_length integer, max_length integer)
+CREATE OR REPLACE FUNCTION kgrag_private.trigram_probe(grams text[], min_length integer, max_length integer)
 RETURNS TABLE (entity_id text, alias_sq text, trigrams text[])
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
@@ -23,12 +23,12 @@ AS $$
      WHERE a.tenant_id = (SELECT kgrag.current_tenant()) AND a.trigrams && grams
        AND length(a.alias_sq) BETWEEN min_length AND max_length
 $$;
-GRANT CREATE ON SCHEMA kgrag TO kgrag_probe;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag._trigram_probe(text[], integer, integer) OWNER TO kgrag_probe;
-REVOKE CREATE ON SCHEMA kgrag FROM kgrag_probe;
-REVOKE EXECUTE ON FUNCTION kgrag._trigram_probe(text[], integer, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag._trigram_probe(text[], integer, integer) TO kgrag_reader, kgrag_writer;
-COMMENT ON FUNCTION kgrag._trigram_probe(text[], integer, integer) IS
+GRANT CREATE ON SCHEMA kgrag_private TO kgrag_probe;  -- a new owner must be able to create in the schema
+ALTER FUNCTION kgrag_private.trigram_probe(text[], integer, integer) OWNER TO kgrag_probe;
+REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_probe;
+REVOKE EXECUTE ON FUNCTION kgrag_private.trigram_probe(text[], integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.trigram_probe(text[], integer, integer) TO kgrag_reader, kgrag_writer;
+COMMENT ON FUNCTION kgrag_private.trigram_probe(text[], integer, integer) IS
 'Private. Returns (entity_id, alias_sq, trigrams) of the current tenant''s aliases sharing a trigram with grams whose squashed form is min_length to max_length characters long. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
 
 CREATE OR REPLACE FUNCTION kgrag.link_entities(
@@ -45,7 +45,7 @@ DECLARE
     trigram_floor float8 := COALESCE(min_trigram, kgrag.setting('link_min_trigram')::float8);
     stop text[] := ARRAY(SELECT jsonb_array_elements_text(kgrag.setting('link_stopwords')));
 BEGIN
-    PERFORM kgrag._check_question(question);
+    PERFORM kgrag_private.check_question(question);
     IF whole = '' THEN
         RETURN;
     END IF;
@@ -117,9 +117,9 @@ BEGIN
                            THEN least(length(a.alias_sq), length(sf.form))::float8
                                 / greatest(length(a.alias_sq), length(sf.form))
                            ELSE 0 END AS contained,
-                      kgrag._jaccard(a.trigrams, sf.grams) AS similarity
+                      kgrag_private.jaccard(a.trigrams, sf.grams) AS similarity
                  -- both tests need lengths within a factor of two (ratio >= 0.5, Jaccard >= 0.5)
-                 FROM kgrag._trigram_probe(sf.grams, length(sf.form) / 2, length(sf.form) * 2) AS a) AS c
+                 FROM kgrag_private.trigram_probe(sf.grams, length(sf.form) / 2, length(sf.form) * 2) AS a) AS c
          WHERE c.contained >= ratio_floor OR c.similarity >= trigram_floor
     ), ambiguity AS (
         SELECT w.form, count(DISTINCT w.entity_id) AS entities FROM weak AS w GROUP BY w.form

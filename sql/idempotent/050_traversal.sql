@@ -1,19 +1,19 @@
 -- Traversal: the k-hop walk (WITH RECURSIVE with a string-path cycle guard), fan-out
 -- accounting, and the relations along a path.
 
-CREATE OR REPLACE FUNCTION kgrag._traversal_timeout(budget_ms integer) RETURNS boolean
+CREATE OR REPLACE FUNCTION kgrag_private.traversal_timeout(budget_ms integer) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
     -- kgrag_search falls back to vector and lexical search on a 57014 whose message starts with
-    -- 'graph traversal' (this one and _walk's path budget), and on no other cancel
+    -- 'graph traversal' (this one and kgrag_private.walk's path budget), and on no other cancel
     RAISE EXCEPTION 'graph traversal cancelled after % ms (setting khop_timeout_ms, or the search''s search_timeout_ms)', budget_ms
         USING ERRCODE = '57014',
               HINT = 'Walk fewer hops, pass a degree cap, or filter relations: a hub multiplies every hop.';
 END
 $$;
-COMMENT ON FUNCTION kgrag._traversal_timeout(integer) IS
+COMMENT ON FUNCTION kgrag_private.traversal_timeout(integer) IS
 'Private. Never returns: raises SQLSTATE 57014 (query_canceled) when a traversal exceeds its time budget.';
 
 CREATE OR REPLACE FUNCTION kgrag.resolve_entities(names text[]) RETURNS text[]
@@ -59,7 +59,7 @@ $$;
 COMMENT ON FUNCTION kgrag.resolve_entities(text[]) IS
 'Returns the entity ids of up to 100 entities given by id, name or alias (a name or alias matches whatever the case and the accents), in the order given, once each. A name no entity has, or one that several entities have (the error lists them), raises SQLSTATE 22023. What kgrag.k_hop, kgrag.fanout, kgrag.neighbourhood and the search option seed_entities accept.';
 
-CREATE OR REPLACE FUNCTION kgrag._walk(
+CREATE OR REPLACE FUNCTION kgrag_private.walk(
     seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz, direction text)
 RETURNS TABLE (entity_id text, hop integer, trail text, seed text, steps text)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -125,7 +125,7 @@ BEGIN
            AND (rels IS NULL OR g.rel = ANY (rels))
            AND (as_of IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= as_of)
                                   AND (g.valid_to IS NULL OR g.valid_to > as_of)))
-           AND (clock_timestamp() < deadline OR kgrag._traversal_timeout(budget_ms))
+           AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
     )
     SELECT w.entity_id, w.hop, w.trail, w.seed, w.steps FROM walk AS w LIMIT max_paths + 1;
     GET DIAGNOSTICS walked = ROW_COUNT;
@@ -137,7 +137,7 @@ BEGIN
     PERFORM set_config('kgrag.paths_walked', walked::text, true);  -- read back by kgrag_search's log
 END
 $$;
-COMMENT ON FUNCTION kgrag._walk(text[], integer, integer, text[], timestamptz, text) IS
+COMMENT ON FUNCTION kgrag_private.walk(text[], integer, integer, text[], timestamptz, text) IS
 'Private. Returns every simple path walked from the seeds (entity ids), one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed, steps = one character per step, > along the edge, < against it), and leaves the number of paths in the setting kgrag.paths_walked. The recursive CTE behind kgrag.k_hop and kgrag.fanout. direction: out follows edges from src to dst, in from dst to src, both either way. Relation types match whatever their case (kgrag.relation_key). Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths.';
 
 CREATE OR REPLACE FUNCTION kgrag.k_hop(
@@ -152,7 +152,7 @@ AS $$
                    FROM unnest(string_to_array(x.steps, NULL)) WITH ORDINALITY AS u(s, o) ORDER BY u.o)
       FROM (SELECT w.*, row_number() OVER (PARTITION BY w.entity_id
                                            ORDER BY w.hop, w.trail COLLATE "C", w.steps) AS shortest
-              FROM kgrag._walk(kgrag.resolve_entities(seeds), hops, degree_cap, relations, as_of, direction) AS w) AS x
+              FROM kgrag_private.walk(kgrag.resolve_entities(seeds), hops, degree_cap, relations, as_of, direction) AS w) AS x
      WHERE x.shortest = 1
      ORDER BY x.hop, x.entity_id COLLATE "C"
 $$;
@@ -165,7 +165,7 @@ LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
     WITH w AS MATERIALIZED (
-        SELECT p.entity_id, p.hop FROM kgrag._walk(kgrag.resolve_entities(ARRAY[seed]), hops, degree_cap, NULL, NULL, direction) AS p
+        SELECT p.entity_id, p.hop FROM kgrag_private.walk(kgrag.resolve_entities(ARRAY[seed]), hops, degree_cap, NULL, NULL, direction) AS p
     ), first_seen AS (
         SELECT f.entity_id, min(f.hop) AS hop FROM w AS f GROUP BY f.entity_id
     )
@@ -178,7 +178,7 @@ $$;
 COMMENT ON FUNCTION kgrag.fanout(text, integer, integer, text) IS
 'Returns, per hop from one seed (an entity id, name or alias): nodes (distinct entities at the end of some path of that length), new_nodes (entities reached for the first time at that hop) and paths (simple paths walked). paths growing much faster than nodes is a hub blowing up the query; compare with and without degree_cap.';
 
-CREATE OR REPLACE FUNCTION kgrag._path_length(path text[]) RETURNS integer
+CREATE OR REPLACE FUNCTION kgrag_private.path_length(path text[]) RETURNS integer
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -192,7 +192,7 @@ BEGIN
     RETURN COALESCE(cardinality(path), 0);
 END
 $$;
-COMMENT ON FUNCTION kgrag._path_length(text[]) IS
+COMMENT ON FUNCTION kgrag_private.path_length(text[]) IS
 'Private. Returns the number of entities in a path; raises SQLSTATE 22023 for a path longer than a walk can be (setting max_hops + 1), which bounds kgrag.path_relations.';
 
 CREATE OR REPLACE FUNCTION kgrag.path_relations(path text[])
@@ -201,7 +201,7 @@ LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
     SELECT i, g.src, g.rel, g.dst
-      FROM generate_series(1, kgrag._path_length(path) - 1) AS i
+      FROM generate_series(1, kgrag_private.path_length(path) - 1) AS i
      CROSS JOIN LATERAL (
            SELECT x.src, x.rel, x.dst FROM kgrag.edge AS x
             WHERE x.tenant_id = kgrag.current_tenant()

@@ -1,13 +1,13 @@
 -- Edge ranks and degrees: every edge's position among its source's edges (by weight, ties
 -- broken deterministically) and every entity's degree, maintained for the sources that change.
 
-CREATE OR REPLACE FUNCTION kgrag._edge_scratch() RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.edge_scratch() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
     -- pg_temp.kgrag_edge_want: new values for some edge keys (weight 0: the edge must go).
-    -- pg_temp.kgrag_changed: sources whose edges are rewritten by kgrag._rewrite_edges().
+    -- pg_temp.kgrag_changed: sources whose edges are rewritten by kgrag_private.rewrite_edges().
     CREATE TEMP TABLE IF NOT EXISTS kgrag_edge_want (
         src text NOT NULL, dst text NOT NULL, rel text NOT NULL, weight double precision NOT NULL,
         confidence double precision NOT NULL DEFAULT 1, evidence_chunk_id text, evidence_quote text,
@@ -16,10 +16,10 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS kgrag_changed (src text PRIMARY KEY) ON COMMIT DROP;
 END
 $$;
-COMMENT ON FUNCTION kgrag._edge_scratch() IS
-'Private. Returns nothing; creates the temporary tables kgrag._rewrite_edges() reads.';
+COMMENT ON FUNCTION kgrag_private.edge_scratch() IS
+'Private. Returns nothing; creates the temporary tables kgrag_private.rewrite_edges() reads.';
 
-CREATE OR REPLACE FUNCTION kgrag._rewrite_edges() RETURNS integer
+CREATE OR REPLACE FUNCTION kgrag_private.rewrite_edges() RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -94,7 +94,7 @@ BEGIN
     RETURN written;
 END
 $$;
-COMMENT ON FUNCTION kgrag._rewrite_edges() IS
+COMMENT ON FUNCTION kgrag_private.rewrite_edges() IS
 'Private. Applies pg_temp.kgrag_edge_want (new edge values, weight 0 = remove) and re-ranks every source named there or in pg_temp.kgrag_changed, writing each changed edge once, then updates those sources'' degrees. Returns the number of edges inserted or updated.';
 
 CREATE OR REPLACE FUNCTION kgrag.refresh_edge_ranks(entity_ids text[]) RETURNS integer
@@ -102,9 +102,9 @@ LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
-    PERFORM kgrag._edge_scratch();
+    PERFORM kgrag_private.edge_scratch();
     INSERT INTO pg_temp.kgrag_changed (src) SELECT DISTINCT u.id FROM unnest(entity_ids) AS u(id) ON CONFLICT DO NOTHING;
-    RETURN kgrag._rewrite_edges();
+    RETURN kgrag_private.rewrite_edges();
 END
 $$;
 COMMENT ON FUNCTION kgrag.refresh_edge_ranks(text[]) IS

@@ -8,7 +8,7 @@
 -- batches over overlapping entities overlap while they index chunks, serialize where their
 -- entities overlap instead of deadlocking, and each recomputes weights from committed mentions.
 
-CREATE OR REPLACE FUNCTION kgrag._lock_keys(kind text, keys text[]) RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.lock_keys(kind text, keys text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -27,7 +27,7 @@ BEGIN
     END LOOP;
 END
 $$;
-COMMENT ON FUNCTION kgrag._lock_keys(text, text[]) IS
+COMMENT ON FUNCTION kgrag_private.lock_keys(text, text[]) IS
 'Private. Returns nothing; takes transaction-scoped advisory locks on the stripes (128 per tenant and kind) the keys hash to, in ascending order.';
 
 CREATE OR REPLACE FUNCTION kgrag.stage_begin() RETURNS void
@@ -64,7 +64,7 @@ $$;
 COMMENT ON FUNCTION kgrag.stage_begin() IS
 'Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _cluster), dropped at commit. COPY the batch into them, then call kgrag.ingest_apply().';
 
-CREATE OR REPLACE FUNCTION kgrag._screen_staged() RETURNS jsonb
+CREATE OR REPLACE FUNCTION kgrag_private.screen_staged() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -114,10 +114,10 @@ BEGIN
                                                ELSE '{}' END);
 END
 $$;
-COMMENT ON FUNCTION kgrag._screen_staged() IS
+COMMENT ON FUNCTION kgrag_private.screen_staged() IS
 'Private. The first step of kgrag.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars, max_quote_chars) and every entity whose name or type folds to nothing. Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
 
-CREATE OR REPLACE FUNCTION kgrag._apply_documents(docs text[]) RETURNS integer
+CREATE OR REPLACE FUNCTION kgrag_private.apply_documents(docs text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -138,7 +138,7 @@ BEGIN
     ANALYZE pg_temp.kgrag_stage_document, pg_temp.kgrag_stage_chunk, pg_temp.kgrag_stage_entity,
             pg_temp.kgrag_stage_relation;
     -- What the previous versions contributed, before they go.
-    PERFORM kgrag._touch_documents(docs);
+    PERFORM kgrag_private.touch_documents(docs);
 
     -- Unchanged chunk texts keep their embeddings (looked up before the old chunks go).
     UPDATE pg_temp.kgrag_stage_chunk AS s SET embedding = c.embedding
@@ -161,14 +161,14 @@ BEGIN
       FROM pg_temp.kgrag_stage_chunk AS s JOIN pg_temp.kgrag_stage_document AS d USING (doc_id)
      ORDER BY s.doc_id COLLATE "C", s.ordinal;
     GET DIAGNOSTICS n_chunks = ROW_COUNT;
-    PERFORM kgrag._forget_extractions(old_texts);
+    PERFORM kgrag_private.forget_extractions(old_texts);
     RETURN n_chunks;
 END
 $$;
-COMMENT ON FUNCTION kgrag._apply_documents(text[]) IS
+COMMENT ON FUNCTION kgrag_private.apply_documents(text[]) IS
 'Private. The first step of kgrag.ingest_apply: upserts the staged documents (their rows are their locks), notes what their previous versions contributed, and replaces their chunks (an unchanged chunk text keeps its embedding). Returns the number of chunks written.';
 
-CREATE OR REPLACE FUNCTION kgrag._apply_entities(docs text[]) RETURNS integer
+CREATE OR REPLACE FUNCTION kgrag_private.apply_entities(docs text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -179,13 +179,13 @@ DECLARE
 BEGIN
     affected := ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
                       UNION SELECT s.entity_id FROM pg_temp.kgrag_stage_entity AS s);
-    PERFORM kgrag._lock_keys('entity', affected);
+    PERFORM kgrag_private.lock_keys('entity', affected);
     -- what the previous versions said goes: their aliases and their sources
     DELETE FROM kgrag.alias AS a WHERE a.tenant_id = t AND a.doc_id = ANY (docs);
     DELETE FROM kgrag.entity_source AS x WHERE x.tenant_id = t AND x.doc_id = ANY (docs);
 
     -- Entities: one row per key; its name, description and answer are derived from its sources
-    -- once the batch is in (kgrag._derive_entities).
+    -- once the batch is in (kgrag_private.derive_entities).
     INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, description)
     SELECT DISTINCT ON (s.entity_id) t, s.entity_id, s.name, s.type, ''
       FROM pg_temp.kgrag_stage_entity AS s
@@ -218,10 +218,10 @@ BEGIN
     RETURN n_mentions;
 END
 $$;
-COMMENT ON FUNCTION kgrag._apply_entities(text[]) IS
+COMMENT ON FUNCTION kgrag_private.apply_entities(text[]) IS
 'Private. The second step of kgrag.ingest_apply: locks the entities the batch touches, replaces what the documents said of them (kgrag.entity_source) and the aliases they gave, adds the new entities and the mentions the extractor located. Returns the number of mentions written.';
 
-CREATE OR REPLACE FUNCTION kgrag._apply_relations() RETURNS jsonb
+CREATE OR REPLACE FUNCTION kgrag_private.apply_relations() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -274,7 +274,7 @@ BEGIN
     RETURN jsonb_build_object('relations', n_relations, 'rejected', rejected);
 END
 $$;
-COMMENT ON FUNCTION kgrag._apply_relations() IS
+COMMENT ON FUNCTION kgrag_private.apply_relations() IS
 'Private. The third step of kgrag.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. Returns {"relations": n, "rejected": {reason: n}}.';
 
 CREATE OR REPLACE FUNCTION kgrag.ingest_apply() RETURNS jsonb
@@ -287,17 +287,17 @@ DECLARE
     counts jsonb;
 BEGIN
     PERFORM kgrag.current_tenant();  -- fails closed before anything is read
-    screened := kgrag._screen_staged();
+    screened := kgrag_private.screen_staged();
     SELECT array_agg(d.doc_id ORDER BY d.doc_id COLLATE "C") INTO docs FROM pg_temp.kgrag_stage_document AS d;
     IF docs IS NULL THEN
         RETURN jsonb_build_object('documents', 0, 'refused', screened -> 'refused', 'rejected', screened -> 'rejected');
     END IF;
-    counts := jsonb_build_object('documents', cardinality(docs), 'chunks', kgrag._apply_documents(docs));
-    counts := counts || jsonb_build_object('mentions', kgrag._apply_entities(docs)) || kgrag._apply_relations();
+    counts := jsonb_build_object('documents', cardinality(docs), 'chunks', kgrag_private.apply_documents(docs));
+    counts := counts || jsonb_build_object('mentions', kgrag_private.apply_entities(docs)) || kgrag_private.apply_relations();
     counts := counts || jsonb_build_object('refused', screened -> 'refused',
                                            'rejected', (counts -> 'rejected') || (screened -> 'rejected'));
-    PERFORM kgrag._touch_documents(docs);  -- and what the new versions contribute
-    RETURN counts || kgrag._refresh_graph();
+    PERFORM kgrag_private.touch_documents(docs);  -- and what the new versions contribute
+    RETURN counts || kgrag_private.refresh_graph();
 END
 $$;
 COMMENT ON FUNCTION kgrag.ingest_apply() IS

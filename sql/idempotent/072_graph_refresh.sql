@@ -2,7 +2,7 @@
 -- co-occurrence weights and typed edges recomputed for it, what was built from it marked stale,
 -- entities no chunk cites removed; and deleting documents.
 
-CREATE OR REPLACE FUNCTION kgrag._touch_documents(doc_ids text[]) RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.touch_documents(doc_ids text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -30,10 +30,10 @@ BEGIN
     ANALYZE pg_temp.kgrag_touched;
 END
 $$;
-COMMENT ON FUNCTION kgrag._touch_documents(text[]) IS
+COMMENT ON FUNCTION kgrag_private.touch_documents(text[]) IS
 'Private. Returns nothing; adds to pg_temp.kgrag_touched the entities, co-occurring pairs and typed relations the chunks of these documents currently contribute.';
 
-CREATE OR REPLACE FUNCTION kgrag._derive_entities(entity_ids text[]) RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.derive_entities(entity_ids text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -74,10 +74,10 @@ BEGIN
            IS DISTINCT FROM (e.name, e.description, e.answer, e.answer_chunk_id, e.answer_hash, e.answer_stale);
 END
 $$;
-COMMENT ON FUNCTION kgrag._derive_entities(text[]) IS
+COMMENT ON FUNCTION kgrag_private.derive_entities(text[]) IS
 'Private. Returns nothing; derives the name, description and given answer of these entities from what the documents that remain say of them (kgrag.entity_source, in doc_id order: the same whatever the order they came in), drops an embedding whose text changed, and leaves an entity without a given answer without one until kgrag.refresh_answers.';
 
-CREATE OR REPLACE FUNCTION kgrag._refresh_graph() RETURNS jsonb
+CREATE OR REPLACE FUNCTION kgrag_private.refresh_graph() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -91,7 +91,7 @@ BEGIN
     affected := ARRAY(SELECT DISTINCT x.e FROM pg_temp.kgrag_touched AS k
                        CROSS JOIN LATERAL (VALUES (k.a), (k.b)) AS x(e) WHERE x.e IS NOT NULL ORDER BY 1);
 
-    PERFORM kgrag._edge_scratch();
+    PERFORM kgrag_private.edge_scratch();
 
     -- Co-occurrence: weight = chunks citing both, recomputed (never incremented), both directions.
     -- Counted from the mentions of the touched entities, in temporary tables with fresh
@@ -137,7 +137,7 @@ BEGIN
             ORDER BY r.confidence DESC, r.chunk_id COLLATE "C"
             LIMIT 1) AS e ON true;
 
-    PERFORM kgrag._rewrite_edges();
+    PERFORM kgrag_private.rewrite_edges();
 
     -- What was built from these entities is stale now: their communities, reports and answers.
     UPDATE kgrag.community AS c SET stale = true
@@ -147,7 +147,7 @@ BEGIN
     UPDATE kgrag.community_report AS r SET stale = true
       FROM kgrag.community AS c
      WHERE r.tenant_id = t AND c.tenant_id = t AND c.community_id = r.community_id AND c.stale AND NOT r.stale;
-    PERFORM kgrag._derive_entities(affected);
+    PERFORM kgrag_private.derive_entities(affected);
 
     -- An entity no chunk cites any more is gone (its aliases, edges and memberships with it).
     DELETE FROM kgrag.entity AS e
@@ -159,8 +159,8 @@ BEGIN
     RETURN jsonb_build_object('affected_entities', cardinality(affected), 'removed_entities', removed);
 END
 $$;
-COMMENT ON FUNCTION kgrag._refresh_graph() IS
-'Private. For what pg_temp.kgrag_touched names: recomputes co-occurrence weights and typed edges, marks communities, reports and answers stale, removes entities no chunk cites any more; edges are written once, with their new ranks (kgrag._rewrite_edges). Returns counts as jsonb.';
+COMMENT ON FUNCTION kgrag_private.refresh_graph() IS
+'Private. For what pg_temp.kgrag_touched names: recomputes co-occurrence weights and typed edges, marks communities, reports and answers stale, removes entities no chunk cites any more; edges are written once, with their new ranks (kgrag_private.rewrite_edges). Returns counts as jsonb.';
 
 CREATE OR REPLACE FUNCTION kgrag.delete_documents(doc_ids text[]) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -175,18 +175,18 @@ BEGIN
     -- the document rows are the documents' locks, as in kgrag.ingest_apply()
     PERFORM 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids)
       ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
-    PERFORM kgrag._touch_documents(doc_ids);
-    PERFORM kgrag._lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'));
+    PERFORM kgrag_private.touch_documents(doc_ids);
+    PERFORM kgrag_private.lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'));
     texts := ARRAY(SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
     DELETE FROM kgrag.alias AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
-    counts := jsonb_build_object('documents', deleted) || kgrag._refresh_graph();
+    counts := jsonb_build_object('documents', deleted) || kgrag_private.refresh_graph();
     -- Nothing of the deleted text survives this transaction: the communities it fed (their titles
     -- and reports) go until the next build, and so do the cached extractions of its chunks.
     DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
-    PERFORM kgrag._forget_extractions(texts);
+    PERFORM kgrag_private.forget_extractions(texts);
     RETURN counts;
 END
 $$;

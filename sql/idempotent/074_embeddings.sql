@@ -1,7 +1,7 @@
 -- Embeddings computed by the driver: what to embed (and from which text), and storing the
 -- vectors only for rows whose text is still the one that was embedded.
 
-CREATE OR REPLACE FUNCTION kgrag._check_embedding_kind(kind text) RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.check_embedding_kind(kind text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -12,7 +12,7 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION kgrag._check_embedding_kind(text) IS
+COMMENT ON FUNCTION kgrag_private.check_embedding_kind(text) IS
 'Private. Returns nothing; raises SQLSTATE 22023 unless kind is ''entity'' or ''report''.';
 
 CREATE OR REPLACE FUNCTION kgrag.embedding_text(name text, description text) RETURNS text
@@ -32,7 +32,7 @@ AS $$
 DECLARE
     t text := kgrag.current_tenant();
 BEGIN
-    PERFORM kgrag._check_embedding_kind(kind);
+    PERFORM kgrag_private.check_embedding_kind(kind);
     IF max_rows IS NULL OR max_rows NOT BETWEEN 1 AND 10000 THEN
         RAISE EXCEPTION 'max_rows must be between 1 and 10000, got %', COALESCE(max_rows::text, 'NULL')
             USING ERRCODE = '22023';
@@ -64,7 +64,7 @@ DECLARE
     t text := kgrag.current_tenant();
     n integer;
 BEGIN
-    PERFORM kgrag._check_embedding_kind(kind);
+    PERFORM kgrag_private.check_embedding_kind(kind);
     IF ids IS NULL OR vectors IS NULL OR text_hashes IS NULL
        OR cardinality(ids) <> cardinality(vectors) OR cardinality(ids) <> cardinality(text_hashes) THEN
         RAISE EXCEPTION 'ids, vectors and text_hashes must be arrays of the same length, got %, % and %',
@@ -80,7 +80,7 @@ BEGIN
     IF kind = 'entity' THEN
         -- the entity stripes first, in order, as an ingestion batch takes them before its row
         -- locks: a batch and this update never wait on each other in a cycle
-        PERFORM kgrag._lock_keys('entity', ids);
+        PERFORM kgrag_private.lock_keys('entity', ids);
         UPDATE kgrag.entity AS e SET embedding = u.v
           FROM unnest(ids, vectors, text_hashes) AS u(id, v, h)
          WHERE e.tenant_id = t AND e.entity_id = u.id AND md5(kgrag.embedding_text(e.name, e.description)) = u.h;
@@ -94,7 +94,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.store_embeddings(text, text[], vector[], text[]) IS
-'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length. A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag._lock_keys), so the two never deadlock. Returns the number of rows updated.';
+'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length. A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag_private.lock_keys), so the two never deadlock. Returns the number of rows updated.';
 
 CREATE OR REPLACE FUNCTION kgrag.embedded_chunk_texts(content_hashes text[]) RETURNS SETOF text
 LANGUAGE sql STABLE SECURITY INVOKER

@@ -79,7 +79,7 @@ $$;
 COMMENT ON FUNCTION kgrag.llm_cache_put(text, text, jsonb, text) IS
 'Caches a validated LLM extraction of the current tenant under its key, with the content hash of the chunk text it was made from (when the last chunk with that text goes, so does the entry); a key already cached is kept as it is. Refuses (SQLSTATE 22023) anything but an object with "entities" and "relations" arrays. Returns true when the entry was added.';
 
-CREATE OR REPLACE FUNCTION kgrag._forget_extractions(content_hashes text[]) RETURNS integer
+CREATE OR REPLACE FUNCTION kgrag_private.forget_extractions(content_hashes text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -94,5 +94,5 @@ BEGIN
     RETURN n;
 END
 $$;
-COMMENT ON FUNCTION kgrag._forget_extractions(text[]) IS
+COMMENT ON FUNCTION kgrag_private.forget_extractions(text[]) IS
 'Private. Deletes the cached LLM extractions of these chunk texts that no chunk of the current tenant holds any more; returns how many.';

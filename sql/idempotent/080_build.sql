@@ -47,7 +47,7 @@ BEGIN
            'c' || m.level || '-' || left(md5(array_to_string(m.ids, '|')), 12) AS community_id
       FROM members AS m;
 
-    PERFORM kgrag._lock_keys('communities', ARRAY['all']);
+    PERFORM kgrag_private.lock_keys('communities', ARRAY['all']);
     DELETE FROM kgrag.community AS c
      WHERE c.tenant_id = t AND c.community_id NOT IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n);
     GET DIAGNOSTICS n_gone = ROW_COUNT;

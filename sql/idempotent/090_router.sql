@@ -1,7 +1,7 @@
 -- The router: the search options completed with the tenant's settings, the route names, and
 -- kgrag.route, which picks a route for a question and says why.
 
-CREATE OR REPLACE FUNCTION kgrag._search_options(options jsonb) RETURNS jsonb
+CREATE OR REPLACE FUNCTION kgrag_private.search_options(options jsonb) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -90,7 +90,7 @@ BEGIN
     RETURN merged;
 END
 $$;
-COMMENT ON FUNCTION kgrag._search_options(jsonb) IS
+COMMENT ON FUNCTION kgrag_private.search_options(jsonb) IS
 'Private. Returns the search options completed with the tenant''s settings; raises a clear error for an unknown option or a value of the wrong type.';
 
 CREATE OR REPLACE FUNCTION kgrag.routes()
@@ -114,7 +114,7 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
-    opts jsonb := kgrag._search_options(options);
+    opts jsonb := kgrag_private.search_options(options);
     n_seeds integer := (opts ->> 'seeds')::integer;
     folded text := kgrag.fold(COALESCE(question, ''));
     v_linked text[] := '{}';
@@ -126,7 +126,7 @@ DECLARE
     mixed_rule record;
     named text;
 BEGIN
-    PERFORM kgrag._check_question(question);
+    PERFORM kgrag_private.check_question(question);
     IF question IS NOT NULL THEN
         -- Entities the question names. One without edges cannot seed a walk, but its own chunks
         -- are still evidence about the subject: it stays, at hop 0.

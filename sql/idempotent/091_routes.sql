@@ -1,7 +1,7 @@
 -- The route bodies behind kgrag_search: fused chunk lists (RRF over vector, lexical and graph
 -- lists), the local route (the walk from the seeds) and the global route (community reports).
 
-CREATE OR REPLACE FUNCTION kgrag._fused_chunks(lists jsonb, k integer, opts jsonb) RETURNS SETOF kgrag.search_row
+CREATE OR REPLACE FUNCTION kgrag_private.fused_chunks(lists jsonb, k integer, opts jsonb) RETURNS SETOF kgrag.search_row
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -17,10 +17,10 @@ AS $$
      ORDER BY f.rank
      LIMIT k
 $$;
-COMMENT ON FUNCTION kgrag._fused_chunks(jsonb, integer, jsonb) IS
+COMMENT ON FUNCTION kgrag_private.fused_chunks(jsonb, integer, jsonb) IS
 'Private. Returns the k best chunks of the RRF fusion of named chunk lists as search rows; source = the list that ranked the chunk best, payload.ranks = its rank in every list.';
 
-CREATE OR REPLACE FUNCTION kgrag._chunk_lists(question_vec vector, question text, k integer, opts jsonb)
+CREATE OR REPLACE FUNCTION kgrag_private.chunk_lists(question_vec vector, question text, k integer, opts jsonb)
 RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -35,10 +35,10 @@ AS $$
                                                                 (opts ->> 'lexical_min_coverage')::float8) AS l
                               WHERE question IS NOT NULL), '[]'))
 $$;
-COMMENT ON FUNCTION kgrag._chunk_lists(vector, text, integer, jsonb) IS
+COMMENT ON FUNCTION kgrag_private.chunk_lists(vector, text, integer, jsonb) IS
 'Private. Returns {"vector": [...], "lexical": [...]}: the chunk ids of vector search above the similarity floor and of lexical search above the coverage floor, best first (a list is empty when its input, the vector or the text, is NULL).';
 
-CREATE OR REPLACE FUNCTION kgrag._local_rows(question_vec vector, question text, seeds text[], k integer, opts jsonb)
+CREATE OR REPLACE FUNCTION kgrag_private.local_rows(question_vec vector, question text, seeds text[], k integer, opts jsonb)
 RETURNS SETOF kgrag.search_row
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -68,7 +68,7 @@ BEGIN
 
     -- The graph's chunk list: each reached entity's answer chunk in that order, then the other
     -- chunks that cite reached entities (nearest first, those citing more of them first).
-    lists := kgrag._chunk_lists(question_vec, question, k, opts) || jsonb_build_object('graph', (
+    lists := kgrag_private.chunk_lists(question_vec, question, k, opts) || jsonb_build_object('graph', (
         SELECT COALESCE(jsonb_agg(x.chunk_id ORDER BY x.tier, x.key1, x.key2 DESC, x.chunk_id), '[]')
           FROM (SELECT DISTINCT ON (u.chunk_id) u.* FROM (
                     SELECT e.answer_chunk_id AS chunk_id, 0 AS tier, r.position::float8 AS key1, 0::float8 AS key2
@@ -105,13 +105,13 @@ BEGIN
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
      WHERE r.position <= (opts ->> 'entities')::integer
      ORDER BY r.position;
-    RETURN QUERY SELECT * FROM kgrag._fused_chunks(lists, k, opts);
+    RETURN QUERY SELECT * FROM kgrag_private.fused_chunks(lists, k, opts);
 END
 $$;
-COMMENT ON FUNCTION kgrag._local_rows(vector, text, text[], integer, jsonb) IS
+COMMENT ON FUNCTION kgrag_private.local_rows(vector, text, text[], integer, jsonb) IS
 'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence; then chunks fused by RRF from three lists: the graph''s (answer chunks of the reached entities, then chunks citing them), vector search and lexical search.';
 
-CREATE OR REPLACE FUNCTION kgrag._global_rows(
+CREATE OR REPLACE FUNCTION kgrag_private.global_rows(
     question_vec vector, question text, whole_collection boolean, k integer, opts jsonb)
 RETURNS SETOF kgrag.search_row
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -175,13 +175,13 @@ BEGIN
              ORDER BY e.id, m.position, e.o) AS x
       JOIN kgrag.chunk AS ch ON ch.tenant_id = t AND ch.chunk_id = x.chunk_id
      ORDER BY x.position, x.o
-     LIMIT _global_rows.k;
+     LIMIT global_rows.k;
 END
 $$;
-COMMENT ON FUNCTION kgrag._global_rows(vector, text, boolean, integer, jsonb) IS
+COMMENT ON FUNCTION kgrag_private.global_rows(vector, text, boolean, integer, jsonb) IS
 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight; each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
 
-CREATE OR REPLACE FUNCTION kgrag._with_neighbours(found kgrag.search_row[]) RETURNS SETOF kgrag.search_row
+CREATE OR REPLACE FUNCTION kgrag_private.with_neighbours(found kgrag.search_row[]) RETURNS SETOF kgrag.search_row
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -213,5 +213,5 @@ AS $$
               FROM near AS n) AS u
      ORDER BY u.o, u.side_o
 $$;
-COMMENT ON FUNCTION kgrag._with_neighbours(kgrag.search_row[]) IS
+COMMENT ON FUNCTION kgrag_private.with_neighbours(kgrag.search_row[]) IS
 'Private. Returns the search rows given with, after each chunk row, the chunk before and the chunk after it in the same document (search option neighbours): kind chunk, source neighbour, the score of the chunk they stand beside, payload.neighbour_of and payload.side (before | after). A chunk already among the rows, or beside a better ranked one, comes once. At most two rows more per chunk row.';

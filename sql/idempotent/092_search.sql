@@ -1,7 +1,7 @@
 -- kgrag_search: the entry point. Routes the question, runs the route, logs the query (unless the
 -- transaction is read-only, as on a hot standby). Usable from psql with the question text alone.
 
-CREATE OR REPLACE FUNCTION kgrag._search_in_time(deadline timestamptz, budget_ms integer) RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.search_in_time(deadline timestamptz, budget_ms integer) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -13,10 +13,10 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION kgrag._search_in_time(timestamptz, integer) IS
+COMMENT ON FUNCTION kgrag_private.search_in_time(timestamptz, integer) IS
 'Private. Returns nothing; raises SQLSTATE 57014 when a kgrag_search has run past its deadline (setting search_timeout_ms). Checked between the search''s phases; the walk itself checks the same deadline row by row.';
 
-CREATE OR REPLACE FUNCTION kgrag._log_search(
+CREATE OR REPLACE FUNCTION kgrag_private.log_search(
     question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer,
     ms double precision, fallback boolean, question text, context_chars integer)
 RETURNS void
@@ -36,26 +36,26 @@ BEGIN
             COALESCE(fallback, false), left(question, 2000), CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END);
 END
 $$;
-GRANT CREATE ON SCHEMA kgrag TO kgrag_logger;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer) OWNER TO kgrag_logger;
-REVOKE CREATE ON SCHEMA kgrag FROM kgrag_logger;
-REVOKE EXECUTE ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer)
+GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be able to create in the schema
+ALTER FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer) OWNER TO kgrag_logger;
+REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
+REVOKE EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer)
     TO kgrag_reader, kgrag_writer;
-COMMENT ON FUNCTION kgrag._log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer) IS
+COMMENT ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer) IS
 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, question 2,000: the caller passes it only where the setting log_question_text allows), the time and log_id set by the database. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
 
-CREATE OR REPLACE FUNCTION kgrag._log_entry(entry jsonb, context_chars integer) RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) RETURNS void
 LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    SELECT kgrag._log_search(entry ->> 'hash', entry ->> 'route', entry ->> 'reason',
+    SELECT kgrag_private.log_search(entry ->> 'hash', entry ->> 'route', entry ->> 'reason',
                              ARRAY(SELECT jsonb_array_elements_text(COALESCE(entry -> 'seeds', '[]'))),
                              (entry ->> 'paths')::integer, (entry ->> 'rows')::integer, (entry ->> 'ms')::float8,
                              (entry ->> 'fallback')::boolean, entry ->> 'question', context_chars)
 $$;
-COMMENT ON FUNCTION kgrag._log_entry(jsonb, integer) IS
-'Private. Writes a query log row from the entry kgrag_search made (jsonb: hash, route, reason, seeds, paths, rows, ms, fallback, question) and the characters kgrag.context_blocks packed (NULL for a search alone), through kgrag._log_search.';
+COMMENT ON FUNCTION kgrag_private.log_entry(jsonb, integer) IS
+'Private. Writes a query log row from the entry kgrag_search made (jsonb: hash, route, reason, seeds, paths, rows, ms, fallback, question) and the characters kgrag.context_blocks packed (NULL for a search alone), through kgrag_private.log_search.';
 
 CREATE OR REPLACE FUNCTION kgrag.kgrag_search(
     question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, k integer DEFAULT 10,
@@ -83,25 +83,25 @@ BEGIN
             (SELECT string_agg(r.route, ', ') FROM kgrag.routes() AS r)
             USING ERRCODE = '22023';
     END IF;
-    PERFORM kgrag._check_k(k);
+    PERFORM kgrag_private.check_k(k);
     IF question_vec IS NULL AND question IS NULL THEN
         RAISE EXCEPTION 'nothing to search for: give the question vector, the question text, or both'
             USING ERRCODE = '22023',
                   HINT = 'From psql: SELECT * FROM kgrag.kgrag_search(question => ''...'');';
     END IF;
     IF question_vec IS NOT NULL THEN
-        PERFORM kgrag._check_question_vector(question_vec);
+        PERFORM kgrag_private.check_question_vector(question_vec);
     END IF;
     IF question IS NOT NULL AND btrim(question) = '' THEN
         RAISE EXCEPTION 'the question text is empty: pass NULL to search by the vector alone' USING ERRCODE = '22023';
     END IF;
-    PERFORM kgrag._check_question(question);
-    opts := kgrag._search_options(options);
+    PERFORM kgrag_private.check_question(question);
+    opts := kgrag_private.search_options(options);
     PERFORM set_config('kgrag.paths_walked', '0', true);
     PERFORM set_config('kgrag.search_deadline', deadline::text, true);  -- the walk keeps to it too
 
     SELECT * INTO decided FROM kgrag.route(question_vec, question, options);
-    PERFORM kgrag._search_in_time(deadline, budget_ms);
+    PERFORM kgrag_private.search_in_time(deadline, budget_ms);
     IF jsonb_typeof(opts -> 'seed_entities') = 'array' THEN  -- the caller names the seeds
         decided.seeds := kgrag.resolve_entities(ARRAY(SELECT jsonb_array_elements_text(opts -> 'seed_entities')));
         decided.route := 'local';
@@ -120,7 +120,7 @@ BEGIN
 
     IF chosen IN ('local', 'mixed') AND cardinality(decided.seeds) > 0 THEN
         BEGIN
-            rows_out := ARRAY(SELECT x FROM kgrag._local_rows(question_vec, question, decided.seeds, k, opts) AS x);
+            rows_out := ARRAY(SELECT x FROM kgrag_private.local_rows(question_vec, question, decided.seeds, k, opts) AS x);
         EXCEPTION WHEN query_canceled THEN
             -- Only the walk's own budget (khop_timeout_ms, max_paths_walked, the search's deadline)
             -- falls back; a cancel from outside (statement_timeout, pg_cancel_backend) stays one.
@@ -128,25 +128,25 @@ BEGIN
             IF over_budget NOT LIKE 'graph traversal %' THEN
                 RAISE;
             END IF;
-            lists := kgrag._chunk_lists(question_vec, question, k, opts);
+            lists := kgrag_private.chunk_lists(question_vec, question, k, opts);
             rows_out := ARRAY(SELECT (x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason,
                                       x.payload || '{"coverage": "reduced", "fallback": "vector+lexical"}')::kgrag.search_row
-                                FROM kgrag._fused_chunks(lists, k, opts) AS x);
+                                FROM kgrag_private.fused_chunks(lists, k, opts) AS x);
             why := why || format('; the graph was over budget (%s): vector and lexical chunks returned instead, '
                                  'coverage reduced', over_budget);
         END;
     END IF;
     IF chosen = 'mixed' THEN
-        rows_out := ARRAY(SELECT x FROM kgrag._global_rows(question_vec, question, false, k, opts || '{"reports": 1}') AS x
+        rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, false, k, opts || '{"reports": 1}') AS x
                            WHERE x.kind = 'community') || COALESCE(rows_out, '{}');
     ELSIF chosen = 'global' THEN
-        rows_out := ARRAY(SELECT x FROM kgrag._global_rows(
+        rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(
                               question_vec, question,
                               (opts ->> 'whole_collection')::boolean OR (kgrag_search.route = 'auto' AND cardinality(decided.seeds) = 0),
                               k, opts) AS x);
     ELSIF chosen = 'vector' OR (chosen = 'local' AND cardinality(decided.seeds) = 0) THEN
-        lists := kgrag._chunk_lists(question_vec, question, k, opts);
-        rows_out := ARRAY(SELECT x FROM kgrag._fused_chunks(lists, k, opts) AS x);
+        lists := kgrag_private.chunk_lists(question_vec, question, k, opts);
+        rows_out := ARRAY(SELECT x FROM kgrag_private.fused_chunks(lists, k, opts) AS x);
         IF chosen = 'local' THEN
             why := why || '; no seed: vector and lexical chunks only';
         END IF;
@@ -158,13 +158,13 @@ BEGIN
                   HINT = 'Vector and lexical search found nothing either. Walk fewer hops, pass a degree cap, or filter relations.';
     END IF;
     IF cardinality(rows_out) = 0 THEN
-        PERFORM kgrag._search_in_time(deadline, budget_ms);
+        PERFORM kgrag_private.search_in_time(deadline, budget_ms);
     ELSIF clock_timestamp() > deadline THEN  -- what was found is returned rather than thrown away
         why := why || format('; ran past search_timeout_ms (%s ms)', budget_ms);
     END IF;
     PERFORM set_config('kgrag.search_deadline', '', true);
     IF (opts ->> 'neighbours')::boolean THEN
-        rows_out := ARRAY(SELECT x FROM kgrag._with_neighbours(rows_out) AS x);
+        rows_out := ARRAY(SELECT x FROM kgrag_private.with_neighbours(rows_out) AS x);
     END IF;
     IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x  -- the entities returned: bounded by the rows
                  JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = x.ref_id
@@ -211,7 +211,7 @@ BEGIN
             IF current_setting('kgrag.defer_log', true) = 'on' THEN
                 PERFORM set_config('kgrag.deferred_log', entry::text, true);  -- kgrag.context_blocks logs it
             ELSE
-                PERFORM kgrag._log_entry(entry, NULL);
+                PERFORM kgrag_private.log_entry(entry, NULL);
             END IF;
         END IF;
     END IF;

@@ -86,7 +86,7 @@ BEGIN
     END LOOP;
     PERFORM set_config('kgrag.defer_log', '', true);
     IF current_setting('kgrag.deferred_log', true) <> '' THEN
-        PERFORM kgrag._log_entry(current_setting('kgrag.deferred_log')::jsonb, greatest(used - 2, 0));
+        PERFORM kgrag_private.log_entry(current_setting('kgrag.deferred_log')::jsonb, greatest(used - 2, 0));
         PERFORM set_config('kgrag.deferred_log', '', true);
     END IF;
     RETURN QUERY
