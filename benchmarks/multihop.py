@@ -1,11 +1,14 @@
 """Multi-hop retrieval on ../shared/data/multihop: Recall@2 and Recall@5 of the gold paragraphs,
-for the vector route, the router (auto) and the local route, side by side.
+for the vector route, the router (auto) and the local route, with the graph's chunks ranked by
+the k-hop paths, by Personalized PageRank, or both (search option graph_ranking), side by side;
+each on two graphs: the paragraph titles as the gazetteer, and the offline keyphrases extractor
+(no names given).
 
-Each corpus paragraph is a document; the paragraph titles are the gazetteer (a title's
-parenthesised qualifier is dropped as an alias: "Lilu (mythology)" is also "Lilu"); the embedder
-is the default (USE). Retrieved paragraphs are the documents of the chunk rows, in rank order.
+Each corpus paragraph is a document (a title's parenthesised qualifier is dropped as an alias:
+"Lilu (mythology)" is also "Lilu"); the embedder is the default (USE). Retrieved paragraphs are
+the documents of the chunk rows, in rank order.
 
-    python benchmarks/multihop.py [--sets hotpotqa musique] [--k 5]
+    python benchmarks/multihop.py [--sets hotpotqa musique] [--graphs titles keyphrases] [--k 5]
 """
 
 from __future__ import annotations
@@ -25,11 +28,22 @@ from common import DATA, markdown_table, scratch_database, write_section
 from pgkgrag.build import build
 from pgkgrag.db import connect
 from pgkgrag.embedders import Embedder, get_embedder
+from pgkgrag.extractors import Extractor
 from pgkgrag.gazetteer import GazetteerExtractor, KnownName
 from pgkgrag.ingest import Ingestor
+from pgkgrag.keyphrases import KeyphraseExtractor
 from pgkgrag.search import SearchResult, run_search
+from pgkgrag.tenants import graph_totals
 
-ROUTES = ("vector", "auto", "local")
+# (label, route, search options)
+VARIANTS: tuple[tuple[str, str, dict[str, str]], ...] = (
+    ("vector", "vector", {}),
+    ("auto", "auto", {"graph_ranking": "paths"}),
+    ("local", "local", {"graph_ranking": "paths"}),
+    ("local ppr", "local", {"graph_ranking": "pagerank"}),
+    ("local both", "local", {"graph_ranking": "both"}),
+)
+GRAPHS = ("titles", "keyphrases")
 
 
 def hotpotqa() -> tuple[list[dict[str, str]], list[tuple[str, set[str]]]]:
@@ -72,32 +86,41 @@ def ranked_documents(result: SearchResult) -> list[str]:
 
 
 @contextmanager
-def ingested(name: str, docs: list[dict[str, str]]) -> Iterator[tuple[psycopg.Connection, Embedder]]:
-    """A scratch database holding the set, ingested and built as tenant 'bench', and the embedder."""
+def ingested(
+    name: str, docs: list[dict[str, str]], extractor: Extractor, sizes: list[list[object]]
+) -> Iterator[tuple[psycopg.Connection, Embedder]]:
+    """A scratch database holding the set, ingested and built as tenant 'bench', and the embedder;
+    the graph's size and the time it took are appended to `sizes`."""
     embedder = get_embedder("use", 512)
     with scratch_database(f"kgrag_bench_{name}") as dsn, connect(dsn) as conn, tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.jsonl"
         path.write_text("".join(json.dumps(d) + "\n" for d in docs))
         start = time.perf_counter()
-        report = Ingestor(conn, "bench", GazetteerExtractor(gazetteer(docs)), embedder).run([path])
-        built = build(conn, "bench", embedder)
-        communities = built.communities.communities if built.communities else 0
-        print(
-            f"{name}: {report.written} documents, {report.counts.chunks} chunks, "
-            f"{report.counts.mentions} mentions, {communities} communities, "
-            f"ingested and built in {time.perf_counter() - start:.0f} s"
-        )
+        report = Ingestor(conn, "bench", extractor, embedder).run([path])
+        build(conn, "bench", embedder)
+        seconds = time.perf_counter() - start
+        totals = graph_totals(conn, "bench")
+        graph = "titles" if isinstance(extractor, GazetteerExtractor) else extractor.name
+        size = [report.written, totals.chunks, totals.entities, report.counts.mentions, totals.edges]
+        sizes.append([name, graph, *size, totals.communities, f"{seconds:.0f}"])
+        print(sizes[-1])
         yield conn, embedder
 
 
-def run_set(name: str, docs: list[dict[str, str]], questions: list[tuple[str, set[str]]], k: int) -> list[list[object]]:
-    with ingested(name, docs) as (conn, embedder):
+Questions = list[tuple[str, set[str]]]
+
+
+def run_set(
+    name: str, docs: list[dict[str, str]], questions: Questions, k: int, graph: str, sizes: list[list[object]]
+) -> list[list[object]]:
+    extractor: Extractor = GazetteerExtractor(gazetteer(docs)) if graph == "titles" else KeyphraseExtractor()
+    with ingested(name, docs, extractor, sizes) as (conn, embedder):
         rows = []
-        for route in ROUTES:
+        for label, route, options in VARIANTS:
             r2, r5, ms, routes = [], [], [], {}
             for question, gold in questions:
                 t0 = time.perf_counter()
-                result = run_search(conn, "bench", embedder, question, route, k)
+                result = run_search(conn, "bench", embedder, question, route, k, options)
                 ms.append((time.perf_counter() - t0) * 1000)
                 docs_ranked = ranked_documents(result)
                 r2.append(recall(docs_ranked, gold, 2))
@@ -105,7 +128,8 @@ def run_set(name: str, docs: list[dict[str, str]], questions: list[tuple[str, se
                 routes[result.route] = routes.get(result.route, 0) + 1
             picked = ", ".join(f"{r} {n}" for r, n in sorted(routes.items(), key=lambda x: -x[1]))
             r2_pct, r5_pct = f"{100 * sum(r2) / len(r2):.1f}", f"{100 * sum(r5) / len(r5):.1f}"
-            rows.append([name, route, len(questions), r2_pct, r5_pct, picked, f"{sorted(ms)[len(ms) // 2]:.0f}"])
+            p50 = f"{sorted(ms)[len(ms) // 2]:.0f}"
+            rows.append([name, graph, label, len(questions), r2_pct, r5_pct, picked, p50])
             print(rows[-1])
         return rows
 
@@ -113,22 +137,35 @@ def run_set(name: str, docs: list[dict[str, str]], questions: list[tuple[str, se
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", nargs="+", default=["musique", "hotpotqa"], choices=["musique", "hotpotqa"])
+    parser.add_argument("--graphs", nargs="+", default=list(GRAPHS), choices=GRAPHS)
     parser.add_argument("--k", type=int, default=5)
     args = parser.parse_args()
     loaders = {"musique": musique, "hotpotqa": hotpotqa}
-    rows = []
+    rows: list[list[object]] = []
+    sizes: list[list[object]] = []
     for name in args.sets:
         docs, questions = loaders[name]()
-        rows += run_set(name, docs, questions, args.k)
-    table = markdown_table(["set", "route", "questions", "R@2", "R@5", "routes taken", "p50 ms"], rows)
+        for graph in args.graphs:
+            rows += run_set(name, docs, questions, args.k, graph, sizes)
+    table = markdown_table(["set", "graph", "route", "questions", "R@2", "R@5", "routes taken", "p50 ms"], rows)
+    size_table = markdown_table(
+        ["set", "graph", "documents", "chunks", "entities", "mentions", "edges", "communities", "ingest + build s"],
+        sizes,
+    )
     body = (
         "Recall of the gold supporting paragraphs among the first 2 and 5 distinct paragraphs of the chunk rows "
         "(k = 5 chunk rows). `vector` is vector + lexical search fused by RRF; `local` forces the graph route; "
-        "`auto` lets the router choose. The sets are small (100 questions each): differences under ~10 points "
-        "are noise.\n\n" + table + "\n"
+        "`auto` lets the router choose. The graph's chunks are ranked by the k-hop paths (the default), by "
+        "Personalized PageRank (`ppr`, search option graph_ranking = pagerank) or both fused (`both`). "
+        "Graph `titles`: the paragraph titles are the gazetteer; `keyphrases`: the offline extractor, no names "
+        "given. The sets are small (100 questions each): differences under ~10 points are noise.\n\n"
+        + table
+        + "\nThe graphs, and the time to ingest (USE embedding included) and build them:\n\n"
+        + size_table
+        + "\n"
     )
     print(body)
-    write_section("multihop", "Multi-hop retrieval: vector vs auto vs local", body)
+    write_section("multihop", "Multi-hop retrieval: vector vs the graph routes, two graphs", body)
 
 
 if __name__ == "__main__":

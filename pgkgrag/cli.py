@@ -248,10 +248,11 @@ tenant_option = click.option(
 @click.option(
     "--extractor",
     type=click.Choice(EXTRACTORS),
-    default="provided",
+    default="auto",
     show_default=True,
-    help="provided: entities/relations from the JSONL; gazetteer: known names found in the text; "
-    "llm: an OpenAI-compatible endpoint (KGRAG_LLM_URL).",
+    help="auto: provided for documents that carry entities or relations, keyphrases for the others; "
+    "provided: entities/relations from the JSONL; keyphrases: names and YAKE! keyphrases found in any text "
+    "(offline); gazetteer: known names found in the text; llm: an OpenAI-compatible endpoint (KGRAG_LLM_URL).",
 )
 @click.option(
     "--embedder", type=click.Choice(EMBEDDERS), default=None, help="Default: the tenant's embedder, else 'use'."
@@ -325,6 +326,15 @@ def ingest(
     console.print(render.ingest_table(summary, built, jobs, time.perf_counter() - started, totals))
     for line in render.ingest_problems(summary):
         err_console.print(line, highlight=False, soft_wrap=True)
+    if totals.documents and not totals.entities:
+        err_console.print(
+            f"warning: tenant {config.tenant!r} has {totals.documents} documents and no graph (no entity was "
+            f"found with --extractor {extractor}): search has vector and full-text search only. "
+            "Ingest again with --extractor keyphrases (or auto, gazetteer, llm): documents are extracted again "
+            "when the extractor changes.",
+            highlight=False,
+            soft_wrap=True,
+        )
     if not summary.ok:
         sys.exit(1)
 

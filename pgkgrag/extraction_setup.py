@@ -1,4 +1,6 @@
-"""Choosing and configuring the extractor named on the command line."""
+"""Choosing and configuring the extractor named on the command line, and `auto`, which chooses
+per document: what the document gives (provided) when it carries entities or relations, else the
+keyphrases extractor, so plain files get a graph too."""
 
 from __future__ import annotations
 
@@ -7,14 +9,52 @@ from pathlib import Path
 import psycopg
 
 from pgkgrag.db import tenant_transaction
+from pgkgrag.documents import DocumentIn
 from pgkgrag.errors import KgragError
-from pgkgrag.extractors import Extractor, ProvidedExtractor
+from pgkgrag.extractors import Extraction, Extractor, PreparedDocument, ProvidedExtractor
 from pgkgrag.gazetteer import GazetteerExtractor, load_gazetteer, tenant_gazetteer
+from pgkgrag.keyphrases import KeyphraseExtractor
+
+
+class AutoExtractor:
+    """provided for a document that carries entities or relations, keyphrases for one that does not."""
+
+    name = "auto"
+
+    def __init__(self) -> None:
+        self.provided = ProvidedExtractor()
+        self.keyphrases = KeyphraseExtractor()
+
+    def chosen(self, doc: DocumentIn) -> Extractor:
+        return self.provided if doc.entities or doc.relations else self.keyphrases
+
+    def fingerprint(self) -> str:
+        return f"auto:{self.provided.fingerprint()}:{self.keyphrases.fingerprint()}"
+
+    def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
+        results: dict[str, Extraction | Exception] = {}
+        for extractor in (self.provided, self.keyphrases):
+            mine = [prepared for prepared in docs if self.chosen(prepared.document) is extractor]
+            if mine:
+                results.update(extractor.extract(conn, mine))
+        return results
+
+
+def document_fingerprint(extractor: Extractor, doc: DocumentIn) -> str:
+    """What a document's content hash says of its extraction: with auto, the extractor it gets, so a
+    document that carries its entities hashes as it did under provided, the default before auto."""
+    if isinstance(extractor, AutoExtractor):
+        return extractor.chosen(doc).fingerprint()
+    return extractor.fingerprint()
 
 
 def make_extractor(conn: psycopg.Connection, tenant: str, name: str, gazetteer: Path | None = None) -> Extractor:
+    if name == "auto":
+        return AutoExtractor()
     if name == "provided":
         return ProvidedExtractor()
+    if name == "keyphrases":
+        return KeyphraseExtractor()
     if name == "gazetteer":
         if gazetteer is not None:
             names = load_gazetteer(gazetteer)

@@ -1,7 +1,10 @@
 """Extraction: what entities a document's chunks mention and what relations they state.
 
-Three implementations of one small interface:
+Implementations of one small interface:
 - `provided` (here): the entities and relations given in the JSONL;
+- `keyphrases` (pgkgrag.keyphrases): names and YAKE! keyphrases found in any text, offline;
+- `auto` (pgkgrag.extraction_setup, the default): provided for a document that carries entities or
+  relations, keyphrases for one that does not;
 - `gazetteer` (pgkgrag.gazetteer): known names (a file, or the tenant's entities) found in the text;
 - `llm` (pgkgrag.llm_extractor): any OpenAI-compatible chat endpoint, validated.
 
@@ -24,7 +27,7 @@ from pgkgrag.chunking import Chunk
 from pgkgrag.documents import DocumentIn
 from pgkgrag.queries import Q
 
-EXTRACTORS = ("provided", "gazetteer", "llm")
+EXTRACTORS = ("auto", "provided", "keyphrases", "gazetteer", "llm")
 
 
 @dataclass

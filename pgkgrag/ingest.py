@@ -28,6 +28,7 @@ from pgkgrag.db import tenant_transaction
 from pgkgrag.documents import InputItem, read_inputs
 from pgkgrag.embedders import Embedder
 from pgkgrag.embedding import ProgressCallback, embed_pending, use_embedder
+from pgkgrag.extraction_setup import document_fingerprint
 from pgkgrag.extractors import Extractor, PreparedDocument
 from pgkgrag.queries import Q
 
@@ -157,7 +158,7 @@ class Ingestor:
         self._languages: dict[str | None, str | None] = {}
         with tenant_transaction(conn, tenant):
             self.settings = TenantSettings.load(conn)
-        self.salt = f"{self.settings.chunking.fingerprint()}|{extractor.fingerprint()}"
+        self.chunking_fingerprint = self.settings.chunking.fingerprint()
 
     def run(self, paths: list[Path]) -> IngestSummary:
         summary = IngestSummary()
@@ -241,7 +242,8 @@ class Ingestor:
             )
             return None
         chunks = chunk_text(doc.text, doc.title, self.settings.chunking)
-        return PreparedDocument(doc, chunks), lang, doc.content_hash(self.salt)
+        salt = f"{self.chunking_fingerprint}|{document_fingerprint(self.extractor, doc)}"
+        return PreparedDocument(doc, chunks), lang, doc.content_hash(salt)
 
     def _batch(self, conn: psycopg.Connection, batch: list[InputItem]) -> IngestSummary:
         """Prepare, extract, embed and write one batch on `conn`; what it did is the result."""

@@ -9,7 +9,7 @@ DECLARE
     allowed constant text[] := ARRAY['hops', 'degree_cap', 'entities', 'reports', 'seeds', 'level', 'relations',
                                      'as_of', 'chunk_min_similarity', 'entity_seed_min_similarity',
                                      'report_min_similarity', 'lexical_min_coverage', 'rrf_k', 'graph_weight',
-                                     'whole_collection', 'neighbours', 'direction', 'seed_entities', 'log'];
+                                     'whole_collection', 'neighbours', 'direction', 'seed_entities', 'graph_ranking', 'log'];
     unknown text;
     merged jsonb;
 BEGIN
@@ -43,7 +43,7 @@ BEGIN
         'lexical_min_coverage', kgrag.setting('lexical_min_coverage'), 'rrf_k', kgrag.setting('rrf_k'),
         'graph_weight', kgrag.setting('rrf_graph_weight'),
         'whole_collection', false, 'neighbours', kgrag.setting('search_neighbours'), 'direction', 'out',
-        'seed_entities', NULL,
+        'seed_entities', NULL, 'graph_ranking', kgrag.setting('search_graph_ranking'),
         'log', kgrag.setting('query_log')) || options;
     BEGIN  -- every value must have the type its use needs
         PERFORM (merged ->> 'hops')::integer, (merged ->> 'degree_cap')::integer, (merged ->> 'entities')::integer,
@@ -81,10 +81,11 @@ BEGIN
        OR (merged ->> 'report_min_similarity')::float8 NOT BETWEEN -1 AND 1
        OR jsonb_array_length(COALESCE(NULLIF(merged -> 'relations', 'null'), '[]')) > 100
        OR jsonb_array_length(COALESCE(NULLIF(merged -> 'seed_entities', 'null'), '[]')) > 100
-       OR merged ->> 'direction' NOT IN ('out', 'in', 'both') THEN
+       OR merged ->> 'direction' NOT IN ('out', 'in', 'both')
+       OR merged ->> 'graph_ranking' NOT IN ('paths', 'pagerank', 'both') THEN
         RAISE EXCEPTION 'options out of range: rrf_k 0..1000, graph_weight 0..100, level 0..100, '
                         'lexical_min_coverage 0..1, the *_similarity floors -1..1, at most 100 relations and '
-                        '100 seed_entities, direction out, in or both'
+                        '100 seed_entities, direction out, in or both, graph_ranking paths, pagerank or both'
             USING ERRCODE = '22023';
     END IF;
     RETURN merged;

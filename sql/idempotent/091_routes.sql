@@ -9,10 +9,12 @@ AS $$
     SELECT NULL::integer, f.ref_id, 'chunk', b.source, f.score, NULL, NULL,
            jsonb_build_object('ranks', f.ranks, 'evidence_refs', jsonb_build_array(f.ref_id),
                               'doc_id', c.doc_id, 'title', c.title)
-      FROM kgrag.rrf(lists, (opts ->> 'rrf_k')::integer, jsonb_build_object('graph', (opts ->> 'graph_weight')::float8)) AS f
+      FROM kgrag.rrf(lists, (opts ->> 'rrf_k')::integer,
+                     jsonb_build_object('graph', (opts ->> 'graph_weight')::float8,
+                                        'pagerank', (opts ->> 'graph_weight')::float8)) AS f
       JOIN kgrag.chunk AS c ON c.tenant_id = kgrag.current_tenant() AND c.chunk_id = f.ref_id
      CROSS JOIN LATERAL (SELECT r.key AS source FROM jsonb_each_text(f.ranks) AS r
-                          ORDER BY r.value::integer, array_position(ARRAY['graph', 'vector', 'lexical'], r.key)
+                          ORDER BY r.value::integer, array_position(ARRAY['graph', 'pagerank', 'vector', 'lexical'], r.key)
                           LIMIT 1) AS b
      ORDER BY f.rank
      LIMIT k
@@ -47,6 +49,7 @@ DECLARE
     t text := kgrag.current_tenant();
     lists jsonb;
     reached jsonb;  -- the walk's answer, held in the function (no temporary table: it runs on a standby)
+    ranked jsonb := '[]';  -- with graph_ranking pagerank or both: the chunks by Personalized PageRank mass
 BEGIN
     -- closest first, then the strongest link, then the seed order
     SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', w.entity_id, 'hop', w.hop, 'path', w.path,
@@ -66,9 +69,31 @@ BEGIN
                                             THEN ARRAY(SELECT jsonb_array_elements_text(opts -> 'relations')) END,
                                        (opts ->> 'as_of')::timestamptz, opts ->> 'direction') AS x) AS r) AS w;
 
+    lists := kgrag_private.chunk_lists(question_vec, question, k, opts);
+    IF opts ->> 'graph_ranking' IN ('pagerank', 'both') THEN
+        -- The graph's chunk list by Personalized PageRank mass: the walk restarts at the seeds
+        -- (each by its specificity) and at the nearest chunks (ppr_chunk_seed_weight times the
+        -- similarity, min-max normalized over the candidates, as HippoRAG 2 weighs its passages).
+        SELECT COALESCE(jsonb_agg(jsonb_build_object('chunk_id', p.node_id, 'mass', p.mass) ORDER BY p.rank), '[]')
+          INTO ranked
+          FROM (SELECT COALESCE(array_agg(v.chunk_id ORDER BY v.rank), '{}') AS ids,
+                       COALESCE(array_agg(kgrag.setting('ppr_chunk_seed_weight')::float8
+                                          * COALESCE((v.similarity - v.low) / NULLIF(v.high - v.low, 0), 1)
+                                          ORDER BY v.rank), '{}') AS weights
+                  FROM (SELECT x.chunk_id, x.rank, x.similarity, min(x.similarity) OVER () AS low,
+                               max(x.similarity) OVER () AS high
+                          FROM kgrag.search_chunks_vector(question_vec, 4 * k) AS x
+                         WHERE question_vec IS NOT NULL) AS v) AS c
+         CROSS JOIN LATERAL kgrag.personalized_pagerank(seeds, NULL, c.ids, c.weights, NULL, (opts ->> 'hops')::integer,
+                                                        (opts ->> 'degree_cap')::integer) AS p
+         WHERE p.kind = 'chunk' AND p.mass > 0 AND p.rank <= 4 * k;
+        lists := lists || jsonb_build_object('pagerank', (SELECT COALESCE(jsonb_agg(r -> 'chunk_id'), '[]')
+                                                            FROM jsonb_array_elements(ranked) AS r));
+    END IF;
+    IF opts ->> 'graph_ranking' IN ('paths', 'both') THEN
     -- The graph's chunk list: each reached entity's answer chunk in that order, then the other
     -- chunks that cite reached entities (nearest first, those citing more of them first).
-    lists := kgrag_private.chunk_lists(question_vec, question, k, opts) || jsonb_build_object('graph', (
+    lists := lists || jsonb_build_object('graph', (
         SELECT COALESCE(jsonb_agg(x.chunk_id ORDER BY x.tier, x.key1, x.key2 DESC, x.chunk_id), '[]')
           FROM (SELECT DISTINCT ON (u.chunk_id) u.* FROM (
                     SELECT e.answer_chunk_id AS chunk_id, 0 AS tier, r.position::float8 AS key1, 0::float8 AS key2
@@ -81,6 +106,7 @@ BEGIN
                       JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = r.entity_id
                      GROUP BY m.chunk_id) AS u
                  ORDER BY u.chunk_id, u.tier, u.key1) AS x));
+    END IF;
 
     RETURN QUERY
     SELECT NULL::integer, r.entity_id, 'entity', 'graph', 1.0::float8 / (1 + r.hop), NULL::text, NULL::text,
@@ -105,11 +131,17 @@ BEGIN
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
      WHERE r.position <= (opts ->> 'entities')::integer
      ORDER BY r.position;
-    RETURN QUERY SELECT * FROM kgrag_private.fused_chunks(lists, k, opts);
+    RETURN QUERY
+    SELECT f.rank, f.ref_id, f.kind, f.source, f.score, f.route, f.reason,
+           f.payload || COALESCE((SELECT jsonb_build_object('ppr_mass', r.mass)
+                                    FROM jsonb_to_recordset(ranked) AS r(chunk_id text, mass float8)
+                                   WHERE r.chunk_id = f.ref_id), '{}')
+      FROM kgrag_private.fused_chunks(lists, k, opts) WITH ORDINALITY AS f
+     ORDER BY f.ordinality;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.local_rows(vector, text, text[], integer, jsonb) IS
-'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence; then chunks fused by RRF from three lists: the graph''s (answer chunks of the reached entities, then chunks citing them), vector search and lexical search.';
+'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence; then chunks fused by RRF from vector search, lexical search and the graph (option graph_ranking): paths, the list graph, the answer chunks of the reached entities then the chunks citing them, nearest first; pagerank, the list pagerank, the chunks by Personalized PageRank mass from the seeds and the nearest chunks (payload.ppr_mass); both, the two lists.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.global_rows(
     question_vec vector, question text, whole_collection boolean, k integer, opts jsonb)

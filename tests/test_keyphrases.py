@@ -1,0 +1,106 @@
+"""The offline keyphrases extractor and `auto`, the default: plain files get a graph with no LLM
+and no names list, English and Portuguese; documents that carry entities keep what they gave (and
+their content hash); an ingestion that produced no graph says so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psycopg
+from commands import run, summary
+from conftest import Server
+from ingesting import OPS
+
+from pgkgrag.keyphrases import language_of, names_in, stop_words
+
+ENGLISH = (
+    "The Payment Gateway depends on the Fraud Scanner, which Ana Costa runs from Lisbon.\n\n"
+    "In 2021 the Fraud Scanner moved to the University of Porto data centre. The payment gateway "
+    "team reviews fraud alerts weekly, and fraud alerts reach the Ledger Service."
+)
+PORTUGUESE = (
+    "O Banco do Brasil assinou o contrato de renovação com a PayFlow em Lisboa. Ana Costa aprovou a "
+    "renovação, e a Secretaria da Fazenda recebeu a cópia do contrato assinado."
+)
+
+
+def test_names_are_capitalized_runs_without_their_stop_words() -> None:
+    assert names_in(ENGLISH, stop_words("en")) == [
+        "Payment Gateway",
+        "Fraud Scanner",
+        "Ana Costa",
+        "Lisbon",
+        "Fraud Scanner",
+        "University of Porto",
+        "Ledger Service",
+    ]
+    assert names_in(PORTUGUESE, stop_words("pt")) == [
+        "Banco do Brasil",
+        "PayFlow",
+        "Lisboa",
+        "Ana Costa",
+        "Secretaria da Fazenda",
+    ]
+    assert names_in("Columbia University and Harvard Law School.", stop_words("en")) == [
+        "Columbia University",
+        "Harvard Law School",
+    ]
+
+
+def test_the_language_is_the_one_named_else_guessed_from_stop_words() -> None:
+    assert language_of(None, PORTUGUESE) == "pt" and language_of(None, ENGLISH) == "en"
+    assert language_of("pt-BR", ENGLISH) == "pt" and language_of("portuguese", "") == "pt"
+    assert language_of(None, "") == "en"
+
+
+def test_plain_files_get_a_graph_by_default(server: Server, template: str, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "ops.md").write_text(ENGLISH)
+    (notes / "contrato.txt").write_text(PORTUGUESE)
+    name = server.create_database(template=template)
+    try:
+        dsn = server.dsn(name)
+        done = run("ingest", str(notes), "--embedder", "hash", "--tenant", "acme", dsn=dsn)
+        assert done.returncode == 0 and "no graph" not in done.stderr, done.stderr
+        with psycopg.connect(dsn) as conn:
+            conn.execute("SELECT kgrag.use_tenant('acme')")
+            entities = dict(conn.execute("SELECT name, type FROM kgrag.entity").fetchall())
+            linked = conn.execute(
+                "SELECT d.dst_name FROM kgrag.edges AS d WHERE d.src_name = 'Ana Costa' ORDER BY 1"
+            ).fetchall()
+        assert {"Payment Gateway", "Fraud Scanner", "Ana Costa", "Banco do Brasil", "Secretaria da Fazenda"} <= set(
+            entities
+        )
+        assert entities["Ana Costa"] == "Name" and entities.get("fraud alerts") == "Concept"
+        assert "The Payment" not in entities and "In" not in entities
+        # Ana Costa is in both files: the graph links the English note to the Portuguese contract
+        assert {"Banco do Brasil", "Fraud Scanner"} <= {row[0] for row in linked}
+
+        none = run("ingest", str(notes), "--embedder", "hash", "--tenant", "bare", "--extractor", "provided", dsn=dsn)
+        assert none.returncode == 0, none.stderr
+        assert "tenant 'bare' has 2 documents and no graph" in none.stderr and "--extractor keyphrases" in none.stderr
+    finally:
+        server.drop_database(name)
+
+
+def test_documents_that_carry_entities_keep_their_hash_under_auto(
+    server: Server, template: str, tmp_path: Path
+) -> None:
+    """auto is the default now; a corpus ingested with provided (the default before) is unchanged."""
+    corpus = tmp_path / "ops.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in OPS))
+    name = server.create_database(template=template)
+    try:
+        dsn = server.dsn(name)
+        first = run("ingest", str(corpus), "--embedder", "hash", "--extractor", "provided", dsn=dsn)
+        assert first.returncode == 0, first.stderr
+        again = run("ingest", str(corpus), dsn=dsn)
+        assert again.returncode == 0, again.stderr
+        assert summary(again.stdout)["unchanged (skipped)"] == str(len(OPS)), again.stdout
+        keyphrases = run("ingest", str(corpus), "--extractor", "keyphrases", dsn=dsn)
+        assert keyphrases.returncode == 0, keyphrases.stderr
+        assert summary(keyphrases.stdout)["written"] == str(len(OPS)), keyphrases.stdout
+    finally:
+        server.drop_database(name)
