@@ -160,7 +160,7 @@ def main() -> None:
         "Graph `titles`: the paragraph titles are the gazetteer; `keyphrases`: the offline extractor, no names "
         "given. The sets are small (100 questions each): differences under ~10 points are noise.\n\n"
         + table
-        + "\nThe graphs, and the time to ingest (USE embedding included) and build them:\n\n"
+        + "\n\nThe graphs, and the time to ingest (USE embedding included) and build them:\n\n"
         + size_table
         + "\n"
     )

@@ -156,6 +156,10 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         "context_blocks": ("SELECT * FROM kgrag.context_blocks(%s, 'auto', %s, 6000)", [vec, question]),
         "context": ("SELECT kgrag.context(%s, 'mixed', %s, 6000)", [vec, question]),
         "neighbourhood": ("SELECT * FROM kgrag.neighbourhood(%s, 3)", [seeds]),
+        "personalized_pagerank": (
+            "SELECT * FROM kgrag.personalized_pagerank(%s, NULL, %s, hops => 3)",
+            [seeds, foreign_chunks + mine["chunks"]],
+        ),
         "graph_totals": ("SELECT * FROM kgrag.graph_totals()", []),
         "stored_documents": ("SELECT * FROM kgrag.stored_documents(%s)", [others["docs"] + mine["docs"]]),
         "embedded_chunk_texts": ("SELECT kgrag.embedded_chunk_texts(%s)", [others["hashes"] + mine["hashes"]]),
