@@ -160,3 +160,76 @@ def test_runaway_traversal_is_cancelled_and_connection_survives(
     record_property("cancelled after ms (client side)", round((time.perf_counter() - start) * 1000))
     record_property("error", caught.value.diag.message_primary)
     assert tconn.execute("SELECT count(*) FROM kgrag.k_hop(ARRAY['k:00'], 1, 3)").fetchone() == (4,)
+
+
+def _dense_ranks(conn: psycopg.Connection, depth: int) -> tuple[list[tuple], list[tuple]]:
+    """The stored ranks, and the ranks the definition gives (position by weight desc, then dst,
+    then rel, the ones beyond depth at depth + 1), computed over every edge."""
+    stored = conn.execute("SELECT src, dst, rel, rank FROM kgrag.edge ORDER BY 1, 2, 3").fetchall()
+    expected = conn.execute(
+        'SELECT src, dst, rel, LEAST(row_number() OVER (PARTITION BY src ORDER BY weight DESC, dst COLLATE "C",'
+        ' rel COLLATE "C"), %s + 1)::integer FROM kgrag.edge ORDER BY 1, 2, 3',
+        [depth],
+    ).fetchall()
+    return stored, expected
+
+
+def test_bounded_ranks_match_the_definition_through_ingest_change_and_delete(
+    dsn: str, tmp_path: pytest.TempPathFactory
+) -> None:
+    """Ranks are kept for each source's strongest edge_rank_depth edges; after every kind of change
+    they equal the definition computed over all edges, and the walks for every cap within the depth
+    are the walks over dense ranks."""
+    import random
+
+    from ingesting import ingest
+
+    from pgkgrag.db import connect, tenant_transaction
+
+    depth = 3
+    rng = random.Random(7)
+    pool = [f"Node {i:02d}" for i in range(14)]
+
+    def docs(version: int) -> list[dict[str, object]]:
+        out = []
+        for d in range(40):
+            names = rng.sample(pool[: 5 + d % 10], 3 + d % 3)  # the first names are hubs
+            text = " ".join(f"{n} works with the others." for n in names) + f" Version {version}."
+            out.append({"doc_id": f"d{d:02d}", "text": text, "entities": [{"name": n, "type": "Node"} for n in names]})
+        return out
+
+    with connect(dsn) as conn:
+        with tenant_transaction(conn, "*"):
+            conn.execute(
+                "UPDATE kgrag.settings SET value = to_jsonb(%s::integer)"
+                " WHERE tenant_id = '*' AND key = 'edge_rank_depth'",
+                [depth],
+            )
+        ingest(conn, tmp_path, docs(1), batch_size=7)  # type: ignore[arg-type]
+        with tenant_transaction(conn, "t1"):
+            stored, expected = _dense_ranks(conn, depth)
+            assert stored == expected and max(r[3] for r in stored) == depth + 1
+        ingest(conn, tmp_path, docs(2)[:25], batch_size=5)  # type: ignore[arg-type]  # changed documents
+        with tenant_transaction(conn, "t1"):
+            conn.execute("SELECT kgrag.delete_documents(ARRAY['d03', 'd07', 'd11', 'd30'])")
+        with tenant_transaction(conn, "t1"):
+            stored, expected = _dense_ranks(conn, depth)
+            assert stored == expected
+            walks = {
+                cap: conn.execute(
+                    "SELECT entity_id, hop, path FROM kgrag.k_hop(ARRAY['Node 05'], 2, %s)", [cap]
+                ).fetchall()
+                for cap in range(1, depth + 1)
+            }
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match="edge_rank_depth"):
+                conn.execute("SELECT * FROM kgrag.k_hop(ARRAY['Node 05'], 2, %s)", [depth + 1])
+        with tenant_transaction(conn, "*"):
+            conn.execute("UPDATE kgrag.settings SET value = '1000' WHERE tenant_id = '*' AND key = 'edge_rank_depth'")
+        with tenant_transaction(conn, "t1"):
+            conn.execute("SELECT kgrag.refresh_edge_ranks(ARRAY(SELECT entity_id FROM kgrag.entity))")
+        with tenant_transaction(conn, "t1"):
+            stored, dense = _dense_ranks(conn, 1000)
+            assert stored == dense and max(r[3] for r in stored) > depth + 1
+            for cap, walk in walks.items():
+                again = conn.execute("SELECT entity_id, hop, path FROM kgrag.k_hop(ARRAY['Node 05'], 2, %s)", [cap])
+                assert again.fetchall() == walk, cap

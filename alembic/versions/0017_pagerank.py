@@ -1,4 +1,4 @@
-"""Settings of Personalized PageRank (kgrag.personalized_pagerank) and of the local route's graph ranking.
+"""Settings of Personalized PageRank and of the local route's graph ranking; edge ranks bounded to the strongest edges.
 
 Revision ID: 0017
 Revises: 0016

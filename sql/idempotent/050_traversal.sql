@@ -84,8 +84,9 @@ BEGIN
             USING ERRCODE = '22023',
                   HINT = 'Each hop multiplies the work by the mean degree; raise max_hops for a tenant only if you measured it.';
     END IF;
-    IF degree_cap IS NOT NULL AND degree_cap < 1 THEN
-        RAISE EXCEPTION 'degree_cap must be >= 1 (or NULL for no cap), got %', degree_cap USING ERRCODE = '22023';
+    IF degree_cap IS NOT NULL AND degree_cap NOT BETWEEN 1 AND kgrag.edge_rank_depth() THEN
+        RAISE EXCEPTION 'degree_cap must be between 1 and % (setting edge_rank_depth: the edges ranked), or NULL for no cap, got %',
+            kgrag.edge_rank_depth(), degree_cap USING ERRCODE = '22023';
     END IF;
     IF direction IS NULL OR direction NOT IN ('out', 'in', 'both') THEN
         RAISE EXCEPTION 'direction must be out, in or both, got %', COALESCE(quote_literal(direction), 'NULL')
@@ -157,7 +158,7 @@ AS $$
      ORDER BY x.hop, x.entity_id COLLATE "C"
 $$;
 COMMENT ON FUNCTION kgrag.k_hop(text[], integer, integer, text[], timestamptz, text) IS
-'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps edges with rank <= degree_cap (each node''s strongest edges in the stored direction, counted over every relation type), relations keeps those relation types whatever their case, as_of keeps edges valid at that time. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
+'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps edges with rank <= degree_cap (each node''s strongest edges in the stored direction, counted over every relation type; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case, as_of keeps edges valid at that time. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
 
 CREATE OR REPLACE FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer DEFAULT NULL, direction text DEFAULT 'out')
 RETURNS TABLE (hop integer, nodes bigint, new_nodes bigint, paths bigint)

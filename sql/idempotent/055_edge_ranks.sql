@@ -1,5 +1,16 @@
 -- Edge ranks and degrees: every edge's position among its source's edges (by weight, ties
--- broken deterministically) and every entity's degree, maintained for the sources that change.
+-- broken deterministically) up to edge_rank_depth, and every entity's degree, maintained for the
+-- sources that change.
+
+CREATE OR REPLACE FUNCTION kgrag.edge_rank_depth() RETURNS integer
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT (s.value #>> '{}')::integer FROM kgrag.settings AS s
+     WHERE s.tenant_id = '*' AND s.key = 'edge_rank_depth'
+$$;
+COMMENT ON FUNCTION kgrag.edge_rank_depth() IS
+'Returns how many of each entity''s strongest edges have a rank (setting edge_rank_depth of tenant ''*'', set at install): the others rank edge_rank_depth + 1, and a walk''s degree cap may not exceed it.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.edge_scratch() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -25,6 +36,7 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
+    depth integer := kgrag.edge_rank_depth();
     written integer;
 BEGIN
     -- The sources whose edge list changes: named in kgrag_changed, or with a wanted value that
@@ -42,31 +54,58 @@ BEGIN
     ON CONFLICT DO NOTHING;
     ANALYZE pg_temp.kgrag_changed;
 
-    -- Their complete edge lists after the change, ranked: rank = position among the source's
-    -- edges by weight desc, ties by dst then rel (the one place this order is defined).
+    -- Their edges after the change, ranked: rank = position among the source's edges by weight
+    -- desc, ties by dst then rel (the one place this order is defined), kept for the strongest
+    -- depth edges only (depth + 1 for the others). Only candidates are read: a source's strongest
+    -- depth + (its wanted rows) edges by that order, the edges ranked within depth now, and the
+    -- wanted keys. An edge outside them had rank depth + 1 and at most that many edges above it
+    -- changed, so it stays beyond depth: a batch rewrites what it changes and at most depth rows
+    -- per source, whatever the source's degree.
     CREATE TEMP TABLE kgrag_final ON COMMIT DROP AS
-    WITH stored AS MATERIALIZED (  -- planned on its own: the changed sources' edges, not the tenant's
-        SELECT g.src, g.dst, g.rel, g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote, g.extractor,
-               g.valid_from, g.valid_to
-          FROM pg_temp.kgrag_changed AS c JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = c.src
+    WITH wanted AS MATERIALIZED (
+        SELECT w.src, count(*) AS n FROM pg_temp.kgrag_edge_want AS w GROUP BY w.src
+    ), stored AS MATERIALIZED (  -- planned on its own: the candidates, not the tenant's edges
+        SELECT DISTINCT ON (x.src, x.dst, x.rel) x.*
+          FROM (SELECT g.src, g.dst, g.rel, g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote,
+                       g.extractor, g.valid_from, g.valid_to, g.rank AS old_rank
+                  FROM pg_temp.kgrag_changed AS c
+                  LEFT JOIN wanted AS n ON n.src = c.src
+                 CROSS JOIN LATERAL (
+                       SELECT e.* FROM kgrag.edge AS e
+                        WHERE e.tenant_id = t AND e.src = c.src
+                        ORDER BY e.weight DESC, e.dst COLLATE "C", e.rel COLLATE "C"
+                        LIMIT depth + COALESCE(n.n, 0)) AS g
+                UNION ALL
+                SELECT g.src, g.dst, g.rel, g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote,
+                       g.extractor, g.valid_from, g.valid_to, g.rank
+                  FROM pg_temp.kgrag_changed AS c
+                  JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = c.src AND g.rank <= depth
+                UNION ALL
+                SELECT g.src, g.dst, g.rel, g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote,
+                       g.extractor, g.valid_from, g.valid_to, g.rank
+                  FROM pg_temp.kgrag_edge_want AS w JOIN pg_temp.kgrag_changed AS c USING (src)
+                  JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = w.src AND g.dst = w.dst AND g.rel = w.rel) AS x
+         ORDER BY x.src, x.dst, x.rel
     ), merged AS (
         SELECT w.src, w.dst, w.rel, w.weight, w.confidence, w.evidence_chunk_id, w.evidence_quote, w.extractor,
                w.valid_from, w.valid_to
           FROM pg_temp.kgrag_edge_want AS w JOIN pg_temp.kgrag_changed AS c USING (src)
          WHERE w.weight > 0
         UNION ALL
-        SELECT g.* FROM stored AS g
+        SELECT g.src, g.dst, g.rel, g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote, g.extractor,
+               g.valid_from, g.valid_to
+          FROM stored AS g
          WHERE NOT EXISTS (SELECT 1 FROM pg_temp.kgrag_edge_want AS w
                             WHERE w.src = g.src AND w.dst = g.dst AND w.rel = g.rel)
     )
-    SELECT m.*, (row_number() OVER (PARTITION BY m.src
-                                    ORDER BY m.weight DESC, m.dst COLLATE "C", m.rel COLLATE "C"))::integer AS rank
+    SELECT m.*, LEAST(row_number() OVER (PARTITION BY m.src
+                                         ORDER BY m.weight DESC, m.dst COLLATE "C", m.rel COLLATE "C"),
+                      depth + 1)::integer AS rank
       FROM merged AS m;
     ANALYZE pg_temp.kgrag_final;
 
-    DELETE FROM kgrag.edge AS g USING pg_temp.kgrag_changed AS c
-     WHERE g.tenant_id = t AND g.src = c.src
-       AND NOT EXISTS (SELECT 1 FROM pg_temp.kgrag_final AS f WHERE f.src = g.src AND f.dst = g.dst AND f.rel = g.rel);
+    DELETE FROM kgrag.edge AS g USING pg_temp.kgrag_edge_want AS w
+     WHERE g.tenant_id = t AND g.src = w.src AND g.dst = w.dst AND g.rel = w.rel AND w.weight = 0;
     INSERT INTO kgrag.edge AS g (tenant_id, src, dst, rel, weight, rank, confidence, evidence_chunk_id, evidence_quote,
                                  extractor, valid_from, valid_to)
     SELECT t, f.src, f.dst, f.rel, f.weight, f.rank, f.confidence, f.evidence_chunk_id, f.evidence_quote, f.extractor,
@@ -83,11 +122,11 @@ BEGIN
                              excluded.evidence_quote, excluded.extractor, excluded.valid_from, excluded.valid_to);
     GET DIAGNOSTICS written = ROW_COUNT;
 
-    -- degree = distinct neighbours
+    -- degree = distinct neighbours (an index-only count over the source's edges)
     UPDATE kgrag.entity AS e SET degree = d.degree
-      FROM (SELECT c.src, count(DISTINCT f.dst)::integer AS degree
-              FROM pg_temp.kgrag_changed AS c LEFT JOIN pg_temp.kgrag_final AS f USING (src)
-             GROUP BY c.src) AS d
+      FROM (SELECT c.src, (SELECT count(DISTINCT g.dst) FROM kgrag.edge AS g
+                            WHERE g.tenant_id = t AND g.src = c.src)::integer AS degree
+              FROM pg_temp.kgrag_changed AS c) AS d
      WHERE e.tenant_id = t AND e.entity_id = d.src AND e.degree <> d.degree;
     DROP TABLE pg_temp.kgrag_final;
     TRUNCATE pg_temp.kgrag_edge_want, pg_temp.kgrag_changed;
@@ -95,7 +134,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.rewrite_edges() IS
-'Private. Applies pg_temp.kgrag_edge_want (new edge values, weight 0 = remove) and re-ranks every source named there or in pg_temp.kgrag_changed, writing each changed edge once, then updates those sources'' degrees. Returns the number of edges inserted or updated.';
+'Private. Applies pg_temp.kgrag_edge_want (new edge values, weight 0 = remove) and re-ranks every source named there or in pg_temp.kgrag_changed (ranks up to kgrag.edge_rank_depth(), reading only each source''s strongest edges and the changed ones), writing each changed edge once, then updates those sources'' degrees. Returns the number of edges inserted or updated.';
 
 CREATE OR REPLACE FUNCTION kgrag.refresh_edge_ranks(entity_ids text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -108,4 +147,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.refresh_edge_ranks(text[]) IS
-'Recomputes, for the given source entities only, each edge''s rank (position among its src''s edges by weight desc, ties by dst then rel) and each entity''s degree (distinct neighbours). Returns the number of edges whose rank changed. Ingestion maintains ranks itself for the sources a batch changes; this is for repairs and hand-made graphs.';
+'Recomputes, for the given source entities only, each edge''s rank (position among its src''s edges by weight desc, ties by dst then rel, up to kgrag.edge_rank_depth(); the others rank one more) and each entity''s degree (distinct neighbours). Returns the number of edges whose rank changed. Ingestion maintains ranks itself for the sources a batch changes; this is for repairs and hand-made graphs.';

@@ -46,8 +46,9 @@ BEGIN
         RAISE EXCEPTION 'hops must be between 0 and % (setting max_hops), got %', kgrag.setting('max_hops'),
             COALESCE(h::text, 'NULL') USING ERRCODE = '22023';
     END IF;
-    IF degree_cap IS NOT NULL AND degree_cap < 1 THEN
-        RAISE EXCEPTION 'degree_cap must be >= 1 (or NULL for no cap), got %', degree_cap USING ERRCODE = '22023';
+    IF degree_cap IS NOT NULL AND degree_cap NOT BETWEEN 1 AND kgrag.edge_rank_depth() THEN
+        RAISE EXCEPTION 'degree_cap must be between 1 and % (setting edge_rank_depth: the edges ranked), or NULL for no cap, got %',
+            kgrag.edge_rank_depth(), degree_cap USING ERRCODE = '22023';
     END IF;
     IF cardinality(seed_chunks) > 1000 THEN
         RAISE EXCEPTION 'at most 1000 seed chunks, got %', cardinality(seed_chunks) USING ERRCODE = '22023';
