@@ -161,6 +161,7 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
             [seeds, foreign_chunks + mine["chunks"]],
         ),
         "graph_totals": ("SELECT * FROM kgrag.graph_totals()", []),
+        "edge_rank_depth": ("SELECT kgrag.edge_rank_depth()", []),
         "stored_documents": ("SELECT * FROM kgrag.stored_documents(%s)", [others["docs"] + mine["docs"]]),
         "embedded_chunk_texts": ("SELECT kgrag.embedded_chunk_texts(%s)", [others["hashes"] + mine["hashes"]]),
         "embedding_todo": (
