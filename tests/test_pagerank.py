@@ -184,6 +184,7 @@ def test_the_local_route_ranks_the_graph_by_pagerank_when_asked(demo: str, use: 
         ranked = conn.execute(search, [vec, question, Jsonb({"graph_ranking": "pagerank"})]).fetchall()
         paths = conn.execute(search, [vec, question, Jsonb({})]).fetchall()
         both = conn.execute(search, [vec, question, Jsonb({"graph_ranking": "both"})]).fetchall()
+        text_only = conn.execute(search, [None, question, Jsonb({"graph_ranking": "pagerank"})]).fetchall()
     assert "Personalized PageRank" in ranked[0][3] and "k-hop paths" in paths[0][3]
     graph_chunks = [payload for kind, source, payload, _ in ranked if kind == "chunk" and source == "pagerank"]
     assert graph_chunks and all(p["ppr_mass"] > 0 for p in graph_chunks)
@@ -194,6 +195,8 @@ def test_the_local_route_ranks_the_graph_by_pagerank_when_asked(demo: str, use: 
     fused = [payload["ranks"] for kind, _, payload, _ in both if kind == "chunk"]
     assert any("graph" in r for r in fused) and any("pagerank" in r for r in fused)
     assert "Personalized PageRank" in both[0][3] and "k-hop paths" in both[0][3]
+    # from psql, the text alone: the linked entities seed the walk, no chunk does
+    assert any(kind == "chunk" and source == "pagerank" for kind, source, _, _ in text_only), text_only
     with (
         pytest.raises(psycopg.errors.InvalidParameterValue, match="graph_ranking"),
         connect(demo, role=READER) as conn,
