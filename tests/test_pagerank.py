@@ -168,6 +168,13 @@ def test_names_bounds_and_the_budget(tconn: TenantSession) -> None:
     ]:
         with pytest.raises(psycopg.errors.InvalidParameterValue, match=message), tconn.acting() as conn:
             conn.execute(f"SELECT * FROM {call}")
+    with tconn.acting() as conn:  # the work is bounded: at most ppr_max_edges entities, links and mentions
+        conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'ppr_max_edges', '5')")
+    with tconn.acting() as conn:
+        bounded = "SELECT kind, count(*) FROM kgrag.personalized_pagerank(ARRAY['e001'], hops => 3) GROUP BY kind"
+        kinds = dict(conn.execute(bounded).fetchall())
+        assert 0 < kinds["entity"] <= 5 and 0 < kinds["chunk"] <= 5, kinds
+        assert len(by_id) > 10  # without the bound
     with tconn.acting() as conn:
         conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'khop_timeout_ms', '0')")
     with pytest.raises(psycopg.errors.QueryCanceled, match="graph traversal"), tconn.acting() as conn:

@@ -89,6 +89,10 @@ BEGIN
                         ORDER BY x.id);
         ents := ents || reached_now;
         frontier := reached_now;
+        IF cardinality(ents) > max_edges THEN  -- a hub without a degree cap: the nearest max_edges entities
+            ents := ents[1:max_edges];
+            EXIT;
+        END IF;
         IF clock_timestamp() >= deadline THEN
             PERFORM kgrag_private.traversal_timeout(budget_ms);
         END IF;
@@ -119,6 +123,8 @@ BEGIN
                  WHERE g.tenant_id = t
                  GROUP BY 1, 2, 3) AS y
          GROUP BY y.a, y.b
+         ORDER BY sum(y.w) DESC, y.a COLLATE "C", y.b COLLATE "C"
+         LIMIT max_edges  -- the strongest links, at most as many as the entity-chunk links
     ), step AS (
         SELECT 'e' || pr.a AS src, 'e' || pr.b AS dst, pr.w FROM pair AS pr
         UNION ALL SELECT 'e' || pr.b, 'e' || pr.a, pr.w FROM pair AS pr
@@ -184,4 +190,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.personalized_pagerank(text[], double precision[], text[], double precision[], double precision, integer, integer) IS
-'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight (summed over relation types). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
+'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight (summed over relation types). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
