@@ -202,6 +202,16 @@ def test_the_local_route_ranks_the_graph_by_pagerank_when_asked(demo: str, use: 
     fused = [payload["ranks"] for kind, _, payload, _ in both if kind == "chunk"]
     assert any("graph" in r for r in fused) and any("pagerank" in r for r in fused)
     assert "Personalized PageRank" in both[0][3] and "k-hop paths" in both[0][3]
+    # the README's psql example, as a reader
+    with connect(demo, role=READER) as conn, tenant_transaction(conn, DEMO_TENANT):
+        example = conn.execute(
+            "SELECT kind, node_id, round(mass::numeric, 4), rank"
+            " FROM kgrag.personalized_pagerank(ARRAY['Payment Gateway']) WHERE rank <= 3"
+        ).fetchall()
+    assert [(kind, rank) for kind, _, _, rank in example] == [("entity", r) for r in (1, 2, 3)] + [
+        ("chunk", r) for r in (1, 2, 3)
+    ]
+    assert example[0][1] == "service:payment gateway"
     # from psql, the text alone: the linked entities seed the walk, no chunk does
     assert any(kind == "chunk" and source == "pagerank" for kind, source, _, _ in text_only), text_only
     with (
