@@ -46,10 +46,12 @@ def scratch_database(name: str, *, dim: int = DEFAULT_DIMENSION) -> Iterator[str
 
 
 @contextmanager
-def tenant_connection(dsn: str, tenant: str) -> Iterator[TenantSession]:
+def tenant_connection(dsn: str, tenant: str, role: str | None = None) -> Iterator[TenantSession]:
     """An autocommit connection working for one tenant: each statement its own transaction that
-    names the tenant first (benchmarks only; .conn is the connection itself, for VACUUM)."""
-    with connect(dsn, autocommit=True) as conn:
+    names the tenant first (benchmarks only; .conn is the connection itself, for VACUUM). As the
+    installing superuser unless a role is given (kgrag_reader: row-level security applies, as to
+    an application)."""
+    with connect(dsn, autocommit=True, role=role) as conn:
         yield TenantSession(conn, tenant)
 
 

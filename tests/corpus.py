@@ -63,3 +63,24 @@ def _add_entity(
             "INSERT INTO kgrag.alias (tenant_id, entity_id, alias) VALUES (%s, %s, %s)", [tenant, entity_id, alias]
         )
     return str(entity_id)
+
+
+def add_mesh(admin: psycopg.Connection, tenant: str, ids: Sequence[str], *, hub: str | None = None) -> None:
+    """Entities `ids`, every ordered pair linked by co-occurrence (and, with `hub`, an existing
+    entity, that one to each of them both ways): a graph whose breadth-first walk still follows
+    len(ids) ** 2 edges at its second hop, for the tests of a walk's budgets. Written by the
+    installing superuser without the foreign-key triggers (session_replication_role = replica),
+    which would take most of a minute for 600 entities; every key written exists."""
+    with admin.transaction():
+        admin.execute("SET LOCAL session_replication_role = replica")
+        admin.execute(
+            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, degree)"
+            " SELECT %s, x, x, 'k', %s FROM unnest(%s::text[]) AS x",
+            [tenant, len(ids) - 1, list(ids)],
+        )
+        linked = [*ids, hub] if hub else list(ids)
+        admin.execute(
+            "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight) SELECT %s, a, b, 'CO_OCCURS', 1"
+            " FROM unnest(%s::text[]) AS a, unnest(%s::text[]) AS b WHERE a <> b",
+            [tenant, linked, linked],
+        )

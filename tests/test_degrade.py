@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from corpus import add_mesh
 from fake_openai import FakeOpenAI
 from ingesting import ingest
 
@@ -63,10 +64,10 @@ def test_a_walk_over_budget_falls_back_to_vector_and_lexical(mesh: psycopg.Conne
     assert any(row.kind == "entity" for row in walked.rows)
     assert all("coverage" not in row.payload for row in walked.rows)
 
-    setting(mesh, "khop_timeout_ms", "1")
+    setting(mesh, "max_paths_walked", "10")  # capped at 4 edges a node, the second hop follows 16
     result = search(mesh, "What is Node 00 linked to?", hops=4, degree_cap=None)
     assert result.route == "local"
-    assert "the graph was over budget (graph traversal cancelled" in result.reason
+    assert "the graph was over budget (graph traversal stopped after 10 paths" in result.reason
     assert "vector and lexical chunks returned instead" in result.reason
     assert result.rows and all(row.kind == "chunk" for row in result.rows)
     assert all(row.payload["coverage"] == "reduced" for row in result.rows)
@@ -79,8 +80,8 @@ def test_a_walk_over_budget_falls_back_to_vector_and_lexical(mesh: psycopg.Conne
 
 
 def test_the_walk_error_stands_when_the_fallback_finds_nothing(mesh: psycopg.Connection) -> None:
-    setting(mesh, "khop_timeout_ms", "1")
-    with pytest.raises(psycopg.errors.QueryCanceled, match="graph traversal cancelled") as caught:
+    setting(mesh, "max_paths_walked", "10")
+    with pytest.raises(psycopg.errors.QueryCanceled, match="graph traversal stopped") as caught:
         q(
             mesh,
             "SELECT * FROM kgrag.kgrag_search(NULL, 'local', 'Node 00 zebra quasar nebula',"
@@ -89,7 +90,11 @@ def test_the_walk_error_stands_when_the_fallback_finds_nothing(mesh: psycopg.Con
     assert "found nothing either" in (caught.value.diag.message_hint or "")
 
 
-def test_a_cancel_from_outside_is_not_taken_for_the_walk_budget(mesh: psycopg.Connection) -> None:
+def test_a_cancel_from_outside_is_not_taken_for_the_walk_budget(
+    mesh: psycopg.Connection, admin: psycopg.Connection
+) -> None:
+    (node,) = q(mesh, "SELECT kgrag.resolve_entities(ARRAY['Node 00'])")[0]
+    add_mesh(admin, "t1", [f"x:{i:03d}" for i in range(600)], hub=node[0])  # the second hop follows 360,000 edges
     setting(mesh, "khop_timeout_ms", "60000")
     setting(mesh, "max_paths_walked", "100000000")
     with tenant_transaction(mesh, "t1"):

@@ -15,6 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from commands import run
+from corpus import add_mesh
 from ingesting import ingest
 
 from pgkgrag.chunking import ChunkSettings, chunk_text
@@ -208,25 +209,15 @@ def test_every_caller_is_bounded(dsn: str, record_property: Callable[[str, objec
         assert nulls == defaults and defaults is not None and defaults[0]["seeds"] == 3
 
 
-def test_a_walk_past_its_path_budget_or_the_search_deadline_stops(tconn: object) -> None:
+def test_a_walk_past_its_path_budget_or_the_search_deadline_stops(tconn: object, admin: psycopg.Connection) -> None:
     session = tconn
-    ids = [f"k:{i:02d}" for i in range(20)]
+    # 600 entities, all linked: the second hop follows 359,000 edges
+    add_mesh(admin, "t1", [f"k:{i:03d}" for i in range(600)])
     with session.acting() as conn:  # type: ignore[attr-defined]
-        conn.execute(
-            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type)"
-            " SELECT 't1', x, x, 'k' FROM unnest(%s::text[]) x",
-            [ids],
-        )
-        conn.execute(
-            "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight) SELECT 't1', a, b, 'CO_OCCURS', 1"
-            " FROM unnest(%s::text[]) a, unnest(%s::text[]) b WHERE a <> b",
-            [ids, ids],
-        )
-        conn.execute("INSERT INTO kgrag.alias (tenant_id, entity_id, alias) VALUES ('t1', 'k:00', 'Kilo Zero')")
-        conn.execute("UPDATE kgrag.entity SET degree = 19 WHERE tenant_id = 't1'")
+        conn.execute("INSERT INTO kgrag.alias (tenant_id, entity_id, alias) VALUES ('t1', 'k:000', 'Kilo Zero')")
     session.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'max_paths_walked', '1000')")  # type: ignore[attr-defined]
     with pytest.raises(psycopg.errors.QueryCanceled, match="stopped after 1000 paths"):
-        session.execute("SELECT count(*) FROM kgrag.k_hop(ARRAY['k:00'], 4)")  # type: ignore[attr-defined]
+        session.execute("SELECT count(*) FROM kgrag.k_hop(ARRAY['k:000'], 4)")  # type: ignore[attr-defined]
     session.execute("UPDATE kgrag.settings SET value = '100000000' WHERE tenant_id = 't1' AND key = 'max_paths_walked'")  # type: ignore[attr-defined]
     session.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'search_timeout_ms', '100')")  # type: ignore[attr-defined]
     start = time.perf_counter()

@@ -59,22 +59,14 @@ $$;
 COMMENT ON FUNCTION kgrag.resolve_entities(text[]) IS
 'Returns the entity ids of up to 100 entities given by id, name or alias (a name or alias matches whatever the case and the accents), in the order given, once each. A name no entity has, or one that several entities have (the error lists them), raises SQLSTATE 22023. What kgrag.k_hop, kgrag.fanout, kgrag.neighbourhood and the search option seed_entities accept.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.walk(
-    seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz, direction text)
-RETURNS TABLE (entity_id text, hop integer, trail text, seed text, steps text)
+CREATE OR REPLACE FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relations text[], direction text)
+RETURNS TABLE (deadline timestamptz, budget_ms integer, relation_keys text[])
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
-SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
-    t text := kgrag.current_tenant();
     max_hops integer := kgrag.setting('max_hops')::integer;
-    budget_ms integer := kgrag.setting('khop_timeout_ms')::integer;
-    max_paths integer := kgrag.setting('max_paths_walked')::integer;
     search_deadline text := current_setting('kgrag.search_deadline', true);
-    rels text[] := ARRAY(SELECT DISTINCT kgrag.relation_key(r) FROM unnest(relations) AS r WHERE r IS NOT NULL);
-    deadline timestamptz;
-    walked integer;
 BEGIN
     IF hops IS NULL OR hops < 0 THEN
         RAISE EXCEPTION 'hops must be >= 0, got %', COALESCE(hops::text, 'NULL') USING ERRCODE = '22023';
@@ -92,15 +84,38 @@ BEGIN
         RAISE EXCEPTION 'direction must be out, in or both, got %', COALESCE(quote_literal(direction), 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    IF relations IS NULL THEN
-        rels := NULL;
-    END IF;
+    budget_ms := kgrag.setting('khop_timeout_ms')::integer;
     deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
     IF search_deadline <> '' AND search_deadline::timestamptz < deadline THEN
         -- inside kgrag_search, whose whole time has one budget (setting search_timeout_ms)
         deadline := search_deadline::timestamptz;
         budget_ms := greatest(0, (extract(epoch FROM deadline - clock_timestamp()) * 1000)::integer);
     END IF;
+    relation_keys := CASE WHEN relations IS NOT NULL
+                          THEN ARRAY(SELECT DISTINCT kgrag.relation_key(r) FROM unnest(relations) AS r WHERE r IS NOT NULL) END;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.walk_bounds(integer, integer, text[], text) IS
+'Private. Checks a walk''s arguments (hops within max_hops, degree_cap within edge_rank_depth, direction out, in or both; 22023 otherwise) and returns its deadline (khop_timeout_ms from now, or the end of the kgrag_search that runs it if sooner), that budget in ms, and the relation types as keys (NULL for all).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.walk(
+    seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz, direction text)
+RETURNS TABLE (entity_id text, hop integer, trail text, seed text, steps text)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+SET plan_cache_mode = force_custom_plan
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    max_paths integer := kgrag.setting('max_paths_walked')::integer;
+    rels text[];
+    deadline timestamptz;
+    budget_ms integer;
+    walked integer;
+BEGIN
+    SELECT w.relation_keys, w.deadline, w.budget_ms INTO rels, deadline, budget_ms
+      FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction) AS w;
     -- The branch a direction does not take is a constant false in this custom plan, so it is
     -- never scanned. CO_OCCURS is stored both ways: walked out, it needs no reverse branch.
     RETURN QUERY
@@ -139,7 +154,100 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.walk(text[], integer, integer, text[], timestamptz, text) IS
-'Private. Returns every simple path walked from the seeds (entity ids), one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed, steps = one character per step, > along the edge, < against it), and leaves the number of paths in the setting kgrag.paths_walked. The recursive CTE behind kgrag.k_hop and kgrag.fanout. direction: out follows edges from src to dst, in from dst to src, both either way. Relation types match whatever their case (kgrag.relation_key). Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths.';
+'Private. Returns every simple path walked from the seeds (entity ids), one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed, steps = one character per step, > along the edge, < against it), and leaves the number of paths in the setting kgrag.paths_walked. The recursive CTE behind kgrag.fanout, which counts paths (kgrag.k_hop walks breadth-first: kgrag_private.frontier). direction: out follows edges from src to dst, in from dst to src, both either way. Relation types match whatever their case (kgrag.relation_key). Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.frontier(
+    seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz, direction text)
+RETURNS TABLE (entity_id text, hop integer, trail text, seed text, steps text)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+SET plan_cache_mode = force_custom_plan  -- the arguments fold: the index that fits each walk
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    max_paths integer := kgrag.setting('max_paths_walked')::integer;
+    rels text[];
+    deadline timestamptz;
+    budget_ms integer;
+    -- The frontier: the entities first reached at the last hop, each by its first shortest path
+    -- written as steps || trail ('><|seed|a|b|': the steps never hold '|'), in trail byte order.
+    front text[];
+    ids text[];  -- the entity at the end of each path of the frontier
+    visited text[];
+    reached text[];  -- the entities first reached at this hop
+    examined bigint := 0;  -- paths extended by one edge, kept or not: what the budget counts
+    step_paths bigint;
+    h integer := 0;
+BEGIN
+    SELECT w.relation_keys, w.deadline, w.budget_ms INTO rels, deadline, budget_ms
+      FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction) AS w;
+    SELECT COALESCE(array_agg('|' || e.entity_id || '|' ORDER BY e.entity_id || '|' COLLATE "C"), '{}'),
+           COALESCE(array_agg(e.entity_id), '{}')
+      INTO front, visited
+      FROM kgrag.entity AS e
+     WHERE e.tenant_id = t AND e.entity_id = ANY (seeds);
+    WHILE TRUE LOOP
+        RETURN QUERY SELECT split_part(f.path, '|', -2), h, substr(f.path, h + 1), split_part(f.path, '|', 2), left(f.path, h)
+                       FROM unnest(front) AS f(path);
+        EXIT WHEN h >= hops OR cardinality(front) = 0;
+        h := h + 1;
+        -- the ids apart: a join on split_part() could not use the edge index under the tenant
+        -- policy (split_part is not leakproof)
+        ids := ARRAY(SELECT split_part(x.path, '|', -2) FROM unnest(front) WITH ORDINALITY AS x(path, o) ORDER BY x.o);
+        IF clock_timestamp() >= deadline THEN
+            PERFORM kgrag_private.traversal_timeout(budget_ms);
+        END IF;
+        -- Every edge out of the frontier (in this custom plan the branch a direction does not take
+        -- is a constant false; CO_OCCURS is stored both ways), at most the paths left in the budget.
+        -- The frontier is in trail order, so of the entities not reached before each keeps the
+        -- path through the first frontier entity linking to it, and '<' before '>' for the same
+        -- one: the first (trail, steps) in byte order, the path kgrag_private.walk's enumeration
+        -- ranks first. Integers are compared, not the paths.
+        SELECT COALESCE(array_agg(left(p.path, h - 1) || CASE WHEN n.best % 2 = 1 THEN '>' ELSE '<' END
+                                  || substr(p.path, h) || n.next_id || '|'
+                                  ORDER BY n.best / 2, n.next_id || '|' COLLATE "C") FILTER (WHERE n.fresh), '{}'),
+               COALESCE(array_agg(n.next_id) FILTER (WHERE n.fresh), '{}'),
+               COALESCE(sum(n.paths), 0)
+          INTO front, reached, step_paths
+          FROM (SELECT g.next_id, g.best, g.paths, v.id IS NULL AS fresh
+                  FROM (SELECT c.next_id, min(c.o * 2 + c.forward) AS best, count(*) AS paths
+                          FROM (SELECT x.dst AS next_id, f.o, 1 AS forward
+                                  FROM unnest(ids) WITH ORDINALITY AS f(id, o)
+                                  JOIN kgrag.edge AS x ON x.tenant_id = t AND x.src = f.id
+                                 WHERE direction <> 'in'
+                                   AND (degree_cap IS NULL OR x.rank <= degree_cap)
+                                   AND (rels IS NULL OR x.rel = ANY (rels))
+                                   AND (as_of IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= as_of)
+                                                          AND (x.valid_to IS NULL OR x.valid_to > as_of)))
+                                   AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
+                                UNION ALL
+                                SELECT x.src, f.o, 0
+                                  FROM unnest(ids) WITH ORDINALITY AS f(id, o)
+                                  JOIN kgrag.edge AS x ON x.tenant_id = t AND x.dst = f.id
+                                 WHERE direction <> 'out' AND (direction = 'in' OR x.rel <> 'CO_OCCURS')
+                                   AND (degree_cap IS NULL OR x.rank <= degree_cap)
+                                   AND (rels IS NULL OR x.rel = ANY (rels))
+                                   AND (as_of IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= as_of)
+                                                          AND (x.valid_to IS NULL OR x.valid_to > as_of)))
+                                   AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
+                                 LIMIT max_paths - examined + 1) AS c
+                         GROUP BY c.next_id) AS g
+                  LEFT JOIN unnest(visited) AS v(id) ON v.id = g.next_id) AS n
+          -- joined, not subscripted: the i-th element of a text array is found by walking it
+          LEFT JOIN unnest(front) WITH ORDINALITY AS p(path, o) ON n.fresh AND p.o = n.best / 2;
+        examined := examined + step_paths;
+        IF examined > max_paths THEN
+            RAISE EXCEPTION 'graph traversal stopped after % paths (setting max_paths_walked)', max_paths
+                USING ERRCODE = '57014',
+                      HINT = 'Walk fewer hops, pass a degree cap, or filter relations: a hub multiplies every hop.';
+        END IF;
+        visited := visited || reached;
+    END LOOP;
+    PERFORM set_config('kgrag.paths_walked', examined::text, true);  -- read back by kgrag_search's log
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.frontier(text[], integer, integer, text[], timestamptz, text) IS
+'Private. The breadth-first walk behind kgrag.k_hop: one row per entity reached, at its shortest hop, with the first of its shortest paths by (trail, steps) in byte order, the same row kgrag_private.walk''s enumeration ranks first (same arguments and columns). Each hop extends only the paths of the entities first reached at the hop before, so the work is the edges out of the reached entities, not the number of paths. Leaves the paths extended (every edge followed, kept or not) in kgrag.paths_walked. Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths extended.';
 
 CREATE OR REPLACE FUNCTION kgrag.k_hop(
     seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL, relations text[] DEFAULT NULL,
@@ -148,14 +256,10 @@ RETURNS TABLE (entity_id text, hop integer, path text[], seed text, directions t
 LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    SELECT x.entity_id, x.hop, string_to_array(btrim(x.trail, '|'), '|'), x.seed,
-           ARRAY(SELECT CASE WHEN u.s = '>' THEN 'out' ELSE 'in' END
-                   FROM unnest(string_to_array(x.steps, NULL)) WITH ORDINALITY AS u(s, o) ORDER BY u.o)
-      FROM (SELECT w.*, row_number() OVER (PARTITION BY w.entity_id
-                                           ORDER BY w.hop, w.trail COLLATE "C", w.steps) AS shortest
-              FROM kgrag_private.walk(kgrag.resolve_entities(seeds), hops, degree_cap, relations, as_of, direction) AS w) AS x
-     WHERE x.shortest = 1
-     ORDER BY x.hop, x.entity_id COLLATE "C"
+    SELECT w.entity_id, w.hop, string_to_array(btrim(w.trail, '|'), '|'), w.seed,
+           string_to_array(rtrim(replace(replace(w.steps, '>', 'out,'), '<', 'in,'), ','), ',')
+      FROM kgrag_private.frontier(kgrag.resolve_entities(seeds), hops, degree_cap, relations, as_of, direction) AS w
+     ORDER BY w.hop, w.entity_id COLLATE "C"
 $$;
 COMMENT ON FUNCTION kgrag.k_hop(text[], integer, integer, text[], timestamptz, text) IS
 'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps edges with rank <= degree_cap (each node''s strongest edges in the stored direction, counted over every relation type; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case, as_of keeps edges valid at that time. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
