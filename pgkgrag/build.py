@@ -2,7 +2,8 @@
 
 Leiden runs here, on the tenant's co-occurrence graph (kgrag.community_graph), with
 graspologic-native (the Rust Leiden of Microsoft GraphRAG), seeded: the same graph always gives the
-same communities. Everything else is SQL (kgrag.replace_communities, refresh_reports, refresh_answers).
+same communities. Everything else is SQL (kgrag.replace_communities, refresh_reports, refresh_answers,
+refresh_lexeme_stats).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class BuildSummary:
     summaries_rejected: Counter[str] = field(default_factory=Counter)
     entity_embeddings: int = 0
     report_embeddings: int = 0
+    common_lexemes: int = 0  # the words lexical search draws no candidates from (kgrag.lexeme_stats)
 
 
 def detect_communities(conn: psycopg.Connection) -> CommunityCounts:
@@ -103,6 +105,8 @@ def build(
         reports = conn.execute(Q["refresh_reports"]).fetchone()
         assert reports is not None
         summary.reports = ReportCounts.model_validate(reports[0])
+        lexemes = conn.execute(Q["refresh_lexeme_stats"]).fetchone()
+        summary.common_lexemes = lexemes[0] if lexemes else 0
         if report_writer is not None:
             from pgkgrag.llm_reports import rewrite_reports
 

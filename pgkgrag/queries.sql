@@ -272,6 +272,9 @@ SELECT kgrag.refresh_answers();
 -- name: refresh_reports
 SELECT kgrag.refresh_reports();
 
+-- name: refresh_lexeme_stats
+SELECT kgrag.refresh_lexeme_stats();
+
 -- name: template_reports
 SELECT community_id, report FROM kgrag.template_reports();
 

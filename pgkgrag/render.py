@@ -76,7 +76,7 @@ def build_line(built: BuildSummary) -> str:
     communities = built.communities.communities if built.communities else "unchanged"
     line = (
         f"communities: {communities}; reports written: {built.reports.written} of {built.reports.reports}; "
-        f"answers written: {built.answers}; "
+        f"answers written: {built.answers}; common words counted: {built.common_lexemes}; "
         f"embedded: {built.entity_embeddings} entities, {built.report_embeddings} reports"
     )
     if built.summarized or built.summaries_rejected:

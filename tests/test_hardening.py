@@ -24,7 +24,7 @@ from pgkgrag.db import READER, WRITER, connect, tenant_transaction
 PROBE = "kgrag_probe"
 LOGGER = "kgrag_logger"
 DEFINER_ALLOWED = {
-    "kgrag_private.fts_probe(tsquery,regconfig)": (PROBE, "full-text matches through chunk_tsv_idx"),
+    "kgrag_private.fts_probe(tsquery,regconfig,integer)": (PROBE, "full-text matches through chunk_tsv_idx"),
     "kgrag_private.trigram_probe(text[],integer,integer)": (PROBE, "alias candidates through alias_trigrams_idx"),
     "kgrag.tenants()": (PROBE, "the tenants the caller may use and their document counts"),
     "kgrag_private.log_search(text,text,text,text[],integer,integer,double precision,boolean,text,integer)": (
@@ -107,12 +107,13 @@ def test_the_probes_fail_closed_and_keep_to_the_tenant(dsn: str, admin: psycopg.
     admin.commit()
     with connect(dsn, role=READER) as conn:
         with pytest.raises(psycopg.errors.InvalidAuthorizationSpecification, match=r"kgrag\.tenant is not set"):
-            conn.execute("SELECT * FROM kgrag_private.fts_probe('renew', 'english')").fetchall()
+            conn.execute("SELECT * FROM kgrag_private.fts_probe('renew', 'english', 10)").fetchall()
         conn.rollback()
         with tenant_transaction(conn, "t2"):
-            assert conn.execute("SELECT * FROM kgrag_private.fts_probe('renew', 'english')").fetchall() == []
+            assert conn.execute("SELECT * FROM kgrag_private.fts_probe('renew', 'english', 10)").fetchall() == []
         with tenant_transaction(conn, "t1"):
-            assert [r[0] for r in conn.execute("SELECT * FROM kgrag_private.fts_probe('renew', 'english')")] == ["d#0"]
+            found = conn.execute("SELECT * FROM kgrag_private.fts_probe('renew', 'english', 10)")
+            assert [r[0] for r in found] == ["d#0"]
 
 
 def test_every_function_pins_its_search_path(admin: psycopg.Connection) -> None:

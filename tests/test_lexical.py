@@ -99,3 +99,87 @@ def test_bad_arguments_are_named(lexical: psycopg.Connection) -> None:
         search(lexical, "contract", -1)
     with pytest.raises(psycopg.errors.InvalidParameterValue, match="lexical mode must be"):
         search(lexical, "contract", 10, "fuzzy")
+
+
+EXHAUSTIVE = """
+    SELECT c.chunk_id FROM kgrag.chunk AS c
+     WHERE c.tsv @@ kgrag.lexical_query(%(q)s, 'english')
+       AND kgrag_private.coverage(c.tsv, kgrag_private.question_words(%(q)s, 'english')) >= %(cov)s
+     ORDER BY ts_rank_cd(c.tsv, kgrag.lexical_query(%(q)s, 'english')) DESC, c.chunk_id
+     LIMIT 10
+"""
+
+
+@pytest.fixture
+def common_words(tconn: psycopg.Connection) -> psycopg.Connection:
+    """300 chunks sharing 'weekly operations review', a few more words each, and three that
+    also name the rare 'zephyr' (seeded, so the same corpus every run)."""
+    import random
+
+    rng = random.Random(5)
+    extra = ["cluster", "billing", "incident", "deploy", "latency", "outage", "upgrade", "backup"]
+    texts = {
+        f"ops{i:03d}": "The weekly operations review of cycle "
+        + str(i)
+        + " covers "
+        + " and ".join(rng.sample(extra, rng.randint(1, 4)))
+        + ("; the zephyr rollout slipped." if i in (17, 150, 299) else ".")
+        for i in range(300)
+    }
+    add_chunks(tconn, "t1", texts)
+    return tconn
+
+
+QUESTIONS = [
+    "weekly operations review zephyr",
+    "zephyr",
+    "weekly review of billing latency",
+    "operations outage and backup during the upgrade",
+    "weekly operations review",
+]
+
+
+def test_with_every_match_a_candidate_the_ranking_is_exhaustive(common_words: psycopg.Connection) -> None:
+    for question in QUESTIONS:
+        for coverage in (0, 0.5):
+            got = search(common_words, question, 10, "any", None, coverage)
+            assert got == [r[0] for r in common_words.execute(EXHAUSTIVE, {"q": question, "cov": coverage})], question
+
+
+def test_the_candidates_are_bounded_and_the_rare_terms_come_first(common_words: psycopg.Connection) -> None:
+    common_words.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'lexical_candidates', '20')")
+    for question in QUESTIONS:
+        (n,) = common_words.execute(
+            "SELECT count(*) FROM kgrag_private.lexical_candidates(%s, 'english', 'any', 20)", [question]
+        ).fetchone()  # type: ignore[misc]
+        assert n <= 20, question
+    # the three chunks holding the rare word are scored, and rank first, as they do unbounded
+    got = search(common_words, "weekly operations review zephyr", 3, "any", None, 0.5)
+    assert sorted(got) == ["ops017#0", "ops150#0", "ops299#0"]
+    exhaustive = [r[0] for r in common_words.execute(EXHAUSTIVE, {"q": "weekly operations review zephyr", "cov": 0.5})]
+    assert got == exhaustive[:3]
+    # every word in more than 20 chunks: none draws candidates (unbounded, all 300 would be scored)
+    assert search(common_words, "weekly review of billing latency", 10, "any", None, 0.5) == []
+    assert common_words.execute(EXHAUSTIVE, {"q": "weekly review of billing latency", "cov": 0.5}).fetchall()
+
+
+def test_the_common_words_are_counted_once_by_the_build_step(common_words: psycopg.Connection) -> None:
+    common_words.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'lexical_candidates', '20')")
+    before = {q: search(common_words, q, 10, "any", None, 0.5) for q in QUESTIONS}
+    (stored,) = common_words.execute("SELECT kgrag.refresh_lexeme_stats()").fetchone()  # type: ignore[misc]
+    counted = common_words.execute("SELECT lexeme, chunks FROM kgrag.lexeme_stats ORDER BY lexeme").fetchall()
+    expected = common_words.execute(
+        "SELECT u.lexeme, count(*) FROM kgrag.chunk AS c CROSS JOIN LATERAL unnest(c.tsv) AS u"
+        " GROUP BY u.lexeme HAVING count(*) > 20 ORDER BY u.lexeme"
+    ).fetchall()
+    assert stored == len(counted) == len(expected) and counted == expected
+    assert ("week", 300) in counted and "zephyr" not in dict(counted)
+    # the counts only spare reading the common words' index lists: the same answers
+    assert {q: search(common_words, q, 10, "any", None, 0.5) for q in QUESTIONS} == before
+    # a word the table calls common draws nothing, whatever the index holds: the index is not read
+    common_words.execute(
+        "INSERT INTO kgrag.lexeme_stats (tenant_id, lang, lexeme, chunks) VALUES ('t1', 'english', 'zephyr', 999)"
+    )
+    assert search(common_words, "zephyr", 10) == []
+    common_words.execute("SELECT kgrag.refresh_lexeme_stats()")  # recounted: zephyr is rare again
+    assert len(search(common_words, "zephyr", 10)) == 3

@@ -1,6 +1,15 @@
 -- Full-text search over chunks: accents folded (kgrag.fold) on both sides, one text search
 -- configuration per document language, and parsing that never fails on user punctuation.
 
+CREATE OR REPLACE FUNCTION kgrag_private.question_lexemes(question text, config regconfig) RETURNS text[]
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT tsvector_to_array(to_tsvector(config, COALESCE(question, '')) || to_tsvector(config, kgrag.fold(COALESCE(question, ''))))
+$$;
+COMMENT ON FUNCTION kgrag_private.question_lexemes(text, regconfig) IS
+'Private. Returns the lexemes of a question in a text search configuration, as written and with accents folded (kgrag.chunk.tsv holds both forms): the terms of lexical mode ''any''.';
+
 CREATE OR REPLACE FUNCTION kgrag.lexical_query(question text, config regconfig, mode text DEFAULT 'any')
 RETURNS tsquery
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -21,7 +30,7 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
     -- 'any': every content word of the question, OR-ed; ranking rewards chunks that hold more.
-    FOREACH lexeme IN ARRAY tsvector_to_array(to_tsvector(config, raw) || to_tsvector(config, kgrag.fold(raw))) LOOP
+    FOREACH lexeme IN ARRAY kgrag_private.question_lexemes(raw, config) LOOP
         q := CASE WHEN q IS NULL THEN plainto_tsquery('simple', lexeme)
                   ELSE q || plainto_tsquery('simple', lexeme) END;
     END LOOP;
@@ -31,7 +40,7 @@ $$;
 COMMENT ON FUNCTION kgrag.lexical_query(text, regconfig, text) IS
 'Returns the tsquery used for a question in a text search configuration: mode ''any'' (default) ORs the question''s content words; mode ''websearch'' is websearch_to_tsquery (all words, "quoted phrases", or, -negation). Words are taken as written and with accents folded. Never raises on punctuation, and a question of stop words only gives an empty tsquery without a NOTICE.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig)
+CREATE OR REPLACE FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim integer)
 RETURNS TABLE (chunk_id text, tsv tsvector)
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
@@ -39,14 +48,92 @@ AS $$
     SELECT c.chunk_id, c.tsv
       FROM kgrag.chunk AS c
      WHERE c.tenant_id = (SELECT kgrag.current_tenant()) AND c.lang = config AND c.tsv @@ query
+     LIMIT lim
 $$;
 GRANT CREATE ON SCHEMA kgrag_private TO kgrag_probe;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag_private.fts_probe(tsquery, regconfig) OWNER TO kgrag_probe;
+ALTER FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) OWNER TO kgrag_probe;
 REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_probe;
-REVOKE EXECUTE ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig) TO kgrag_reader, kgrag_writer;
-COMMENT ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig) IS
-'Private. Returns (chunk_id, tsv) of the current tenant''s chunks in a text search configuration that match a tsquery. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
+REVOKE EXECUTE ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) TO kgrag_reader, kgrag_writer;
+COMMENT ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) IS
+'Private. Returns (chunk_id, tsv) of at most lim of the current tenant''s chunks in a text search configuration that match a tsquery, in storage order. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
+
+CREATE OR REPLACE FUNCTION kgrag.refresh_lexeme_stats() RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    cap integer := kgrag.setting('lexical_candidates')::integer;
+    stored integer;
+BEGIN
+    DELETE FROM kgrag.lexeme_stats AS s WHERE s.tenant_id = t;
+    INSERT INTO kgrag.lexeme_stats (tenant_id, lang, lexeme, chunks)
+    SELECT t, c.lang, u.lexeme, count(*)
+      FROM kgrag.chunk AS c
+     CROSS JOIN LATERAL unnest(c.tsv) AS u(lexeme, positions, weights)
+     WHERE c.tenant_id = t
+     GROUP BY c.lang, u.lexeme
+    HAVING count(*) > cap;
+    GET DIAGNOSTICS stored = ROW_COUNT;
+    RETURN stored;
+END
+$$;
+COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS
+'Counts, for the current tenant, the lexemes that more chunks hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.lexical_candidates(question text, config regconfig, mode text, cap integer)
+RETURNS TABLE (chunk_id text, tsv tsvector)
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    query tsquery := kgrag.lexical_query(question, config, mode);
+    terms text[];
+    counts bigint[];
+    rare tsquery;
+    total bigint := 0;
+    got bigint := 0;
+    r integer := 0;  -- the rare terms: terms[1:r]
+BEGIN
+    IF numnode(query) = 0 THEN
+        RETURN;
+    ELSIF mode = 'websearch' THEN  -- every word required: the matches are the candidates
+        RETURN QUERY SELECT p.chunk_id, p.tsv FROM kgrag_private.fts_probe(query, config, cap) AS p;
+        RETURN;
+    END IF;
+    -- 'any': how many chunks hold each term, rarest first: from kgrag.lexeme_stats for the common
+    -- ones (their index lists are long), else through the index, counted up to cap + 1
+    SELECT array_agg(x.term ORDER BY x.n, x.term COLLATE "C"), array_agg(x.n ORDER BY x.n, x.term COLLATE "C")
+      INTO terms, counts
+      FROM (SELECT w.term,
+                   COALESCE((SELECT s.chunks FROM kgrag.lexeme_stats AS s
+                              WHERE s.tenant_id = t AND s.lang = config AND s.lexeme = w.term AND s.chunks > cap),
+                            (SELECT count(*) FROM kgrag_private.fts_probe(plainto_tsquery('simple', w.term), config, cap + 1))) AS n
+              FROM unnest(kgrag_private.question_lexemes(question, config)) AS w(term)) AS x;
+    -- The rarest terms whose chunks fit in cap together: every chunk holding one is a candidate;
+    -- then, up to cap, chunks holding the next term if it is no more common than cap. A term more
+    -- chunks hold draws none: it would say little about a chunk, and reading its list is the cost
+    -- that grows with the corpus.
+    WHILE r < cardinality(terms) AND total + counts[r + 1] <= cap LOOP
+        r := r + 1;
+        total := total + counts[r];
+        rare := CASE WHEN rare IS NULL THEN plainto_tsquery('simple', terms[r]) ELSE rare || plainto_tsquery('simple', terms[r]) END;
+    END LOOP;
+    IF rare IS NOT NULL THEN
+        RETURN QUERY SELECT p.chunk_id, p.tsv FROM kgrag_private.fts_probe(rare, config, cap) AS p;
+        GET DIAGNOSTICS got = ROW_COUNT;
+    END IF;
+    IF r < cardinality(terms) AND counts[r + 1] <= cap AND got < cap THEN
+        RETURN QUERY SELECT p.chunk_id, p.tsv FROM kgrag_private.fts_probe(plainto_tsquery('simple', terms[r + 1]), config, cap) AS p
+                      WHERE rare IS NULL OR NOT p.tsv @@ rare
+                      LIMIT cap - got;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.lexical_candidates(text, regconfig, text, integer) IS
+'Private. Returns at most cap chunks (chunk_id, tsv) of the current tenant in a text search configuration for lexical search to score. Mode ''any'': every chunk holding one of the question''s rarest terms (those whose chunks, counted up to cap + 1 each, fit in cap together), then, up to cap, chunks holding the next rarest term (in storage order) if at most cap chunks hold it; a term more chunks hold draws no candidates (kgrag.lexeme_stats names those without reading their index lists). Mode ''websearch'': up to cap matches. The work is bounded by cap per term, not by the number of chunks holding a word; with at most cap chunks per term and in all, every match is a candidate.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.coverage(tsv tsvector, words text[]) RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
@@ -77,6 +164,7 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
+    cap integer := kgrag.setting('lexical_candidates')::integer;
     configs regconfig[];
 BEGIN
     PERFORM kgrag_private.check_k(k);
@@ -86,19 +174,20 @@ BEGIN
         SELECT array_agg(DISTINCT d.lang) INTO configs FROM kgrag.document AS d WHERE d.tenant_id = t;
     END IF;
     RETURN QUERY
-    WITH queries AS (
-        SELECT cfg, kgrag.lexical_query(question, cfg, mode) AS query, kgrag_private.question_words(question, cfg) AS words
+    WITH queries AS MATERIALIZED (  -- once per configuration, not per candidate
+        SELECT cfg, kgrag.lexical_query(question, cfg, mode) AS query,
+               ARRAY(SELECT plainto_tsquery('simple', w) FROM unnest(kgrag_private.question_words(question, cfg)) AS w) AS words
           FROM unnest(COALESCE(configs, '{}')) AS cfg
     ), hits AS (
-        SELECT c.chunk_id, ts_rank_cd(c.tsv, qs.query)::float8 AS score, c.tsv, qs.words
+        SELECT c.chunk_id, ts_rank_cd(c.tsv, qs.query)::float8 AS score,
+               -- the share of the question's content words the chunk holds
+               COALESCE((SELECT count(*) FROM unnest(qs.words) AS w WHERE c.tsv @@ w)::float8
+                        / NULLIF(cardinality(qs.words), 0), 0) AS coverage
           FROM queries AS qs
-         CROSS JOIN LATERAL kgrag_private.fts_probe(qs.query, qs.cfg) AS c
+         CROSS JOIN LATERAL kgrag_private.lexical_candidates(question, qs.cfg, mode, cap) AS c
          WHERE numnode(qs.query) > 0
     ), covered AS (
-        -- the share of the question's content words the chunk holds
-        SELECT h.chunk_id, h.score
-          FROM hits AS h
-         WHERE min_coverage <= 0 OR kgrag_private.coverage(h.tsv, h.words) >= min_coverage
+        SELECT h.chunk_id, h.score FROM hits AS h WHERE min_coverage <= 0 OR h.coverage >= min_coverage
     )
     SELECT v.chunk_id, (row_number() OVER (ORDER BY v.score DESC, v.chunk_id))::integer, v.score
       FROM covered AS v
@@ -107,7 +196,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.search_chunks_lexical(text, integer, text, regconfig, double precision) IS
-'Returns the k chunks of the current tenant that best match the question by full-text search: (chunk_id, rank, score = ts_rank_cd). Each chunk is searched in its own language''s configuration unless config is given; see kgrag.lexical_query for the modes. min_coverage keeps chunks holding at least that share of the question''s content words. An empty or stop-word-only question returns no rows.';
+'Returns the k chunks of the current tenant that best match the question by full-text search: (chunk_id, rank, score = ts_rank_cd). Each chunk is searched in its own language''s configuration unless config is given; see kgrag.lexical_query for the modes. min_coverage keeps chunks holding at least that share of the question''s content words. An empty or stop-word-only question returns no rows. Bounded: at most lexical_candidates (setting) chunks per configuration are scored, drawn by the question''s rarest words (see kgrag_private.lexical_candidates); a word more chunks hold than that draws none (kgrag.lexeme_stats, counted by pgkgrag build, names those), so the work does not grow with the chunks that hold a common word. A corpus with fewer matches than that scores every match, as before.';
 
 CREATE OR REPLACE FUNCTION kgrag.search_reports_lexical(
     question text, k integer DEFAULT 10, level integer DEFAULT NULL, min_coverage double precision DEFAULT 0)
