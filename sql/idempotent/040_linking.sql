@@ -2,17 +2,6 @@
 -- most tolerant. Every contiguous span of up to six words of the question is tried, so a name
 -- is found inside a sentence and not only when it is the whole question.
 
-CREATE OR REPLACE FUNCTION kgrag_private.jaccard(a text[], b text[]) RETURNS double precision
-LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
-SET search_path FROM CURRENT
-AS $$
-    SELECT CASE WHEN cardinality(a) + cardinality(b) = 0 THEN 0::float8
-                ELSE shared::float8 / (cardinality(a) + cardinality(b) - shared) END
-      FROM (SELECT count(*) AS shared FROM unnest(a) AS x WHERE x = ANY (b)) AS s
-$$;
-COMMENT ON FUNCTION kgrag_private.jaccard(text[], text[]) IS
-'Private. Returns |a and b| / |a or b| for two arrays of distinct elements (trigram similarity).';
-
 CREATE OR REPLACE FUNCTION kgrag_private.trigram_probe(grams text[], min_length integer, max_length integer)
 RETURNS TABLE (entity_id text, alias_sq text, trigrams text[])
 LANGUAGE sql STABLE SECURITY DEFINER
@@ -30,6 +19,45 @@ REVOKE EXECUTE ON FUNCTION kgrag_private.trigram_probe(text[], integer, integer)
 GRANT EXECUTE ON FUNCTION kgrag_private.trigram_probe(text[], integer, integer) TO kgrag_reader, kgrag_writer;
 COMMENT ON FUNCTION kgrag_private.trigram_probe(text[], integer, integer) IS
 'Private. Returns (entity_id, alias_sq, trigrams) of the current tenant''s aliases sharing a trigram with grams whose squashed form is min_length to max_length characters long. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.probe_trigrams(form text, min_trigram double precision, min_ratio double precision)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- An alias the weak tiers of kgrag.link_entities keep shares one of these trigrams with form:
+    -- - Jaccard >= min_trigram needs ceil(min_trigram x |A|) of form's |A| trigrams shared, so any
+    --   |A| - that + 1 of them meet it (the trigrams inside the word first: the padded ones at its
+    --   edges are the ones every name starting with the same letter shares);
+    -- - an alias holding form holds every trigram inside form;
+    -- - an alias inside form, at least max(4, min_ratio x length) long, covers that many - 2
+    --   consecutive inner trigrams, so one at every such step meets it.
+    WITH a AS (
+        SELECT kgrag.squash(form) AS sq, kgrag.trigrams(form) AS grams
+    ), inner_grams AS (
+        SELECT i, substr(a.sq, i, 3) AS g FROM a, generate_series(1, length(a.sq) - 2) AS i
+    ), ordered AS (
+        SELECT x.g, row_number() OVER (ORDER BY x.edge, x.pos, x.g COLLATE "C") AS o
+          FROM (SELECT u.g, (min(n.i) IS NULL) AS edge, COALESCE(min(n.i), 0) AS pos
+                  FROM a CROSS JOIN unnest(a.grams) AS u(g)
+                  LEFT JOIN inner_grams AS n ON n.g = u.g
+                 GROUP BY u.g) AS x
+    ), step AS (
+        SELECT greatest(1, greatest(4, ceil(greatest(min_ratio, 0) * length(a.sq))::integer) - 2) AS w,
+               cardinality(a.grams) AS n,
+               CASE WHEN min_trigram > 0 THEN cardinality(a.grams) - ceil(min_trigram * cardinality(a.grams))::integer + 1
+                    ELSE cardinality(a.grams) END AS need
+          FROM a
+    )
+    SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM inner_grams) THEN (SELECT a.grams FROM a)
+                ELSE ARRAY(SELECT DISTINCT y.g FROM (
+                         SELECT o.g FROM ordered AS o, step AS s WHERE o.o <= s.need
+                         UNION ALL
+                         SELECT n.g FROM inner_grams AS n, step AS s WHERE n.i % s.w = 0 OR n.i = 1
+                     ) AS y ORDER BY 1) END
+$$;
+COMMENT ON FUNCTION kgrag_private.probe_trigrams(text, double precision, double precision) IS
+'Private. Returns the trigrams of a squashed span that every alias the weak tiers of kgrag.link_entities could keep (trigram similarity >= min_trigram, or one holding the other with length ratio >= min_ratio) shares at least one of: the index probe searches with these, not with all of the span''s trigrams, so an alias sharing only a common trigram (the padded first letter) is never read. Exact, not a heuristic: see the comments in the body and tests/test_linking.py.';
 
 CREATE OR REPLACE FUNCTION kgrag.link_entities(
     question text, min_ratio double precision DEFAULT NULL, min_trigram double precision DEFAULT NULL,
@@ -104,7 +132,8 @@ BEGIN
         SELECT c.entity_id, 3.0 * greatest(c.contained, c.similarity) AS score,
                CASE WHEN c.contained >= c.similarity THEN 'contains' ELSE 'trigram' END AS tier,
                sf.first, sf.last, sf.form
-          FROM (SELECT DISTINCT ON (f.form) f.form, f.first, f.last, kgrag.trigrams(f.form) AS grams
+          FROM (SELECT DISTINCT ON (f.form) f.form, f.first, f.last, kgrag.trigrams(f.form) AS grams,
+                       kgrag_private.probe_trigrams(f.form, trigram_floor, ratio_floor) AS probe
                   FROM forms AS f
                  WHERE f.len <= 3 AND length(f.form) >= CASE WHEN f.len = 1 THEN 6 ELSE 4 END
                    -- words a strong match already explains are not searched again
@@ -117,9 +146,12 @@ BEGIN
                            THEN least(length(a.alias_sq), length(sf.form))::float8
                                 / greatest(length(a.alias_sq), length(sf.form))
                            ELSE 0 END AS contained,
-                      kgrag_private.jaccard(a.trigrams, sf.grams) AS similarity
+                      -- Jaccard, |shared| / |either|, inline: a function call per candidate costs more than it does
+                      COALESCE(x.shared::float8 / NULLIF(cardinality(a.trigrams) + cardinality(sf.grams) - x.shared, 0), 0)
+                          AS similarity
                  -- both tests need lengths within a factor of two (ratio >= 0.5, Jaccard >= 0.5)
-                 FROM kgrag_private.trigram_probe(sf.grams, length(sf.form) / 2, length(sf.form) * 2) AS a) AS c
+                 FROM kgrag_private.trigram_probe(sf.probe, length(sf.form) / 2, length(sf.form) * 2) AS a
+                CROSS JOIN LATERAL (SELECT count(*) AS shared FROM unnest(a.trigrams) AS g WHERE g = ANY (sf.grams)) AS x) AS c
          WHERE c.contained >= ratio_floor OR c.similarity >= trigram_floor
     ), ambiguity AS (
         SELECT w.form, count(DISTINCT w.entity_id) AS entities FROM weak AS w GROUP BY w.form
