@@ -9,9 +9,11 @@ AS $$
     SELECT NULL::integer, f.ref_id, 'chunk', b.source, f.score, NULL, NULL,
            jsonb_build_object('ranks', f.ranks, 'evidence_refs', jsonb_build_array(f.ref_id),
                               'doc_id', c.doc_id, 'title', c.title)
-      FROM kgrag.rrf(lists, (opts ->> 'rrf_k')::integer,
-                     jsonb_build_object('graph', (opts ->> 'graph_weight')::float8,
-                                        'pagerank', (opts ->> 'graph_weight')::float8)) AS f
+      FROM (SELECT r.* FROM kgrag.rrf(lists, (opts ->> 'rrf_k')::integer,
+                                      jsonb_build_object('graph', (opts ->> 'graph_weight')::float8,
+                                                         'pagerank', (opts ->> 'graph_weight')::float8)) AS r
+             ORDER BY r.rank
+             LIMIT k) AS f  -- the k best only are read further
       JOIN kgrag.chunk AS c ON c.tenant_id = kgrag.current_tenant() AND c.chunk_id = f.ref_id
      CROSS JOIN LATERAL (SELECT r.key AS source FROM jsonb_each_text(f.ranks) AS r
                           ORDER BY r.value::integer, array_position(ARRAY['graph', 'pagerank', 'vector', 'lexical'], r.key)
@@ -93,8 +95,11 @@ BEGIN
     IF opts ->> 'graph_ranking' IN ('paths', 'both') THEN
     -- The graph's chunk list: each reached entity's answer chunk in that order, then the other
     -- chunks that cite reached entities (nearest first, those citing more of them first).
+    -- At most 4 x k of them, as the PageRank list: a hub cites thousands of chunks, and one ranked
+    -- past that could not climb into the k fused rows above the vector and lexical lists' top.
     lists := lists || jsonb_build_object('graph', (
-        SELECT COALESCE(jsonb_agg(x.chunk_id ORDER BY x.tier, x.key1, x.key2 DESC, x.chunk_id), '[]')
+        SELECT COALESCE(jsonb_agg(y.chunk_id ORDER BY y.o), '[]')
+          FROM (SELECT x.chunk_id, row_number() OVER (ORDER BY x.tier, x.key1, x.key2 DESC, x.chunk_id) AS o
           FROM (SELECT DISTINCT ON (u.chunk_id) u.* FROM (
                     SELECT e.answer_chunk_id AS chunk_id, 0 AS tier, r.position::float8 AS key1, 0::float8 AS key2
                       FROM jsonb_to_recordset(reached) AS r(entity_id text, hop integer, path text[], seed text, position integer)
@@ -105,7 +110,9 @@ BEGIN
                       FROM jsonb_to_recordset(reached) AS r(entity_id text, hop integer, path text[], seed text, position integer)
                       JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = r.entity_id
                      GROUP BY m.chunk_id) AS u
-                 ORDER BY u.chunk_id, u.tier, u.key1) AS x));
+                 ORDER BY u.chunk_id, u.tier, u.key1) AS x
+                 ORDER BY x.tier, x.key1, x.key2 DESC, x.chunk_id
+                 LIMIT 4 * k) AS y));
     END IF;
 
     RETURN QUERY
