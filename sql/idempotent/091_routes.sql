@@ -52,6 +52,7 @@ DECLARE
     lists jsonb;
     reached jsonb;  -- the walk's answer, held in the function (no temporary table: it runs on a standby)
     ranked jsonb := '[]';  -- with graph_ranking pagerank or both: the chunks by Personalized PageRank mass
+    others text[];  -- the chunks of the lists other than the graph's
 BEGIN
     -- closest first, then the strongest link, then the seed order
     SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', w.entity_id, 'hop', w.hop, 'path', w.path,
@@ -95,10 +96,14 @@ BEGIN
     IF opts ->> 'graph_ranking' IN ('paths', 'both') THEN
     -- The graph's chunk list: each reached entity's answer chunk in that order, then the other
     -- chunks that cite reached entities (nearest first, those citing more of them first).
-    -- At most 4 x k of them, as the PageRank list: a hub cites thousands of chunks, and one ranked
-    -- past that could not climb into the k fused rows above the vector and lexical lists' top.
+    -- A hub cites thousands of chunks; the list stops after the last one that could still be among
+    -- the k fused rows: one of its first k, or one another list holds too. A chunk past that
+    -- and in no other list scores below each of the k before it, all in this list, so the fused
+    -- rows are the same.
+    others := ARRAY(SELECT v.id FROM jsonb_each(lists) AS l CROSS JOIN LATERAL jsonb_array_elements_text(l.value) AS v(id));
     lists := lists || jsonb_build_object('graph', (
-        SELECT COALESCE(jsonb_agg(y.chunk_id ORDER BY y.o), '[]')
+        SELECT COALESCE(jsonb_agg(z.chunk_id ORDER BY z.o), '[]')
+          FROM (SELECT y.chunk_id, y.o, max(CASE WHEN y.o <= k OR y.chunk_id = ANY (others) THEN y.o END) OVER () AS last
           FROM (SELECT x.chunk_id, row_number() OVER (ORDER BY x.tier, x.key1, x.key2 DESC, x.chunk_id) AS o
           FROM (SELECT DISTINCT ON (u.chunk_id) u.* FROM (
                     SELECT e.answer_chunk_id AS chunk_id, 0 AS tier, r.position::float8 AS key1, 0::float8 AS key2
@@ -111,8 +116,8 @@ BEGIN
                       JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = r.entity_id
                      GROUP BY m.chunk_id) AS u
                  ORDER BY u.chunk_id, u.tier, u.key1) AS x
-                 ORDER BY x.tier, x.key1, x.key2 DESC, x.chunk_id
-                 LIMIT 4 * k) AS y));
+                 ) AS y) AS z
+         WHERE z.o <= z.last OR (opts ->> 'graph_weight')::float8 <= 0));  -- weight 0: ties everywhere, no cut
     END IF;
 
     RETURN QUERY
