@@ -1,4 +1,5 @@
-"""kgrag.k_hop walks breadth-first (kgrag_private.frontier): on seeded random graphs it returns,
+"""kgrag.k_hop walks breadth-first (kgrag_private.frontier) unless a degree cap bounds the paths:
+on seeded random graphs the breadth-first walk returns,
 row for row, what ranking every simple path of the enumerating walk (kgrag_private.walk) gives:
 the same entities, hops, first shortest paths, seeds and directions, for every cap, direction,
 relation filter and validity date; and its budget counts the paths it extends."""
@@ -25,6 +26,13 @@ ENUMERATED = """
      ORDER BY x.hop, x.entity_id COLLATE "C"
 """
 BREADTH_FIRST = """
+    SELECT f.entity_id, f.hop, string_to_array(btrim(f.trail, '|'), '|'), f.seed, f.steps
+      FROM kgrag_private.frontier(kgrag.resolve_entities(%(seeds)s), %(hops)s, %(cap)s, %(rels)s, %(as_of)s,
+                                  %(direction)s) AS f
+     ORDER BY f.hop, f.entity_id COLLATE "C"
+"""
+# what k_hop returns (it enumerates where a degree cap bounds the paths, walks breadth-first elsewhere)
+K_HOP = """
     SELECT k.entity_id, k.hop, k.path, k.seed,
            array_to_string(ARRAY(SELECT CASE WHEN d = 'out' THEN '>' ELSE '<' END FROM unnest(k.directions) AS d), '')
       FROM kgrag.k_hop(%(seeds)s, %(hops)s, %(cap)s, %(rels)s, %(as_of)s, %(direction)s) AS k
@@ -78,6 +86,7 @@ def test_breadth_first_k_hop_returns_the_first_shortest_path_of_every_path_walke
         expected = tconn.execute(ENUMERATED, args).fetchall()
         got = tconn.execute(BREADTH_FIRST, args).fetchall()
         assert got == expected, args
+        assert tconn.execute(K_HOP, args).fetchall() == expected, args
         compared += 1
         reached += len(got)
     assert compared == 108 and reached > 108 * 3  # the walks went somewhere

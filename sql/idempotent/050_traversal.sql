@@ -247,7 +247,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.frontier(text[], integer, integer, text[], timestamptz, text) IS
-'Private. The breadth-first walk behind kgrag.k_hop: one row per entity reached, at its shortest hop, with the first of its shortest paths by (trail, steps) in byte order, the same row kgrag_private.walk''s enumeration ranks first (same arguments and columns). Each hop extends only the paths of the entities first reached at the hop before, so the work is the edges out of the reached entities, not the number of paths. Leaves the paths extended (every edge followed, kept or not) in kgrag.paths_walked. Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths extended.';
+'Private. The breadth-first walk behind kgrag.k_hop (where no degree cap bounds the paths): one row per entity reached, at its shortest hop, with the first of its shortest paths by (trail, steps) in byte order, the same row kgrag_private.walk''s enumeration ranks first (same arguments and columns). Each hop extends only the paths of the entities first reached at the hop before, so the work is the edges out of the reached entities, not the number of paths. Leaves the paths extended (every edge followed, kept or not) in kgrag.paths_walked. Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths extended.';
 
 CREATE OR REPLACE FUNCTION kgrag.k_hop(
     seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL, relations text[] DEFAULT NULL,
@@ -256,9 +256,26 @@ RETURNS TABLE (entity_id text, hop integer, path text[], seed text, directions t
 LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+    -- Two walks give the same rows (tests/test_frontier.py): the enumeration of every simple path
+    -- is the cheaper where a degree cap bounds the paths (each entity's strongest degree_cap
+    -- edges out, at most 10,000 paths in all); breadth-first, whose work is the edges
+    -- followed, everywhere else.
+    WITH s AS MATERIALIZED (
+        SELECT r.ids, COALESCE(direction = 'out' AND degree_cap > 0 AND hops BETWEEN 0 AND 32
+                               AND cardinality(r.ids) * (SELECT sum(power(degree_cap::float8, i)) FROM generate_series(0, hops) AS i)
+                                   <= 10000, false) AS enumerate
+          FROM (SELECT kgrag.resolve_entities(seeds) AS ids) AS r
+    )
     SELECT w.entity_id, w.hop, string_to_array(btrim(w.trail, '|'), '|'), w.seed,
            string_to_array(rtrim(replace(replace(w.steps, '>', 'out,'), '<', 'in,'), ','), ',')
-      FROM kgrag_private.frontier(kgrag.resolve_entities(seeds), hops, degree_cap, relations, as_of, direction) AS w
+      FROM (SELECT f.* FROM s CROSS JOIN LATERAL kgrag_private.frontier(s.ids, hops, degree_cap, relations, as_of, direction) AS f
+             WHERE NOT s.enumerate
+            UNION ALL
+            SELECT x.entity_id, x.hop, x.trail, x.seed, x.steps
+              FROM (SELECT p.*, row_number() OVER (PARTITION BY p.entity_id ORDER BY p.hop, p.trail COLLATE "C", p.steps) AS shortest
+                      FROM s CROSS JOIN LATERAL kgrag_private.walk(s.ids, hops, degree_cap, relations, as_of, direction) AS p
+                     WHERE s.enumerate) AS x
+             WHERE x.shortest = 1) AS w
      ORDER BY w.hop, w.entity_id COLLATE "C"
 $$;
 COMMENT ON FUNCTION kgrag.k_hop(text[], integer, integer, text[], timestamptz, text) IS
