@@ -204,11 +204,13 @@ def main() -> None:
         f"applies, as to an application). Load {load_ms / 1000:.1f} s; ranking every edge with "
         f"kgrag.refresh_edge_ranks {rank_ms / 1000:.1f} s.\n\n"
         "### kgrag.k_hop\n\n"
-        "Breadth-first (kgrag_private.frontier): each hop follows the edges of the entities first reached at "
-        "the hop before and keeps one path per entity, so every node returned is one path kept and the work is "
-        "the edges followed. Timed from Python inside one open tenant transaction (a warm client). The `before` "
-        "columns are the k_hop of before on the same seeds and run: every simple path enumerated "
-        "(kgrag_private.walk, which kgrag.fanout still uses), then the first shortest path per entity.\n\n"
+        "Without a degree cap k_hop walks breadth-first (kgrag_private.frontier): each hop follows the edges of "
+        "the entities first reached at the hop before and keeps one path per entity, so every node returned is "
+        "one path kept and the work is the edges followed (the `edges followed` column). With the cap of 4 (at "
+        "most 10,000 paths) it enumerates the paths, as before, and that column counts paths. Timed from Python "
+        "inside one open tenant transaction (a warm client). The `before` columns are the k_hop of before on the "
+        "same seeds and run: every simple path enumerated (kgrag_private.walk, which kgrag.fanout still uses), "
+        "then the first shortest path per entity, as the same rows.\n\n"
         + markdown_table(
             [
                 "seeds",
