@@ -203,6 +203,7 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         "record_ingest_failure": ("SELECT kgrag.record_ingest_failure(%s, 'h', 'attack')", [others["docs"][0]]),
         "refresh_answers": ("SELECT kgrag.refresh_answers()", []),
         "refresh_reports": ("SELECT kgrag.refresh_reports()", []),
+        "refresh_lexeme_stats": ("SELECT kgrag.refresh_lexeme_stats()", []),
         # an empty staged batch and an empty clustering: the caller's own graph only
         "stage_begin": ("SELECT kgrag.stage_begin()", []),
         "ingest_apply": ("SELECT kgrag.ingest_apply()", []),
