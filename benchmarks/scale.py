@@ -16,8 +16,8 @@ excluded), --questions questions per route on the first tenant:
 - negative (auto): questions about nothing in the corpus.
 
 And the phases of the local questions, each timed alone on the same questions: entity linking and
-routing (kgrag.route), lexical search, vector search, the walk (kgrag.k_hop with the route's
-hops and degree cap).
+routing (kgrag.route), lexical search, vector search, the route again with the walk from its seeds
+(kgrag.k_hop with the route's hops and degree cap: the walk alone is the difference).
 
     python benchmarks/scale.py [--sizes 10000,100000] [--tenants 4] [--questions 40]
 """
@@ -61,7 +61,8 @@ PHASES = {
     "link and route": "SELECT count(*) FROM kgrag.route(%(vec)s::vector, %(q)s)",
     "lexical": "SELECT count(*) FROM kgrag.search_chunks_lexical(%(q)s, 10, 'any', NULL, 0.5)",
     "vector": "SELECT count(*) FROM kgrag.search_chunks_vector(%(vec)s::vector, 10)",
-    "walk": "SELECT count(*) FROM kgrag.k_hop((SELECT r.seeds FROM kgrag.route(%(vec)s::vector, %(q)s) AS r),"
+    "route, then the walk from its seeds": "SELECT count(*) FROM kgrag.k_hop("
+    "(SELECT r.seeds FROM kgrag.route(%(vec)s::vector, %(q)s) AS r),"
     " kgrag.setting('search_hops')::integer, kgrag.setting('search_degree_cap')::integer)",
 }
 
