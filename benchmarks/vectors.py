@@ -168,13 +168,19 @@ def main() -> None:
 
         report("exact scan", "seq scan + sort", truth, None, None)
         for ef in (40, 100):
-            report("full HNSW", f"ef_search={ef}", run(conn, qvecs, full_query(ef)), "bench_full_hnsw", full_build)
+            report(
+                "full HNSW",
+                f"ef_search={ef}",
+                run(conn, qvecs, hnsw_query(FULL_SQL, ef)),
+                "bench_full_hnsw",
+                full_build,
+            )
         conn.execute("DROP INDEX kgrag.bench_full_hnsw")  # the half-precision index answers the same ORDER BY
         for ef in (40, 100):
             report(
                 "halfvec HNSW + re-rank",
                 f"ef_search={ef}",
-                run(conn, qvecs, half_query(ef)),
+                run(conn, qvecs, hnsw_query(HALF_SQL, ef)),
                 "bench_half_hnsw",
                 half_build,
             )
@@ -241,38 +247,23 @@ def exact_query(conn: psycopg.Connection, q: np.ndarray) -> list[str]:
         ]
 
 
-def full_query(ef: int) -> Query:
-    def query(conn: psycopg.Connection, q: np.ndarray) -> list[str]:
-        with conn.transaction():
-            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef)])
-            conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-            return [
-                r[0]
-                for r in conn.execute(
-                    "SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %s ORDER BY embedding <=> %s LIMIT 10",
-                    [TENANT, q],
-                )
-            ]
-
-    return query
+FULL_SQL = "SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %(t)s ORDER BY embedding <=> %(q)s LIMIT 10"
+# the k nearest by the half-precision index (40 candidates), re-ranked on the full vectors
+HALF_SQL = (
+    "SELECT c.chunk_id FROM (SELECT chunk_id, embedding FROM kgrag.chunk WHERE tenant_id = %(t)s"
+    f" ORDER BY embedding::halfvec({DIM}) <=> %(q)s::halfvec({DIM}) LIMIT 40) AS c"
+    " ORDER BY c.embedding <=> %(q)s LIMIT 10"
+)
 
 
-def half_query(ef: int) -> Query:
-    """The k nearest by the half-precision index (40 candidates), re-ranked on the full vectors."""
+def hnsw_query(sql_text: str, ef: int) -> Query:
+    """An HNSW query at ef_search = ef, with iterative scans, as kgrag searches."""
 
     def query(conn: psycopg.Connection, q: np.ndarray) -> list[str]:
         with conn.transaction():
             conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef)])
             conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-            return [
-                r[0]
-                for r in conn.execute(
-                    f"SELECT c.chunk_id FROM (SELECT chunk_id, embedding FROM kgrag.chunk WHERE tenant_id = %s"
-                    f" ORDER BY embedding::halfvec({DIM}) <=> %s::halfvec({DIM}) LIMIT 40) AS c"
-                    " ORDER BY c.embedding <=> %s LIMIT 10",
-                    [TENANT, q, q],
-                )
-            ]
+            return [r[0] for r in conn.execute(sql_text, {"t": TENANT, "q": q})]
 
     return query
 
