@@ -12,9 +12,12 @@
 SELECT 1 FROM pg_catalog.pg_type WHERE typname = 'vector';
 
 -- name: may_use_role
--- Whether the role exists and the login role may act as it.
+-- Whether the role exists and the login role may act as it. Never on a Citus cluster
+-- (pg_dist_partition is Citus's): its workers are reached as the current role, and the
+-- application roles cannot log in; the login role's own membership gives the same rights there.
 SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s)
-       AND pg_catalog.pg_has_role(session_user, %s, 'MEMBER');
+       AND pg_catalog.pg_has_role(session_user, %s, 'MEMBER')
+       AND pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL;
 
 -- name: set_role
 SET ROLE {role};

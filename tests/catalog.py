@@ -21,7 +21,10 @@ _QUERIES = {
     "indexes": """
         SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'kgrag' ORDER BY 1, 2""",
     "functions": """
-        SELECT p.oid::regprocedure::text, pg_get_function_result(p.oid), p.prosrc, p.provolatile,
+        SELECT p.oid::regprocedure::text, pg_get_function_result(p.oid),
+               -- the installation's identity, frozen in its body, is each database's own
+               CASE WHEN p.oid = to_regprocedure('kgrag_private.installation()') THEN 'per database' ELSE p.prosrc END,
+               p.provolatile,
                p.prosecdef, p.proconfig, obj_description(p.oid, 'pg_proc')
           FROM pg_proc p WHERE p.pronamespace IN ('kgrag'::regnamespace, to_regnamespace('kgrag_private'))
          ORDER BY 1""",

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
 from catalog import tables as catalog_tables
+from ingesting import OPS, ingest
 from psycopg import sql
 
+from pgkgrag.build import build
 from pgkgrag.db import tenant_transaction
+from pgkgrag.embedders import HashEmbedder
 
 TABLES = {
     "settings",
@@ -198,6 +202,35 @@ def test_deleting_a_document_cascades_to_chunks_and_mentions(conn: psycopg.Conne
         conn.execute("DELETE FROM kgrag.document WHERE doc_id = 'd1'")
         assert conn.execute("SELECT chunk_id FROM kgrag.chunk").fetchall() == [("d2#0",)]
         assert conn.execute("SELECT chunk_id FROM kgrag.mention").fetchall() == [("d2#0",)]
+
+
+CITED = (
+    "SELECT c.doc_id, count(*) FROM (SELECT e.answer_chunk_id AS id FROM kgrag.entity AS e"
+    " UNION ALL SELECT g.evidence_chunk_id FROM kgrag.edge AS g) AS x"
+    " JOIN kgrag.chunk AS c ON c.chunk_id = x.id GROUP BY c.doc_id ORDER BY 2 DESC, 1"
+)
+DANGLING = (
+    "SELECT count(*) FROM (SELECT e.answer_chunk_id AS id FROM kgrag.entity AS e"
+    " UNION ALL SELECT g.evidence_chunk_id FROM kgrag.edge AS g) AS x"
+    " WHERE x.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.chunk_id = x.id)"
+)
+
+
+def test_a_cited_document_goes_with_delete_documents_only(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """An entity's answer and an edge's evidence name chunks (revision 0019: plain foreign keys, as
+    Citus allows): kgrag.delete_documents clears them first; a DELETE by hand is refused."""
+    ingest(conn, tmp_path, OPS)
+    build(conn, "t1", HashEmbedder(512))
+    with tenant_transaction(conn, "t1"):
+        cited = conn.execute(CITED).fetchall()
+        assert cited and cited[0][1] >= 2
+        doc = cited[0][0]
+        with pytest.raises(psycopg.errors.ForeignKeyViolation), conn.transaction():
+            conn.execute("DELETE FROM kgrag.document WHERE doc_id = %s", [doc])
+        conn.execute("SELECT kgrag.delete_documents(%s)", [[doc]])
+        assert doc not in dict(conn.execute(CITED).fetchall())
+        assert conn.execute(DANGLING).fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM kgrag.entity WHERE answer_chunk_id IS NOT NULL").fetchone() != (0,)
 
 
 @pytest.mark.parametrize(
