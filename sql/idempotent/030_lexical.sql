@@ -42,13 +42,18 @@ COMMENT ON FUNCTION kgrag.lexical_query(text, regconfig, text) IS
 
 CREATE OR REPLACE FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim integer)
 RETURNS TABLE (chunk_id text, tsv tsvector)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
     SELECT c.chunk_id, c.tsv
       FROM kgrag.chunk AS c
-     WHERE c.tenant_id = (SELECT kgrag.current_tenant()) AND c.lang = config AND c.tsv @@ query
-     LIMIT lim
+     WHERE c.tenant_id = t AND c.lang = config AND c.tsv @@ query
+     LIMIT lim;
+END
 $$;
 GRANT CREATE ON SCHEMA kgrag_private TO kgrag_probe;  -- a new owner must be able to create in the schema
 ALTER FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) OWNER TO kgrag_probe;

@@ -4,13 +4,18 @@
 
 CREATE OR REPLACE FUNCTION kgrag_private.trigram_probe(grams text[], min_length integer, max_length integer)
 RETURNS TABLE (entity_id text, alias_sq text, trigrams text[])
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
     SELECT a.entity_id, a.alias_sq, a.trigrams
       FROM kgrag.alias AS a
-     WHERE a.tenant_id = (SELECT kgrag.current_tenant()) AND a.trigrams && grams
-       AND length(a.alias_sq) BETWEEN min_length AND max_length
+     WHERE a.tenant_id = t AND a.trigrams && grams
+       AND length(a.alias_sq) BETWEEN min_length AND max_length;
+END
 $$;
 GRANT CREATE ON SCHEMA kgrag_private TO kgrag_probe;  -- a new owner must be able to create in the schema
 ALTER FUNCTION kgrag_private.trigram_probe(text[], integer, integer) OWNER TO kgrag_probe;

@@ -319,19 +319,23 @@ COMMENT ON FUNCTION kgrag_private.path_length(text[]) IS
 
 CREATE OR REPLACE FUNCTION kgrag.path_relations(path text[])
 RETURNS TABLE (step integer, src text, rel text, dst text)
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    SELECT i, g.src, g.rel, g.dst
-      FROM generate_series(1, kgrag_private.path_length(path) - 1) AS i
-     CROSS JOIN LATERAL (
-           SELECT x.src, x.rel, x.dst FROM kgrag.edge AS x
-            WHERE x.tenant_id = kgrag.current_tenant()
-              AND ((x.src = path[i] AND x.dst = path[i + 1])
-                   OR (x.src = path[i + 1] AND x.dst = path[i] AND x.rel <> 'CO_OCCURS'))
-            ORDER BY (x.rel = 'CO_OCCURS'), x.weight DESC, x.rel, x.src
-            LIMIT 1) AS g
-     ORDER BY i
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes each step's query to one shard
+BEGIN
+    -- one indexed lookup per step (a path is at most max_hops + 1 entities long)
+    FOR i IN 1 .. kgrag_private.path_length(path) - 1 LOOP
+        RETURN QUERY
+        SELECT i, x.src, x.rel, x.dst FROM kgrag.edge AS x
+         WHERE x.tenant_id = t
+           AND ((x.src = path[i] AND x.dst = path[i + 1])
+                OR (x.src = path[i + 1] AND x.dst = path[i] AND x.rel <> 'CO_OCCURS'))
+         ORDER BY (x.rel = 'CO_OCCURS'), x.weight DESC, x.rel, x.src
+         LIMIT 1;
+    END LOOP;
+END
 $$;
 COMMENT ON FUNCTION kgrag.path_relations(text[]) IS
 'Returns, for each step of a path of entity ids (as kgrag.k_hop gives it), the relation that links the two entities: the strongest stated relation in its own direction, else their co-occurrence: (step, src, rel, dst).';
@@ -341,15 +345,20 @@ CREATE OR REPLACE FUNCTION kgrag.neighbourhood(
     as_of timestamptz DEFAULT NULL, direction text DEFAULT 'out')
 RETURNS TABLE (entity_id text, name text, type text, hop integer, path text[], seed text, src text, rel text, dst text,
                evidence_chunk_id text, evidence_quote text)
-LANGUAGE sql VOLATILE SECURITY INVOKER
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    RETURN QUERY
     SELECT k.entity_id, e.name, e.type, k.hop, k.path, k.seed, s.src, s.rel, s.dst, g.evidence_chunk_id, g.evidence_quote
       FROM kgrag.k_hop(seeds, hops, degree_cap, relations, as_of, direction) AS k
-      JOIN kgrag.entity AS e ON e.tenant_id = kgrag.current_tenant() AND e.entity_id = k.entity_id
+      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = k.entity_id
       LEFT JOIN LATERAL kgrag.path_relations(k.path[k.hop:k.hop + 1]) AS s ON k.hop > 0
-      LEFT JOIN kgrag.edge AS g ON g.tenant_id = kgrag.current_tenant() AND g.src = s.src AND g.dst = s.dst AND g.rel = s.rel
-     ORDER BY k.hop, k.entity_id COLLATE "C"
+      LEFT JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = s.src AND g.dst = s.dst AND g.rel = s.rel
+     ORDER BY k.hop, k.entity_id COLLATE "C";
+END
 $$;
 COMMENT ON FUNCTION kgrag.neighbourhood(text[], integer, integer, text[], timestamptz, text) IS
 'Returns kgrag.k_hop''s answer (seeds by id, name or alias; the same options) with each entity''s name and type and the last step of its shortest path, the edge that reached it, in its own direction, with its evidence: (entity_id, name, type, hop, path, seed, src, rel, dst, evidence_chunk_id, evidence_quote; the step is NULL for the seeds). What pgkgrag graph draws, in one call.';

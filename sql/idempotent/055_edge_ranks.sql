@@ -122,11 +122,16 @@ BEGIN
                              excluded.evidence_quote, excluded.extractor, excluded.valid_from, excluded.valid_to);
     GET DIAGNOSTICS written = ROW_COUNT;
 
-    -- degree = distinct neighbours (an index-only count over the source's edges)
+    -- degree = distinct neighbours (an index-only count over the source's edges); counted in a
+    -- CTE, as Citus joins a distributed table with a temporary one only through a CTE or subquery
+    WITH d AS MATERIALIZED (
+        SELECT c.src, count(DISTINCT g.dst)::integer AS degree
+          FROM pg_temp.kgrag_changed AS c
+          LEFT JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = c.src
+         GROUP BY c.src
+    )
     UPDATE kgrag.entity AS e SET degree = d.degree
-      FROM (SELECT c.src, (SELECT count(DISTINCT g.dst) FROM kgrag.edge AS g
-                            WHERE g.tenant_id = t AND g.src = c.src)::integer AS degree
-              FROM pg_temp.kgrag_changed AS c) AS d
+      FROM d
      WHERE e.tenant_id = t AND e.entity_id = d.src AND e.degree <> d.degree;
     DROP TABLE pg_temp.kgrag_final;
     TRUNCATE pg_temp.kgrag_edge_want, pg_temp.kgrag_changed;

@@ -133,7 +133,7 @@ BEGIN
       FROM pg_temp.kgrag_stage_document AS s ORDER BY s.doc_id COLLATE "C"
     ON CONFLICT (tenant_id, doc_id) DO UPDATE
        SET title = excluded.title, source_uri = excluded.source_uri, metadata = excluded.metadata,
-           lang = excluded.lang, content_hash = excluded.content_hash, updated_at = now();
+           lang = excluded.lang, content_hash = excluded.content_hash, updated_at = excluded.updated_at;
     -- fresh statistics for the staged rows, so the planner sizes the joins below right
     ANALYZE pg_temp.kgrag_stage_document, pg_temp.kgrag_stage_chunk, pg_temp.kgrag_stage_entity,
             pg_temp.kgrag_stage_relation;
@@ -152,6 +152,7 @@ BEGIN
     -- evidence, and the cached extractions of texts no chunk holds any more). Chunks need no
     -- entity lock, so concurrent writers overlap up to here.
     old_texts := ARRAY(SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (docs));
+    PERFORM kgrag_private.release_chunks(docs);
     DELETE FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (docs);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (docs);
     INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, title, text, content_hash,
@@ -159,7 +160,10 @@ BEGIN
     SELECT t, s.doc_id || '#' || s.ordinal, s.doc_id, s.ordinal, s.char_start, s.char_end, s.title, s.text,
            s.content_hash, d.lang::regconfig, s.embedding
       FROM pg_temp.kgrag_stage_chunk AS s JOIN pg_temp.kgrag_stage_document AS d USING (doc_id)
-     ORDER BY s.doc_id COLLATE "C", s.ordinal;
+     ORDER BY s.doc_id COLLATE "C", s.ordinal
+    -- no row conflicts (the documents' chunks were deleted above): the clause makes Citus write
+    -- the rows with INSERT, where it would COPY them, which row-level security refuses
+    ON CONFLICT (tenant_id, chunk_id) DO NOTHING;
     GET DIAGNOSTICS n_chunks = ROW_COUNT;
     PERFORM kgrag_private.forget_extractions(old_texts);
     RETURN n_chunks;
@@ -200,7 +204,8 @@ BEGIN
                 COALESCE(s.doc_id || '#' || s.answer_ordinal,
                          s.doc_id || '#' || (SELECT min(o.ordinal) FROM unnest(s.ordinals) AS o(ordinal))) END
       FROM pg_temp.kgrag_stage_entity AS s
-     ORDER BY s.entity_id, s.doc_id, length(s.description) DESC, s.name COLLATE "C";
+     ORDER BY s.entity_id, s.doc_id, length(s.description) DESC, s.name COLLATE "C"
+    ON CONFLICT (tenant_id, entity_id, doc_id) DO NOTHING;  -- as for the chunks: deleted above, and no COPY
     -- every spelling a document gives is its alias, and goes with it
     INSERT INTO kgrag.alias (tenant_id, entity_id, alias, doc_id)
     SELECT DISTINCT t, s.entity_id, btrim(a.alias), s.doc_id
@@ -305,12 +310,17 @@ COMMENT ON FUNCTION kgrag.ingest_apply() IS
 
 CREATE OR REPLACE FUNCTION kgrag.stored_documents(doc_ids text[])
 RETURNS TABLE (doc_id text, content_hash text)
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
     SELECT d.doc_id, d.content_hash FROM kgrag.document AS d
-     WHERE d.tenant_id = kgrag.current_tenant() AND d.doc_id = ANY (doc_ids)
-     ORDER BY d.doc_id COLLATE "C"
+     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids)
+     ORDER BY d.doc_id COLLATE "C";
+END
 $$;
 COMMENT ON FUNCTION kgrag.stored_documents(text[]) IS
 'Returns (doc_id, content_hash) of those of the given documents the current tenant holds: ingestion skips a document whose hash is unchanged.';
@@ -322,7 +332,7 @@ AS $$
     INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason)
     VALUES (kgrag.current_tenant(), doc_id, content_hash, reason)
     ON CONFLICT (tenant_id, doc_id) DO UPDATE
-       SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = now()
+       SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = excluded.failed_at
 $$;
 COMMENT ON FUNCTION kgrag.record_ingest_failure(text, text, text) IS
 'Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';

@@ -33,6 +33,26 @@ $$;
 COMMENT ON FUNCTION kgrag_private.touch_documents(text[]) IS
 'Private. Returns nothing; adds to pg_temp.kgrag_touched the entities, co-occurring pairs and typed relations the chunks of these documents currently contribute.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.release_chunks(doc_ids text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    -- what a foreign key's ON DELETE SET NULL did before revision 0019 (Citus refuses it on a
+    -- key holding the distribution column); the graph refresh after the change fills them again
+    UPDATE kgrag.entity AS e SET answer_chunk_id = NULL
+     WHERE e.tenant_id = t AND e.answer_chunk_id IN
+           (SELECT c.chunk_id FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
+    UPDATE kgrag.edge AS g SET evidence_chunk_id = NULL
+     WHERE g.tenant_id = t AND g.evidence_chunk_id IN
+           (SELECT c.chunk_id FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.release_chunks(text[]) IS
+'Private. Returns nothing; clears the references to the chunks of these documents that entities (answer_chunk_id) and edges (evidence_chunk_id) hold, so the chunks can be deleted.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.derive_entities(entity_ids text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -178,6 +198,7 @@ BEGIN
     PERFORM kgrag_private.touch_documents(doc_ids);
     PERFORM kgrag_private.lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'));
     texts := ARRAY(SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
+    PERFORM kgrag_private.release_chunks(doc_ids);
     DELETE FROM kgrag.alias AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);

@@ -3,16 +3,21 @@
 
 CREATE OR REPLACE FUNCTION kgrag.known_names()
 RETURNS TABLE (name text, type text, aliases text[])
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
     SELECT e.name, e.type,
            COALESCE(array_agg(a.alias ORDER BY a.alias) FILTER (WHERE a.alias <> e.name), '{}')
       FROM kgrag.entity AS e
       LEFT JOIN kgrag.alias AS a ON a.tenant_id = e.tenant_id AND a.entity_id = e.entity_id
-     WHERE e.tenant_id = kgrag.current_tenant()
+     WHERE e.tenant_id = t
      GROUP BY e.entity_id, e.name, e.type
-     ORDER BY e.entity_id
+     ORDER BY e.entity_id;
+END
 $$;
 COMMENT ON FUNCTION kgrag.known_names() IS
 'Returns the names the current tenant''s graph knows: (name, type, aliases other than the name), one row per entity in entity_id order. The gazetteer extractor looks for these in new text when no names file is given.';
@@ -42,12 +47,17 @@ COMMENT ON FUNCTION kgrag.ontology_relation_type(text) IS
 
 CREATE OR REPLACE FUNCTION kgrag.llm_cache_get(cache_keys text[])
 RETURNS TABLE (cache_key text, response jsonb)
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
     SELECT c.cache_key, c.response FROM kgrag.llm_cache AS c
-     WHERE c.tenant_id = kgrag.current_tenant() AND c.cache_key = ANY (cache_keys)
-     ORDER BY c.cache_key
+     WHERE c.tenant_id = t AND c.cache_key = ANY (cache_keys)
+     ORDER BY c.cache_key;
+END
 $$;
 COMMENT ON FUNCTION kgrag.llm_cache_get(text[]) IS
 'Returns the cached validated LLM extractions of the current tenant for the given keys (chunk hash + model + prompt version + ontology): (cache_key, response).';

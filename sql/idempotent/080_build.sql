@@ -2,26 +2,37 @@
 -- reports (a template map with the chunk behind every claim) and entity answers.
 
 CREATE OR REPLACE FUNCTION kgrag.communities_outdated() RETURNS boolean
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    SELECT EXISTS (SELECT 1 FROM kgrag.community AS c WHERE c.tenant_id = kgrag.current_tenant() AND c.stale)
-        OR EXISTS (SELECT 1 FROM kgrag.entity AS e
-                    WHERE e.tenant_id = kgrag.current_tenant() AND e.degree > 0
-                      AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
-                                       WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id))
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN (
+        SELECT EXISTS (SELECT 1 FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale)
+            OR EXISTS (SELECT 1 FROM kgrag.entity AS e
+                        WHERE e.tenant_id = t AND e.degree > 0
+                          AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
+                                           WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id))
+    );
+END
 $$;
 COMMENT ON FUNCTION kgrag.communities_outdated() IS
 'Returns true when the communities of the current tenant no longer match its graph: one is stale, or a connected entity belongs to none.';
 
 CREATE OR REPLACE FUNCTION kgrag.community_graph()
 RETURNS TABLE (src text, dst text, weight double precision)
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
     SELECT g.src, g.dst, g.weight FROM kgrag.edge AS g
-     WHERE g.tenant_id = kgrag.current_tenant() AND g.rel = 'CO_OCCURS' AND g.src < g.dst
-     ORDER BY g.src, g.dst
+     WHERE g.tenant_id = t AND g.rel = 'CO_OCCURS' AND g.src < g.dst
+     ORDER BY g.src, g.dst;
+END
 $$;
 COMMENT ON FUNCTION kgrag.community_graph() IS
 'Returns the graph communities are detected on: the current tenant''s co-occurrence edges, each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag.replace_communities.';
@@ -56,26 +67,44 @@ BEGIN
       FROM pg_temp.kgrag_new_community AS n ORDER BY n.level, n.community_id
     ON CONFLICT (tenant_id, community_id) DO NOTHING;
     GET DIAGNOSTICS n_new = ROW_COUNT;
-    -- parents, titles (the three best-connected members) and weights (distinct documents)
+    -- parents, titles (the three best-connected members) and weights (distinct documents); the
+    -- temporary tables are read in CTEs, as Citus joins them with distributed tables only so
+    WITH member AS MATERIALIZED (
+        SELECT n.community_id, u.entity_id
+          FROM pg_temp.kgrag_new_community AS n CROSS JOIN LATERAL unnest(n.ids) AS u(entity_id)
+    ), parent AS MATERIALIZED (
+        SELECT n.community_id,
+               (SELECT pn.community_id FROM pg_temp.kgrag_stage_cluster AS s
+                  JOIN pg_temp.kgrag_new_community AS pn ON pn.level = n.level - 1 AND pn.cluster = s.parent_cluster
+                 WHERE s.level = n.level AND s.cluster = n.cluster LIMIT 1) AS parent_id
+          FROM pg_temp.kgrag_new_community AS n
+    ), named AS (
+        SELECT r.community_id, string_agg(r.name, ', ' ORDER BY r.degree DESC, r.name COLLATE "C") AS title
+          FROM (SELECT mb.community_id, e.name, e.degree,
+                       row_number() OVER (PARTITION BY mb.community_id ORDER BY e.degree DESC, e.name COLLATE "C") AS o
+                  FROM member AS mb JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = mb.entity_id) AS r
+         WHERE r.o <= 3
+         GROUP BY r.community_id
+    ), weighed AS (
+        SELECT mb.community_id, count(DISTINCT k.doc_id) AS weight
+          FROM member AS mb
+          JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = mb.entity_id
+          JOIN kgrag.chunk AS k ON k.tenant_id = t AND k.chunk_id = m.chunk_id
+         GROUP BY mb.community_id
+    )
     UPDATE kgrag.community AS c
-       SET parent_id = p.community_id, stale = false,
-           title = (SELECT string_agg(x.name, ', ' ORDER BY x.degree DESC, x.name COLLATE "C")
-                      FROM (SELECT e.name, e.degree FROM kgrag.entity AS e
-                             WHERE e.tenant_id = t AND e.entity_id = ANY (n.ids)
-                             ORDER BY e.degree DESC, e.name COLLATE "C" LIMIT 3) AS x),
-           weight = (SELECT count(DISTINCT k.doc_id) FROM kgrag.mention AS m
-                       JOIN kgrag.chunk AS k ON k.tenant_id = t AND k.chunk_id = m.chunk_id
-                      WHERE m.tenant_id = t AND m.entity_id = ANY (n.ids))
-      FROM pg_temp.kgrag_new_community AS n
-      LEFT JOIN LATERAL (
-          SELECT pn.community_id FROM pg_temp.kgrag_stage_cluster AS s
-            JOIN pg_temp.kgrag_new_community AS pn ON pn.level = n.level - 1 AND pn.cluster = s.parent_cluster
-           WHERE s.level = n.level AND s.cluster = n.cluster LIMIT 1) AS p ON true
-     WHERE c.tenant_id = t AND c.community_id = n.community_id;
+       SET parent_id = p.parent_id, stale = false, title = nm.title, weight = COALESCE(w.weight, 0)
+      FROM parent AS p
+      LEFT JOIN named AS nm ON nm.community_id = p.community_id
+      LEFT JOIN weighed AS w ON w.community_id = p.community_id
+     WHERE c.tenant_id = t AND c.community_id = p.community_id;
     DELETE FROM kgrag.community_member AS m
      WHERE m.tenant_id = t
-       AND NOT EXISTS (SELECT 1 FROM pg_temp.kgrag_new_community AS n
-                        WHERE n.community_id = m.community_id AND m.entity_id = ANY (n.ids));
+       -- uncorrelated, so Citus can plan it on its own (and one column: it cannot send a row
+       -- comparison to its workers); a community id holds no '|'
+       AND m.community_id || '|' || m.entity_id NOT IN (
+           SELECT n.community_id || '|' || u.entity_id
+             FROM pg_temp.kgrag_new_community AS n CROSS JOIN LATERAL unnest(n.ids) AS u(entity_id));
     INSERT INTO kgrag.community_member (tenant_id, community_id, entity_id)
     SELECT t, n.community_id, u.entity_id
       FROM pg_temp.kgrag_new_community AS n CROSS JOIN LATERAL unnest(n.ids) AS u(entity_id)
@@ -214,7 +243,7 @@ BEGIN
     ON CONFLICT (tenant_id, community_id) DO UPDATE
        SET title = excluded.title, report = excluded.report, evidence_chunk_ids = excluded.evidence_chunk_ids,
            weight = excluded.weight, generator = excluded.generator, generated_hash = excluded.generated_hash,
-           stale = false, generated_at = now(), embedding = NULL
+           stale = false, generated_at = excluded.generated_at, embedding = NULL
      WHERE r.generated_hash <> excluded.generated_hash;
     GET DIAGNOSTICS written = ROW_COUNT;
     DROP TABLE pg_temp.kgrag_report;
@@ -240,12 +269,17 @@ COMMENT ON FUNCTION kgrag.set_report_text(text, text, text) IS
 
 CREATE OR REPLACE FUNCTION kgrag.template_reports()
 RETURNS TABLE (community_id text, report text)
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
     SELECT r.community_id, r.report FROM kgrag.community_report AS r
-     WHERE r.tenant_id = kgrag.current_tenant() AND r.generator = 'template'
-     ORDER BY r.community_id
+     WHERE r.tenant_id = t AND r.generator = 'template'
+     ORDER BY r.community_id;
+END
 $$;
 COMMENT ON FUNCTION kgrag.template_reports() IS
 'Returns the current tenant''s community reports still in their template form: (community_id, report). An LLM may rewrite them (kgrag.set_report_text), keeping their chunk citations.';

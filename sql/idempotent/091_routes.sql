@@ -2,9 +2,13 @@
 -- lists), the local route (the walk from the seeds) and the global route (community reports).
 
 CREATE OR REPLACE FUNCTION kgrag_private.fused_chunks(lists jsonb, k integer, opts jsonb) RETURNS SETOF kgrag.search_row
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
     -- RRF over the named chunk lists; each row says which list ranked it best.
     SELECT NULL::integer, f.ref_id, 'chunk', b.source, f.score, NULL, NULL,
            jsonb_build_object('ranks', f.ranks, 'evidence_refs', jsonb_build_array(f.ref_id),
@@ -14,12 +18,13 @@ AS $$
                                                          'pagerank', (opts ->> 'graph_weight')::float8)) AS r
              ORDER BY r.rank
              LIMIT k) AS f  -- the k best only are read further
-      JOIN kgrag.chunk AS c ON c.tenant_id = kgrag.current_tenant() AND c.chunk_id = f.ref_id
+      JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = f.ref_id
      CROSS JOIN LATERAL (SELECT r.key AS source FROM jsonb_each_text(f.ranks) AS r
                           ORDER BY r.value::integer, array_position(ARRAY['graph', 'pagerank', 'vector', 'lexical'], r.key)
                           LIMIT 1) AS b
      ORDER BY f.rank
-     LIMIT k
+     LIMIT k;
+END
 $$;
 COMMENT ON FUNCTION kgrag_private.fused_chunks(jsonb, integer, jsonb) IS
 'Private. Returns the k best chunks of the RRF fusion of named chunk lists as search rows; source = the list that ranked the chunk best, payload.ranks = its rank in every list.';
@@ -225,20 +230,24 @@ $$;
 COMMENT ON FUNCTION kgrag_private.global_rows(vector, text, boolean, integer, jsonb) IS
 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight; each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
 
-CREATE OR REPLACE FUNCTION kgrag_private.with_neighbours(found kgrag.search_row[]) RETURNS SETOF kgrag.search_row
-LANGUAGE sql STABLE SECURITY INVOKER
+CREATE OR REPLACE FUNCTION kgrag_private.with_neighbours(given_rows kgrag.search_row[]) RETURNS SETOF kgrag.search_row
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
     -- After each chunk row, the chunk before and the chunk after it in its document, once each
     -- (a chunk already found, or already added as a neighbour of a better one, is not repeated).
     WITH given AS (
         SELECT x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason, x.payload, x.o
-          FROM unnest(found) WITH ORDINALITY AS x(rank, ref_id, kind, source, score, route, reason, payload, o)
+          FROM unnest(given_rows) WITH ORDINALITY AS x(rank, ref_id, kind, source, score, route, reason, payload, o)
     ), near AS (
         SELECT DISTINCT ON (n.chunk_id) n.chunk_id, n.doc_id, n.title, g.ref_id AS neighbour_of, g.score, g.o,
                side.name AS side, side.o AS side_o
           FROM given AS g
-          JOIN kgrag.chunk AS c ON c.tenant_id = kgrag.current_tenant() AND c.chunk_id = g.ref_id
+          JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = g.ref_id
          CROSS JOIN LATERAL (VALUES (1, 'before', -1), (2, 'after', 1)) AS side(o, name, step)
           JOIN kgrag.chunk AS n ON n.tenant_id = c.tenant_id AND n.doc_id = c.doc_id AND n.ordinal = c.ordinal + side.step
          WHERE g.kind = 'chunk'
@@ -255,7 +264,8 @@ AS $$
                                       'title', n.title),
                    n.o, n.side_o
               FROM near AS n) AS u
-     ORDER BY u.o, u.side_o
+     ORDER BY u.o, u.side_o;
+END
 $$;
 COMMENT ON FUNCTION kgrag_private.with_neighbours(kgrag.search_row[]) IS
 'Private. Returns the search rows given with, after each chunk row, the chunk before and the chunk after it in the same document (search option neighbours): kind chunk, source neighbour, the score of the chunk they stand beside, payload.neighbour_of and payload.side (before | after). A chunk already among the rows, or beside a better ranked one, comes once. At most two rows more per chunk row.';

@@ -1,27 +1,38 @@
 -- Citations and context: references checked and expanded, and the context block for an LLM.
 
 CREATE OR REPLACE FUNCTION kgrag.citations_resolvable(refs text[]) RETURNS boolean
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    SELECT refs IS NOT NULL AND NOT EXISTS (
-        SELECT 1 FROM unnest(refs) AS r(id)
-         WHERE r.id IS NULL
-            OR NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = kgrag.current_tenant() AND c.chunk_id = r.id))
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the count to one shard
+BEGIN
+    IF refs IS NULL OR pg_catalog.array_position(refs, NULL) IS NOT NULL THEN
+        RETURN false;
+    END IF;
+    -- chunk ids are unique within a tenant: every distinct reference found once
+    RETURN (SELECT count(*) FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = ANY (refs))
+         = (SELECT count(DISTINCT r.id) FROM unnest(refs) AS r(id));
+END
 $$;
 COMMENT ON FUNCTION kgrag.citations_resolvable(text[]) IS
 'Returns true when every reference is the id of a chunk of the current tenant (a community id, a deleted chunk or another tenant''s chunk makes it false). An empty array is true; NULL is false.';
 
 CREATE OR REPLACE FUNCTION kgrag.cited_chunks(refs text[])
 RETURNS TABLE (chunk_id text, doc_id text, title text, text text)
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    RETURN QUERY
     SELECT c.chunk_id, c.doc_id, d.title, c.text
       FROM (SELECT r.id, min(r.o) AS o FROM unnest(refs) WITH ORDINALITY AS r(id, o) GROUP BY r.id) AS x
-      JOIN kgrag.chunk AS c ON c.tenant_id = kgrag.current_tenant() AND c.chunk_id = x.id
-      JOIN kgrag.document AS d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id
-     ORDER BY x.o
+      JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = x.id
+      JOIN kgrag.document AS d ON d.tenant_id = t AND d.doc_id = c.doc_id
+     ORDER BY x.o;
+END
 $$;
 COMMENT ON FUNCTION kgrag.cited_chunks(text[]) IS
 'Returns the chunks the references name, in the order given, once each: (chunk_id, doc_id, title of the document, text). References that do not resolve are left out (see kgrag.citations_resolvable).';

@@ -5,6 +5,8 @@ RETURNS TABLE (chunk_id text, status text, doc_id text, title text, quote text)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
 BEGIN
     IF cited IS NULL OR sent IS NULL THEN
         RAISE EXCEPTION 'cited and sent must be arrays (empty, not NULL)' USING ERRCODE = '22004';
@@ -21,7 +23,7 @@ BEGIN
            c.doc_id, d.title, left(c.text, 300)
       FROM (SELECT u.id, min(u.o) AS o FROM unnest(cited) WITH ORDINALITY AS u(id, o)
              WHERE u.id IS NOT NULL GROUP BY u.id) AS x
-      LEFT JOIN kgrag.chunk AS c ON c.tenant_id = kgrag.current_tenant() AND c.chunk_id = x.id
+      LEFT JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = x.id
       LEFT JOIN kgrag.document AS d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id
      ORDER BY x.o;
 END
@@ -35,6 +37,7 @@ LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
     cited text[];
     c record;
     block text;
@@ -46,7 +49,7 @@ BEGIN
     END IF;
     SELECT format('[map %s] %s', r.community_id, r.report), r.evidence_chunk_ids INTO body, cited
       FROM kgrag.community_report AS r
-     WHERE r.tenant_id = kgrag.current_tenant() AND r.community_id = report_context.community_id AND NOT r.stale;
+     WHERE r.tenant_id = t AND r.community_id = report_context.community_id AND NOT r.stale;
     IF NOT FOUND THEN
         RETURN;  -- no report, or a stale one: never served
     END IF;

@@ -12,6 +12,7 @@ DECLARE
     -- tables holding the defaults of every tenant (tenant '*'): read by every tenant's queries
     reference text[] := ARRAY['settings', 'router_rule'];
     r record;
+    made text[] := ARRAY[]::text[];
 BEGIN
     IF NOT dry_run AND NOT has_citus THEN
         RAISE EXCEPTION 'kgrag.distribute() needs the Citus extension, and it is not installed in this database'
@@ -37,7 +38,8 @@ BEGIN
         SELECT t.name, max(depth.d) AS d
           FROM tables AS t JOIN depth ON depth.oid = t.oid
          GROUP BY t.name
-         ORDER BY max(depth.d), t.name
+         -- reference tables first, then kgrag.document (every other table is co-located with it)
+         ORDER BY t.name = ANY (reference) DESC, t.name = 'document' DESC, max(depth.d), t.name
     LOOP
         table_name := 'kgrag.' || r.name;
         IF r.name = ANY (reference) THEN
@@ -52,17 +54,31 @@ BEGIN
             IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition AS p
                             WHERE p.logicalrelid = table_name::regclass) THEN
                 IF kind = 'reference' THEN
-                    PERFORM create_reference_table(table_name::regclass);
+                    PERFORM pg_catalog.create_reference_table(table_name::regclass);
                 ELSE
-                    PERFORM create_distributed_table(table_name::regclass, 'tenant_id',
+                    PERFORM pg_catalog.create_distributed_table(table_name::regclass, 'tenant_id',
                                                      colocate_with => COALESCE(colocate_with, 'default'));
                 END IF;
+                made := made || table_name;
             END IF;
         END IF;
         RETURN NEXT;
     END LOOP;
+    -- the rows a table held were copied to its shards: the coordinator's own copy goes (children first)
+    FOR i IN REVERSE COALESCE(pg_catalog.array_length(made, 1), 0) .. 1 LOOP
+        PERFORM pg_catalog.truncate_local_data_after_distributing_table(made[i]::regclass);
+    END LOOP;
+    -- Citus reaches the workers as the current role, inside a SECURITY DEFINER function as its
+    -- owner: the owners of the probes and log writers must be able to log in there (no password;
+    -- docs/scale-out.md says how to let only the coordinator in)
+    IF NOT dry_run THEN
+        FOR r IN SELECT a.rolname FROM pg_catalog.pg_roles AS a
+                  WHERE a.rolname IN ('kgrag_probe', 'kgrag_logger') AND NOT a.rolcanlogin ORDER BY 1 LOOP
+            EXECUTE pg_catalog.format('ALTER ROLE %I LOGIN', r.rolname);
+        END LOOP;
+    END IF;
 END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag.distribute(boolean) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag.distribute(boolean) IS
-'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so: settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document. Tables already distributed are left as they are. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';
+'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so: settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document. Rows already there are moved to the shards. The owners of the SECURITY DEFINER helpers (kgrag_probe, kgrag_logger) get LOGIN, without a password, as Citus logs in to the workers as them (docs/scale-out.md: allow them from the coordinator only). Tables already distributed are left as they are, so a second call changes nothing. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';

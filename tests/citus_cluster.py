@@ -1,0 +1,85 @@
+"""The real Citus cluster of ../shared/citus/citus.sh (a coordinator and two workers on this machine),
+for the Citus tests and benchmarks/citus.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+REPO = Path(__file__).resolve().parents[1]
+CITUS_SH = REPO.parent / "shared" / "citus" / "citus.sh"
+SETUP = REPO / "docker" / "citus" / "setup.sh"
+
+
+def citus(command: str) -> str:
+    """Run citus.sh; its last line of output (start and reset print the coordinator's DSN)."""
+    args = [str(CITUS_SH), command] + ([sysconfig.get_paths()["purelib"]] if command == "start" else [])
+    for attempt in range(5):
+        done = subprocess.run(args, capture_output=True, text=True, timeout=1200, check=False)
+        # reset drops the database on each node in turn while the other nodes' maintenance
+        # daemons may connect to it again: try again
+        if done.returncode == 0 or "being accessed by other users" not in done.stderr or attempt == 4:
+            break
+        time.sleep(1)
+    if done.returncode != 0:
+        raise RuntimeError(f"citus.sh {command} failed: {done.stderr.strip()}")
+    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+
+
+def fresh_cluster() -> str:
+    """Start the cluster (building Citus the first time) with a clean database, then install and
+    distribute the schema with docker/citus/setup.sh, the compose's own steps; the coordinator's DSN."""
+    citus("start")
+    dsn = citus("reset")
+    node = conninfo_to_dict(dsn)
+    workers = [
+        f"{host}:{port}"
+        for host, port in psycopg.connect(dsn, autocommit=True)
+        .execute("SELECT nodename, nodeport FROM pg_dist_node WHERE groupid > 0 ORDER BY nodeport")
+        .fetchall()
+    ]
+    pginstall = Path(os.environ.get("CITUS_BASE", "/tmp/pgkgrag-citus"), "pginstall").read_text().strip()
+    bin_dirs = [Path(sys.executable).parent, Path(pginstall, "bin")]
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([*map(str, bin_dirs), os.environ.get("PATH", "")]),
+        "PGHOST": str(node["host"]),
+        "PGPORT": str(node["port"]),
+        "PGUSER": str(node["user"]),
+        "PGDATABASE": str(node["dbname"]),
+        "KGRAG_DSN": dsn,
+        "KGRAG_COORDINATOR": f"{node['host']}:{node['port']}",
+        "KGRAG_WORKERS": " ".join(workers),
+    }
+    done = subprocess.run(["bash", str(SETUP)], env=env, capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"docker/citus/setup.sh failed: {done.stderr.strip()}")
+    return dsn
+
+
+def placement(admin: psycopg.Connection, tenant: str) -> int:
+    """The port of the worker holding the tenant's shard of kgrag.document."""
+    row = admin.execute(
+        "SELECT n.nodeport FROM pg_dist_placement AS p JOIN pg_dist_node AS n ON n.groupid = p.groupid"
+        " WHERE p.shardid = get_shard_id_for_distribution_column('kgrag.document', %s::text)",
+        [tenant],
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def login(admin: psycopg.Connection, name: str, granted: str, tenants: list[str]) -> None:
+    """A login role (no superuser, no BYPASSRLS) granted a kgrag role and tenants, made again."""
+    admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+    admin.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS").format(sql.Identifier(name)))
+    admin.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(granted), sql.Identifier(name)))
+    for tenant in tenants:
+        admin.execute("SELECT kgrag.grant_tenant(%s, %s)", [name, tenant])

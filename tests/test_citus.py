@@ -1,0 +1,225 @@
+"""Scale-out on a real Citus cluster (../shared/citus/citus.sh: a coordinator and two workers on this
+machine): kgrag.distribute(), then two tenants placed on different workers ingest, re-ingest, delete,
+build and search through the driver as login roles, and every table and every public function's
+answer must equal a single-node database given the same input. Every per-tenant statement must
+run on one shard (citus.multi_task_query_log_level = error turns any other plan into an error),
+and a tenant's role reaches nothing of the other's.
+
+Skipped, with the reason, where the cluster script is absent (a user's clone)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from catalog import tables as catalog_tables
+from citus_cluster import CITUS_SH, citus, fresh_cluster, login, placement
+from conftest import Server, as_role
+from ingesting import OPS, checksums, ingest, write_jsonl
+from test_tenancy import _graph_ids, _rows, reads
+
+from pgkgrag.build import build
+from pgkgrag.db import connect, tenant_transaction
+from pgkgrag.embedders import HashEmbedder
+from pgkgrag.extractors import ProvidedExtractor
+from pgkgrag.ingest import Ingestor
+from pgkgrag.resources import SAMPLE_CORPUS
+from pgkgrag.search import run_search
+
+EMBEDDER = HashEmbedder(512)
+GOLDEN = Path(SAMPLE_CORPUS).with_name("golden.jsonl").read_text().splitlines()
+QUESTIONS = [*(json.loads(line)["question"] for line in GOLDEN[:6]), "How do I bake a carrot cake?"]
+# reads every tenant on purpose (a directory of tenants): the one multi-shard statement allowed
+ACROSS_TENANTS = {"tenants"}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """The coordinator's DSN: a clean database, the schema at head installed by the superuser and
+    distributed by docker/citus/setup.sh."""
+    if not CITUS_SH.exists():
+        pytest.skip(f"no Citus cluster script at {CITUS_SH} (see docs/scale-out.md): the Citus tests need it")
+    dsn = fresh_cluster()
+    try:
+        yield dsn
+    finally:
+        citus("stop")
+
+
+def watched(dsn: str, spread: list[str]) -> psycopg.Connection:
+    """A driver connection that adds to `spread` where a statement ran on more than one shard
+    (Citus warns of each with citus.multi_task_query_log_level = warning; the CONTEXT says where)."""
+    conn = connect(dsn)
+
+    def heard(notice: psycopg.errors.Diagnostic) -> None:
+        if "multi-task query" in (notice.message_primary or ""):
+            spread.append(notice.context or "a statement of the test itself")
+
+    conn.add_notice_handler(heard)
+    return conn
+
+
+def load(dsn: str, tenants: tuple[str, str], tmp: Path, spread: list[str]) -> None:
+    """The same steps on either database, as a writer login role: both tenants ingest (the second
+    with two connections at once), one changed document is ingested again, one is deleted, both
+    build."""
+    sample = [json.loads(line) for line in Path(SAMPLE_CORPUS).read_text().splitlines()]
+    a, b = tenants
+    tmp.mkdir()
+    with watched(dsn, spread) as conn:
+        ingest(conn, tmp, sample, tenant=a, batch_size=10)
+        with watched(dsn, spread) as other:
+            path = write_jsonl(tmp / f"{b}.jsonl", sample[:20] + OPS)
+            Ingestor(conn, b, ProvidedExtractor(), EMBEDDER, batch_size=5, workers=[other]).run([path])
+        changed = dict(sample[0], text=sample[0]["text"] + " The Auth Service also calls the Billing Ledger.")
+        ingest(conn, tmp, [changed], tenant=a)
+        with tenant_transaction(conn, b):
+            conn.execute("SELECT kgrag.delete_documents(%s)", [[sample[1]["doc_id"]]])
+        for tenant in tenants:
+            build(conn, tenant, EMBEDDER)
+
+
+def answers(dsn: str, tenant: str, other: str, spread: list[str]) -> dict[str, list[str]]:
+    """Every reading public function's rows for a few questions, as the tenant's reader."""
+    with connect(dsn) as conn:
+        mine, others = _graph_ids(conn, tenant), _graph_ids(conn, other)
+    out: dict[str, list[str]] = {}
+    with watched(dsn, spread) as conn:
+        for i, question in enumerate(QUESTIONS):
+            for name, (query, params) in reads(question, others, mine).items():
+                with tenant_transaction(conn, tenant):
+                    if name in ACROSS_TENANTS:
+                        conn.execute("SET LOCAL citus.multi_task_query_log_level = off")
+                    out[f"{i}/{name}"] = _rows(conn, query, params)
+    return out
+
+
+def test_distribute_runs_on_a_real_cluster_and_again_changes_nothing(cluster: str) -> None:
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        first = admin.execute("SELECT table_name, kind, colocate_with FROM kgrag.distribute()").fetchall()
+        placed = admin.execute(
+            "SELECT logicalrelid::text, partmethod, colocationid FROM pg_dist_partition"
+            " WHERE logicalrelid::text LIKE 'kgrag.%' ORDER BY 1"
+        ).fetchall()
+        again = admin.execute("SELECT table_name, kind, colocate_with FROM kgrag.distribute()").fetchall()
+        assert again == first
+        assert (
+            admin.execute(
+                "SELECT logicalrelid::text, partmethod, colocationid FROM pg_dist_partition"
+                " WHERE logicalrelid::text LIKE 'kgrag.%' ORDER BY 1"
+            ).fetchall()
+            == placed
+        )
+        assert sorted(p[0] for p in placed) == sorted(f"kgrag.{t}" for t in catalog_tables(admin))
+        kinds = {t: (m, c) for t, m, c in placed}
+        assert {t for t, (m, _) in kinds.items() if m == "n"} == {"kgrag.settings", "kgrag.router_rule"}
+        hashed = {c for m, c in kinds.values() if m == "h"}
+        assert len(hashed) == 1  # every distributed table in one co-location group
+        # the owners of the SECURITY DEFINER helpers may log in (Citus reaches the workers as them)
+        assert admin.execute(
+            "SELECT bool_and(rolcanlogin) FROM pg_roles WHERE rolname IN ('kgrag_probe', 'kgrag_logger')"
+        ).fetchone() == (True,)
+        # the shards' policies, functions and indexes are on the workers
+        for worker in admin.execute("SELECT nodeport FROM pg_dist_node WHERE groupid > 0 ORDER BY 1").fetchall():
+            counts = admin.execute(
+                "SELECT result FROM run_command_on_workers($$SELECT count(*) FROM pg_policy$$) WHERE nodeport = %s",
+                worker,
+            ).fetchone()
+            assert counts is not None and int(counts[0]) > 0
+
+
+def test_two_tenants_on_two_workers_answer_as_on_a_single_node(
+    cluster: str, server: Server, template: str, tmp_path: Path
+) -> None:
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute("SELECT count(*) FROM kgrag.distribute()")
+        names = [f"tenant{i}" for i in range(40)]
+        ports = {n: placement(admin, n) for n in names}
+        a = names[0]
+        b = next(n for n in names if ports[n] != ports[a])  # the two tenants on different workers
+    spread: list[str] = []
+    single = server.create_database(template=template)
+    single_dsn = server.dsn(single)
+    try:
+        for dsn in (cluster, single_dsn):
+            with psycopg.connect(dsn, autocommit=True) as admin:
+                login(admin, "citus_t_writer", "kgrag_writer", [a, b])
+                login(admin, "citus_t_reader", "kgrag_reader", [a, b])
+                login(admin, "citus_t_other", "kgrag_reader", [b])
+                if dsn == cluster:
+                    for role in ("citus_t_writer", "citus_t_reader"):
+                        admin.execute(f"ALTER ROLE {role} SET citus.multi_task_query_log_level = warning")
+            load(as_role(dsn, "citus_t_writer"), (a, b), tmp_path / ("c" if dsn == cluster else "s"), spread)
+        written = sorted(set(spread))
+        spread.clear()
+        for tenant in (a, b):
+            with psycopg.connect(cluster) as c, psycopg.connect(single_dsn) as s:
+                assert checksums(c, tenant) == checksums(s, tenant), tenant
+        for tenant, other in ((a, b), (b, a)):
+            on_cluster = answers(as_role(cluster, "citus_t_reader"), tenant, other, spread)
+            on_single = answers(as_role(single_dsn, "citus_t_reader"), tenant, other, [])
+            differ = sorted(k for k in on_single if on_cluster.get(k) != on_single[k])
+            assert differ == [], {k: (on_cluster.get(k), on_single[k]) for k in differ[:3]}
+            assert len(on_cluster) > 40 * len(QUESTIONS)
+        # ingest, re-ingest, delete and build ran each statement on one shard; so did every
+        # search, walk and probe
+        assert (written, sorted(set(spread))) == ([], [])
+        # the other tenant's role reaches nothing of tenant a: refused by name, empty by policy
+        with connect(as_role(cluster, "citus_t_other")) as conn:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                conn.execute("SELECT kgrag.use_tenant(%s)", [a])
+            with tenant_transaction(conn, b):
+                assert conn.execute("SELECT count(*) FROM kgrag.chunk WHERE tenant_id = %s", [a]).fetchone() == (0,)
+                assert conn.execute("SELECT count(*) FROM kgrag.chunk").fetchone() != (0,)
+    finally:
+        server.drop_database(single)
+
+
+def test_a_statement_over_every_shard_is_caught(cluster: str) -> None:
+    """The routing check of the test above can fail: a statement that names no tenant runs on every
+    shard, and the log level makes that an error."""
+    with psycopg.connect(cluster) as conn:
+        conn.execute("SELECT count(*) FROM kgrag.distribute()")
+        conn.execute("SET LOCAL citus.multi_task_query_log_level = error")
+        conn.execute("SELECT count(*) FROM kgrag.chunk WHERE tenant_id = 'x'")  # one shard: allowed
+        with pytest.raises(psycopg.errors.Error, match="multi-task query"):
+            conn.execute("SELECT count(*) FROM kgrag.chunk")
+
+
+def test_a_new_release_of_the_functions_installs_on_the_distributed_schema(cluster: str, tmp_path: Path) -> None:
+    """What every release does to a distributed database: `pgkgrag db upgrade` drops and creates
+    the functions and views of sql/idempotent again (here forced by a stale digest); Citus carries
+    that to the workers, and searches work and route to one shard afterwards."""
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute("SELECT count(*) FROM kgrag.distribute()")
+        login(admin, "citus_t_release", "kgrag_writer", ["rel"])
+        admin.execute("ALTER ROLE citus_t_release SET citus.multi_task_query_log_level = error")
+        admin.execute(
+            "UPDATE kgrag.settings SET value = to_jsonb('stale'::text)"
+            " WHERE tenant_id = '*' AND key = 'idempotent_sha256'"
+        )
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "pgkgrag"), "db", "upgrade"],
+        env={**os.environ, "KGRAG_DSN": cluster},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(cluster) as admin:
+        digest = admin.execute(
+            "SELECT value #>> '{}' FROM kgrag.settings WHERE tenant_id = '*' AND key = 'idempotent_sha256'"
+        ).fetchone()
+    assert digest is not None and digest[0] != "stale"
+    dsn = as_role(cluster, "citus_t_release")
+    with connect(dsn) as conn:
+        ingest(conn, tmp_path, OPS, tenant="rel")
+        result = run_search(conn, "rel", EMBEDDER, "What does the Auth Service depend on?", "local", 5)
+    assert result.route == "local" and any(r.ref_id.startswith("d1#") for r in result.rows), result
