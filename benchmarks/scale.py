@@ -119,30 +119,36 @@ def set_candidates(dsn: str, tenant: str, value: str | None) -> None:
             )
 
 
-def measure(dsn: str, tenant: str, n: int) -> tuple[list[list[object]], list[list[object]]]:
+def questions(conn: psycopg.Connection, tenant: str, n: int) -> dict[str, list[str]]:
+    """n questions per route (label: the route, then what it asks) about the tenant's corpus."""
     rng = random.Random(23)
+    with tenant_transaction(conn, tenant):
+        entities = [r[0] for r in conn.execute("SELECT name FROM kgrag.entity ORDER BY degree DESC, entity_id")]
+        (cycles,) = conn.execute("SELECT count(*) FROM kgrag.document").fetchone()  # type: ignore[misc]
+    picked = entities[: n // 4] + rng.sample(entities, n - n // 4)  # hubs and tail
+    local = [f"What does {name} depend on?" for name in picked]
+    return {
+        "local": local,
+        "mixed": local,
+        "vector": [f"weekly operations review of cycle {rng.randrange(cycles)}" for _ in range(n)],
+        "global": [GLOBAL[i % len(GLOBAL)] for i in range(n)],
+        "auto (negative)": [NEGATIVE[i % len(NEGATIVE)] for i in range(n)],
+    }
+
+
+def measure(dsn: str, tenant: str, n: int) -> tuple[list[list[object]], list[list[object]]]:
     with connect(dsn, role="kgrag_reader") as conn:
-        with tenant_transaction(conn, tenant):
-            entities = [r[0] for r in conn.execute("SELECT name FROM kgrag.entity ORDER BY degree DESC, entity_id")]
-            (cycles,) = conn.execute("SELECT count(*) FROM kgrag.document").fetchone()  # type: ignore[misc]
-        picked = entities[: n // 4] + rng.sample(entities, n - n // 4)  # hubs and tail
-        local = [f"What does {name} depend on?" for name in picked]
-        asked: dict[str, list[str]] = {
-            "local": local,
-            "mixed": local,
-            "vector": [f"weekly operations review of cycle {rng.randrange(cycles)}" for _ in range(n)],
-            "global": [GLOBAL[i % len(GLOBAL)] for i in range(n)],
-            "auto (negative)": [NEGATIVE[i % len(NEGATIVE)] for i in range(n)],
-        }
+        asked = questions(conn, tenant, n)
+        local = asked["local"]
         vectors = {q: vector_text(q) for qs in asked.values() for q in qs}
         route_rows: list[list[object]] = []
         phase_times: dict[str, list[float]] = {}
         with tenant_transaction(conn, tenant):
             for q in local[:3]:  # warm the caches and the plans
                 conn.execute(SEARCH, [vectors[q], "local", q]).fetchall()
-            for label, questions in asked.items():
+            for label, batch in asked.items():
                 route = label.split()[0]
-                times = [timed_ms(conn, SEARCH, [vectors[q], route, q]) for q in questions]
+                times = [timed_ms(conn, SEARCH, [vectors[q], route, q]) for q in batch]
                 route_rows.append([label, *figures(times), ""])
                 print(route_rows[-1], flush=True)
             for phase, query in PHASES.items():
@@ -151,9 +157,9 @@ def measure(dsn: str, tenant: str, n: int) -> tuple[list[list[object]], list[lis
         # lexical search as before the bound: every chunk matching a word of the question scored
         set_candidates(dsn, tenant, "1000000000")
         with tenant_transaction(conn, tenant):
-            for label, questions in (("local", local), ("vector", asked["vector"])):
+            for label, batch in (("local", local), ("vector", asked["vector"])):
                 phase_times[f"lexical, every match scored (before), {label} questions"] = [
-                    timed_ms(conn, PHASES["lexical"], {"q": q}) for q in questions
+                    timed_ms(conn, PHASES["lexical"], {"q": q}) for q in batch
                 ]
         set_candidates(dsn, tenant, None)
         with tenant_transaction(conn, tenant):
