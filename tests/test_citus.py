@@ -81,6 +81,10 @@ def load(dsn: str, tenants: tuple[str, str], tmp: Path, spread: list[str]) -> No
         ingest(conn, tmp, [changed], tenant=a)
         with tenant_transaction(conn, b):
             conn.execute("SELECT kgrag.delete_documents(%s)", [[sample[1]["doc_id"]]])
+        with tenant_transaction(conn, a):  # so that the build stores common words (kgrag.lexeme_stats)
+            conn.execute(
+                "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'lexical_candidates', '5')", [a]
+            )
         for tenant in tenants:
             build(conn, tenant, EMBEDDER)
 
@@ -161,6 +165,8 @@ def test_two_tenants_on_two_workers_answer_as_on_a_single_node(
         for tenant in (a, b):
             with psycopg.connect(cluster) as c, psycopg.connect(single_dsn) as s:
                 assert checksums(c, tenant) == checksums(s, tenant), tenant
+        with psycopg.connect(cluster) as c:
+            assert c.execute("SELECT count(*) FROM kgrag.lexeme_stats WHERE tenant_id = %s", [a]).fetchone() != (0,)
         for tenant, other in ((a, b), (b, a)):
             on_cluster = answers(as_role(cluster, "citus_t_reader"), tenant, other, spread)
             on_single = answers(as_role(single_dsn, "citus_t_reader"), tenant, other, [])

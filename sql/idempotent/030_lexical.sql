@@ -73,12 +73,14 @@ DECLARE
     stored integer;
 BEGIN
     DELETE FROM kgrag.lexeme_stats AS s WHERE s.tenant_id = t;
+    -- grouped by the tenant too, so Citus runs it on the tenant's shards (INSERT ... SELECT pushed
+    -- down) instead of copying the rows through the coordinator, which row-level security refuses
     INSERT INTO kgrag.lexeme_stats (tenant_id, lang, lexeme, chunks)
-    SELECT t, c.lang, u.lexeme, count(*)
+    SELECT c.tenant_id, c.lang, u.lexeme, count(*)
       FROM kgrag.chunk AS c
      CROSS JOIN LATERAL unnest(c.tsv) AS u(lexeme, positions, weights)
      WHERE c.tenant_id = t
-     GROUP BY c.lang, u.lexeme
+     GROUP BY c.tenant_id, c.lang, u.lexeme
     HAVING count(*) > cap;
     GET DIAGNOSTICS stored = ROW_COUNT;
     RETURN stored;
