@@ -11,6 +11,10 @@ DECLARE
     has_citus boolean := EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus');
     -- tables holding the defaults of every tenant (tenant '*'): read by every tenant's queries
     reference text[] := ARRAY['settings', 'router_rule'];
+    -- written as kgrag_logger (SECURITY DEFINER log functions) and never joined with the graph:
+    -- a group of their own, or once a search has logged, Citus refuses the rest of its
+    -- transaction the tenant's other shards (modified there "by a different user")
+    logs text[] := ARRAY['answer_log', 'query_log'];
     r record;
     made text[] := ARRAY[]::text[];
 BEGIN
@@ -39,7 +43,7 @@ BEGIN
           FROM tables AS t JOIN depth ON depth.oid = t.oid
          GROUP BY t.name
          -- reference tables first, then kgrag.document (every other table is co-located with it)
-         ORDER BY t.name = ANY (reference) DESC, t.name = 'document' DESC, max(depth.d), t.name
+         ORDER BY t.name = ANY (reference) DESC, t.name = 'document' DESC, t.name = logs[1] DESC, max(depth.d), t.name
     LOOP
         table_name := 'kgrag.' || r.name;
         IF r.name = ANY (reference) THEN
@@ -47,7 +51,10 @@ BEGIN
             colocate_with := NULL;
         ELSE
             kind := 'distributed by tenant_id';
-            colocate_with := CASE WHEN r.name = 'document' THEN NULL ELSE 'kgrag.document' END;
+            colocate_with := CASE WHEN r.name = 'document' THEN NULL
+                                  WHEN r.name = logs[1] THEN 'none'
+                                  WHEN r.name = ANY (logs) THEN 'kgrag.' || logs[1]
+                                  ELSE 'kgrag.document' END;
         END IF;
         -- (nested: pg_dist_partition exists only where Citus is installed)
         IF NOT dry_run THEN
@@ -81,4 +88,4 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag.distribute(boolean) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag.distribute(boolean) IS
-'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so: settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document. Rows already there are moved to the shards. The owners of the SECURITY DEFINER helpers (kgrag_probe, kgrag_logger) get LOGIN, without a password, as Citus logs in to the workers as them (docs/scale-out.md: allow them from the coordinator only). Tables already distributed are left as they are, so a second call changes nothing. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';
+'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so: settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document, but for the two logs (answer_log, query_log: written as kgrag_logger, they form a co-location group of their own, so that a transaction may search again after a search logged). Rows already there are moved to the shards. The owners of the SECURITY DEFINER helpers (kgrag_probe, kgrag_logger) get LOGIN, without a password, as Citus logs in to the workers as them (docs/scale-out.md: allow them from the coordinator only). Tables already distributed are left as they are, so a second call changes nothing. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';
