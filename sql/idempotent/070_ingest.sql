@@ -1,7 +1,8 @@
 -- Ingestion writes: Python COPYs a batch into temporary staging tables, then one call applies it
 -- set-based, in the caller's transaction. A changed document replaces its own contribution; the
--- graph (co-occurrence weights, typed edges, ranks, degrees) is recomputed for the entities the
--- batch touched, never incremented and never for the whole tenant.
+-- graph is brought up to date for the entities the batch touched, never for the whole tenant:
+-- co-occurrence weights move by the chunks that came and went (exact counts), typed edges, ranks
+-- and degrees are recomputed.
 --
 -- Concurrency: writers lock the documents (their rows, in doc_id order), write the chunks, then
 -- lock the entities they touch (transaction-scoped advisory locks, in sorted order), so two
@@ -138,7 +139,7 @@ BEGIN
     ANALYZE pg_temp.kgrag_stage_document, pg_temp.kgrag_stage_chunk, pg_temp.kgrag_stage_entity,
             pg_temp.kgrag_stage_relation;
     -- What the previous versions contributed, before they go.
-    PERFORM kgrag_private.touch_documents(docs);
+    PERFORM kgrag_private.touch_documents(docs, -1);
 
     -- Unchanged chunk texts keep their embeddings (looked up before the old chunks go).
     UPDATE pg_temp.kgrag_stage_chunk AS s SET embedding = c.embedding
@@ -301,7 +302,7 @@ BEGIN
     counts := counts || jsonb_build_object('mentions', kgrag_private.apply_entities(docs)) || kgrag_private.apply_relations();
     counts := counts || jsonb_build_object('refused', screened -> 'refused',
                                            'rejected', (counts -> 'rejected') || (screened -> 'rejected'));
-    PERFORM kgrag_private.touch_documents(docs);  -- and what the new versions contribute
+    PERFORM kgrag_private.touch_documents(docs, 1);  -- and what the new versions contribute
     RETURN counts || kgrag_private.refresh_graph();
 END
 $$;

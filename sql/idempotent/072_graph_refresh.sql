@@ -1,37 +1,45 @@
 -- The graph after a change: what a batch's or a delete's documents contribute (before and after),
--- co-occurrence weights and typed edges recomputed for it, what was built from it marked stale,
+-- co-occurrence weights moved by what changed and typed edges recomputed for it, what was built from it marked stale,
 -- entities no chunk cites removed; and deleting documents.
 
-CREATE OR REPLACE FUNCTION kgrag_private.touch_documents(doc_ids text[]) RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.touch_documents(doc_ids text[], sign integer) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
 BEGIN
+    IF sign IS NULL OR sign NOT IN (-1, 1) THEN
+        RAISE EXCEPTION 'sign must be -1 (before the chunks go) or 1 (after they came), got %', sign
+            USING ERRCODE = '22023';
+    END IF;
     -- pg_temp.kgrag_touched: what the chunks of these documents contribute to the graph right
-    -- now: their entities (b IS NULL), co-occurring pairs (a < b) and typed relations. Called
-    -- before the chunks change and again after, so it holds everything whose edges may change.
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_touched (a text NOT NULL, b text, rel text NOT NULL) ON COMMIT DROP;
-    INSERT INTO pg_temp.kgrag_touched (a, b, rel)
-    SELECT DISTINCT m.entity_id, NULL::text, 'ENTITY'
+    -- now: their entities (b IS NULL), co-occurring pairs (a < b, n = sign x the chunks citing
+    -- both) and typed relations. Called before the chunks change (sign -1) and again after (+1),
+    -- so it holds everything whose edges may change, and by how much each pair's weight does.
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_touched (
+        a text NOT NULL, b text, rel text NOT NULL, n integer NOT NULL DEFAULT 0
+    ) ON COMMIT DROP;
+    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+    SELECT DISTINCT m.entity_id, NULL::text, 'ENTITY', 0
       FROM kgrag.chunk AS c JOIN kgrag.mention AS m ON m.tenant_id = t AND m.chunk_id = c.chunk_id
      WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids)
-    UNION
-    SELECT DISTINCT m1.entity_id, m2.entity_id, 'CO_OCCURS'
+    UNION ALL
+    SELECT m1.entity_id, m2.entity_id, 'CO_OCCURS', sign * count(*)::integer
       FROM kgrag.chunk AS c
       JOIN kgrag.mention AS m1 ON m1.tenant_id = t AND m1.chunk_id = c.chunk_id
       JOIN kgrag.mention AS m2 ON m2.tenant_id = t AND m2.chunk_id = c.chunk_id AND m1.entity_id < m2.entity_id
      WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids)
-    UNION
-    SELECT DISTINCT r.src, r.dst, r.rel
+     GROUP BY m1.entity_id, m2.entity_id
+    UNION ALL
+    SELECT DISTINCT r.src, r.dst, r.rel, 0
       FROM kgrag.chunk AS c JOIN kgrag.relation_evidence AS r ON r.tenant_id = t AND r.chunk_id = c.chunk_id
      WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);
     ANALYZE pg_temp.kgrag_touched;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.touch_documents(text[]) IS
-'Private. Returns nothing; adds to pg_temp.kgrag_touched the entities, co-occurring pairs and typed relations the chunks of these documents currently contribute.';
+COMMENT ON FUNCTION kgrag_private.touch_documents(text[], integer) IS
+'Private. Returns nothing; adds to pg_temp.kgrag_touched the entities, co-occurring pairs (with sign x the number of chunks citing both) and typed relations the chunks of these documents currently contribute: sign -1 before the chunks go, 1 after they came.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.release_chunks(doc_ids text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -113,29 +121,23 @@ BEGIN
 
     PERFORM kgrag_private.edge_scratch();
 
-    -- Co-occurrence: weight = chunks citing both, recomputed (never incremented), both directions.
-    -- Counted from the mentions of the touched entities, in temporary tables with fresh
-    -- statistics so the planner hashes them whatever the state of the big tables' statistics.
-    CREATE TEMP TABLE kgrag_pairs ON COMMIT DROP AS
-    SELECT DISTINCT k.a, k.b FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'CO_OCCURS';
-    CREATE TEMP TABLE kgrag_mentions ON COMMIT DROP AS
-    SELECT m.entity_id, m.chunk_id FROM kgrag.mention AS m
-     WHERE m.tenant_id = t AND m.entity_id = ANY (affected);
-    ANALYZE pg_temp.kgrag_pairs;
-    ANALYZE pg_temp.kgrag_mentions;
-    WITH counted AS (
-        SELECT p.a, p.b, COALESCE(c.weight, 0)::float8 AS weight
-          FROM pg_temp.kgrag_pairs AS p
-          LEFT JOIN (SELECT x.entity_id AS a, y.entity_id AS b, count(*) AS weight
-                       FROM pg_temp.kgrag_mentions AS x
-                       JOIN pg_temp.kgrag_mentions AS y ON y.chunk_id = x.chunk_id AND x.entity_id < y.entity_id
-                      GROUP BY x.entity_id, y.entity_id) AS c ON c.a = p.a AND c.b = p.b
-    )
+    -- Co-occurrence: weight = chunks citing both, both directions. Only the batch's documents'
+    -- chunks changed, so the new weight is the stored one plus the chunks that came, minus those
+    -- that went (kgrag_touched.n): exact counts, the same weight whatever the history, and the
+    -- work is the batch's own mentions, never all the mentions of the entities it touches (a hub's
+    -- grow with the corpus). A pair whose count did not change is left as it is.
     INSERT INTO pg_temp.kgrag_edge_want (src, dst, rel, weight)
+    WITH delta AS MATERIALIZED (
+        SELECT k.a, k.b, sum(k.n) AS d FROM pg_temp.kgrag_touched AS k
+         WHERE k.rel = 'CO_OCCURS' GROUP BY k.a, k.b HAVING sum(k.n) <> 0
+    ), counted AS (
+        SELECT d.a, d.b, greatest(COALESCE(g.weight, 0) + d.d, 0)::float8 AS weight
+          FROM delta AS d
+          LEFT JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = d.a AND g.dst = d.b AND g.rel = 'CO_OCCURS'
+    )
     SELECT c.a, c.b, 'CO_OCCURS', c.weight FROM counted AS c
     UNION ALL
     SELECT c.b, c.a, 'CO_OCCURS', c.weight FROM counted AS c;
-    DROP TABLE pg_temp.kgrag_pairs, pg_temp.kgrag_mentions;
 
     -- Typed edges: aggregated from the non-negated evidence of each touched triple (one index
     -- range each); the quote of the most confident evidence is shown; a triple left without
@@ -195,7 +197,7 @@ BEGIN
     -- the document rows are the documents' locks, as in kgrag.ingest_apply()
     PERFORM 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids)
       ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
-    PERFORM kgrag_private.touch_documents(doc_ids);
+    PERFORM kgrag_private.touch_documents(doc_ids, -1);
     PERFORM kgrag_private.lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'));
     texts := ARRAY(SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
     PERFORM kgrag_private.release_chunks(doc_ids);
