@@ -132,6 +132,17 @@ def _batches(items: Iterable[InputItem], size: int, summary: IngestSummary) -> I
         yield batch
 
 
+@dataclass
+class _Staged:
+    """A batch read, chunked and extracted, waiting for its chunk embeddings and its write."""
+
+    batch: list[InputItem]
+    summary: IngestSummary
+    changed: int  # documents whose content hash is not the stored one
+    extracted: list[staging.ExtractedDocument] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)  # content hash -> chunk text without a vector
+
+
 class Ingestor:
     def __init__(
         self,
@@ -143,10 +154,13 @@ class Ingestor:
         batch_size: int = 200,
         progress: ProgressCallback | None = None,
         workers: Sequence[psycopg.Connection] = (),
+        embed_ahead: bool = True,
     ) -> None:
         """With `workers` (more connections to the same database), batches are written by
-        1 + len(workers) threads at once, each batch still in its own transaction. progress hears
-        ("documents", how many were just done) and ("entity embeddings", ...)."""
+        1 + len(workers) threads at once, each batch still in its own transaction. With one
+        writer and embed_ahead, a batch's chunks are embedded while the batch before it is written
+        (False: each batch embedded, then written). progress hears ("documents", how many were
+        just done) and ("entity embeddings", ...)."""
         self.conn = conn
         self.tenant = tenant
         self.extractor = extractor
@@ -154,6 +168,7 @@ class Ingestor:
         self.batch_size = batch_size
         self.progress = progress or (lambda step, n: None)
         self.workers = list(workers)
+        self.embed_ahead = embed_ahead
         self._embedding = threading.Lock()  # embedders need not be thread-safe; USE uses every core anyway
         self._languages: dict[str | None, str | None] = {}
         with tenant_transaction(conn, tenant):
@@ -176,9 +191,12 @@ class Ingestor:
         return summary
 
     def _write_batches(self, batches: Iterator[list[InputItem]], summary: IngestSummary) -> None:
-        if not self.workers:
+        if not self.workers and not self.embed_ahead:
             for batch in batches:
                 summary.merge(self._batch(self.conn, batch))
+            return
+        if not self.workers:
+            self._pipeline(batches, summary)
             return
         free: queue.SimpleQueue[psycopg.Connection] = queue.SimpleQueue()
         for conn in [self.conn, *self.workers]:
@@ -205,6 +223,24 @@ class Ingestor:
                     summary.merge(future.result())
             except BaseException:
                 pool.shutdown(wait=True, cancel_futures=True)  # batches being written finish or roll back
+                raise
+
+    def _pipeline(self, batches: Iterator[list[InputItem]], summary: IngestSummary) -> None:
+        """One writer: a batch's chunks are embedded in a thread while this one writes the batch
+        before it and extracts the one after (at most two batches held)."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgkgrag-embed") as pool:
+            ahead: tuple[_Staged, Future[dict[str, np.ndarray]]] | None = None
+            try:
+                for batch in batches:
+                    staged = self._stage(self.conn, batch)
+                    embedding = pool.submit(self._embed, staged)
+                    if ahead is not None:
+                        summary.merge(self._finish(self.conn, ahead[0], ahead[1].result()))
+                    ahead = (staged, embedding)
+                if ahead is not None:
+                    summary.merge(self._finish(self.conn, ahead[0], ahead[1].result()))
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)  # an embedding under way finishes; nothing is written
                 raise
 
     def _languages_of(self, conn: psycopg.Connection, batch: list[InputItem]) -> dict[str | None, str | None]:
@@ -247,6 +283,11 @@ class Ingestor:
 
     def _batch(self, conn: psycopg.Connection, batch: list[InputItem]) -> IngestSummary:
         """Prepare, extract, embed and write one batch on `conn`; what it did is the result."""
+        staged = self._stage(conn, batch)
+        return self._finish(conn, staged, self._embed(staged))
+
+    def _stage(self, conn: psycopg.Connection, batch: list[InputItem]) -> _Staged:
+        """Read, chunk and extract a batch, and find its chunk texts without a vector."""
         summary = IngestSummary()
         start = time.perf_counter()
         languages = self._languages_of(conn, batch)
@@ -259,13 +300,13 @@ class Ingestor:
         summary.unchanged += len(prepared) - len(todo)
         summary.seconds["read and chunk"] += time.perf_counter() - start
         self.progress("documents", len(batch) - len(todo))
+        staged = _Staged(batch, summary, len(todo))
         if not todo:
-            return summary
+            return staged
 
         start = time.perf_counter()
         with tenant_transaction(conn, self.tenant):
             results = self.extractor.extract(conn, [p for p, _, _ in todo])
-        extracted: list[staging.ExtractedDocument] = []
         for p, lang, content_hash in todo:
             result = results[p.document.doc_id]
             if isinstance(result, Exception):
@@ -274,40 +315,44 @@ class Ingestor:
                     conn.execute(Q["record_ingest_failure"], [p.document.doc_id, content_hash, str(result)])
                 continue
             summary.rejected_extractions.update(result.rejected)
-            extracted.append(staging.ExtractedDocument(p, lang, content_hash, result))
+            staged.extracted.append(staging.ExtractedDocument(p, lang, content_hash, result))
         summary.seconds["extract"] += time.perf_counter() - start
-        if not extracted:
-            self.progress("documents", len(todo))
+        # the chunk texts the tenant has no embedding of yet, by content hash
+        texts = {c.content_hash: c.text for d in staged.extracted for c in d.prepared.chunks}
+        if texts:
+            with tenant_transaction(conn, self.tenant):
+                have = {r[0] for r in conn.execute(Q["embedded_chunk_texts"], [list(texts)])}
+            staged.missing = {h: texts[h] for h in sorted(texts) if h not in have}
+        return staged
+
+    def _embed(self, staged: _Staged) -> dict[str, np.ndarray]:
+        """The staged batch's missing chunk embeddings (no connection used: may run in a thread)."""
+        if not staged.missing:
+            return {}
+        start = time.perf_counter()
+        with self._embedding:
+            vectors = self.embedder.embed(list(staged.missing.values()))
+        staged.summary.seconds["embed chunks"] += time.perf_counter() - start
+        return dict(zip(staged.missing, vectors, strict=True))
+
+    def _finish(self, conn: psycopg.Connection, staged: _Staged, vectors: dict[str, np.ndarray]) -> IngestSummary:
+        """Write a staged batch with its chunk embeddings; what the batch did is the result."""
+        summary = staged.summary
+        if not staged.extracted:
+            self.progress("documents", staged.changed)
             return summary
-
         start = time.perf_counter()
-        vectors = self._chunk_embeddings(conn, [d.prepared for d in extracted])
-        summary.seconds["embed chunks"] += time.perf_counter() - start
-
-        start = time.perf_counter()
-        applied = self._write(conn, extracted, vectors, summary)
+        applied = self._write(conn, staged.extracted, vectors, summary)
         summary.seconds["write"] += time.perf_counter() - start
-        where = {item.document.doc_id: item.where for item in batch if item.document is not None}
+        where = {item.document.doc_id: item.where for item in staged.batch if item.document is not None}
         summary.rejected_inputs += [
             (where[doc_id], f"document {doc_id!r}: {why}") for doc_id, why in applied.refused.items()
         ]
-        summary.written += len(extracted) - len(applied.refused)
+        summary.written += len(staged.extracted) - len(applied.refused)
         summary.counts.add(applied)
         summary.rejected_extractions.update(applied.rejected)
-        self.progress("documents", len(todo))
+        self.progress("documents", staged.changed)
         return summary
-
-    def _chunk_embeddings(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, np.ndarray]:
-        """Embeddings of the chunk texts the tenant does not have yet, by content hash."""
-        by_hash = {c.content_hash: c.text for p in docs for c in p.chunks}
-        with tenant_transaction(conn, self.tenant):
-            have = {r[0] for r in conn.execute(Q["embedded_chunk_texts"], [list(by_hash)])}
-        missing = sorted(h for h in by_hash if h not in have)
-        if not missing:
-            return {}
-        with self._embedding:
-            vectors = self.embedder.embed([by_hash[h] for h in missing])
-        return dict(zip(missing, vectors, strict=True))
 
     def _write(
         self,

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
-from ingesting import OPS, CountingEmbedder, checksums, ingest
+from conftest import WRITER, Server
+from ingesting import OPS, CountingEmbedder, checksums, ingest, write_jsonl
 
 from pgkgrag.build import build
-from pgkgrag.db import tenant_transaction
+from pgkgrag.db import connect, tenant_transaction
 from pgkgrag.embedders import HashEmbedder
+from pgkgrag.extractors import Extraction, PreparedDocument, ProvidedExtractor
 from pgkgrag.gazetteer import GazetteerExtractor, KnownName, load_gazetteer
-from pgkgrag.ingest import delete_documents
+from pgkgrag.ingest import Ingestor, delete_documents
 
 
 def q(conn: psycopg.Connection, query: str, *params: object) -> list[tuple]:
@@ -324,3 +328,85 @@ def test_a_batch_touching_thousands_of_entities_fits_the_lock_table(conn: psycop
     report = ingest(conn, tmp_path, docs, batch_size=5000)
     assert report.ok and report.written == 1250
     assert q(conn, "SELECT count(*) FROM kgrag.entity") == [(10000,)]
+
+
+class _Watched(ProvidedExtractor):
+    """The provided extractor, noting each batch it extracts in a shared list of events."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
+        self.events.append("extract")
+        return super().extract(conn, docs)
+
+
+class _ThreadNoting(HashEmbedder):
+    """The hash embedder, noting the thread of each call; failing on the call numbered `fail_at`."""
+
+    def __init__(self, fail_at: int = 0) -> None:
+        super().__init__(512)
+        self.threads: list[str] = []
+        self.fail_at = fail_at
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.threads.append(threading.current_thread().name)
+        if len(self.threads) == self.fail_at:
+            raise RuntimeError("the model ran out of memory")
+        return super().embed(texts)
+
+
+MANY = [
+    {
+        "doc_id": f"m{i}",
+        "text": f"Service {i} depends on Store {i % 4}. Team {i % 3} owns Service {i}.",
+        "entities": [{"name": f"Service {i}", "type": "Service"}, {"name": f"Store {i % 4}", "type": "Store"}],
+        "relations": [{"source": f"Service {i}", "target": f"Store {i % 4}", "type": "DEPENDS_ON"}],
+    }
+    for i in range(24)
+]
+
+
+def test_one_writer_embeds_a_batch_while_writing_the_one_before(
+    conn: psycopg.Connection, server: Server, template: str, tmp_path: Path
+) -> None:
+    """With one writer, batch k is extracted and handed to the embedding thread before batch k-1
+    is written (events: extract, extract, written, extract, written, ...), and the database ends
+    as with each batch embedded then written (another database, the same input)."""
+    path = write_jsonl(tmp_path / "many.jsonl", MANY)
+    serial_db = server.create_database(template=template)
+    try:
+        runs = {}
+        with connect(server.dsn(serial_db), role=WRITER) as other:
+            for ahead, writer in ((True, conn), (False, other)):
+                events: list[str] = []
+                embedder = _ThreadNoting()
+
+                def heard(step: str, n: int, events: list[str] = events) -> None:
+                    if step == "documents" and n:
+                        events.append("written")
+
+                Ingestor(writer, "t1", _Watched(events), embedder, batch_size=5, embed_ahead=ahead, progress=heard).run(
+                    [path]
+                )
+                runs[ahead] = (events, embedder.threads[:5], checksums(writer, "t1"))
+        (piped, piped_threads, piped_rows), (serial, serial_threads, serial_rows) = runs[True], runs[False]
+        assert serial == ["extract", "written"] * 5
+        assert piped == ["extract", "extract", *["written", "extract"] * 3, "written", "written"]
+        assert set(piped_threads) == {"pgkgrag-embed_0"} and set(serial_threads) == {"MainThread"}
+        assert piped_rows == serial_rows
+        with tenant_transaction(conn, "t1"):
+            assert q(conn, "SELECT count(*) FROM kgrag.document") == [(len(MANY),)]
+    finally:
+        server.drop_database(serial_db)
+
+
+def test_a_failed_embedding_writes_nothing_of_its_batch(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """The embedding thread's error ends the run: the batches before it are written, its own and
+    the one extracted after it are not."""
+    path = write_jsonl(tmp_path / "many.jsonl", MANY)
+    with pytest.raises(RuntimeError, match="ran out of memory"):
+        Ingestor(conn, "t1", ProvidedExtractor(), _ThreadNoting(fail_at=3), batch_size=5).run([path])
+    with tenant_transaction(conn, "t1"):
+        written = q(conn, "SELECT doc_id FROM kgrag.document ORDER BY doc_id")
+    assert sorted(d for (d,) in written) == sorted(d["doc_id"] for d in MANY[:10])
