@@ -5,7 +5,9 @@ contains `marker`, consumed in order (the last one repeats). An answer is (statu
 status 200 wraps `content` (text) as the first choice; other statuses send `content` as the body.
 
 `responder(messages)`, when set, writes the content of a chat answer no marker scripted;
-`chat_delay` (seconds) makes chat slow; `raw_reply` is sent as the whole body of a 200 (not JSON,
+`chat_delay` (seconds) makes chat slow; `embed_delay` (seconds per text) makes /embeddings slow,
+and `embedding_dim`, when set, makes its vectors the hash embedder's of that dimension (else 3
+numbers from the text's length); `raw_reply` is sent as the whole body of a 200 (not JSON,
 say); `retry_after` is sent as the Retry-After header of every answer that is not a 200.
 
 It is a reranker too: `POST .../rerank` answers as Text Embeddings Inference does (a list of
@@ -23,6 +25,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from pgkgrag.embedders import HashEmbedder
+
 
 class FakeOpenAI:
     def __init__(self) -> None:
@@ -31,6 +35,8 @@ class FakeOpenAI:
         self.default: tuple[int, str] = (200, '{"entities": [], "relations": []}')
         self.responder: Callable[[list[dict[str, str]]], str] | None = None
         self.chat_delay = 0.0
+        self.embed_delay = 0.0
+        self.embedding_dim: int | None = None
         self.raw_reply: str | None = None
         self.retry_after: str | None = None
         self.rerank_prefer = ""
@@ -63,15 +69,10 @@ class FakeOpenAI:
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, str]:
         if path.endswith("/rerank"):
             return self.rerank(path, body)
+        if path.endswith("/embeddings"):
+            return self.embeddings(path, body)
         with self._lock:
             self.requests.append({"path": path, "body": body})
-            if path.endswith("/embeddings"):
-                texts = body["input"]
-                data = [
-                    {"object": "embedding", "index": i, "embedding": [float(len(t) % 7), 1.0, 0.5]}
-                    for i, t in enumerate(texts)
-                ]
-                return 200, json.dumps({"object": "list", "data": data, "model": body["model"]})
             self.requests[-1]["at"] = time.monotonic()
             passage = body["messages"][-1]["content"]
             status, content = self.default
@@ -99,6 +100,19 @@ class FakeOpenAI:
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
             }
         )
+
+    def embeddings(self, path: str, body: dict[str, Any]) -> tuple[int, str]:
+        with self._lock:
+            self.requests.append({"path": path, "body": body})
+        texts = body["input"]
+        vectors = (
+            HashEmbedder(self.embedding_dim).embed(texts).tolist()
+            if self.embedding_dim
+            else [[float(len(t) % 7), 1.0, 0.5] for t in texts]
+        )
+        time.sleep(self.embed_delay * len(texts))  # requests overlap, as a service's do
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+        return 200, json.dumps({"object": "list", "data": data, "model": body["model"]})
 
     def rerank(self, path: str, body: dict[str, Any]) -> tuple[int, str]:
         with self._lock:
