@@ -145,9 +145,11 @@ def apply_revision(bind: Connection, revision: str, *, down: bool = False) -> No
 
 
 def prepare(bind: Connection, dim: int | None) -> None:
-    """Start of every migration run: lock, extension, search_path, defaults tenant, dimension."""
+    """Start of every migration run: lock, Citus's DDL mode, extension, search_path, defaults
+    tenant, dimension."""
     conn = driver_connection(bind)
     conn.execute(Q["installer_lock"], [_LOCK_KEY])
+    conn.execute(Q["installer_citus_sequential"])
     _preflight(conn)
     # the defaults tenant: the schema owner's (sealed to this transaction once the schema can, 0011 on)
     sealed = conn.execute(Q["installer_has_use_tenant"]).fetchone()[0]  # type: ignore[index]

@@ -57,6 +57,13 @@ CREATE DATABASE {database};
 -- Concurrent migration runs (two pods starting at once) take turns.
 SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext(%s));
 
+-- name: installer_citus_sequential
+-- On a Citus coordinator: the run's DDL reaches each node's shards over one connection, so that the
+-- functions created later in the same transaction can be propagated too (after DDL run on shards
+-- in parallel, Citus refuses to propagate a function in that transaction).
+SELECT pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true)
+  FROM pg_catalog.pg_extension WHERE extname = 'citus';
+
 -- name: installer_missing_privileges
 -- What the role running a migration lacks, asked before anything changes: one row per missing
 -- privilege and the statement an administrator runs for it. A superuser lacks nothing; pgvector

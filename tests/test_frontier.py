@@ -121,3 +121,24 @@ def test_the_budget_counts_every_edge_followed(tconn: psycopg.Connection) -> Non
     with pytest.raises(psycopg.errors.QueryCanceled, match=f"stopped after {two[1] - 1} paths"):
         tconn.execute("SELECT count(*) FROM kgrag.k_hop(ARRAY[%s], 2)", [hub])
     assert tconn.execute("SELECT count(*) FROM kgrag.k_hop(ARRAY[%s], 1)", [hub]).fetchone() == (distinct[0] + 1,)  # type: ignore[index]
+
+
+@pytest.mark.parametrize("graph_seed", [4, 5])
+def test_a_degree_cap_follows_the_strongest_edges_of_each_node(tconn: psycopg.Connection, graph_seed: int) -> None:
+    """One hop with a cap reaches, out of a node, the dst of its `cap` strongest edges (weight desc,
+    then dst and rel in byte order: ranked here in Python), and into it, the src of the edges that
+    rank within the cap of their own source, in both walks."""
+    ids = random_graph(tconn, graph_seed)
+    edges = tconn.execute("SELECT src, dst, rel, weight FROM kgrag.edge").fetchall()
+    strongest: dict[str, list[tuple[str, str]]] = {}
+    for src, dst, rel, _ in sorted(edges, key=lambda e: (e[0], -e[3], e[1].encode(), e[2].encode())):
+        strongest.setdefault(src, []).append((dst, rel))
+    assert max(len(top) for top in strongest.values()) > 3  # the caps below cut
+    for node, cap in itertools.product(ids, [1, 2, 3]):
+        out = {dst for dst, _ in strongest.get(node, [])[:cap]} - {node}
+        into = {src for src, top in strongest.items() for dst, rel in top[:cap] if dst == node} - {node}
+        for direction, expected in (("out", out), ("in", into)):
+            args = {"seeds": [node], "hops": 1, "cap": cap, "rels": None, "as_of": None, "direction": direction}
+            for query in (ENUMERATED, BREADTH_FIRST):
+                reached = {row[0] for row in tconn.execute(query, args).fetchall() if row[1] == 1}
+                assert reached == expected, (query[:40], args)

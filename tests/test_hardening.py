@@ -256,7 +256,7 @@ def test_traversal_full_text_and_linking_use_their_indexes_under_row_level_secur
     lexical = "\n".join(explain(dsn, "t1", "SELECT * FROM kgrag.search_chunks_lexical('code17')"))
     assert "chunk_tsv_idx" in lexical, lexical
     walk = "\n".join(explain(dsn, "t1", "SELECT * FROM kgrag.k_hop(ARRAY['n:1'], 2, 4)"))
-    assert re.search(r"Index (Only )?Scan using (edge_src_rank_idx|edge_src_weight_idx|edge_pkey)", walk), walk
+    assert re.search(r"Index (Only )?Scan using (edge_src_weight_idx|edge_pkey)", walk), walk
     assert "Seq Scan on edge" not in walk
     typo = admin.execute("SELECT 'alpha ' || substr(md5('17'), 1, 20)").fetchone()[0]  # type: ignore[index]
     linking = "\n".join(explain(dsn, "t1", "SELECT * FROM kgrag.link_entities(%s, include_isolated => true)", [typo]))

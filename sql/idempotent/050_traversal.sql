@@ -127,17 +127,22 @@ BEGIN
         SELECT g.next_id, w.hop + 1, w.trail || g.next_id || '|', w.seed, w.steps || g.way
           FROM walk AS w
          CROSS JOIN LATERAL (
-               SELECT x.dst AS next_id, '>' AS way, x.rel, x.rank, x.valid_from, x.valid_to
-                 FROM kgrag.edge AS x
-                WHERE direction <> 'in' AND x.tenant_id = t AND x.src = w.entity_id
+               -- the degree cap, per node: its strongest degree_cap edges out (read in rank order
+               -- from edge_src_weight_idx, rank itself unread), and the edges in that rank within
+               -- the cap of their own source
+               SELECT x.dst AS next_id, '>' AS way, x.rel, x.valid_from, x.valid_to
+                 FROM (SELECT y.dst, y.rel, y.valid_from, y.valid_to FROM kgrag.edge AS y
+                        WHERE direction <> 'in' AND y.tenant_id = t AND y.src = w.entity_id
+                        ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
+                        LIMIT degree_cap) AS x
                UNION ALL
-               SELECT x.src, '<', x.rel, x.rank, x.valid_from, x.valid_to
+               SELECT x.src, '<', x.rel, x.valid_from, x.valid_to
                  FROM kgrag.edge AS x
                 WHERE direction <> 'out' AND x.tenant_id = t AND x.dst = w.entity_id
-                  AND (direction = 'in' OR x.rel <> 'CO_OCCURS')) AS g
+                  AND (direction = 'in' OR x.rel <> 'CO_OCCURS')
+                  AND (degree_cap IS NULL OR x.rank <= degree_cap)) AS g
          WHERE w.hop < hops
            AND strpos(w.trail, '|' || g.next_id || '|') = 0      -- cycle guard: never revisit
-           AND (degree_cap IS NULL OR g.rank <= degree_cap)      -- per-node degree cap
            AND (rels IS NULL OR g.rel = ANY (rels))
            AND (as_of IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= as_of)
                                   AND (g.valid_to IS NULL OR g.valid_to > as_of)))
@@ -213,9 +218,12 @@ BEGIN
                   FROM (SELECT c.next_id, min(c.o * 2 + c.forward) AS best, count(*) AS paths
                           FROM (SELECT x.dst AS next_id, f.o, 1 AS forward
                                   FROM unnest(ids) WITH ORDINALITY AS f(id, o)
-                                  JOIN kgrag.edge AS x ON x.tenant_id = t AND x.src = f.id
+                                 CROSS JOIN LATERAL (  -- the strongest degree_cap edges out, as in walk()
+                                       SELECT y.dst, y.rel, y.valid_from, y.valid_to FROM kgrag.edge AS y
+                                        WHERE y.tenant_id = t AND y.src = f.id
+                                        ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
+                                        LIMIT degree_cap) AS x
                                  WHERE direction <> 'in'
-                                   AND (degree_cap IS NULL OR x.rank <= degree_cap)
                                    AND (rels IS NULL OR x.rel = ANY (rels))
                                    AND (as_of IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= as_of)
                                                           AND (x.valid_to IS NULL OR x.valid_to > as_of)))

@@ -55,12 +55,12 @@ BEGIN
     ANALYZE pg_temp.kgrag_changed;
 
     -- Their edges after the change, ranked: rank = position among the source's edges by weight
-    -- desc, ties by dst then rel (the one place this order is defined), kept for the strongest
-    -- depth edges only (depth + 1 for the others). Only candidates are read: a source's strongest
-    -- depth + (its wanted rows) edges by that order, the edges ranked within depth now, and the
-    -- wanted keys. An edge outside them had rank depth + 1 and at most that many edges above it
-    -- changed, so it stays beyond depth: a batch rewrites what it changes and at most depth rows
-    -- per source, whatever the source's degree.
+    -- desc, ties by dst then rel (the one place this order is defined; edge_src_weight_idx holds
+    -- it), kept for the strongest depth edges only (depth + 1 for the others). Only candidates
+    -- are read: a source's strongest depth + (its wanted rows) edges by that order, which hold
+    -- every edge ranked within depth now, and the wanted keys. An edge outside them had rank
+    -- depth + 1 and at most that many edges above it changed, so it stays beyond depth: a batch
+    -- rewrites what it changes and at most depth rows per source, whatever the source's degree.
     CREATE TEMP TABLE kgrag_final ON COMMIT DROP AS
     WITH wanted AS MATERIALIZED (
         SELECT w.src, count(*) AS n FROM pg_temp.kgrag_edge_want AS w GROUP BY w.src
@@ -75,11 +75,6 @@ BEGIN
                         WHERE e.tenant_id = t AND e.src = c.src
                         ORDER BY e.weight DESC, e.dst COLLATE "C", e.rel COLLATE "C"
                         LIMIT depth + COALESCE(n.n, 0)) AS g
-                UNION ALL
-                SELECT g.src, g.dst, g.rel, g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote,
-                       g.extractor, g.valid_from, g.valid_to, g.rank
-                  FROM pg_temp.kgrag_changed AS c
-                  JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = c.src AND g.rank <= depth
                 UNION ALL
                 SELECT g.src, g.dst, g.rel, g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote,
                        g.extractor, g.valid_from, g.valid_to, g.rank

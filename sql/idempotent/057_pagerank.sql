@@ -80,8 +80,11 @@ BEGIN
         EXIT WHEN cardinality(frontier) = 0;
         -- each node's strongest edges (the degree cap, as the walk counts it), either way
         reached_now := ARRAY(SELECT DISTINCT x.id FROM (
-                           SELECT g.dst AS id FROM kgrag.edge AS g JOIN unnest(frontier) AS f(id) ON g.src = f.id
-                            WHERE g.tenant_id = t AND (degree_cap IS NULL OR g.rank <= degree_cap)
+                           SELECT g.dst AS id FROM unnest(frontier) AS f(id)
+                            CROSS JOIN LATERAL (SELECT y.dst FROM kgrag.edge AS y  -- the strongest, in rank order
+                                                 WHERE y.tenant_id = t AND y.src = f.id
+                                                 ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
+                                                 LIMIT degree_cap) AS g
                            UNION ALL
                            SELECT g.src FROM kgrag.edge AS g JOIN unnest(frontier) AS f(id) ON g.dst = f.id
                             WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS' AND (degree_cap IS NULL OR g.rank <= degree_cap)) AS x
