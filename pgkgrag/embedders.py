@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -89,7 +90,8 @@ class UseEmbedder:
 
 
 class OpenAIEmbedder:
-    """Embeddings from an OpenAI-compatible /embeddings endpoint, in batches."""
+    """Embeddings from an OpenAI-compatible /embeddings endpoint, in batches, up to the client's
+    concurrency (KGRAG_LLM_CONCURRENCY) requests at once, the vectors in the order of the texts."""
 
     name = "openai"
 
@@ -101,12 +103,13 @@ class OpenAIEmbedder:
     def embed(self, texts: list[str]) -> Vectors:
         from pgkgrag.llm_client import RequestFailed
 
-        rows: list[list[float]] = []
-        for start in range(0, len(texts), self.batch):
-            try:
-                rows.extend(self.client.embed(texts[start : start + self.batch]))
-            except RequestFailed as exc:
-                raise KgragError(f"embedding endpoint {self.client.settings.url}: {exc}") from exc
+        pieces = [texts[start : start + self.batch] for start in range(0, len(texts), self.batch)]
+        workers = max(1, min(self.client.settings.concurrency, len(pieces)))
+        try:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pgkgrag-embedding-request") as pool:
+                rows = [row for answer in pool.map(self.client.embed, pieces) for row in answer]
+        except RequestFailed as exc:
+            raise KgragError(f"embedding endpoint {self.client.settings.url}: {exc}") from exc
         wrong = {len(r) for r in rows} - {self.dim}
         if wrong:
             raise KgragError(

@@ -7,7 +7,8 @@ status 200 wraps `content` (text) as the first choice; other statuses send `cont
 `responder(messages)`, when set, writes the content of a chat answer no marker scripted;
 `chat_delay` (seconds) makes chat slow; `embed_delay` (seconds per text) makes /embeddings slow,
 and `embedding_dim`, when set, makes its vectors the hash embedder's of that dimension (else 3
-numbers from the text's length); `raw_reply` is sent as the whole body of a 200 (not JSON,
+numbers from the text's length); `embedding_requests_at_once` is the most /embeddings requests
+it served at one time; `raw_reply` is sent as the whole body of a 200 (not JSON,
 say); `retry_after` is sent as the Retry-After header of every answer that is not a 200.
 
 It is a reranker too: `POST .../rerank` answers as Text Embeddings Inference does (a list of
@@ -37,6 +38,8 @@ class FakeOpenAI:
         self.chat_delay = 0.0
         self.embed_delay = 0.0
         self.embedding_dim: int | None = None
+        self.embedding_requests_at_once = 0  # the most /embeddings requests in flight at one time
+        self._in_flight = 0
         self.raw_reply: str | None = None
         self.retry_after: str | None = None
         self.rerank_prefer = ""
@@ -110,7 +113,12 @@ class FakeOpenAI:
             if self.embedding_dim
             else [[float(len(t) % 7), 1.0, 0.5] for t in texts]
         )
+        with self._lock:
+            self._in_flight += 1
+            self.embedding_requests_at_once = max(self.embedding_requests_at_once, self._in_flight)
         time.sleep(self.embed_delay * len(texts))  # requests overlap, as a service's do
+        with self._lock:
+            self._in_flight -= 1
         data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
         return 200, json.dumps({"object": "list", "data": data, "model": body["model"]})
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 from fake_openai import FakeOpenAI
@@ -272,6 +273,26 @@ def test_openai_embedder_checks_the_dimension(llm: FakeOpenAI, monkeypatch: pyte
     assert request == {"model": "text-embedding-3-small", "input": ["a", "bb", "ccc"]}
     with pytest.raises(KgragError, match="returned 3-dimensional vectors, but this database stores 512"):
         get_embedder("openai", 512).embed(["a"])
+
+
+def test_openai_embedder_sends_its_batches_at_once_and_keeps_their_order(
+    llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ten texts in batches of two: five requests, up to KGRAG_LLM_CONCURRENCY (3) in flight
+    together (each answer takes 0.2 s per text), and the vectors in the order of the texts."""
+    from pgkgrag.embedders import HashEmbedder, get_embedder
+
+    monkeypatch.setenv("KGRAG_EMBED_URL", llm.url)
+    monkeypatch.setenv("KGRAG_LLM_CONCURRENCY", "3")
+    llm.embedding_dim, llm.embed_delay = 16, 0.2
+    embedder = get_embedder("openai", 16)
+    embedder.batch = 2  # type: ignore[attr-defined]
+    texts = [f"text number {i}" for i in range(10)]
+    vectors = embedder.embed(texts)
+    sent = [r["body"]["input"] for r in llm.requests if r["path"].endswith("/embeddings")]
+    assert sorted(sent) == sorted([texts[i : i + 2] for i in range(0, 10, 2)])
+    assert llm.embedding_requests_at_once == 3
+    assert np.allclose(vectors, HashEmbedder(16).embed(texts), atol=1e-6)
 
 
 def test_reports_summarized_by_the_llm_keep_their_citations(
