@@ -13,7 +13,7 @@ from ingesting import OPS, ingest
 from psycopg import sql
 
 from pgkgrag.build import build
-from pgkgrag.db import tenant_transaction
+from pgkgrag.db import connect, tenant_transaction
 from pgkgrag.embedders import HashEmbedder
 
 TABLES = {
@@ -231,6 +231,28 @@ def test_a_cited_document_goes_with_delete_documents_only(conn: psycopg.Connecti
         assert doc not in dict(conn.execute(CITED).fetchall())
         assert conn.execute(DANGLING).fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM kgrag.entity WHERE answer_chunk_id IS NOT NULL").fetchone() != (0,)
+
+
+def test_a_reference_to_a_chunk_being_replaced_waits_for_the_writer_replacing_it(
+    conn: psycopg.Connection, dsn: str, tmp_path: Path
+) -> None:
+    """Writer A has released a document's chunks (kgrag_private.release_chunks, before deleting
+    them); writer B pointing an entity at one of those chunks in the meantime waits for A (its
+    foreign-key check meets A's lock on the chunk) instead of committing a reference that A's
+    DELETE would then break. B gives up here after 300 ms of waiting."""
+    ingest(conn, tmp_path, OPS)
+    with connect(dsn) as a, connect(dsn, autocommit=True) as b:
+        a.execute("SELECT kgrag.use_tenant('t1')")
+        a.execute("SELECT kgrag_private.release_chunks(ARRAY['d1'])")
+        b.execute("SET lock_timeout = '300ms'")
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            b.execute(
+                "UPDATE kgrag.entity SET answer_chunk_id = 'd1#0'"
+                " WHERE tenant_id = 't1' AND answer_chunk_id IS DISTINCT FROM 'd1#0'"
+                " AND entity_id = (SELECT min(entity_id) FROM kgrag.entity WHERE tenant_id = 't1')"
+            )
+        a.execute("DELETE FROM kgrag.chunk WHERE tenant_id = 't1' AND doc_id = 'd1'")  # nothing points at them
+        a.rollback()
 
 
 @pytest.mark.parametrize(

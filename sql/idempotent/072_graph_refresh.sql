@@ -48,6 +48,13 @@ AS $$
 DECLARE
     t text := kgrag.current_tenant();
 BEGIN
+    -- The chunks are locked first (in chunk_id order): a concurrent writer that points an entity
+    -- or an edge at one of them has then either committed (and the updates below see it) or
+    -- waits, in its foreign-key check, until this transaction ends. Without the lock a reference
+    -- committed between the updates and the DELETE of the chunks broke the foreign key (found by
+    -- test_forgetting's two concurrent writers).
+    PERFORM 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids)
+      ORDER BY c.chunk_id COLLATE "C" FOR UPDATE;
     -- what a foreign key's ON DELETE SET NULL did before revision 0019 (Citus refuses it on a
     -- key holding the distribution column); the graph refresh after the change fills them again
     UPDATE kgrag.entity AS e SET answer_chunk_id = NULL
@@ -59,7 +66,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.release_chunks(text[]) IS
-'Private. Returns nothing; clears the references to the chunks of these documents that entities (answer_chunk_id) and edges (evidence_chunk_id) hold, so the chunks can be deleted.';
+'Private. Returns nothing; locks the chunks of these documents and clears the references to them that entities (answer_chunk_id) and edges (evidence_chunk_id) hold, so the chunks can be deleted.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.derive_entities(entity_ids text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
