@@ -5,7 +5,7 @@ writer as kgrag_writer, `provided` extractor, `hash` embedder, --batches batches
 documents. Every statement of 2 ms or more that the first and the last batch run (nested ones
 included) is timed by auto_explain (log_analyze on, per-node timing off); the statements that
 took longest are listed with their milliseconds, and the edge upsert's rows: inserted, updated,
-and left as they were.
+and left as they were; and how many of the edge row updates of the whole run were heap-only.
 
     python benchmarks/batch_profile.py [--batches 8] [--batch-size 2000]
 """
@@ -99,11 +99,20 @@ def main() -> None:
                             took[statement(plan)] += float(m.group(1))
                     label = f"batch {b + 1}, corpus {before.chunks:,} chunks and {before.edges:,} edges before it"
                     profiles.append((label, summary.counts.chunks / seconds, took, upsert_rows(plans)))
+            conn.execute("SELECT pg_catalog.pg_stat_force_next_flush()")  # this session's counts, when idle
+            conn.commit()
+            updated, hot = conn.execute(
+                "SELECT n_tup_upd, n_tup_hot_upd FROM pg_catalog.pg_stat_user_tables"
+                " WHERE relid = 'kgrag.edge'::regclass"
+            ).fetchone() or (0, 0)
+            conn.rollback()
     body = (
         f"{args.batches} batches of {size:,} generated documents, one writer (kgrag_writer), `provided` extractor, "
         "`hash` embedder; every statement of 2 ms or more timed by auto_explain (log_analyze, which slows "
         "them: compare the two batches, not with other tables). A nested statement's time is also in the "
-        "statement that called it (kgrag.ingest_apply() holds most of the others).\n"
+        "statement that called it (kgrag.ingest_apply() holds most of the others).\n\n"
+        f"Over the {args.batches} batches, {updated:,} kgrag.edge row updates, {hot:,} of them heap-only "
+        f"({100 * hot / max(1, updated):.0f}%: no index entry written; pg_stat_user_tables).\n"
     )
     for label, rate, took, rows in profiles:
         top = sorted(took.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]

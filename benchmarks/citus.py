@@ -87,8 +87,7 @@ def run(dsn: str, tenants: list[str], chunks: int, built: int, n: int, on_citus:
             vectors = {q: vector_text(q) for qs in asked.values() for q in qs}
 
             def one(q: str, route: str) -> float:
-                # a transaction per search, as run_search does: on Citus a transaction that searched
-                # (the query log is written as kgrag_logger) cannot read those shards again as the reader
+                # a transaction per search, as run_search does
                 with tenant_transaction(conn, tenants[0]):
                     return timed_ms(conn, SEARCH, [vectors[q], route, q])
 

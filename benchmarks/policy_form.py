@@ -16,6 +16,7 @@ import argparse
 
 import psycopg
 from common import markdown_table, scratch_database, write_section
+from psycopg import sql
 from scale import SEARCH, figures, load, questions, timed_ms, vector_text
 
 from pgkgrag.db import connect, tenant_transaction
@@ -36,7 +37,11 @@ def use_form(dsn: str, form: str) -> None:
         for rel, name, qual, checks in rows:
             for clause, expr in (("USING", qual), ("WITH CHECK", checks)):
                 if expr and other in expr:
-                    admin.execute(f"ALTER POLICY {name} ON {rel} {clause} ({expr.replace(other, form)})")
+                    admin.execute(
+                        sql.SQL("ALTER POLICY {} ON {} {} ({})").format(
+                            sql.Identifier(name), sql.SQL(rel), sql.SQL(clause), sql.SQL(expr.replace(other, form))
+                        )
+                    )
 
 
 def one_round(dsn: str, tenant: str, asked: dict[str, list[str]]) -> dict[str, list[str]]:

@@ -10,12 +10,10 @@ Skipped, with the reason, where the cluster script is absent (a user's clone).""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import commands
 import psycopg
 import pytest
 from catalog import tables as catalog_tables
@@ -116,17 +114,6 @@ def _groups(admin: psycopg.Connection) -> dict[str, int]:
     }
 
 
-def _cli(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "pgkgrag"), *args],
-        env={**os.environ, "KGRAG_DSN": dsn},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-
-
 def test_distribute_runs_on_a_real_cluster_and_again_changes_nothing(cluster: str) -> None:
     with psycopg.connect(cluster, autocommit=True) as admin:
         first = admin.execute("SELECT table_name, kind, colocate_with FROM kgrag.distribute()").fetchall()
@@ -147,7 +134,7 @@ def test_distribute_runs_on_a_real_cluster_and_again_changes_nothing(cluster: st
         kinds = {t: (m, c) for t, m, c in placed}
         assert {t for t, (m, _) in kinds.items() if m == "n"} == {"kgrag.settings", "kgrag.router_rule"}
         # every distributed table in the co-location group of kgrag.document, but for the logs:
-        # a group of their own (test_a_search_after_a_search_in_one_transaction)
+        # a group of their own (test_a_schema_revision_runs_on_the_distributed_schema searches twice in one transaction)
         logs = {"kgrag.answer_log", "kgrag.query_log"}
         graph = {c for t, (m, c) in kinds.items() if m == "h" and t not in logs}
         apart = {c for t, (m, c) in kinds.items() if t in logs}
@@ -237,7 +224,7 @@ def test_a_new_release_of_the_functions_installs_on_the_distributed_schema(clust
             "UPDATE kgrag.settings SET value = to_jsonb('stale'::text)"
             " WHERE tenant_id = '*' AND key = 'idempotent_sha256'"
         )
-    done = _cli(cluster, "db", "upgrade")
+    done = commands.run("db", "upgrade", dsn=cluster)
     assert done.returncode == 0, done.stderr
     with psycopg.connect(cluster) as admin:
         digest = admin.execute(
@@ -266,14 +253,14 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
         ingest(conn, tmp_path, OPS, tenant="rev2")
     with psycopg.connect(cluster) as admin:
         before = checksums(admin, "rev2")
-    down = _cli(cluster, "db", "downgrade", "0019")
+    down = commands.run("db", "downgrade", "0019", dsn=cluster)
     assert down.returncode == 0, down.stderr
     with psycopg.connect(cluster) as admin:
         groups = _groups(admin)
         assert groups["kgrag.query_log"] == groups["kgrag.answer_log"] == groups["kgrag.document"], groups
         search = "SELECT to_regprocedure('kgrag.kgrag_search(vector,text,text,integer,jsonb)')"
         assert admin.execute(search).fetchone() == (None,)
-    up = _cli(cluster, "db", "upgrade")
+    up = commands.run("db", "upgrade", dsn=cluster)
     assert up.returncode == 0, up.stderr
     assert f"0019 -> {head()}" in up.stdout, up.stdout  # 0020 and every revision after it
     with psycopg.connect(cluster) as admin:

@@ -1,6 +1,6 @@
 -- The graph after a change: what a batch's or a delete's documents contribute (before and after),
--- co-occurrence weights moved by what changed and typed edges recomputed for it, what was built from it marked stale,
--- entities no chunk cites removed; and deleting documents.
+-- co-occurrence weights moved by what changed and typed edges recomputed for it, what was built
+-- from it marked stale, entities no chunk cites removed; and deleting documents.
 
 CREATE OR REPLACE FUNCTION kgrag_private.touch_documents(doc_ids text[], sign integer) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

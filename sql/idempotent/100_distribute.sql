@@ -42,8 +42,10 @@ BEGIN
         SELECT t.name, max(depth.d) AS d
           FROM tables AS t JOIN depth ON depth.oid = t.oid
          GROUP BY t.name
-         -- reference tables first, then kgrag.document (every other table is co-located with it)
-         ORDER BY t.name = ANY (reference) DESC, t.name = 'document' DESC, t.name = logs[1] DESC, max(depth.d), t.name
+         -- reference tables first, then kgrag.document (every other table but the logs is
+         -- co-located with it), then the first log (the other is co-located with it)
+         ORDER BY t.name = ANY (reference) DESC, t.name = 'document' DESC, t.name = logs[1] DESC,
+                  max(depth.d), t.name
     LOOP
         table_name := 'kgrag.' || r.name;
         IF r.name = ANY (reference) THEN
