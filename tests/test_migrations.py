@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pglast
 import psycopg
 import pytest
 from alembic.script import ScriptDirectory
@@ -128,6 +129,27 @@ def test_released_migrations_are_frozen() -> None:
     for key, digest in frozen.items():
         assert key in current, f"FROZEN lists {key}, which is missing"
         assert installer.file_sha256(current[key]) == digest, f"{key} was edited after release"
+
+
+# the first revision a database distributed by kgrag.distribute() can meet as an upgrade
+FIRST_ON_CITUS = "0020"
+
+
+def test_revisions_a_distributed_database_runs_are_one_statement_each() -> None:
+    """Citus sends the text of some DDL (CREATE INDEX, ALTER TABLE ... SET) to the workers, and the
+    installer runs a revision file as one query: with several statements in it the workers refuse
+    it ("cannot insert multiple commands into a prepared statement", found on the real cluster).
+    From FIRST_ON_CITUS on, a revision file is one statement: a DO block EXECUTEs several."""
+    checked = 0
+    for revision in _revisions():
+        if revision < FIRST_ON_CITUS:
+            continue
+        for down in (False, True):
+            path = installer.file_to_run(revision, down=down)
+            statements = list(pglast.split(path.read_text()))
+            assert len(statements) == 1, (path.name, len(statements))
+            checked += 1
+    assert checked >= 4  # 0020 and 0021, up and down
 
 
 def test_an_edited_released_file_is_refused(tmp_path: Path) -> None:
