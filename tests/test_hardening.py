@@ -25,7 +25,10 @@ PROBE = "kgrag_probe"
 LOGGER = "kgrag_logger"
 DEFINER_ALLOWED = {
     "kgrag_private.fts_probe(tsquery,regconfig,integer)": (PROBE, "full-text matches through chunk_tsv_idx"),
-    "kgrag_private.trigram_probe(text[],integer,integer)": (PROBE, "alias candidates through alias_trigrams_idx"),
+    "kgrag_private.fuzzy_aliases(text,double precision,double precision,integer,text[],real[])": (
+        PROBE,
+        "alias candidates through alias_trigrams_idx and alias_sq_idx",
+    ),
     "kgrag.tenants()": (PROBE, "the tenants the caller may use and their document counts"),
     "kgrag_private.log_search(text,text,text,text[],integer,integer,double precision,boolean,text,integer)": (
         LOGGER,

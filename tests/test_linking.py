@@ -64,6 +64,21 @@ def test_scores_order_the_tiers(linked: psycopg.Connection) -> None:
     assert rows[0][1] == rows[1][1] == 7.0
 
 
+def test_names_alike_by_the_dozen_are_ambiguous_and_read_no_further(tconn: psycopg.Connection) -> None:
+    """A span close to many names (a number off by one digit) links none of them, as before the
+    probe stopped early; the probe returns the aliases of at most three entities, not all twelve;
+    a span close to one name still links it."""
+    for n in range(12):
+        add_entity(tconn, "t1", "Team", f"Team 0228{n:x}")
+    add_entity(tconn, "t1", "Team", "Team Zanzibar")
+    assert link(tconn, "team 0228g") == []
+    (entities,) = tconn.execute(
+        "SELECT count(DISTINCT entity_id) FROM kgrag_private.fuzzy_aliases('team0228g', 0.5, 0.5, 2)"
+    ).fetchone()  # type: ignore[misc]
+    assert entities == 3
+    assert link(tconn, "who is in team zanzibr?") == [("team:team zanzibar", "trigram")]
+
+
 @pytest.mark.parametrize("question", ["", "   ", "?!?", "the of and"])
 def test_nothing_to_link(linked: psycopg.Connection, question: str) -> None:
     assert link(linked, question) == []
@@ -75,9 +90,11 @@ def test_isolated_entities_can_be_asked_for(linked: psycopg.Connection) -> None:
 
 
 KEPT = """
-    SELECT f, a, probe, grams_a,
+    SELECT f, a, probe, pieces, grams_a,
            COALESCE(shared::float8 / NULLIF(cardinality(grams_a) + cardinality(grams_f) - shared, 0), 0) AS jaccard
-      FROM (SELECT u.f, u.a, kgrag_private.probe_trigrams(u.f, %(t)s, %(r)s) AS probe,
+      FROM (SELECT u.f, u.a,
+                   kgrag_private.probe_trigrams(u.f, %(t)s, %(r)s, %(common)s::text[], %(frequency)s::real[]) AS probe,
+                   kgrag_private.alias_pieces(u.f, %(r)s) AS pieces,
                    kgrag.trigrams(u.a) AS grams_a, kgrag.trigrams(u.f) AS grams_f,
                    (SELECT count(*) FROM unnest(kgrag.trigrams(u.a)) AS g WHERE g = ANY (kgrag.trigrams(u.f))) AS shared
               FROM unnest(%(forms)s::text[], %(aliases)s::text[]) AS u(f, a)) AS x
@@ -85,18 +102,28 @@ KEPT = """
 
 
 @pytest.mark.parametrize(("min_trigram", "min_ratio"), [(0.5, 0.5), (0.3, 0.7), (0.8, 0.2), (0, 0)])
-def test_the_probe_trigrams_meet_every_alias_a_weak_tier_keeps(
-    conn: psycopg.Connection, min_trigram: float, min_ratio: float
+@pytest.mark.parametrize("statistics", ["none", "random"])
+def test_the_probes_meet_every_alias_a_weak_tier_keeps(
+    conn: psycopg.Connection, min_trigram: float, min_ratio: float, statistics: str
 ) -> None:
-    """kgrag_private.probe_trigrams may leave trigrams out of the index probe only where no alias
-    the weak tiers keep could be missed: checked on random spans and aliases (typos, repeats,
-    digits, inner and outer pieces of the span)."""
+    """kgrag_private.probe_trigrams may leave trigrams out of the index probe, and pick the rarest
+    by the statistics it is given, only where no alias the weak tiers keep could be missed, the
+    aliases inside the span being kgrag_private.alias_pieces: checked on random spans and aliases
+    (typos, repeats, digits, inner and outer pieces of the span), without statistics and with
+    random ones."""
     import random
 
     rng = random.Random(int(min_trigram * 10 + min_ratio * 100))
+    alphabet = "aab0123xyz"
+    common: list[str] = []
+    frequency: list[float] = []
+    if statistics == "random":  # any trigram of the alphabet may be listed, with any share
+        grams = sorted({"".join(rng.choice(alphabet + " ") for _ in range(3)) for _ in range(400)})
+        common = rng.sample(grams, len(grams) // 2)
+        frequency = [rng.random() for _ in common]
     forms, aliases = [], []
     for _ in range(3000):
-        form = "".join(rng.choice("aab0123xyz") for _ in range(rng.randint(4, 18)))
+        form = "".join(rng.choice(alphabet) for _ in range(rng.randint(4, 18)))
         kind = rng.randrange(4)
         if kind == 0:  # a piece of the span
             i = rng.randrange(len(form) - 3)
@@ -109,17 +136,35 @@ def test_the_probe_trigrams_meet_every_alias_a_weak_tier_keeps(
                 chars[rng.randrange(len(chars))] = rng.choice("ab0q")
             alias = "".join(chars)
         else:
-            alias = "".join(rng.choice("aab0123xyz") for _ in range(rng.randint(4, 18)))
+            alias = "".join(rng.choice(alphabet) for _ in range(rng.randint(4, 18)))
         forms.append(form)
         aliases.append(alias)
     kept = checked = 0
-    for f, a, probe, grams_a, jaccard in conn.execute(
-        KEPT, {"t": min_trigram, "r": min_ratio, "forms": forms, "aliases": aliases}
+    for f, a, probe, pieces, grams_a, jaccard in conn.execute(
+        KEPT,
+        {"t": min_trigram, "r": min_ratio, "forms": forms, "aliases": aliases}
+        | {"common": common, "frequency": frequency},
     ):
         contained = min(len(a), len(f)) / max(len(a), len(f)) if len(a) >= 4 and (a in f or f in a) else 0.0
-        # what the probe with every trigram of the span found (one shared) and the tiers keep
-        if jaccard > 0 and (contained >= min_ratio or jaccard >= min_trigram):
+        # what a probe with every trigram of the span finds (one shared) and the tiers keep, within
+        # kgrag_private.fuzzy_aliases' length filter (half to twice the span)
+        if len(f) // 2 <= len(a) <= 2 * len(f) and jaccard > 0 and (contained >= min_ratio or jaccard >= min_trigram):
             kept += 1
-            assert set(grams_a) & set(probe), (f, a, probe)
+            found = bool(set(grams_a) & set(probe)) or a in pieces
+            assert found, (f, a, probe, pieces)
         checked += 1
     assert checked == 3000 and kept > 1000
+
+
+def test_a_probe_reads_the_rarest_trigrams(conn: psycopg.Connection) -> None:
+    """With statistics, the Jaccard part of the probe is the rarest trigrams of the span: a common
+    trigram is left out where enough rare ones meet the bound."""
+    row = conn.execute(
+        "SELECT kgrag_private.probe_trigrams('teamzq', 0.5, 0.5, %s::text[], %s::real[]),"
+        " kgrag_private.probe_trigrams('teamzq', 0.5, 0.5)",
+        [["tea", "eam", "  t", " te", "amz"], [0.9, 0.8, 0.7, 0.6, 0.5]],
+    ).fetchone()
+    assert row is not None
+    with_stats, without = row
+    assert "tea" not in with_stats and "eam" not in with_stats and {"mzq", "zq "} <= set(with_stats)
+    assert "tea" in without  # the trigrams inside the word first, when nothing says which are common

@@ -2,67 +2,127 @@
 -- most tolerant. Every contiguous span of up to six words of the question is tried, so a name
 -- is found inside a sentence and not only when it is the whole question.
 
-CREATE OR REPLACE FUNCTION kgrag_private.trigram_probe(grams text[], min_length integer, max_length integer)
-RETURNS TABLE (entity_id text, alias_sq text, trigrams text[])
+CREATE OR REPLACE FUNCTION kgrag_private.fuzzy_aliases(
+    form text, min_trigram double precision, min_ratio double precision, most integer,
+    common text[] DEFAULT '{}', frequency real[] DEFAULT '{}')
+RETURNS TABLE (entity_id text, contained double precision, similarity double precision)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+    grams text[] := kgrag.trigrams(form);
+    probe text[] := kgrag_private.probe_trigrams(form, min_trigram, min_ratio, common, frequency);
+    pieces text[] := kgrag_private.alias_pieces(form, min_ratio);
+    found text[] := '{}';
+    hit record;
 BEGIN
-    RETURN QUERY
-    SELECT a.entity_id, a.alias_sq, a.trigrams
-      FROM kgrag.alias AS a
-     WHERE a.tenant_id = t AND a.trigrams && grams
-       AND length(a.alias_sq) BETWEEN min_length AND max_length;
+    -- The candidates: the aliases sharing a probe trigram (GIN index), and those equal to a piece
+    -- of the form (btree index). They are read as a stream: once more than `most` entities have
+    -- an alias that passes, the form is ambiguous (kgrag.link_entities drops it) and no further
+    -- candidate is read. Names alike by the thousand ("Team 02289", "Team 02288", ...) cost the
+    -- first few that pass, not every alias sharing their trigrams.
+    FOR hit IN
+        SELECT c.entity_id, c.contained, c.similarity
+          FROM (SELECT a.entity_id,
+                       CASE WHEN length(a.alias_sq) >= 4
+                                 AND (strpos(form, a.alias_sq) > 0 OR strpos(a.alias_sq, form) > 0)
+                            THEN least(length(a.alias_sq), length(form))::float8
+                                 / greatest(length(a.alias_sq), length(form))
+                            ELSE 0 END AS contained,
+                       -- Jaccard, |shared| / |either|, inline: a function call per candidate costs more than it does
+                       COALESCE(x.shared::float8 / NULLIF(cardinality(a.trigrams) + cardinality(grams) - x.shared, 0), 0)
+                           AS similarity
+                  FROM (SELECT y.entity_id, y.alias_sq, y.trigrams FROM kgrag.alias AS y
+                         WHERE y.tenant_id = t AND y.trigrams && probe
+                        UNION ALL
+                        SELECT y.entity_id, y.alias_sq, y.trigrams FROM kgrag.alias AS y
+                         WHERE y.tenant_id = t AND y.alias_sq = ANY (pieces)) AS a
+                 CROSS JOIN LATERAL (SELECT count(*) AS shared FROM unnest(a.trigrams) AS g WHERE g = ANY (grams)) AS x
+                 -- both tests need lengths within a factor of two (ratio >= 0.5, Jaccard >= 0.5)
+                 WHERE length(a.alias_sq) BETWEEN length(form) / 2 AND length(form) * 2) AS c
+         WHERE c.contained >= min_ratio OR c.similarity >= min_trigram
+    LOOP
+        IF NOT hit.entity_id = ANY (found) THEN
+            found := found || hit.entity_id;
+        END IF;
+        entity_id := hit.entity_id;
+        contained := hit.contained;
+        similarity := hit.similarity;
+        RETURN NEXT;
+        EXIT WHEN cardinality(found) > most;
+    END LOOP;
 END
 $$;
 GRANT CREATE ON SCHEMA kgrag_private TO kgrag_probe;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag_private.trigram_probe(text[], integer, integer) OWNER TO kgrag_probe;
+ALTER FUNCTION kgrag_private.fuzzy_aliases(text, double precision, double precision, integer, text[], real[]) OWNER TO kgrag_probe;
 REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_probe;
-REVOKE EXECUTE ON FUNCTION kgrag_private.trigram_probe(text[], integer, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.trigram_probe(text[], integer, integer) TO kgrag_reader, kgrag_writer;
-COMMENT ON FUNCTION kgrag_private.trigram_probe(text[], integer, integer) IS
-'Private. Returns (entity_id, alias_sq, trigrams) of the current tenant''s aliases sharing a trigram with grams whose squashed form is min_length to max_length characters long. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
+REVOKE EXECUTE ON FUNCTION kgrag_private.fuzzy_aliases(text, double precision, double precision, integer, text[], real[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.fuzzy_aliases(text, double precision, double precision, integer, text[], real[])
+    TO kgrag_reader, kgrag_writer;
+COMMENT ON FUNCTION kgrag_private.fuzzy_aliases(text, double precision, double precision, integer, text[], real[]) IS
+'Private. Returns the current tenant''s aliases close to a squashed span, form: (entity_id, contained = the length ratio when one holds the other and the alias has 4 characters or more, else 0; similarity = trigram Jaccard), those with contained >= min_ratio or similarity >= min_trigram. Candidates: the aliases sharing one of kgrag_private.probe_trigrams (alias_trigrams_idx; common and frequency, the element statistics of alias.trigrams, choose the rarest) or equal to one of kgrag_private.alias_pieces (alias_sq_idx). Stops after the first alias of the (most + 1)-th entity that passes: the caller counts more than most entities as ambiguous. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.probe_trigrams(form text, min_trigram double precision, min_ratio double precision)
+CREATE OR REPLACE FUNCTION kgrag_private.probe_trigrams(
+    form text, min_trigram double precision, min_ratio double precision,
+    common text[] DEFAULT '{}', frequency real[] DEFAULT '{}')
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    -- An alias the weak tiers of kgrag.link_entities keep shares one of these trigrams with form:
+    -- An alias the weak tiers of kgrag.link_entities keep, apart from one inside form (found by
+    -- kgrag_private.alias_pieces), shares one of these trigrams with form:
     -- - Jaccard >= min_trigram needs ceil(min_trigram x |A|) of form's |A| trigrams shared, so any
-    --   |A| - that + 1 of them meet it (the trigrams inside the word first: the padded ones at its
-    --   edges are the ones every name starting with the same letter shares);
-    -- - an alias holding form holds every trigram inside form;
-    -- - an alias inside form, at least max(4, min_ratio x length) long, covers that many - 2
-    --   consecutive inner trigrams, so one at every such step meets it.
+    --   |A| - that + 1 of them meet it: the rarest are taken (by frequency, the share of aliases
+    --   holding a trigram; one not listed in common is rarer than any listed), so the index reads
+    --   the shortest lists; without statistics, the trigrams inside the word first (the padded
+    --   ones at its edges are the ones every name starting with the same letter shares);
+    -- - an alias holding form holds every trigram inside form: the rarest of those is added.
+    -- min_ratio does not change the answer; it is taken so both probes share their arguments.
     WITH a AS (
         SELECT kgrag.squash(form) AS sq, kgrag.trigrams(form) AS grams
     ), inner_grams AS (
         SELECT i, substr(a.sq, i, 3) AS g FROM a, generate_series(1, length(a.sq) - 2) AS i
     ), ordered AS (
-        SELECT x.g, row_number() OVER (ORDER BY x.edge, x.pos, x.g COLLATE "C") AS o
-          FROM (SELECT u.g, (min(n.i) IS NULL) AS edge, COALESCE(min(n.i), 0) AS pos
+        SELECT x.g, x.edge, row_number() OVER (ORDER BY x.share, x.edge, x.pos, x.g COLLATE "C") AS o
+          FROM (SELECT u.g, (min(n.i) IS NULL) AS edge, COALESCE(min(n.i), 0) AS pos,
+                       COALESCE(frequency[array_position(common, u.g)], 0) AS share
                   FROM a CROSS JOIN unnest(a.grams) AS u(g)
                   LEFT JOIN inner_grams AS n ON n.g = u.g
                  GROUP BY u.g) AS x
     ), step AS (
-        SELECT greatest(1, greatest(4, ceil(greatest(min_ratio, 0) * length(a.sq))::integer) - 2) AS w,
-               cardinality(a.grams) AS n,
-               CASE WHEN min_trigram > 0 THEN cardinality(a.grams) - ceil(min_trigram * cardinality(a.grams))::integer + 1
-                    ELSE cardinality(a.grams) END AS need
+        SELECT cardinality(a.grams) - greatest(1, ceil(min_trigram * cardinality(a.grams))::integer) + 1 AS take
           FROM a
     )
     SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM inner_grams) THEN (SELECT a.grams FROM a)
                 ELSE ARRAY(SELECT DISTINCT y.g FROM (
-                         SELECT o.g FROM ordered AS o, step AS s WHERE o.o <= s.need
+                         SELECT o.g FROM ordered AS o, step AS s WHERE o.o <= s.take
                          UNION ALL
-                         SELECT n.g FROM inner_grams AS n, step AS s WHERE n.i % s.w = 0 OR n.i = 1
+                         (SELECT o.g FROM ordered AS o WHERE NOT o.edge ORDER BY o.o LIMIT 1)
                      ) AS y ORDER BY 1) END
 $$;
-COMMENT ON FUNCTION kgrag_private.probe_trigrams(text, double precision, double precision) IS
-'Private. Returns the trigrams of a squashed span that every alias the weak tiers of kgrag.link_entities could keep (trigram similarity >= min_trigram, or one holding the other with length ratio >= min_ratio) shares at least one of: the index probe searches with these, not with all of the span''s trigrams, so an alias sharing only a common trigram (the padded first letter) is never read. Exact, not a heuristic: see the comments in the body and tests/test_linking.py.';
+COMMENT ON FUNCTION kgrag_private.probe_trigrams(text, double precision, double precision, text[], real[]) IS
+'Private. Returns the trigrams of a squashed span that every alias the weak tiers of kgrag.link_entities could keep (trigram similarity >= min_trigram, or one holding the span) shares at least one of: the index probe searches with these, not with all of the span''s trigrams. common and frequency (pg_stats'' most_common_elems and most_common_elem_freqs of kgrag.alias.trigrams) pick the rarest, so a probe reads the shortest posting lists; they change what is read, never what is found. An alias inside the span is found by kgrag_private.alias_pieces. Exact, not a heuristic: see the comments in the body and tests/test_linking.py.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.alias_pieces(form text, min_ratio double precision)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- An alias inside form that the contains tier keeps is one of its substrings at least
+    -- max(4, min_ratio x length) long, and the candidates are at least half its length: a span
+    -- of n characters has at most (n/2 + 1)^2 / 2 of those, each one btree probe.
+    WITH a AS (
+        SELECT kgrag.squash(form) AS sq
+    ), shortest AS (
+        SELECT greatest(4, ceil(greatest(min_ratio, 0) * length(a.sq))::integer, length(a.sq) / 2) AS l, length(a.sq) AS n
+          FROM a
+    )
+    SELECT COALESCE(array_agg(DISTINCT substr(a.sq, i, len) ORDER BY substr(a.sq, i, len)), '{}')
+      FROM a, shortest AS s, generate_series(s.l, s.n) AS len, generate_series(1, s.n - len + 1) AS i
+$$;
+COMMENT ON FUNCTION kgrag_private.alias_pieces(text, double precision) IS
+'Private. Returns the substrings of a squashed span that an alias inside it must equal for the contains tier of kgrag.link_entities to keep it (at least 4 characters, min_ratio of the span and half of it): kgrag_private.fuzzy_aliases looks them up in alias_sq_idx.';
 
 CREATE OR REPLACE FUNCTION kgrag.link_entities(
     question text, min_ratio double precision DEFAULT NULL, min_trigram double precision DEFAULT NULL,
@@ -77,11 +137,16 @@ DECLARE
     ratio_floor float8 := COALESCE(min_ratio, kgrag.setting('link_min_ratio')::float8);
     trigram_floor float8 := COALESCE(min_trigram, kgrag.setting('link_min_trigram')::float8);
     stop text[] := ARRAY(SELECT jsonb_array_elements_text(kgrag.setting('link_stopwords')));
+    common text[];  -- the planner's statistics of the alias trigrams: which are common, how much
+    frequency real[];
 BEGIN
     PERFORM kgrag_private.check_question(question);
     IF whole = '' THEN
         RETURN;
     END IF;
+    SELECT st.most_common_elems::text::text[], st.most_common_elem_freqs INTO common, frequency
+      FROM pg_catalog.pg_stats AS st
+     WHERE st.schemaname = 'kgrag' AND st.tablename = 'alias' AND st.attname = 'trigrams';
     RETURN QUERY
     WITH words AS (
         SELECT string_to_array(whole, ' ') AS w
@@ -109,6 +174,9 @@ BEGIN
          ) AS v(form)
          WHERE v.form IS NOT NULL AND length(v.form) >= 2
     ), strong AS (
+        -- Each form probes the alias indexes on its own (a lateral lookup; OFFSET 0 keeps the
+        -- planner from turning it back into a join): the spans are a few dozen, but estimated at
+        -- thousands, and as a join the plan sorted every alias of the tenant (80 ms at 46k aliases).
         -- exact: the whole question is an alias
         SELECT a.entity_id, 10.0::float8 AS score, 'exact'::text AS tier, 1 AS first, 1000 AS last
           FROM kgrag.alias AS a
@@ -117,19 +185,21 @@ BEGIN
         -- phrase: a span of two or more words is an alias
         SELECT a.entity_id, 9.0, 'phrase', f.first, f.last
           FROM forms AS f
-          JOIN kgrag.alias AS a ON a.tenant_id = t AND a.alias_fold = f.phrase
+         CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
+                              WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
          WHERE f.len >= 2
         UNION ALL
         -- squashed: a span meets an alias once both are written without spaces
         SELECT a.entity_id, 8.0, 'squashed', f.first, f.last
           FROM forms AS f
-          JOIN kgrag.alias AS a ON a.tenant_id = t AND a.alias_sq = f.form
-         WHERE a.alias_fold <> f.phrase
+         CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
+                              WHERE x.tenant_id = t AND x.alias_sq = f.form AND x.alias_fold <> f.phrase OFFSET 0) AS a
         UNION ALL
         -- token: one word of the question is an alias
         SELECT a.entity_id, 7.0, 'token', f.first, f.last
           FROM forms AS f
-          JOIN kgrag.alias AS a ON a.tenant_id = t AND a.alias_fold = f.phrase
+         CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
+                              WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
          WHERE f.len = 1 AND f.phrase <> ALL (stop)
     ), weak AS (
         -- contains / trigram: candidates share trigrams with a squashed span (GIN index), then
@@ -137,27 +207,14 @@ BEGIN
         SELECT c.entity_id, 3.0 * greatest(c.contained, c.similarity) AS score,
                CASE WHEN c.contained >= c.similarity THEN 'contains' ELSE 'trigram' END AS tier,
                sf.first, sf.last, sf.form
-          FROM (SELECT DISTINCT ON (f.form) f.form, f.first, f.last, kgrag.trigrams(f.form) AS grams,
-                       kgrag_private.probe_trigrams(f.form, trigram_floor, ratio_floor) AS probe
+          FROM (SELECT DISTINCT ON (f.form) f.form, f.first, f.last
                   FROM forms AS f
                  WHERE f.len <= 3 AND length(f.form) >= CASE WHEN f.len = 1 THEN 6 ELSE 4 END
                    -- words a strong match already explains are not searched again
                    AND NOT EXISTS (SELECT 1 FROM strong AS s WHERE s.first <= f.last AND f.first <= s.last)
                  ORDER BY f.form, f.first, f.last) AS sf
-         CROSS JOIN LATERAL (
-               SELECT a.entity_id,
-                      CASE WHEN length(a.alias_sq) >= 4
-                                AND (strpos(sf.form, a.alias_sq) > 0 OR strpos(a.alias_sq, sf.form) > 0)
-                           THEN least(length(a.alias_sq), length(sf.form))::float8
-                                / greatest(length(a.alias_sq), length(sf.form))
-                           ELSE 0 END AS contained,
-                      -- Jaccard, |shared| / |either|, inline: a function call per candidate costs more than it does
-                      COALESCE(x.shared::float8 / NULLIF(cardinality(a.trigrams) + cardinality(sf.grams) - x.shared, 0), 0)
-                          AS similarity
-                 -- both tests need lengths within a factor of two (ratio >= 0.5, Jaccard >= 0.5)
-                 FROM kgrag_private.trigram_probe(sf.probe, length(sf.form) / 2, length(sf.form) * 2) AS a
-                CROSS JOIN LATERAL (SELECT count(*) AS shared FROM unnest(a.trigrams) AS g WHERE g = ANY (sf.grams)) AS x) AS c
-         WHERE c.contained >= ratio_floor OR c.similarity >= trigram_floor
+         CROSS JOIN LATERAL kgrag_private.fuzzy_aliases(sf.form, trigram_floor, ratio_floor, 2,
+                                                   COALESCE(common, '{}'), COALESCE(frequency, '{}')) AS c
     ), ambiguity AS (
         SELECT w.form, count(DISTINCT w.entity_id) AS entities FROM weak AS w GROUP BY w.form
     ), matches AS (
