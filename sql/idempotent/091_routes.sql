@@ -58,6 +58,7 @@ DECLARE
     reached jsonb;  -- the walk's answer, held in the function (no temporary table: it runs on a standby)
     ranked jsonb := '[]';  -- with graph_ranking pagerank or both: the chunks by Personalized PageRank mass
     others text[];  -- the chunks of the lists other than the graph's
+    per_entity integer := kgrag.setting('graph_chunks_per_entity')::integer;
 BEGIN
     -- closest first, then the strongest link, then the seed order
     SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', w.entity_id, 'hop', w.hop, 'path', w.path,
@@ -101,10 +102,13 @@ BEGIN
     IF opts ->> 'graph_ranking' IN ('paths', 'both') THEN
     -- The graph's chunk list: each reached entity's answer chunk in that order, then the other
     -- chunks that cite reached entities (nearest first, those citing more of them first).
-    -- A hub cites thousands of chunks; the list stops after the last one that could still be among
-    -- the k fused rows: one of its first k, or one another list holds too. A chunk past that
-    -- and in no other list scores below each of the k before it, all in this list, so the fused
-    -- rows are the same.
+    -- A hub cites thousands of chunks: the chunks ranked are each reached entity's first
+    -- graph_chunks_per_entity citing chunks (by chunk id, an index range) and the chunks of the
+    -- other lists, each with every reached entity it cites counted, so the work is bounded by the
+    -- walk, not by the corpus. The list stops after the last one that could still be among the k
+    -- fused rows: one of its first k, or one another list holds too. A chunk past that and in no
+    -- other list scores below each of the k before it, all in this list, so the fused rows are
+    -- the same.
     others := ARRAY(SELECT v.id FROM jsonb_each(lists) AS l CROSS JOIN LATERAL jsonb_array_elements_text(l.value) AS v(id));
     lists := lists || jsonb_build_object('graph', (
         SELECT COALESCE(jsonb_agg(z.chunk_id ORDER BY z.o), '[]')
@@ -117,8 +121,15 @@ BEGIN
                      WHERE e.answer_chunk_id IS NOT NULL
                     UNION ALL
                     SELECT m.chunk_id, 1, min(r.hop), count(*)
-                      FROM jsonb_to_recordset(reached) AS r(entity_id text, hop integer, path text[], seed text, position integer)
-                      JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = r.entity_id
+                      FROM (SELECT DISTINCT c.id FROM (
+                                SELECT x.chunk_id FROM jsonb_to_recordset(reached) AS r(entity_id text)
+                                 CROSS JOIN LATERAL (SELECT y.chunk_id FROM kgrag.mention AS y
+                                                      WHERE y.tenant_id = t AND y.entity_id = r.entity_id
+                                                      ORDER BY y.chunk_id LIMIT per_entity) AS x
+                                UNION ALL
+                                SELECT o.id FROM unnest(others) AS o(id)) AS c(id)) AS c
+                      JOIN kgrag.mention AS m ON m.tenant_id = t AND m.chunk_id = c.id
+                      JOIN jsonb_to_recordset(reached) AS r(entity_id text, hop integer) ON r.entity_id = m.entity_id
                      GROUP BY m.chunk_id) AS u
                  ORDER BY u.chunk_id, u.tier, u.key1) AS x
                  ) AS y) AS z
@@ -136,8 +147,9 @@ BEGIN
                        SELECT DISTINCT ON (z.chunk_id) z.chunk_id, z.o FROM (
                            SELECT e.answer_chunk_id AS chunk_id, 0 AS o WHERE e.answer_chunk_id IS NOT NULL
                            UNION ALL
-                           SELECT m.chunk_id, 1 FROM kgrag.mention AS m
-                            WHERE m.tenant_id = t AND m.entity_id = r.entity_id) AS z
+                           -- a hub's first three from the index, not its thousands sorted
+                           (SELECT m.chunk_id, 1 FROM kgrag.mention AS m
+                             WHERE m.tenant_id = t AND m.entity_id = r.entity_id ORDER BY m.chunk_id LIMIT 3)) AS z
                         ORDER BY z.chunk_id, z.o) AS y
                     ORDER BY y.o, y.chunk_id COLLATE "C" LIMIT 3)),
                'relations', COALESCE((
