@@ -109,6 +109,7 @@ def test_a_deleted_document_is_forgotten_everywhere(
             "entity",
             "entity_source",
             "alias",
+            "alias_source",
             "relation_evidence",
             "edge",
             "community",

@@ -87,13 +87,36 @@ def test_provided_extraction_builds_the_graph(conn: psycopg.Connection, tmp_path
     ranks = q(conn, "SELECT dst, rel, rank FROM kgrag.edge WHERE src = 'service:auth service' ORDER BY rank")
     assert ranks[0][:2] == ("service:session store", "CO_OCCURS") and [r for _, _, r in ranks] == [1, 2, 3, 4, 5, 6]
     assert q(conn, "SELECT degree FROM kgrag.entity WHERE entity_id = 'service:auth service'") == [(5,)]
-    # mentions come from the names in the text; every spelling is kept with the document that gave it
-    assert q(conn, "SELECT alias, doc_id FROM kgrag.alias WHERE entity_id = 'service:auth service' ORDER BY 1, 2") == [
-        ("Auth Service", "d1"),
-        ("Auth Service", "d2"),
-        ("Auth Service", "d5"),
-        ("auth", "d1"),
+    # mentions come from the names in the text; every spelling is kept once, with the documents
+    # that gave it
+    assert q(conn, "SELECT alias, sourced FROM kgrag.alias WHERE entity_id = 'service:auth service' ORDER BY 1") == [
+        ("Auth Service", True),
+        ("auth", True),
     ]
+    sources = "SELECT alias, doc_id FROM kgrag.alias_source WHERE entity_id = 'service:auth service' ORDER BY 1, 2"
+    assert q(conn, sources) == [("Auth Service", "d1"), ("Auth Service", "d2"), ("Auth Service", "d5"), ("auth", "d1")]
+
+
+def test_a_name_goes_with_the_last_document_that_gave_it(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """ "auth" (given by d1 only) goes when d1 stops giving it; "Auth Service" (d1, d2, d5) stays
+    until the last of them goes; a name written by hand stays though a document gave it too."""
+    names = "SELECT alias FROM kgrag.alias WHERE entity_id = 'service:auth service' ORDER BY 1"
+    ingest(conn, tmp_path, OPS)
+    with tenant_transaction(conn, "t1"):
+        conn.execute(
+            "INSERT INTO kgrag.alias (tenant_id, entity_id, alias) VALUES ('t1', 'service:auth service', 'AS')"
+        )
+    changed = copy.deepcopy(OPS)
+    changed[0]["entities"][0]["aliases"] = ["AS"]  # d1: "AS" instead of "auth"
+    ingest(conn, tmp_path, changed)
+    assert q(conn, names) == [("AS",), ("Auth Service",)]
+    assert q(conn, "SELECT doc_id FROM kgrag.alias_source WHERE alias = 'AS'") == [("d1",)]
+    delete_documents(conn, "t1", ["d1", "d2"])
+    assert q(conn, names) == [("AS",), ("Auth Service",)]  # d5 still names it; "AS" was written by hand
+    sources = "SELECT alias, doc_id FROM kgrag.alias_source WHERE entity_id = 'service:auth service'"
+    assert q(conn, sources) == [("Auth Service", "d5")]
+    delete_documents(conn, "t1", ["d5"])
+    assert q(conn, "SELECT count(*) FROM kgrag.entity WHERE entity_id = 'service:auth service'") == [(0,)]
 
 
 def test_two_types_with_one_name_stay_apart(conn: psycopg.Connection, tmp_path: Path) -> None:

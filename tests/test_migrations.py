@@ -77,6 +77,48 @@ def test_a_database_that_ran_the_released_files_converges_on_the_amended(
         server.drop_database(field)
 
 
+ALIASES_0022 = [  # (entity, alias, doc_id) as revisions before 0023 stored them: a row per document
+    ("k:hub", "Hub", "d1"),
+    ("k:hub", "Hub", "d2"),
+    ("k:hub", "hub-1", "d2"),
+    ("k:hub", "Hubby", ""),  # written by hand
+    ("k:hub", "Hubby", "d3"),  # and given by a document too
+    ("k:leaf", "Leaf", ""),
+]
+
+
+def test_revision_0023_keeps_each_name_once_and_its_sources_apart(empty_dsn: str) -> None:
+    """Up: each name once, sourced unless written by hand, the documents in kgrag.alias_source;
+    down: the rows as they were."""
+    migrations.upgrade(empty_dsn, "0022")
+    with psycopg.connect(empty_dsn) as conn:  # the installing superuser: no tenant policy applies
+        conn.execute(
+            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type) VALUES ('t', 'k:hub', 'Hub', 'k'),"
+            " ('t', 'k:leaf', 'Leaf', 'k')"
+        )
+        for entity, alias, doc in ALIASES_0022:
+            conn.execute(
+                "INSERT INTO kgrag.alias (tenant_id, entity_id, alias, doc_id) VALUES ('t', %s, %s, %s)",
+                [entity, alias, doc],
+            )
+    migrations.upgrade(empty_dsn, "0023")
+    with psycopg.connect(empty_dsn) as conn:
+        names = conn.execute("SELECT entity_id, alias, sourced, alias_sq FROM kgrag.alias ORDER BY 1, 2").fetchall()
+        assert names == [
+            ("k:hub", "Hub", True, "hub"),
+            ("k:hub", "Hubby", False, "hubby"),
+            ("k:hub", "hub-1", True, "hub1"),
+            ("k:leaf", "Leaf", False, "leaf"),
+        ]
+        sources = conn.execute("SELECT entity_id, alias, doc_id FROM kgrag.alias_source ORDER BY 1, 2, 3").fetchall()
+        assert sources == sorted((e, a, d) for e, a, d in ALIASES_0022 if d)
+    migrations.downgrade(empty_dsn, "0022")
+    with psycopg.connect(empty_dsn) as conn:
+        rows = conn.execute("SELECT entity_id, alias, doc_id FROM kgrag.alias ORDER BY 1, 2, 3").fetchall()
+        assert rows == sorted(ALIASES_0022)
+        assert conn.execute("SELECT to_regclass('kgrag.alias_source')").fetchone() == (None,)
+
+
 def test_upgrade_twice_is_a_no_op(empty_dsn: str) -> None:
     migrations.upgrade(empty_dsn, "head")
     before, before_oids = snapshot(empty_dsn), oids(empty_dsn)

@@ -180,13 +180,15 @@ AS $$
 DECLARE
     t text := kgrag.current_tenant();
     affected text[];
+    named text[] := kgrag_private.named_by(docs);  -- whose names the previous versions gave
     n_mentions integer;
 BEGIN
     affected := ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
-                      UNION SELECT s.entity_id FROM pg_temp.kgrag_stage_entity AS s);
+                      UNION SELECT s.entity_id FROM pg_temp.kgrag_stage_entity AS s
+                      UNION SELECT x FROM unnest(named) AS x);
     PERFORM kgrag_private.lock_keys('entity', affected);
-    -- what the previous versions said goes: their aliases and their sources
-    DELETE FROM kgrag.alias AS a WHERE a.tenant_id = t AND a.doc_id = ANY (docs);
+    -- what the previous versions said goes: the names they gave and their sources
+    DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (docs);
     DELETE FROM kgrag.entity_source AS x WHERE x.tenant_id = t AND x.doc_id = ANY (docs);
 
     -- Entities: one row per key; its name, description and answer are derived from its sources
@@ -207,12 +209,18 @@ BEGIN
       FROM pg_temp.kgrag_stage_entity AS s
      ORDER BY s.entity_id, s.doc_id, length(s.description) DESC, s.name COLLATE "C"
     ON CONFLICT (tenant_id, entity_id, doc_id) DO NOTHING;  -- as for the chunks: deleted above, and no COPY
-    -- every spelling a document gives is its alias, and goes with it
-    INSERT INTO kgrag.alias (tenant_id, entity_id, alias, doc_id)
+    -- every spelling a document gives is an alias of the entity (once), and the document its source
+    INSERT INTO kgrag.alias (tenant_id, entity_id, alias, sourced)
+    SELECT DISTINCT t, s.entity_id, btrim(a.alias), true
+      FROM pg_temp.kgrag_stage_entity AS s CROSS JOIN LATERAL unnest(s.name || s.aliases) AS a(alias)
+     WHERE btrim(a.alias) <> ''
+    ON CONFLICT DO NOTHING;
+    INSERT INTO kgrag.alias_source (tenant_id, entity_id, alias, doc_id)
     SELECT DISTINCT t, s.entity_id, btrim(a.alias), s.doc_id
       FROM pg_temp.kgrag_stage_entity AS s CROSS JOIN LATERAL unnest(s.name || s.aliases) AS a(alias)
      WHERE btrim(a.alias) <> ''
     ON CONFLICT DO NOTHING;
+    PERFORM kgrag_private.forget_aliases(named);  -- those no document gives any more
 
     -- Mentions, as the extractor located them.
     INSERT INTO kgrag.mention (tenant_id, entity_id, chunk_id)
@@ -225,7 +233,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.apply_entities(text[]) IS
-'Private. The second step of kgrag.ingest_apply: locks the entities the batch touches, replaces what the documents said of them (kgrag.entity_source) and the aliases they gave, adds the new entities and the mentions the extractor located. Returns the number of mentions written.';
+'Private. The second step of kgrag.ingest_apply: locks the entities the batch touches (and those the previous versions named), replaces what the documents said of them (kgrag.entity_source) and the aliases they gave (kgrag.alias_source; a name no document gives any more goes), adds the new entities and the mentions the extractor located. Returns the number of mentions written.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.apply_relations() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

@@ -68,6 +68,38 @@ $$;
 COMMENT ON FUNCTION kgrag_private.release_chunks(text[]) IS
 'Private. Returns nothing; locks the chunks of these documents and clears the references to them that entities (answer_chunk_id) and edges (evidence_chunk_id) hold, so the chunks can be deleted.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.named_by(doc_ids text[]) RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN ARRAY(SELECT DISTINCT s.entity_id FROM kgrag.alias_source AS s
+                  WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids) ORDER BY 1);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.named_by(text[]) IS
+'Private. Returns the entities (ids, sorted) whose names these documents gave (kgrag.alias_source): the ones to lock, and to pass to kgrag_private.forget_aliases once the documents'' sources are gone.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.forget_aliases(entity_ids text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    -- The caller holds the entities' locks (kgrag_private.lock_keys), as every writer of their
+    -- names does: no source can be added between this check and the DELETE.
+    DELETE FROM kgrag.alias AS a
+     WHERE a.tenant_id = t AND a.entity_id = ANY (entity_ids) AND a.sourced
+       AND NOT EXISTS (SELECT 1 FROM kgrag.alias_source AS s
+                        WHERE s.tenant_id = t AND s.entity_id = a.entity_id AND s.alias = a.alias);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.forget_aliases(text[]) IS
+'Private. Returns nothing; deletes the names of these entities that documents gave (sourced) and no document gives any more (no kgrag.alias_source row). A name written by hand (not sourced) stays.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.derive_entities(entity_ids text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -198,6 +230,7 @@ AS $$
 DECLARE
     t text := kgrag.current_tenant();
     deleted integer;
+    named text[];  -- the entities whose names the documents gave
     texts text[];
     counts jsonb;
 BEGIN
@@ -205,10 +238,13 @@ BEGIN
     PERFORM 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids)
       ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
     PERFORM kgrag_private.touch_documents(doc_ids, -1);
-    PERFORM kgrag_private.lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'));
+    named := kgrag_private.named_by(doc_ids);
+    PERFORM kgrag_private.lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
+                                                    UNION SELECT x FROM unnest(named) AS x));
     texts := ARRAY(SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
     PERFORM kgrag_private.release_chunks(doc_ids);
-    DELETE FROM kgrag.alias AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
+    DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
+    PERFORM kgrag_private.forget_aliases(named);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
