@@ -211,11 +211,29 @@ def test_dimension_is_fixed_at_install(empty_dsn: str) -> None:
             " 'kgrag.community_report'::regclass) AND attname = 'embedding'"
         ).fetchall()
         assert types == [("vector(3072)",)] * 3
-        indexdef = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_embedding_bq_idx'").fetchone()
-        assert indexdef is not None and "bit(3072)" in indexdef[0] and "bit_hamming_ops" in indexdef[0]
+        indexdef = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_embedding_half_idx'"
+        ).fetchone()
+        assert indexdef is not None and "halfvec(3072)" in indexdef[0] and "halfvec_cosine_ops" in indexdef[0]
+        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("halfvec",)
     with pytest.raises(KgragError, match="installed with embedding dimension 3072"):
         migrations.upgrade(empty_dsn, "head", dim=512)
     migrations.upgrade(empty_dsn, "head")  # no --dim: keeps what is installed
+
+
+def test_above_4000_dimensions_the_index_is_binary_quantized(empty_dsn: str) -> None:
+    """halfvec indexes reach 4,000 dimensions; above, revision 0024 keeps the binary-quantized ones,
+    and search uses them."""
+    migrations.upgrade(empty_dsn, "head", dim=4096)
+    with psycopg.connect(empty_dsn) as conn:
+        indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE '%embedding%'")}
+        assert indexes == {f"{t}_embedding_bq_idx" for t in ("chunk", "entity", "community_report")}
+        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("bq",)
+        overfetch = conn.execute("SELECT value FROM kgrag.settings WHERE tenant_id = '*' AND key = 'vector_overfetch'")
+        assert overfetch.fetchone() == (30,)
+        conn.execute("SELECT kgrag.use_tenant('t')")
+        q = "[" + ",".join(["0.5"] * 4096) + "]"
+        assert conn.execute("SELECT count(*) FROM kgrag.search_chunks_vector(%s::vector, 3)", [q]).fetchone() == (0,)
 
 
 def test_alembic_command_line_gives_the_same_schema(server: Server) -> None:

@@ -54,7 +54,7 @@ def test_the_dynamic_vector_statement_names_the_tenant(dsn: str, admin: psycopg.
     ):
         plans = explain(dsn, "t1", call, [q])
         # auto_explain logs "Query Text: <statement>\nQuery Parameters: ...\n<plan>"
-        texts = [p.split("Query Text:", 1)[1].split("Query Parameters:", 1)[0] for p in plans if "WITH hamming" in p]
+        texts = [p.split("Query Text:", 1)[1].split("Query Parameters:", 1)[0] for p in plans if "WITH candidates" in p]
         assert len(texts) == 1, plans
         ran.append(texts[0])
     refs = [r for statement in ran for r in table_references(statement, set(catalog_tables(admin)))]

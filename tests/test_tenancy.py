@@ -125,6 +125,7 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         "current_tenant": ("SELECT kgrag.current_tenant()", []),
         "use_tenant": ("SELECT kgrag.use_tenant(kgrag.current_tenant())", []),
         "dimension": ("SELECT kgrag.dimension()", []),
+        "vector_index": ("SELECT kgrag.vector_index()", []),
         "version": ("SELECT kgrag.version()", []),
         "setting": ("SELECT kgrag.setting('rrf_k')", []),
         "reranker": ("SELECT * FROM kgrag.reranker()", []),

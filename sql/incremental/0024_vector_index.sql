@@ -1,0 +1,38 @@
+-- 0024_vector_index: the vector index chosen by measurement, per dimension.
+--
+-- On 50,983 real texts embedded at 512 dimensions (docs/benchmarks.md, "Vector search"), at
+-- recall@10 >= 0.98: an HNSW index on the vectors cast to halfvec, its 40 best re-ranked on the
+-- full vectors, answered in 2.1 ms p50 at recall 0.984, no slower than the full-vector index
+-- (2.8 ms, 0.982) at half its size (66 MB against 133); the binary-quantized index took 3.8 ms
+-- for 0.984 (300 candidates re-ranked) at a fifth of that size (13 MB). So below the 4,000 dimensions
+-- pgvector indexes as halfvec, the halfvec index replaces the binary-quantized one; above, the
+-- binary-quantized index stays (bit indexes reach 64,000 dimensions). Setting vector_index names
+-- the index kgrag_private.nearest queries; vector_overfetch and vector_min_candidates follow it
+-- (a halfvec candidate list of 4 x k, at least 40, is already as good as 300 binary ones).
+--
+-- One statement (a DO block), each DDL through EXECUTE: see 0021_edge_rank_index.sql (Citus).
+DO $$
+DECLARE
+    d integer := (SELECT (s.value #>> '{}')::integer FROM kgrag.settings AS s
+                   WHERE s.tenant_id = '*' AND s.key = 'embedding_dimension');
+    kind text := CASE WHEN d <= 4000 THEN 'halfvec' ELSE 'bq' END;
+    t text;
+BEGIN
+    IF kind = 'halfvec' THEN
+        FOREACH t IN ARRAY ARRAY['chunk', 'entity', 'community_report'] LOOP
+            EXECUTE pg_catalog.format(
+                'CREATE INDEX %I ON kgrag.%I USING hnsw ((embedding::halfvec(%s)) halfvec_cosine_ops) '
+                'WITH (m = 16, ef_construction = 64)', t || '_embedding_half_idx', t, d);
+            EXECUTE pg_catalog.format('DROP INDEX kgrag.%I', t || '_embedding_bq_idx');
+        END LOOP;
+        UPDATE kgrag.settings SET value = '4' WHERE tenant_id = '*' AND key = 'vector_overfetch';
+        UPDATE kgrag.settings SET value = '40' WHERE tenant_id = '*' AND key = 'vector_min_candidates';
+    END IF;
+    INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES
+        ('*', 'vector_index', pg_catalog.to_jsonb(kind),
+         'The vector index of the embeddings, chosen at revision 0024 by the dimension: halfvec (HNSW on the vectors cast to halfvec, up to 4,000 dimensions) or bq (HNSW on their binary quantization, above). Vector search draws its candidates from it and re-ranks them on the full vectors. Set by the migration: changing it by hand does not build the other index.');
+    UPDATE kgrag.settings
+       SET description = 'Vector search draws k * vector_overfetch candidates from the vector index (setting vector_index), then re-ranks them by exact cosine on the full vectors.'
+     WHERE tenant_id = '*' AND key = 'vector_overfetch';
+END
+$$;
