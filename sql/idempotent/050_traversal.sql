@@ -104,7 +104,6 @@ CREATE OR REPLACE FUNCTION kgrag_private.walk(
 RETURNS TABLE (entity_id text, hop integer, trail text, seed text, steps text)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
-SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
@@ -116,8 +115,10 @@ DECLARE
 BEGIN
     SELECT w.relation_keys, w.deadline, w.budget_ms INTO rels, deadline, budget_ms
       FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction) AS w;
-    -- The branch a direction does not take is a constant false in this custom plan, so it is
-    -- never scanned. CO_OCCURS is stored both ways: walked out, it needs no reverse branch.
+    -- The branch a direction does not take is a one-time filter that fails, so it is never
+    -- scanned; the plan is kept from call to call (a custom plan for each walk cost more to make,
+    -- 0.3 ms, than a capped two-hop walk costs to run). CO_OCCURS is stored both ways: walked
+    -- out, it needs no reverse branch.
     RETURN QUERY
     WITH RECURSIVE walk(entity_id, hop, trail, seed, steps) AS (
         SELECT e.entity_id, 0, '|' || e.entity_id || '|', e.entity_id, ''
