@@ -64,6 +64,18 @@ def test_every_table_has_tenant_id_in_every_key(conn: psycopg.Connection) -> Non
     assert unique_indexes == []
 
 
+def test_every_tenant_id_keeps_a_statistics_target_of_one(conn: psycopg.Connection) -> None:
+    """Revision 0025: the planner estimates a tenant the statistics never saw (one that came after
+    the last ANALYZE) as a share of the rows, not as none; a table added later must say so too."""
+    targets = conn.execute(
+        "SELECT c.relname, a.attstattarget FROM pg_attribute AS a JOIN pg_class AS c ON c.oid = a.attrelid"
+        " WHERE c.relnamespace = 'kgrag'::regnamespace AND c.relkind = 'r' AND a.attname = 'tenant_id'"
+        " ORDER BY 1"
+    ).fetchall()
+    assert len(targets) >= len(TABLES)
+    assert [t for t, target in targets if target != 1] == []
+
+
 def test_every_foreign_key_has_an_index_on_its_columns(conn: psycopg.Connection) -> None:
     """A delete on the referenced side looks the referencing rows up by these columns; without an
     index each deleted row scans the whole referencing table."""
