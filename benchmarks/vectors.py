@@ -1,14 +1,15 @@
 """Vector search, side by side in one run: exact scan, full-vector HNSW, and kgrag's own search
 (kgrag.search_chunks_vector: candidates from its vector index, re-ranked on the full vectors) with
 each kind of index revision 0024 chooses from (halfvec HNSW, binary-quantized HNSW), at several
-over-fetch settings: recall against exact, latency, index size, build time.
+over-fetch settings: recall against exact, latency, index size, build time, and the cost of
+inserting a batch of rows into the built index (what each kind adds to ingestion).
 
 Corpus: >= 50,000 real texts (the paragraphs of ../shared/data/multihop split into sentences,
 sentence pairs and clauses, plus standard-library docstrings), embedded with the default
 embedder (USE multilingual, 512-d). Queries: the 200 multi-hop questions. Prints a table and
 writes it to docs/benchmarks.md.
 
-    python benchmarks/vectors.py [--limit 60000] [--queries 200]
+    python benchmarks/vectors.py [--limit 60000] [--queries 200] [--inserted 2000]
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
+from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from common import (
@@ -100,6 +102,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=60000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--inserted", type=int, default=2000)
     args = parser.parse_args()
 
     texts = corpus_texts(args.limit)
@@ -112,110 +115,118 @@ def main() -> None:
             "SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_embedding_half_idx'"
         ).fetchone()  # type: ignore[misc]
         conn.execute("DROP INDEX kgrag.chunk_embedding_half_idx")
-        load_ms, _ = timed(lambda: load(conn, texts, vectors))
-        print(f"loaded {len(texts)} chunks in {load_ms / 1000:.1f} s")
+        kept = len(texts) - args.inserted  # built into the index; the rest inserted into it afterwards
+        load_ms, _ = timed(lambda: load(conn, texts[:kept], vectors[:kept]))
+        print(f"loaded {kept} chunks in {load_ms / 1000:.1f} s")
         conn.execute("SET maintenance_work_mem = '2GB'")
-        full_build, _ = timed(
-            lambda: conn.execute("CREATE INDEX bench_full_hnsw ON kgrag.chunk USING hnsw (embedding vector_cosine_ops)")
-        )
-        half_build, _ = timed(lambda: conn.execute(half_indexdef))
-        # what revision 0024 keeps above 4,000 dimensions (its down file builds it at every size)
-        bq_build, _ = timed(
-            lambda: conn.execute(
+        indexes = {  # kind: (index, its definition)
+            "full": (
+                "bench_full_hnsw",
+                "CREATE INDEX bench_full_hnsw ON kgrag.chunk USING hnsw (embedding vector_cosine_ops)",
+            ),
+            "halfvec": ("chunk_embedding_half_idx", half_indexdef),
+            # what revision 0024 keeps above 4,000 dimensions (its down file builds it at every size)
+            "bq": (
+                "chunk_embedding_bq_idx",
                 "CREATE INDEX chunk_embedding_bq_idx ON kgrag.chunk USING hnsw"
-                f" ((binary_quantize(embedding)::bit({DIM})) bit_hamming_ops) WITH (m = 8, ef_construction = 64)"
-            )
-        )
-        conn.execute("ANALYZE kgrag.chunk")
-        sizes = dict(
-            conn.execute(
-                "SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c"
-                " WHERE c.relname IN ('chunk_embedding_bq_idx', 'bench_full_hnsw', 'chunk_embedding_half_idx', 'chunk')"
-            ).fetchall()
-        )
+                f" ((binary_quantize(embedding)::bit({DIM})) bit_hamming_ops) WITH (m = 8, ef_construction = 64)",
+            ),
+        }
+
+        def insert_batch() -> float:
+            return timed(lambda: load(conn, texts[kept:], vectors[kept:], first=kept))[0]
+
+        def remove_batch() -> None:
+            conn.execute("DELETE FROM kgrag.chunk WHERE chunk_id >= %s", [f"t{kept:06d}#0"])
+            conn.execute("DELETE FROM kgrag.document WHERE doc_id >= %s", [f"t{kept:06d}"])
+            conn.conn.execute("VACUUM kgrag.chunk, kgrag.document")
+
+        baseline_ms = insert_batch()  # the same rows with no vector index: the heap and the other indexes
+        remove_batch()
         # Let over-fetch alone decide the candidate count in this run.
         conn.execute(
             "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'vector_min_candidates', '1')", [TENANT]
         )
-
-        truth = run(conn, qvecs, exact_query)
         rows: list[list[object]] = []
-
-        def report(
-            method: str,
-            params: str,
-            results: tuple[list[list[str]], list[float]],
-            index: str | None,
-            build_ms: float | None,
-        ) -> None:
-            found, times = results
-            recall = np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, truth[0], strict=True)])
-            rows.append(
-                [
-                    method,
-                    params,
-                    f"{recall:.3f}",
-                    f"{median(times):.2f}",
-                    f"{percentile(times, 95):.2f}",
-                    f"{sizes[index] / 2**20:.1f}" if index else "-",
-                    f"{build_ms / 1000:.1f}" if build_ms is not None else "-",
-                ]
-            )
-            print(rows[-1])
-
-        report("exact scan", "seq scan + sort", truth, None, None)
-        for ef in (40, 100):
-            report(
-                "full HNSW",
-                f"ef_search={ef}",
-                run(conn, qvecs, hnsw_query(FULL_SQL, ef)),
-                "bench_full_hnsw",
-                full_build,
-            )
-        conn.execute("DROP INDEX kgrag.bench_full_hnsw")
-        for kind, index, build_ms, overfetches in (
-            ("halfvec", "chunk_embedding_half_idx", half_build, (2, 4, 10)),
-            ("bq", "chunk_embedding_bq_idx", bq_build, (10, 20, 30, 40)),
-        ):
-            conn.conn.execute("UPDATE kgrag.settings SET value = to_jsonb(%s::text) WHERE key = 'vector_index'", [kind])
-            for overfetch in overfetches:
-                report(
-                    f"kgrag {kind} HNSW + re-rank",
-                    f"overfetch={overfetch} ({overfetch * 10} candidates)",
-                    run(conn, qvecs, kgrag_query(overfetch)),
-                    index,
-                    build_ms,
+        truth: tuple[list[list[str]], list[float]] | None = None
+        for kind, (index, create) in indexes.items():
+            # each index alone: built on the first rows, then a batch inserted into it, as ingestion does
+            build_ms, _ = timed(lambda create=create: conn.execute(create))
+            insert_ms = insert_batch() - baseline_ms
+            conn.execute("ANALYZE kgrag.chunk")
+            (size,) = conn.execute("SELECT pg_relation_size(to_regclass('kgrag.' || %s))", [index]).fetchone()  # type: ignore[misc]
+            if truth is None:
+                truth = run(conn, qvecs, exact_query)
+                rows.append(["exact scan", "seq scan + sort", "1.000", *figures(truth[1]), "-", "-", "-"])
+            built = [f"{size / 2**20:.1f}", f"{build_ms / 1000:.1f}", f"{insert_ms / args.inserted:.2f}"]
+            if kind == "full":
+                for ef in (40, 100):
+                    found = run(conn, qvecs, hnsw_query(FULL_SQL, ef))
+                    rows.append(
+                        ["full HNSW", f"ef_search={ef}", recall(found[0], truth[0]), *figures(found[1]), *built]
+                    )
+                    print(rows[-1], flush=True)
+            else:
+                conn.conn.execute(
+                    "UPDATE kgrag.settings SET value = to_jsonb(%s::text) WHERE key = 'vector_index'", [kind]
                 )
+                for overfetch in (2, 4, 10) if kind == "halfvec" else (10, 20, 30, 40):
+                    found = run(conn, qvecs, kgrag_query(overfetch))
+                    params = f"overfetch={overfetch} ({overfetch * 10} candidates)"
+                    rows.append(
+                        [f"kgrag {kind} HNSW + re-rank", params, recall(found[0], truth[0]), *figures(found[1]), *built]
+                    )
+                    print(rows[-1], flush=True)
+            remove_batch()
+            conn.execute(sql.SQL("DROP INDEX kgrag.{}").format(sql.Identifier(index)))
 
-    ratio = sizes["chunk_embedding_half_idx"] / sizes["bench_full_hnsw"]
-    bq_ratio = sizes["chunk_embedding_bq_idx"] / sizes["chunk_embedding_half_idx"]
     table = markdown_table(
-        ["method", "parameters", "recall@10 vs exact", "p50 ms", "p95 ms", "index MB", "build s"], rows
+        [
+            "method",
+            "parameters",
+            "recall@10 vs exact",
+            "p50 ms",
+            "p95 ms",
+            "index MB",
+            "build s",
+            "index ms/row inserted",
+        ],
+        rows,
     )
     body = (
-        f"{len(texts):,} texts embedded with `use` (512-d), {len(qvecs)} questions as queries, k = 10, "
-        f"one tenant. Table heap {sizes['chunk'] / 2**20:.0f} MB. kgrag searches through its vector index "
-        "(kgrag.vector_index(), revision 0024: halfvec up to 4,000 dimensions, binary-quantized above), then "
-        "re-ranks on the full vectors; the defaults draw 4 x k candidates (at least 40) from a halfvec index, "
-        f"30 x k from a binary-quantized one. The halfvec index is {ratio:.2f} of the full HNSW index, the "
-        f"binary-quantized one {bq_ratio:.2f} of the halfvec. Latency is measured from the client, one query "
-        f"at a time, after a warm-up pass.\n\n{table}\n"
+        f"{len(texts):,} texts embedded with `use` (512-d), {len(qvecs)} questions as queries, k = 10, one tenant. "
+        f"Each index alone: built on the first {kept:,} rows, then the last {args.inserted:,} inserted into it in one "
+        "transaction, as an ingestion batch does (the last column: that insert's time less the same insert's without "
+        f"a vector index, {baseline_ms / args.inserted:.2f} ms a row, per row), then queried. "
+        "kgrag searches through its vector index (kgrag.vector_index(), revision 0024: halfvec up to 4,000 "
+        "dimensions, binary-quantized above), then re-ranks on the full vectors; the defaults draw 4 x k "
+        "candidates (at least 40) from a halfvec index, 30 x k from a binary-quantized one. Latency is measured "
+        f"from the client, one query at a time, after a warm-up pass.\n\n{table}\n"
     )
     print(body)
     write_section("vectors", "Vector search: exact vs full, halfvec and binary-quantized HNSW + re-rank", body)
 
 
-def load(session: TenantSession, texts: list[str], vectors: np.ndarray) -> None:
+def figures(times: list[float]) -> list[str]:
+    return [f"{median(times):.2f}", f"{percentile(times, 95):.2f}"]
+
+
+def recall(found: list[list[str]], truth: list[list[str]]) -> str:
+    return f"{np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, truth, strict=True)]):.3f}"
+
+
+def load(session: TenantSession, texts: list[str], vectors: np.ndarray, first: int = 0) -> None:
+    """One document and one chunk per text, numbered from `first`, in one transaction."""
     with session.acting() as conn, conn.cursor() as cur:
         with cur.copy("COPY kgrag.document (tenant_id, doc_id, content_hash) FROM STDIN") as copy:
-            for i in range(len(texts)):
+            for i in range(first, first + len(texts)):
                 copy.write_row((TENANT, f"t{i:06d}", str(i)))
         with cur.copy(
             "COPY kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text,"
             " content_hash, embedding) FROM STDIN (FORMAT BINARY)"
         ) as copy:
             copy.set_types(["text", "text", "text", "int4", "int4", "int4", "text", "text", "vector"])
-            for i, (text, vec) in enumerate(zip(texts, vectors, strict=True)):
+            for i, (text, vec) in enumerate(zip(texts, vectors, strict=True), start=first):
                 copy.write_row((TENANT, f"t{i:06d}#0", f"t{i:06d}", 0, 0, len(text), text, str(i), vec))
 
 
