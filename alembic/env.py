@@ -2,7 +2,8 @@
 
 Run by `pgkgrag db upgrade`, by `alembic upgrade head` from the repository root, or on a caller's
 connection by pgkgrag.alembic_host (a team's own Alembic environment). Options:
-`-x dim=N` (or `pgkgrag db upgrade --dim N`) picks the embedding dimension at install time.
+`-x dim=N` (or `pgkgrag db upgrade --dim N`) picks the embedding dimension at install time, and
+`-x vector_index=halfvec|bq` (or `--vector-index`) the kind of vector index when revision 0024 runs.
 """
 
 from logging.config import fileConfig
@@ -32,6 +33,11 @@ def _dimension() -> int | None:
         raise KgragError(f"dim must be an integer, got {given!r}") from exc
 
 
+def _vector_index() -> str | None:
+    given = config.attributes.get("vector_index") or context.get_x_argument(as_dictionary=True).get("vector_index")
+    return str(given) if given is not None else None
+
+
 def run_migrations(connection: Connection) -> None:
     ran: list[str] = []
     context.configure(
@@ -43,7 +49,7 @@ def run_migrations(connection: Connection) -> None:
     )
     # a connection already in a transaction (pgkgrag.alembic_host) keeps it: all or nothing with the caller
     with context.begin_transaction():
-        installer.prepare(connection, _dimension())
+        installer.prepare(connection, _dimension(), _vector_index())
         context.run_migrations()
         heads = set(ScriptDirectory.from_config(config).get_heads())
         current = context.get_context().get_current_heads()

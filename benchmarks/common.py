@@ -30,14 +30,15 @@ REPORT = ROOT / "docs" / "benchmarks.md"
 
 
 @contextmanager
-def scratch_database(name: str, *, dim: int = DEFAULT_DIMENSION) -> Iterator[str]:
-    """A fresh database on the configured server (KGRAG_DSN or the embedded one), at head."""
+def scratch_database(name: str, *, dim: int = DEFAULT_DIMENSION, vector_index: str | None = None) -> Iterator[str]:
+    """A fresh database on the configured server (KGRAG_DSN or the embedded one), at head (the
+    vector index: as `pgkgrag db upgrade --vector-index`, the default when None)."""
     admin = ensure_server(Config.from_env())
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     dsn = make_conninfo(admin, dbname=name)
-    migrations.upgrade(dsn, "head", dim=dim)
+    migrations.upgrade(dsn, "head", dim=dim, vector_index=vector_index)
     try:
         yield dsn
     finally:

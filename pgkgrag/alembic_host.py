@@ -42,14 +42,17 @@ class HostError(KgragError, CommandError):
     """Refused in a team's Alembic: its command line prints the message ("FAILED: ..."), no traceback."""
 
 
-def upgrade(connection: Connection, revision: str = "head", *, dim: int | None = None) -> None:
-    """Bring the kgrag schema to `revision` on the caller's connection and transaction."""
-    _run(connection, lambda cfg: command.upgrade(cfg, revision), dim)
+def upgrade(
+    connection: Connection, revision: str = "head", *, dim: int | None = None, vector_index: str | None = None
+) -> None:
+    """Bring the kgrag schema to `revision` on the caller's connection and transaction (dim and
+    vector_index: as `pgkgrag db upgrade --dim --vector-index`)."""
+    _run(connection, lambda cfg: command.upgrade(cfg, revision), dim, vector_index)
 
 
 def downgrade(connection: Connection, revision: str) -> None:
     """Take the kgrag schema back to `revision` ("base" removes it) on the caller's connection."""
-    _run(connection, lambda cfg: command.downgrade(cfg, revision), None)
+    _run(connection, lambda cfg: command.downgrade(cfg, revision), None, None)
 
 
 def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
@@ -68,7 +71,9 @@ def include_object(obj: Any, name: str | None, type_: str, reflected: bool, comp
     return not (type_ == "table" and name == migrations.VERSION_TABLE)
 
 
-def _run(connection: Connection, step: Callable[[AlembicConfig], None], dim: int | None) -> None:
+def _run(
+    connection: Connection, step: Callable[[AlembicConfig], None], dim: int | None, vector_index: str | None
+) -> None:
     if not isinstance(connection, Connection):  # offline mode (--sql) binds a MockConnection
         raise HostError(migrations.ONLINE_ONLY)
     if connection.dialect.name != "postgresql" or connection.dialect.driver != "psycopg":
@@ -76,7 +81,7 @@ def _run(connection: Connection, step: Callable[[AlembicConfig], None], dim: int
             "pgkgrag needs psycopg 3: use a postgresql+psycopg:// URL "
             f"(this connection is {connection.dialect.name}+{connection.dialect.driver})"
         )
-    cfg = migrations.alembic_config(dim=dim)
+    cfg = migrations.alembic_config(dim=dim, vector_index=vector_index)
     cfg.attributes["connection"] = connection
     # Alembic keeps one global `context` and `op` for the running migration (the caller's); a
     # nested run replaces them and clears them when it ends. Put the caller's back.

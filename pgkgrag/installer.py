@@ -31,6 +31,7 @@ from pgkgrag.resources import ALEMBIC_DIR, SQL_DIR
 
 _LOCK_KEY = "kgrag.migrations"
 MAX_DIMENSION = 16000
+VECTOR_INDEXES = ("halfvec", "bq")  # what revision 0024 may build
 
 
 # --- the SQL files ------------------------------------------------------------------------------
@@ -144,9 +145,9 @@ def apply_revision(bind: Connection, revision: str, *, down: bool = False) -> No
     execute_file(conn, file_to_run(revision, down=down))
 
 
-def prepare(bind: Connection, dim: int | None) -> None:
+def prepare(bind: Connection, dim: int | None, vector_index: str | None = None) -> None:
     """Start of every migration run: lock, Citus's DDL mode, extension, search_path, defaults
-    tenant, dimension."""
+    tenant, dimension, the kind of vector index (read by revision 0024)."""
     conn = driver_connection(bind)
     conn.execute(Q["installer_lock"], [_LOCK_KEY])
     conn.execute(Q["installer_citus_sequential"])
@@ -164,6 +165,16 @@ def prepare(bind: Connection, dim: int | None) -> None:
     if not 1 <= chosen <= MAX_DIMENSION:
         raise KgragError(f"embedding dimension must be between 1 and {MAX_DIMENSION}, got {chosen}")
     conn.execute(Q["installer_set_dimension"], [str(chosen)])
+    if vector_index is not None and vector_index not in VECTOR_INDEXES:
+        raise KgragError(f"vector index must be one of {', '.join(VECTOR_INDEXES)}, got {vector_index!r}")
+    index = installed_vector_index(conn)
+    if index is not None and vector_index is not None and vector_index != index:
+        raise KgragError(
+            f"this database's vector index is {index} (chosen when revision 0024 ran); --vector-index {vector_index} "
+            "cannot change it here: `pgkgrag db downgrade 0023`, then `pgkgrag db upgrade --vector-index "
+            f"{vector_index}` builds the other index"
+        )
+    conn.execute(Q["installer_set_vector_index"], [vector_index or ""])
 
 
 def _preflight(conn: psycopg.Connection) -> None:
@@ -202,6 +213,14 @@ def installed_dimension(conn: psycopg.Connection) -> int | None:
         return None
     row = conn.execute(Q["installer_dimension"]).fetchone()
     return row[0] if row else None
+
+
+def installed_vector_index(conn: psycopg.Connection) -> str | None:
+    """halfvec or bq once revision 0024 ran, else None."""
+    if not _has_settings(conn):
+        return None
+    row = conn.execute(Q["installer_vector_index"]).fetchone()
+    return str(row[0]) if row else None
 
 
 def finish(bind: Connection, *, at_head: bool, ran: bool, revision: str | None) -> None:

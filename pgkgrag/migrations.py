@@ -19,7 +19,7 @@ from sqlalchemy.pool import NullPool
 
 from pgkgrag.db import connect
 from pgkgrag.errors import KgragError
-from pgkgrag.installer import MAX_DIMENSION, apply_revision
+from pgkgrag.installer import MAX_DIMENSION, VECTOR_INDEXES, apply_revision
 from pgkgrag.queries import Q
 from pgkgrag.resources import ALEMBIC_DIR
 from pgkgrag.schema_version import head, revisions
@@ -33,6 +33,7 @@ ONLINE_ONLY = (
 __all__ = [
     "MAX_DIMENSION",
     "ONLINE_ONLY",
+    "VECTOR_INDEXES",
     "VERSION_TABLE",
     "apply_revision",
     "current",
@@ -43,12 +44,13 @@ __all__ = [
 ]
 
 
-def alembic_config(dsn: str | None = None, *, dim: int | None = None) -> AlembicConfig:
+def alembic_config(dsn: str | None = None, *, dim: int | None = None, vector_index: str | None = None) -> AlembicConfig:
     """An Alembic configuration for pgkgrag's revisions, without an ini file."""
     cfg = AlembicConfig()
     cfg.set_main_option("script_location", str(ALEMBIC_DIR))
     cfg.attributes["dsn"] = dsn
     cfg.attributes["dim"] = dim
+    cfg.attributes["vector_index"] = vector_index
     return cfg
 
 
@@ -56,8 +58,8 @@ def engine_for(dsn: str) -> Any:
     return create_engine("postgresql+psycopg://", creator=lambda: connect(dsn), poolclass=NullPool)
 
 
-def upgrade(dsn: str, revision: str = "head", *, dim: int | None = None) -> None:
-    command.upgrade(alembic_config(dsn, dim=dim), revision)
+def upgrade(dsn: str, revision: str = "head", *, dim: int | None = None, vector_index: str | None = None) -> None:
+    command.upgrade(alembic_config(dsn, dim=dim, vector_index=vector_index), revision)
 
 
 def downgrade(dsn: str, revision: str) -> None:

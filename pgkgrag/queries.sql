@@ -171,6 +171,13 @@ SELECT pg_catalog.to_regclass('kgrag.settings') IS NOT NULL;
 -- name: installer_dimension
 SELECT (value #>> '{}')::integer FROM kgrag.settings WHERE tenant_id = '*' AND key = 'embedding_dimension';
 
+-- name: installer_set_vector_index
+-- Read back by sql/incremental/0024_vector_index.sql: the kind asked for, '' to choose by the dimension.
+SELECT pg_catalog.set_config('kgrag.install_vector_index', %s, true);
+
+-- name: installer_vector_index
+SELECT value #>> '{}' FROM kgrag.settings WHERE tenant_id = '*' AND key = 'vector_index';
+
 -- name: installer_revision_body
 -- The body of kgrag.version() for a revision: the revision, quoted, as its result.
 SELECT pg_catalog.format('SELECT %%L::text', %s::text);

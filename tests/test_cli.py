@@ -61,6 +61,11 @@ def test_user_mistakes_get_one_clear_line(server: Server) -> None:
         assert run("db", "upgrade", "--dim", "8", dsn=dsn).returncode == 0
         changed = run("db", "upgrade", "--dim", "16", dsn=dsn)
         assert changed.returncode == 1 and "dimension 8" in changed.stderr and "Traceback" not in changed.stderr
+        bad_index = run("db", "upgrade", "--vector-index", "ivfflat", dsn=dsn)
+        assert bad_index.returncode == 2 and "--vector-index" in bad_index.stderr
+        other_index = run("db", "upgrade", "--vector-index", "bq", dsn=dsn)  # installed: halfvec, at 8 dimensions
+        assert other_index.returncode == 1 and "vector index is halfvec" in other_index.stderr
+        assert "downgrade 0023" in other_index.stderr and "Traceback" not in other_index.stderr
     finally:
         server.drop_database(name)
     unreachable = run("db", "upgrade", dsn="postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")

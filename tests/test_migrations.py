@@ -236,6 +236,30 @@ def test_above_4000_dimensions_the_index_is_binary_quantized(empty_dsn: str) -> 
         assert conn.execute("SELECT count(*) FROM kgrag.search_chunks_vector(%s::vector, 3)", [q]).fetchone() == (0,)
 
 
+def test_the_vector_index_is_asked_for_when_0024_runs(empty_dsn: str) -> None:
+    """--vector-index bq at 512 dimensions: the binary-quantized indexes and their defaults; asked
+    again for halfvec, refused with the way to change it; a downgrade to 0023 and an upgrade asking
+    for halfvec builds the halfvec ones."""
+    migrations.upgrade(empty_dsn, "head", vector_index="bq")
+    with psycopg.connect(empty_dsn) as conn:
+        indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE '%embedding%'")}
+        assert indexes == {f"{t}_embedding_bq_idx" for t in ("chunk", "entity", "community_report")}
+        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("bq",)
+    with pytest.raises(KgragError, match=r"vector index is bq .* downgrade 0023"):
+        migrations.upgrade(empty_dsn, "head", vector_index="halfvec")
+    migrations.upgrade(empty_dsn, "head")  # nothing asked: keeps what is installed
+    migrations.downgrade(empty_dsn, "0023")
+    migrations.upgrade(empty_dsn, "head", vector_index="halfvec")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("halfvec",)
+        assert conn.execute("SELECT to_regclass('kgrag.chunk_embedding_half_idx') IS NOT NULL").fetchone() == (True,)
+
+
+def test_a_halfvec_index_above_4000_dimensions_is_refused(empty_dsn: str) -> None:
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="halfvec index reaches 4,000 dimensions"):
+        migrations.upgrade(empty_dsn, "head", dim=4096, vector_index="halfvec")
+
+
 def test_alembic_command_line_gives_the_same_schema(server: Server) -> None:
     via_api, via_alembic = server.create_database(), server.create_database()
     try:

@@ -1,11 +1,11 @@
 -- Vector search in two phases: candidates from an HNSW index on a compact form of the vectors,
 -- then an exact cosine re-rank of the candidates on the full vectors.
 --
--- The index (kgrag.vector_index(), chosen by the dimension at revision 0024) is on
--- embedding::halfvec(D) (cosine) up to 4,000 dimensions, else on binary_quantize(embedding)::bit(D)
--- (Hamming), D fixed at install time. A query only uses the index when it repeats its expression
--- exactly: kgrag_private.nearest writes it, with D, into the statement it runs, for the chunks,
--- the entities and the reports.
+-- The index (kgrag.vector_index(), chosen when revision 0024 ran) is on embedding::halfvec(D)
+-- (cosine; the default up to 4,000 dimensions) or on binary_quantize(embedding)::bit(D) (Hamming;
+-- above, or asked for), D fixed at install time. A query only uses the index when it repeats its
+-- expression exactly: kgrag_private.nearest writes it, with D, into the statement it runs, for the
+-- chunks, the entities and the reports.
 
 CREATE OR REPLACE FUNCTION kgrag.vector_index() RETURNS text
 LANGUAGE sql STABLE SECURITY INVOKER
@@ -15,7 +15,7 @@ AS $$
                       WHERE s.tenant_id = '*' AND s.key = 'vector_index'), 'bq')
 $$;
 COMMENT ON FUNCTION kgrag.vector_index() IS
-'Returns the kind of the vector indexes of this database (setting vector_index of tenant ''*'', chosen by the dimension at revision 0024): halfvec (HNSW on the vectors cast to halfvec, cosine) or bq (HNSW on their binary quantization, Hamming). Every vector search draws its candidates from it, then re-ranks them on the full vectors.';
+'Returns the kind of the vector indexes of this database (setting vector_index of tenant ''*'', chosen when revision 0024 ran: pgkgrag db upgrade --vector-index, else halfvec up to 4,000 dimensions and bq above): halfvec (HNSW on the vectors cast to halfvec, cosine) or bq (HNSW on their binary quantization, Hamming). Every vector search draws its candidates from it, then re-ranks them on the full vectors.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.check_k(k integer) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER
