@@ -22,7 +22,12 @@ from pgkgrag import queries, staging
 PACKAGE = REPO / "pgkgrag"
 # Queries run by the installer as the schema owner, before the functions of sql/idempotent exist
 # (or while they are dropped and created again): they may read and write kgrag.settings.
-INSTALLER_TABLE_ACCESS = {"installer_get_setting", "installer_put_setting", "installer_dimension"}
+INSTALLER_TABLE_ACCESS = {
+    "installer_get_setting",
+    "installer_put_setting",
+    "installer_dimension",
+    "installer_vector_index",
+}
 # SQL as this project writes it: a statement starting with an upper-case keyword
 _KEYWORDS = "SELECT|INSERT|UPDATE|DELETE|WITH|COPY|CREATE|ALTER|DROP|SET|TRUNCATE|ANALYZE|GRANT|REVOKE"
 _SQL_START = re.compile(rf"^\s*\(?\s*({_KEYWORDS})\s")
