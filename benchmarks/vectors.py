@@ -1,6 +1,6 @@
 """Vector search, side by side in one run: exact scan, full-vector HNSW, and kgrag's own search
 (kgrag.search_chunks_vector: candidates from its vector index, re-ranked on the full vectors) with
-each kind of index revision 0024 chooses from (halfvec HNSW, binary-quantized HNSW), at several
+each kind of index revision 0024 offers (binary-quantized HNSW, the default; halfvec HNSW), at several
 over-fetch settings: recall against exact, latency, index size, build time, and the cost of
 inserting a batch of rows into the built index (what each kind adds to ingestion).
 
@@ -198,9 +198,9 @@ def main() -> None:
         f"Each index alone: built on the first {kept:,} rows, then the last {args.inserted:,} inserted into it in one "
         "transaction, as an ingestion batch does (the last column: that insert's time less the same insert's without "
         f"a vector index, {baseline_ms / args.inserted:.2f} ms a row, per row), then queried. "
-        "kgrag searches through its vector index (kgrag.vector_index(), revision 0024: halfvec up to 4,000 "
-        "dimensions, binary-quantized above), then re-ranks on the full vectors; the defaults draw 4 x k "
-        "candidates (at least 40) from a halfvec index, 30 x k from a binary-quantized one. Latency is measured "
+        "kgrag searches through its vector index (kgrag.vector_index(), revision 0024: binary-quantized, or "
+        "halfvec when asked for at install), then re-ranks on the full vectors; the defaults draw 30 x k "
+        "candidates from a binary-quantized index, 4 x k (at least 40) from a halfvec one. Latency is measured "
         f"from the client, one query at a time, after a warm-up pass.\n\n{table}\n"
     )
     print(body)

@@ -63,8 +63,8 @@ def test_user_mistakes_get_one_clear_line(server: Server) -> None:
         assert changed.returncode == 1 and "dimension 8" in changed.stderr and "Traceback" not in changed.stderr
         bad_index = run("db", "upgrade", "--vector-index", "ivfflat", dsn=dsn)
         assert bad_index.returncode == 2 and "--vector-index" in bad_index.stderr
-        other_index = run("db", "upgrade", "--vector-index", "bq", dsn=dsn)  # installed: halfvec, at 8 dimensions
-        assert other_index.returncode == 1 and "vector index is halfvec" in other_index.stderr
+        other_index = run("db", "upgrade", "--vector-index", "halfvec", dsn=dsn)  # installed: bq, the default
+        assert other_index.returncode == 1 and "vector index is bq" in other_index.stderr
         assert "downgrade 0023" in other_index.stderr and "Traceback" not in other_index.stderr
     finally:
         server.drop_database(name)

@@ -211,19 +211,17 @@ def test_dimension_is_fixed_at_install(empty_dsn: str) -> None:
             " 'kgrag.community_report'::regclass) AND attname = 'embedding'"
         ).fetchall()
         assert types == [("vector(3072)",)] * 3
-        indexdef = conn.execute(
-            "SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_embedding_half_idx'"
-        ).fetchone()
-        assert indexdef is not None and "halfvec(3072)" in indexdef[0] and "halfvec_cosine_ops" in indexdef[0]
-        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("halfvec",)
+        indexdef = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_embedding_bq_idx'").fetchone()
+        assert indexdef is not None and "bit(3072)" in indexdef[0] and "bit_hamming_ops" in indexdef[0]
+        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("bq",)
     with pytest.raises(KgragError, match="installed with embedding dimension 3072"):
         migrations.upgrade(empty_dsn, "head", dim=512)
     migrations.upgrade(empty_dsn, "head")  # no --dim: keeps what is installed
 
 
 def test_above_4000_dimensions_the_index_is_binary_quantized(empty_dsn: str) -> None:
-    """halfvec indexes reach 4,000 dimensions; above, revision 0024 keeps the binary-quantized ones,
-    and search uses them."""
+    """Bit indexes reach 64,000 dimensions: at 4,096 the binary-quantized ones are built, and
+    search uses them."""
     migrations.upgrade(empty_dsn, "head", dim=4096)
     with psycopg.connect(empty_dsn) as conn:
         indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE '%embedding%'")}
@@ -237,22 +235,25 @@ def test_above_4000_dimensions_the_index_is_binary_quantized(empty_dsn: str) -> 
 
 
 def test_the_vector_index_is_asked_for_when_0024_runs(empty_dsn: str) -> None:
-    """--vector-index bq at 512 dimensions: the binary-quantized indexes and their defaults; asked
-    again for halfvec, refused with the way to change it; a downgrade to 0023 and an upgrade asking
-    for halfvec builds the halfvec ones."""
-    migrations.upgrade(empty_dsn, "head", vector_index="bq")
+    """--vector-index halfvec at 512 dimensions: the halfvec indexes and their defaults; asked again
+    for bq, refused with the way to change it; a downgrade to 0023 and an upgrade asking for bq
+    builds the binary-quantized ones and puts their defaults back."""
+    migrations.upgrade(empty_dsn, "head", vector_index="halfvec")
+    overfetch = "SELECT value FROM kgrag.settings WHERE tenant_id = '*' AND key = 'vector_overfetch'"
     with psycopg.connect(empty_dsn) as conn:
         indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE '%embedding%'")}
-        assert indexes == {f"{t}_embedding_bq_idx" for t in ("chunk", "entity", "community_report")}
-        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("bq",)
-    with pytest.raises(KgragError, match=r"vector index is bq .* downgrade 0023"):
-        migrations.upgrade(empty_dsn, "head", vector_index="halfvec")
+        assert indexes == {f"{t}_embedding_half_idx" for t in ("chunk", "entity", "community_report")}
+        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("halfvec",)
+        assert conn.execute(overfetch).fetchone() == (4,)
+    with pytest.raises(KgragError, match=r"vector index is halfvec .* downgrade 0023"):
+        migrations.upgrade(empty_dsn, "head", vector_index="bq")
     migrations.upgrade(empty_dsn, "head")  # nothing asked: keeps what is installed
     migrations.downgrade(empty_dsn, "0023")
-    migrations.upgrade(empty_dsn, "head", vector_index="halfvec")
+    migrations.upgrade(empty_dsn, "head", vector_index="bq")
     with psycopg.connect(empty_dsn) as conn:
-        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("halfvec",)
-        assert conn.execute("SELECT to_regclass('kgrag.chunk_embedding_half_idx') IS NOT NULL").fetchone() == (True,)
+        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("bq",)
+        assert conn.execute("SELECT to_regclass('kgrag.chunk_embedding_bq_idx') IS NOT NULL").fetchone() == (True,)
+        assert conn.execute(overfetch).fetchone() == (30,)
 
 
 def test_a_halfvec_index_above_4000_dimensions_is_refused(empty_dsn: str) -> None:

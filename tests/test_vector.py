@@ -1,8 +1,7 @@
 """Vector search: HNSW candidates + exact re-rank agree with brute force, on real text embeddings
 (USE over standard-library docstrings), also for a tenant holding 1% of rows; with each kind of
-index (kgrag.vector_index()): halfvec, what revision 0024 installs at 512 dimensions, and
-binary-quantized, what it keeps above 4,000 (here: the database taken back through 0024's down
-file, which builds those indexes again)."""
+index (kgrag.vector_index()): binary-quantized, what revision 0024 keeps by default, and halfvec,
+what it builds when asked (here: the database taken back to 0023 and up again asking for it)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from corpus import add_chunks
 from plans import explain
 from realtext import paragraphs
 
-from pgkgrag import installer
+from pgkgrag import migrations
 from pgkgrag.embedders import get_embedder
 
 CORPUS, QUERIES, SMALL = 2800, 50, 28
@@ -28,17 +27,19 @@ def embedded() -> tuple[list[str], np.ndarray]:
     return texts, get_embedder("use", 512).embed(texts)
 
 
-@pytest.fixture(params=["halfvec", "bq"])
+@pytest.fixture(params=["bq", "halfvec"])
 def vectors(
     request: pytest.FixtureRequest,
+    dsn: str,
     tconn: psycopg.Connection,
     admin: psycopg.Connection,
     embedded: tuple[list[str], np.ndarray],
 ) -> Iterator[psycopg.Connection]:
-    if request.param == "bq":
-        admin.execute(installer.file_to_run("0024", down=True).read_text())
-        admin.commit()
+    if request.param == "halfvec":
+        migrations.downgrade(dsn, "0023")
+        migrations.upgrade(dsn, "head", vector_index="halfvec")
     assert admin.execute("SELECT kgrag.vector_index()").fetchone() == (request.param,)
+    admin.commit()
     texts, vecs = embedded
     add_chunks(tconn, "big", {f"p{i:04d}": texts[i] for i in range(CORPUS)}, vectors=list(vecs[:CORPUS]))
     add_chunks(

@@ -1,11 +1,11 @@
 -- Vector search in two phases: candidates from an HNSW index on a compact form of the vectors,
 -- then an exact cosine re-rank of the candidates on the full vectors.
 --
--- The index (kgrag.vector_index(), chosen when revision 0024 ran) is on embedding::halfvec(D)
--- (cosine; the default up to 4,000 dimensions) or on binary_quantize(embedding)::bit(D) (Hamming;
--- above, or asked for), D fixed at install time. A query only uses the index when it repeats its
--- expression exactly: kgrag_private.nearest writes it, with D, into the statement it runs, for the
--- chunks, the entities and the reports.
+-- The index (kgrag.vector_index(), chosen when revision 0024 ran) is on
+-- binary_quantize(embedding)::bit(D) (Hamming; the default) or on embedding::halfvec(D) (cosine;
+-- asked for, up to 4,000 dimensions), D fixed at install time. A query only uses the index when it
+-- repeats its expression exactly: kgrag_private.nearest writes it, with D, into the statement it
+-- runs, for the chunks, the entities and the reports.
 
 CREATE OR REPLACE FUNCTION kgrag.vector_index() RETURNS text
 LANGUAGE sql STABLE SECURITY INVOKER
@@ -15,7 +15,7 @@ AS $$
                       WHERE s.tenant_id = '*' AND s.key = 'vector_index'), 'bq')
 $$;
 COMMENT ON FUNCTION kgrag.vector_index() IS
-'Returns the kind of the vector indexes of this database (setting vector_index of tenant ''*'', chosen when revision 0024 ran: pgkgrag db upgrade --vector-index, else halfvec up to 4,000 dimensions and bq above): halfvec (HNSW on the vectors cast to halfvec, cosine) or bq (HNSW on their binary quantization, Hamming). Every vector search draws its candidates from it, then re-ranks them on the full vectors.';
+'Returns the kind of the vector indexes of this database (setting vector_index of tenant ''*'', chosen when revision 0024 ran: pgkgrag db upgrade --vector-index, bq unless halfvec was asked for): bq (HNSW on their binary quantization, Hamming) or halfvec (HNSW on the vectors cast to halfvec, cosine). Every vector search draws its candidates from it, then re-ranks them on the full vectors.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.check_k(k integer) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER
@@ -78,8 +78,8 @@ BEGIN
     PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
     PERFORM set_config('hnsw.max_scan_tuples', kgrag.setting('hnsw_max_scan_tuples') #>> '{}', true);
     -- The index, whatever the planner thinks of a small table: the other plans sort every row of
-    -- the tenant by distance, and their cost leaves out the cast of each vector to halfvec
-    -- (2,800 rows of 512 dimensions: 8.7 ms sorted, about 1 ms through the index).
+    -- the tenant by distance, and their cost leaves out the cast of each vector (to halfvec: 2,800
+    -- rows of 512 dimensions, 8.7 ms sorted, about 1 ms through the index).
     PERFORM set_config('enable_sort', 'off', true);
     RETURN candidates;
 END

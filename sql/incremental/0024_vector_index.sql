@@ -1,26 +1,26 @@
--- 0024_vector_index: the vector index chosen by measurement, per dimension.
+-- 0024_vector_index: the vector index chosen by measurement, and by the installer.
 --
 -- On 50,983 real texts embedded at 512 dimensions (docs/benchmarks.md, "Vector search"), at
 -- recall@10 >= 0.98: an HNSW index on the vectors cast to halfvec, its 40 best re-ranked on the
 -- full vectors, answered in 2.6 ms p50 (recall 0.980), as fast as the full-vector index (2.6 ms,
 -- 0.981) at half its size (66 MB against 133); the binary-quantized index took 4.1 ms for 0.980
--- (300 candidates re-ranked) at a fifth of that size (13 MB). So, by search, below the 4,000
--- dimensions pgvector indexes as halfvec the halfvec index replaces the binary-quantized one;
--- above, the binary-quantized index stays (bit indexes reach 64,000 dimensions). Inserting costs
--- the other way round (1.08 ms a row into 49k rows against 0.29 for the binary index): an
--- installer that would rather ingest faster, or keep the index small, asks for bq
--- (kgrag.install_vector_index, from pgkgrag db upgrade --vector-index). Setting vector_index names
--- the index kgrag_private.nearest queries; vector_overfetch and vector_min_candidates follow it
--- (a halfvec candidate list of 4 x k, at least 40, is as good as 300 binary ones).
+-- (300 candidates re-ranked), at a fifth of the halfvec's size (13 MB), built in 3.5 s against
+-- 8.9, and a row cost 0.29 ms to insert into it against 1.08: ingestion from an empty database
+-- ran 1.7 times as fast with it (benchmarks/growth.py --vector-index both). The binary index wins
+-- three measures of four and the one it loses by a few milliseconds of a search that takes tens,
+-- so it stays the default at every dimension (bit indexes reach 64,000); an installer that wants
+-- the fastest search asks for halfvec (kgrag.install_vector_index, from pgkgrag db upgrade
+-- --vector-index halfvec), up to the 4,000 dimensions pgvector indexes as halfvec. Setting
+-- vector_index names the index kgrag_private.nearest queries; with halfvec, vector_overfetch and
+-- vector_min_candidates follow it (4 x k candidates, at least 40, are as good as 300 binary ones).
 --
 -- One statement (a DO block), each DDL through EXECUTE: see 0021_edge_rank_index.sql (Citus).
 DO $$
 DECLARE
     d integer := (SELECT (s.value #>> '{}')::integer FROM kgrag.settings AS s
                    WHERE s.tenant_id = '*' AND s.key = 'embedding_dimension');
-    -- asked for (pgkgrag db upgrade --vector-index, alembic -x vector_index=...), else by the dimension
-    kind text := COALESCE(NULLIF(pg_catalog.current_setting('kgrag.install_vector_index', true), ''),
-                          CASE WHEN d <= 4000 THEN 'halfvec' ELSE 'bq' END);
+    -- asked for (pgkgrag db upgrade --vector-index, alembic -x vector_index=...), else binary
+    kind text := COALESCE(NULLIF(pg_catalog.current_setting('kgrag.install_vector_index', true), ''), 'bq');
     t text;
 BEGIN
     IF kind = 'halfvec' AND d > 4000 THEN
@@ -39,7 +39,7 @@ BEGIN
     END IF;
     INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES
         ('*', 'vector_index', pg_catalog.to_jsonb(kind),
-         'The vector index of the embeddings, chosen when revision 0024 ran (pgkgrag db upgrade --vector-index, else by the dimension): halfvec (HNSW on the vectors cast to halfvec, up to 4,000 dimensions) or bq (HNSW on their binary quantization; above 4,000 dimensions, or asked for). Vector search draws its candidates from it and re-ranks them on the full vectors. Set by the migration: changing it by hand does not build the other index.');
+         'The vector index of the embeddings, chosen when revision 0024 ran (pgkgrag db upgrade --vector-index): bq (HNSW on their binary quantization, the default) or halfvec (HNSW on the vectors cast to halfvec, up to 4,000 dimensions: faster to search, five times the size, slower to insert into). Vector search draws its candidates from it and re-ranks them on the full vectors. Set by the migration: changing it by hand does not build the other index.');
     UPDATE kgrag.settings
        SET description = 'Vector search draws k * vector_overfetch candidates from the vector index (setting vector_index), then re-ranks them by exact cosine on the full vectors.'
      WHERE tenant_id = '*' AND key = 'vector_overfetch';
