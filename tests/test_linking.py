@@ -93,7 +93,7 @@ KEPT = """
     SELECT f, a, probe, pieces, grams_a,
            COALESCE(shared::float8 / NULLIF(cardinality(grams_a) + cardinality(grams_f) - shared, 0), 0) AS jaccard
       FROM (SELECT u.f, u.a,
-                   kgrag_private.probe_trigrams(u.f, %(t)s, %(r)s, %(common)s::text[], %(frequency)s::real[]) AS probe,
+                   kgrag_private.probe_trigrams(u.f, %(t)s, %(common)s::text[], %(frequency)s::real[]) AS probe,
                    kgrag_private.alias_pieces(u.f, %(r)s) AS pieces,
                    kgrag.trigrams(u.a) AS grams_a, kgrag.trigrams(u.f) AS grams_f,
                    (SELECT count(*) FROM unnest(kgrag.trigrams(u.a)) AS g WHERE g = ANY (kgrag.trigrams(u.f))) AS shared
@@ -160,8 +160,8 @@ def test_a_probe_reads_the_rarest_trigrams(conn: psycopg.Connection) -> None:
     """With statistics, the Jaccard part of the probe is the rarest trigrams of the span: a common
     trigram is left out where enough rare ones meet the bound."""
     row = conn.execute(
-        "SELECT kgrag_private.probe_trigrams('teamzq', 0.5, 0.5, %s::text[], %s::real[]),"
-        " kgrag_private.probe_trigrams('teamzq', 0.5, 0.5)",
+        "SELECT kgrag_private.probe_trigrams('teamzq', 0.5, %s::text[], %s::real[]),"
+        " kgrag_private.probe_trigrams('teamzq', 0.5)",
         [["tea", "eam", "  t", " te", "amz"], [0.9, 0.8, 0.7, 0.6, 0.5]],
     ).fetchone()
     assert row is not None

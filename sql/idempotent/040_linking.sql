@@ -12,7 +12,7 @@ AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
     grams text[] := kgrag.trigrams(form);
-    probe text[] := kgrag_private.probe_trigrams(form, min_trigram, min_ratio, common, frequency);
+    probe text[] := kgrag_private.probe_trigrams(form, min_trigram, common, frequency);
     pieces text[] := kgrag_private.alias_pieces(form, min_ratio);
     found text[] := '{}';
     hit record;
@@ -64,8 +64,7 @@ COMMENT ON FUNCTION kgrag_private.fuzzy_aliases(text, double precision, double p
 'Private. Returns the current tenant''s aliases close to a squashed span, form: (entity_id, contained = the length ratio when one holds the other and the alias has 4 characters or more, else 0; similarity = trigram Jaccard), those with contained >= min_ratio or similarity >= min_trigram. Candidates: the aliases sharing one of kgrag_private.probe_trigrams (alias_trigrams_idx; common and frequency, the element statistics of alias.trigrams, choose the rarest) or equal to one of kgrag_private.alias_pieces (alias_sq_idx). Stops after the first alias of the (most + 1)-th entity that passes: the caller counts more than most entities as ambiguous. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.probe_trigrams(
-    form text, min_trigram double precision, min_ratio double precision,
-    common text[] DEFAULT '{}', frequency real[] DEFAULT '{}')
+    form text, min_trigram double precision, common text[] DEFAULT '{}', frequency real[] DEFAULT '{}')
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -78,7 +77,6 @@ AS $$
     --   the shortest lists; without statistics, the trigrams inside the word first (the padded
     --   ones at its edges are the ones every name starting with the same letter shares);
     -- - an alias holding form holds every trigram inside form: the rarest of those is added.
-    -- min_ratio does not change the answer; it is taken so both probes share their arguments.
     WITH a AS (
         SELECT kgrag.squash(form) AS sq, kgrag.trigrams(form) AS grams
     ), inner_grams AS (
@@ -101,7 +99,7 @@ AS $$
                          (SELECT o.g FROM ordered AS o WHERE NOT o.edge ORDER BY o.o LIMIT 1)
                      ) AS y ORDER BY 1) END
 $$;
-COMMENT ON FUNCTION kgrag_private.probe_trigrams(text, double precision, double precision, text[], real[]) IS
+COMMENT ON FUNCTION kgrag_private.probe_trigrams(text, double precision, text[], real[]) IS
 'Private. Returns the trigrams of a squashed span that every alias the weak tiers of kgrag.link_entities could keep (trigram similarity >= min_trigram, or one holding the span) shares at least one of: the index probe searches with these, not with all of the span''s trigrams. common and frequency (pg_stats'' most_common_elems and most_common_elem_freqs of kgrag.alias.trigrams) pick the rarest, so a probe reads the shortest posting lists; they change what is read, never what is found. An alias inside the span is found by kgrag_private.alias_pieces. Exact, not a heuristic: see the comments in the body and tests/test_linking.py.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.alias_pieces(form text, min_ratio double precision)
