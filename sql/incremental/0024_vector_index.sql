@@ -6,7 +6,8 @@
 -- 0.981) at half its size (66 MB against 133); the binary-quantized index took 4.1 ms for 0.980
 -- (300 candidates re-ranked), at a fifth of the halfvec's size (13 MB), built in 3.5 s against
 -- 8.9, and a row cost 0.29 ms to insert into it against 1.08: ingestion from an empty database
--- ran 1.7 times as fast with it (benchmarks/growth.py --vector-index both). The binary index wins
+-- to 197k chunks ran at 596 chunks/s on average with it against 305 (benchmarks/growth.py
+-- --vector-index both, the same batches in turn). The binary index wins
 -- three measures of four and the one it loses by a few milliseconds of a search that takes tens,
 -- so it stays the default at every dimension (bit indexes reach 64,000); an installer that wants
 -- the fastest search asks for halfvec (kgrag.install_vector_index, from pgkgrag db upgrade
