@@ -85,20 +85,43 @@ def test_search_agrees_with_brute_force(vectors: psycopg.Connection, embedded: t
     assert top is not None and top[0] == "p0007#0" and top[1] == pytest.approx(1.0, abs=1e-5)
 
 
-def test_a_tenant_with_one_percent_of_rows_still_gets_k(
-    vectors: psycopg.Connection, embedded: tuple[list[str], np.ndarray], record_property: Callable[[str, object], None]
+def test_a_tenant_with_one_percent_of_rows_still_gets_k_through_the_index(
+    vectors: psycopg.Connection, admin: psycopg.Connection, embedded: tuple[list[str], np.ndarray]
 ) -> None:
+    """Fewer candidates than the tenant's rows: the shared index is walked (iterative scans) until k
+    of the tenant's rows pass its filter."""
     _, vecs = embedded
+    admin.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('small', 'vector_min_candidates', '10')")
+    admin.commit()
     vectors.use("small")
     for q in vecs[CORPUS:]:
-        found = approx(vectors, q)
+        found = [r[0] for r in vectors.execute("SELECT chunk_id FROM kgrag.search_chunks_vector(%s, 10, 1)", [q])]
         assert len(found) == 10 and all(c.startswith("s") for c in found)
-    r = recall(vectors, vecs[CORPUS:])
+
+
+def test_a_tenant_with_no_more_rows_than_candidates_is_ranked_exactly(
+    vectors: psycopg.Connection,
+    admin: psycopg.Connection,
+    embedded: tuple[list[str], np.ndarray],
+    record_property: Callable[[str, object], None],
+) -> None:
+    """The default candidate count (300 for k = 10 with bq) covers the 28-row tenant: it is read
+    whole, so its answer is exact and does not depend on the 2,800 rows beside it in the index (here
+    the index walk would stop after 100 of them); a chunk waiting for its embedding is left out, as
+    the index leaves it out."""
+    _, vecs = embedded
+    admin.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('small', 'hnsw_max_scan_tuples', '100')")
+    admin.execute(
+        "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text, content_hash)"
+        " SELECT tenant_id, doc_id || '#99', doc_id, 99, 0, 0, text, content_hash FROM kgrag.chunk"
+        " WHERE tenant_id = 'small' LIMIT 1"
+    )
+    admin.commit()
+    vectors.use("small")
+    for q in vecs[CORPUS:]:
+        assert approx(vectors, q, 30) == exact(vectors, q, 29)[:28], "every embedded row, in exact order"
     record_property("rows", f"{SMALL} of {CORPUS + SMALL} chunks in the index ({SMALL / (CORPUS + SMALL):.1%})")
     record_property("queries", QUERIES)
-    record_property("results per query (k = 10)", 10)
-    record_property("recall@10 against exact search for that tenant", round(r, 3))
-    assert r >= 0.95
 
 
 def test_the_index_is_used_under_row_level_security(

@@ -117,6 +117,8 @@ DECLARE
     candidates integer;
     source text;
     id_column text;
+    filter text;
+    n bigint;
 BEGIN
     PERFORM kgrag_private.check_question_vector(q);
     SELECT x.source, x.id_column INTO source, id_column
@@ -128,12 +130,22 @@ BEGIN
             COALESCE(quote_literal(kind), 'NULL') USING ERRCODE = '22023';
     END IF;
     candidates := kgrag_private.vector_scan_begin(k, overfetch, ef_search);
+    filter := CASE WHEN level IS NOT NULL THEN
+        'AND EXISTS (SELECT 1 FROM kgrag.community AS c'
+        ' WHERE c.tenant_id = $1 AND c.community_id = x.community_id AND c.level = $4)' ELSE '' END;
+    -- A set no larger than the candidate count is read whole and ranked exactly: the index would
+    -- return all of it anyway, and an approximate graph shared with other tenants can leave a row
+    -- unreachable (many equal Hamming distances), so a small tenant's answer would depend on its
+    -- neighbours' rows. Counting stops at candidates + 1 entries of the tenant's primary key, embedded
+    -- or not (the index leaves out rows without an embedding; so does the exact reading).
+    EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM kgrag.%1$I AS x WHERE x.tenant_id = $1 %2$s LIMIT $3) AS s',
+                   source, filter)
+       INTO n USING t, q, candidates + 1, level;
     RETURN QUERY EXECUTE format($q$
         WITH candidates AS MATERIALIZED (
             SELECT x.%2$I AS ref_id, x.embedding
               FROM kgrag.%1$I AS x
-             WHERE x.tenant_id = $1 %4$s
-             ORDER BY %3$s
+             WHERE x.tenant_id = $1 %4$s %3$s
              LIMIT $3
         )
         SELECT h.ref_id, (row_number() OVER (ORDER BY h.embedding <=> $2, h.ref_id))::integer,
@@ -143,18 +155,18 @@ BEGIN
          LIMIT $5$q$,
         source, id_column,
         -- the expression of the installed index, repeated exactly
-        CASE kgrag.vector_index()
-             WHEN 'halfvec' THEN format('x.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s)', kgrag.dimension())
-             ELSE format('binary_quantize(x.embedding)::bit(%1$s) <~> binary_quantize($2)::bit(%1$s)', kgrag.dimension()) END,
-        CASE WHEN level IS NOT NULL THEN
-            'AND EXISTS (SELECT 1 FROM kgrag.community AS c'
-            ' WHERE c.tenant_id = $1 AND c.community_id = x.community_id AND c.level = $4)' ELSE '' END)
+        CASE WHEN n <= candidates THEN 'AND x.embedding IS NOT NULL'
+             WHEN kgrag.vector_index() = 'halfvec'
+             THEN format('ORDER BY x.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s)', kgrag.dimension())
+             ELSE format('ORDER BY binary_quantize(x.embedding)::bit(%1$s) <~> binary_quantize($2)::bit(%1$s)',
+                         kgrag.dimension()) END,
+        filter)
     USING t, q, candidates, level, k;
     PERFORM kgrag_private.vector_scan_end();
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.nearest(text, vector, integer, integer, integer, integer) IS
-'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors. level (reports only) keeps reports of communities of that level.';
+'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors; a tenant with no more rows than that candidate count is ranked exactly, whole. level (reports only) keeps reports of communities of that level.';
 
 CREATE OR REPLACE FUNCTION kgrag.search_chunks_vector(
     q vector, k integer DEFAULT 10, overfetch integer DEFAULT NULL, ef_search integer DEFAULT NULL)
