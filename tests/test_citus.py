@@ -242,7 +242,8 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
     """`pgkgrag db downgrade 0019` then `pgkgrag db upgrade` on a distributed database holding a
     tenant's data: revision 0020 moves the logs out of the graph's co-location group and back
     (0019's kgrag.distribute() left them in it), 0021 drops and creates an index of the shards
-    of kgrag.edge and changes their fill factor, the idempotent layer goes and comes back through
+    of kgrag.edge and changes their fill factor, 0026 turns off the pending lists of the shards' GIN
+    indexes, the idempotent layer goes and comes back through
     Citus, no row changes, and afterwards a transaction may search twice (at 0019 Citus refused the
     second search: the first had logged as kgrag_logger)."""
     with psycopg.connect(cluster, autocommit=True) as admin:
@@ -268,6 +269,15 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
         assert groups["kgrag.query_log"] == groups["kgrag.answer_log"] != groups["kgrag.document"], groups
         assert len({c for t, c in groups.items() if t not in ("kgrag.query_log", "kgrag.answer_log")}) == 1
         assert checksums(admin, "rev2") == before
+        # 0026: Citus passes ALTER INDEX ... SET (fastupdate = off) on to every shard's GIN index
+        shard_gin = admin.execute(
+            "SELECT result FROM run_command_on_workers($$SELECT count(*) || '/' || count(*) FILTER (WHERE"
+            " 'fastupdate=off' = ANY (COALESCE(c.reloptions, '{}'))) FROM pg_class AS c"
+            " WHERE c.relname ~ '^(chunk_tsv_idx|alias_trigrams_idx)_[0-9]+$'$$) ORDER BY nodeport"
+        ).fetchall()
+        assert len(shard_gin) == 2 and all(
+            int(total) > 0 and total == off for total, off in (r[0].split("/") for r in shard_gin)
+        ), shard_gin
     with connect(dsn) as conn, tenant_transaction(conn, "rev2"):
         for question in QUESTIONS[:3]:
             conn.execute("SELECT count(*) FROM kgrag.kgrag_search(question => %s, route => 'local')", [question])

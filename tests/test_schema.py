@@ -76,6 +76,18 @@ def test_every_tenant_id_keeps_a_statistics_target_of_one(conn: psycopg.Connecti
     assert [t for t, target in targets if target != 1] == []
 
 
+def test_every_gin_index_takes_entries_at_once(conn: psycopg.Connection) -> None:
+    """Revision 0026: a GIN index with a pending list makes every search read the whole list
+    (linking probes the trigram index once per span of the question); a GIN index added later
+    must turn it off too."""
+    gin = conn.execute(
+        "SELECT c.relname, COALESCE(c.reloptions, '{}') FROM pg_class AS c JOIN pg_am AS a ON a.oid = c.relam"
+        " WHERE c.relnamespace = 'kgrag'::regnamespace AND a.amname = 'gin' ORDER BY 1"
+    ).fetchall()
+    assert [name for name, _ in gin] == ["alias_trigrams_idx", "chunk_tsv_idx"]
+    assert [name for name, options in gin if "fastupdate=off" not in options] == []
+
+
 def test_every_foreign_key_has_an_index_on_its_columns(conn: psycopg.Connection) -> None:
     """A delete on the referenced side looks the referencing rows up by these columns; without an
     index each deleted row scans the whole referencing table."""
