@@ -3,7 +3,7 @@
 Leiden runs here, on the tenant's co-occurrence graph (kgrag.community_graph), with
 graspologic-native (the Rust Leiden of Microsoft GraphRAG), seeded: the same graph always gives the
 same communities. Everything else is SQL (kgrag.replace_communities, refresh_reports, refresh_answers,
-refresh_lexeme_stats).
+refresh_lexeme_stats, refresh_alias_trigram_stats).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ class BuildSummary:
     entity_embeddings: int = 0
     report_embeddings: int = 0
     common_lexemes: int = 0  # the words lexical search draws no candidates from (kgrag.lexeme_stats)
+    common_trigrams: int = 0  # the name trigrams entity linking probes around (kgrag.alias_trigram_stats)
 
 
 def detect_communities(conn: psycopg.Connection) -> CommunityCounts:
@@ -107,6 +108,8 @@ def build(
         summary.reports = ReportCounts.model_validate(reports[0])
         lexemes = conn.execute(Q["refresh_lexeme_stats"]).fetchone()
         summary.common_lexemes = lexemes[0] if lexemes else 0
+        trigrams = conn.execute(Q["refresh_alias_trigram_stats"]).fetchone()
+        summary.common_trigrams = trigrams[0] if trigrams else 0
         if report_writer is not None:
             from pgkgrag.llm_reports import rewrite_reports
 

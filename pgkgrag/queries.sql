@@ -292,6 +292,9 @@ SELECT kgrag.refresh_reports();
 -- name: refresh_lexeme_stats
 SELECT kgrag.refresh_lexeme_stats();
 
+-- name: refresh_alias_trigram_stats
+SELECT kgrag.refresh_alias_trigram_stats();
+
 -- name: template_reports
 SELECT community_id, report FROM kgrag.template_reports();
 

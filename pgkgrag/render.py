@@ -77,6 +77,7 @@ def build_line(built: BuildSummary) -> str:
     line = (
         f"communities: {communities}; reports written: {built.reports.written} of {built.reports.reports}; "
         f"answers written: {built.answers}; common words counted: {built.common_lexemes}; "
+        f"common name trigrams counted: {built.common_trigrams}; "
         f"embedded: {built.entity_embeddings} entities, {built.report_embeddings} reports"
     )
     if built.summarized or built.summaries_rejected:

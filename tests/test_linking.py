@@ -6,6 +6,8 @@ import psycopg
 import pytest
 from corpus import add_entity
 
+from pgkgrag.db import READER, connect, tenant_transaction
+
 
 @pytest.fixture
 def linked(tconn: psycopg.Connection) -> psycopg.Connection:
@@ -168,3 +170,35 @@ def test_a_probe_reads_the_rarest_trigrams(conn: psycopg.Connection) -> None:
     with_stats, without = row
     assert "tea" not in with_stats and "eam" not in with_stats and {"mzq", "zq "} <= set(with_stats)
     assert "tea" in without  # the trigrams inside the word first, when nothing says which are common
+
+
+def test_a_tenants_commonest_name_trigrams_are_counted_for_its_probes(tconn: psycopg.Connection, dsn: str) -> None:
+    """kgrag.refresh_alias_trigram_stats (pgkgrag build) counts the tenant's commonest name
+    trigrams where its own roles can read them (pg_stats hides them from any role row-level
+    security applies to); the probe then leaves a trigram of 30 "Cluster ..." names out; another
+    tenant sees nothing of them."""
+    for n in range(30):
+        add_entity(tconn, "t1", "Infra", f"Cluster {n:02d}")
+    add_entity(tconn, "t1", "Service", "Painter Hub")
+    add_entity(tconn, "t2", "Service", "Painter Hub")
+    tconn.use("t1")
+    (counted,) = tconn.execute("SELECT kgrag.refresh_alias_trigram_stats()").fetchone()  # type: ignore[misc]
+    assert counted > 0
+    with connect(dsn, role=READER) as reader, tenant_transaction(reader, "t1"):
+        common, frequency = reader.execute("SELECT common, frequency FROM kgrag.alias_trigram_stats").fetchone()  # type: ignore[misc]
+        assert len(common) == len(frequency) == counted
+        # every one of the tenant's 31 names holds "ter" (Painter too), 30 hold "clu"
+        assert frequency[common.index("ter")] == pytest.approx(1.0)
+        assert frequency[common.index("clu")] == pytest.approx(30 / 31)
+        assert frequency == sorted(frequency, reverse=True)
+        with_stats, without = reader.execute(
+            "SELECT kgrag_private.probe_trigrams('painter', 0.5, s.common, s.frequency),"
+            " kgrag_private.probe_trigrams('painter', 0.5) FROM kgrag.alias_trigram_stats AS s"
+        ).fetchone()  # type: ignore[misc]
+        assert "ter" in without and "ter" not in with_stats
+    with connect(dsn, role=READER) as reader, tenant_transaction(reader, "t2"):
+        assert reader.execute("SELECT count(*) FROM kgrag.alias_trigram_stats").fetchone() == (0,)
+    # counted again from what the names are now: the same row, not a second one
+    tconn.use("t1")
+    assert tconn.execute("SELECT kgrag.refresh_alias_trigram_stats()").fetchone() == (counted,)
+    assert link(tconn, "who owns the painter hub?") == [("service:painter hub", "phrase")]

@@ -205,6 +205,7 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         "refresh_answers": ("SELECT kgrag.refresh_answers()", []),
         "refresh_reports": ("SELECT kgrag.refresh_reports()", []),
         "refresh_lexeme_stats": ("SELECT kgrag.refresh_lexeme_stats()", []),
+        "refresh_alias_trigram_stats": ("SELECT kgrag.refresh_alias_trigram_stats()", []),
         # an empty staged batch and an empty clustering: the caller's own graph only
         "stage_begin": ("SELECT kgrag.stage_begin()", []),
         "ingest_apply": ("SELECT kgrag.ingest_apply()", []),

@@ -61,7 +61,7 @@ REVOKE EXECUTE ON FUNCTION kgrag_private.fuzzy_aliases(text, double precision, d
 GRANT EXECUTE ON FUNCTION kgrag_private.fuzzy_aliases(text, double precision, double precision, integer, text[], real[])
     TO kgrag_reader, kgrag_writer;
 COMMENT ON FUNCTION kgrag_private.fuzzy_aliases(text, double precision, double precision, integer, text[], real[]) IS
-'Private. Returns the current tenant''s aliases close to a squashed span, form: (entity_id, contained = the length ratio when one holds the other and the alias has 4 characters or more, else 0; similarity = trigram Jaccard), those with contained >= min_ratio or similarity >= min_trigram. Candidates: the aliases sharing one of kgrag_private.probe_trigrams (alias_trigrams_idx; common and frequency, the element statistics of alias.trigrams, choose the rarest) or equal to one of kgrag_private.alias_pieces (alias_sq_idx). Stops after the first alias of the (most + 1)-th entity that passes: the caller counts more than most entities as ambiguous. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
+'Private. Returns the current tenant''s aliases close to a squashed span, form: (entity_id, contained = the length ratio when one holds the other and the alias has 4 characters or more, else 0; similarity = trigram Jaccard), those with contained >= min_ratio or similarity >= min_trigram. Candidates: the aliases sharing one of kgrag_private.probe_trigrams (alias_trigrams_idx; common and frequency, the tenant''s commonest name trigrams from kgrag.alias_trigram_stats, choose the rarest) or equal to one of kgrag_private.alias_pieces (alias_sq_idx). Stops after the first alias of the (most + 1)-th entity that passes: the caller counts more than most entities as ambiguous. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.probe_trigrams(
     form text, min_trigram double precision, common text[] DEFAULT '{}', frequency real[] DEFAULT '{}')
@@ -100,7 +100,7 @@ AS $$
                      ) AS y ORDER BY 1) END
 $$;
 COMMENT ON FUNCTION kgrag_private.probe_trigrams(text, double precision, text[], real[]) IS
-'Private. Returns the trigrams of a squashed span that every alias the weak tiers of kgrag.link_entities could keep (trigram similarity >= min_trigram, or one holding the span) shares at least one of: the index probe searches with these, not with all of the span''s trigrams. common and frequency (pg_stats'' most_common_elems and most_common_elem_freqs of kgrag.alias.trigrams) pick the rarest, so a probe reads the shortest posting lists; they change what is read, never what is found. An alias inside the span is found by kgrag_private.alias_pieces. Exact, not a heuristic: see the comments in the body and tests/test_linking.py.';
+'Private. Returns the trigrams of a squashed span that every alias the weak tiers of kgrag.link_entities could keep (trigram similarity >= min_trigram, or one holding the span) shares at least one of: the index probe searches with these, not with all of the span''s trigrams. common and frequency (the tenant''s commonest name trigrams and their shares, kgrag.alias_trigram_stats) pick the rarest, so a probe reads the shortest posting lists; they change what is read, never what is found. An alias inside the span is found by kgrag_private.alias_pieces. Exact, not a heuristic: see the comments in the body and tests/test_linking.py.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.alias_pieces(form text, min_ratio double precision)
 RETURNS text[]
@@ -122,6 +122,39 @@ $$;
 COMMENT ON FUNCTION kgrag_private.alias_pieces(text, double precision) IS
 'Private. Returns the substrings of a squashed span that an alias inside it must equal for the contains tier of kgrag.link_entities to keep it (at least 4 characters, min_ratio of the span and half of it): kgrag_private.fuzzy_aliases looks them up in alias_sq_idx.';
 
+CREATE OR REPLACE FUNCTION kgrag.refresh_alias_trigram_stats() RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    DELETE FROM kgrag.alias_trigram_stats AS s WHERE s.tenant_id = t;
+    -- filtered and grouped by the tenant, so Citus runs it on the tenant's shard (see
+    -- refresh_lexeme_stats); the 1,000 commonest held by two names or more, ties by trigram: the
+    -- same whatever the history
+    INSERT INTO kgrag.alias_trigram_stats (tenant_id, common, frequency)
+    WITH names AS (
+        SELECT count(*)::float8 AS n FROM kgrag.alias AS a WHERE a.tenant_id = t
+    ), counted AS (
+        SELECT a.tenant_id, u.g, count(*) AS n
+          FROM kgrag.alias AS a CROSS JOIN LATERAL unnest(a.trigrams) AS u(g)
+         WHERE a.tenant_id = t
+         GROUP BY a.tenant_id, u.g
+        HAVING count(*) >= 2
+         ORDER BY count(*) DESC, u.g COLLATE "C"
+         LIMIT 1000
+    )
+    SELECT c.tenant_id, array_agg(c.g ORDER BY c.n DESC, c.g COLLATE "C"),
+           array_agg((c.n / m.n)::real ORDER BY c.n DESC, c.g COLLATE "C")
+      FROM counted AS c CROSS JOIN names AS m
+     GROUP BY c.tenant_id;
+    RETURN COALESCE((SELECT cardinality(s.common) FROM kgrag.alias_trigram_stats AS s WHERE s.tenant_id = t), 0);
+END
+$$;
+COMMENT ON FUNCTION kgrag.refresh_alias_trigram_stats() IS
+'Counts, for the current tenant, the 1,000 commonest trigrams of its names (kgrag.alias.trigrams, held by two names or more) and the share of its names holding each, and stores them in kgrag.alias_trigram_stats (replacing the tenant''s row); returns how many. pgkgrag build runs it. kgrag.link_entities probes the alias index with a span''s rarest trigrams by them; they change what is read, never what is found. Reads every name of the tenant once: a build step.';
+
 CREATE OR REPLACE FUNCTION kgrag.link_entities(
     question text, min_ratio double precision DEFAULT NULL, min_trigram double precision DEFAULT NULL,
     include_isolated boolean DEFAULT false)
@@ -135,16 +168,14 @@ DECLARE
     ratio_floor float8 := COALESCE(min_ratio, kgrag.setting('link_min_ratio')::float8);
     trigram_floor float8 := COALESCE(min_trigram, kgrag.setting('link_min_trigram')::float8);
     stop text[] := ARRAY(SELECT jsonb_array_elements_text(kgrag.setting('link_stopwords')));
-    common text[];  -- the planner's statistics of the alias trigrams: which are common, how much
+    common text[];  -- the tenant's commonest name trigrams (kgrag.alias_trigram_stats) and their shares
     frequency real[];
 BEGIN
     PERFORM kgrag_private.check_question(question);
     IF whole = '' THEN
         RETURN;
     END IF;
-    SELECT st.most_common_elems::text::text[], st.most_common_elem_freqs INTO common, frequency
-      FROM pg_catalog.pg_stats AS st
-     WHERE st.schemaname = 'kgrag' AND st.tablename = 'alias' AND st.attname = 'trigrams';
+    SELECT s.common, s.frequency INTO common, frequency FROM kgrag.alias_trigram_stats AS s WHERE s.tenant_id = t;
     RETURN QUERY
     WITH words AS (
         SELECT string_to_array(whole, ' ') AS w
