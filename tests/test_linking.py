@@ -175,8 +175,8 @@ def test_a_probe_reads_the_rarest_trigrams(conn: psycopg.Connection) -> None:
 def test_a_tenants_commonest_name_trigrams_are_counted_for_its_probes(tconn: psycopg.Connection, dsn: str) -> None:
     """kgrag.refresh_alias_trigram_stats (pgkgrag build) counts the tenant's commonest name
     trigrams where its own roles can read them (pg_stats hides them from any role row-level
-    security applies to); the probe then leaves a trigram of 30 "Cluster ..." names out; another
-    tenant sees nothing of them."""
+    security applies to); the probe then leaves out "ter", which all 31 of the tenant's names hold
+    ("Cluster ..." and "Painter Hub"); another tenant sees nothing of them."""
     for n in range(30):
         add_entity(tconn, "t1", "Infra", f"Cluster {n:02d}")
     add_entity(tconn, "t1", "Service", "Painter Hub")
