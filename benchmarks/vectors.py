@@ -98,6 +98,20 @@ def embed_cached(texts: list[str]) -> np.ndarray:
     return vectors
 
 
+def installed_chunk_index(kind: str, conn: psycopg.Connection | None = None) -> tuple[str, str]:
+    """(name, definition) of the chunks' vector index that revision 0024 installs for this kind:
+    read from the database given, or from a scratch database installed asking for it."""
+    query = (
+        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'kgrag' AND tablename = 'chunk'"
+        " AND indexname = %s"
+    )
+    name = {"bq": "chunk_embedding_bq_idx", "halfvec": "chunk_embedding_half_idx"}[kind]
+    if conn is not None:
+        return conn.execute(query, [name]).fetchone()  # type: ignore[return-value]
+    with scratch_database(f"kgrag_bench_vectors_{kind}", vector_index=kind) as dsn, psycopg.connect(dsn) as c:
+        return c.execute(query, [name]).fetchone()  # type: ignore[return-value]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=60000)
@@ -110,11 +124,10 @@ def main() -> None:
     qvecs = embed_cached(questions(args.queries))
     print(f"corpus: {len(texts)} texts; queries: {len(qvecs)}")
 
+    halfvec = installed_chunk_index("halfvec")  # what revision 0024 builds when asked (--vector-index halfvec)
     with scratch_database("kgrag_bench_vectors") as dsn, tenant_connection(dsn, TENANT) as conn:
-        (bq_indexdef,) = conn.execute(
-            "SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_embedding_bq_idx'"
-        ).fetchone()  # type: ignore[misc]
-        conn.execute("DROP INDEX kgrag.chunk_embedding_bq_idx")
+        bq = installed_chunk_index("bq", conn.conn)  # the default, as installed here
+        conn.execute(f"DROP INDEX kgrag.{bq[0]}")
         kept = len(texts) - args.inserted  # built into the index; the rest inserted into it afterwards
         load_ms, _ = timed(lambda: load(conn, texts[:kept], vectors[:kept]))
         print(f"loaded {kept} chunks in {load_ms / 1000:.1f} s")
@@ -124,13 +137,8 @@ def main() -> None:
                 "bench_full_hnsw",
                 "CREATE INDEX bench_full_hnsw ON kgrag.chunk USING hnsw (embedding vector_cosine_ops)",
             ),
-            # what revision 0024 builds when asked for it (--vector-index halfvec)
-            "halfvec": (
-                "chunk_embedding_half_idx",
-                "CREATE INDEX chunk_embedding_half_idx ON kgrag.chunk USING hnsw"
-                f" ((embedding::halfvec({DIM})) halfvec_cosine_ops) WITH (m = 16, ef_construction = 64)",
-            ),
-            "bq": ("chunk_embedding_bq_idx", bq_indexdef),  # the default, as installed
+            "halfvec": halfvec,
+            "bq": bq,
         }
 
         def insert_batch() -> float:
