@@ -242,8 +242,9 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
     """`pgkgrag db downgrade 0019` then `pgkgrag db upgrade` on a distributed database holding a
     tenant's data: revision 0020 moves the logs out of the graph's co-location group and back
     (0019's kgrag.distribute() left them in it), 0021 drops and creates an index of the shards
-    of kgrag.edge and changes their fill factor, 0026 turns off the pending lists of the shards' GIN
-    indexes, the idempotent layer goes and comes back through
+    of kgrag.edge and changes their fill factor, 0023 and 0027 create tables
+    distributed with kgrag.alias, 0026 turns off the pending lists of the shards' GIN indexes, the
+    idempotent layer goes and comes back through
     Citus, no row changes, and afterwards a transaction may search twice (at 0019 Citus refused the
     second search: the first had logged as kgrag_logger)."""
     with psycopg.connect(cluster, autocommit=True) as admin:
@@ -268,6 +269,8 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
         groups = _groups(admin)
         assert groups["kgrag.query_log"] == groups["kgrag.answer_log"] != groups["kgrag.document"], groups
         assert len({c for t, c in groups.items() if t not in ("kgrag.query_log", "kgrag.answer_log")}) == 1
+        # 0023 and 0027 created their tables distributed, co-located with kgrag.alias
+        assert groups.get("kgrag.alias_source") == groups.get("kgrag.alias_trigram_stats") == groups["kgrag.alias"]
         assert checksums(admin, "rev2") == before
         # 0026: Citus passes ALTER INDEX ... SET (fastupdate = off) on to every shard's GIN index
         shard_gin = admin.execute(

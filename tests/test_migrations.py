@@ -119,6 +119,44 @@ def test_revision_0023_keeps_each_name_once_and_its_sources_apart(empty_dsn: str
         assert conn.execute("SELECT to_regclass('kgrag.alias_source')").fetchone() == (None,)
 
 
+def test_revision_0026_merges_what_the_pending_lists_held(empty_dsn: str) -> None:
+    """Names and chunks written at 0025 wait in the GIN indexes' pending lists; 0026 turns the lists
+    off and merges them, so no search reads them again; down, the lists are back."""
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        if conn.execute("SELECT count(*) FROM pg_available_extensions WHERE name = 'pgstattuple'").fetchone() == (0,):
+            pytest.skip("pgstattuple (to read the pending lists) is not available on this server")
+        conn.execute("CREATE EXTENSION pgstattuple")
+    pending = (
+        "SELECT (pgstatginindex('kgrag.chunk_tsv_idx')).pending_pages,"
+        " (pgstatginindex('kgrag.alias_trigrams_idx')).pending_pages"
+    )
+    migrations.upgrade(empty_dsn, "0025")
+    with psycopg.connect(empty_dsn) as conn:  # the installing superuser: no tenant policy applies
+        conn.execute("INSERT INTO kgrag.document (tenant_id, doc_id, content_hash) VALUES ('t', 'd', 'h')")
+        conn.execute(
+            "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text, content_hash)"
+            " SELECT 't', 'd#' || i, 'd', i, 0, 0, 'note number ' || i || ' about service ' || (i % 7), 'h'"
+            " FROM generate_series(0, 199) AS i"
+        )
+        conn.execute("INSERT INTO kgrag.entity (tenant_id, entity_id, name, type) VALUES ('t', 'k:a', 'A', 'k')")
+        conn.execute(
+            "INSERT INTO kgrag.alias (tenant_id, entity_id, alias) SELECT 't', 'k:a', 'Alias ' || i"
+            " FROM generate_series(0, 199) AS i"
+        )
+        chunks, names = conn.execute(pending).fetchone()  # type: ignore[misc]
+        assert chunks > 0 and names > 0
+    migrations.upgrade(empty_dsn, "0026")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute(pending).fetchone() == (0, 0)
+    migrations.downgrade(empty_dsn, "0025")
+    with psycopg.connect(empty_dsn) as conn:
+        options = conn.execute(
+            "SELECT count(*) FROM pg_class"
+            " WHERE relname IN ('chunk_tsv_idx', 'alias_trigrams_idx') AND reloptions IS NULL"
+        ).fetchone()
+        assert options == (2,)
+
+
 def test_upgrade_twice_is_a_no_op(empty_dsn: str) -> None:
     migrations.upgrade(empty_dsn, "head")
     before, before_oids = snapshot(empty_dsn), oids(empty_dsn)
