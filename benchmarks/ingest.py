@@ -173,7 +173,7 @@ def main() -> None:
                     totals = conn.execute(
                         "SELECT (SELECT count(*) FROM kgrag.entity), (SELECT count(*) FROM kgrag.edge),"
                         " (SELECT count(*) FROM kgrag.mention), (SELECT sum(weight) FROM kgrag.edge),"
-                        " (SELECT sum(rank) FROM kgrag.edge)"
+                        " (SELECT sum(degree) FROM kgrag.entity)"
                     ).fetchone()
                     assert totals is not None
                 results.append((jobs, report, seconds, totals))
@@ -195,7 +195,7 @@ def main() -> None:
             f"- one writer (`--jobs 1`, the default): **{chunks / seconds:,.0f} chunks/s** "
             f"({len(docs) / seconds:,.0f} documents/s) end to end;\n"
             f"- two writers (`--jobs 2`): **{chunks / seconds2:,.0f} chunks/s**, x{seconds / seconds2:.2f}, "
-            f"the same entities, edges, weights and ranks.\n\n"
+            f"the same entities, edges, weights and degrees.\n\n"
             + markdown_table(["step", "seconds, 1 writer", "share", "seconds, 2 writers (batch steps summed)"], rows)
             + "\n\n"
             + floor_text
@@ -234,7 +234,7 @@ def main() -> None:
                 f"{report.counts.chunks:,} chunks (loaded in {load_seconds:.0f} s, "
                 f"{report.counts.chunks / load_seconds:,.0f} chunks/s). One document changed and ingested again, "
                 f"three times: {', '.join(f'{t * 1000:.0f} ms' for t in timings)} (from reading the file to commit, "
-                f"with its entities' edges, ranks and degrees recomputed). {CHANGED} changed documents "
+                f"with its entities' edges and degrees brought up to date). {CHANGED} changed documents "
                 f"({batch.counts.chunks:,} chunks) in one batch: {batch_seconds:.1f} s.\n"
             )
             print(sections[-1])

@@ -44,7 +44,7 @@ GUARDS = {
             SELECT g.dst, w.hop + 1, w.trail || g.dst || '|' FROM walk w
               JOIN kgrag.edge g ON g.tenant_id = %(t)s AND g.src = w.entity_id
              WHERE w.hop < %(hops)s AND strpos(w.trail, '|' || g.dst || '|') = 0
-               AND (%(cap)s::int IS NULL OR g.rank <= %(cap)s::int))
+               AND (%(cap)s::int IS NULL OR kgrag_private.among_strongest(%(t)s, g.src, g.dst, g.rel, %(cap)s::int)))
         SELECT count(*) FROM walk""",
     "array, dst <> ALL(path)": """
         WITH RECURSIVE walk(entity_id, hop, path) AS (
@@ -54,7 +54,7 @@ GUARDS = {
             SELECT g.dst, w.hop + 1, w.path || g.dst FROM walk w
               JOIN kgrag.edge g ON g.tenant_id = %(t)s AND g.src = w.entity_id
              WHERE w.hop < %(hops)s AND g.dst <> ALL (w.path)
-               AND (%(cap)s::int IS NULL OR g.rank <= %(cap)s::int))
+               AND (%(cap)s::int IS NULL OR kgrag_private.among_strongest(%(t)s, g.src, g.dst, g.rel, %(cap)s::int)))
         SELECT count(*) FROM walk""",
     "CYCLE clause": """
         WITH RECURSIVE walk(entity_id, hop) AS (
@@ -63,7 +63,8 @@ GUARDS = {
             UNION ALL
             SELECT g.dst, w.hop + 1 FROM walk w
               JOIN kgrag.edge g ON g.tenant_id = %(t)s AND g.src = w.entity_id
-             WHERE w.hop < %(hops)s AND (%(cap)s::int IS NULL OR g.rank <= %(cap)s::int))
+             WHERE w.hop < %(hops)s
+               AND (%(cap)s::int IS NULL OR kgrag_private.among_strongest(%(t)s, g.src, g.dst, g.rel, %(cap)s::int)))
             CYCLE entity_id SET is_cycle USING path
         SELECT count(*) FROM walk WHERE NOT is_cycle""",
 }
@@ -79,14 +80,14 @@ _LATERAL = """
             UNION ALL
             SELECT g.next_id, w.hop + 1, w.trail || g.next_id || '|' FROM walk w
              CROSS JOIN LATERAL (
-                   SELECT x.dst AS next_id, x.rank FROM kgrag.edge x
+                   SELECT x.dst AS next_id, x.src, x.dst, x.rel FROM kgrag.edge x
                     WHERE '{direction}' <> 'in' AND x.tenant_id = %(t)s AND x.src = w.entity_id
                    UNION ALL
-                   SELECT x.src, x.rank FROM kgrag.edge x
+                   SELECT x.src, x.src, x.dst, x.rel FROM kgrag.edge x
                     WHERE '{direction}' <> 'out' AND x.tenant_id = %(t)s AND x.dst = w.entity_id
                       AND x.rel <> 'CO_OCCURS') AS g
              WHERE w.hop < %(hops)s AND strpos(w.trail, '|' || g.next_id || '|') = 0
-               AND (%(cap)s::int IS NULL OR g.rank <= %(cap)s::int))
+               AND (%(cap)s::int IS NULL OR kgrag_private.among_strongest(%(t)s, g.src, g.dst, g.rel, %(cap)s::int)))
         SELECT count(*) FROM walk"""
 STEPS = {
     "join on edge (before)": GUARDS["strpos on a delimited string"],
@@ -201,7 +202,7 @@ def main() -> None:
         f"directions), mean degree {mean_degree}, max degree {max_degree}. Seeds: {args.seeds} drawn uniformly, and "
         f"the 20 entities of highest degree (hubs); cancelled traversals are left out of the latency columns; "
         f"time budget (khop_timeout_ms) {args.timeout_ms} ms. Every query runs as kgrag_reader (row-level security "
-        f"applies, as to an application). Load {load_ms / 1000:.1f} s; ranking every edge with "
+        f"applies, as to an application). Load {load_ms / 1000:.1f} s; counting every entity's degree with "
         f"kgrag.refresh_edge_ranks {rank_ms / 1000:.1f} s.\n\n"
         "### kgrag.k_hop\n\n"
         "Without a degree cap k_hop walks breadth-first (kgrag_private.frontier): each hop follows the edges of "

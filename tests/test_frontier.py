@@ -126,8 +126,8 @@ def test_the_budget_counts_every_edge_followed(tconn: psycopg.Connection) -> Non
 @pytest.mark.parametrize("graph_seed", [4, 5])
 def test_a_degree_cap_follows_the_strongest_edges_of_each_node(tconn: psycopg.Connection, graph_seed: int) -> None:
     """One hop with a cap reaches, out of a node, the dst of its `cap` strongest edges (weight desc,
-    then dst and rel in byte order: ranked here in Python), and into it, the src of the edges that
-    rank within the cap of their own source, in both walks."""
+    then dst and rel in byte order: ordered here in Python), and into it, the src of the edges that
+    are among the cap strongest of their own source, in both walks."""
     ids = random_graph(tconn, graph_seed)
     edges = tconn.execute("SELECT src, dst, rel, weight FROM kgrag.edge").fetchall()
     strongest: dict[str, list[tuple[str, str]]] = {}

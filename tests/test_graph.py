@@ -59,22 +59,27 @@ def khop(conn: psycopg.Connection, *args: object, **kw: object) -> list[tuple[st
     return [(e.removeprefix("n:"), hop, [p.removeprefix("n:") for p in path]) for e, hop, path in rows]
 
 
-def test_ranks_and_degrees(graph: psycopg.Connection) -> None:
-    ranks = graph.execute("SELECT dst, rank FROM kgrag.edge WHERE src = 'n:h' ORDER BY rank").fetchall()
-    assert ranks == [("n:a", 1), ("n:b", 2), ("n:c", 3), ("n:d", 4), ("n:e", 5), ("n:f", 6)]
-    a_ranks = graph.execute("SELECT dst, rel, rank FROM kgrag.edge WHERE src = 'n:a' ORDER BY rank").fetchall()
-    assert a_ranks == [("n:h", "CO_OCCURS", 1), ("n:b", "CO_OCCURS", 2), ("n:g", "DEPENDS_ON", 3)]
+def test_degrees_and_strength_order(graph: psycopg.Connection) -> None:
+    assert "rank" not in [c.name for c in graph.execute("SELECT * FROM kgrag.edge LIMIT 0").description or []]
     degrees = dict(graph.execute("SELECT name, degree FROM kgrag.entity").fetchall())
     assert degrees == {"a": 3, "b": 2, "c": 2, "d": 1, "e": 1, "f": 1, "g": 2, "h": 6, "i": 1}
+    strongest = "SELECT kgrag_private.among_strongest('t1', 'n:a', %s, %s, %s)"
+    # a's edges by strength: h (5), b (2), g (DEPENDS_ON, 1)
+    assert [graph.execute(strongest, ["n:h", "CO_OCCURS", cap]).fetchone() for cap in (1, 2)] == [(True,), (True,)]
+    assert [graph.execute(strongest, ["n:b", "CO_OCCURS", cap]).fetchone() for cap in (1, 2)] == [(False,), (True,)]
+    assert graph.execute(strongest, ["n:g", "DEPENDS_ON", 2]).fetchone() == (False,)
+    assert graph.execute(strongest, ["n:g", "DEPENDS_ON", None]).fetchone() == (True,)
 
 
-def test_refresh_touches_only_the_given_sources(graph: psycopg.Connection) -> None:
-    graph.execute("UPDATE kgrag.edge SET weight = 10 WHERE src = 'n:h' AND dst = 'n:f'")
-    graph.execute("UPDATE kgrag.edge SET weight = 10 WHERE src = 'n:g' AND dst = 'n:i'")
-    assert graph.execute("SELECT kgrag.refresh_edge_ranks(ARRAY['n:h'])").fetchone() == (6,)
-    assert graph.execute("SELECT rank FROM kgrag.edge WHERE src = 'n:h' AND dst = 'n:f'").fetchone() == (1,)
-    # g was not named: its ranks stay as they were
-    assert graph.execute("SELECT rank FROM kgrag.edge WHERE src = 'n:g' AND dst = 'n:i'").fetchone() == (2,)
+def test_refresh_recounts_only_the_given_entities(graph: psycopg.Connection) -> None:
+    graph.execute(
+        "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight)"
+        " VALUES ('t1', 'n:h', 'n:i', 'CO_OCCURS', 1), ('t1', 'n:i', 'n:h', 'CO_OCCURS', 1),"
+        " ('t1', 'n:h', 'n:i', 'CALLS', 1)"
+    )
+    assert graph.execute("SELECT kgrag.refresh_edge_ranks(ARRAY['n:h', 'n:h', 'n:a'])").fetchone() == (1,)
+    degrees = dict(graph.execute("SELECT name, degree FROM kgrag.entity WHERE name IN ('h', 'i')").fetchall())
+    assert degrees == {"h": 7, "i": 1}  # i was not named: its degree stays as it was
 
 
 def test_k_hop_two_hops_shortest_paths(graph: psycopg.Connection) -> None:
@@ -164,24 +169,37 @@ def test_runaway_traversal_is_cancelled_and_connection_survives(
     assert tconn.execute("SELECT count(*) FROM kgrag.k_hop(ARRAY['k:00'], 4)").fetchone() == (30,)
 
 
-def _dense_ranks(conn: psycopg.Connection, depth: int) -> tuple[list[tuple], list[tuple]]:
-    """The stored ranks, and the ranks the definition gives (position by weight desc, then dst,
-    then rel, the ones beyond depth at depth + 1), computed over every edge."""
-    stored = conn.execute("SELECT src, dst, rel, rank FROM kgrag.edge ORDER BY 1, 2, 3").fetchall()
+def _degrees_and_strength(conn: psycopg.Connection, depth: int) -> tuple[list[tuple], list[tuple]]:
+    """(stored degrees, strength flags) and what the definitions give over every edge: degree =
+    distinct neighbours; an edge is among its source's strongest `cap` when its position by weight
+    desc, then dst, then rel (byte order) is at most cap, for every cap up to depth."""
+    flags = (
+        "SELECT e.src, e.dst, e.rel, ARRAY(SELECT kgrag_private.among_strongest('t1', e.src, e.dst, e.rel, c)"
+        "                                    FROM generate_series(1, %s) AS c ORDER BY c)"
+        "  FROM kgrag.edge AS e ORDER BY 1, 2, 3"
+    )
+    stored = conn.execute("SELECT entity_id, degree FROM kgrag.entity ORDER BY 1").fetchall()
+    stored += conn.execute(flags, [depth]).fetchall()
     expected = conn.execute(
-        'SELECT src, dst, rel, LEAST(row_number() OVER (PARTITION BY src ORDER BY weight DESC, dst COLLATE "C",'
-        ' rel COLLATE "C"), %s + 1)::integer FROM kgrag.edge ORDER BY 1, 2, 3',
+        "SELECT x.entity_id, (SELECT count(DISTINCT g.dst) FROM kgrag.edge AS g WHERE g.src = x.entity_id)::integer"
+        "  FROM kgrag.entity AS x ORDER BY 1"
+    ).fetchall()
+    expected += conn.execute(
+        "SELECT p.src, p.dst, p.rel, ARRAY(SELECT p.position <= c FROM generate_series(1, %s) AS c ORDER BY c)"
+        '  FROM (SELECT e.*, row_number() OVER (PARTITION BY e.src ORDER BY e.weight DESC, e.dst COLLATE "C",'
+        '                                       e.rel COLLATE "C") AS position FROM kgrag.edge AS e) AS p'
+        " ORDER BY 1, 2, 3",
         [depth],
     ).fetchall()
     return stored, expected
 
 
-def test_bounded_ranks_match_the_definition_through_ingest_change_and_delete(
+def test_degrees_and_caps_match_the_definitions_through_ingest_change_and_delete(
     dsn: str, tmp_path: pytest.TempPathFactory
 ) -> None:
-    """Ranks are kept for each source's strongest edge_rank_depth edges; after every kind of change
-    they equal the definition computed over all edges, and the walks for every cap within the depth
-    are the walks over dense ranks."""
+    """Ingestion moves degrees by the neighbours gained and lost, never recounting; after every
+    kind of change they equal a recount over all edges, and which edges a degree cap keeps equals
+    the position definition; a cap above edge_rank_depth is refused."""
     import random
 
     from ingesting import ingest
@@ -197,7 +215,17 @@ def test_bounded_ranks_match_the_definition_through_ingest_change_and_delete(
         for d in range(40):
             names = rng.sample(pool[: 5 + d % 10], 3 + d % 3)  # the first names are hubs
             text = " ".join(f"{n} works with the others." for n in names) + f" Version {version}."
-            out.append({"doc_id": f"d{d:02d}", "text": text, "entities": [{"name": n, "type": "Node"} for n in names]})
+            quote = f"{names[0]} works with the others."
+            calls = {"source": names[0], "target": names[1], "type": "CALLS", "quote": quote}
+            relations = [calls] if d % 4 == version % 4 else []
+            out.append(
+                {
+                    "doc_id": f"d{d:02d}",
+                    "text": text,
+                    "entities": [{"name": n, "type": "Node"} for n in names],
+                    "relations": relations,
+                }
+            )
         return out
 
     with connect(dsn) as conn:
@@ -209,29 +237,15 @@ def test_bounded_ranks_match_the_definition_through_ingest_change_and_delete(
             )
         ingest(conn, tmp_path, docs(1), batch_size=7)  # type: ignore[arg-type]
         with tenant_transaction(conn, "t1"):
-            stored, expected = _dense_ranks(conn, depth)
-            assert stored == expected and max(r[3] for r in stored) == depth + 1
+            stored, expected = _degrees_and_strength(conn, depth)
+            assert stored == expected
+            typed = conn.execute("SELECT count(*) FROM kgrag.edge WHERE rel <> 'CO_OCCURS'").fetchone()
+            assert typed is not None and typed[0] > 0
         ingest(conn, tmp_path, docs(2)[:25], batch_size=5)  # type: ignore[arg-type]  # changed documents
         with tenant_transaction(conn, "t1"):
             conn.execute("SELECT kgrag.delete_documents(ARRAY['d03', 'd07', 'd11', 'd30'])")
         with tenant_transaction(conn, "t1"):
-            stored, expected = _dense_ranks(conn, depth)
+            stored, expected = _degrees_and_strength(conn, depth)
             assert stored == expected
-            walks = {
-                cap: conn.execute(
-                    "SELECT entity_id, hop, path FROM kgrag.k_hop(ARRAY['Node 05'], 2, %s)", [cap]
-                ).fetchall()
-                for cap in range(1, depth + 1)
-            }
             with pytest.raises(psycopg.errors.InvalidParameterValue, match="edge_rank_depth"):
                 conn.execute("SELECT * FROM kgrag.k_hop(ARRAY['Node 05'], 2, %s)", [depth + 1])
-        with tenant_transaction(conn, "*"):
-            conn.execute("UPDATE kgrag.settings SET value = '1000' WHERE tenant_id = '*' AND key = 'edge_rank_depth'")
-        with tenant_transaction(conn, "t1"):
-            conn.execute("SELECT kgrag.refresh_edge_ranks(ARRAY(SELECT entity_id FROM kgrag.entity))")
-        with tenant_transaction(conn, "t1"):
-            stored, dense = _dense_ranks(conn, 1000)
-            assert stored == dense and max(r[3] for r in stored) > depth + 1
-            for cap, walk in walks.items():
-                again = conn.execute("SELECT entity_id, hop, path FROM kgrag.k_hop(ARRAY['Node 05'], 2, %s)", [cap])
-                assert again.fetchall() == walk, cap

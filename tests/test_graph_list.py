@@ -33,8 +33,7 @@ def hub(tconn: TenantSession) -> dict[str, set[str]]:
                 )
         for src, dst in ((SEED, HUB), (HUB, SEED)):
             conn.execute(
-                "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight, rank)"
-                " VALUES ('t1', %s, %s, 'CO_OCCURS', 1, 1)",
+                "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight) VALUES ('t1', %s, %s, 'CO_OCCURS', 1)",
                 [src, dst],
             )
     return cites

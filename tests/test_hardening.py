@@ -245,8 +245,8 @@ def test_traversal_full_text_and_linking_use_their_indexes_under_row_level_secur
             " SELECT 't1', 'n:' || i, 'n' || i, 'n' FROM generate_series(1, 20000) i"
         )
         admin.execute(
-            "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight, rank)"
-            " SELECT 't1', 'n:' || i, 'n:' || ((i * 7) % 20000 + 1), 'CO_OCCURS', 1, 1"
+            "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight)"
+            " SELECT 't1', 'n:' || i, 'n:' || ((i * 7) % 20000 + 1), 'CO_OCCURS', 1"
             " FROM generate_series(1, 20000) i WHERE i <> (i * 7) % 20000 + 1"
         )
         admin.execute(

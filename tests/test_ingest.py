@@ -83,9 +83,13 @@ def test_provided_extraction_builds_the_graph(conn: psycopg.Connection, tmp_path
         ("service:session store", "infrastructure:alpha cluster", "RUNS_ON", True)
     ]
     assert not any(r == "RUNS_ON" for _, _, r in g)
-    # ranks are positions by weight per source, degrees distinct neighbours
-    ranks = q(conn, "SELECT dst, rel, rank FROM kgrag.edge WHERE src = 'service:auth service' ORDER BY rank")
-    assert ranks[0][:2] == ("service:session store", "CO_OCCURS") and [r for _, _, r in ranks] == [1, 2, 3, 4, 5, 6]
+    # a source's strongest edge (what a degree cap of 1 keeps: the heaviest), degrees distinct neighbours
+    strongest = q(
+        conn,
+        "SELECT dst, rel FROM kgrag.edge WHERE src = 'service:auth service'"
+        " AND kgrag_private.among_strongest('t1', src, dst, rel, 1)",
+    )
+    assert strongest == [("service:session store", "CO_OCCURS")]
     assert q(conn, "SELECT degree FROM kgrag.entity WHERE entity_id = 'service:auth service'") == [(5,)]
     # mentions come from the names in the text; every spelling is kept once, with the documents
     # that gave it
@@ -167,9 +171,9 @@ def test_a_changed_document_replaces_its_own_contribution(conn: psycopg.Connecti
 def _graph_rows(conn: psycopg.Connection, tenant: str) -> list[tuple]:
     with tenant_transaction(conn, tenant):
         return conn.execute(
-            "SELECT 'edge', src, dst, rel, weight::text, rank::text FROM kgrag.edge"
-            " UNION ALL SELECT 'mention', entity_id, chunk_id, '', '', '' FROM kgrag.mention"
-            " UNION ALL SELECT 'entity', entity_id, degree::text, '', '', '' FROM kgrag.entity ORDER BY 1, 2, 3, 4"
+            "SELECT 'edge', src, dst, rel, weight::text FROM kgrag.edge"
+            " UNION ALL SELECT 'mention', entity_id, chunk_id, '', '' FROM kgrag.mention"
+            " UNION ALL SELECT 'entity', entity_id, degree::text, '', '' FROM kgrag.entity ORDER BY 1, 2, 3, 4"
         ).fetchall()
 
 

@@ -157,6 +157,63 @@ def test_revision_0026_merges_what_the_pending_lists_held(empty_dsn: str) -> Non
         assert options == (2,)
 
 
+def test_revision_0028_drops_the_edge_ranks_and_its_down_ranks_every_tenant_again(empty_dsn: str) -> None:
+    """Up: no rank column, the edges and degrees as they were; down: every edge of every tenant
+    ranked as revision 0017 defined it (position by weight desc, then dst, then rel in byte order,
+    edge_rank_depth + 1 beyond the depth)."""
+    migrations.upgrade(empty_dsn, "0027")
+    edges = [  # (tenant, src, dst, rel, weight): ties on weight, and the same keys in two tenants
+        (t, s, d, r, w)
+        for t in ("t", "u")
+        for s, d, r, w in (
+            ("k:a", "k:b", "CO_OCCURS", 3 if t == "t" else 1),
+            ("k:a", "k:c", "CO_OCCURS", 3),
+            ("k:a", "k:c", "CALLS", 3),
+            ("k:a", "k:d", "CO_OCCURS", 1),
+            ("k:a", "k:e", "CO_OCCURS", 2),
+            ("k:b", "k:a", "CO_OCCURS", 3),
+        )
+    ]
+    with psycopg.connect(empty_dsn) as conn:  # the installing superuser: no tenant policy applies
+        conn.execute("UPDATE kgrag.settings SET value = '2' WHERE tenant_id = '*' AND key = 'edge_rank_depth'")
+        conn.execute(
+            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, degree)"
+            " SELECT t, 'k:' || x, x, 'k', 7"
+            " FROM unnest(ARRAY['t', 'u']) AS t, unnest(ARRAY['a', 'b', 'c', 'd', 'e']) AS x"
+        )
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight, rank) VALUES (%s, %s, %s, %s, %s, 99)", edges
+            )
+    migrations.upgrade(empty_dsn, "0028")
+    with psycopg.connect(empty_dsn) as conn:
+        columns = conn.execute("SELECT * FROM kgrag.edge LIMIT 0").description or []
+        assert "rank" not in [c.name for c in columns]
+        kept = conn.execute("SELECT tenant_id, src, dst, rel, weight FROM kgrag.edge ORDER BY 1, 2, 3, 4").fetchall()
+        assert kept == sorted(edges)
+        assert conn.execute("SELECT DISTINCT degree FROM kgrag.entity").fetchall() == [(7,)]
+    migrations.downgrade(empty_dsn, "0027")
+    with psycopg.connect(empty_dsn) as conn:
+        ranks = conn.execute(
+            "SELECT tenant_id, src, dst, rel, rank FROM kgrag.edge WHERE src = 'k:a' ORDER BY 1, 5, 3, 4"
+        ).fetchall()
+        assert ranks == [
+            ("t", "k:a", "k:b", "CO_OCCURS", 1),
+            ("t", "k:a", "k:c", "CALLS", 2),
+            ("t", "k:a", "k:c", "CO_OCCURS", 3),
+            ("t", "k:a", "k:d", "CO_OCCURS", 3),
+            ("t", "k:a", "k:e", "CO_OCCURS", 3),
+            ("u", "k:a", "k:c", "CALLS", 1),
+            ("u", "k:a", "k:c", "CO_OCCURS", 2),
+            ("u", "k:a", "k:b", "CO_OCCURS", 3),
+            ("u", "k:a", "k:d", "CO_OCCURS", 3),
+            ("u", "k:a", "k:e", "CO_OCCURS", 3),
+        ]
+        assert conn.execute("SELECT rank FROM kgrag.edge WHERE src = 'k:b'").fetchall() == [(1,), (1,)]
+        forced = conn.execute("SELECT relforcerowsecurity FROM pg_class WHERE oid = 'kgrag.edge'::regclass")
+        assert forced.fetchone() == (True,)
+
+
 def test_upgrade_twice_is_a_no_op(empty_dsn: str) -> None:
     migrations.upgrade(empty_dsn, "head")
     before, before_oids = snapshot(empty_dsn), oids(empty_dsn)

@@ -77,7 +77,7 @@ BEGIN
                   HINT = 'Each hop multiplies the work by the mean degree; raise max_hops for a tenant only if you measured it.';
     END IF;
     IF degree_cap IS NOT NULL AND degree_cap NOT BETWEEN 1 AND kgrag.edge_rank_depth() THEN
-        RAISE EXCEPTION 'degree_cap must be between 1 and % (setting edge_rank_depth: the edges ranked), or NULL for no cap, got %',
+        RAISE EXCEPTION 'degree_cap must be between 1 and % (setting edge_rank_depth), or NULL for no cap, got %',
             kgrag.edge_rank_depth(), degree_cap USING ERRCODE = '22023';
     END IF;
     IF direction IS NULL OR direction NOT IN ('out', 'in', 'both') THEN
@@ -128,9 +128,9 @@ BEGIN
         SELECT g.next_id, w.hop + 1, w.trail || g.next_id || '|', w.seed, w.steps || g.way
           FROM walk AS w
          CROSS JOIN LATERAL (
-               -- the degree cap, per node: its strongest degree_cap edges out (read in rank order
-               -- from edge_src_weight_idx, rank itself unread), and the edges in that rank within
-               -- the cap of their own source
+               -- the degree cap, per node: its strongest degree_cap edges out (read in strength
+               -- order from edge_src_weight_idx), and the edges in that are among the strongest
+               -- degree_cap of their own source
                SELECT x.dst AS next_id, '>' AS way, x.rel, x.valid_from, x.valid_to
                  FROM (SELECT y.dst, y.rel, y.valid_from, y.valid_to FROM kgrag.edge AS y
                         WHERE direction <> 'in' AND y.tenant_id = t AND y.src = w.entity_id
@@ -141,7 +141,7 @@ BEGIN
                  FROM kgrag.edge AS x
                 WHERE direction <> 'out' AND x.tenant_id = t AND x.dst = w.entity_id
                   AND (direction = 'in' OR x.rel <> 'CO_OCCURS')
-                  AND (degree_cap IS NULL OR x.rank <= degree_cap)) AS g
+                  AND (degree_cap IS NULL OR kgrag_private.among_strongest(t, x.src, x.dst, x.rel, degree_cap))) AS g
          WHERE w.hop < hops
            AND strpos(w.trail, '|' || g.next_id || '|') = 0      -- cycle guard: never revisit
            AND (rels IS NULL OR g.rel = ANY (rels))
@@ -234,7 +234,7 @@ BEGIN
                                   FROM unnest(ids) WITH ORDINALITY AS f(id, o)
                                   JOIN kgrag.edge AS x ON x.tenant_id = t AND x.dst = f.id
                                  WHERE direction <> 'out' AND (direction = 'in' OR x.rel <> 'CO_OCCURS')
-                                   AND (degree_cap IS NULL OR x.rank <= degree_cap)
+                                   AND (degree_cap IS NULL OR kgrag_private.among_strongest(t, x.src, x.dst, x.rel, degree_cap))
                                    AND (rels IS NULL OR x.rel = ANY (rels))
                                    AND (as_of IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= as_of)
                                                           AND (x.valid_to IS NULL OR x.valid_to > as_of)))
@@ -288,7 +288,7 @@ AS $$
      ORDER BY w.hop, w.entity_id COLLATE "C"
 $$;
 COMMENT ON FUNCTION kgrag.k_hop(text[], integer, integer, text[], timestamptz, text) IS
-'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps edges with rank <= degree_cap (each node''s strongest edges in the stored direction, counted over every relation type; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case, as_of keeps edges valid at that time. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
+'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case, as_of keeps edges valid at that time. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
 
 CREATE OR REPLACE FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer DEFAULT NULL, direction text DEFAULT 'out')
 RETURNS TABLE (hop integer, nodes bigint, new_nodes bigint, paths bigint)

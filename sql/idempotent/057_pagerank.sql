@@ -47,7 +47,7 @@ BEGIN
             COALESCE(h::text, 'NULL') USING ERRCODE = '22023';
     END IF;
     IF degree_cap IS NOT NULL AND degree_cap NOT BETWEEN 1 AND kgrag.edge_rank_depth() THEN
-        RAISE EXCEPTION 'degree_cap must be between 1 and % (setting edge_rank_depth: the edges ranked), or NULL for no cap, got %',
+        RAISE EXCEPTION 'degree_cap must be between 1 and % (setting edge_rank_depth), or NULL for no cap, got %',
             kgrag.edge_rank_depth(), degree_cap USING ERRCODE = '22023';
     END IF;
     IF cardinality(seed_chunks) > 1000 THEN
@@ -81,13 +81,13 @@ BEGIN
         -- each node's strongest edges (the degree cap, as the walk counts it), either way
         reached_now := ARRAY(SELECT DISTINCT x.id FROM (
                            SELECT g.dst AS id FROM unnest(frontier) AS f(id)
-                            CROSS JOIN LATERAL (SELECT y.dst FROM kgrag.edge AS y  -- the strongest, in rank order
+                            CROSS JOIN LATERAL (SELECT y.dst FROM kgrag.edge AS y  -- the strongest, in strength order
                                                  WHERE y.tenant_id = t AND y.src = f.id
                                                  ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                                  LIMIT degree_cap) AS g
                            UNION ALL
                            SELECT g.src FROM kgrag.edge AS g JOIN unnest(frontier) AS f(id) ON g.dst = f.id
-                            WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS' AND (degree_cap IS NULL OR g.rank <= degree_cap)) AS x
+                            WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS' AND (degree_cap IS NULL OR kgrag_private.among_strongest(t, g.src, g.dst, g.rel, degree_cap))) AS x
                         WHERE x.id <> ALL (ents)
                         ORDER BY x.id);
         ents := ents || reached_now;

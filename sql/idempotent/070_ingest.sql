@@ -1,8 +1,8 @@
 -- Ingestion writes: Python COPYs a batch into temporary staging tables, then one call applies it
 -- set-based, in the caller's transaction. A changed document replaces its own contribution; the
 -- graph is brought up to date for the entities the batch touched, never for the whole tenant:
--- co-occurrence weights move by the chunks that came and went (exact counts), typed edges, ranks
--- and degrees are recomputed.
+-- co-occurrence weights move by the chunks that came and went (exact counts), typed edges are
+-- recomputed, degrees move with the neighbours gained and lost.
 --
 -- Concurrency: writers lock the documents (their rows, in doc_id order), write the chunks, then
 -- lock the entities they touch (transaction-scoped advisory locks, in sorted order), so two

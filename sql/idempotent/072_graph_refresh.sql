@@ -260,7 +260,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.refresh_graph() IS
-'Private. For what pg_temp.kgrag_touched names: moves co-occurrence weights by the chunks that came and went (kgrag_touched.n) and recomputes typed edges, marks communities, reports and answers stale, removes entities no chunk cites any more; edges are written once, with their new ranks (kgrag_private.rewrite_edges). Returns counts as jsonb.';
+'Private. For what pg_temp.kgrag_touched names: moves co-occurrence weights by the chunks that came and went (kgrag_touched.n) and recomputes typed edges, marks communities, reports and answers stale, removes entities no chunk cites any more; only the edges that change are written, and the degrees they move (kgrag_private.rewrite_edges). Returns counts as jsonb.';
 
 CREATE OR REPLACE FUNCTION kgrag.delete_documents(doc_ids text[]) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
