@@ -129,8 +129,8 @@ BEGIN
           FROM walk AS w
          CROSS JOIN LATERAL (
                -- the degree cap, per node: its strongest degree_cap edges out (read in strength
-               -- order from edge_src_weight_idx), and the edges in that are among the strongest
-               -- degree_cap of their own source
+               -- order from edge_src_weight_idx), and the edges into it that are among the
+               -- strongest degree_cap of their own source (kgrag_private.among_strongest)
                SELECT x.dst AS next_id, '>' AS way, x.rel, x.valid_from, x.valid_to
                  FROM (SELECT y.dst, y.rel, y.valid_from, y.valid_to FROM kgrag.edge AS y
                         WHERE direction <> 'in' AND y.tenant_id = t AND y.src = w.entity_id

@@ -81,7 +81,7 @@ BEGIN
         -- each node's strongest edges (the degree cap, as the walk counts it), either way
         reached_now := ARRAY(SELECT DISTINCT x.id FROM (
                            SELECT g.dst AS id FROM unnest(frontier) AS f(id)
-                            CROSS JOIN LATERAL (SELECT y.dst FROM kgrag.edge AS y  -- the strongest, in strength order
+                            CROSS JOIN LATERAL (SELECT y.dst FROM kgrag.edge AS y  -- the strongest first
                                                  WHERE y.tenant_id = t AND y.src = f.id
                                                  ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                                  LIMIT degree_cap) AS g
