@@ -142,6 +142,8 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         "search_reports_vector": ("SELECT * FROM kgrag.search_reports_vector(%s, 50)", [vec]),
         "resolve_entities": ("SELECT kgrag.resolve_entities(%s)", [seeds]),
         "k_hop": ("SELECT * FROM kgrag.k_hop(%s, 3)", [seeds]),
+        # against the edges' direction, capped: each edge asks its source's strongest (among_strongest)
+        "k_hop/in, capped": ("SELECT * FROM kgrag.k_hop(%s, 2, 2, direction => 'in')", [seeds]),
         "fanout": ("SELECT s, f.* FROM unnest(%s::text[]) AS s, kgrag.fanout(s, 3) AS f", [seeds]),
         "path_relations": ("SELECT * FROM kgrag.path_relations(%s)", [seeds[:4]]),
         "route": ("SELECT * FROM kgrag.route(%s, %s)", [vec, question]),
