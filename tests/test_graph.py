@@ -80,6 +80,8 @@ def test_refresh_recounts_only_the_given_entities(graph: psycopg.Connection) -> 
     assert graph.execute("SELECT kgrag.refresh_edge_ranks(ARRAY['n:h', 'n:h', 'n:a'])").fetchone() == (1,)
     degrees = dict(graph.execute("SELECT name, degree FROM kgrag.entity WHERE name IN ('h', 'i')").fetchall())
     assert degrees == {"h": 7, "i": 1}  # i was not named: its degree stays as it was
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="at most 1,000,000 entities"):
+        graph.execute("SELECT kgrag.refresh_edge_ranks(array_fill('n:h'::text, ARRAY[1000001]))")
 
 
 def test_k_hop_two_hops_shortest_paths(graph: psycopg.Connection) -> None:

@@ -18,8 +18,9 @@ CREATE OR REPLACE FUNCTION kgrag_private.among_strongest(
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    -- The one place the strength order is defined: weight desc, ties by dst then rel in byte
-    -- order, as edge_src_weight_idx holds it (the walks' LATERAL top-N reads follow it too).
+    -- The strength order: weight desc, ties by dst then rel in byte order, as edge_src_weight_idx
+    -- holds it. The walks' top-N reads going out (kgrag_private.walk, frontier, the PageRank
+    -- subgraph) write the same ORDER BY inline, in their own plans.
     SELECT degree_cap IS NULL
         OR EXISTS (SELECT 1 FROM (SELECT y.dst, y.rel FROM kgrag.edge AS y
                                    WHERE y.tenant_id = tenant AND y.src = among_strongest.src
@@ -60,17 +61,18 @@ BEGIN
     -- What each wanted key does to the stored edge (a key lookup each, whatever the estimates):
     -- insert, update, delete, or nothing when the stored values are the wanted ones.
     CREATE TEMP TABLE kgrag_edge_write ON COMMIT DROP AS
-    SELECT w.*, CASE WHEN g.src IS NULL THEN CASE WHEN w.weight > 0 THEN 'insert' END
-                     WHEN w.weight = 0 THEN 'delete'
-                     WHEN (g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote, g.extractor, g.valid_from,
-                           g.valid_to)
-                          IS DISTINCT FROM (w.weight, w.confidence, w.evidence_chunk_id, w.evidence_quote, w.extractor,
-                                            w.valid_from, w.valid_to) THEN 'update' END AS action
-      FROM pg_temp.kgrag_edge_want AS w
-      LEFT JOIN LATERAL (SELECT e.* FROM kgrag.edge AS e
-                          WHERE e.tenant_id = t AND e.src = w.src AND e.dst = w.dst AND e.rel = w.rel
-                         OFFSET 0) AS g ON true;
-    DELETE FROM pg_temp.kgrag_edge_write AS w WHERE w.action IS NULL;
+    SELECT x.* FROM (
+        SELECT w.*, CASE WHEN g.src IS NULL THEN CASE WHEN w.weight > 0 THEN 'insert' END
+                         WHEN w.weight = 0 THEN 'delete'
+                         WHEN (g.weight, g.confidence, g.evidence_chunk_id, g.evidence_quote, g.extractor, g.valid_from,
+                               g.valid_to)
+                              IS DISTINCT FROM (w.weight, w.confidence, w.evidence_chunk_id, w.evidence_quote,
+                                                w.extractor, w.valid_from, w.valid_to) THEN 'update' END AS action
+          FROM pg_temp.kgrag_edge_want AS w
+          LEFT JOIN LATERAL (SELECT e.* FROM kgrag.edge AS e
+                              WHERE e.tenant_id = t AND e.src = w.src AND e.dst = w.dst AND e.rel = w.rel
+                             OFFSET 0) AS g ON true) AS x
+     WHERE x.action IS NOT NULL;
     ANALYZE pg_temp.kgrag_edge_write;
 
     -- degree = distinct neighbours. Only a pair (src, dst) that gains its first edge or loses its
@@ -84,7 +86,7 @@ BEGIN
          WHERE w.action IN ('insert', 'delete')
          GROUP BY w.src, w.dst
     ), moved AS MATERIALIZED (
-        SELECT p.src, sum(CASE WHEN p.adds OR s.kept THEN 1 ELSE 0 END - CASE WHEN s.had THEN 1 ELSE 0 END)::integer AS delta
+        SELECT p.src, sum((p.adds OR s.kept)::integer - s.had::integer)::integer AS delta
           FROM pairs AS p
          CROSS JOIN LATERAL (SELECT count(*) > 0 AS had,
                                     COALESCE(bool_or(e.rel <> ALL (COALESCE(p.dropped, '{}'))), false) AS kept
