@@ -2,7 +2,9 @@
 
 The names come from a file (JSONL or CSV) or from the tenant's graph (kgrag.known_names). One
 Aho-Corasick automaton (pyahocorasick) over their canonical forms (kgrag.canonical_name) finds
-them in one pass per chunk, word-bounded, case and accent insensitive.
+them in one pass per chunk, word-bounded, case and accent insensitive. A document's title is read
+too: a name in it is what the whole document is about, cited by the document's first chunk, even
+where the text never repeats it (an encyclopedia paragraph says "he", a runbook "this service").
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ class GazetteerExtractor:
 
     def fingerprint(self) -> str:
         listing = "\n".join(f"{n.name}\t{n.type}\t{';'.join(n.aliases)}" for n in self.names)
-        return "gazetteer:v1:" + hashlib.sha256(listing.encode()).hexdigest()[:16]
+        return "gazetteer:v2:" + hashlib.sha256(listing.encode()).hexdigest()[:16]
 
     def _build(self, conn: psycopg.Connection) -> ahocorasick.Automaton:
         forms = [(i, form) for i, known in enumerate(self.names) for form in (known.name, *known.aliases)]
@@ -99,18 +101,21 @@ class GazetteerExtractor:
             if self._automaton is None:
                 self._automaton = self._build(conn)
             automaton = self._automaton
-        texts = [chunk.text for prepared in docs for chunk in prepared.chunks]
+        # each document's title, then its chunks, in one canonical_name call
+        texts = [text for prepared in docs for text in (prepared.document.title, *(c.text for c in prepared.chunks))]
         canon = iter(normalized(conn, "canonical_name", texts) if len(automaton) else [""] * len(texts))
         results: dict[str, Extraction | Exception] = {}
         for prepared in docs:
             hits: dict[int, set[int]] = {}
-            for chunk in prepared.chunks:
-                haystack = f" {next(canon)} "
-                if not len(automaton):
+            title = next(canon)
+            # a document without chunks has nothing to cite its title's names
+            first = [prepared.chunks[0].ordinal] if prepared.chunks else []
+            for ordinals, haystack in ((first, title), *(([c.ordinal], next(canon)) for c in prepared.chunks)):
+                if not len(automaton) or not haystack or not ordinals:
                     continue
-                for _, indexes in automaton.iter(haystack):
+                for _, indexes in automaton.iter(f" {haystack} "):
                     for index in indexes:
-                        hits.setdefault(index, set()).add(chunk.ordinal)
+                        hits.setdefault(index, set()).update(ordinals)
             results[prepared.document.doc_id] = Extraction(
                 entities=[
                     FoundEntity(

@@ -11,7 +11,8 @@ Two kinds of entity per document, found in its text:
 Stop words are yake's own lists for the document's language (English and Portuguese, and the
 other languages yake ships). An entity is cited by the chunks whose text contains it (word-bounded,
 case and accent insensitive: kgrag.canonical_name), and entities cited by the same chunk are
-linked by co-occurrence, as for every extractor.
+linked by co-occurrence, as for every extractor. The names in a document's title are what the
+whole document is about: the first chunk cites them too, even where the text never repeats them.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ class KeyphraseExtractor:
 
     def fingerprint(self) -> str:
         settings = f"{metadata.version('yake')}:{KEYPHRASES_PER_DOCUMENT}:{NAME_MAX_WORDS}"
-        return "keyphrases:v1:" + hashlib.sha256(settings.encode()).hexdigest()[:12]
+        return "keyphrases:v2:" + hashlib.sha256(settings.encode()).hexdigest()[:12]
 
     @staticmethod
     @functools.cache
@@ -111,12 +112,14 @@ class KeyphraseExtractor:
 
         return yake.KeywordExtractor(lan=language, n=3, top=3 * KEYPHRASES_PER_DOCUMENT)
 
-    def _phrases(self, prepared: PreparedDocument) -> list[tuple[str, str]]:
-        """(phrase, type) of one document: names first, then concepts."""
+    def _phrases(self, prepared: PreparedDocument) -> list[tuple[str, str, bool]]:
+        """(phrase, type, in the title) of one document: the title's names first, the text's
+        names, then concepts."""
         text = prepared.document.text
         language = language_of(prepared.document.language, text)
         stops = stop_words(language)
-        phrases = [(name, "Name") for name in names_in(text, stops)]
+        phrases = [(name, "Name", True) for name in names_in(prepared.document.title, stops)]
+        phrases += [(name, "Name", False) for name in names_in(text, stops)]
         # a concept is a phrase of lowercase content words: capitalized words are the names' (a
         # yake phrase that runs over a name, "Costa runs", is neither), one word alone is too common
         concepts = [
@@ -124,23 +127,27 @@ class KeyphraseExtractor:
             for phrase, _ in self._yake(language).extract_keywords(text)
             if len(phrase.split()) > 1 and all(word.islower() and word not in stops for word in phrase.split())
         ]
-        phrases += [(phrase, "Concept") for phrase in concepts[:KEYPHRASES_PER_DOCUMENT]]
+        phrases += [(phrase, "Concept", False) for phrase in concepts[:KEYPHRASES_PER_DOCUMENT]]
         return phrases
 
     def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
         found = [self._phrases(prepared) for prepared in docs]
         texts = [chunk.text for prepared in docs for chunk in prepared.chunks]
-        texts += [phrase for phrases in found for phrase, _ in phrases]
+        texts += [phrase for phrases in found for phrase, _, _ in phrases]
         canon = iter(normalized(conn, "canonical_name", texts))
         haystacks = [[f" {next(canon)} " for _ in prepared.chunks] for prepared in docs]
         results: dict[str, Extraction | Exception] = {}
         for prepared, phrases, hays in zip(docs, found, haystacks, strict=True):
             entities: dict[str, FoundEntity] = {}
-            for phrase, kind in phrases:
+            for phrase, kind, in_title in phrases:
                 key = next(canon)
                 if not key or key in entities:
                     continue  # a name found again, or a concept that is also a name
-                ordinals = [c.ordinal for c, hay in zip(prepared.chunks, hays, strict=True) if f" {key} " in hay]
+                ordinals = [
+                    c.ordinal
+                    for i, (c, hay) in enumerate(zip(prepared.chunks, hays, strict=True))
+                    if (in_title and i == 0) or f" {key} " in hay
+                ]
                 if ordinals:
                     entities[key] = FoundEntity(phrase, kind, ordinals=ordinals)
             results[prepared.document.doc_id] = Extraction(entities=sorted(entities.values(), key=lambda e: e.name))

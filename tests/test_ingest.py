@@ -332,6 +332,30 @@ def test_gazetteer_finds_names_word_bounded_and_accent_blind(conn: psycopg.Conne
     ]
 
 
+def test_gazetteer_reads_the_title_as_the_first_chunks(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """A name in a document's title is cited by its first chunk, and linked to what that chunk
+    names, even where the text says only "it"; a title naming nothing known adds nothing."""
+    names = [KnownName("Payment Module", "Service"), KnownName("Ledger", "Service"), KnownName("Audit", "Concept")]
+    long_text = "It writes every charge to the Ledger. " + "It retries twice. " * 80 + "It is audited yearly."
+    docs = [
+        {"doc_id": "p", "title": "Payment Module (runbook)", "text": long_text},
+        {"doc_id": "n", "title": "Notes", "text": "The Ledger is kept for seven years."},
+        {"doc_id": "u", "text": "Nothing named here."},
+    ]
+    report = ingest(conn, tmp_path, docs, extractor=GazetteerExtractor(names))
+    assert report.ok
+    assert q(conn, "SELECT count(*) FROM kgrag.chunk WHERE doc_id = 'p'")[0][0] > 1
+    assert q(conn, "SELECT entity_id, chunk_id FROM kgrag.mention ORDER BY 1, 2") == [
+        ("service:ledger", "n#0"),
+        ("service:ledger", "p#0"),
+        ("service:payment module", "p#0"),  # the title's, first chunk only
+    ]
+    assert q(conn, "SELECT src, dst FROM kgrag.edge ORDER BY 1, 2") == [
+        ("service:ledger", "service:payment module"),
+        ("service:payment module", "service:ledger"),
+    ]
+
+
 def test_gazetteer_scales_to_thousands_of_names(conn: psycopg.Connection, tmp_path: Path) -> None:
     names = [KnownName(f"System {i:04d}", "Service") for i in range(3000)]
     docs = [

@@ -10,9 +10,10 @@ from pathlib import Path
 import psycopg
 from commands import run, summary
 from conftest import Server
-from ingesting import OPS
+from ingesting import OPS, ingest
 
-from pgkgrag.keyphrases import language_of, names_in, stop_words
+from pgkgrag.db import tenant_transaction
+from pgkgrag.keyphrases import KeyphraseExtractor, language_of, names_in, stop_words
 
 ENGLISH = (
     "The Payment Gateway depends on the Fraud Scanner, which Ana Costa runs from Lisbon.\n\n"
@@ -104,3 +105,23 @@ def test_documents_that_carry_entities_keep_their_hash_under_auto(
         assert summary(keyphrases.stdout)["written"] == str(len(OPS)), keyphrases.stdout
     finally:
         server.drop_database(name)
+
+
+def test_a_titles_names_are_cited_by_the_first_chunk(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """An encyclopedia paragraph that never repeats its title ("He ...") is still about it: the
+    title's names are cited by the document's first chunk and linked to the names there."""
+    docs = [
+        {"doc_id": "b", "title": "Ana Costa (engineer)", "text": "She moved to Lisbon in 2019. " + "She writes. " * 99},
+        {"doc_id": "n", "title": "weekly notes", "text": "Lisbon hosts the review."},
+    ]
+    assert ingest(conn, tmp_path, docs, extractor=KeyphraseExtractor()).ok
+    with tenant_transaction(conn, "t1"):
+        mentions = conn.execute(
+            "SELECT e.name, m.chunk_id FROM kgrag.mention AS m JOIN kgrag.entity AS e USING (tenant_id, entity_id)"
+            " ORDER BY 1, 2"
+        ).fetchall()
+        linked = conn.execute("SELECT dst_name FROM kgrag.edges WHERE src_name = 'Ana Costa'").fetchall()
+        chunks = conn.execute("SELECT count(*) FROM kgrag.chunk WHERE doc_id = 'b'").fetchone()
+    assert chunks is not None and chunks[0] > 1  # the first chunk only cites the title's names
+    assert mentions == [("Ana Costa", "b#0"), ("Lisbon", "b#0"), ("Lisbon", "n#0")]
+    assert linked == [("Lisbon",)]
