@@ -356,6 +356,23 @@ def test_gazetteer_reads_the_title_as_the_first_chunks(conn: psycopg.Connection,
     ]
 
 
+def test_an_entitys_answer_comes_from_its_own_page(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """The document titled with an entity's name is its page: its answer comes from there even
+    where the page never names it and another document does; without a page, the first sentence
+    naming it."""
+    names = [KnownName("Payment Module", "Service"), KnownName("Ledger", "Service")]
+    docs = [
+        {"doc_id": "a", "title": "Incidents", "text": "The Payment Module paged twice. The Ledger lagged."},
+        {"doc_id": "p", "title": "Payment Module", "text": "It charges cards. It writes to the Ledger."},
+    ]
+    assert ingest(conn, tmp_path, docs, extractor=GazetteerExtractor(names)).ok
+    build(conn, "t1", HashEmbedder(512))
+    assert q(conn, "SELECT entity_id, answer, answer_chunk_id FROM kgrag.entity ORDER BY 1") == [
+        ("service:ledger", "The Ledger lagged.", "a#0"),
+        ("service:payment module", "It charges cards.", "p#0"),
+    ]
+
+
 def test_gazetteer_scales_to_thousands_of_names(conn: psycopg.Connection, tmp_path: Path) -> None:
     names = [KnownName(f"System {i:04d}", "Service") for i in range(3000)]
     docs = [

@@ -127,9 +127,11 @@ DECLARE
     t text := kgrag.current_tenant();
     n integer;
 BEGIN
-    -- The answer of an entity is the first sentence that names it, taken from the chunks citing
-    -- it (chunks of a document titled with its name first); failing that, the first sentence of
-    -- its first chunk. The chunk's hash is kept so a changed chunk makes the answer stale.
+    -- The answer of an entity comes from the document titled with its name when one cites it (its
+    -- own page, even where the text says "he" and never the name): the first sentence there that
+    -- names it, else that document's first sentence. Otherwise the first sentence naming it in the
+    -- chunks citing it; failing that, the first sentence of its first chunk. The chunk's hash is
+    -- kept so a changed chunk makes the answer stale.
     WITH todo AS (
         SELECT e.entity_id, e.name FROM kgrag.entity AS e
          WHERE e.tenant_id = t AND (e.answer IS NULL OR e.answer_stale)
@@ -138,16 +140,15 @@ BEGIN
           FROM todo AS td JOIN kgrag.alias AS a ON a.tenant_id = t AND a.entity_id = td.entity_id
          WHERE a.alias_fold <> ''
     ), chunks AS (
-        SELECT td.entity_id, c.chunk_id, c.content_hash, c.text,
-               row_number() OVER (PARTITION BY td.entity_id
-                                  ORDER BY (kgrag.canonical_name(d.title) = kgrag.canonical_name(td.name)) DESC,
-                                           c.chunk_id COLLATE "C") AS preference
-          FROM todo AS td
-          JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = td.entity_id
-          JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = m.chunk_id
-          JOIN kgrag.document AS d ON d.tenant_id = t AND d.doc_id = c.doc_id
+        SELECT x.*, row_number() OVER (PARTITION BY x.entity_id ORDER BY x.own DESC, x.chunk_id COLLATE "C") AS preference
+          FROM (SELECT td.entity_id, c.chunk_id, c.content_hash, c.text,
+                       kgrag.canonical_name(d.title) = kgrag.canonical_name(td.name) AS own
+                  FROM todo AS td
+                  JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = td.entity_id
+                  JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = m.chunk_id
+                  JOIN kgrag.document AS d ON d.tenant_id = t AND d.doc_id = c.doc_id) AS x
     ), sentences AS (
-        SELECT ch.entity_id, ch.chunk_id, ch.content_hash, ch.preference, s.pos, btrim(s.sentence) AS sentence,
+        SELECT ch.entity_id, ch.chunk_id, ch.content_hash, ch.own, ch.preference, s.pos, btrim(s.sentence) AS sentence,
                EXISTS (SELECT 1 FROM names AS nm WHERE nm.entity_id = ch.entity_id
                           AND strpos(' ' || kgrag.canonical_name(s.sentence) || ' ', nm.needle) > 0) AS names_it
           FROM chunks AS ch
@@ -156,7 +157,7 @@ BEGIN
     ), best AS (
         SELECT DISTINCT ON (x.entity_id) x.entity_id, x.chunk_id, x.content_hash, x.sentence
           FROM sentences AS x
-         ORDER BY x.entity_id, x.names_it DESC, x.preference, x.pos
+         ORDER BY x.entity_id, x.own DESC, x.names_it DESC, x.preference, x.pos
     )
     UPDATE kgrag.entity AS e
        SET answer = left(regexp_replace(b.sentence, '\s+', ' ', 'g'), 400), answer_chunk_id = b.chunk_id,
@@ -168,7 +169,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.refresh_answers() IS
-'Writes a short answer for every entity of the current tenant that has none or a stale one: the first sentence naming it in the chunks that cite it, with that chunk''s id and hash. Returns the number of answers written.';
+'Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash: from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Returns the number of answers written.';
 
 CREATE OR REPLACE FUNCTION kgrag.refresh_reports() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
