@@ -104,8 +104,9 @@ BEGIN
     -- chunks that cite reached entities (nearest first, those citing more of them first).
     -- A hub cites thousands of chunks: the chunks ranked are each reached entity's first
     -- graph_chunks_per_entity citing chunks (by chunk id, an index range) and the chunks of the
-    -- other lists, each with every reached entity it cites counted, so the work is bounded by the
-    -- walk, not by the corpus. The list stops after the last one that could still be among the k
+    -- other lists, each with every reached entity it cites counted (its own mentions, read by
+    -- chunk: OFFSET 0 keeps the planner from reading every mention of the reached hubs instead),
+    -- so the work is bounded by the walk, not by the corpus. The list stops after the last one that could still be among the k
     -- fused rows: one of its first k, or one another list holds too. A chunk past that and in no
     -- other list scores below each of the k before it, all in this list, so the fused rows are
     -- the same.
@@ -117,18 +118,21 @@ BEGIN
           FROM (SELECT DISTINCT ON (u.chunk_id) u.* FROM (
                     SELECT e.answer_chunk_id AS chunk_id, 0 AS tier, r.position::float8 AS key1, 0::float8 AS key2
                       FROM jsonb_to_recordset(reached) AS r(entity_id text, hop integer, path text[], seed text, position integer)
-                      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
-                     WHERE e.answer_chunk_id IS NOT NULL
+                     CROSS JOIN LATERAL (SELECT x.answer_chunk_id FROM kgrag.entity AS x  -- a key lookup each
+                                          WHERE x.tenant_id = t AND x.entity_id = r.entity_id
+                                            AND x.answer_chunk_id IS NOT NULL OFFSET 0) AS e
                     UNION ALL
                     SELECT m.chunk_id, 1, min(r.hop), count(*)
-                      FROM (SELECT DISTINCT c.id FROM (
-                                SELECT x.chunk_id FROM jsonb_to_recordset(reached) AS r(entity_id text)
-                                 CROSS JOIN LATERAL (SELECT y.chunk_id FROM kgrag.mention AS y
-                                                      WHERE y.tenant_id = t AND y.entity_id = r.entity_id
-                                                      ORDER BY y.chunk_id LIMIT per_entity) AS x
-                                UNION ALL
-                                SELECT o.id FROM unnest(others) AS o(id)) AS c(id)) AS c
-                      JOIN kgrag.mention AS m ON m.tenant_id = t AND m.chunk_id = c.id
+                      FROM (SELECT c.id, y.chunk_id, y.entity_id
+                              FROM (SELECT DISTINCT c.id FROM (
+                                        SELECT x.chunk_id FROM jsonb_to_recordset(reached) AS r(entity_id text)
+                                         CROSS JOIN LATERAL (SELECT y.chunk_id FROM kgrag.mention AS y
+                                                              WHERE y.tenant_id = t AND y.entity_id = r.entity_id
+                                                              ORDER BY y.chunk_id LIMIT per_entity) AS x
+                                        UNION ALL
+                                        SELECT o.id FROM unnest(others) AS o(id)) AS c(id)) AS c
+                              JOIN kgrag.mention AS y ON y.tenant_id = t AND y.chunk_id = c.id
+                            OFFSET 0) AS m  -- each candidate's own mentions, then the reached entities among them
                       JOIN jsonb_to_recordset(reached) AS r(entity_id text, hop integer) ON r.entity_id = m.entity_id
                      GROUP BY m.chunk_id) AS u
                  ORDER BY u.chunk_id, u.tier, u.key1) AS x
