@@ -89,6 +89,18 @@ def test_other_tenants_rows_never_match(lexical: psycopg.Connection) -> None:
     assert "other#0" not in search(lexical, "renewal contract tenant")
 
 
+def test_each_language_of_the_tenant_is_searched_in_its_own_configuration(lexical: psycopg.Connection) -> None:
+    """The tenant's languages come from an index probe per language (revision 0029): with four of
+    them each chunk is still matched by its own stemmer, and another tenant's language adds none."""
+    add_chunks(lexical, "t1", {"vertrag": "Die Verträge werden jährlich erneuert."}, lang="german")
+    add_chunks(lexical, "t1", {"renovacion": "Las renovaciones del contrato son anuales."}, lang="spanish")
+    add_chunks(lexical, "t2", {"andere": "Andere Verträge."}, lang="german")
+    assert search(lexical, "Vertrag") == ["vertrag#0"]  # German stemming: Verträge -> vertrag
+    assert search(lexical, "renovación") == ["renovacion#0"]  # Spanish: renovaciones -> renov
+    assert search(lexical, "renovações") == ["renovacao#0"]
+    assert search(lexical, "contract renewal consent")[0] == "renewal#0"
+
+
 def test_configuration_can_be_forced(lexical: psycopg.Connection) -> None:
     assert search(lexical, "renovação", 10, "any", "simple") == []  # no simple-config chunks
     assert search(lexical, "renovação", 10, "any", "portuguese") == ["renovacao#0"]

@@ -381,3 +381,16 @@ def test_concurrent_upgrades_are_serialized(server: Server) -> None:
         assert migrations.current(dsn) == migrations.head()
     finally:
         server.drop_database(name)
+
+
+def test_revision_0029_indexes_the_documents_languages(empty_dsn: str) -> None:
+    """Up: document_lang_idx, which lexical search probes once per language; down: gone."""
+    migrations.upgrade(empty_dsn, "0029")
+    index = "SELECT indexdef FROM pg_indexes WHERE schemaname = 'kgrag' AND indexname = 'document_lang_idx'"
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute(index).fetchall() == [
+            ("CREATE INDEX document_lang_idx ON kgrag.document USING btree (tenant_id, lang)",)
+        ]
+    migrations.downgrade(empty_dsn, "0028")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute(index).fetchall() == []

@@ -178,7 +178,16 @@ BEGIN
     IF config IS NOT NULL THEN
         configs := ARRAY[config];
     ELSE
-        SELECT array_agg(DISTINCT d.lang) INTO configs FROM kgrag.document AS d WHERE d.tenant_id = t;
+        -- the languages of the tenant's documents: one probe of document_lang_idx per language
+        WITH RECURSIVE langs(lang) AS (
+            (SELECT d.lang FROM kgrag.document AS d WHERE d.tenant_id = t ORDER BY d.lang LIMIT 1)
+            UNION ALL
+            SELECT (SELECT d.lang FROM kgrag.document AS d WHERE d.tenant_id = t AND d.lang > l.lang
+                     ORDER BY d.lang LIMIT 1)
+              FROM langs AS l
+             WHERE l.lang IS NOT NULL
+        )
+        SELECT array_agg(l.lang) INTO configs FROM langs AS l WHERE l.lang IS NOT NULL;
     END IF;
     RETURN QUERY
     WITH queries AS MATERIALIZED (  -- once per configuration, not per candidate
@@ -203,7 +212,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.search_chunks_lexical(text, integer, text, regconfig, double precision) IS
-'Returns the k chunks of the current tenant that best match the question by full-text search: (chunk_id, rank, score = ts_rank_cd). Each chunk is searched in its own language''s configuration unless config is given; see kgrag.lexical_query for the modes. min_coverage keeps chunks holding at least that share of the question''s content words. An empty or stop-word-only question returns no rows. Bounded: at most lexical_candidates (setting) chunks per configuration are scored, drawn by the question''s rarest words (see kgrag_private.lexical_candidates); a word more chunks hold than that draws none (kgrag.lexeme_stats, counted by pgkgrag build, names those), so the work does not grow with the chunks that hold a common word. A corpus with fewer matches than that scores every match, as before.';
+'Returns the k chunks of the current tenant that best match the question by full-text search: (chunk_id, rank, score = ts_rank_cd). Each chunk is searched in its own language''s configuration unless config is given; see kgrag.lexical_query for the modes. min_coverage keeps chunks holding at least that share of the question''s content words. An empty or stop-word-only question returns no rows. Bounded: at most lexical_candidates (setting) chunks per configuration are scored, drawn by the question''s rarest words (see kgrag_private.lexical_candidates); a word more chunks hold than that draws none (kgrag.lexeme_stats, counted by pgkgrag build, names those), so the work does not grow with the chunks that hold a common word; the languages of the tenant''s documents are one index probe each (document_lang_idx), not a scan of the documents. A corpus with fewer matches than that scores every match, as before.';
 
 CREATE OR REPLACE FUNCTION kgrag.search_reports_lexical(
     question text, k integer DEFAULT 10, level integer DEFAULT NULL, min_coverage double precision DEFAULT 0)
