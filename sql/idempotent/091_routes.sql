@@ -105,11 +105,11 @@ BEGIN
     -- A hub cites thousands of chunks: the chunks ranked are each reached entity's first
     -- graph_chunks_per_entity citing chunks (by chunk id, an index range) and the chunks of the
     -- other lists, each with every reached entity it cites counted (its own mentions, read by
-    -- chunk: OFFSET 0 keeps the planner from reading every mention of the reached hubs instead),
-    -- so the work is bounded by the walk, not by the corpus. The list stops after the last one that could still be among the k
-    -- fused rows: one of its first k, or one another list holds too. A chunk past that and in no
-    -- other list scores below each of the k before it, all in this list, so the fused rows are
-    -- the same.
+    -- chunk: OFFSET 0 keeps the planner from reading every mention of the reached hubs instead,
+    -- 34,491 rows for 6 entities at 100k chunks), so the work is bounded by the walk, not by the
+    -- corpus. The list stops after the last one that could still be among the k fused rows: one
+    -- of its first k, or one another list holds too. A chunk past that and in no other list
+    -- scores below each of the k before it, all in this list, so the fused rows are the same.
     others := ARRAY(SELECT v.id FROM jsonb_each(lists) AS l CROSS JOIN LATERAL jsonb_array_elements_text(l.value) AS v(id));
     lists := lists || jsonb_build_object('graph', (
         SELECT COALESCE(jsonb_agg(z.chunk_id ORDER BY z.o), '[]')
@@ -123,7 +123,7 @@ BEGIN
                                             AND x.answer_chunk_id IS NOT NULL OFFSET 0) AS e
                     UNION ALL
                     SELECT m.chunk_id, 1, min(r.hop), count(*)
-                      FROM (SELECT c.id, y.chunk_id, y.entity_id
+                      FROM (SELECT y.chunk_id, y.entity_id
                               FROM (SELECT DISTINCT c.id FROM (
                                         SELECT x.chunk_id FROM jsonb_to_recordset(reached) AS r(entity_id text)
                                          CROSS JOIN LATERAL (SELECT y.chunk_id FROM kgrag.mention AS y
