@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
-from conftest import WRITER, Server
+from commands import run
+from conftest import WRITER, Server, as_role
 from ingesting import OPS, CountingEmbedder, checksums, ingest, write_jsonl
 
 from pgkgrag.build import build
@@ -371,6 +372,44 @@ def test_an_entitys_answer_comes_from_its_own_page(conn: psycopg.Connection, tmp
         ("service:ledger", "The Ledger lagged.", "a#0"),
         ("service:payment module", "It charges cards.", "p#0"),
     ]
+
+
+def test_answers_written_before_are_chosen_again_as_the_readme_says(
+    conn: psycopg.Connection,
+    admin: psycopg.Connection,
+    dsn: str,
+    login_roles: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """An answer written by the rule before (a sentence of another document) stays until asked:
+    as a login role granted kgrag_writer and the tenant, `UPDATE kgrag.entity SET answer_stale =
+    true` then `pgkgrag build` chooses it again from the entity's own page."""
+    names = [KnownName("Payment Module", "Service"), KnownName("Ledger", "Service")]
+    docs = [
+        {"doc_id": "a", "title": "Incidents", "text": "The Payment Module paged twice. The Ledger lagged."},
+        {"doc_id": "p", "title": "Payment Module", "text": "It charges cards. It writes to the Ledger."},
+    ]
+    assert ingest(conn, tmp_path, docs, extractor=GazetteerExtractor(names)).ok
+    build(conn, "t1", HashEmbedder(512))
+    with tenant_transaction(admin, "t1"):  # what the rule before this release wrote
+        admin.execute(
+            "UPDATE kgrag.entity SET answer = 'The Payment Module paged twice.', answer_chunk_id = 'a#0'"
+            " WHERE entity_id = 'service:payment module'"
+        )
+    writer = login_roles(WRITER)
+    admin.execute("SELECT kgrag.grant_tenant(%s, 't1')", [writer])
+    admin.commit()
+    answer = "SELECT answer, answer_chunk_id FROM kgrag.entity WHERE entity_id = 'service:payment module'"
+    with psycopg.connect(as_role(dsn, writer)) as own:
+        built = run("build", "--tenant", "t1", dsn=as_role(dsn, writer))
+        assert built.returncode == 0, built.stderr
+        with tenant_transaction(own, "t1"):
+            assert own.execute(answer).fetchall() == [("The Payment Module paged twice.", "a#0")]  # not stale
+            own.execute("UPDATE kgrag.entity SET answer_stale = true")
+        built = run("build", "--tenant", "t1", dsn=as_role(dsn, writer))
+        assert built.returncode == 0, built.stderr
+        with tenant_transaction(own, "t1"):
+            assert own.execute(answer).fetchall() == [("It charges cards.", "p#0")]
 
 
 def test_gazetteer_scales_to_thousands_of_names(conn: psycopg.Connection, tmp_path: Path) -> None:
