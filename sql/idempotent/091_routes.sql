@@ -106,10 +106,11 @@ BEGIN
     -- graph_chunks_per_entity citing chunks (by chunk id, an index range) and the chunks of the
     -- other lists, each with every reached entity it cites counted (its own mentions, read by
     -- chunk: OFFSET 0 keeps the planner from reading every mention of the reached hubs instead,
-    -- 34,491 rows for 6 entities at 100k chunks), so the work is bounded by the walk, not by the
-    -- corpus. The list stops after the last one that could still be among the k fused rows: one
-    -- of its first k, or one another list holds too. A chunk past that and in no other list
-    -- scores below each of the k before it, all in this list, so the fused rows are the same.
+    -- 34,491 rows for 6 entities at 100k chunks under auto_explain), so the work is bounded by the
+    -- walk, not by the corpus. The list stops after the last one that could still be among the k
+    -- fused rows: one of its first k, or one another list holds too. A chunk past that and in no
+    -- other list scores below each of the k before it, all in this list, so the fused rows are
+    -- the same.
     others := ARRAY(SELECT v.id FROM jsonb_each(lists) AS l CROSS JOIN LATERAL jsonb_array_elements_text(l.value) AS v(id));
     lists := lists || jsonb_build_object('graph', (
         SELECT COALESCE(jsonb_agg(z.chunk_id ORDER BY z.o), '[]')
