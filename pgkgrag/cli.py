@@ -307,6 +307,8 @@ def ingest(
     with conn, ExitStack() as writers:
         dsn = ensure_server(config)
         workers = [writers.enter_context(connect_app(dsn, WRITER)) for _ in range(jobs - 1)]
+        # one writer: the next batch is read, chunked and extracted on another connection meanwhile
+        stage_conn = writers.enter_context(connect_app(dsn, WRITER)) if jobs == 1 else None
         emb = tenant_embedder(conn, config.tenant, embedder)
         chosen = make_extractor(conn, config.tenant, extractor, gazetteer_file)
         path_list = list(paths)
@@ -320,7 +322,14 @@ def ingest(
                 progress.advance(tasks[step], n)
 
             ingestor = Ingestor(
-                conn, config.tenant, chosen, emb, batch_size=batch_size, progress=advance, workers=workers
+                conn,
+                config.tenant,
+                chosen,
+                emb,
+                batch_size=batch_size,
+                progress=advance,
+                workers=workers,
+                stage_conn=stage_conn,
             )
             summary = ingestor.run(path_list)
             built = None

@@ -155,12 +155,15 @@ class Ingestor:
         progress: ProgressCallback | None = None,
         workers: Sequence[psycopg.Connection] = (),
         embed_ahead: bool = True,
+        stage_conn: psycopg.Connection | None = None,
     ) -> None:
         """With `workers` (more connections to the same database), batches are written by
         1 + len(workers) threads at once, each batch still in its own transaction. With one
         writer and embed_ahead, a batch's chunks are embedded while the batch before it is written
-        (False: each batch embedded, then written). progress hears ("documents", how many were
-        just done) and ("entity embeddings", ...)."""
+        (False: each batch embedded, then written); given `stage_conn` too (another connection to
+        the same database, as the same role), the batch is also read, chunked and extracted there
+        meanwhile, so the writer only writes. progress hears ("documents", how many were just done)
+        and ("entity embeddings", ...)."""
         self.conn = conn
         self.tenant = tenant
         self.extractor = extractor
@@ -169,6 +172,7 @@ class Ingestor:
         self.progress = progress or (lambda step, n: None)
         self.workers = list(workers)
         self.embed_ahead = embed_ahead
+        self.stage_conn = stage_conn
         self._embedding = threading.Lock()  # embedders need not be thread-safe; USE uses every core anyway
         self._languages: dict[str | None, str | None] = {}
         with tenant_transaction(conn, tenant):
@@ -227,21 +231,31 @@ class Ingestor:
 
     def _pipeline(self, batches: Iterator[list[InputItem]], summary: IngestSummary) -> None:
         """One writer: a batch's chunks are embedded in a thread while this one writes the batch
-        before it and extracts the one after (at most two batches held)."""
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgkgrag-embed") as pool:
-            ahead: tuple[_Staged, Future[dict[str, np.ndarray]]] | None = None
+        before it (at most two batches held). The thread reads, chunks and extracts the batch too
+        when it has a connection of its own (stage_conn); else this one does, between writes."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgkgrag-ahead") as pool:
+            ahead: Future[tuple[_Staged, dict[str, np.ndarray]]] | None = None
             try:
                 for batch in batches:
-                    staged = self._stage(self.conn, batch)
-                    embedding = pool.submit(self._embed, staged)
+                    if self.stage_conn is not None:
+                        job = pool.submit(self._ready, self.stage_conn, batch)
+                    else:
+                        job = pool.submit(self._embedded, self._stage(self.conn, batch))
                     if ahead is not None:
-                        summary.merge(self._finish(self.conn, ahead[0], ahead[1].result()))
-                    ahead = (staged, embedding)
+                        summary.merge(self._finish(self.conn, *ahead.result()))
+                    ahead = job
                 if ahead is not None:
-                    summary.merge(self._finish(self.conn, ahead[0], ahead[1].result()))
+                    summary.merge(self._finish(self.conn, *ahead.result()))
             except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)  # an embedding under way finishes; nothing is written
+                pool.shutdown(wait=True, cancel_futures=True)  # a batch under way is staged; nothing of it is written
                 raise
+
+    def _ready(self, conn: psycopg.Connection, batch: list[InputItem]) -> tuple[_Staged, dict[str, np.ndarray]]:
+        """A batch staged on `conn` and embedded: all it needs to be written."""
+        return self._embedded(self._stage(conn, batch))
+
+    def _embedded(self, staged: _Staged) -> tuple[_Staged, dict[str, np.ndarray]]:
+        return staged, self._embed(staged)
 
     def _languages_of(self, conn: psycopg.Connection, batch: list[InputItem]) -> dict[str | None, str | None]:
         """The text search configuration of each language the batch names (kgrag.text_search_config)."""
@@ -283,8 +297,7 @@ class Ingestor:
 
     def _batch(self, conn: psycopg.Connection, batch: list[InputItem]) -> IngestSummary:
         """Prepare, extract, embed and write one batch on `conn`; what it did is the result."""
-        staged = self._stage(conn, batch)
-        return self._finish(conn, staged, self._embed(staged))
+        return self._finish(conn, *self._ready(conn, batch))
 
     def _stage(self, conn: psycopg.Connection, batch: list[InputItem]) -> _Staged:
         """Read, chunk and extract a batch, and find its chunk texts without a vector."""

@@ -7,6 +7,7 @@ import copy
 import json
 import threading
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -438,13 +439,16 @@ def test_a_batch_touching_thousands_of_entities_fits_the_lock_table(conn: psycop
 
 
 class _Watched(ProvidedExtractor):
-    """The provided extractor, noting each batch it extracts in a shared list of events."""
+    """The provided extractor, noting each batch it extracts in a shared list of events, and the
+    thread and connection it extracted with."""
 
     def __init__(self, events: list[str]) -> None:
         self.events = events
+        self.seen: list[tuple[str, psycopg.Connection]] = []
 
     def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
         self.events.append("extract")
+        self.seen.append((threading.current_thread().name, conn))
         return super().extract(conn, docs)
 
 
@@ -478,42 +482,58 @@ def test_one_writer_embeds_a_batch_while_writing_the_one_before(
     conn: psycopg.Connection, server: Server, template: str, tmp_path: Path
 ) -> None:
     """With one writer, batch k is extracted and handed to the embedding thread before batch k-1
-    is written (events: extract, extract, written, extract, written, ...), and the database ends
-    as with each batch embedded then written (another database, the same input)."""
+    is written (events: extract, extract, written, extract, written, ...); given a staging
+    connection, that thread also extracts every batch, on that connection. The database ends as
+    with each batch embedded then written (other databases, the same input)."""
     path = write_jsonl(tmp_path / "many.jsonl", MANY)
-    serial_db = server.create_database(template=template)
+    databases = [server.create_database(template=template) for _ in range(2)]
     try:
         runs = {}
-        with connect(server.dsn(serial_db), role=WRITER) as other:
-            for ahead, writer in ((True, conn), (False, other)):
+        with ExitStack() as stack:
+            serial, staged = (stack.enter_context(connect(server.dsn(db), role=WRITER)) for db in databases)
+            stage_conn = stack.enter_context(connect(server.dsn(databases[1]), role=WRITER))
+            for way, writer, ahead, stager in (
+                ("ahead", conn, True, None),
+                ("serial", serial, False, None),
+                ("staged", staged, True, stage_conn),
+            ):
                 events: list[str] = []
-                embedder = _ThreadNoting()
+                embedder, extractor = _ThreadNoting(), _Watched(events)
 
                 def heard(step: str, n: int, events: list[str] = events) -> None:
                     if step == "documents" and n:
                         events.append("written")
 
-                Ingestor(writer, "t1", _Watched(events), embedder, batch_size=5, embed_ahead=ahead, progress=heard).run(
-                    [path]
-                )
-                runs[ahead] = (events, embedder.threads[:5], checksums(writer, "t1"))
-        (piped, piped_threads, piped_rows), (serial, serial_threads, serial_rows) = runs[True], runs[False]
-        assert serial == ["extract", "written"] * 5
-        assert piped == ["extract", "extract", *["written", "extract"] * 3, "written", "written"]
-        assert set(piped_threads) == {"pgkgrag-embed_0"} and set(serial_threads) == {"MainThread"}
-        assert piped_rows == serial_rows
+                options = {"embed_ahead": ahead, "progress": heard, "stage_conn": stager}
+                Ingestor(writer, "t1", extractor, embedder, batch_size=5, **options).run([path])
+                runs[way] = (events, embedder.threads[:5], extractor.seen, checksums(writer, "t1"))
+        assert runs["serial"][0] == ["extract", "written"] * 5
+        assert runs["ahead"][0] == ["extract", "extract", *["written", "extract"] * 3, "written", "written"]
+        assert sorted(runs["staged"][0]) == ["extract"] * 5 + ["written"] * 5
+        assert set(runs["ahead"][1]) == set(runs["staged"][1]) == {"pgkgrag-ahead_0"}
+        assert set(runs["serial"][1]) == {"MainThread"}
+        assert {(thread, c is conn) for thread, c in runs["ahead"][2]} == {("MainThread", True)}
+        assert {(thread, c is stage_conn) for thread, c in runs["staged"][2]} == {("pgkgrag-ahead_0", True)}
+        assert runs["ahead"][3] == runs["serial"][3] == runs["staged"][3]
         with tenant_transaction(conn, "t1"):
             assert q(conn, "SELECT count(*) FROM kgrag.document") == [(len(MANY),)]
     finally:
-        server.drop_database(serial_db)
+        for db in databases:
+            server.drop_database(db)
 
 
-def test_a_failed_embedding_writes_nothing_of_its_batch(conn: psycopg.Connection, tmp_path: Path) -> None:
+@pytest.mark.parametrize("staging", [False, True], ids=["writer stages", "own staging connection"])
+def test_a_failed_embedding_writes_nothing_of_its_batch(
+    conn: psycopg.Connection, dsn: str, tmp_path: Path, staging: bool
+) -> None:
     """The embedding thread's error ends the run: the batches before it are written, its own and
     the one extracted after it are not."""
     path = write_jsonl(tmp_path / "many.jsonl", MANY)
-    with pytest.raises(RuntimeError, match="ran out of memory"):
-        Ingestor(conn, "t1", ProvidedExtractor(), _ThreadNoting(fail_at=3), batch_size=5).run([path])
+    with connect(dsn, role=WRITER) as other, pytest.raises(RuntimeError, match="ran out of memory"):
+        stage_conn = other if staging else None
+        Ingestor(conn, "t1", ProvidedExtractor(), _ThreadNoting(fail_at=3), batch_size=5, stage_conn=stage_conn).run(
+            [path]
+        )
     with tenant_transaction(conn, "t1"):
         written = q(conn, "SELECT doc_id FROM kgrag.document ORDER BY doc_id")
     assert sorted(d for (d,) in written) == sorted(d["doc_id"] for d in MANY[:10])
