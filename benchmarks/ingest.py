@@ -205,7 +205,7 @@ def main() -> None:
             f"{report.counts.relations:,} relations; {totals[0]:,} entities, {totals[1]:,} edges. "
             f"Batches of 2,000 documents (the CLI default), each way into a fresh database in turn; the same "
             f"entities, edges, weights and degrees every way. With one writer, a batch is embedded while the one "
-            f"before it is written; by default it is also read, chunked and extracted meanwhile, on a second "
+            f"before it is written; by default it is also chunked and extracted meanwhile, on a second "
             f"connection (x: against the default).\n\n"
             + "\n".join(lines)
             + "\n\nSeconds per step (steps done beside the writing add up to more than the elapsed time; with two "

@@ -307,7 +307,7 @@ def ingest(
     with conn, ExitStack() as writers:
         dsn = ensure_server(config)
         workers = [writers.enter_context(connect_app(dsn, WRITER)) for _ in range(jobs - 1)]
-        # one writer: the next batch is read, chunked and extracted on another connection meanwhile
+        # one writer: the next batch is chunked, extracted and embedded on another connection meanwhile
         stage_conn = writers.enter_context(connect_app(dsn, WRITER)) if jobs == 1 else None
         emb = tenant_embedder(conn, config.tenant, embedder)
         chosen = make_extractor(conn, config.tenant, extractor, gazetteer_file)

@@ -161,8 +161,8 @@ class Ingestor:
         1 + len(workers) threads at once, each batch still in its own transaction. With one
         writer and embed_ahead, a batch's chunks are embedded while the batch before it is written
         (False: each batch embedded, then written); given `stage_conn` too (another connection to
-        the same database, as the same role), the batch is also read, chunked and extracted there
-        meanwhile, so the writer only writes. progress hears ("documents", how many were just done)
+        the same database, as the same role), the batch is also chunked and extracted there
+        meanwhile, so the writer only reads the input and writes. progress hears ("documents", how many were just done)
         and ("entity embeddings", ...)."""
         self.conn = conn
         self.tenant = tenant
@@ -231,8 +231,8 @@ class Ingestor:
 
     def _pipeline(self, batches: Iterator[list[InputItem]], summary: IngestSummary) -> None:
         """One writer: a batch's chunks are embedded in a thread while this one writes the batch
-        before it (at most two batches held). The thread reads, chunks and extracts the batch too
-        when it has a connection of its own (stage_conn); else this one does, between writes."""
+        before it (at most two batches held). The thread chunks and extracts the batch too when it
+        has a connection of its own (stage_conn); else this one does, between writes."""
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgkgrag-ahead") as pool:
             ahead: Future[tuple[_Staged, dict[str, np.ndarray]]] | None = None
             try:

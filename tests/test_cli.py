@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import psycopg
-from commands import run, summary
+from commands import run, start, summary
 from conftest import Server
 
 
@@ -114,6 +114,53 @@ def test_ingest_build_delete_from_the_command_line(server: Server, template: str
             "ingest", str(good), "--tenant", "empty", "--extractor", "gazetteer", "--embedder", "hash", dsn=dsn
         )
         assert no_names.returncode == 1 and "--gazetteer FILE" in no_names.stderr
+    finally:
+        server.drop_database(name)
+
+
+def test_one_writer_stages_the_next_batch_on_a_second_connection(server: Server, template: str, tmp_path: Path) -> None:
+    """`pgkgrag ingest` with one writer (the default): the database sees the extractor's canonical
+    forms computed by one session and the batches written by another (pg_stat_activity, polled
+    while the command runs)."""
+    import json
+
+    name = server.create_database(template=template)
+    try:
+        dsn = server.dsn(name)
+        docs = tmp_path / "many.jsonl"
+        docs.write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "doc_id": f"d{i}",
+                        "text": f"Service {i} depends on Store {i % 7}. Team {i % 5} owns Service {i}.",
+                        "entities": [{"name": f"Service {i}"}, {"name": f"Store {i % 7}"}, {"name": f"Team {i % 5}"}],
+                    }
+                )
+                + "\n"
+                for i in range(3000)
+            )
+        )
+        process = start("ingest", str(docs), "--embedder", "hash", "--tenant", "acme", "--batch-size", "300",
+                        "--no-build", dsn=dsn)  # fmt: skip
+        sessions: dict[str, set[int]] = {"canonical forms": set(), "write": set()}
+        with psycopg.connect(dsn, autocommit=True) as watcher:
+            while process.poll() is None:
+                for pid, query in watcher.execute(
+                    "SELECT pid, query FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND state = 'active' AND pid <> pg_backend_pid()"
+                ).fetchall():
+                    if "canonical_name" in query:
+                        sessions["canonical forms"].add(pid)
+                    elif "kgrag.ingest_apply()" in query:
+                        sessions["write"].add(pid)
+        _, err = process.communicate()
+        assert process.returncode == 0, err
+        with psycopg.connect(dsn) as conn:
+            conn.execute("SELECT kgrag.use_tenant('acme')")
+            assert conn.execute("SELECT count(*) FROM kgrag.document").fetchone() == (3000,)
+        assert len(sessions["canonical forms"]) == len(sessions["write"]) == 1, sessions
+        assert sessions["canonical forms"].isdisjoint(sessions["write"])
     finally:
         server.drop_database(name)
 
