@@ -17,16 +17,12 @@ import time
 
 import psycopg
 from common import markdown_table, median, scratch_database, write_section
-from ingest import generate
+from ingest import CHUNK_COLUMNS, generate
 from psycopg import sql
 
 from pgkgrag.db import connect
 from pgkgrag.embedders import Embedder, get_embedder
 
-COLUMNS = [
-    "tenant_id", "chunk_id", "doc_id", "ordinal", "char_start", "char_end", "title", "text", "content_hash", "lang",
-    "embedding",
-]  # fmt: skip
 KINDS = [("none", []), ("b-trees", ["btree"]), ("b-trees + GIN", ["btree", "gin"])]
 KINDS += [("b-trees + HNSW", ["btree", "hnsw"]), ("all (as kgrag.chunk)", ["btree", "gin", "hnsw"])]
 Row = tuple[str, str, int, str, str]  # doc_id, chunk_id, ordinal, title, text
@@ -43,7 +39,7 @@ def chunk_rows(docs: list[dict[str, object]]) -> list[Row]:
 def load(conn: psycopg.Connection, table: str, rows: list[Row], embedder: Embedder) -> None:
     vectors = embedder.embed([r[4] for r in rows]) if rows else []
     copy = sql.SQL("COPY public.{} ({}) FROM STDIN").format(
-        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, COLUMNS))
+        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, CHUNK_COLUMNS))
     )
     with conn.cursor().copy(copy) as cp:
         for (doc_id, chunk_id, ordinal, title, text), v in zip(rows, vectors, strict=True):
@@ -72,7 +68,7 @@ def main() -> None:
         conn.execute("CREATE TABLE public.bench_chunk (LIKE kgrag.chunk INCLUDING DEFAULTS INCLUDING GENERATED)")
         conn.execute("CREATE TABLE public.bench_batch (LIKE kgrag.chunk INCLUDING DEFAULTS)")
         conn.execute("ALTER TABLE public.bench_batch DROP COLUMN tsv")
-        columns = sql.SQL(", ").join(map(sql.Identifier, COLUMNS))
+        columns = sql.SQL(", ").join(map(sql.Identifier, CHUNK_COLUMNS))
         insert = sql.SQL(
             "INSERT INTO public.bench_chunk ({c}) SELECT {c} FROM public.bench_batch ORDER BY doc_id, ordinal"
         ).format(c=columns)

@@ -90,8 +90,9 @@ def test_other_tenants_rows_never_match(lexical: psycopg.Connection) -> None:
 
 
 def test_each_language_of_the_tenant_is_searched_in_its_own_configuration(lexical: psycopg.Connection) -> None:
-    """The tenant's languages come from an index probe per language (revision 0029): with four of
-    them each chunk is still matched by its own stemmer; another tenant's German chunk is not found."""
+    """With four languages in the tenant (found by one index probe each since revision 0029, which
+    this test does not check), each chunk is matched by its own stemmer; another tenant's German
+    chunk is not found."""
     add_chunks(lexical, "t1", {"vertrag": "Die Verträge werden jährlich erneuert."}, lang="german")
     add_chunks(lexical, "t1", {"renovacion": "Las renovaciones del contrato son anuales."}, lang="spanish")
     add_chunks(lexical, "t2", {"andere": "Andere Verträge."}, lang="german")
