@@ -84,8 +84,9 @@ def machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
-def write_section(key: str, title: str, body: str) -> None:
-    """Replace (or add) the section `key` of docs/benchmarks.md."""
+def write_section(key: str, title: str, body: str, command: str | None = None) -> None:
+    """Replace (or add) the section `key` of docs/benchmarks.md, written by `command` (by default
+    `python benchmarks/<key>.py`)."""
     REPORT.parent.mkdir(exist_ok=True)
     text = (
         REPORT.read_text()
@@ -98,7 +99,7 @@ def write_section(key: str, title: str, body: str) -> None:
     )
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     section = (
-        f"<!-- bench:{key} -->\n## {title}\n\n_{stamp}; {machine()}; `python benchmarks/{key}.py`_\n\n"
+        f"<!-- bench:{key} -->\n## {title}\n\n_{stamp}; {machine()}; `{command or f'python benchmarks/{key}.py'}`_\n\n"
         f"{body.strip()}\n<!-- /bench:{key} -->"
     )
     pattern = re.compile(rf"<!-- bench:{key} -->.*?<!-- /bench:{key} -->", re.S)
