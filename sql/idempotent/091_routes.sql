@@ -7,27 +7,30 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+    own text[] := ARRAY(SELECT jsonb_array_elements_text(COALESCE(lists -> 'own_page', '[]')));
 BEGIN
     RETURN QUERY
-    -- RRF over the named chunk lists; each row says which list ranked it best.
-    SELECT NULL::integer, f.ref_id, 'chunk', b.source, f.score, NULL, NULL,
+    -- RRF over the named chunk lists, the list own_page first in its order; each row says which
+    -- other list ranked it best.
+    SELECT NULL::integer, f.ref_id, 'chunk', COALESCE(b.source, 'graph'), f.score, NULL, NULL,
            jsonb_build_object('ranks', f.ranks, 'evidence_refs', jsonb_build_array(f.ref_id),
                               'doc_id', c.doc_id, 'title', c.title)
       FROM (SELECT r.* FROM kgrag.rrf(lists, (opts ->> 'rrf_k')::integer,
                                       jsonb_build_object('graph', (opts ->> 'graph_weight')::float8,
                                                          'pagerank', (opts ->> 'graph_weight')::float8)) AS r
-             ORDER BY r.rank
+             ORDER BY array_position(own, r.ref_id), r.rank
              LIMIT k) AS f  -- the k best only are read further
       JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = f.ref_id
-     CROSS JOIN LATERAL (SELECT r.key AS source FROM jsonb_each_text(f.ranks) AS r
+      LEFT JOIN LATERAL (SELECT r.key AS source FROM jsonb_each_text(f.ranks) AS r
+                          WHERE r.key <> 'own_page'
                           ORDER BY r.value::integer, array_position(ARRAY['graph', 'pagerank', 'vector', 'lexical'], r.key)
-                          LIMIT 1) AS b
-     ORDER BY f.rank
+                          LIMIT 1) AS b ON true
+     ORDER BY array_position(own, f.ref_id), f.rank
      LIMIT k;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.fused_chunks(jsonb, integer, jsonb) IS
-'Private. Returns the k best chunks of the RRF fusion of named chunk lists as search rows; source = the list that ranked the chunk best, payload.ranks = its rank in every list.';
+'Private. Returns the k best chunks of the RRF fusion of named chunk lists as search rows, the chunks of the list own_page (if given) first in its order; source = the list other than own_page that ranked the chunk best (graph when none did), payload.ranks = its rank in every list.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.chunk_lists(question_vec vector, question text, k integer, opts jsonb)
 RETURNS jsonb
@@ -59,6 +62,7 @@ DECLARE
     ranked jsonb := '[]';  -- with graph_ranking pagerank or both: the chunks by Personalized PageRank mass
     others text[];  -- the chunks of the lists other than the graph's
     per_entity integer := kgrag.setting('graph_chunks_per_entity')::integer;
+    folded text := kgrag.canonical_name(COALESCE(question, ''));
 BEGIN
     -- closest first, then the strongest link, then the seed order
     SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', w.entity_id, 'hop', w.hop, 'path', w.path,
@@ -141,6 +145,25 @@ BEGIN
          WHERE z.o <= z.last OR (opts ->> 'graph_weight')::float8 <= 0));  -- weight 0: ties everywhere, no cut
     END IF;
 
+    -- A seed's own page: the chunk that answers for a seed the question names (one of its names,
+    -- word for word: not a fuzzy link, not a seed found by vector search) in a document titled
+    -- with its name (the page about it). The own pages come first, in the seeds' order, at most
+    -- half of the k rows; the fused lists fill the rest.
+    lists := lists || jsonb_build_object('own_page', to_jsonb(ARRAY(
+        SELECT p.chunk_id FROM (
+            SELECT e.answer_chunk_id AS chunk_id, min(s.o) AS o
+              FROM unnest(seeds) WITH ORDINALITY AS s(id, o)
+              JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = s.id
+              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = e.answer_chunk_id
+             WHERE kgrag.canonical_name(c.title) = kgrag.canonical_name(e.name)
+               AND EXISTS (SELECT 1 FROM (SELECT a.alias_fold FROM kgrag.alias AS a  -- a name's first 100
+                                           WHERE a.tenant_id = t AND a.entity_id = s.id LIMIT 100) AS a
+                            WHERE a.alias_fold <> ''
+                              AND strpos(' ' || folded || ' ', ' ' || a.alias_fold || ' ') > 0)
+             GROUP BY e.answer_chunk_id) AS p
+         ORDER BY p.o
+         LIMIT k / 2)));
+
     RETURN QUERY
     SELECT NULL::integer, r.entity_id, 'entity', 'graph', 1.0::float8 / (1 + r.hop), NULL::text, NULL::text,
            jsonb_build_object(
@@ -175,7 +198,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.local_rows(vector, text, text[], integer, jsonb) IS
-'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence; then chunks fused by RRF from vector search, lexical search and the graph (option graph_ranking): paths, the list graph, the answer chunks of the reached entities then the chunks citing them, nearest first; pagerank, the list pagerank, the chunks by Personalized PageRank mass from the seeds and the nearest chunks (payload.ppr_mass); both, the two lists.';
+'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence; then the seeds'' own pages (the answer chunk of a seed the question names word for word, in a document titled with its name: in seed order, at most k / 2, list own_page); then chunks fused by RRF from vector search, lexical search and the graph (option graph_ranking): paths, the list graph, the answer chunks of the reached entities then the chunks citing them, nearest first; pagerank, the list pagerank, the chunks by Personalized PageRank mass from the seeds and the nearest chunks (payload.ppr_mass); both, the two lists.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.global_rows(
     question_vec vector, question text, whole_collection boolean, k integer, opts jsonb)

@@ -126,6 +126,9 @@ BEGIN
             why := why || CASE WHEN opts ->> 'graph_ranking' = 'pagerank' THEN '; graph chunks ranked by Personalized PageRank from the seeds and the nearest chunks'
                                WHEN opts ->> 'graph_ranking' = 'both' THEN '; graph chunks ranked by the k-hop paths from the seeds and by Personalized PageRank, fused'
                                ELSE '; graph chunks ranked by the k-hop paths from the seeds' END;
+            IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'own_page') THEN
+                why := why || '; first the seeds'' own pages (documents titled with their names)';
+            END IF;
         EXCEPTION WHEN query_canceled THEN
             -- Only the walk's own budget (khop_timeout_ms, max_paths_walked, the search's deadline)
             -- falls back; a cancel from outside (statement_timeout, pg_cancel_backend) stays one.
