@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from corpus import add_entity
+from corpus import add_chunks, add_entity
 
 from pgkgrag.db import READER, connect, tenant_transaction
 
@@ -202,3 +202,25 @@ def test_a_tenants_commonest_name_trigrams_are_counted_for_its_probes(tconn: psy
     tconn.use("t1")
     assert tconn.execute("SELECT kgrag.refresh_alias_trigram_stats()").fetchone() == (counted,)
     assert link(tconn, "who owns the painter hub?") == [("service:painter hub", "phrase")]
+
+
+def test_among_links_alike_a_proper_name_then_the_rarer_entity_seeds_first(tconn: psycopg.Connection) -> None:
+    """Three phrase links and one seed: the proper name before the common phrase (whose key sorts
+    first), and of two proper names the one fewer chunks cite."""
+    add_chunks(tconn, "t1", {f"d{i}": f"note {i}" for i in range(4)})
+    cited = {"soap opera": ["d0"], "Kate Ramsay": ["d0", "d1", "d2"], "Ashleigh Brewer": ["d0", "d3"]}
+    for name, docs in cited.items():
+        entity = add_entity(tconn, "t1", "Concept" if name.islower() else "Name", name)
+        for doc in docs:
+            tconn.execute(
+                "INSERT INTO kgrag.mention (tenant_id, entity_id, chunk_id) VALUES ('t1', %s, %s)", [entity, f"{doc}#0"]
+            )
+
+    def seeds(question: str) -> list[str]:
+        return tconn.execute("SELECT seeds FROM kgrag.route(NULL, %s, %s)", [question, '{"seeds": 3}']).fetchone()[0]
+
+    assert seeds("the soap opera where Kate Ramsay met Ashleigh Brewer") == [
+        "name:ashleigh brewer",  # cited by 2 chunks
+        "name:kate ramsay",  # by 3
+        "concept:soap opera",  # a common phrase, though its key sorts first and 1 chunk cites it
+    ]

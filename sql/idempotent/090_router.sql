@@ -130,9 +130,17 @@ BEGIN
     PERFORM kgrag_private.check_question(question);
     IF question IS NOT NULL THEN
         -- Entities the question names. One without edges cannot seed a walk, but its own chunks
-        -- are still evidence about the subject: it stays, at hop 0.
+        -- are still evidence about the subject: it stays, at hop 0. The best link first; among
+        -- links alike, a proper name (capitalized) before a common phrase, then the more specific
+        -- entity (fewer chunks cite it, counted up to 1,000), as HippoRAG weighs its seeds.
         v_linked := ARRAY(SELECT l.entity_id FROM kgrag.link_entities(question, include_isolated => true) AS l
-                           ORDER BY l.score DESC, l.entity_id LIMIT n_seeds);
+                            JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = l.entity_id
+                           ORDER BY l.score DESC, e.name <> lower(e.name) DESC,
+                                    (SELECT count(*) FROM (SELECT 1 FROM kgrag.mention AS m
+                                                            WHERE m.tenant_id = t AND m.entity_id = l.entity_id
+                                                            LIMIT 1000) AS c),
+                                    l.entity_id
+                           LIMIT n_seeds);
     END IF;
     -- The shape of the entity similarity profile: a question naming a subject peaks, a question
     -- about the whole collection (or about nothing here) is flat.
@@ -197,4 +205,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.route(vector, text, jsonb) IS
-'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking, or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity.';
+'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity.';
