@@ -224,3 +224,18 @@ def test_among_links_alike_a_proper_name_then_the_rarer_entity_seeds_first(tconn
         "name:kate ramsay",  # by 3
         "concept:soap opera",  # a common phrase, though its key sorts first and 1 chunk cites it
     ]
+
+
+def test_the_longest_match_wins(tconn: psycopg.Connection) -> None:
+    """A name inside a longer name the question holds is part of it; apart, it links."""
+    add_entity(tconn, "t1", "Show", "Thumb Wrestling Federation")
+    add_entity(tconn, "t1", "Org", "Wrestling Federation")
+    add_entity(tconn, "t1", "Org", "Federation")
+    add_entity(tconn, "t1", "Network", "Cartoon Network")
+    assert link(tconn, "Thumb Wrestling Federation is on which channel?") == [
+        ("show:thumb wrestling federation", "phrase")
+    ]
+    assert link(tconn, "Is the Wrestling Federation on Cartoon Network?") == [
+        ("network:cartoon network", "phrase"),
+        ("org:wrestling federation", "phrase"),
+    ]

@@ -45,7 +45,7 @@ def test_the_named_subjects_pages_come_first(conn: psycopg.Connection, tmp_path:
     vector = search(conn, embedder, "vector", 4)
     assert "ptero#0" not in vector.chunks()  # the fused lists alone leave the page out
     local = search(conn, embedder, "local", 4)
-    assert local.chunks()[:2] == ["cotula#0", "ptero#0"]  # the seeds' order: link score, then id
+    assert local.chunks()[:2] == ["ptero#0", "cotula#0"]  # the seeds' order: the rarer name first
     first = [r for r in local.rows if r.kind == "chunk"][:2]
     assert [r.payload["ranks"]["own_page"] for r in first] == [1, 2] and {r.source for r in first} == {"graph"}
     assert len(local.chunks()) == 4 and "first the seeds' own pages" in local.reason

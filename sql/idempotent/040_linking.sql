@@ -249,7 +249,11 @@ BEGIN
     ), ambiguity AS (
         SELECT w.form, count(DISTINCT w.entity_id) AS entities FROM weak AS w GROUP BY w.form
     ), matches AS (
+        -- The longest match wins: a name inside a longer name the question holds ("Federation"
+        -- inside "Thumb Wrestling Federation") is a part of it, not a second subject.
         SELECT s.entity_id, s.score, s.tier FROM strong AS s
+         WHERE NOT EXISTS (SELECT 1 FROM strong AS o
+                            WHERE o.first <= s.first AND s.last <= o.last AND o.last - o.first > s.last - s.first)
         UNION ALL
         -- A weak match counts only when its words point at one or two entities ("service" inside
         -- every "... Service" does not); a single word must have six letters or more.
@@ -268,4 +272,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.link_entities(text, double precision, double precision, boolean) IS
-'Returns the entities a question names, best first: (entity_id, score, tier). Tiers, strictest first: exact (the whole question is an alias, 10), phrase (a span of words is an alias, 9), squashed (a span written without spaces, without stop words or with sorted words equals a squashed alias, 8), token (one word is an alias, 7), contains (a squashed span holds an alias or is held by one, length ratio >= min_ratio, 3 x ratio), trigram (typos: trigram similarity >= min_trigram, 3 x similarity). Entities of degree 0 are left out (they cannot seed a traversal) unless include_isolated.';
+'Returns the entities a question names, best first: (entity_id, score, tier). Tiers, strictest first: exact (the whole question is an alias, 10), phrase (a span of words is an alias, 9), squashed (a span written without spaces, without stop words or with sorted words equals a squashed alias, 8), token (one word is an alias, 7), contains (a squashed span holds an alias or is held by one, length ratio >= min_ratio, 3 x ratio), trigram (typos: trigram similarity >= min_trigram, 3 x similarity). A whole-name match inside a longer one of another entity is left out (the longest match wins: "Federation" inside "Thumb Wrestling Federation"). Entities of degree 0 are left out (they cannot seed a traversal) unless include_isolated.';
