@@ -239,3 +239,20 @@ def test_the_longest_match_wins(tconn: psycopg.Connection) -> None:
         ("network:cartoon network", "phrase"),
         ("org:wrestling federation", "phrase"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("question", "linked"),
+    [
+        ("Who starred in Taken?", ["film:taken"]),
+        ("When was Hong Kong taken by the British?", []),  # the word, not the film
+        ("when was hong kong taken by the british", ["film:taken"]),  # no capitals: no case to read
+        ("Is auth down again, Bob?", ["service:auth"]),  # an alias written in lower case
+    ],
+)
+def test_a_capitalized_one_word_name_needs_a_capital(
+    tconn: psycopg.Connection, question: str, linked: list[str]
+) -> None:
+    add_entity(tconn, "t1", "Film", "Taken")
+    add_entity(tconn, "t1", "Service", "auth")
+    assert [e for e, tier in link(tconn, question) if tier == "token"] == linked

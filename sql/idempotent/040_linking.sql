@@ -170,6 +170,9 @@ DECLARE
     ratio_floor float8 := COALESCE(min_ratio, kgrag.setting('link_min_ratio')::float8);
     trigram_floor float8 := COALESCE(min_trigram, kgrag.setting('link_min_trigram')::float8);
     stop text[] := ARRAY(SELECT jsonb_array_elements_text(kgrag.setting('link_stopwords')));
+    -- the words the question capitalizes, folded; none when it capitalizes nothing (no case to read)
+    capitalized text[] := ARRAY(SELECT kgrag.canonical_name(m[1])
+                                  FROM regexp_matches(COALESCE(question, ''), '([[:upper:]][^[:space:][:punct:]]*)', 'g') AS m);
     common text[];  -- the tenant's commonest name trigrams (kgrag.alias_trigram_stats) and their shares
     frequency real[];
 BEGIN
@@ -226,11 +229,15 @@ BEGIN
          CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
                               WHERE x.tenant_id = t AND x.alias_sq = f.form AND x.alias_fold <> f.phrase OFFSET 0) AS a
         UNION ALL
-        -- token: one word of the question is an alias
+        -- token: one word of the question is an alias; a capitalized one-word name ("Taken", a
+        -- film) only where the question capitalizes that word too ("taken by the British" is
+        -- not the film), unless the question capitalizes nothing
         SELECT a.entity_id, 7.0, 'token', f.first, f.last
           FROM forms AS f
          CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
-                              WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
+                              WHERE x.tenant_id = t AND x.alias_fold = f.phrase
+                                AND (x.alias = lower(x.alias) OR cardinality(capitalized) = 0
+                                     OR f.phrase = ANY (capitalized)) OFFSET 0) AS a
          WHERE f.len = 1 AND f.phrase <> ALL (stop)
     ), weak AS (
         -- contains / trigram: candidates share trigrams with a squashed span (GIN index), then
@@ -272,4 +279,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.link_entities(text, double precision, double precision, boolean) IS
-'Returns the entities a question names, best first: (entity_id, score, tier). Tiers, strictest first: exact (the whole question is an alias, 10), phrase (a span of words is an alias, 9), squashed (a span written without spaces, without stop words or with sorted words equals a squashed alias, 8), token (one word is an alias, 7), contains (a squashed span holds an alias or is held by one, length ratio >= min_ratio, 3 x ratio), trigram (typos: trigram similarity >= min_trigram, 3 x similarity). A whole-name match inside a longer one of another entity is left out (the longest match wins: "Federation" inside "Thumb Wrestling Federation"). Entities of degree 0 are left out (they cannot seed a traversal) unless include_isolated.';
+'Returns the entities a question names, best first: (entity_id, score, tier). Tiers, strictest first: exact (the whole question is an alias, 10), phrase (a span of words is an alias, 9), squashed (a span written without spaces, without stop words or with sorted words equals a squashed alias, 8), token (one word is an alias, 7; a capitalized one-word name only where the question capitalizes that word, unless it capitalizes none), contains (a squashed span holds an alias or is held by one, length ratio >= min_ratio, 3 x ratio), trigram (typos: trigram similarity >= min_trigram, 3 x similarity). A whole-name match inside a longer one of another entity is left out (the longest match wins: "Federation" inside "Thumb Wrestling Federation"). Entities of degree 0 are left out (they cannot seed a traversal) unless include_isolated.';
