@@ -109,7 +109,8 @@ COMMENT ON FUNCTION kgrag.routes() IS
 
 CREATE OR REPLACE FUNCTION kgrag.route(
     question_vec vector DEFAULT NULL, question text DEFAULT NULL, options jsonb DEFAULT '{}')
-RETURNS TABLE (route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text)
+RETURNS TABLE (route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text,
+               named_seeds text[])
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -119,6 +120,7 @@ DECLARE
     n_seeds integer := (opts ->> 'seeds')::integer;
     folded text := kgrag.fold(COALESCE(question, ''));
     v_linked text[] := '{}';
+    v_named text[] := '{}';
     vector_seeds text[] := '{}';
     profile float8[];
     gap float8;
@@ -133,14 +135,19 @@ BEGIN
         -- are still evidence about the subject: it stays, at hop 0. The best link first; among
         -- links alike, a proper name (capitalized) before a common phrase, then the more specific
         -- entity (fewer chunks cite it, counted up to 1,000), as HippoRAG weighs its seeds.
-        v_linked := ARRAY(SELECT l.entity_id FROM kgrag.link_entities(question, include_isolated => true) AS l
-                            JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = l.entity_id
-                           ORDER BY l.score DESC, e.name <> lower(e.name) DESC,
-                                    (SELECT count(*) FROM (SELECT 1 FROM kgrag.mention AS m
-                                                            WHERE m.tenant_id = t AND m.entity_id = l.entity_id
-                                                            LIMIT 1000) AS c),
-                                    l.entity_id
-                           LIMIT n_seeds);
+        -- Named: linked by a whole name (tiers exact, phrase, squashed, token), not a fuzzy guess.
+        SELECT COALESCE(array_agg(x.entity_id ORDER BY x.o), '{}'),
+               COALESCE(array_agg(x.entity_id ORDER BY x.o) FILTER (WHERE x.tier IN ('exact', 'phrase', 'squashed', 'token')), '{}')
+          INTO v_linked, v_named
+          FROM (SELECT l.entity_id, l.tier,
+                       row_number() OVER (ORDER BY l.score DESC, e.name <> lower(e.name) DESC,
+                                          (SELECT count(*) FROM (SELECT 1 FROM kgrag.mention AS m
+                                                                  WHERE m.tenant_id = t AND m.entity_id = l.entity_id
+                                                                  LIMIT 1000) AS c),
+                                          l.entity_id) AS o
+                  FROM kgrag.link_entities(question, include_isolated => true) AS l
+                  JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = l.entity_id) AS x
+         WHERE x.o <= n_seeds;
     END IF;
     -- The shape of the entity similarity profile: a question naming a subject peaks, a question
     -- about the whole collection (or about nothing here) is flat.
@@ -159,6 +166,7 @@ BEGIN
     END IF;
     seeds := v_linked || ARRAY(SELECT x FROM unnest(vector_seeds) AS x WHERE x <> ALL (v_linked));
     linked := v_linked;
+    named_seeds := v_named;
     profile_gap := gap;
 
     SELECT r.rule_id, r.route, r.description INTO global_rule
@@ -205,4 +213,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.route(vector, text, jsonb) IS
-'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity.';
+'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did, named_seeds = the seeds the question names by a whole name, not by a fuzzy link). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity.';

@@ -50,7 +50,8 @@ $$;
 COMMENT ON FUNCTION kgrag_private.chunk_lists(vector, text, integer, jsonb) IS
 'Private. Returns {"vector": [...], "lexical": [...]}: the chunk ids of vector search above the similarity floor and of lexical search above the coverage floor, best first (a list is empty when its input, the vector or the text, is NULL).';
 
-CREATE OR REPLACE FUNCTION kgrag_private.local_rows(question_vec vector, question text, seeds text[], k integer, opts jsonb)
+CREATE OR REPLACE FUNCTION kgrag_private.local_rows(
+    question_vec vector, question text, seeds text[], named text[], k integer, opts jsonb)
 RETURNS SETOF kgrag.search_row
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -62,7 +63,6 @@ DECLARE
     ranked jsonb := '[]';  -- with graph_ranking pagerank or both: the chunks by Personalized PageRank mass
     others text[];  -- the chunks of the lists other than the graph's
     per_entity integer := kgrag.setting('graph_chunks_per_entity')::integer;
-    folded text := kgrag.canonical_name(COALESCE(question, ''));
 BEGIN
     -- closest first, then the strongest link, then the seed order
     SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', w.entity_id, 'hop', w.hop, 'path', w.path,
@@ -145,21 +145,17 @@ BEGIN
          WHERE z.o <= z.last OR (opts ->> 'graph_weight')::float8 <= 0));  -- weight 0: ties everywhere, no cut
     END IF;
 
-    -- A seed's own page: the chunk that answers for a seed the question names (one of its names,
-    -- word for word: not a fuzzy link, not a seed found by vector search) in a document titled
-    -- with its name (the page about it). The own pages come first, in the seeds' order, at most
-    -- half of the k rows; the fused lists fill the rest.
+    -- A seed's own page: the chunk that answers for a seed the question names (by a whole name,
+    -- as kgrag.route says: not a fuzzy link, not a seed found by vector search) in a document
+    -- titled with its name (the page about it). The own pages come first, in the seeds' order,
+    -- at most half of the k rows; the fused lists fill the rest.
     lists := lists || jsonb_build_object('own_page', to_jsonb(ARRAY(
         SELECT p.chunk_id FROM (
             SELECT e.answer_chunk_id AS chunk_id, min(s.o) AS o
               FROM unnest(seeds) WITH ORDINALITY AS s(id, o)
               JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = s.id
               JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = e.answer_chunk_id
-             WHERE kgrag.canonical_name(c.title) = kgrag.canonical_name(e.name)
-               AND EXISTS (SELECT 1 FROM (SELECT a.alias_fold FROM kgrag.alias AS a  -- a name's first 100
-                                           WHERE a.tenant_id = t AND a.entity_id = s.id LIMIT 100) AS a
-                            WHERE a.alias_fold <> ''
-                              AND strpos(' ' || folded || ' ', ' ' || a.alias_fold || ' ') > 0)
+             WHERE s.id = ANY (named) AND kgrag.canonical_name(c.title) = kgrag.canonical_name(e.name)
              GROUP BY e.answer_chunk_id) AS p
          ORDER BY p.o
          LIMIT k / 2)));
@@ -197,8 +193,8 @@ BEGIN
      ORDER BY f.ordinality;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.local_rows(vector, text, text[], integer, jsonb) IS
-'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence; then the seeds'' own pages (the answer chunk of a seed the question names word for word, in a document titled with its name: in seed order, at most k / 2, list own_page); then chunks fused by RRF from vector search, lexical search and the graph (option graph_ranking): paths, the list graph, the answer chunks of the reached entities then the chunks citing them, nearest first; pagerank, the list pagerank, the chunks by Personalized PageRank mass from the seeds and the nearest chunks (payload.ppr_mass); both, the two lists.';
+COMMENT ON FUNCTION kgrag_private.local_rows(vector, text, text[], text[], integer, jsonb) IS
+'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence; then the seeds'' own pages (the answer chunk of a seed in named, the seeds the question names by a whole name, in a document titled with its name: in seed order, at most k / 2, list own_page); then chunks fused by RRF from vector search, lexical search and the graph (option graph_ranking): paths, the list graph, the answer chunks of the reached entities then the chunks citing them, nearest first; pagerank, the list pagerank, the chunks by Personalized PageRank mass from the seeds and the nearest chunks (payload.ppr_mass); both, the two lists.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.global_rows(
     question_vec vector, question text, whole_collection boolean, k integer, opts jsonb)

@@ -122,7 +122,7 @@ BEGIN
 
     IF chosen IN ('local', 'mixed') AND cardinality(decided.seeds) > 0 THEN
         BEGIN
-            rows_out := ARRAY(SELECT x FROM kgrag_private.local_rows(question_vec, question, decided.seeds, k, opts) AS x);
+            rows_out := ARRAY(SELECT x FROM kgrag_private.local_rows(question_vec, question, decided.seeds, decided.named_seeds, k, opts) AS x);
             why := why || CASE WHEN opts ->> 'graph_ranking' = 'pagerank' THEN '; graph chunks ranked by Personalized PageRank from the seeds and the nearest chunks'
                                WHEN opts ->> 'graph_ranking' = 'both' THEN '; graph chunks ranked by the k-hop paths from the seeds and by Personalized PageRank, fused'
                                ELSE '; graph chunks ranked by the k-hop paths from the seeds' END;
