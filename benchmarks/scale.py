@@ -220,11 +220,9 @@ def main() -> None:
         + "\n"
     )
     print(body)
-    if args.section == "scale":
-        write_section("scale", "Search at scale", body)
-    else:
-        command = f"python benchmarks/scale.py --sizes {args.sizes} --section {args.section}"
-        write_section(args.section, f"Search at scale: {args.sizes} chunks", body, command)
+    given = [f"--{k} {v}" for k, v in vars(args).items() if v != parser.get_default(k)]
+    title = "Search at scale" if args.section == "scale" else f"Search at scale: {args.sizes} chunks"
+    write_section(args.section, title, body, " ".join(["python benchmarks/scale.py", *given]))
 
 
 if __name__ == "__main__":
