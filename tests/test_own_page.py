@@ -1,7 +1,9 @@
 """The local route puts the seeds' own pages first: a question naming a subject that has a page of
 its own in the collection (a document titled with its name) gets that page's answer chunk among
 its first rows, in the seeds' order, at most half of them, even where the vector and lexical lists
-prefer the many chunks about another subject the question names."""
+prefer the many chunks about another subject the question names. Then, for each own page, the page
+of one entity it names, the one nearest the question (a bridge page: the second step of a two-hop
+question), the pinned rows at most (k + 1) / 2."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import psycopg
 from ingesting import ingest
 
 from pgkgrag.build import build
+from pgkgrag.db import tenant_transaction
 from pgkgrag.embedders import HashEmbedder
 from pgkgrag.gazetteer import GazetteerExtractor, KnownName
 from pgkgrag.search import SearchResult, run_search
@@ -95,3 +98,74 @@ def test_a_seed_linked_by_a_guess_is_not_pinned_though_its_name_is_a_word_of_the
     assert "Pterocarya, Time" in local.reason  # both seed the walk
     ranks = {r.ref_id: r.payload["ranks"] for r in local.rows if r.kind == "chunk"}
     assert [c for c, r in ranks.items() if "own_page" in r] == ["ptero#0"]
+
+
+BRIDGE_QUESTION = "Kate Ramsay is a fictional character from an Australian soap opera created by whom?"
+SOAP = {  # Kate's page names the soap opera and the suburb it is set in; characters crowd the lists
+    "kate": ("Kate Ramsay", "Kate Ramsay is a fictional character from Neighbours, who lived in Erinsborough."),
+    "neighbours": ("Neighbours", "Neighbours is an Australian television soap opera created by Reg Watson."),
+    "erinsborough": ("Erinsborough", "Erinsborough is a suburb of Melbourne with a lake and a shopping centre."),
+} | {
+    f"char{i}": (f"Character {i}", f"Character {i} is a fictional character from an Australian soap opera.")
+    for i in range(6)
+}
+
+
+def load_soap(conn: psycopg.Connection, tmp_path: Path) -> HashEmbedder:
+    docs = [{"doc_id": d, "title": title, "text": text} for d, (title, text) in SOAP.items()]
+    names = [KnownName(title, "Thing") for title, _ in SOAP.values()]
+    embedder = HashEmbedder(512)
+    assert ingest(conn, tmp_path, docs, extractor=GazetteerExtractor(names), embedder=embedder).ok
+    build(conn, "t1", embedder)
+    return embedder
+
+
+def pinned(result: SearchResult) -> list[tuple[str, str]]:
+    return [
+        (r.ref_id, key)
+        for r in result.rows
+        if r.kind == "chunk"
+        for key in ("own_page", "bridge_page")
+        if key in r.payload["ranks"]
+    ]
+
+
+def test_the_page_a_seeds_page_names_comes_next(conn: psycopg.Connection, tmp_path: Path) -> None:
+    embedder = load_soap(conn, tmp_path)
+    question, soap, suburb = embedder.embed([BRIDGE_QUESTION, SOAP["neighbours"][1], SOAP["erinsborough"][1]])
+    assert float(question @ soap) > float(question @ suburb)  # the soap opera's page is the nearer of the two
+    vector = run_search(conn, "t1", embedder, BRIDGE_QUESTION, "vector", 4, {})
+    assert "neighbours#0" not in vector.chunks()  # the characters' pages crowd it out of the fused lists
+    local = run_search(conn, "t1", embedder, BRIDGE_QUESTION, "local", 4, {})
+    assert local.chunks()[:2] == ["kate#0", "neighbours#0"]
+    assert pinned(local) == [("kate#0", "own_page"), ("neighbours#0", "bridge_page")]
+    bridge = next(r for r in local.rows if r.ref_id == "neighbours#0")
+    assert bridge.payload["ranks"]["bridge_page"] == 1 and bridge.source != "bridge_page"
+    assert "first the seeds' own pages (documents titled with their names), then the page each names" in local.reason
+
+
+def test_bridge_pages_share_half_of_the_rows_with_the_own_pages(conn: psycopg.Connection, tmp_path: Path) -> None:
+    embedder = load_soap(conn, tmp_path)
+    expected = {1: [], 2: [("kate#0", "own_page")], 3: [("kate#0", "own_page"), ("neighbours#0", "bridge_page")]}
+    for k, rows in expected.items():
+        assert pinned(run_search(conn, "t1", embedder, BRIDGE_QUESTION, "local", k, {})) == rows, k
+
+
+def test_a_filtered_walk_or_a_question_without_a_vector_gets_no_bridge_page(
+    conn: psycopg.Connection, tmp_path: Path
+) -> None:
+    """A bridge page follows what the page names, not the graph's edges: a walk the caller limits to
+    some relations, or to a time, gets none; nor does a search by the text alone (nothing to rank
+    the named pages by)."""
+    embedder = load_soap(conn, tmp_path)
+    for options in ({"relations": ["CO_OCCURS"]}, {"as_of": "2020-01-01T00:00:00Z"}):
+        result = run_search(conn, "t1", embedder, BRIDGE_QUESTION, "local", 4, options)
+        assert pinned(result) == [("kate#0", "own_page")], options
+    with tenant_transaction(conn, "t1"):
+        rows = conn.execute(
+            "SELECT ref_id, payload -> 'ranks' FROM kgrag.kgrag_search(question => %s, route => 'local', k => 4)"
+            " WHERE kind = 'chunk'",
+            [BRIDGE_QUESTION],
+        ).fetchall()
+    assert [r[0] for r in rows if "own_page" in r[1]] == ["kate#0"]
+    assert not any("bridge_page" in r[1] for r in rows)

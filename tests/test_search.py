@@ -109,7 +109,7 @@ def test_local_route_rows(dconn: psycopg.Connection, use: Embedder) -> None:
     assert "approve" in ana.payload["answer"] and ana.payload["evidence_refs"][0] == "contract-payflow#0"
     assert ana.payload["relations"] and ana.payload["relations"][0]["dst"] == "person:ana costa"
     assert {r.source for r in chunks} <= {"graph", "vector", "lexical"}
-    assert all(set(r.payload["ranks"]) <= {"graph", "vector", "lexical", "own_page"} for r in chunks)
+    assert all(set(r.payload["ranks"]) <= {"graph", "vector", "lexical", "own_page", "bridge_page"} for r in chunks)
     # the seed, the PayFlow Processing Agreement, has a page of its own: its answer chunk comes first
     assert chunks[0].ref_id == seed.payload["evidence_refs"][0] and chunks[0].payload["ranks"]["own_page"] == 1
     assert "first the seeds' own pages" in result.reason

@@ -7,10 +7,12 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
-    own text[] := ARRAY(SELECT jsonb_array_elements_text(COALESCE(lists -> 'own_page', '[]')));
+    -- the pinned chunks: the list own_page, then bridge_page, each in its order
+    pinned text[] := ARRAY(SELECT jsonb_array_elements_text(COALESCE(lists -> 'own_page', '[]')))
+                     || ARRAY(SELECT jsonb_array_elements_text(COALESCE(lists -> 'bridge_page', '[]')));
 BEGIN
     RETURN QUERY
-    -- RRF over the named chunk lists, the list own_page first in its order; each row says which
+    -- RRF over the named chunk lists, the pinned chunks first in their order; each row says which
     -- other list ranked it best.
     SELECT NULL::integer, f.ref_id, 'chunk', COALESCE(b.source, 'graph'), f.score, NULL, NULL,
            jsonb_build_object('ranks', f.ranks, 'evidence_refs', jsonb_build_array(f.ref_id),
@@ -18,19 +20,19 @@ BEGIN
       FROM (SELECT r.* FROM kgrag.rrf(lists, (opts ->> 'rrf_k')::integer,
                                       jsonb_build_object('graph', (opts ->> 'graph_weight')::float8,
                                                          'pagerank', (opts ->> 'graph_weight')::float8)) AS r
-             ORDER BY array_position(own, r.ref_id), r.rank
+             ORDER BY array_position(pinned, r.ref_id), r.rank
              LIMIT k) AS f  -- the k best only are read further
       JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = f.ref_id
       LEFT JOIN LATERAL (SELECT r.key AS source FROM jsonb_each_text(f.ranks) AS r
-                          WHERE r.key <> 'own_page'
+                          WHERE r.key NOT IN ('own_page', 'bridge_page')
                           ORDER BY r.value::integer, array_position(ARRAY['graph', 'pagerank', 'vector', 'lexical'], r.key)
                           LIMIT 1) AS b ON true
-     ORDER BY array_position(own, f.ref_id), f.rank
+     ORDER BY array_position(pinned, f.ref_id), f.rank
      LIMIT k;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.fused_chunks(jsonb, integer, jsonb) IS
-'Private. Returns the k best chunks of the RRF fusion of named chunk lists as search rows, the chunks of the list own_page (if given) first in its order; source = the list other than own_page that ranked the chunk best (graph when none did), payload.ranks = its rank in every list.';
+'Private. Returns the k best chunks of the RRF fusion of named chunk lists as search rows, the chunks of the lists own_page then bridge_page (if given) first in their order; source = the list other than those two that ranked the chunk best (graph when none did), payload.ranks = its rank in every list.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.chunk_lists(question_vec vector, question text, k integer, opts jsonb)
 RETURNS jsonb
@@ -63,6 +65,7 @@ DECLARE
     ranked jsonb := '[]';  -- with graph_ranking pagerank or both: the chunks by Personalized PageRank mass
     others text[];  -- the chunks of the lists other than the graph's
     per_entity integer := kgrag.setting('graph_chunks_per_entity')::integer;
+    bridge_candidates constant integer := 50;  -- the entities of an own page looked at for its bridge page
 BEGIN
     -- closest first, then the strongest link, then the seed order
     SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', w.entity_id, 'hop', w.hop, 'path', w.path,
@@ -147,10 +150,15 @@ BEGIN
 
     -- A seed's own page: the chunk that answers for a seed the question names (by a whole name,
     -- as kgrag.route says: not a fuzzy link, not a seed found by vector search) in a document
-    -- titled with its name (the page about it). The own pages come first, in the seeds' order,
-    -- at most half of the k rows; the fused lists fill the rest.
-    lists := lists || jsonb_build_object('own_page', to_jsonb(ARRAY(
-        SELECT p.chunk_id FROM (
+    -- titled with its name (the page about it). A bridge page: for each own page, the page of
+    -- one entity that page names (a mention in it, at most the first bridge_candidates by id),
+    -- not a seed, the one whose page is nearest the question: the second step of a two-hop
+    -- question ("the soap opera Kate Ramsay is from was created by who?"). It follows what the
+    -- page names, not the graph's edges, so a walk filtered by relations or as_of gets none.
+    -- The own pages come first, in the seeds' order, at most half of the k rows; then the
+    -- bridge pages in the same order, the two together at most (k + 1) / 2; RRF fills the rest.
+    WITH own AS MATERIALIZED (
+        SELECT p.chunk_id, p.o FROM (
             SELECT e.answer_chunk_id AS chunk_id, min(s.o) AS o
               FROM unnest(seeds) WITH ORDINALITY AS s(id, o)
               JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = s.id
@@ -158,7 +166,36 @@ BEGIN
              WHERE s.id = ANY (named) AND kgrag.canonical_name(c.title) = kgrag.canonical_name(e.name)
              GROUP BY e.answer_chunk_id) AS p
          ORDER BY p.o
-         LIMIT k / 2)));
+         LIMIT k / 2
+    ), bridge AS (
+        SELECT b.chunk_id, min(b.o) AS o FROM (
+            SELECT DISTINCT ON (w.o) w.o, n.chunk_id
+              FROM own AS w
+             CROSS JOIN LATERAL (
+                   SELECT e.answer_chunk_id AS chunk_id, c.embedding <=> question_vec AS distance
+                     FROM (SELECT m.entity_id FROM kgrag.mention AS m
+                            WHERE m.tenant_id = t AND m.chunk_id = w.chunk_id AND m.entity_id <> ALL (seeds)
+                            ORDER BY m.entity_id LIMIT bridge_candidates) AS m
+                     JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = m.entity_id
+                     JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = e.answer_chunk_id
+                    WHERE c.embedding IS NOT NULL
+                      AND kgrag.canonical_name(c.title) = kgrag.canonical_name(e.name)
+                      AND NOT EXISTS (SELECT 1 FROM own AS x WHERE x.chunk_id = e.answer_chunk_id)) AS n
+             WHERE question_vec IS NOT NULL AND opts ->> 'relations' IS NULL AND opts ->> 'as_of' IS NULL
+             ORDER BY w.o, n.distance, n.chunk_id COLLATE "C") AS b
+         GROUP BY b.chunk_id
+    ), pinned AS (
+        SELECT x.chunk_id, x.list, row_number() OVER (ORDER BY x.list = 'bridge_page', x.o) AS pos
+          FROM (SELECT w.chunk_id, w.o, 'own_page' AS list FROM own AS w
+                UNION ALL
+                SELECT b.chunk_id, b.o, 'bridge_page' FROM bridge AS b) AS x
+         ORDER BY pos
+         LIMIT (k + 1) / 2
+    )
+    SELECT lists || jsonb_build_object(
+               'own_page', COALESCE((SELECT jsonb_agg(p.chunk_id ORDER BY p.pos) FROM pinned AS p WHERE p.list = 'own_page'), '[]'),
+               'bridge_page', COALESCE((SELECT jsonb_agg(p.chunk_id ORDER BY p.pos) FROM pinned AS p WHERE p.list = 'bridge_page'), '[]'))
+      INTO lists;
 
     RETURN QUERY
     SELECT NULL::integer, r.entity_id, 'entity', 'graph', 1.0::float8 / (1 + r.hop), NULL::text, NULL::text,
@@ -194,7 +231,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.local_rows(vector, text, text[], text[], integer, jsonb) IS
-'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence; then the seeds'' own pages (the answer chunk of a seed in named, the seeds the question names by a whole name, in a document titled with its name: in seed order, at most k / 2, list own_page); then chunks fused by RRF from vector search, lexical search and the graph (option graph_ranking): paths, the list graph, the answer chunks of the reached entities then the chunks citing them, nearest first; pagerank, the list pagerank, the chunks by Personalized PageRank mass from the seeds and the nearest chunks (payload.ppr_mass); both, the two lists.';
+'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence; then the seeds'' own pages (the answer chunk of a seed in named, the seeds the question names by a whole name, in a document titled with its name: in seed order, at most k / 2, list own_page); then for each own page a bridge page (the page of the entity it names, among its first 50 by id and not a seed, whose page is nearest question_vec; none without question_vec or with the options relations or as_of: list bridge_page), the pinned chunks at most (k + 1) / 2; then chunks fused by RRF from vector search, lexical search and the graph (option graph_ranking): paths, the list graph, the answer chunks of the reached entities then the chunks citing them, nearest first; pagerank, the list pagerank, the chunks by Personalized PageRank mass from the seeds and the nearest chunks (payload.ppr_mass); both, the two lists.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.global_rows(
     question_vec vector, question text, whole_collection boolean, k integer, opts jsonb)

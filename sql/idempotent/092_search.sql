@@ -129,6 +129,9 @@ BEGIN
             IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'own_page') THEN
                 why := why || '; first the seeds'' own pages (documents titled with their names)';
             END IF;
+            IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'bridge_page') THEN
+                why := why || ', then the page each names nearest the question';
+            END IF;
         EXCEPTION WHEN query_canceled THEN
             -- Only the walk's own budget (khop_timeout_ms, max_paths_walked, the search's deadline)
             -- falls back; a cancel from outside (statement_timeout, pg_cancel_backend) stays one.
