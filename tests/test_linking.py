@@ -256,3 +256,20 @@ def test_a_capitalized_one_word_name_needs_a_capital(
     add_entity(tconn, "t1", "Film", "Taken")
     add_entity(tconn, "t1", "Service", "auth")
     assert [e for e, tier in link(tconn, question) if tier == "token"] == linked
+
+
+def test_a_long_title_links_as_a_phrase(tconn: psycopg.Connection) -> None:
+    """Names of seven to twelve words (films, books, agreements) are phrases too; a span of six
+    words at most used to be read, so they never linked."""
+    add_entity(tconn, "t1", "Film", "The Girl Who Kicked the Hornets' Nest")
+    add_entity(tconn, "t1", "Book", "Alexander and the Terrible, Horrible, No Good, Very Bad Day")
+    long = "Master Services Agreement between Acme Corporation Limited and Payflow Payments Ltd of March 2021"
+    add_entity(tconn, "t1", "Contract", long)
+    assert link(tconn, "Who directed The Girl Who Kicked the Hornets' Nest?") == [
+        ("film:the girl who kicked the hornets nest", "phrase")
+    ]
+    assert link(tconn, "the author of alexander and the terrible horrible no good very bad day") == [
+        ("book:alexander and the terrible horrible no good very bad day", "phrase")
+    ]
+    # fourteen words: longer than any span read, so it does not link as a phrase
+    assert [tier for _, tier in link(tconn, f"Who signed the {long}?")] != ["phrase"]

@@ -1,6 +1,7 @@
 -- Entity linking: from the words of a question to entity ids, from the strictest match to the
--- most tolerant. Every contiguous span of up to six words of the question is tried, so a name
--- is found inside a sentence and not only when it is the whole question.
+-- most tolerant. Every contiguous span of up to twelve words of the question is tried (squashed
+-- forms and fuzzy matches of the shorter ones only), so a name is found inside a sentence and
+-- not only when it is the whole question.
 
 CREATE OR REPLACE FUNCTION kgrag_private.fuzzy_aliases(
     form text, min_trigram double precision, min_ratio double precision, most integer,
@@ -185,17 +186,19 @@ BEGIN
     WITH words AS (
         SELECT string_to_array(whole, ' ') AS w
     ), spans AS (
-        -- every run of 1 to 6 words, cut from the array: linear in the question's length
-        SELECT f.first::integer AS first, n AS len, x.w[f.first:f.first + n - 1] AS words
+        -- every run of 1 to 12 words, cut from the array: linear in the question's length (a
+        -- title of seven words or more, "The Girl Who Kicked the Hornets' Nest", is a phrase too)
+        SELECT f.first::integer AS first, f.first::integer + n - 1 AS last, n AS len,
+               x.w[f.first:f.first + n - 1] AS words, array_to_string(x.w[f.first:f.first + n - 1], ' ') AS phrase
           FROM words AS x
          CROSS JOIN generate_subscripts(x.w, 1) AS f(first)
-         CROSS JOIN generate_series(1, 6) AS n
+         CROSS JOIN generate_series(1, 12) AS n
          WHERE f.first + n - 1 <= cardinality(x.w)
     ), forms AS (
-        -- A span as a phrase, and squashed three ways: as written, without its inner stop words,
-        -- and with its words sorted ("servico de autenticacao" -> "servicoautenticacao"). The last
-        -- two only for spans that start and end with a content word.
-        SELECT sp.first, sp.first + sp.len - 1 AS last, sp.len, array_to_string(sp.words, ' ') AS phrase, v.form
+        -- A span of up to six words squashed three ways: as written, without its inner stop
+        -- words, and with its words sorted ("servico de autenticacao" -> "servicoautenticacao").
+        -- The last two only for spans that start and end with a content word.
+        SELECT sp.first, sp.last, sp.len, sp.phrase, v.form
           FROM spans AS sp
          CROSS JOIN LATERAL (
                SELECT array_to_string(sp.words, '')
@@ -206,7 +209,7 @@ BEGIN
                SELECT string_agg(x.w, '' ORDER BY x.w COLLATE "C") FROM unnest(sp.words) AS x(w)
                 WHERE x.w <> ALL (stop) AND sp.words[1] <> ALL (stop) AND sp.words[sp.len] <> ALL (stop)
          ) AS v(form)
-         WHERE v.form IS NOT NULL AND length(v.form) >= 2
+         WHERE sp.len <= 6 AND v.form IS NOT NULL AND length(v.form) >= 2
     ), strong AS (
         -- Each form probes the alias indexes on its own (a lateral lookup; OFFSET 0 keeps the
         -- planner from turning it back into a join): the spans are a few dozen, but estimated at
@@ -218,7 +221,7 @@ BEGIN
         UNION ALL
         -- phrase: a span of two or more words is an alias
         SELECT a.entity_id, 9.0, 'phrase', f.first, f.last
-          FROM forms AS f
+          FROM spans AS f
          CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
                               WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
          WHERE f.len >= 2
@@ -233,12 +236,12 @@ BEGIN
         -- film) only where the question capitalizes that word too ("taken by the British" is
         -- not the film), unless the question capitalizes nothing
         SELECT a.entity_id, 7.0, 'token', f.first, f.last
-          FROM forms AS f
+          FROM spans AS f
          CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
                               WHERE x.tenant_id = t AND x.alias_fold = f.phrase
                                 AND (x.alias = lower(x.alias) OR cardinality(capitalized) = 0
                                      OR f.phrase = ANY (capitalized)) OFFSET 0) AS a
-         WHERE f.len = 1 AND f.phrase <> ALL (stop)
+         WHERE f.len = 1 AND length(f.phrase) >= 2 AND f.phrase <> ALL (stop)
     ), weak AS (
         -- contains / trigram: candidates share trigrams with a squashed span (GIN index), then
         -- one holds the other with a minimum length ratio, or they are close enough (typos).
@@ -279,4 +282,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.link_entities(text, double precision, double precision, boolean) IS
-'Returns the entities a question names, best first: (entity_id, score, tier). Tiers, strictest first: exact (the whole question is an alias, 10), phrase (a span of words is an alias, 9), squashed (a span written without spaces, without stop words or with sorted words equals a squashed alias, 8), token (one word is an alias, 7; a capitalized one-word name only where the question capitalizes that word, unless it capitalizes none), contains (a squashed span holds an alias or is held by one, length ratio >= min_ratio, 3 x ratio), trigram (typos: trigram similarity >= min_trigram, 3 x similarity). A whole-name match inside a longer one of another entity is left out (the longest match wins: "Federation" inside "Thumb Wrestling Federation"). Entities of degree 0 are left out (they cannot seed a traversal) unless include_isolated.';
+'Returns the entities a question names, best first: (entity_id, score, tier). Tiers, strictest first: exact (the whole question is an alias, 10), phrase (a span of 2 to 12 words is an alias, 9), squashed (a span written without spaces, without stop words or with sorted words equals a squashed alias, 8), token (one word is an alias, 7; a capitalized one-word name only where the question capitalizes that word, unless it capitalizes none), contains (a squashed span holds an alias or is held by one, length ratio >= min_ratio, 3 x ratio), trigram (typos: trigram similarity >= min_trigram, 3 x similarity). A whole-name match inside a longer one of another entity is left out (the longest match wins: "Federation" inside "Thumb Wrestling Federation"). Entities of degree 0 are left out (they cannot seed a traversal) unless include_isolated.';
