@@ -273,3 +273,16 @@ def test_a_long_title_links_as_a_phrase(tconn: psycopg.Connection) -> None:
     ]
     # fourteen words: longer than any span read, so it does not link as a phrase
     assert [tier for _, tier in link(tconn, f"Who signed the {long}?")] != ["phrase"]
+
+
+def test_a_name_the_case_rule_refuses_is_not_linked_by_a_guess_either(tconn: psycopg.Connection) -> None:
+    """An extractor's sentence-start name "Directed" is refused as a token of "Who directed the
+    film?"; the fuzzy tiers, which hold the word alone or inside "whodirected", refuse it too."""
+    add_entity(tconn, "t1", "Name", "Directed")
+    add_entity(tconn, "t1", "Film", "Leland Story")
+    assert link(tconn, "Who directed the Leland Story?") == [("film:leland story", "phrase")]
+    assert link(tconn, "Directed by whom, the Leland Story?")[:2] == [
+        ("film:leland story", "phrase"),
+        ("name:directed", "token"),
+    ]
+    assert ("name:directed", "token") in link(tconn, "who directed the leland story")  # no capitals: no case

@@ -85,17 +85,15 @@ def test_a_seed_the_question_does_not_name_word_for_word_is_not_pinned(
     assert [c for c, r in ranks.items() if "own_page" in r] == ["cotula#0"]
 
 
-def test_a_seed_linked_by_a_guess_is_not_pinned_though_its_name_is_a_word_of_the_question(
-    conn: psycopg.Connection, tmp_path: Path
-) -> None:
+def test_a_common_word_that_titles_a_page_neither_seeds_nor_is_pinned(conn: psycopg.Connection, tmp_path: Path) -> None:
     """A page titled Time exists and "time" is a word of the question, but the question does not
-    name it (lowercase, where the question capitalizes its names): if it seeds the walk at all, it
-    is as a guess, and its page does not take a row first."""
+    name it (lowercase, where the question capitalizes its names): it does not seed the walk, not
+    even as a fuzzy guess from "whattime" or "timedoes", and its page does not take a row first."""
     embedder = load(
         conn, tmp_path, PAGES | {"time": ("Time", "Time is what a clock measures, and Time is a magazine.")}
     )
     local = run_search(conn, "t1", embedder, "What time does the Pterocarya flower?", "local", 4, {})
-    assert "Pterocarya, Time" in local.reason  # both seed the walk
+    assert "the question names Pterocarya:" in local.reason  # Pterocarya alone seeds the walk
     ranks = {r.ref_id: r.payload["ranks"] for r in local.rows if r.kind == "chunk"}
     assert [c for c, r in ranks.items() if "own_page" in r] == ["ptero#0"]
 

@@ -210,6 +210,17 @@ BEGIN
                 WHERE x.w <> ALL (stop) AND sp.words[1] <> ALL (stop) AND sp.words[sp.len] <> ALL (stop)
          ) AS v(form)
          WHERE sp.len <= 6 AND v.form IS NOT NULL AND length(v.form) >= 2
+    ), words_as_names AS (
+        -- One word of the question that is an alias. A capitalized one-word name ("Taken", a
+        -- film) is cased only where the question capitalizes that word too ("taken by the
+        -- British" is not the film), unless the question capitalizes nothing.
+        SELECT a.entity_id, f.first, a.cased
+          FROM spans AS f
+         CROSS JOIN LATERAL (SELECT x.entity_id, (x.alias = lower(x.alias) OR cardinality(capitalized) = 0
+                                                  OR f.phrase = ANY (capitalized)) AS cased
+                               FROM kgrag.alias AS x
+                              WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
+         WHERE f.len = 1 AND length(f.phrase) >= 2 AND f.phrase <> ALL (stop)
     ), strong AS (
         -- Each form probes the alias indexes on its own (a lateral lookup; OFFSET 0 keeps the
         -- planner from turning it back into a join): the spans are a few dozen, but estimated at
@@ -232,16 +243,8 @@ BEGIN
          CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
                               WHERE x.tenant_id = t AND x.alias_sq = f.form AND x.alias_fold <> f.phrase OFFSET 0) AS a
         UNION ALL
-        -- token: one word of the question is an alias; a capitalized one-word name ("Taken", a
-        -- film) only where the question capitalizes that word too ("taken by the British" is
-        -- not the film), unless the question capitalizes nothing
-        SELECT a.entity_id, 7.0, 'token', f.first, f.last
-          FROM spans AS f
-         CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
-                              WHERE x.tenant_id = t AND x.alias_fold = f.phrase
-                                AND (x.alias = lower(x.alias) OR cardinality(capitalized) = 0
-                                     OR f.phrase = ANY (capitalized)) OFFSET 0) AS a
-         WHERE f.len = 1 AND length(f.phrase) >= 2 AND f.phrase <> ALL (stop)
+        -- token: one word of the question is an alias (see words_as_names)
+        SELECT n.entity_id, 7.0, 'token', n.first, n.first FROM words_as_names AS n WHERE n.cased
     ), weak AS (
         -- contains / trigram: candidates share trigrams with a squashed span (GIN index), then
         -- one holds the other with a minimum length ratio, or they are close enough (typos).
@@ -256,6 +259,10 @@ BEGIN
                  ORDER BY f.form, f.first, f.last) AS sf
          CROSS JOIN LATERAL kgrag_private.fuzzy_aliases(sf.form, trigram_floor, ratio_floor, 2,
                                                    COALESCE(common, '{}'), COALESCE(frequency, '{}')) AS c
+         -- a name the case rule refused for a word of the question is not a guess from that word
+         -- either ("who directed" is not the name "Directed", inside "whodirected" or not)
+         WHERE NOT EXISTS (SELECT 1 FROM words_as_names AS n
+                            WHERE n.entity_id = c.entity_id AND NOT n.cased AND n.first BETWEEN sf.first AND sf.last)
     ), ambiguity AS (
         SELECT w.form, count(DISTINCT w.entity_id) AS entities FROM weak AS w GROUP BY w.form
     ), matches AS (
@@ -282,4 +289,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.link_entities(text, double precision, double precision, boolean) IS
-'Returns the entities a question names, best first: (entity_id, score, tier). Tiers, strictest first: exact (the whole question is an alias, 10), phrase (a span of 2 to 12 words is an alias, 9), squashed (a span written without spaces, without stop words or with sorted words equals a squashed alias, 8), token (one word is an alias, 7; a capitalized one-word name only where the question capitalizes that word, unless it capitalizes none), contains (a squashed span holds an alias or is held by one, length ratio >= min_ratio, 3 x ratio), trigram (typos: trigram similarity >= min_trigram, 3 x similarity). A whole-name match inside a longer one of another entity is left out (the longest match wins: "Federation" inside "Thumb Wrestling Federation"). Entities of degree 0 are left out (they cannot seed a traversal) unless include_isolated.';
+'Returns the entities a question names, best first: (entity_id, score, tier). Tiers, strictest first: exact (the whole question is an alias, 10), phrase (a span of 2 to 12 words is an alias, 9), squashed (a span written without spaces, without stop words or with sorted words equals a squashed alias, 8), token (one word is an alias, 7; a capitalized one-word name only where the question capitalizes that word, unless it capitalizes none, and a name so refused is not matched by the weak tiers from that word either), contains (a squashed span holds an alias or is held by one, length ratio >= min_ratio, 3 x ratio), trigram (typos: trigram similarity >= min_trigram, 3 x similarity). A whole-name match inside a longer one of another entity is left out (the longest match wins: "Federation" inside "Thumb Wrestling Federation"). Entities of degree 0 are left out (they cannot seed a traversal) unless include_isolated.';
