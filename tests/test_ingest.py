@@ -375,6 +375,27 @@ def test_an_entitys_answer_comes_from_its_own_page(conn: psycopg.Connection, tmp
     ]
 
 
+def test_a_page_titled_with_a_qualifier_is_an_entitys_own_page_after_one_titled_with_the_name(
+    conn: psycopg.Connection, tmp_path: Path
+) -> None:
+    """"Payment Module (service)" is the page about the Payment Module (a trailing parenthesis
+    qualifies a title); where a page titled with the bare name exists too, that one wins, though
+    the qualified one sorts first."""
+    names = [KnownName("Payment Module", "Service"), KnownName("Ledger", "Service")]
+    docs = [
+        {"doc_id": "a", "title": "Incidents", "text": "The Payment Module paged twice. The Ledger lagged."},
+        {"doc_id": "p", "title": "Payment Module (service)", "text": "It charges cards. It writes to the Ledger."},
+        {"doc_id": "b", "title": "Ledger (book)", "text": "A ledger is a book of accounts."},
+        {"doc_id": "l", "title": "Ledger", "text": "It keeps the balances."},
+    ]
+    assert ingest(conn, tmp_path, docs, extractor=GazetteerExtractor(names)).ok
+    build(conn, "t1", HashEmbedder(512))
+    assert q(conn, "SELECT entity_id, answer, answer_chunk_id FROM kgrag.entity ORDER BY 1") == [
+        ("service:ledger", "It keeps the balances.", "l#0"),
+        ("service:payment module", "It charges cards.", "p#0"),
+    ]
+
+
 def test_answers_written_before_are_chosen_again_as_the_readme_says(
     conn: psycopg.Connection,
     admin: psycopg.Connection,

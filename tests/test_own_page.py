@@ -167,3 +167,20 @@ def test_a_filtered_walk_or_a_question_without_a_vector_gets_no_bridge_page(
         ).fetchall()
     assert [r[0] for r in rows if "own_page" in r[1]] == ["kate#0"]
     assert not any("bridge_page" in r[1] for r in rows)
+
+
+def test_a_page_titled_with_the_name_and_a_qualifier_is_its_own_page(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """"Pterocarya (tree)" is the page about Pterocarya: a trailing parenthesis qualifies a title
+    (the convention of wikis), so an extractor that finds the bare name still gets the page first."""
+    pages = PAGES | {"ptero": ("Pterocarya (tree)", PAGES["ptero"][1])}
+    docs = [{"doc_id": d, "title": title, "text": text} for d, (title, text) in (CROWD | pages).items()]
+    names = [KnownName(title, "Plant") for title, _ in CROWD.values()] + [
+        KnownName("Cotula", "Plant"),
+        KnownName("Pterocarya", "Plant"),
+    ]
+    embedder = HashEmbedder(512)
+    assert ingest(conn, tmp_path, docs, extractor=GazetteerExtractor(names), embedder=embedder).ok
+    build(conn, "t1", embedder)
+    local = search(conn, embedder, "local", 4)
+    assert local.chunks()[:2] == ["ptero#0", "cotula#0"]
+    assert pinned(local) == [("ptero#0", "own_page"), ("cotula#0", "own_page")]

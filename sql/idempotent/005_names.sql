@@ -9,3 +9,13 @@ AS $$
 $$;
 COMMENT ON FUNCTION kgrag.relation_key(text) IS
 'Returns the key a relation type is stored under: canonical, spaces as underscores, upper case ("depends on", "Depends-On" -> "DEPENDS_ON"). Ingestion stores typed relations under this key and the LLM extractor compares it with the ontology (kgrag.ontology_relation_type).';
+
+CREATE OR REPLACE FUNCTION kgrag.is_page_about(title text, name text) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT kgrag.canonical_name(name) IN (kgrag.canonical_name(title),
+                                          kgrag.canonical_name(regexp_replace(title, '\s*\([^()]*\)\s*$', '')))
+$$;
+COMMENT ON FUNCTION kgrag.is_page_about(text, text) IS
+'Returns whether a document title makes the document the page about a name (its own page): the title is the name, canonically, or the name followed by a qualifier in parentheses, as wikis tell pages apart ("Scott Howell (political consultant)" is a page about Scott Howell). An entity''s answer comes from its own page (kgrag.refresh_answers), and the local route puts the seeds'' own pages first.';

@@ -128,10 +128,12 @@ DECLARE
     n integer;
 BEGIN
     -- The answer of an entity comes from the document titled with its name when one cites it (its
-    -- own page, even where the text says "he" and never the name): the first sentence there that
-    -- names it, else that document's first sentence. Otherwise the first sentence naming it in the
-    -- chunks citing it; failing that, the first sentence of its first chunk. The chunk's hash is
-    -- kept so a changed chunk makes the answer stale.
+    -- own page, kgrag.is_page_about: even where the text says "he" and never the name; a title
+    -- that is the name before one that qualifies it, "Audrey Williams" before "Audrey Williams
+    -- (archaeologist)"): the first sentence there that names it, else that document's first
+    -- sentence. Otherwise the first sentence naming it in the chunks citing it; failing that, the
+    -- first sentence of its first chunk. The chunk's hash is kept so a changed chunk makes the
+    -- answer stale.
     WITH todo AS (
         SELECT e.entity_id, e.name FROM kgrag.entity AS e
          WHERE e.tenant_id = t AND (e.answer IS NULL OR e.answer_stale)
@@ -142,7 +144,8 @@ BEGIN
     ), chunks AS (
         SELECT x.*, row_number() OVER (PARTITION BY x.entity_id ORDER BY x.own DESC, x.chunk_id COLLATE "C") AS preference
           FROM (SELECT td.entity_id, c.chunk_id, c.content_hash, c.text,
-                       kgrag.canonical_name(d.title) = kgrag.canonical_name(td.name) AS own
+                       CASE WHEN kgrag.canonical_name(d.title) = kgrag.canonical_name(td.name) THEN 2  -- the title is the name
+                            WHEN kgrag.is_page_about(d.title, td.name) THEN 1 ELSE 0 END AS own  -- or qualified
                   FROM todo AS td
                   JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = td.entity_id
                   JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = m.chunk_id

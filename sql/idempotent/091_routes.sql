@@ -163,7 +163,7 @@ BEGIN
               FROM unnest(seeds) WITH ORDINALITY AS s(id, o)
               JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = s.id
               JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = e.answer_chunk_id
-             WHERE s.id = ANY (named) AND kgrag.canonical_name(c.title) = kgrag.canonical_name(e.name)
+             WHERE s.id = ANY (named) AND kgrag.is_page_about(c.title, e.name)
              GROUP BY e.answer_chunk_id) AS p
          ORDER BY p.o
          LIMIT k / 2
@@ -179,7 +179,7 @@ BEGIN
                      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = m.entity_id
                      JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = e.answer_chunk_id
                     WHERE c.embedding IS NOT NULL
-                      AND kgrag.canonical_name(c.title) = kgrag.canonical_name(e.name)
+                      AND kgrag.is_page_about(c.title, e.name)
                       AND NOT EXISTS (SELECT 1 FROM own AS x WHERE x.chunk_id = e.answer_chunk_id)) AS n
              WHERE question_vec IS NOT NULL AND opts ->> 'relations' IS NULL AND opts ->> 'as_of' IS NULL
              ORDER BY w.o, n.distance, n.chunk_id COLLATE "C") AS b
