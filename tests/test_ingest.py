@@ -378,7 +378,7 @@ def test_an_entitys_answer_comes_from_its_own_page(conn: psycopg.Connection, tmp
 def test_a_page_titled_with_a_qualifier_is_an_entitys_own_page_after_one_titled_with_the_name(
     conn: psycopg.Connection, tmp_path: Path
 ) -> None:
-    """"Payment Module (service)" is the page about the Payment Module (a trailing parenthesis
+    """A page titled "Payment Module (service)" is the page about the Payment Module (a trailing parenthesis
     qualifies a title); where a page titled with the bare name exists too, that one wins, though
     the qualified one sorts first."""
     names = [KnownName("Payment Module", "Service"), KnownName("Ledger", "Service")]

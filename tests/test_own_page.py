@@ -170,7 +170,7 @@ def test_a_filtered_walk_or_a_question_without_a_vector_gets_no_bridge_page(
 
 
 def test_a_page_titled_with_the_name_and_a_qualifier_is_its_own_page(conn: psycopg.Connection, tmp_path: Path) -> None:
-    """"Pterocarya (tree)" is the page about Pterocarya: a trailing parenthesis qualifies a title
+    """A page titled "Pterocarya (tree)" is the page about Pterocarya: a trailing parenthesis qualifies a title
     (the convention of wikis), so an extractor that finds the bare name still gets the page first."""
     pages = PAGES | {"ptero": ("Pterocarya (tree)", PAGES["ptero"][1])}
     docs = [{"doc_id": d, "title": title, "text": text} for d, (title, text) in (CROWD | pages).items()]
