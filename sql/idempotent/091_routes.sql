@@ -150,7 +150,7 @@ BEGIN
 
     -- A seed's own page: the chunk that answers for a seed the question names (by a whole name,
     -- as kgrag.route says: not a fuzzy link, not a seed found by vector search) in a document
-    -- titled with its name (the page about it). A bridge page: for each own page, the page of
+    -- titled with its name (the page about it: kgrag.is_page_about). A bridge page: for each own page, the page of
     -- one entity that page names (a mention in it, at most the first bridge_candidates by id),
     -- not a seed, the one whose page is nearest the question: the second step of a two-hop
     -- question ("the soap opera Kate Ramsay is from was created by who?"). It follows what the
@@ -231,7 +231,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.local_rows(vector, text, text[], text[], integer, jsonb) IS
-'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence; then the seeds'' own pages (the answer chunk of a seed in named, the seeds the question names by a whole name, in a document titled with its name: in seed order, at most k / 2, list own_page); then for each own page a bridge page (the page of the entity it names, among its first 50 by id and not a seed, whose page is nearest question_vec; none without question_vec or with the options relations or as_of: list bridge_page), the pinned chunks at most (k + 1) / 2; then chunks fused by RRF from vector search, lexical search and the graph (option graph_ranking): paths, the list graph, the answer chunks of the reached entities then the chunks citing them, nearest first; pagerank, the list pagerank, the chunks by Personalized PageRank mass from the seeds and the nearest chunks (payload.ppr_mass); both, the two lists.';
+'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence; then the seeds'' own pages (the answer chunk of a seed in named, the seeds the question names by a whole name, in a document about it, see kgrag.is_page_about: in seed order, at most k / 2, list own_page); then for each own page a bridge page (the page of the entity it names, among its first 50 by id and not a seed, whose page is nearest question_vec; none without question_vec or with the options relations or as_of: list bridge_page), the pinned chunks at most (k + 1) / 2; then chunks fused by RRF from vector search, lexical search and the graph (option graph_ranking): paths, the list graph, the answer chunks of the reached entities then the chunks citing them, nearest first; pagerank, the list pagerank, the chunks by Personalized PageRank mass from the seeds and the nearest chunks (payload.ppr_mass); both, the two lists.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.global_rows(
     question_vec vector, question text, whole_collection boolean, k integer, opts jsonb)
