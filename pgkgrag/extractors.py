@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import psycopg
 from psycopg import sql
@@ -86,12 +86,17 @@ class Extractor(Protocol):
         ...
 
 
-def _each(conn: psycopg.Connection, function: str, texts: list[str]) -> list[str | None]:
+def _each(conn: psycopg.Connection, function: str, texts: list[str]) -> list[Any]:
     """kgrag.<function>(text) of every text, in order, in one round trip."""
     if not texts:
         return []
     query = sql.SQL(Q["map_texts"]).format(function=sql.Identifier(function))
     return [r[0] for r in conn.execute(query, [texts]).fetchall()]
+
+
+def capitalized_words(conn: psycopg.Connection, texts: list[str]) -> list[frozenset[str]]:
+    """kgrag.capitalized_words of every text, in order: the words each capitalizes, canonical."""
+    return [frozenset(words or ()) for words in _each(conn, "capitalized_words", texts)]
 
 
 def normalized(conn: psycopg.Connection, form: Literal["canonical_name", "squash"], texts: list[str]) -> list[str]:

@@ -2,9 +2,12 @@
 
 The names come from a file (JSONL or CSV) or from the tenant's graph (kgrag.known_names). One
 Aho-Corasick automaton (pyahocorasick) over their canonical forms (kgrag.canonical_name) finds
-them in one pass per chunk, word-bounded, case and accent insensitive. A document's title is read
-too: a name in it is what the whole document is about, cited by the document's first chunk, even
-where the text never repeats it (an encyclopedia paragraph says "he", a runbook "this service").
+them in one pass per chunk, word-bounded, case and accent insensitive, but for the case rule of
+one-word names (kgrag.capitalized_words): a capitalized one-word name ("Time", a magazine; "Taken",
+a film) is found only in a text that capitalizes that word too, unless the text capitalizes
+nothing, as entity linking reads questions. A document's title is read too: a name in it is what
+the whole document is about, cited by the document's first chunk, even where the text never
+repeats it (an encyclopedia paragraph says "he", a runbook "this service").
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import ahocorasick
 import psycopg
 
 from pgkgrag.errors import KgragError
-from pgkgrag.extractors import Extraction, FoundEntity, PreparedDocument, normalized
+from pgkgrag.extractors import Extraction, FoundEntity, PreparedDocument, capitalized_words, normalized
 from pgkgrag.queries import Q
 
 
@@ -78,22 +81,27 @@ class GazetteerExtractor:
         self.names = names
         self._automaton: ahocorasick.Automaton | None = None
         self._building = threading.Lock()  # batches may be extracted by several writer threads
+        self._cased = False  # some one-word name is capitalized (set with the automaton)
 
     def fingerprint(self) -> str:
         listing = "\n".join(f"{n.name}\t{n.type}\t{';'.join(n.aliases)}" for n in self.names)
-        return "gazetteer:v2:" + hashlib.sha256(listing.encode()).hexdigest()[:16]
+        return "gazetteer:v3:" + hashlib.sha256(listing.encode()).hexdigest()[:16]
 
     def _build(self, conn: psycopg.Connection) -> ahocorasick.Automaton:
         forms = [(i, form) for i, known in enumerate(self.names) for form in (known.name, *known.aliases)]
         canon = normalized(conn, "canonical_name", [form for _, form in forms])
-        patterns: dict[str, set[int]] = {}
-        for (index, _), key in zip(forms, canon, strict=True):
+        # per pattern, each name it finds and whether only a text capitalizing the word may name it
+        patterns: dict[str, dict[int, bool]] = {}
+        for (index, form), key in zip(forms, canon, strict=True):
             if key:
-                patterns.setdefault(f" {key} ", set()).add(index)
+                cased = " " not in key and form != form.lower()
+                found = patterns.setdefault(f" {key} ", {})
+                found[index] = found.get(index, True) and cased
         automaton = ahocorasick.Automaton()
-        for pattern, indexes in patterns.items():
-            automaton.add_word(pattern, tuple(sorted(indexes)))
+        for pattern, found in patterns.items():
+            automaton.add_word(pattern, (pattern.strip(), tuple(sorted(found.items()))))
         automaton.make_automaton()
+        self._cased = any(cased for _, (_, found) in automaton.items() for _, cased in found)
         return automaton
 
     def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
@@ -104,18 +112,22 @@ class GazetteerExtractor:
         # each document's title, then its chunks, in one canonical_name call
         texts = [text for prepared in docs for text in (prepared.document.title, *(c.text for c in prepared.chunks))]
         canon = iter(normalized(conn, "canonical_name", texts) if len(automaton) else [""] * len(texts))
+        # the words each text capitalizes, read only when some one-word name is capitalized
+        caps = iter(capitalized_words(conn, texts) if len(automaton) and self._cased else [frozenset()] * len(texts))
         results: dict[str, Extraction | Exception] = {}
         for prepared in docs:
             hits: dict[int, set[int]] = {}
-            title = next(canon)
+            title = (next(canon), next(caps))
             # a document without chunks has nothing to cite its title's names
             first = [prepared.chunks[0].ordinal] if prepared.chunks else []
-            for ordinals, haystack in ((first, title), *(([c.ordinal], next(canon)) for c in prepared.chunks)):
+            texts_of = ((first, title), *(([c.ordinal], (next(canon), next(caps))) for c in prepared.chunks))
+            for ordinals, (haystack, capitalized) in texts_of:
                 if not len(automaton) or not haystack or not ordinals:
                     continue
-                for _, indexes in automaton.iter(f" {haystack} "):
-                    for index in indexes:
-                        hits.setdefault(index, set()).update(ordinals)
+                for _, (word, found) in automaton.iter(f" {haystack} "):
+                    for index, cased in found:
+                        if not cased or not capitalized or word in capitalized:
+                            hits.setdefault(index, set()).update(ordinals)
             results[prepared.document.doc_id] = Extraction(
                 entities=[
                     FoundEntity(

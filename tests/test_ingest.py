@@ -317,7 +317,7 @@ def test_gazetteer_finds_names_word_bounded_and_accent_blind(conn: psycopg.Conne
     names = tmp_path / "names.csv"
     names.write_text("name,type,aliases\nSão Paulo,Location,SP;Sampa\nArt,Concept,\nPayment Module,Service,payments\n")
     docs = [
-        {"doc_id": "g1", "text": "The team in SAO PAULO ships the payment module. A party, not art."},
+        {"doc_id": "g1", "text": "The team in SAO PAULO ships the payment module. A party, not Art."},
         {"doc_id": "g2", "text": "Sampa hosts payments; the partner is elsewhere."},
         {"doc_id": "g3", "text": "Nothing to see."},
     ]
@@ -331,6 +331,39 @@ def test_gazetteer_finds_names_word_bounded_and_accent_blind(conn: psycopg.Conne
         ("location:sao paulo", "g2#0"),
         ("service:payment module", "g1#0"),
         ("service:payment module", "g2#0"),
+    ]
+
+
+def test_gazetteer_finds_a_capitalized_one_word_name_only_where_the_text_capitalizes_it(
+    conn: psycopg.Connection, tmp_path: Path
+) -> None:
+    """The case rule of one-word names, as entity linking reads questions: "Time" (a magazine) is
+    named where a text writes Time or TIME, not by "a long time" in a text that capitalizes other
+    words; a text that capitalizes nothing has no case to read, and a name with a lower-case alias
+    and a name of two words are found in any case."""
+    names = [
+        KnownName("Time", "Magazine"),
+        KnownName("Taken", "Film"),
+        KnownName("Payment Module", "Service", ("payments",)),
+        KnownName("Ledger", "Service", ("ledger",)),
+    ]
+    docs = [
+        {"doc_id": "cap", "text": "Time named her person of the year."},
+        {"doc_id": "upper", "text": "TIME ran the story."},
+        {
+            "doc_id": "word",
+            "text": "It took a long time; the fort was taken. Payments and the payment module wait for the ledger.",
+        },
+        {"doc_id": "none", "text": "notes: taken from the time log"},
+    ]
+    assert ingest(conn, tmp_path, docs, extractor=GazetteerExtractor(names)).ok
+    assert q(conn, "SELECT entity_id, chunk_id FROM kgrag.mention ORDER BY 1, 2") == [
+        ("film:taken", "none#0"),
+        ("magazine:time", "cap#0"),
+        ("magazine:time", "none#0"),
+        ("magazine:time", "upper#0"),
+        ("service:ledger", "word#0"),
+        ("service:payment module", "word#0"),
     ]
 
 

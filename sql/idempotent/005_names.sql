@@ -19,3 +19,13 @@ AS $$
 $$;
 COMMENT ON FUNCTION kgrag.is_page_about(text, text) IS
 'Returns whether a document title makes the document the page about a name (its own page): the title is the name, canonically, or the name followed by a qualifier in parentheses, as wikis tell pages apart ("Scott Howell (political consultant)" is a page about Scott Howell). An entity''s answer comes from its own page (kgrag.refresh_answers), and the local route puts the seeds'' own pages first.';
+
+CREATE OR REPLACE FUNCTION kgrag.capitalized_words(content text) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT COALESCE(array_agg(DISTINCT kgrag.canonical_name(m[1])), '{}')
+      FROM regexp_matches(left(content, 1000000), '([[:upper:]][^[:space:][:punct:]]*)', 'g') AS m
+$$;
+COMMENT ON FUNCTION kgrag.capitalized_words(text) IS
+'Returns the words a text capitalizes, canonical (kgrag.canonical_name) and distinct; empty when it capitalizes nothing (there is no case to read). The case rule of one-word names reads it: a capitalized one-word name ("Taken", a film) names what a question (kgrag.link_entities) or a chunk (the gazetteer extractor) says only where that text capitalizes the word too ("taken by the British" is not the film), unless the text capitalizes nothing. Reads the first 1,000,000 characters.';

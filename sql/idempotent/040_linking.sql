@@ -172,8 +172,7 @@ DECLARE
     trigram_floor float8 := COALESCE(min_trigram, kgrag.setting('link_min_trigram')::float8);
     stop text[] := ARRAY(SELECT jsonb_array_elements_text(kgrag.setting('link_stopwords')));
     -- the words the question capitalizes, folded; none when it capitalizes nothing (no case to read)
-    capitalized text[] := ARRAY(SELECT kgrag.canonical_name(m[1])
-                                  FROM regexp_matches(COALESCE(question, ''), '([[:upper:]][^[:space:][:punct:]]*)', 'g') AS m);
+    capitalized text[] := kgrag.capitalized_words(COALESCE(question, ''));
     common text[];  -- the tenant's commonest name trigrams (kgrag.alias_trigram_stats) and their shares
     frequency real[];
 BEGIN
