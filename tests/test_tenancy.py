@@ -109,6 +109,8 @@ PURE = {
     "rrf",
     "routes",
     "check_embedding",
+    "is_page_about",
+    "capitalized_words",
 }
 # Functions for the schema owner only (the application roles may not execute them).
 OWNER_ONLY = {"distribute", "grant_tenant", "revoke_tenant"}
