@@ -74,7 +74,12 @@ def test_what_is_stale_after_an_ingest_without_a_build(dsn: str, conn: psycopg.C
                     {"name": "Fraud Scanner", "type": "Service"},
                     {"name": "Payment Module", "type": "Service"},
                 ],
-            }
+            },
+            {  # an entity linked to none: no community will ever hold it, and that is not staleness
+                "doc_id": "d10",
+                "text": "The Sandbox Runner was retired.",
+                "entities": [{"name": "Sandbox Runner", "type": "Service"}],
+            },
         ],
         embedder=embedder,
     )
@@ -101,6 +106,13 @@ def test_what_is_stale_after_an_ingest_without_a_build(dsn: str, conn: psycopg.C
         "t1",
     )
     assert "stale" not in fresh[0][0]
+    isolated = sql(
+        dsn,
+        "SELECT DISTINCT kind, reason FROM kgrag.kgrag_search(question => 'Is the Sandbox Runner retired?',"
+        """ options => '{"seed_entities": ["Sandbox Runner"]}')""",
+        "t1",
+    )
+    assert "entity" in {kind for kind, _ in isolated} and not any("stale" in reason for _, reason in isolated)
     assert "nothing is stale" in run("status", "--tenant", "t1", dsn=dsn).stdout
     assert [count for _, count, _ in sql(dsn, "SELECT * FROM kgrag.staleness", "t1")] == [0] * 6
 

@@ -180,9 +180,11 @@ BEGIN
     IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x  -- the entities returned: bounded by the rows
                  JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = x.ref_id
                 WHERE x.kind = 'entity'
-                  AND (e.answer_stale OR NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
-                                                      WHERE m.tenant_id = t AND m.entity_id = e.entity_id))) THEN
-        why := why || '; the graph is stale around these results (entities in no community yet, or answers of '
+                  AND (e.answer_stale
+                       OR (e.degree > 0  -- an entity linked to none is in no community after a build either
+                           AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
+                                            WHERE m.tenant_id = t AND m.entity_id = e.entity_id)))) THEN
+        why := why || '; the graph is stale around these results (connected entities in no community yet, or answers of '
                       'changed documents): run `pgkgrag build` (SELECT * FROM kgrag.staleness)';
     END IF;
     IF question_vec IS NULL THEN
