@@ -346,10 +346,12 @@ def test_gazetteer_finds_a_capitalized_one_word_name_only_where_the_text_capital
         KnownName("Taken", "Film"),
         KnownName("Payment Module", "Service", ("payments",)),
         KnownName("Ledger", "Service", ("ledger",)),
+        KnownName("iPhone", "Product"),
     ]
     docs = [
         {"doc_id": "cap", "text": "Time named her person of the year."},
         {"doc_id": "upper", "text": "TIME ran the story."},
+        {"doc_id": "inner", "text": "The iPhone launched."},  # a capital inside the word
         {
             "doc_id": "word",
             "text": "It took a long time; the fort was taken. Payments and the payment module wait for the ledger.",
@@ -362,6 +364,7 @@ def test_gazetteer_finds_a_capitalized_one_word_name_only_where_the_text_capital
         ("magazine:time", "cap#0"),
         ("magazine:time", "none#0"),
         ("magazine:time", "upper#0"),
+        ("product:iphone", "inner#0"),
         ("service:ledger", "word#0"),
         ("service:payment module", "word#0"),
     ]

@@ -24,8 +24,9 @@ CREATE OR REPLACE FUNCTION kgrag.capitalized_words(content text) RETURNS text[]
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    SELECT COALESCE(array_agg(DISTINCT kgrag.canonical_name(m[1])), '{}')
-      FROM regexp_matches(left(content, 1000000), '([[:upper:]][^[:space:][:punct:]]*)', 'g') AS m
+    SELECT COALESCE(array_agg(DISTINCT kgrag.canonical_name(w.word)), '{}')
+      FROM regexp_split_to_table(left(content, 1000000), '[[:space:][:punct:]]+') AS w(word)
+     WHERE w.word ~ '[[:upper:]]'
 $$;
 COMMENT ON FUNCTION kgrag.capitalized_words(text) IS
-'Returns the words a text capitalizes, canonical (kgrag.canonical_name) and distinct; empty when it capitalizes nothing (there is no case to read). The case rule of one-word names reads it: a capitalized one-word name ("Taken", a film) names what a question (kgrag.link_entities) or a chunk (the gazetteer extractor) says only where that text capitalizes the word too ("taken by the British" is not the film), unless the text capitalizes nothing. Reads the first 1,000,000 characters.';
+'Returns the words a text capitalizes (a capital anywhere in the word: "Time", "TIME", "12Stone", "iPhone"), canonical (kgrag.canonical_name) and distinct; empty when it capitalizes nothing (there is no case to read). The case rule of one-word names reads it: a capitalized one-word name ("Taken", a film) names what a question (kgrag.link_entities) or a chunk (the gazetteer extractor) says only where that text capitalizes the word too ("taken by the British" is not the film), unless the text capitalizes nothing. Reads the first 1,000,000 characters.';
