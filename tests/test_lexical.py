@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 from corpus import add_chunks
+from tenant_session import TenantSession
 
 
 @pytest.fixture
@@ -196,3 +197,21 @@ def test_the_common_words_are_counted_once_by_the_build_step(common_words: psyco
     assert search(common_words, "zephyr", 10) == []
     common_words.execute("SELECT kgrag.refresh_lexeme_stats()")  # recounted: zephyr is rare again
     assert len(search(common_words, "zephyr", 10)) == 3
+
+
+def test_the_partly_drawn_term_draws_the_same_chunks_whatever_the_storage_order(tconn: TenantSession) -> None:
+    """With room for one more candidate, the next rarest term's chunks are drawn by chunk id, not in
+    storage order: the same documents stored in the opposite order give the same answer (a Citus
+    shard and a single node store a tenant's rows in different orders)."""
+    texts = {"zz": "The quasar alpha report.", "aa": "The quasar beta report.", "mm": "The zephyr gamma note."}
+    add_chunks(tconn, "t1", texts)
+    add_chunks(tconn, "t2", dict(reversed(texts.items())))
+    got = {}
+    for tenant in ("t1", "t2"):
+        tconn.use(tenant)
+        tconn.execute(
+            "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'lexical_candidates', '2')", [tenant]
+        )
+        # zephyr (1 chunk) is drawn whole; quasar (2 chunks) fills the one place left
+        got[tenant] = search(tconn, "zephyr quasar", 10)
+    assert got["t1"] == got["t2"] == ["aa#0", "mm#0"]  # equal scores: by chunk id

@@ -135,12 +135,13 @@ BEGIN
     IF r < cardinality(terms) AND counts[r + 1] <= cap AND got < cap THEN
         RETURN QUERY SELECT p.chunk_id, p.tsv FROM kgrag_private.fts_probe(plainto_tsquery('simple', terms[r + 1]), config, cap) AS p
                       WHERE rare IS NULL OR NOT p.tsv @@ rare
+                      ORDER BY p.chunk_id  -- at most cap rows to sort; storage order differs between copies
                       LIMIT cap - got;
     END IF;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.lexical_candidates(text, regconfig, text, integer) IS
-'Private. Returns at most cap chunks (chunk_id, tsv) of the current tenant in a text search configuration for lexical search to score. Mode ''any'': every chunk holding one of the question''s rarest terms (those whose chunks, counted up to cap + 1 each, fit in cap together), then, up to cap, chunks holding the next rarest term (in storage order) if at most cap chunks hold it; a term more chunks hold draws no candidates (kgrag.lexeme_stats names those without reading their index lists). Mode ''websearch'': up to cap matches. The work is bounded by cap per term, not by the number of chunks holding a word; with at most cap chunks per term and in all, every match is a candidate.';
+'Private. Returns at most cap chunks (chunk_id, tsv) of the current tenant in a text search configuration for lexical search to score. Mode ''any'': every chunk holding one of the question''s rarest terms (those whose chunks, counted up to cap + 1 each, fit in cap together), then, up to cap, chunks holding the next rarest term (smallest chunk_id first, so every copy of the data draws the same) if at most cap chunks hold it; a term more chunks hold draws no candidates (kgrag.lexeme_stats names those without reading their index lists). Mode ''websearch'': up to cap matches (in storage order where more match). The work is bounded by cap per term, not by the number of chunks holding a word; with at most cap chunks per term and in all, every match is a candidate.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.coverage(tsv tsvector, words text[]) RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
