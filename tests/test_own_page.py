@@ -7,13 +7,17 @@ question), the pinned rows at most (k + 1) / 2."""
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
+from conftest import as_role
 from ingesting import ingest
 
 from pgkgrag.build import build
-from pgkgrag.db import tenant_transaction
+from pgkgrag.db import READER, tenant_transaction
+from pgkgrag.embedded import _BIN
 from pgkgrag.embedders import HashEmbedder
 from pgkgrag.gazetteer import GazetteerExtractor, KnownName
 from pgkgrag.search import SearchResult, run_search
@@ -140,6 +144,37 @@ def test_the_page_a_seeds_page_names_comes_next(conn: psycopg.Connection, tmp_pa
     bridge = next(r for r in local.rows if r.ref_id == "neighbours#0")
     assert bridge.payload["ranks"]["bridge_page"] == 1 and bridge.source != "bridge_page"
     assert "first the seeds' own pages (documents titled with their names), then the page each names" in local.reason
+
+
+def test_an_analyst_in_psql_gets_the_same_pinned_pages_as_a_reader(
+    conn: psycopg.Connection, tmp_path: Path, dsn: str, login_roles: Callable[[str], str]
+) -> None:
+    """The same search from psql, as a login role granted kgrag_reader for the tenant, the question's
+    vector passed as a psql variable: the own page, then the bridge page, as through the driver."""
+    embedder = load_soap(conn, tmp_path)
+    role = login_roles(READER)
+    with psycopg.connect(dsn, autocommit=True) as owner:
+        owner.execute("SELECT kgrag.grant_tenant(%s, 't1')", [role])
+    (vec,) = embedder.embed([BRIDGE_QUESTION])
+    script = (
+        "BEGIN;\nSELECT kgrag.use_tenant('t1');\n"
+        "SELECT ref_id, (SELECT string_agg(key, ',' ORDER BY key) FROM jsonb_object_keys(payload -> 'ranks') AS key"
+        " WHERE key IN ('own_page', 'bridge_page'))"
+        " FROM kgrag.kgrag_search(question_vec => :'qvec'::vector, route => 'local', question => :'q', k => 4)"
+        " WHERE kind = 'chunk' ORDER BY rank;\nCOMMIT;\n"
+    )
+    variables = ["-v", "ON_ERROR_STOP=1", "-v", f"q={BRIDGE_QUESTION}", "-v", f"qvec=[{','.join(map(str, vec))}]"]
+    out = subprocess.run(
+        [str(_BIN / "psql"), "-X", "-A", "-t", "-q", *variables, as_role(dsn, role)],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if "|" in line]
+    assert rows[:2] == ["kate#0|own_page", "neighbours#0|bridge_page"], out.stdout
+    assert len(rows) == 4 and not any(r.endswith("page") for r in rows[2:])
 
 
 def test_bridge_pages_share_half_of_the_rows_with_the_own_pages(conn: psycopg.Connection, tmp_path: Path) -> None:
