@@ -161,6 +161,7 @@ def test_every_route_runs_on_a_hot_standby(
     for route, (n, reason) in found.items():
         assert n > 0, (route, reason)
         assert "not logged in kgrag.query_log: the transaction is read-only" in reason, (route, reason)
+    assert "first the seeds' own pages" in found["local"][1]  # the pinned pages read only, as the rest
     record_property("routes answered on the standby", ", ".join(sorted(found)))
 
 
