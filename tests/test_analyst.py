@@ -113,6 +113,13 @@ def test_what_is_stale_after_an_ingest_without_a_build(dsn: str, conn: psycopg.C
         "t1",
     )
     assert "entity" in {kind for kind, _ in isolated} and not any("stale" in reason for _, reason in isolated)
+    # nor does the analyst's view or `pgkgrag show` call it stale
+    assert sql(dsn, "SELECT no_community, community FROM kgrag.entities WHERE name = 'Sandbox Runner'", "t1") == [
+        (False, None)
+    ]
+    shown = run("show", "Sandbox Runner", "--tenant", "t1", dsn=dsn)
+    assert shown.returncode == 0 and "Sandbox Runner" in shown.stdout, shown.stderr
+    assert "no community yet" not in shown.stdout
     assert "nothing is stale" in run("status", "--tenant", "t1", dsn=dsn).stdout
     assert [count for _, count, _ in sql(dsn, "SELECT * FROM kgrag.staleness", "t1")] == [0] * 6
 

@@ -10,6 +10,8 @@ DECLARE
 BEGIN
     RETURN (
         SELECT EXISTS (SELECT 1 FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale)
+            -- kgrag.entities.no_community, with the bound tenant (the view names no value: on
+            -- Citus it would read every shard)
             OR EXISTS (SELECT 1 FROM kgrag.entity AS e
                         WHERE e.tenant_id = t AND e.degree > 0
                           AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m

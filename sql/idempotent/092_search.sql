@@ -181,7 +181,7 @@ BEGIN
                  JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = x.ref_id
                 WHERE x.kind = 'entity'
                   AND (e.answer_stale
-                       OR (e.degree > 0  -- an entity linked to none is in no community after a build either
+                       OR (e.degree > 0  -- kgrag.entities.no_community, with the bound tenant
                            AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
                                             WHERE m.tenant_id = t AND m.entity_id = e.entity_id)))) THEN
         why := why || '; the graph is stale around these results (connected entities in no community yet, or answers of '

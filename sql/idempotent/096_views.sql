@@ -8,7 +8,11 @@ SELECT e.entity_id, e.name, e.type, e.description,
        e.degree, e.answer, e.answer_chunk_id,
        top.community_id AS community, top.title AS community_title,
        e.answer_stale,
-       top.community_id IS NULL AS no_community,
+       -- connected and in no community: an ingest without a build (an entity linked to none is in
+       -- no community after a build either). kgrag.staleness counts these; kgrag_search and
+       -- kgrag.communities_outdated test the same with a bound tenant, as Citus routes them.
+       e.degree > 0 AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
+                                     WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id) AS no_community,
        e.embedding IS NULL AS not_embedded
   FROM kgrag.entity AS e
   LEFT JOIN LATERAL (SELECT m.community_id, c.title FROM kgrag.community_member AS m
@@ -18,7 +22,7 @@ SELECT e.entity_id, e.name, e.type, e.description,
  WHERE e.tenant_id = kgrag.current_tenant();
 GRANT SELECT ON kgrag.entities TO kgrag_reader, kgrag_writer;
 COMMENT ON VIEW kgrag.entities IS
-'The current tenant''s entities as an analyst reads them: entity_id, name, type, description, the other names it is known by (aliases), degree, its answer and the chunk it came from, its coarsest community and that community''s title, and what is stale (answer_stale; no_community after an ingest without a build; not_embedded). E.g. SELECT * FROM kgrag.entities WHERE name ILIKE ''payment gateway'';';
+'The current tenant''s entities as an analyst reads them: entity_id, name, type, description, the other names it is known by (aliases), degree, its answer and the chunk it came from, its coarsest community and that community''s title, and what is stale (answer_stale; no_community: connected to another entity but in no community, after an ingest without a build; not_embedded). E.g. SELECT * FROM kgrag.entities WHERE name ILIKE ''payment gateway'';';
 
 CREATE OR REPLACE VIEW kgrag.edges WITH (security_invoker = true) AS
 SELECT g.src, s.name AS src_name, g.rel, g.dst, d.name AS dst_name, g.weight, g.confidence,
@@ -52,10 +56,7 @@ SELECT x.what, x.how_many, x.fix
          (SELECT count(*) FROM kgrag.community AS c WHERE c.tenant_id = kgrag.current_tenant() AND c.stale),
          'pgkgrag build'),
         (2, 'connected entities in no community',
-         (SELECT count(*) FROM kgrag.entity AS e
-           WHERE e.tenant_id = kgrag.current_tenant() AND e.degree > 0
-             AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
-                              WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id)),
+         (SELECT count(*) FROM kgrag.entities AS e WHERE e.no_community),
          'pgkgrag build'),
         (3, 'stale reports (not served)',
          (SELECT count(*) FROM kgrag.community_report AS r WHERE r.tenant_id = kgrag.current_tenant() AND r.stale),
