@@ -94,6 +94,11 @@ def _each(conn: psycopg.Connection, function: str, texts: list[str]) -> list[Any
     return [r[0] for r in conn.execute(query, [texts]).fetchall()]
 
 
+def cased_names(conn: psycopg.Connection, names: list[str]) -> list[bool]:
+    """kgrag.is_cased_name of every name, in order: whether the case rule of one-word names applies."""
+    return [bool(cased) for cased in _each(conn, "is_cased_name", names)]
+
+
 def capitalized_words(conn: psycopg.Connection, texts: list[str]) -> list[frozenset[str]]:
     """kgrag.capitalized_words of every text, in order: the words each capitalizes, canonical."""
     return [frozenset(words or ()) for words in _each(conn, "capitalized_words", texts)]

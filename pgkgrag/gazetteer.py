@@ -23,7 +23,14 @@ import ahocorasick
 import psycopg
 
 from pgkgrag.errors import KgragError
-from pgkgrag.extractors import Extraction, FoundEntity, PreparedDocument, capitalized_words, normalized
+from pgkgrag.extractors import (
+    Extraction,
+    FoundEntity,
+    PreparedDocument,
+    capitalized_words,
+    cased_names,
+    normalized,
+)
 from pgkgrag.queries import Q
 
 
@@ -92,9 +99,9 @@ class GazetteerExtractor:
         canon = normalized(conn, "canonical_name", [form for _, form in forms])
         # per pattern, each name it finds and whether only a text capitalizing the word may name it
         patterns: dict[str, dict[int, bool]] = {}
-        for (index, form), key in zip(forms, canon, strict=True):
+        cased_forms = cased_names(conn, [form for _, form in forms])
+        for (index, _), key, cased in zip(forms, canon, cased_forms, strict=True):
             if key:
-                cased = " " not in key and form != form.lower()
                 found = patterns.setdefault(f" {key} ", {})
                 found[index] = found.get(index, True) and cased
         automaton = ahocorasick.Automaton()

@@ -286,3 +286,16 @@ def test_a_name_the_case_rule_refuses_is_not_linked_by_a_guess_either(tconn: psy
         ("name:directed", "token"),
     ]
     assert ("name:directed", "token") in link(tconn, "who directed the leland story")  # no capitals: no case
+
+
+def test_the_case_rule_reads_names_and_texts_as_written(tconn: psycopg.Connection) -> None:
+    """kgrag.is_cased_name (which names fall under the case rule) and kgrag.capitalized_words (which
+    words a text capitalizes), the two halves linking and the gazetteer both read."""
+    names = ["Time", "TIME", "iPhone", "12Stone", "time", "Payment Module", "são paulo", "Ética"]
+    cased = tconn.execute("SELECT n, kgrag.is_cased_name(n) FROM unnest(%s::text[]) AS n", [names]).fetchall()
+    assert [n for n, c in cased if c] == ["Time", "TIME", "iPhone", "12Stone", "Ética"]
+    (words,) = tconn.execute(
+        "SELECT kgrag.capitalized_words('It took a long time; TIME, 12Stone and the iPhone. Ética e ação')"
+    ).fetchone()  # type: ignore[misc]
+    assert words == ["12stone", "etica", "iphone", "it", "time"]
+    assert tconn.execute("SELECT kgrag.capitalized_words('nothing capitalized here')").fetchone() == ([],)

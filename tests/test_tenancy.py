@@ -111,6 +111,7 @@ PURE = {
     "check_embedding",
     "is_page_about",
     "capitalized_words",
+    "is_cased_name",
 }
 # Functions for the schema owner only (the application roles may not execute them).
 OWNER_ONLY = {"distribute", "grant_tenant", "revoke_tenant"}

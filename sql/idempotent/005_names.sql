@@ -30,3 +30,12 @@ AS $$
 $$;
 COMMENT ON FUNCTION kgrag.capitalized_words(text) IS
 'Returns the words a text capitalizes (a capital anywhere in the word: "Time", "TIME", "12Stone", "iPhone"), canonical (kgrag.canonical_name) and distinct; empty when it capitalizes nothing (there is no case to read). The case rule of one-word names reads it: a capitalized one-word name ("Taken", a film) names what a question (kgrag.link_entities) or a chunk (the gazetteer extractor) says only where that text capitalizes the word too ("taken by the British" is not the film), unless the text capitalizes nothing. Reads the first 1,000,000 characters.';
+
+CREATE OR REPLACE FUNCTION kgrag.is_cased_name(name text) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT name <> lower(name) AND strpos(kgrag.canonical_name(name), ' ') = 0
+$$;
+COMMENT ON FUNCTION kgrag.is_cased_name(text) IS
+'Returns whether a name falls under the case rule of one-word names: one word (canonically) with a capital ("Time", "Taken", "iPhone"; not "time", not "Payment Module"). Such a name names what a text says only where the text capitalizes that word too (kgrag.capitalized_words) or capitalizes nothing: kgrag.link_entities reads questions so, the gazetteer extractor chunks. Give the name its lower-case form as an alias to have it found in any case.';

@@ -215,7 +215,7 @@ BEGIN
         -- British" is not the film), unless the question capitalizes nothing.
         SELECT a.entity_id, f.first, a.cased
           FROM spans AS f
-         CROSS JOIN LATERAL (SELECT x.entity_id, (x.alias = lower(x.alias) OR cardinality(capitalized) = 0
+         CROSS JOIN LATERAL (SELECT x.entity_id, (NOT kgrag.is_cased_name(x.alias) OR cardinality(capitalized) = 0
                                                   OR f.phrase = ANY (capitalized)) AS cased
                                FROM kgrag.alias AS x
                               WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
