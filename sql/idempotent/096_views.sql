@@ -9,8 +9,8 @@ SELECT e.entity_id, e.name, e.type, e.description,
        top.community_id AS community, top.title AS community_title,
        e.answer_stale,
        -- connected and in no community: an ingest without a build (an entity linked to none is in
-       -- no community after a build either). kgrag.staleness counts these; kgrag_search and
-       -- kgrag.communities_outdated test the same with a bound tenant, as Citus routes them.
+       -- no community after a build either). kgrag.staleness counts the same; kgrag_search and
+       -- kgrag.communities_outdated test it with a bound tenant, as Citus routes them.
        e.degree > 0 AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
                                      WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id) AS no_community,
        e.embedding IS NULL AS not_embedded
@@ -55,8 +55,11 @@ SELECT x.what, x.how_many, x.fix
         (1, 'stale communities',
          (SELECT count(*) FROM kgrag.community AS c WHERE c.tenant_id = kgrag.current_tenant() AND c.stale),
          'pgkgrag build'),
-        (2, 'connected entities in no community',
-         (SELECT count(*) FROM kgrag.entities AS e WHERE e.no_community),
+        (2, 'connected entities in no community',  -- kgrag.entities.no_community (a view on a view
+         (SELECT count(*) FROM kgrag.entity AS e       -- would stop the installer dropping them in turn)
+           WHERE e.tenant_id = kgrag.current_tenant() AND e.degree > 0
+             AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
+                              WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id)),
          'pgkgrag build'),
         (3, 'stale reports (not served)',
          (SELECT count(*) FROM kgrag.community_report AS r WHERE r.tenant_id = kgrag.current_tenant() AND r.stale),
