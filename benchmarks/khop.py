@@ -96,6 +96,32 @@ STEPS = {
 }
 
 
+# What any walk in SQL must do, without the walk's own work: a round trip; the capped walk as one
+# recursive CTE sent by the client (no argument checks, settings, time budget or tenant lookup,
+# the tenant and cap as constants); and, for the uncapped walk, reading the edges out of every entity
+# it expands (those first reached before the last hop), alone, then grouped by the entity
+# each reaches with the first expanded entity reaching it (the least a breadth-first step computes).
+FLOORS = {
+    "a round trip (SELECT 1)": "SELECT 1",
+    "the capped walk as one recursive CTE from the client": """
+        WITH RECURSIVE walk(entity_id, hop, trail) AS (
+            SELECT e.entity_id, 0, '|' || e.entity_id || '|' FROM kgrag.entity e
+             WHERE e.tenant_id = %(t)s AND e.entity_id = %(seed)s
+            UNION ALL
+            SELECT x.dst, w.hop + 1, w.trail || x.dst || '|' FROM walk w
+             CROSS JOIN LATERAL (SELECT y.dst FROM kgrag.edge y WHERE y.tenant_id = %(t)s AND y.src = w.entity_id
+                                  ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C" LIMIT %(cap)s) x
+             WHERE w.hop < %(hops)s AND strpos(w.trail, '|' || x.dst || '|') = 0)
+        SELECT count(*) FROM walk""",
+    "the edges out of the expanded entities, read alone": """
+        SELECT count(*) FROM unnest(%(ids)s::text[]) AS f(id)
+          JOIN kgrag.edge y ON y.tenant_id = %(t)s AND y.src = f.id""",
+    "the same, grouped by the entity reached": """
+        SELECT count(*) FROM (SELECT y.dst, min(f.o) FROM unnest(%(ids)s::text[]) WITH ORDINALITY AS f(id, o)
+                                JOIN kgrag.edge y ON y.tenant_id = %(t)s AND y.src = f.id GROUP BY y.dst) AS g""",
+}
+
+
 # the k_hop of before: every simple path enumerated, then the first shortest one per entity, as
 # the same rows (path and directions arrays, in order)
 ENUMERATED = """
@@ -185,6 +211,10 @@ def main() -> None:
                     khop_rows.append([label, *measure_khop(reader, group, hops, cap)])
                     print(khop_rows[-1])
 
+        floor_rows = [measure_floor(reader, hubs, 2, 4, ["a round trip (SELECT 1)", *list(FLOORS)[1:2]])]
+        floor_rows.append(measure_floor(reader, hubs, 3, None, list(FLOORS)[2:]))
+        print(floor_rows)
+
         guard_rows: list[list[object]] = []
         for hops, cap in ((2, 4), (3, 4), (2, None), (3, None)):
             for name, query in GUARDS.items():
@@ -228,6 +258,16 @@ def main() -> None:
                 "p50 before / now",
             ],
             khop_rows,
+        )
+        + "\n\n### What the walk's SQL cannot go below (20 top hubs)\n\n"
+        "Beside k_hop, on the same seeds and run: a round trip, the capped walk as one recursive CTE sent "
+        "by the client (nothing but the walk: no argument checks, settings, time budget or tenant lookup), "
+        "and for the uncapped 3-hop walk the edges out of the entities it expands (those first reached at "
+        "hops 0-2) read by one join, then grouped by the entity each reaches, as a breadth-first step must "
+        "(what is left of k_hop's time: choosing one path per entity, the visited set, the rows).\n\n"
+        + markdown_table(
+            ["hops", "degree cap", "k_hop p50 ms", "floor", "p50 ms", "share of k_hop"],
+            [row for rows in floor_rows for row in rows],
         )
         + "\n\n### Cycle guard, same CTE, three ways (count of simple paths)\n\n"
         + markdown_table(["hops", "degree cap", "guard", "p50 ms", "p95 ms", "mean paths", "cancelled"], guard_rows)
@@ -285,6 +325,31 @@ def measure_khop(conn: TenantSession, seeds: list[str], hops: int, cap: int | No
         f"{np.mean(enumerated):.0f}" if enumerated else "-",
         f"{cancelled_before}/{len(seeds)}",
         f"{median(before) / median(times):.1f}" if before and times else "-",
+    ]
+
+
+def measure_floor(
+    conn: TenantSession, seeds: list[str], hops: int, cap: int | None, names: list[str]
+) -> list[list[object]]:
+    """k_hop p50 from each seed (timed as in measure_khop: count(*) in one open tenant transaction)
+    beside the floors named (FLOORS), each timed the same way."""
+    times: dict[str, list[float]] = {name: [] for name in ["k_hop", *names]}
+    for seed in seeds:
+        with conn.acting() as c:
+            expanded = c.execute(
+                "SELECT entity_id FROM kgrag.k_hop(ARRAY[%s], %s, %s) WHERE hop < %s", [seed, hops, cap, hops]
+            ).fetchall()
+        params = {"t": TENANT, "seed": seed, "hops": hops, "cap": cap, "ids": [r[0] for r in expanded]}
+        queries = {"k_hop": "SELECT count(*) FROM kgrag.k_hop(ARRAY[%(seed)s], %(hops)s, %(cap)s)"}
+        queries.update((name, FLOORS[name]) for name in names)
+        for name, query in queries.items():
+            with conn.acting() as c:
+                ms, _ = timed(lambda query=query, c=c, params=params: c.execute(query, params).fetchall())
+                times[name].append(ms)
+    whole = median(times["k_hop"])
+    return [
+        [hops, cap or "none", f"{whole:.2f}", name, f"{median(times[name]):.2f}", f"{median(times[name]) / whole:.0%}"]
+        for name in names
     ]
 
 
