@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint fmt demo clean
+.PHONY: install test lint fmt demo schema clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ test: lint
 
 demo: $(STAMP)
 	$(BIN)/pgkgrag demo
+
+# sql/schema.sql after a change to sql/ (tests/test_sql_files.py compares a fresh install with it)
+schema: $(STAMP)
+	$(BIN)/python tests/schema_file.py
 
 clean:
 	rm -rf $(VENV) .pgkgrag .pytest_cache .mypy_cache .ruff_cache

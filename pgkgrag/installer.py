@@ -4,10 +4,12 @@ The SQL lives in sql/ and nowhere else:
 - sql/incremental/NNNN_name.sql (and NNNN_name.down.sql) is DDL that runs exactly once, applied
   by the Alembic revision NNNN. Once released, a file is frozen by its sha256 (sql/incremental/FROZEN);
   a change to the schema is a new revision, never an edit.
-- sql/idempotent/*.sql holds functions and views (CREATE OR REPLACE). After a migration run that
-  ends at head, they are dropped and created again from the files whenever a revision ran or the
-  files changed, so an upgraded database and a fresh one always carry the same objects. Which
-  objects came from these files is recorded in kgrag.settings (tenant '*').
+- sql/idempotent/*.sql holds the current definition of every function and view (CREATE OR REPLACE),
+  run after every migration run that ends at head whenever a revision ran or the files changed, so
+  an upgraded database and a fresh one always carry the same objects. Files named *.kept.sql replace
+  in place what tables, policies and revisions depend on, and what they define is never dropped; what
+  the other files created is dropped and created again, recorded in kgrag.settings (tenant '*').
+  sql/idempotent/README.md and sql/incremental/README.md state each folder's contract.
 
 Every run holds a transaction-scoped advisory lock, so two concurrent upgrades are serialized and
 never half-applied: everything happens in one transaction.

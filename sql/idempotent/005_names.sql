@@ -1,5 +1,5 @@
--- Names as SQL compares them. The forms that generated columns depend on (fold, canonical_name,
--- squash, trigrams, entity_key) live with the tables in sql/incremental; these are the others.
+-- Names as SQL compares them. The forms that tables store (fold, canonical_name, squash,
+-- trigrams, entity_key) are kept in 001_names.kept.sql; these are the others.
 
 CREATE OR REPLACE FUNCTION kgrag.relation_key(relation text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER

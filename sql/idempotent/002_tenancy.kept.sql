@@ -1,0 +1,241 @@
+-- Tenancy: which tenant a transaction acts for, who may act for it, and the grants. Kept (see
+-- README.md): every row-level security policy calls kgrag.current_tenant(), so these are replaced
+-- in place and never dropped; a change here takes effect on every policy at the next install.
+--
+-- A transaction names its tenant with kgrag.use_tenant(tenant): SET LOCAL kgrag.tenant, sealed
+-- with this backend and transaction (kgrag_private.tenant_seal) so that a session-level setting
+-- or one left from an earlier transaction does not count. kgrag.current_tenant() reads it back,
+-- checks the seal and the grant, and fails closed. On a Citus cluster the setting reaches the
+-- workers, which check the seal against the global pid of the transaction they serve.
+--
+-- A role may act for a tenant when it owns the schema or is a member of the tenant's role
+-- (kgrag_private.tenant_role), made by kgrag.grant_tenant. The roles are named from the
+-- installation's identity, frozen when revision 0019 ran (kgrag_private.installation, created
+-- again below with the value it has).
+
+DO $$
+BEGIN
+    EXECUTE pg_catalog.format($f$
+CREATE OR REPLACE FUNCTION kgrag_private.installation() RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $body$ SELECT %L::text $body$ $f$, kgrag_private.installation());
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.installation() IS
+'Private. Returns the identity of this installation of the schema, frozen when revision 0019 ran (the database''s name and the schema''s oid then): the tenant roles are named from it, on every node of a cluster.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.tenant_role(tenant text) RETURNS text
+LANGUAGE plpgsql STABLE STRICT SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN 'kgrag_t_' || pg_catalog.left(pg_catalog.md5(kgrag_private.installation() || '/' || tenant), 24);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.tenant_role(text) IS
+'Private. Returns the name of the role that stands for a tenant of this installation (tenant ''*'': every tenant): kgrag_t_ and 24 hex digits of md5(kgrag_private.installation()/tenant), so a schema installed again starts with no grants. kgrag.grant_tenant creates it and makes the grantee a member; a session may act for the tenant when its login role is a member of it.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.tenant_seal(tenant text) RETURNS text
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    origin bigint := pg_catalog.pg_backend_pid();
+BEGIN
+    IF pg_catalog.to_regprocedure('pg_catalog.citus_backend_gpid()') IS NOT NULL THEN
+        origin := pg_catalog.citus_backend_gpid();
+    END IF;
+    RETURN origin || '/' || EXTRACT(epoch FROM pg_catalog.transaction_timestamp()) || '/' || tenant;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.tenant_seal(text) IS
+'Private. Returns the seal kgrag.use_tenant leaves beside kgrag.tenant: this backend (its Citus global pid where Citus is installed), this transaction''s start and the tenant. A kgrag.tenant without the seal of the current transaction was not set for it.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.serving_another_node() RETURNS boolean
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- a Citus backend reports the global pid of the transaction it serves: another backend's
+    -- when a coordinator (or another worker) sent it this statement
+    IF pg_catalog.to_regprocedure('pg_catalog.citus_backend_gpid()') IS NULL THEN
+        RETURN false;  -- (a separate statement: the next one names Citus's functions)
+    END IF;
+    RETURN pg_catalog.citus_pid_for_gpid(pg_catalog.citus_backend_gpid()) <> pg_catalog.pg_backend_pid();
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.serving_another_node() IS
+'Private. Returns whether this backend runs statements a Citus node sent it for a transaction that started on another backend (a worker serving the coordinator); false without Citus.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.sealed(tenant text, seal text) RETURNS boolean
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF seal IS NOT DISTINCT FROM kgrag_private.tenant_seal(tenant) THEN
+        RETURN true;
+    END IF;
+    -- A worker serving another node's transaction: the tenant and the seal came with it (SET
+    -- LOCAL, for this transaction only), made by the backend the transaction started on.
+    IF NOT kgrag_private.serving_another_node() THEN
+        RETURN false;
+    END IF;
+    RETURN pg_catalog.split_part(seal, '/', 1) = pg_catalog.citus_backend_gpid()::text
+       AND pg_catalog.split_part(seal, '/', 3) = tenant;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.sealed(text, text) IS
+'Private. Returns whether a seal is the current transaction''s for this tenant: made by kgrag_private.tenant_seal in this backend and transaction, or, on a Citus worker serving another node''s transaction, made by the backend that transaction started on (same global pid and tenant).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.may_use_tenant(tenant text) RETURNS boolean
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    one oid;
+    every oid;
+BEGIN
+    -- The schema owner (who alone may create in its schema) may act for every tenant, '*' included.
+    IF pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE') THEN
+        RETURN true;
+    END IF;
+    IF tenant = '*' THEN
+        RETURN false;
+    END IF;
+    -- On a Citus worker, inside one of the SECURITY DEFINER helpers (probes, log writers) the
+    -- coordinator logs in as their owner: the caller's grant was checked where it called them.
+    IF session_user IN ('kgrag_probe', 'kgrag_logger') AND kgrag_private.serving_another_node() THEN
+        RETURN true;
+    END IF;
+    -- Role lookups only, no query: this runs once per statement that reads a kgrag table.
+    one := pg_catalog.to_regrole(kgrag_private.tenant_role(tenant));
+    every := pg_catalog.to_regrole(kgrag_private.tenant_role('*'));
+    RETURN (one IS NOT NULL AND pg_catalog.pg_has_role(session_user, one, 'MEMBER'))
+        OR (every IS NOT NULL AND pg_catalog.pg_has_role(session_user, every, 'MEMBER'));
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.may_use_tenant(text) IS
+'Private. Returns whether the session''s login role may act for the tenant: it owns the schema (CREATE on it), or it is a member of the tenant''s role or of the every-tenant role (kgrag.grant_tenant); on a Citus worker serving another node, also the owners of the SECURITY DEFINER helpers, as which that node logs in there.';
+
+CREATE OR REPLACE FUNCTION kgrag.current_tenant() RETURNS text
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t text := pg_catalog.current_setting('kgrag.tenant', true);
+BEGIN
+    IF t IS NULL OR t = '' THEN
+        RAISE EXCEPTION 'kgrag.tenant is not set'
+            USING ERRCODE = '28000',
+                  HINT = 'Name the tenant of this transaction first: SELECT kgrag.use_tenant(''my-tenant'');';
+    END IF;
+    IF NOT kgrag_private.sealed(t, pg_catalog.current_setting('kgrag.tenant_seal', true)) THEN
+        RAISE EXCEPTION 'kgrag.tenant was not set for this transaction'
+            USING ERRCODE = '28000',
+                  HINT = 'A tenant set for the session (SET, set_config(..., false), options=-c) or left from an earlier transaction does not count: call SELECT kgrag.use_tenant(''my-tenant''); in each transaction.';
+    END IF;
+    IF NOT kgrag_private.may_use_tenant(t) THEN
+        RAISE EXCEPTION 'role % may not act for tenant %', session_user, pg_catalog.quote_literal(t)
+            USING ERRCODE = '42501',
+                  HINT = CASE WHEN t = '*' THEN 'The defaults tenant ''*'' is the schema owner''s alone.'
+                              ELSE 'The schema owner grants it: SELECT kgrag.grant_tenant(''role'', ''tenant'');' END;
+    END IF;
+    RETURN t;
+END
+$$;
+COMMENT ON FUNCTION kgrag.current_tenant() IS
+'Returns the tenant of the current transaction, as kgrag.use_tenant named it. Fails closed, so every row-level security policy does: SQLSTATE 28000 when no tenant is set or it was not set for this transaction (a session-level setting does not count), 42501 when the session''s role may not act for it (kgrag.grant_tenant). On a Citus cluster each worker checks the same for its shards.';
+
+CREATE OR REPLACE FUNCTION kgrag.use_tenant(tenant text) RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    previous text := pg_catalog.current_setting('kgrag.tenant', true);
+BEGIN
+    IF tenant IS NULL OR (tenant <> '*' AND tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$') THEN
+        RAISE EXCEPTION 'invalid tenant %: use 1-128 letters, digits or _.:@- (starting with a letter or digit)',
+            COALESCE(pg_catalog.quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF previous IS DISTINCT FROM tenant AND previous <> ''
+       AND kgrag_private.sealed(previous, pg_catalog.current_setting('kgrag.tenant_seal', true)) THEN
+        RAISE EXCEPTION 'this transaction already acts for tenant %', pg_catalog.quote_literal(previous)
+            USING ERRCODE = '25001', HINT = 'A transaction has one tenant: use another transaction for another tenant.';
+    END IF;
+    IF NOT kgrag_private.may_use_tenant(tenant) THEN
+        RAISE EXCEPTION 'role % may not act for tenant %', session_user, pg_catalog.quote_literal(tenant)
+            USING ERRCODE = '42501',
+                  HINT = CASE WHEN tenant = '*' THEN 'The defaults tenant ''*'' is the schema owner''s alone.'
+                              ELSE 'The schema owner grants it: SELECT kgrag.grant_tenant(''role'', ''tenant'');' END;
+    END IF;
+    -- SET LOCAL, not set_config(): Citus passes SET LOCAL on to the workers of the transaction.
+    -- There a function reading a table may run inside a statement Citus sent to a worker: it
+    -- reads the same tenant, whose shards are all on that worker (co-located), in the same
+    -- transaction, so the nested query Citus refuses by default is a local one.
+    IF pg_catalog.to_regprocedure('pg_catalog.citus_backend_gpid()') IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('citus.propagate_set_commands', 'local', true);
+        SET LOCAL citus.allow_nested_distributed_execution TO on;
+        -- A generic plan of an UPDATE or DELETE with a subquery runs on every shard: Citus
+        -- prunes shards with the tenant's value in hand, so every statement is planned with it.
+        SET LOCAL plan_cache_mode TO force_custom_plan;
+    END IF;
+    EXECUTE pg_catalog.format('SET LOCAL kgrag.tenant TO %L', tenant);
+    EXECUTE pg_catalog.format('SET LOCAL kgrag.tenant_seal TO %L', kgrag_private.tenant_seal(tenant));
+    RETURN tenant;
+END
+$$;
+COMMENT ON FUNCTION kgrag.use_tenant(text) IS
+'Names the tenant of the current transaction and returns it: SELECT kgrag.use_tenant(''acme''); at the start of every transaction (the setting ends with it; on a Citus cluster it reaches the workers too). Refuses (42501) a tenant the session''s role may not use, and (25001) a second, different tenant in the same transaction.';
+
+CREATE OR REPLACE FUNCTION kgrag.grant_tenant(role_name text, tenant text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tenant_role text;
+BEGIN
+    IF pg_catalog.to_regrole(pg_catalog.quote_ident(role_name)) IS NULL THEN
+        RAISE EXCEPTION 'role % does not exist', COALESCE(pg_catalog.quote_ident(role_name), 'NULL') USING ERRCODE = '42704';
+    END IF;
+    IF tenant IS NULL OR (tenant <> '*' AND tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$') THEN
+        RAISE EXCEPTION 'invalid tenant %', COALESCE(pg_catalog.quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    tenant_role := kgrag_private.tenant_role(tenant);
+    IF pg_catalog.to_regrole(tenant_role) IS NULL THEN
+        EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE', tenant_role);
+        EXECUTE pg_catalog.format('COMMENT ON ROLE %I IS %L', tenant_role,
+            pg_catalog.format('pgkgrag: may act for tenant %s of database %s', tenant, pg_catalog.current_database()));
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_auth_members AS m
+                    WHERE m.roleid = pg_catalog.to_regrole(tenant_role)
+                      AND m.member = pg_catalog.to_regrole(pg_catalog.quote_ident(role_name))) THEN
+        RETURN false;
+    END IF;
+    EXECUTE pg_catalog.format('GRANT %I TO %I', tenant_role, role_name);
+    RETURN true;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION kgrag.grant_tenant(text, text) FROM PUBLIC;
+COMMENT ON FUNCTION kgrag.grant_tenant(text, text) IS
+'Lets a role (and every role that is a member of it) act for a tenant of this database: makes it a member of the tenant''s role (kgrag_private.tenant_role, created on the first grant). Tenant ''*'' means every tenant (a service role), never the defaults tenant, which stays the schema owner''s. Returns true when the grant is new. For the schema owner (it needs CREATEROLE).';
+
+CREATE OR REPLACE FUNCTION kgrag.revoke_tenant(role_name text, tenant text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tenant_role text := kgrag_private.tenant_role(tenant);
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_auth_members AS m
+                    WHERE m.roleid = pg_catalog.to_regrole(tenant_role)
+                      AND m.member = pg_catalog.to_regrole(pg_catalog.quote_ident(role_name))) THEN
+        RETURN false;
+    END IF;
+    EXECUTE pg_catalog.format('REVOKE %I FROM %I', tenant_role, role_name);
+    RETURN true;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION kgrag.revoke_tenant(text, text) FROM PUBLIC;
+COMMENT ON FUNCTION kgrag.revoke_tenant(text, text) IS
+'Takes back a grant of kgrag.grant_tenant (tenant ''*'': the every-tenant grant). Returns true when there was one. For the schema owner.';
