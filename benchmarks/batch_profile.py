@@ -110,7 +110,7 @@ def main() -> None:
         f"{args.batches} batches of {size:,} generated documents, one writer (kgrag_writer), `provided` extractor, "
         "`hash` embedder; every statement of 2 ms or more timed by auto_explain (log_analyze, which slows "
         "them: compare the two batches, not with other tables). A nested statement's time is also in the "
-        "statement that called it (kgrag.ingest_apply() holds most of the others).\n\n"
+        "statement that called it (kgrag_private.ingest_apply() holds most of the others).\n\n"
         f"Over the {args.batches} batches, {updated:,} kgrag.edge row updates, {hot:,} of them heap-only "
         f"({100 * hot / max(1, updated):.0f}%: no index entry written; pg_stat_user_tables).\n"
     )

@@ -95,7 +95,7 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
         "Hostile input",
         "Hostile lines among good ones, through `pgkgrag ingest`: each is reported with its file and line and"
         " skipped, no good document is lost, nothing is a traceback; a document past a limit of what one document"
-        " may carry is refused for any SQL client (the rule is kgrag.ingest_apply's).",
+        " may carry is refused for any SQL client (the rule is kgrag_private.ingest_apply's).",
         [
             "tests/test_hostile_input.py::test_hostile_lines_are_reported_by_line_and_the_good_ones_written",
             "tests/test_hostile_input.py::test_an_unreadable_file_is_named_and_skipped",

@@ -4,7 +4,7 @@ The project's generator (benchmarks/ingest.py:generate: operations notes naming 
 entities; every sentence ends "according to the weekly operations review of cycle N", so a few
 words are in every chunk), split over --tenants tenants, `provided` extractor, `hash` embedder,
 then `pgkgrag build` for the first tenant (the one measured: with 25,000 chunks a tenant, the second
-tenant's build spent over ten minutes in kgrag.refresh_reports, analyzed or not, a problem of its
+tenant's build spent over ten minutes in kgrag_private.refresh_reports, analyzed or not, a problem of its
 own). For each size: the ingest and build time, then, from a warm
 client (one open tenant transaction, the question vectors computed beforehand: embedding
 excluded), --questions questions per route on the first tenant:

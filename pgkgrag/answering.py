@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg.rows import class_row
 
 from pgkgrag.db import tenant_transaction
 from pgkgrag.embedders import Embedder
@@ -73,6 +74,18 @@ class Citation:
     doc_id: str
     title: str
     quote: str
+
+
+@dataclass(frozen=True)
+class CitationCheck:
+    """One row of kgrag.check_citations: whether a cited chunk id may stay (status ok, not sent or
+    unknown), with its document, title and quote when it is a chunk."""
+
+    chunk_id: str
+    status: str
+    doc_id: str | None
+    title: str | None
+    quote: str | None
 
 
 @dataclass(frozen=True)
@@ -136,13 +149,14 @@ def ask(
     """Retrieve for the tenant, answer from what was retrieved only, verify the citations."""
     started = time.perf_counter()
     vector = embedder.embed([question])[0]
-    opts = json.dumps(options or {})
     with tenant_transaction(conn, tenant):
         max_chars, map_reports = conn.execute(Q["answer_settings"]).fetchone()  # type: ignore[misc]
+        # one search: the global route's maps are the reports it chose (answer_map_reports of them,
+        # unless the caller asks for another number); the other routes do not read the option
+        opts = json.dumps({"reports": map_reports, **(options or {})})
         blocks = conn.execute(Q["context_blocks"], [vector, route, question, max_chars, k, opts]).fetchall()
-        chosen, reason = conn.execute(Q["last_search"]).fetchone()  # type: ignore[misc]
-        wanted = {"reports": map_reports, **(options or {})}  # the caller's reports option wins
-        maps = _maps(conn, vector, question, route, k, wanted) if chosen == "global" else []
+        chosen, reason, reports = conn.execute(Q["last_search"]).fetchone()  # type: ignore[misc]
+        maps = _maps(conn, question, reports) if chosen == "global" else []
     cost = Cost()
     map_dropped: dict[str, str] = {}  # citations the map step removed, and why
     if not blocks:
@@ -166,14 +180,10 @@ def ask(
     return _finish(conn, tenant, question, chosen, reason, reply, final.sent, cost, started, map_dropped)
 
 
-def _maps(
-    conn: psycopg.Connection, vector: Any, question: str, route: str, k: int, options: dict[str, Any]
-) -> list[_Call]:
-    """One map call per community report the global route chooses (asked as the caller asked, so
-    the router decides the same): the report and the chunks it cites."""
-    rows = conn.execute(Q["kgrag_search"], [vector, route, question, k, json.dumps({**options, "log": False})])
+def _maps(conn: psycopg.Connection, question: str, reports: list[str]) -> list[_Call]:
+    """One map call per community report the global route chose: the report and the chunks it cites."""
     calls = []
-    for community_id in [ref_id for _, ref_id, kind, *_ in rows.fetchall() if kind == "community"]:
+    for community_id in reports:
         for body, sent in conn.execute(Q["report_context"], [community_id, MAX_MAP_CHARS]).fetchall():
             calls.append(_Call(MAP_PROMPT, question, body, list(sent)))
     return calls
@@ -212,20 +222,16 @@ def split_claims(reply: str) -> list[tuple[str, list[str]]]:
     return claims
 
 
-def _checked(conn: psycopg.Connection, cited: list[str], sent: list[str]) -> list[tuple[str, str, str, str, str]]:
-    return conn.execute(Q["check_citations"], [cited, sent]).fetchall()
-
-
 def _verified(
     conn: psycopg.Connection, tenant: str, reply: str, sent: list[str]
-) -> tuple[list[Claim], dict[str, tuple[str, str, str, str, str]]]:
+) -> tuple[list[Claim], dict[str, CitationCheck]]:
     claims = split_claims(reply)
     cited = list(dict.fromkeys(cid for _, ids in claims for cid in ids))
-    with tenant_transaction(conn, tenant):
-        status = {row[0]: row for row in _checked(conn, cited, sent)}
+    with tenant_transaction(conn, tenant), conn.cursor(row_factory=class_row(CitationCheck)) as cur:
+        status = {row.chunk_id: row for row in cur.execute(Q["check_citations"], [cited, sent]).fetchall()}
     verified = []
     for text, ids in claims:
-        kept = [cid for cid in dict.fromkeys(ids) if cid in status and status[cid][1] == "ok"]
+        kept = [cid for cid in dict.fromkeys(ids) if cid in status and status[cid].status == "ok"]
         verified.append(Claim(text, kept, bool(kept)))
     return verified, status
 
@@ -236,14 +242,19 @@ def _verified_text(conn: psycopg.Connection, tenant: str, call: _Call, reply: st
     if reply.strip() == NOT_INFORMED_REPLY:
         return "", {}
     claims, status = _verified(conn, tenant, reply, call.sent)
-    dropped = {cid: row[1] for cid, row in status.items() if row[1] != "ok"}
+    dropped = {cid: row.status for cid, row in status.items() if row.status != "ok"}
     return " ".join(_tagged(claim, status) for claim in claims if claim.supported), dropped
 
 
-def _tagged(claim: Claim, status: dict[str, tuple[str, str, str, str, str]]) -> str:
+def _citation(row: CitationCheck) -> Citation:
+    """A citation kept (status ok: a chunk of the tenant, with its document, title and quote)."""
+    return Citation(row.chunk_id, row.doc_id or "", row.title or "", row.quote or "")
+
+
+def _tagged(claim: Claim, status: dict[str, CitationCheck]) -> str:
     if not claim.supported:
         return f"{claim.text} [unsupported]"
-    return claim.text + " " + " ".join(f"[{status[cid][2]} | {cid}]" for cid in claim.citations)
+    return claim.text + " " + " ".join(f"[{status[cid].doc_id} | {cid}]" for cid in claim.citations)
 
 
 def _finish(
@@ -259,16 +270,16 @@ def _finish(
     map_dropped: dict[str, str],
 ) -> Answer:
     claims: list[Claim] = []
-    status: dict[str, tuple[str, str, str, str, str]] = {}
+    status: dict[str, CitationCheck] = {}
     if reply is not None and reply.strip() != NOT_FOUND_REPLY:
         claims, status = _verified(conn, tenant, reply, sent)
     supported = [claim for claim in claims if claim.supported]
     kept = list(dict.fromkeys(cid for claim in supported for cid in claim.citations))
-    lost = {**map_dropped, **{cid: row[1] for cid, row in status.items() if row[1] != "ok"}}
+    lost = {**map_dropped, **{cid: row.status for cid, row in status.items() if row.status != "ok"}}
     dropped = [{"chunk_id": cid, "status": why} for cid, why in lost.items()]
     text = " ".join(_tagged(claim, status) for claim in claims) if supported else NOT_FOUND
     cost.ms = (time.perf_counter() - started) * 1000
-    citations = [Citation(cid, status[cid][2], status[cid][3], status[cid][4]) for cid in kept]
+    citations = [_citation(status[cid]) for cid in kept]
     answer = Answer(question, text, route, reason, not supported, claims, citations, dropped, cost)
     with tenant_transaction(conn, tenant):
         conn.execute(

@@ -1,8 +1,8 @@
 """Graph products after ingestion: communities (hierarchical Leiden), reports, answers, embeddings.
 
-Leiden runs here, on the tenant's co-occurrence graph (kgrag.community_graph), with
+Leiden runs here, on the tenant's co-occurrence graph (kgrag_private.community_graph), with
 graspologic-native (the Rust Leiden of Microsoft GraphRAG), seeded: the same graph always gives the
-same communities. Everything else is SQL (kgrag.replace_communities, refresh_reports, refresh_answers,
+same communities. Everything else is SQL (kgrag_private.replace_communities, refresh_reports, refresh_answers,
 refresh_lexeme_stats, refresh_alias_trigram_stats).
 """
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class CommunityCounts(BaseModel):
-    """What kgrag.replace_communities() returns."""
+    """What kgrag_private.replace_communities() returns."""
 
     model_config = ConfigDict(extra="forbid")
     communities: int
@@ -36,7 +36,7 @@ class CommunityCounts(BaseModel):
 
 
 class ReportCounts(BaseModel):
-    """What kgrag.refresh_reports() returns."""
+    """What kgrag_private.refresh_reports() returns."""
 
     model_config = ConfigDict(extra="forbid")
     reports: int

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from pgkgrag.config import Config, validate_tenant
+from pgkgrag.config import Config
 from pgkgrag.db import READER, connect_app, ensure_server
 from pgkgrag.embedders import Embedder
 from pgkgrag.embedding import tenant_embedder
@@ -57,7 +57,7 @@ class Client:
         return self._conn
 
     def _call_for(self, tenant: str | None) -> tuple[psycopg.Connection, str, Embedder]:
-        chosen = validate_tenant(tenant) if tenant else self.tenant
+        chosen = tenant or self.tenant
         conn = self._connection()
         if chosen not in self._embedders:
             self._embedders[chosen] = tenant_embedder(conn, chosen)

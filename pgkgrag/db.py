@@ -10,7 +10,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
-from pgkgrag.config import Config, validate_tenant
+from pgkgrag.config import Config
 from pgkgrag.errors import KgragError
 from pgkgrag.queries import Q
 from pgkgrag.schema_version import require_current
@@ -80,5 +80,5 @@ def tenant_transaction(conn: psycopg.Connection, tenant: str) -> Iterator[psycop
     """A transaction acting for `tenant` (kgrag.use_tenant: checked against the login role's grants,
     and for this transaction only, as row-level security expects)."""
     with conn.transaction():
-        conn.execute(Q["use_tenant"], [validate_tenant(tenant)])
+        conn.execute(Q["use_tenant"], [tenant])
         yield conn

@@ -59,8 +59,9 @@ def _refuse_constant(name: str) -> float:
 class EntityIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=500)
-    type: str = Field(default="Concept", min_length=1, max_length=100)
+    # how long a name, an alias or a type may be is SQL's rule (setting max_alias_chars)
+    name: str = Field(min_length=1)
+    type: str = Field(default="Concept", min_length=1)
     aliases: list[str] = Field(default_factory=list)
     description: str = ""
     answer: str | None = None
@@ -83,7 +84,7 @@ class RelationIn(BaseModel):
 
     source: str = Field(min_length=1)
     target: str = Field(min_length=1)
-    type: str = Field(min_length=1, max_length=100)
+    type: str = Field(min_length=1)
     source_type: str | None = None
     target_type: str | None = None
     quote: str = ""

@@ -109,6 +109,12 @@ def normalized(conn: psycopg.Connection, form: Literal["canonical_name", "squash
     return [value or "" for value in _each(conn, form, texts)]
 
 
+def text_search_configs(conn: psycopg.Connection, languages: list[str]) -> list[str | None]:
+    """The text search configuration each language stands for in the tenant (kgrag.text_search_config:
+    a code of the setting language_codes or a configuration's name), or None when it is unknown."""
+    return [str(config) if config else None for config in _each(conn, "text_search_config", languages)]
+
+
 def ontology_types(conn: psycopg.Connection, kind: Literal["entity", "relation"], types: list[str]) -> list[str | None]:
     """The type of the tenant's ontology each given type names, or None (kgrag.ontology_entity_type,
     kgrag.ontology_relation_type)."""

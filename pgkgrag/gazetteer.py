@@ -1,6 +1,6 @@
 """The gazetteer extractor: known names found in chunk text.
 
-The names come from a file (JSONL or CSV) or from the tenant's graph (kgrag.known_names). One
+The names come from a file (JSONL or CSV) or from the tenant's graph (kgrag_private.known_names). One
 Aho-Corasick automaton (pyahocorasick) over their canonical forms (kgrag.canonical_name) finds
 them in one pass per chunk, word-bounded, case and accent insensitive, but for the case rule of
 one-word names (kgrag.capitalized_words): a capitalized one-word name ("Time", a magazine; "Taken",

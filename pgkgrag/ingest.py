@@ -1,7 +1,7 @@
 """Ingestion batches: read, chunk, extract, embed, write.
 
 Python orchestrates and SQL does the set work: each batch is COPYed into staging tables
-(pgkgrag.staging) and applied by kgrag.ingest_apply() in one transaction, retried whole on a
+(pgkgrag.staging) and applied by kgrag_private.ingest_apply() in one transaction, retried whole on a
 deadlock or serialization failure. A document whose content hash is unchanged is skipped; a
 document whose extraction failed is recorded in kgrag.ingest_failure and nothing of it is written.
 """
@@ -36,7 +36,7 @@ BATCH_STEPS = ("read and chunk", "extract", "embed chunks", "write")  # timed pe
 
 
 class AppliedCounts(BaseModel):
-    """What kgrag.ingest_apply() returns (and kgrag.delete_documents() part of), typed."""
+    """What kgrag_private.ingest_apply() returns (and kgrag.delete_documents() part of), typed."""
 
     model_config = ConfigDict(extra="forbid")
     documents: int = 0

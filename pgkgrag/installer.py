@@ -260,11 +260,9 @@ def _kgrag_objects(conn: psycopg.Connection) -> set[tuple[str, str]]:
 
 def _drop_idempotent(conn: psycopg.Connection) -> None:
     recorded = _setting(conn, "idempotent_objects") or []
-    # Views first (they use functions); identities come from the catalog (regprocedure/regclass).
-    for kind in ("VIEW", "FUNCTION"):
-        for obj_kind, identity in recorded:
-            if obj_kind == kind:
-                conn.execute(sql.SQL(Q["installer_drop_object"]).format(kind=sql.SQL(kind), object=sql.SQL(identity)))
+    listed = json.dumps([{"kind": kind, "identity": identity} for kind, identity in recorded])
+    for kind, identity in conn.execute(Q["installer_drop_order"], [listed]).fetchall():
+        conn.execute(sql.SQL(Q["installer_drop_object"]).format(kind=sql.SQL(kind), object=sql.SQL(identity)))
     _put_setting(conn, "idempotent_objects", [])
 
 

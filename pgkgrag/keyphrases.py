@@ -9,10 +9,13 @@ Two kinds of entity per document, found in its text:
   stop word ("payment gateway", "contrato de renovação" is not: "de").
 
 Stop words are yake's own lists for the document's language (English and Portuguese, and the
-other languages yake ships). An entity is cited by the chunks whose text contains it (word-bounded,
-case and accent insensitive: kgrag.canonical_name), and entities cited by the same chunk are
-linked by co-occurrence, as for every extractor. The names in a document's title are what the
-whole document is about: the first chunk cites them too, even where the text never repeats them.
+other languages yake ships): the text search configuration its language stands for in the tenant
+(kgrag.text_search_config, the same that stems its words), or, for a document that names no
+language, the language whose stop words its text holds most of. An entity is cited by the chunks
+whose text contains it (word-bounded, case and accent insensitive: kgrag.canonical_name), and
+entities cited by the same chunk are linked by co-occurrence, as for every extractor. The names in
+a document's title are what the whole document is about: the first chunk cites them too, even
+where the text never repeats them.
 """
 
 from __future__ import annotations
@@ -26,11 +29,12 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from pgkgrag.extractors import Extraction, FoundEntity, PreparedDocument, normalized
+from pgkgrag.extractors import Extraction, FoundEntity, PreparedDocument, normalized, text_search_configs
 
-# yake's language codes for the text search configurations a document may name
+# yake's language code of each PostgreSQL text search configuration that has one
 _YAKE_LANGUAGE = {"english": "en", "portuguese": "pt", "spanish": "es", "french": "fr", "german": "de",
-                  "italian": "it", "dutch": "nl"}  # fmt: skip
+                  "italian": "it", "dutch": "nl", "danish": "da", "finnish": "fi", "hungarian": "hu",
+                  "norwegian": "no", "romanian": "ro", "russian": "ru", "swedish": "sv", "turkish": "tr"}  # fmt: skip
 _GUESSED = ("en", "pt", "es", "fr", "de", "it")  # for a document that names no language
 _CONNECTORS = frozenset({"of", "the", "de", "da", "do", "das", "dos", "del", "la", "le", "von", "van"})
 _WORD = re.compile("[^\\W\\d_](?:[\\w'\u2019.-]*\\w)?")  # a word starts with a letter
@@ -55,12 +59,12 @@ def stop_words(language: str) -> frozenset[str]:
     return frozenset(w.strip().lower() for w in lines if w.strip())
 
 
-def language_of(code: str | None, text: str) -> str:
-    """The yake language of a document: the one it names (en, pt-BR, portuguese), else the one whose
-    stop words its first 2,000 characters hold most of."""
-    if code:
-        code = code.lower()
-        return _YAKE_LANGUAGE.get(code, code.split("-")[0].split("_")[0])
+def language_of(config: str | None, text: str) -> str:
+    """The yake language of a document: that of the text search configuration its language stands
+    for (kgrag.text_search_config), else the one whose stop words its first 2,000 characters hold
+    most of."""
+    if config and config in _YAKE_LANGUAGE:
+        return _YAKE_LANGUAGE[config]
     words = [w.lower() for w in _WORD.findall(text[:2000])]
     return max(_GUESSED, key=lambda language: (sum(w in stop_words(language) for w in words), language == "en"))
 
@@ -112,11 +116,11 @@ class KeyphraseExtractor:
 
         return yake.KeywordExtractor(lan=language, n=3, top=3 * KEYPHRASES_PER_DOCUMENT)
 
-    def _phrases(self, prepared: PreparedDocument) -> list[tuple[str, str, bool]]:
+    def _phrases(self, prepared: PreparedDocument, config: str | None) -> list[tuple[str, str, bool]]:
         """(phrase, type, in the title) of one document: the title's names first, the text's
         names, then concepts."""
         text = prepared.document.text
-        language = language_of(prepared.document.language, text)
+        language = language_of(config, text)
         stops = stop_words(language)
         phrases = [(name, "Name", True) for name in names_in(prepared.document.title, stops)]
         phrases += [(name, "Name", False) for name in names_in(text, stops)]
@@ -131,7 +135,9 @@ class KeyphraseExtractor:
         return phrases
 
     def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
-        found = [self._phrases(prepared) for prepared in docs]
+        named = sorted({d.document.language for d in docs if d.document.language})
+        configs = dict(zip(named, text_search_configs(conn, named), strict=True))
+        found = [self._phrases(prepared, configs.get(prepared.document.language or "")) for prepared in docs]
         texts = [chunk.text for prepared in docs for chunk in prepared.chunks]
         texts += [phrase for phrases in found for phrase, _, _ in phrases]
         canon = iter(normalized(conn, "canonical_name", texts))

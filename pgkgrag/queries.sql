@@ -191,13 +191,25 @@ SET search_path = pg_catalog, pg_temp
 AS {body};
 
 -- name: installer_objects
--- The functions in schemas kgrag and kgrag_private (from 0016) and the views in kgrag, as the
--- catalog names them.
+-- The functions and views in schemas kgrag and kgrag_private (from 0016), as the catalog names them.
 SELECT 'FUNCTION', p.oid::pg_catalog.regprocedure::text FROM pg_catalog.pg_proc AS p
  WHERE p.pronamespace IN ('kgrag'::pg_catalog.regnamespace, pg_catalog.to_regnamespace('kgrag_private'))
 UNION ALL
 SELECT 'VIEW', c.oid::pg_catalog.regclass::text FROM pg_catalog.pg_class AS c
- WHERE c.relnamespace = 'kgrag'::pg_catalog.regnamespace AND c.relkind = 'v';
+ WHERE c.relnamespace IN ('kgrag'::pg_catalog.regnamespace, pg_catalog.to_regnamespace('kgrag_private'))
+   AND c.relkind = 'v';
+
+-- name: installer_drop_order
+-- The recorded objects that still exist, in the order they can be dropped: views before the
+-- functions they use, and a view before the views it was created before (a later view may read an
+-- earlier one: newest first).
+SELECT r.kind, r.identity
+  FROM pg_catalog.jsonb_to_recordset(%s::jsonb) AS r(kind text, identity text)
+  -- (to_regclass only on a view's name: a function's signature is no relation name, and it says so)
+  LEFT JOIN pg_catalog.pg_class AS c
+    ON c.oid = CASE WHEN r.kind = 'VIEW' THEN pg_catalog.to_regclass(r.identity) END AND c.relkind = 'v'
+ WHERE r.kind <> 'VIEW' OR c.oid IS NOT NULL
+ ORDER BY r.kind = 'VIEW' DESC, c.oid DESC, r.identity;
 
 -- name: installer_drop_object
 DROP {kind} IF EXISTS {object};
@@ -228,7 +240,7 @@ SELECT ref_id, body, body_hash FROM kgrag.embedding_todo(%s, %s, %s);
 SELECT kgrag.store_embeddings(%s, %s, %s, %s);
 
 -- name: embedded_chunk_texts
-SELECT kgrag.embedded_chunk_texts(%s);
+SELECT kgrag_private.embedded_chunk_texts(%s);
 
 -- ---------------------------------------------------------------------------------------------
 -- ingestion (pgkgrag.ingest, pgkgrag.staging)
@@ -245,13 +257,13 @@ SELECT u.lang, kgrag.text_search_config(u.lang)::text
   FROM unnest(%s::text[]) WITH ORDINALITY AS u(lang, i) ORDER BY u.i;
 
 -- name: stored_documents
-SELECT doc_id, content_hash FROM kgrag.stored_documents(%s);
+SELECT doc_id, content_hash FROM kgrag_private.stored_documents(%s);
 
 -- name: record_ingest_failure
-SELECT kgrag.record_ingest_failure(%s, %s, %s);
+SELECT kgrag_private.record_ingest_failure(%s, %s, %s);
 
 -- name: stage_begin
-SELECT kgrag.stage_begin();
+SELECT kgrag_private.stage_begin();
 
 -- name: copy_text
 COPY {table} ({columns}) FROM STDIN;
@@ -260,7 +272,7 @@ COPY {table} ({columns}) FROM STDIN;
 COPY {table} ({columns}) FROM STDIN (FORMAT BINARY);
 
 -- name: ingest_apply
-SELECT kgrag.ingest_apply();
+SELECT kgrag_private.ingest_apply();
 
 -- name: delete_documents
 SELECT kgrag.delete_documents(%s);
@@ -270,7 +282,7 @@ SELECT kgrag.delete_documents(%s);
 -- ---------------------------------------------------------------------------------------------
 
 -- name: communities_outdated
-SELECT kgrag.communities_outdated();
+SELECT kgrag_private.communities_outdated();
 
 -- name: community_settings
 -- Hierarchical Leiden's seed, resolution and maximum community size for this tenant.
@@ -278,16 +290,16 @@ SELECT kgrag.setting('community_seed')::integer, kgrag.setting('community_resolu
        kgrag.setting('community_max_size')::integer;
 
 -- name: community_graph
-SELECT src, dst, weight FROM kgrag.community_graph();
+SELECT src, dst, weight FROM kgrag_private.community_graph();
 
 -- name: replace_communities
-SELECT kgrag.replace_communities();
+SELECT kgrag_private.replace_communities();
 
 -- name: refresh_answers
-SELECT kgrag.refresh_answers();
+SELECT kgrag_private.refresh_answers();
 
 -- name: refresh_reports
-SELECT kgrag.refresh_reports();
+SELECT kgrag_private.refresh_reports();
 
 -- name: refresh_lexeme_stats
 SELECT kgrag.refresh_lexeme_stats();
@@ -296,10 +308,10 @@ SELECT kgrag.refresh_lexeme_stats();
 SELECT kgrag.refresh_alias_trigram_stats();
 
 -- name: template_reports
-SELECT community_id, report FROM kgrag.template_reports();
+SELECT community_id, report FROM kgrag_private.template_reports();
 
 -- name: set_report_text
-SELECT kgrag.set_report_text(%s, %s, %s);
+SELECT kgrag_private.set_report_text(%s, %s, %s);
 
 -- ---------------------------------------------------------------------------------------------
 -- extraction (pgkgrag.extractors, pgkgrag.gazetteer, pgkgrag.llm_extractor)
@@ -310,14 +322,14 @@ SELECT kgrag.set_report_text(%s, %s, %s);
 SELECT kgrag.{function}(u.x) FROM unnest(%s::text[]) WITH ORDINALITY AS u(x, i) ORDER BY u.i;
 
 -- name: known_names
-SELECT name, type, aliases FROM kgrag.known_names();
+SELECT name, type, aliases FROM kgrag_private.known_names();
 
 -- name: llm_cache_get
-SELECT cache_key, response FROM kgrag.llm_cache_get(%s);
+SELECT cache_key, response FROM kgrag_private.llm_cache_get(%s);
 
 -- name: llm_cache_put
 -- cache key, model, the validated extraction, the content hash of the chunk text.
-SELECT kgrag.llm_cache_put(%s, %s, %s, %s);
+SELECT kgrag_private.llm_cache_put(%s, %s, %s, %s);
 
 -- name: ontology
 -- The entity and relation types an LLM extraction may produce (setting ontology).
@@ -332,8 +344,8 @@ SELECT kgrag.setting('ontology');
 SELECT rank, ref_id, kind, source, score, route, reason, payload FROM kgrag.kgrag_search(%s, %s, %s, %s, %s::jsonb);
 
 -- name: last_search
--- The route and reason of the last search of this transaction.
-SELECT route, reason FROM kgrag.last_search();
+-- The route, reason and community reports of the last search of this transaction.
+SELECT route, reason, COALESCE(reports, '{}') AS reports FROM kgrag.last_search();
 
 -- name: context
 -- question vector, route, question text, max_chars, k, options.
@@ -353,7 +365,8 @@ SELECT route FROM kgrag.routes();
 -- ---------------------------------------------------------------------------------------------
 
 -- name: answer_settings
-SELECT (kgrag.setting('answer_max_chars') #>> '{}')::integer, (kgrag.setting('answer_map_reports') #>> '{}')::integer;
+SELECT (kgrag.setting('answer_max_chars') #>> '{}')::integer AS max_chars,
+       (kgrag.setting('answer_map_reports') #>> '{}')::integer AS map_reports;
 
 -- name: context_blocks
 -- question vector, route, question text, max_chars, k, options.

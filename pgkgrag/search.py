@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 from pgkgrag.config import Config
 from pgkgrag.db import READER, connect_app, ensure_server, tenant_transaction
@@ -71,16 +72,18 @@ def run_search(
     with tenant_transaction(conn, tenant):
         reranking = reranker(conn)
         asked = max(k, reranking.candidates) if reranking else k
-        rows = conn.execute(Q["kgrag_search"], [vector, route, question, asked, json.dumps(options or {})]).fetchall()
-        # every row carries the route and the reason; an empty answer leaves them in the settings
-        decided = (rows[0][5], rows[0][6]) if rows else conn.execute(Q["last_search"]).fetchone()
+        params = [vector, route, question, asked, json.dumps(options or {})]
+        with conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(Q["kgrag_search"], params).fetchall()
+            # every row carries the route and the reason; an empty answer leaves them in the settings
+            decided = rows[0] if rows else cur.execute(Q["last_search"]).fetchone()
         assert decided is not None
-        found = [SearchRow(r[0], r[1], r[2], r[3], r[4], r[7]) for r in rows]
+        found = [SearchRow(r["rank"], r["ref_id"], r["kind"], r["source"], r["score"], r["payload"]) for r in rows]
         texts = passages(conn, found) if reranking and found else {}
     if reranking is None or not found:
-        return SearchResult(decided[0], decided[1], found)
+        return SearchResult(decided["route"], decided["reason"], found)
     reranked = rerank_rows(reranking, question, found, texts, k)  # after the transaction: an HTTP call
-    return SearchResult(decided[0], f"{decided[1]}; {reranked.note}", reranked.rows)
+    return SearchResult(decided["route"], f"{decided['reason']}; {reranked.note}", reranked.rows)
 
 
 def context(

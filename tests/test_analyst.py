@@ -181,11 +181,18 @@ def test_search_around_a_chosen_entity(demo: str) -> None:
 
 
 def test_the_last_search_is_a_function(demo: str) -> None:
+    """What a search leaves for the transaction: its route and reason (what an empty search says),
+    and the community reports it chose (what a map step over them reads without searching again)."""
     with connect(demo, role=READER) as conn, tenant_transaction(conn, DEMO_TENANT):
-        assert conn.execute("SELECT * FROM kgrag.last_search()").fetchall() == [(None, None)]
+        assert conn.execute("SELECT * FROM kgrag.last_search()").fetchall() == [(None, None, None)]
         conn.execute("SELECT * FROM kgrag.kgrag_search(question => 'How do I bake a carrot cake?')").fetchall()
-        route, reason = conn.execute("SELECT * FROM kgrag.last_search()").fetchone()  # type: ignore[misc]
-    assert route == "vector" and reason.startswith("nothing cleared the floors")
+        route, reason, reports = conn.execute("SELECT * FROM kgrag.last_search()").fetchone()  # type: ignore[misc]
+        assert route == "vector" and reason.startswith("nothing cleared the floors") and reports == []
+        rows = conn.execute(
+            "SELECT kind, ref_id FROM kgrag.kgrag_search(question => 'What are the main themes?', route => 'global')"
+        ).fetchall()
+        route, _, reports = conn.execute("SELECT * FROM kgrag.last_search()").fetchone()  # type: ignore[misc]
+    assert route == "global" and reports and reports == [ref for kind, ref in rows if kind == "community"]
 
 
 def test_which_questions_came_back_empty_per_route(dsn: str, conn: psycopg.Connection, tmp_path: Path) -> None:

@@ -131,7 +131,7 @@ def test_every_named_query_is_used_and_every_use_is_named() -> None:
 def test_copy_columns_match_the_staging_tables(conn: psycopg.Connection) -> None:
     with conn.transaction(force_rollback=True):
         conn.execute("SELECT kgrag.use_tenant('t1')")
-        conn.execute("SELECT kgrag.stage_begin()")
+        conn.execute("SELECT kgrag_private.stage_begin()")
         for table in staging.STAGED:
             columns = [
                 r[0]

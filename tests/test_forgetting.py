@@ -92,7 +92,7 @@ def test_a_deleted_document_is_forgotten_everywhere(
         with tenant_transaction(conn, "m"):
             for doc, text in (("g1", G1["text"]), ("g2", G2["text"])):
                 conn.execute(  # an extraction cached for each chunk text, as the LLM extractor does
-                    "SELECT kgrag.llm_cache_put(%s, 'm', %s, %s)",
+                    "SELECT kgrag_private.llm_cache_put(%s, 'm', %s, %s)",
                     [
                         f"key-{doc}",
                         json.dumps({"entities": [], "relations": [], "from": str(text)[:30]}),

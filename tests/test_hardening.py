@@ -131,7 +131,7 @@ def test_every_function_pins_its_search_path(admin: psycopg.Connection) -> None:
 def test_views_are_security_invoker(admin: psycopg.Connection) -> None:
     views = admin.execute(
         "SELECT c.relname, COALESCE(c.reloptions, '{}') FROM pg_class c"
-        " WHERE c.relnamespace = 'kgrag'::regnamespace AND c.relkind = 'v'"
+        " WHERE c.relnamespace IN ('kgrag'::regnamespace, 'kgrag_private'::regnamespace) AND c.relkind = 'v'"
     ).fetchall()
     assert [name for name, options in views if "security_invoker=true" not in options] == []
 

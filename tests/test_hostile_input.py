@@ -163,12 +163,12 @@ def test_a_document_past_a_limit_is_refused_for_any_sql_client(conn: psycopg.Con
     assert summary.written == 1 and "10000 aliases" in summary.rejected_inputs[0][1]
     # the rule is ingest_apply's: a client staging rows itself meets it too
     with tenant_transaction(conn, "lim"):
-        conn.execute("SELECT kgrag.stage_begin()")
+        conn.execute("SELECT kgrag_private.stage_begin()")
         conn.execute(
             "INSERT INTO pg_temp.kgrag_stage_document (doc_id, title, content_hash)"
             " VALUES ('z', repeat('t', 2000), 'h')"
         )
-        counts = conn.execute("SELECT kgrag.ingest_apply()").fetchone()[0]  # type: ignore[index]
+        counts = conn.execute("SELECT kgrag_private.ingest_apply()").fetchone()[0]  # type: ignore[index]
     assert counts["documents"] == 0 and "max_title_chars" in counts["refused"]["z"]
 
 

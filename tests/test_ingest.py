@@ -190,7 +190,7 @@ def test_delete_removes_what_came_from_the_documents(conn: psycopg.Connection, t
     assert q(conn, "SELECT count(*) FROM kgrag.chunk WHERE doc_id = 'd2'") == [(0,)]
     # the communities d2 fed went with it (their titles and reports): the next build makes them again
     assert q(conn, "SELECT count(*) FROM kgrag.community WHERE stale") == [(0,)]
-    assert q(conn, "SELECT kgrag.communities_outdated()") == [(True,)]
+    assert q(conn, "SELECT kgrag_private.communities_outdated()") == [(True,)]
     assert q(conn, "SELECT count(*) FROM kgrag.community_report WHERE strpos(report, 'd2#') > 0") == [(0,)]
     ingest(conn, tmp_path, [d for d in OPS if d["doc_id"] != "d2"], tenant="fresh")
     assert _graph_rows(conn, "t1") == _graph_rows(conn, "fresh")
@@ -594,3 +594,22 @@ def test_a_failed_embedding_writes_nothing_of_its_batch(
     with tenant_transaction(conn, "t1"):
         written = q(conn, "SELECT doc_id FROM kgrag.document ORDER BY doc_id")
     assert sorted(d for (d,) in written) == sorted(d["doc_id"] for d in MANY[:10])
+
+
+def test_how_long_a_name_or_type_may_be_is_the_tenants_setting(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """One rule, in SQL (setting max_alias_chars, 300): a 400-character name is refused with the
+    setting named, for any client; the tenant raises the setting past what the JSONL reader once
+    allowed (500), and a 600-character name and a 150-character type go in."""
+    long_name, long_type = "N" * 400, "T" * 150
+    docs = [{"doc_id": "n", "text": "n", "entities": [{"name": long_name, "type": "Thing"}]}]
+    refused = ingest(conn, tmp_path, docs)
+    assert [why for _, why in refused.rejected_inputs] == [
+        f"document 'n': a name, type or alias of entity '{'N' * 60}' is 400 characters long, above 300"
+        " (setting max_alias_chars)"
+    ], refused.rejected_inputs
+    with tenant_transaction(conn, "t1"):
+        conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'max_alias_chars', '1000')")
+    docs = [{"doc_id": "n", "text": "n", "entities": [{"name": "N" * 600, "type": long_type}]}]
+    assert ingest(conn, tmp_path, docs).ok
+    with tenant_transaction(conn, "t1"):
+        assert conn.execute("SELECT length(name), length(type) FROM kgrag.entity").fetchall() == [(600, 150)]

@@ -49,10 +49,28 @@ def test_names_are_capitalized_runs_without_their_stop_words() -> None:
     ]
 
 
-def test_the_language_is_the_one_named_else_guessed_from_stop_words() -> None:
+def test_the_language_is_the_configurations_else_guessed_from_stop_words() -> None:
     assert language_of(None, PORTUGUESE) == "pt" and language_of(None, ENGLISH) == "en"
-    assert language_of("pt-BR", ENGLISH) == "pt" and language_of("portuguese", "") == "pt"
+    assert language_of("portuguese", ENGLISH) == "pt" and language_of("simple", PORTUGUESE) == "pt"
     assert language_of(None, "") == "en"
+
+
+def test_a_language_code_means_what_the_tenants_setting_says(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """The stop words are those of the configuration SQL stems the document with: a tenant whose
+    language_codes say "gl" is Portuguese gets Portuguese stop words for it (yake has no "gl"), so
+    "In", which opens an English sentence and is no Portuguese stop word, stays a name."""
+    with tenant_transaction(conn, "t1"):
+        conn.execute(
+            "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'language_codes', %s)",
+            ['{"gl": "portuguese"}'],
+        )
+    doc = {"doc_id": "gl", "text": ENGLISH, "language": "gl"}
+    assert ingest(conn, tmp_path, [doc], extractor=KeyphraseExtractor()).ok
+    with tenant_transaction(conn, "t1"):
+        names = {r[0] for r in conn.execute("SELECT name FROM kgrag.entity WHERE type = 'Name'")}
+        (config,) = conn.execute("SELECT lang::text FROM kgrag.document WHERE doc_id = 'gl'").fetchone()  # type: ignore[misc]
+    assert config == "portuguese"
+    assert "In" in names and "Payment Gateway" in names
 
 
 def test_plain_files_get_a_graph_by_default(server: Server, template: str, tmp_path: Path) -> None:

@@ -276,10 +276,10 @@ def test_one_process_writing_three_batches_at_once_equals_a_serial_run(
 
 
 def apply_one(conn: psycopg.Connection, doc_id: str, names: list[str]) -> None:
-    """One single-chunk document citing `names`, through the SQL API (kgrag.stage_begin, the
-    staging tables, kgrag.ingest_apply), in the caller's transaction."""
+    """One single-chunk document citing `names`, through the SQL API (kgrag_private.stage_begin, the
+    staging tables, kgrag_private.ingest_apply), in the caller's transaction."""
     text = f"{doc_id} cites " + " and ".join(names)
-    conn.execute("SELECT kgrag.stage_begin()")
+    conn.execute("SELECT kgrag_private.stage_begin()")
     conn.execute("INSERT INTO pg_temp.kgrag_stage_document (doc_id, content_hash) VALUES (%s, md5(%s))", [doc_id, text])
     conn.execute(
         "INSERT INTO pg_temp.kgrag_stage_chunk (doc_id, ordinal, char_start, char_end, text, content_hash)"
@@ -291,7 +291,7 @@ def apply_one(conn: psycopg.Connection, doc_id: str, names: list[str]) -> None:
             "INSERT INTO pg_temp.kgrag_stage_entity (doc_id, name, type, ordinals) VALUES (%s, %s, 'Service', '{0}')",
             [doc_id, name],
         )
-    conn.execute("SELECT kgrag.ingest_apply()")
+    conn.execute("SELECT kgrag_private.ingest_apply()")
 
 
 def test_a_writer_waits_for_the_entities_a_changed_document_leaves(dsn: str, record_property: Record) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pglast
 import psycopg
 import pytest
-from schema_file import PG_DUMP_MAJOR, dump
+from schema_file import PG_DUMP_MAJOR, REFERENCE_FILE, dump, reference
 
 from pgkgrag import installer, schema_version
 
@@ -36,7 +36,7 @@ def _installed(conn: psycopg.Connection) -> set[str]:
             "SELECT n.nspname || '.' || p.proname FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace"
             " WHERE n.nspname IN ('kgrag', 'kgrag_private')"
             " UNION SELECT c.oid::regclass::text FROM pg_class AS c"
-            " WHERE c.relnamespace = 'kgrag'::regnamespace AND c.relkind = 'v'"
+            " WHERE c.relnamespace IN ('kgrag'::regnamespace, 'kgrag_private'::regnamespace) AND c.relkind = 'v'"
         )
     }
 
@@ -109,3 +109,12 @@ def test_a_fresh_install_is_sql_schema_sql(dsn: str) -> None:
         difflib.unified_diff(expected.splitlines(), actual.splitlines(), "sql/schema.sql", "fresh", lineterm="")
     )
     assert diff == [], "a fresh install differs from sql/schema.sql (make schema writes it):\n" + "\n".join(diff[:60])
+
+
+def test_the_sql_reference_says_what_a_fresh_install_comments(dsn: str) -> None:
+    expected = REFERENCE_FILE.read_text()
+    actual = reference(dsn)
+    diff = list(
+        difflib.unified_diff(expected.splitlines(), actual.splitlines(), "docs/sql-reference.md", "fresh", lineterm="")
+    )
+    assert diff == [], "docs/sql-reference.md is out of date (make schema writes it):\n" + "\n".join(diff[:60])

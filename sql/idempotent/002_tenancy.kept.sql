@@ -25,6 +25,15 @@ $$;
 COMMENT ON FUNCTION kgrag_private.installation() IS
 'Private. Returns the identity of this installation of the schema, frozen when revision 0019 ran (the database''s name and the schema''s oid then): the tenant roles are named from it, on every node of a cluster.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.is_tenant_name(tenant text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT tenant = '*' OR tenant ~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$'
+$$;
+COMMENT ON FUNCTION kgrag_private.is_tenant_name(text) IS
+'Private. Returns whether a text may name a tenant: 1-128 letters, digits or _.:@-, starting with a letter or digit, or ''*'' (the defaults tenant); NULL for NULL. kgrag.use_tenant and kgrag.grant_tenant refuse any other name.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.tenant_role(tenant text) RETURNS text
 LANGUAGE plpgsql STABLE STRICT SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
@@ -154,7 +163,7 @@ AS $$
 DECLARE
     previous text := pg_catalog.current_setting('kgrag.tenant', true);
 BEGIN
-    IF tenant IS NULL OR (tenant <> '*' AND tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$') THEN
+    IF tenant IS NULL OR NOT kgrag_private.is_tenant_name(tenant) THEN
         RAISE EXCEPTION 'invalid tenant %: use 1-128 letters, digits or _.:@- (starting with a letter or digit)',
             COALESCE(pg_catalog.quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
     END IF;
@@ -198,7 +207,7 @@ BEGIN
     IF pg_catalog.to_regrole(pg_catalog.quote_ident(role_name)) IS NULL THEN
         RAISE EXCEPTION 'role % does not exist', COALESCE(pg_catalog.quote_ident(role_name), 'NULL') USING ERRCODE = '42704';
     END IF;
-    IF tenant IS NULL OR (tenant <> '*' AND tenant !~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$') THEN
+    IF tenant IS NULL OR NOT kgrag_private.is_tenant_name(tenant) THEN
         RAISE EXCEPTION 'invalid tenant %', COALESCE(pg_catalog.quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
     END IF;
     tenant_role := kgrag_private.tenant_role(tenant);

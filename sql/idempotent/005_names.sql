@@ -18,7 +18,7 @@ AS $$
                                           kgrag.canonical_name(regexp_replace(title, '\s*\([^()]*\)\s*$', '')))
 $$;
 COMMENT ON FUNCTION kgrag.is_page_about(text, text) IS
-'Returns whether a document title makes the document the page about a name (its own page): the title is the name, canonically, or the name followed by a qualifier in parentheses, as wikis tell pages apart ("Scott Howell (political consultant)" is a page about Scott Howell). An entity''s answer comes from its own page (kgrag.refresh_answers), and the local route puts the seeds'' own pages first.';
+'Returns whether a document title makes the document the page about a name (its own page): the title is the name, canonically, or the name followed by a qualifier in parentheses, as wikis tell pages apart ("Scott Howell (political consultant)" is a page about Scott Howell). An entity''s answer comes from its own page (kgrag_private.refresh_answers), and the local route puts the seeds'' own pages first.';
 
 CREATE OR REPLACE FUNCTION kgrag.capitalized_words(content text) RETURNS text[]
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER

@@ -158,6 +158,138 @@ $$;
 COMMENT ON FUNCTION kgrag.refresh_alias_trigram_stats() IS
 'Counts, for the current tenant, the 200 commonest trigrams of its names (kgrag.alias.trigrams, held by two names or more) and the share of its names holding each, and stores them in kgrag.alias_trigram_stats (replacing the tenant''s row); returns how many. pgkgrag build runs it. kgrag.link_entities probes the alias index with a span''s rarest trigrams by them; they change what is read, never what is found. Reads every name of the tenant once: a build step.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.question_spans(whole text)
+RETURNS TABLE (first integer, last integer, len integer, words text[], phrase text)
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
+SET search_path FROM CURRENT
+ROWS 50
+AS $$
+    -- every run of 1 to 12 words, cut from the array: linear in the question's length (a title of
+    -- seven words or more, "The Girl Who Kicked the Hornets' Nest", is a phrase too)
+    SELECT f.first::integer, f.first::integer + n - 1, n, x.w[f.first:f.first + n - 1],
+           array_to_string(x.w[f.first:f.first + n - 1], ' ')
+      FROM (SELECT string_to_array(whole, ' ') AS w) AS x
+     CROSS JOIN generate_subscripts(x.w, 1) AS f(first)
+     CROSS JOIN generate_series(1, 12) AS n
+     WHERE f.first + n - 1 <= cardinality(x.w)
+$$;
+COMMENT ON FUNCTION kgrag_private.question_spans(text) IS
+'Private. Returns every run of 1 to 12 words of a canonical question (kgrag.canonical_name): (first, last, len = word positions and count, words, phrase = the words joined by spaces).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.span_forms(whole text, stop text[])
+RETURNS TABLE (first integer, last integer, len integer, phrase text, form text)
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
+SET search_path FROM CURRENT
+ROWS 100
+AS $$
+    -- A span of up to six words squashed three ways: as written, without its inner stop words,
+    -- and with its words sorted ("servico de autenticacao" -> "servicoautenticacao"). The last
+    -- two only for spans that start and end with a content word.
+    SELECT sp.first, sp.last, sp.len, sp.phrase, v.form
+      FROM kgrag_private.question_spans(whole) AS sp
+     CROSS JOIN LATERAL (
+           SELECT array_to_string(sp.words, '')
+           UNION ALL
+           SELECT string_agg(x.w, '' ORDER BY x.o) FROM unnest(sp.words) WITH ORDINALITY AS x(w, o)
+            WHERE x.w <> ALL (stop) AND sp.words[1] <> ALL (stop) AND sp.words[sp.len] <> ALL (stop)
+           UNION ALL
+           SELECT string_agg(x.w, '' ORDER BY x.w COLLATE "C") FROM unnest(sp.words) AS x(w)
+            WHERE x.w <> ALL (stop) AND sp.words[1] <> ALL (stop) AND sp.words[sp.len] <> ALL (stop)
+     ) AS v(form)
+     WHERE sp.len <= 6 AND v.form IS NOT NULL AND length(v.form) >= 2
+$$;
+COMMENT ON FUNCTION kgrag_private.span_forms(text, text[]) IS
+'Private. Returns the squashed forms of the spans of up to six words of a canonical question: each span as written without spaces, and, for a span that starts and ends with a word not in stop, without its stop words and with its words sorted: (first, last, len, phrase, form).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.word_links(whole text, stop text[], capitalized text[]) RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    -- One word of the question that is an alias. A capitalized one-word name ("Taken", a film) is
+    -- cased only where the question capitalizes that word too ("taken by the British" is not the
+    -- film), unless the question capitalizes nothing.
+    RETURN (SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', a.entity_id, 'first', f.first, 'cased', a.cased)), '[]')
+              FROM kgrag_private.question_spans(whole) AS f
+             CROSS JOIN LATERAL (SELECT x.entity_id, (NOT kgrag.is_cased_name(x.alias) OR cardinality(capitalized) = 0
+                                                      OR f.phrase = ANY (capitalized)) AS cased
+                                   FROM kgrag.alias AS x
+                                  WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
+             WHERE f.len = 1 AND length(f.phrase) >= 2 AND f.phrase <> ALL (stop));
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.word_links(text, text[], text[]) IS
+'Private. Returns the words of a canonical question that are aliases, as a jsonb array of {entity_id, first = the word''s position, cased}: cased is false where the case rule of one-word names refuses the match (kgrag.is_cased_name: a capitalized one-word name the question writes in lower case, when it capitalizes anything). Stop words and single letters are not looked up.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.strong_links(whole text, stop text[], words jsonb) RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    -- Each form probes the alias indexes on its own (a lateral lookup; OFFSET 0 keeps the planner
+    -- from turning it back into a join): the spans are a few dozen, but estimated at thousands,
+    -- and as a join the plan sorted every alias of the tenant (80 ms at 46k aliases).
+    RETURN (SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', s.entity_id, 'score', s.score, 'tier', s.tier,
+                                                         'first', s.first, 'last', s.last)), '[]')
+      FROM (-- exact: the whole question is an alias
+            SELECT a.entity_id, 10.0::float8 AS score, 'exact'::text AS tier, 1 AS first, 1000 AS last
+              FROM kgrag.alias AS a
+             WHERE a.tenant_id = t AND a.alias_fold = whole
+            UNION ALL
+            -- phrase: a span of two or more words is an alias
+            SELECT a.entity_id, 9.0, 'phrase', f.first, f.last
+              FROM kgrag_private.question_spans(whole) AS f
+             CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
+                                  WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
+             WHERE f.len >= 2
+            UNION ALL
+            -- squashed: a span meets an alias once both are written without spaces
+            SELECT a.entity_id, 8.0, 'squashed', f.first, f.last
+              FROM kgrag_private.span_forms(whole, stop) AS f
+             CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
+                                  WHERE x.tenant_id = t AND x.alias_sq = f.form AND x.alias_fold <> f.phrase OFFSET 0) AS a
+            UNION ALL
+            -- token: one word of the question is an alias (kgrag_private.word_links)
+            SELECT n.entity_id, 7.0, 'token', n.first, n.first
+              FROM jsonb_to_recordset(words) AS n(entity_id text, first integer, cased boolean)
+             WHERE n.cased) AS s);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.strong_links(text, text[], jsonb) IS
+'Private. Returns the whole-name matches of a canonical question as a jsonb array of {entity_id, score, tier, first, last}: exact (the whole question is an alias, 10), phrase (a span of 2 to 12 words is an alias, 9), squashed (a squashed span of up to six words is a squashed alias, 8), token (a word is an alias the case rule allows, from kgrag_private.word_links, 7).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.weak_links(
+    whole text, stop text[], strong jsonb, words jsonb, trigram_floor double precision, ratio_floor double precision,
+    common text[], frequency real[])
+RETURNS TABLE (entity_id text, score double precision, tier text, form text)
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- contains / trigram: candidates share trigrams with a squashed span (GIN index), then one
+    -- holds the other with a minimum length ratio, or they are close enough (typos).
+    SELECT c.entity_id, 3.0 * greatest(c.contained, c.similarity),
+           CASE WHEN c.contained >= c.similarity THEN 'contains' ELSE 'trigram' END, sf.form
+      FROM (SELECT DISTINCT ON (f.form) f.form, f.first, f.last
+              FROM kgrag_private.span_forms(whole, stop) AS f
+             WHERE f.len <= 3 AND length(f.form) >= CASE WHEN f.len = 1 THEN 6 ELSE 4 END
+               -- words a strong match already explains are not searched again
+               AND NOT EXISTS (SELECT 1 FROM jsonb_to_recordset(strong) AS s(first integer, last integer)
+                                WHERE s.first <= f.last AND f.first <= s.last)
+             ORDER BY f.form, f.first, f.last) AS sf
+     CROSS JOIN LATERAL kgrag_private.fuzzy_aliases(sf.form, trigram_floor, ratio_floor, 2,
+                                                    COALESCE(common, '{}'), COALESCE(frequency, '{}')) AS c
+     -- a name the case rule refused for a word of the question is not a guess from that word
+     -- either ("who directed" is not the name "Directed", inside "whodirected" or not)
+     WHERE NOT EXISTS (SELECT 1 FROM jsonb_to_recordset(words) AS n(entity_id text, first integer, cased boolean)
+                        WHERE n.entity_id = c.entity_id AND NOT n.cased AND n.first BETWEEN sf.first AND sf.last)
+$$;
+COMMENT ON FUNCTION kgrag_private.weak_links(text, text[], jsonb, jsonb, double precision, double precision, text[], real[]) IS
+'Private. Returns the fuzzy matches of a canonical question: for each squashed span of up to three words (six letters or more for one word, four for more) that no strong match explains, the aliases that hold it or are held by it with a length ratio >= ratio_floor (contains) or share trigrams with it above trigram_floor (trigram), scored 3 x the better of the two, two at most (kgrag_private.fuzzy_aliases); a name the case rule refused for a word of the span is left out.';
+
 CREATE OR REPLACE FUNCTION kgrag.link_entities(
     question text, min_ratio double precision DEFAULT NULL, min_trigram double precision DEFAULT NULL,
     include_isolated boolean DEFAULT false)
@@ -175,93 +307,21 @@ DECLARE
     capitalized text[] := kgrag.capitalized_words(COALESCE(question, ''));
     common text[];  -- the tenant's commonest name trigrams (kgrag.alias_trigram_stats) and their shares
     frequency real[];
+    words jsonb;
+    strong jsonb;
 BEGIN
     PERFORM kgrag_private.check_question(question);
     IF whole = '' THEN
         RETURN;
     END IF;
     SELECT s.common, s.frequency INTO common, frequency FROM kgrag.alias_trigram_stats AS s WHERE s.tenant_id = t;
+    words := kgrag_private.word_links(whole, stop, capitalized);
+    strong := kgrag_private.strong_links(whole, stop, words);
     RETURN QUERY
-    WITH words AS (
-        SELECT string_to_array(whole, ' ') AS w
-    ), spans AS (
-        -- every run of 1 to 12 words, cut from the array: linear in the question's length (a
-        -- title of seven words or more, "The Girl Who Kicked the Hornets' Nest", is a phrase too)
-        SELECT f.first::integer AS first, f.first::integer + n - 1 AS last, n AS len,
-               x.w[f.first:f.first + n - 1] AS words, array_to_string(x.w[f.first:f.first + n - 1], ' ') AS phrase
-          FROM words AS x
-         CROSS JOIN generate_subscripts(x.w, 1) AS f(first)
-         CROSS JOIN generate_series(1, 12) AS n
-         WHERE f.first + n - 1 <= cardinality(x.w)
-    ), forms AS (
-        -- A span of up to six words squashed three ways: as written, without its inner stop
-        -- words, and with its words sorted ("servico de autenticacao" -> "servicoautenticacao").
-        -- The last two only for spans that start and end with a content word.
-        SELECT sp.first, sp.last, sp.len, sp.phrase, v.form
-          FROM spans AS sp
-         CROSS JOIN LATERAL (
-               SELECT array_to_string(sp.words, '')
-               UNION ALL
-               SELECT string_agg(x.w, '' ORDER BY x.o) FROM unnest(sp.words) WITH ORDINALITY AS x(w, o)
-                WHERE x.w <> ALL (stop) AND sp.words[1] <> ALL (stop) AND sp.words[sp.len] <> ALL (stop)
-               UNION ALL
-               SELECT string_agg(x.w, '' ORDER BY x.w COLLATE "C") FROM unnest(sp.words) AS x(w)
-                WHERE x.w <> ALL (stop) AND sp.words[1] <> ALL (stop) AND sp.words[sp.len] <> ALL (stop)
-         ) AS v(form)
-         WHERE sp.len <= 6 AND v.form IS NOT NULL AND length(v.form) >= 2
-    ), words_as_names AS (
-        -- One word of the question that is an alias. A capitalized one-word name ("Taken", a
-        -- film) is cased only where the question capitalizes that word too ("taken by the
-        -- British" is not the film), unless the question capitalizes nothing.
-        SELECT a.entity_id, f.first, a.cased
-          FROM spans AS f
-         CROSS JOIN LATERAL (SELECT x.entity_id, (NOT kgrag.is_cased_name(x.alias) OR cardinality(capitalized) = 0
-                                                  OR f.phrase = ANY (capitalized)) AS cased
-                               FROM kgrag.alias AS x
-                              WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
-         WHERE f.len = 1 AND length(f.phrase) >= 2 AND f.phrase <> ALL (stop)
-    ), strong AS (
-        -- Each form probes the alias indexes on its own (a lateral lookup; OFFSET 0 keeps the
-        -- planner from turning it back into a join): the spans are a few dozen, but estimated at
-        -- thousands, and as a join the plan sorted every alias of the tenant (80 ms at 46k aliases).
-        -- exact: the whole question is an alias
-        SELECT a.entity_id, 10.0::float8 AS score, 'exact'::text AS tier, 1 AS first, 1000 AS last
-          FROM kgrag.alias AS a
-         WHERE a.tenant_id = t AND a.alias_fold = whole
-        UNION ALL
-        -- phrase: a span of two or more words is an alias
-        SELECT a.entity_id, 9.0, 'phrase', f.first, f.last
-          FROM spans AS f
-         CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
-                              WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
-         WHERE f.len >= 2
-        UNION ALL
-        -- squashed: a span meets an alias once both are written without spaces
-        SELECT a.entity_id, 8.0, 'squashed', f.first, f.last
-          FROM forms AS f
-         CROSS JOIN LATERAL (SELECT x.entity_id FROM kgrag.alias AS x
-                              WHERE x.tenant_id = t AND x.alias_sq = f.form AND x.alias_fold <> f.phrase OFFSET 0) AS a
-        UNION ALL
-        -- token: one word of the question is an alias (see words_as_names)
-        SELECT n.entity_id, 7.0, 'token', n.first, n.first FROM words_as_names AS n WHERE n.cased
+    WITH strong AS (
+        SELECT * FROM jsonb_to_recordset(strong) AS s(entity_id text, score float8, tier text, first integer, last integer)
     ), weak AS (
-        -- contains / trigram: candidates share trigrams with a squashed span (GIN index), then
-        -- one holds the other with a minimum length ratio, or they are close enough (typos).
-        SELECT c.entity_id, 3.0 * greatest(c.contained, c.similarity) AS score,
-               CASE WHEN c.contained >= c.similarity THEN 'contains' ELSE 'trigram' END AS tier,
-               sf.first, sf.last, sf.form
-          FROM (SELECT DISTINCT ON (f.form) f.form, f.first, f.last
-                  FROM forms AS f
-                 WHERE f.len <= 3 AND length(f.form) >= CASE WHEN f.len = 1 THEN 6 ELSE 4 END
-                   -- words a strong match already explains are not searched again
-                   AND NOT EXISTS (SELECT 1 FROM strong AS s WHERE s.first <= f.last AND f.first <= s.last)
-                 ORDER BY f.form, f.first, f.last) AS sf
-         CROSS JOIN LATERAL kgrag_private.fuzzy_aliases(sf.form, trigram_floor, ratio_floor, 2,
-                                                   COALESCE(common, '{}'), COALESCE(frequency, '{}')) AS c
-         -- a name the case rule refused for a word of the question is not a guess from that word
-         -- either ("who directed" is not the name "Directed", inside "whodirected" or not)
-         WHERE NOT EXISTS (SELECT 1 FROM words_as_names AS n
-                            WHERE n.entity_id = c.entity_id AND NOT n.cased AND n.first BETWEEN sf.first AND sf.last)
+        SELECT * FROM kgrag_private.weak_links(whole, stop, strong, words, trigram_floor, ratio_floor, common, frequency)
     ), ambiguity AS (
         SELECT w.form, count(DISTINCT w.entity_id) AS entities FROM weak AS w GROUP BY w.form
     ), matches AS (

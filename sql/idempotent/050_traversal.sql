@@ -162,59 +162,32 @@ $$;
 COMMENT ON FUNCTION kgrag_private.walk(text[], integer, integer, text[], timestamptz, text) IS
 'Private. Returns every simple path walked from the seeds (entity ids), one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed, steps = one character per step, > along the edge, < against it), and leaves the number of paths in the setting kgrag.paths_walked. The recursive CTE behind kgrag.fanout, which counts paths (kgrag.k_hop walks breadth-first: kgrag_private.frontier). direction: out follows edges from src to dst, in from dst to src, both either way. Relation types match whatever their case (kgrag.relation_key). Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.frontier(
-    seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz, direction text)
-RETURNS TABLE (entity_id text, hop integer, trail text, seed text, steps text)
+CREATE OR REPLACE FUNCTION kgrag_private.frontier_step(
+    front text[], visited text[], h integer, degree_cap integer, rels text[], as_of timestamptz, direction text,
+    deadline timestamptz, budget_ms integer, paths_left bigint)
+RETURNS TABLE (next_front text[], reached text[], step_paths bigint)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 SET plan_cache_mode = force_custom_plan  -- the arguments fold: the index that fits each walk
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
-    max_paths integer := kgrag.setting('max_paths_walked')::integer;
-    rels text[];
-    deadline timestamptz;
-    budget_ms integer;
-    -- The frontier: the entities first reached at the last hop, each by its first shortest path
-    -- written as steps || trail ('><|seed|a|b|': the steps never hold '|'), in trail byte order.
-    front text[];
-    ids text[];  -- the entity at the end of each path of the frontier
-    visited text[];
-    reached text[];  -- the entities first reached at this hop
-    examined bigint := 0;  -- paths extended by one edge, kept or not: what the budget counts
-    step_paths bigint;
-    h integer := 0;
+    -- the ids apart: a join on split_part() could not use the edge index under the tenant policy
+    -- (split_part is not leakproof)
+    ids text[] := ARRAY(SELECT split_part(x.path, '|', -2) FROM unnest(front) WITH ORDINALITY AS x(path, o) ORDER BY x.o);
 BEGIN
-    SELECT w.relation_keys, w.deadline, w.budget_ms INTO rels, deadline, budget_ms
-      FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction) AS w;
-    SELECT COALESCE(array_agg('|' || e.entity_id || '|' ORDER BY e.entity_id || '|' COLLATE "C"), '{}'),
-           COALESCE(array_agg(e.entity_id), '{}')
-      INTO front, visited
-      FROM kgrag.entity AS e
-     WHERE e.tenant_id = t AND e.entity_id = ANY (seeds);
-    WHILE TRUE LOOP
-        RETURN QUERY SELECT split_part(f.path, '|', -2), h, substr(f.path, h + 1), split_part(f.path, '|', 2), left(f.path, h)
-                       FROM unnest(front) AS f(path);
-        EXIT WHEN h >= hops OR cardinality(front) = 0;
-        h := h + 1;
-        -- the ids apart: a join on split_part() could not use the edge index under the tenant
-        -- policy (split_part is not leakproof)
-        ids := ARRAY(SELECT split_part(x.path, '|', -2) FROM unnest(front) WITH ORDINALITY AS x(path, o) ORDER BY x.o);
-        IF clock_timestamp() >= deadline THEN
-            PERFORM kgrag_private.traversal_timeout(budget_ms);
-        END IF;
-        -- Every edge out of the frontier (in this custom plan the branch a direction does not take
-        -- is a constant false; CO_OCCURS is stored both ways), at most the paths left in the budget.
-        -- The frontier is in trail order, so of the entities not reached before each keeps the
-        -- path through the first frontier entity linking to it, and '<' before '>' for the same
-        -- one: the first (trail, steps) in byte order, the path kgrag_private.walk's enumeration
-        -- ranks first. Integers are compared, not the paths.
+    -- Every edge out of the frontier (in this custom plan the branch a direction does not take is
+    -- a constant false; CO_OCCURS is stored both ways), at most paths_left paths. The frontier is
+    -- in trail order, so of the entities not reached before each keeps the path through the first
+    -- frontier entity linking to it, and '<' before '>' for the same one: the first (trail, steps)
+    -- in byte order, the path kgrag_private.walk's enumeration ranks first. Integers are
+    -- compared, not the paths.
         SELECT COALESCE(array_agg(left(p.path, h - 1) || CASE WHEN n.best % 2 = 1 THEN '>' ELSE '<' END
                                   || substr(p.path, h) || n.next_id || '|'
                                   ORDER BY n.best / 2, n.next_id || '|' COLLATE "C") FILTER (WHERE n.fresh), '{}'),
                COALESCE(array_agg(n.next_id) FILTER (WHERE n.fresh), '{}'),
                COALESCE(sum(n.paths), 0)
-          INTO front, reached, step_paths
+          INTO next_front, reached, step_paths
           FROM (SELECT g.next_id, g.best, g.paths, v.id IS NULL AS fresh
                   FROM (SELECT c.next_id, min(c.o * 2 + c.forward) AS best, count(*) AS paths
                           FROM (SELECT x.dst AS next_id, f.o, 1 AS forward
@@ -239,18 +212,61 @@ BEGIN
                                    AND (as_of IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= as_of)
                                                           AND (x.valid_to IS NULL OR x.valid_to > as_of)))
                                    AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
-                                 LIMIT max_paths - examined + 1) AS c
+                                 LIMIT paths_left) AS c
                          GROUP BY c.next_id) AS g
                   LEFT JOIN unnest(visited) AS v(id) ON v.id = g.next_id) AS n
           -- joined, not subscripted: the i-th element of a text array is found by walking it
           LEFT JOIN unnest(front) WITH ORDINALITY AS p(path, o) ON n.fresh AND p.o = n.best / 2;
-        examined := examined + step_paths;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.frontier_step(text[], text[], integer, integer, text[], timestamptz, text, timestamptz, integer, bigint) IS
+'Private. One hop of kgrag_private.frontier: from the paths of the frontier (steps || trail, in trail byte order) at hop h - 1, the paths of the entities not visited before that the edges out of it reach (next_front, each entity by its first path in byte order), those entities (reached), and the edges followed (step_paths, kept or not), at most paths_left. Cancelled (57014) past the deadline.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.frontier(
+    seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz, direction text)
+RETURNS TABLE (entity_id text, hop integer, trail text, seed text, steps text)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+SET plan_cache_mode = force_custom_plan  -- the arguments fold: the index that fits each walk
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    max_paths integer := kgrag.setting('max_paths_walked')::integer;
+    bounds record;
+    -- The frontier: the entities first reached at the last hop, each by its first shortest path
+    -- written as steps || trail ('><|seed|a|b|': the steps never hold '|'), in trail byte order.
+    front text[];
+    visited text[];
+    step record;
+    examined bigint := 0;  -- paths extended by one edge, kept or not: what the budget counts
+    h integer := 0;
+BEGIN
+    SELECT * INTO bounds FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction) AS w;
+    SELECT COALESCE(array_agg('|' || e.entity_id || '|' ORDER BY e.entity_id || '|' COLLATE "C"), '{}'),
+           COALESCE(array_agg(e.entity_id), '{}')
+      INTO front, visited
+      FROM kgrag.entity AS e
+     WHERE e.tenant_id = t AND e.entity_id = ANY (seeds);
+    WHILE TRUE LOOP
+        RETURN QUERY SELECT split_part(f.path, '|', -2), h, substr(f.path, h + 1), split_part(f.path, '|', 2), left(f.path, h)
+                       FROM unnest(front) AS f(path);
+        EXIT WHEN h >= hops OR cardinality(front) = 0;
+        h := h + 1;
+        IF clock_timestamp() >= bounds.deadline THEN
+            PERFORM kgrag_private.traversal_timeout(bounds.budget_ms);
+        END IF;
+        SELECT * INTO step FROM kgrag_private.frontier_step(front, visited, h, degree_cap, bounds.relation_keys, as_of,
+                                                            direction, bounds.deadline, bounds.budget_ms,
+                                                            max_paths - examined + 1);
+        front := step.next_front;
+        examined := examined + step.step_paths;
         IF examined > max_paths THEN
             RAISE EXCEPTION 'graph traversal stopped after % paths (setting max_paths_walked)', max_paths
                 USING ERRCODE = '57014',
                       HINT = 'Walk fewer hops, pass a degree cap, or filter relations: a hub multiplies every hop.';
         END IF;
-        visited := visited || reached;
+        visited := visited || step.reached;
     END LOOP;
     PERFORM set_config('kgrag.paths_walked', examined::text, true);  -- read back by kgrag_search's log
 END

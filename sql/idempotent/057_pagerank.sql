@@ -3,48 +3,20 @@
 -- edge with (the edge's weight, every relation type, either way). Power iteration on the part of
 -- the graph within hops of the seeds: bounded work, the same answer every run.
 
-CREATE OR REPLACE FUNCTION kgrag.personalized_pagerank(
-    seeds text[], seed_weights double precision[] DEFAULT NULL,
-    seed_chunks text[] DEFAULT NULL, chunk_weights double precision[] DEFAULT NULL,
-    damping double precision DEFAULT NULL, hops integer DEFAULT NULL, degree_cap integer DEFAULT NULL)
-RETURNS TABLE (kind text, node_id text, mass double precision, rank integer)
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+CREATE OR REPLACE FUNCTION kgrag_private.check_pagerank_args(
+    damping double precision, hops integer, degree_cap integer, seeds text[], seed_weights double precision[],
+    seed_chunks text[], chunk_weights double precision[])
+RETURNS void
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
-SET plan_cache_mode = force_custom_plan
 AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    d double precision := COALESCE(damping, kgrag.setting('ppr_damping')::float8);
-    h integer := COALESCE(hops, kgrag.setting('ppr_hops')::integer);
-    max_edges integer := kgrag.setting('ppr_max_edges')::integer;
-    max_iterations integer := kgrag.setting('ppr_max_iterations')::integer;
-    tolerance double precision := kgrag.setting('ppr_tolerance')::float8;
-    budget_ms integer := kgrag.setting('khop_timeout_ms')::integer;
-    search_deadline text := current_setting('kgrag.search_deadline', true);
-    deadline timestamptz;
-    seed_ids text[] := kgrag.resolve_entities(COALESCE(seeds, '{}'));
-    ents text[];       -- the entities of the subgraph, seeds first, then by hop
-    frontier text[];
-    reached_now text[];
-    given_chunks text[] := seed_chunks;  -- paired with chunk_weights
-    nodes text[];      -- 'e' || entity_id, then 'c' || chunk_id
-    reset double precision[];
-    esrc integer[];
-    edst integer[];
-    eprob double precision[];
-    dangling integer[];
-    p double precision[];
-    q double precision[];
-    lost double precision;
-    change double precision;
-    n integer;
 BEGIN
-    IF d IS NULL OR d <= 0 OR d >= 1 THEN
-        RAISE EXCEPTION 'damping must be between 0 and 1 (exclusive), got %', COALESCE(d::text, 'NULL') USING ERRCODE = '22023';
+    IF damping IS NULL OR damping <= 0 OR damping >= 1 THEN
+        RAISE EXCEPTION 'damping must be between 0 and 1 (exclusive), got %', COALESCE(damping::text, 'NULL') USING ERRCODE = '22023';
     END IF;
-    IF h IS NULL OR h NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
+    IF hops IS NULL OR hops NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
         RAISE EXCEPTION 'hops must be between 0 and % (setting max_hops), got %', kgrag.setting('max_hops'),
-            COALESCE(h::text, 'NULL') USING ERRCODE = '22023';
+            COALESCE(hops::text, 'NULL') USING ERRCODE = '22023';
     END IF;
     IF degree_cap IS NOT NULL AND degree_cap NOT BETWEEN 1 AND kgrag.edge_rank_depth() THEN
         RAISE EXCEPTION 'degree_cap must be between 1 and % (setting edge_rank_depth), or NULL for no cap, got %',
@@ -61,22 +33,24 @@ BEGIN
                 WHERE w IS NULL OR w < 0 OR w = 'Infinity' OR w = 'NaN') THEN
         RAISE EXCEPTION 'seed weights must be finite numbers >= 0' USING ERRCODE = '22023';
     END IF;
-    deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
-    IF search_deadline <> '' AND search_deadline::timestamptz < deadline THEN
-        deadline := search_deadline::timestamptz;  -- inside kgrag_search: one budget for the whole search
-    END IF;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.check_pagerank_args(double precision, integer, integer, text[], double precision[], text[], double precision[]) IS
+'Private. Returns nothing; raises SQLSTATE 22023 for arguments kgrag.personalized_pagerank cannot take: damping outside (0, 1), hops outside 0..max_hops, a degree cap outside 1..edge_rank_depth, more than 1,000 seed chunks, weights that do not pair with their seeds, a weight that is not a finite number >= 0.';
 
-    -- The seed chunks that exist, and the entities they cite, join the seeds at hop 0.
-    seed_chunks := ARRAY(SELECT DISTINCT ON (c.chunk_id) c.chunk_id
-                           FROM unnest(seed_chunks) WITH ORDINALITY AS s(id, o)
-                           JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = s.id
-                          ORDER BY c.chunk_id, s.o);
-    ents := seed_ids || ARRAY(SELECT DISTINCT m.entity_id FROM kgrag.mention AS m
-                               WHERE m.tenant_id = t AND m.chunk_id = ANY (seed_chunks)
-                                 AND m.entity_id <> ALL (seed_ids)
-                               ORDER BY m.entity_id);
-    frontier := ents;
-    FOR i IN 1..h LOOP
+CREATE OR REPLACE FUNCTION kgrag_private.pagerank_entities(
+    ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamptz, budget_ms integer)
+RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+SET plan_cache_mode = force_custom_plan
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    frontier text[] := ents;
+    reached_now text[];
+BEGIN
+    FOR i IN 1..hops LOOP
         EXIT WHEN cardinality(frontier) = 0;
         -- each node's strongest edges (the degree cap, as the walk counts it), either way
         reached_now := ARRAY(SELECT DISTINCT x.id FROM (
@@ -92,15 +66,30 @@ BEGIN
                         ORDER BY x.id);
         ents := ents || reached_now;
         frontier := reached_now;
-        IF cardinality(ents) > max_edges THEN  -- a hub without a degree cap: the nearest max_edges entities
-            ents := ents[1:max_edges];
-            EXIT;
+        IF cardinality(ents) > max_entities THEN  -- a hub without a degree cap: the nearest max_entities
+            RETURN ents[1:max_entities];
         END IF;
         IF clock_timestamp() >= deadline THEN
             PERFORM kgrag_private.traversal_timeout(budget_ms);
         END IF;
     END LOOP;
+    RETURN ents;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.pagerank_entities(text[], integer, integer, integer, timestamptz, integer) IS
+'Private. Returns the entities of Personalized PageRank''s subgraph: those given (the seeds), then those within hops edges of them, hop by hop, each hop by id (degree_cap: each node''s strongest edges; typed edges either way), at most max_entities, the nearest first. Cancelled with SQLSTATE 57014 past the deadline.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.pagerank_subgraph(
+    ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[],
+    chunk_weights double precision[], max_edges integer)
+RETURNS TABLE (nodes text[], reset double precision[], esrc integer[], edst integer[], eprob double precision[])
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+SET plan_cache_mode = force_custom_plan
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
     -- The subgraph: nodes numbered once (entities in the order found, then chunks by id), its
     -- edges both ways with the probability of each step, and the reset distribution.
     WITH ent AS (
@@ -161,18 +150,37 @@ BEGIN
            (SELECT array_agg(nb.dst ORDER BY nb.src, nb.dst) FROM numbered AS nb),
            (SELECT array_agg(nb.prob ORDER BY nb.src, nb.dst) FROM numbered AS nb)
       INTO nodes, reset, esrc, edst, eprob;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.pagerank_subgraph(text[], text[], text[], double precision[], text[], double precision[], integer) IS
+'Private. Returns Personalized PageRank''s subgraph as arrays: the nodes (''e'' || entity_id in the order given, then ''c'' || chunk_id by id: the chunks citing the entities, at most max_edges mentions, nearest entities first, and the seed chunks), the reset weight of each (an entity seed: its weight, else 1 / the chunks citing it; a seed chunk: its weight, else 1), and the steps (source, destination, probability: an entity-chunk link weighs 1, an entity-entity link the edge''s weight summed over relation types, at most max_edges pairs, the strongest first).';
 
-    n := COALESCE(cardinality(nodes), 0);
-    IF n = 0 OR (SELECT sum(r) FROM unnest(reset) AS r) <= 0 THEN
-        RETURN;
-    END IF;
+CREATE OR REPLACE FUNCTION kgrag_private.power_iteration(
+    reset double precision[], esrc integer[], edst integer[], eprob double precision[], damping double precision,
+    deadline timestamptz, budget_ms integer)
+RETURNS double precision[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+SET plan_cache_mode = force_custom_plan
+AS $$
+DECLARE
+    max_iterations integer := kgrag.setting('ppr_max_iterations')::integer;
+    tolerance double precision := kgrag.setting('ppr_tolerance')::float8;
+    n integer := cardinality(reset);
+    dangling integer[];
+    p double precision[];
+    q double precision[];
+    lost double precision;
+    change double precision;
+BEGIN
     reset := ARRAY(SELECT r / (SELECT sum(x) FROM unnest(reset) AS x) FROM unnest(reset) WITH ORDINALITY AS u(r, o) ORDER BY u.o);
     dangling := ARRAY(SELECT g.i FROM generate_series(1, n) AS g(i) WHERE g.i <> ALL (COALESCE(esrc, '{}')));
     p := reset;
     -- p <- (1 - d) reset + d (P^T p + the mass of dangling nodes, sent back to the reset)
     FOR i IN 1..max_iterations LOOP
         lost := COALESCE((SELECT sum(p[x]) FROM unnest(dangling) AS x), 0);
-        q := ARRAY(SELECT (1 - d) * reset[g.i] + d * (COALESCE(y.v, 0) + lost * reset[g.i])
+        q := ARRAY(SELECT (1 - damping) * reset[g.i] + damping * (COALESCE(y.v, 0) + lost * reset[g.i])
                      FROM generate_series(1, n) AS g(i)
                      LEFT JOIN (SELECT e.dst, sum(p[e.src] * e.prob) AS v
                                   FROM unnest(esrc, edst, eprob) AS e(src, dst, prob) GROUP BY e.dst) AS y ON y.dst = g.i
@@ -184,11 +192,60 @@ BEGIN
             PERFORM kgrag_private.traversal_timeout(budget_ms);
         END IF;
     END LOOP;
+    RETURN p;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.power_iteration(double precision[], integer[], integer[], double precision[], double precision, timestamptz, integer) IS
+'Private. Returns the stationary mass of each node of a walk that follows a step (source, destination, probability) with chance damping and restarts at the reset distribution (normalized) otherwise, a dangling node''s mass going back to the reset: power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds. Cancelled with SQLSTATE 57014 past the deadline.';
 
+CREATE OR REPLACE FUNCTION kgrag.personalized_pagerank(
+    seeds text[], seed_weights double precision[] DEFAULT NULL,
+    seed_chunks text[] DEFAULT NULL, chunk_weights double precision[] DEFAULT NULL,
+    damping double precision DEFAULT NULL, hops integer DEFAULT NULL, degree_cap integer DEFAULT NULL)
+RETURNS TABLE (kind text, node_id text, mass double precision, rank integer)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+SET plan_cache_mode = force_custom_plan
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    d double precision := COALESCE(damping, kgrag.setting('ppr_damping')::float8);
+    h integer := COALESCE(hops, kgrag.setting('ppr_hops')::integer);
+    max_edges integer := kgrag.setting('ppr_max_edges')::integer;
+    budget_ms integer := kgrag.setting('khop_timeout_ms')::integer;
+    search_deadline text := current_setting('kgrag.search_deadline', true);
+    deadline timestamptz;
+    seed_ids text[] := kgrag.resolve_entities(COALESCE(seeds, '{}'));
+    given_chunks text[] := seed_chunks;  -- paired with chunk_weights
+    graph record;
+BEGIN
+    PERFORM kgrag_private.check_pagerank_args(d, h, degree_cap, seeds, seed_weights, seed_chunks, chunk_weights);
+    deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
+    IF search_deadline <> '' AND search_deadline::timestamptz < deadline THEN
+        deadline := search_deadline::timestamptz;  -- inside kgrag_search: one budget for the whole search
+    END IF;
+
+    -- The seed chunks that exist, and the entities they cite, join the seeds at hop 0.
+    seed_chunks := ARRAY(SELECT DISTINCT ON (c.chunk_id) c.chunk_id
+                           FROM unnest(seed_chunks) WITH ORDINALITY AS s(id, o)
+                           JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = s.id
+                          ORDER BY c.chunk_id, s.o);
+    SELECT * INTO graph FROM kgrag_private.pagerank_subgraph(
+        kgrag_private.pagerank_entities(
+            seed_ids || ARRAY(SELECT DISTINCT m.entity_id FROM kgrag.mention AS m
+                               WHERE m.tenant_id = t AND m.chunk_id = ANY (seed_chunks)
+                                 AND m.entity_id <> ALL (seed_ids)
+                               ORDER BY m.entity_id),
+            h, degree_cap, max_edges, deadline, budget_ms),
+        seed_chunks, seeds, seed_weights, given_chunks, chunk_weights, max_edges);
+    IF COALESCE(cardinality(graph.nodes), 0) = 0 OR (SELECT sum(r) FROM unnest(graph.reset) AS r) <= 0 THEN
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT CASE WHEN left(z.key, 1) = 'e' THEN 'entity' ELSE 'chunk' END, substr(z.key, 2), z.m,
            (row_number() OVER (PARTITION BY left(z.key, 1) ORDER BY z.m DESC, substr(z.key, 2) COLLATE "C"))::integer
-      FROM unnest(nodes, p) AS z(key, m)
+      FROM unnest(graph.nodes, kgrag_private.power_iteration(graph.reset, graph.esrc, graph.edst, graph.eprob, d,
+                                                             deadline, budget_ms)) AS z(key, m)
      ORDER BY left(z.key, 1) DESC, z.m DESC, substr(z.key, 2) COLLATE "C";
 END
 $$;

@@ -31,7 +31,7 @@ $$;
 COMMENT ON FUNCTION kgrag_private.lock_keys(text, text[]) IS
 'Private. Returns nothing; takes transaction-scoped advisory locks on the stripes (128 per tenant and kind) the keys hash to, in ascending order.';
 
-CREATE OR REPLACE FUNCTION kgrag.stage_begin() RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.stage_begin() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -62,8 +62,8 @@ BEGIN
     ) ON COMMIT DROP;
 END
 $$;
-COMMENT ON FUNCTION kgrag.stage_begin() IS
-'Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _cluster), dropped at commit. COPY the batch into them, then call kgrag.ingest_apply().';
+COMMENT ON FUNCTION kgrag_private.stage_begin() IS
+'Private. Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _cluster), dropped at commit. COPY the batch into them, then call kgrag_private.ingest_apply().';
 
 CREATE OR REPLACE FUNCTION kgrag_private.screen_staged() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -88,11 +88,17 @@ BEGIN
                                 quote_literal(left(e.name, 60)), cardinality(e.aliases), max_aliases)
           FROM pg_temp.kgrag_stage_entity AS e WHERE cardinality(e.aliases) > max_aliases
         UNION ALL
-        SELECT e.doc_id, format('a name or alias of entity %s is %s characters long, above %s (setting max_alias_chars)',
+        SELECT e.doc_id, format('a name, type or alias of entity %s is %s characters long, above %s (setting max_alias_chars)',
                                 quote_literal(left(e.name, 60)), max(length(a.alias)), max_alias)
-          FROM pg_temp.kgrag_stage_entity AS e CROSS JOIN LATERAL unnest(e.name || e.aliases) AS a(alias)
+          FROM pg_temp.kgrag_stage_entity AS e CROSS JOIN LATERAL unnest(ARRAY[e.name, e.type] || e.aliases) AS a(alias)
          WHERE length(a.alias) > max_alias
          GROUP BY e.doc_id, e.name
+        UNION ALL
+        SELECT r.doc_id, format('a relation''s type is %s characters long, above %s (setting max_alias_chars)',
+                                max(greatest(length(r.rel), length(r.source_type), length(r.target_type))), max_alias)
+          FROM pg_temp.kgrag_stage_relation AS r
+         WHERE greatest(length(r.rel), length(r.source_type), length(r.target_type)) > max_alias
+         GROUP BY r.doc_id
         UNION ALL
         SELECT r.doc_id, format('a relation''s quote is %s characters long, above %s (setting max_quote_chars)',
                                 max(length(r.quote)), max_quote)
@@ -116,7 +122,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.screen_staged() IS
-'Private. The first step of kgrag.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars, max_quote_chars) and every entity whose name or type folds to nothing. Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
+'Private. The first step of kgrag_private.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars for names, aliases and types, max_quote_chars) and every entity whose name or type folds to nothing. Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.apply_documents(docs text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -171,7 +177,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.apply_documents(text[]) IS
-'Private. The first step of kgrag.ingest_apply: upserts the staged documents (their rows are their locks), notes what their previous versions contributed, and replaces their chunks (an unchanged chunk text keeps its embedding). Returns the number of chunks written.';
+'Private. The first step of kgrag_private.ingest_apply: upserts the staged documents (their rows are their locks), notes what their previous versions contributed, and replaces their chunks (an unchanged chunk text keeps its embedding). Returns the number of chunks written.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.apply_entities(docs text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -233,7 +239,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.apply_entities(text[]) IS
-'Private. The second step of kgrag.ingest_apply: locks the entities the batch touches (and those the previous versions named), replaces what the documents said of them (kgrag.entity_source) and the aliases they gave (kgrag.alias_source; a name no document gives any more goes), adds the new entities and the mentions the extractor located. Returns the number of mentions written.';
+'Private. The second step of kgrag_private.ingest_apply: locks the entities the batch touches (and those the previous versions named), replaces what the documents said of them (kgrag.entity_source) and the aliases they gave (kgrag.alias_source; a name no document gives any more goes), adds the new entities and the mentions the extractor located. Returns the number of mentions written.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.apply_relations() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -289,9 +295,9 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.apply_relations() IS
-'Private. The third step of kgrag.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. Returns {"relations": n, "rejected": {reason: n}}.';
+'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. Returns {"relations": n, "rejected": {reason: n}}.';
 
-CREATE OR REPLACE FUNCTION kgrag.ingest_apply() RETURNS jsonb
+CREATE OR REPLACE FUNCTION kgrag_private.ingest_apply() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -314,10 +320,10 @@ BEGIN
     RETURN counts || kgrag_private.refresh_graph();
 END
 $$;
-COMMENT ON FUNCTION kgrag.ingest_apply() IS
-'Applies the staged batch (see kgrag.stage_begin) in the current transaction and returns counts as jsonb: a document past a limit of what one document may carry is refused (under "refused", with why), each other staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
+COMMENT ON FUNCTION kgrag_private.ingest_apply() IS
+'Private. Applies the staged batch (see kgrag_private.stage_begin) in the current transaction and returns counts as jsonb: a document past a limit of what one document may carry is refused (under "refused", with why), each other staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
 
-CREATE OR REPLACE FUNCTION kgrag.stored_documents(doc_ids text[])
+CREATE OR REPLACE FUNCTION kgrag_private.stored_documents(doc_ids text[])
 RETURNS TABLE (doc_id text, content_hash text)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -331,10 +337,10 @@ BEGIN
      ORDER BY d.doc_id COLLATE "C";
 END
 $$;
-COMMENT ON FUNCTION kgrag.stored_documents(text[]) IS
-'Returns (doc_id, content_hash) of those of the given documents the current tenant holds: ingestion skips a document whose hash is unchanged.';
+COMMENT ON FUNCTION kgrag_private.stored_documents(text[]) IS
+'Private. Returns (doc_id, content_hash) of those of the given documents the current tenant holds: ingestion skips a document whose hash is unchanged.';
 
-CREATE OR REPLACE FUNCTION kgrag.record_ingest_failure(doc_id text, content_hash text, reason text) RETURNS void
+CREATE OR REPLACE FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text) RETURNS void
 LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -343,5 +349,5 @@ AS $$
     ON CONFLICT (tenant_id, doc_id) DO UPDATE
        SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = excluded.failed_at
 $$;
-COMMENT ON FUNCTION kgrag.record_ingest_failure(text, text, text) IS
-'Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';
+COMMENT ON FUNCTION kgrag_private.record_ingest_failure(text, text, text) IS
+'Private. Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';

@@ -137,7 +137,7 @@ BEGIN
     -- From what the documents that remain say (kgrag.entity_source), in doc_id order, so the
     -- result does not depend on the order they came in: the name is the first document's
     -- spelling, the description the longest, the answer the first given one whose chunk exists.
-    -- Without a given answer the entity has none until kgrag.refresh_answers writes one from the
+    -- Without a given answer the entity has none until kgrag_private.refresh_answers writes one from the
     -- chunks that cite it now; an embedding of text that changed goes.
     -- The sources are read once for all the entities (entity_id = ANY: one index condition),
     -- then picked from in memory: per entity, the planner chose by statistics that, for a
@@ -177,7 +177,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.derive_entities(text[]) IS
-'Private. Returns nothing; derives the name, description and given answer of these entities from what the documents that remain say of them (kgrag.entity_source, in doc_id order: the same whatever the order they came in), drops an embedding whose text changed, and leaves an entity without a given answer without one until kgrag.refresh_answers.';
+'Private. Returns nothing; derives the name, description and given answer of these entities from what the documents that remain say of them (kgrag.entity_source, in doc_id order: the same whatever the order they came in), drops an embedding whose text changed, and leaves an entity without a given answer without one until kgrag_private.refresh_answers.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.refresh_graph() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -273,7 +273,7 @@ DECLARE
     texts text[];
     counts jsonb;
 BEGIN
-    -- the document rows are the documents' locks, as in kgrag.ingest_apply()
+    -- the document rows are the documents' locks, as in kgrag_private.ingest_apply()
     PERFORM 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids)
       ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
     PERFORM kgrag_private.touch_documents(doc_ids, -1);

@@ -1,7 +1,7 @@
 -- What extractors ask of the database: the names the tenant's graph knows (the gazetteer), the
 -- ontology an LLM extraction must keep to, and the cache of validated LLM extractions.
 
-CREATE OR REPLACE FUNCTION kgrag.known_names()
+CREATE OR REPLACE FUNCTION kgrag_private.known_names()
 RETURNS TABLE (name text, type text, aliases text[])
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -19,8 +19,8 @@ BEGIN
      ORDER BY e.entity_id;
 END
 $$;
-COMMENT ON FUNCTION kgrag.known_names() IS
-'Returns the names the current tenant''s graph knows: (name, type, aliases other than the name), one row per entity in entity_id order. The gazetteer extractor looks for these in new text when no names file is given.';
+COMMENT ON FUNCTION kgrag_private.known_names() IS
+'Private. Returns the names the current tenant''s graph knows: (name, type, aliases other than the name), one row per entity in entity_id order. The gazetteer extractor looks for these in new text when no names file is given.';
 
 CREATE OR REPLACE FUNCTION kgrag.ontology_entity_type(entity_type text) RETURNS text
 LANGUAGE sql STABLE SECURITY INVOKER
@@ -45,7 +45,7 @@ $$;
 COMMENT ON FUNCTION kgrag.ontology_relation_type(text) IS
 'Returns the key (kgrag.relation_key) of the relation type of the tenant''s ontology (setting ontology, relation_types) that the given type names ("depends on" -> DEPENDS_ON); NULL when the ontology has no such type.';
 
-CREATE OR REPLACE FUNCTION kgrag.llm_cache_get(cache_keys text[])
+CREATE OR REPLACE FUNCTION kgrag_private.llm_cache_get(cache_keys text[])
 RETURNS TABLE (cache_key text, response jsonb)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -59,10 +59,10 @@ BEGIN
      ORDER BY c.cache_key;
 END
 $$;
-COMMENT ON FUNCTION kgrag.llm_cache_get(text[]) IS
-'Returns the cached validated LLM extractions of the current tenant for the given keys (chunk hash + model + prompt version + ontology): (cache_key, response).';
+COMMENT ON FUNCTION kgrag_private.llm_cache_get(text[]) IS
+'Private. Returns the cached validated LLM extractions of the current tenant for the given keys (chunk hash + model + prompt version + ontology): (cache_key, response).';
 
-CREATE OR REPLACE FUNCTION kgrag.llm_cache_put(cache_key text, model text, response jsonb, content_hash text)
+CREATE OR REPLACE FUNCTION kgrag_private.llm_cache_put(cache_key text, model text, response jsonb, content_hash text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -86,8 +86,8 @@ BEGIN
     RETURN FOUND;
 END
 $$;
-COMMENT ON FUNCTION kgrag.llm_cache_put(text, text, jsonb, text) IS
-'Caches a validated LLM extraction of the current tenant under its key, with the content hash of the chunk text it was made from (when the last chunk with that text goes, so does the entry); a key already cached is kept as it is. Refuses (SQLSTATE 22023) anything but an object with "entities" and "relations" arrays. Returns true when the entry was added.';
+COMMENT ON FUNCTION kgrag_private.llm_cache_put(text, text, jsonb, text) IS
+'Private. Caches a validated LLM extraction of the current tenant under its key, with the content hash of the chunk text it was made from (when the last chunk with that text goes, so does the entry); a key already cached is kept as it is. Refuses (SQLSTATE 22023) anything but an object with "entities" and "relations" arrays. Returns true when the entry was added.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.forget_extractions(content_hashes text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

@@ -1,28 +1,31 @@
 -- Graph products built after ingestion: communities (from Leiden run by the driver), their
 -- reports (a template map with the chunk behind every claim) and entity answers.
 
-CREATE OR REPLACE FUNCTION kgrag.communities_outdated() RETURNS boolean
+CREATE OR REPLACE VIEW kgrag_private.connected_in_no_community WITH (security_invoker = true) AS
+SELECT e.tenant_id, e.entity_id
+  FROM kgrag.entity AS e
+ WHERE e.degree > 0
+   AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
+                    WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id);
+GRANT SELECT ON kgrag_private.connected_in_no_community TO kgrag_reader, kgrag_writer;
+COMMENT ON VIEW kgrag_private.connected_in_no_community IS
+'Private. The entities connected to another (degree > 0) that belong to no community: what an ingest leaves until pgkgrag build (an entity linked to none is in no community after a build either). The one definition of the rule, inlined wherever it is read (kgrag.entities.no_community, kgrag.staleness, kgrag_private.communities_outdated, the reason of kgrag_search); every tenant''s rows: the reader names the tenant (a bound value, so Citus reads one shard).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.communities_outdated() RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
 BEGIN
-    RETURN (
-        SELECT EXISTS (SELECT 1 FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale)
-            -- kgrag.entities.no_community, with the bound tenant (the view names no value: on
-            -- Citus it would read every shard)
-            OR EXISTS (SELECT 1 FROM kgrag.entity AS e
-                        WHERE e.tenant_id = t AND e.degree > 0
-                          AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
-                                           WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id))
-    );
+    RETURN EXISTS (SELECT 1 FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale)
+        OR EXISTS (SELECT 1 FROM kgrag_private.connected_in_no_community AS u WHERE u.tenant_id = t);
 END
 $$;
-COMMENT ON FUNCTION kgrag.communities_outdated() IS
-'Returns true when the communities of the current tenant no longer match its graph: one is stale, or a connected entity belongs to none.';
+COMMENT ON FUNCTION kgrag_private.communities_outdated() IS
+'Private. Returns true when the communities of the current tenant no longer match its graph: one is stale, or a connected entity belongs to none.';
 
-CREATE OR REPLACE FUNCTION kgrag.community_graph()
+CREATE OR REPLACE FUNCTION kgrag_private.community_graph()
 RETURNS TABLE (src text, dst text, weight double precision)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -36,10 +39,10 @@ BEGIN
      ORDER BY g.src, g.dst;
 END
 $$;
-COMMENT ON FUNCTION kgrag.community_graph() IS
-'Returns the graph communities are detected on: the current tenant''s co-occurrence edges, each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag.replace_communities.';
+COMMENT ON FUNCTION kgrag_private.community_graph() IS
+'Private. Returns the graph communities are detected on: the current tenant''s co-occurrence edges, each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag_private.replace_communities.';
 
-CREATE OR REPLACE FUNCTION kgrag.replace_communities() RETURNS jsonb
+CREATE OR REPLACE FUNCTION kgrag_private.replace_communities() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -118,10 +121,10 @@ BEGIN
                               'new', n_new, 'removed', n_gone);
 END
 $$;
-COMMENT ON FUNCTION kgrag.replace_communities() IS
-'Replaces the current tenant''s communities with the hierarchical clustering staged in pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster). Ids derive from level and members, so unchanged communities (and their reports) stay. Returns counts as jsonb.';
+COMMENT ON FUNCTION kgrag_private.replace_communities() IS
+'Private. Replaces the current tenant''s communities with the hierarchical clustering staged in pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster). Ids derive from level and members, so unchanged communities (and their reports) stay. Returns counts as jsonb.';
 
-CREATE OR REPLACE FUNCTION kgrag.refresh_answers() RETURNS integer
+CREATE OR REPLACE FUNCTION kgrag_private.refresh_answers() RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -173,10 +176,10 @@ BEGIN
     RETURN n;
 END
 $$;
-COMMENT ON FUNCTION kgrag.refresh_answers() IS
-'Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash: from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Returns the number of answers written.';
+COMMENT ON FUNCTION kgrag_private.refresh_answers() IS
+'Private. Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash: from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Returns the number of answers written.';
 
-CREATE OR REPLACE FUNCTION kgrag.refresh_reports() RETURNS jsonb
+CREATE OR REPLACE FUNCTION kgrag_private.refresh_reports() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -257,23 +260,41 @@ BEGIN
     RETURN jsonb_build_object('reports', kept, 'written', written);
 END
 $$;
-COMMENT ON FUNCTION kgrag.refresh_reports() IS
-'Writes the template report of every community of the current tenant whose content changed (or that has none): subjects with their answers and the relations between them, each with its chunk id, and evidence_chunk_ids = the chunks citing the most members. Unchanged reports are kept. Returns counts as jsonb.';
+COMMENT ON FUNCTION kgrag_private.refresh_reports() IS
+'Private. Writes the template report of every community of the current tenant whose content changed (or that has none): subjects with their answers and the relations between them, each with its chunk id, and evidence_chunk_ids = the chunks citing the most members. Unchanged reports are kept. Returns counts as jsonb.';
 
-CREATE OR REPLACE FUNCTION kgrag.set_report_text(community_id text, report text, generator text) RETURNS boolean
-LANGUAGE sql VOLATILE SECURITY INVOKER
+CREATE OR REPLACE FUNCTION kgrag_private.set_report_text(community_id text, report text, generator text) RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+    template text;
+    cited text[] := ARRAY(SELECT DISTINCT m[1] FROM regexp_matches(COALESCE(report, ''), '\[([^\[\]\s]+#\d+)\]', 'g') AS m);
+BEGIN
+    SELECT r.report INTO template FROM kgrag.community_report AS r
+     WHERE r.tenant_id = t AND r.community_id = set_report_text.community_id AND r.generator = 'template'
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN 'no template report to replace';
+    ELSIF btrim(COALESCE(report, '')) = '' THEN
+        RETURN 'empty summary';
+    ELSIF cardinality(cited) = 0 THEN
+        RETURN 'summary cites no chunk';
+    ELSIF EXISTS (SELECT 1 FROM unnest(cited) AS c(id)
+                   WHERE c.id NOT IN (SELECT m[1] FROM regexp_matches(template, '([^\s,\[\]]+#\d+)', 'g') AS m)) THEN
+        RETURN 'summary cites a chunk the report does not';
+    END IF;
     UPDATE kgrag.community_report AS r
-       SET report = set_report_text.report, generator = set_report_text.generator, embedding = NULL
-     WHERE r.tenant_id = kgrag.current_tenant() AND r.community_id = set_report_text.community_id
-       AND r.generator = 'template'
-    RETURNING true
+       SET report = btrim(set_report_text.report), generator = set_report_text.generator, embedding = NULL
+     WHERE r.tenant_id = t AND r.community_id = set_report_text.community_id;
+    RETURN NULL;
+END
 $$;
-COMMENT ON FUNCTION kgrag.set_report_text(text, text, text) IS
-'Replaces the template text of a community report with a rewritten one (e.g. an LLM summary that kept its chunk citations) and records who wrote it. The report keeps its generated_hash, so it is regenerated only when its community changes. Returns true when a template report was replaced, NULL otherwise.';
+COMMENT ON FUNCTION kgrag_private.set_report_text(text, text, text) IS
+'Private. Replaces the template text of a community report with a rewritten one (an LLM summary) and records who wrote it, when the summary keeps to the template''s evidence: not empty, citing at least one chunk as [chunk_id], and only chunks the template cites. Returns NULL when it replaced the text, else why not (no template report to replace, empty summary, summary cites no chunk, summary cites a chunk the report does not). The report keeps its generated_hash, so it is regenerated only when its community changes.';
 
-CREATE OR REPLACE FUNCTION kgrag.template_reports()
+CREATE OR REPLACE FUNCTION kgrag_private.template_reports()
 RETURNS TABLE (community_id text, report text)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -287,5 +308,5 @@ BEGIN
      ORDER BY r.community_id;
 END
 $$;
-COMMENT ON FUNCTION kgrag.template_reports() IS
-'Returns the current tenant''s community reports still in their template form: (community_id, report). An LLM may rewrite them (kgrag.set_report_text), keeping their chunk citations.';
+COMMENT ON FUNCTION kgrag_private.template_reports() IS
+'Private. Returns the current tenant''s community reports still in their template form: (community_id, report). An LLM may rewrite them (kgrag_private.set_report_text), keeping their chunk citations.';

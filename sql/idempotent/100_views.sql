@@ -8,11 +8,8 @@ SELECT e.entity_id, e.name, e.type, e.description,
        e.degree, e.answer, e.answer_chunk_id,
        top.community_id AS community, top.title AS community_title,
        e.answer_stale,
-       -- connected and in no community: an ingest without a build (an entity linked to none is in
-       -- no community after a build either). kgrag.staleness counts the same; kgrag_search and
-       -- kgrag.communities_outdated test it with a bound tenant, as Citus routes them.
-       e.degree > 0 AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
-                                     WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id) AS no_community,
+       EXISTS (SELECT 1 FROM kgrag_private.connected_in_no_community AS u
+                WHERE u.tenant_id = e.tenant_id AND u.entity_id = e.entity_id) AS no_community,
        e.embedding IS NULL AS not_embedded
   FROM kgrag.entity AS e
   LEFT JOIN LATERAL (SELECT m.community_id, c.title FROM kgrag.community_member AS m
@@ -55,11 +52,8 @@ SELECT x.what, x.how_many, x.fix
         (1, 'stale communities',
          (SELECT count(*) FROM kgrag.community AS c WHERE c.tenant_id = kgrag.current_tenant() AND c.stale),
          'pgkgrag build'),
-        (2, 'connected entities in no community',  -- kgrag.entities.no_community (a view on a view
-         (SELECT count(*) FROM kgrag.entity AS e       -- would stop the installer dropping them in turn)
-           WHERE e.tenant_id = kgrag.current_tenant() AND e.degree > 0
-             AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
-                              WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id)),
+        (2, 'connected entities in no community',
+         (SELECT count(*) FROM kgrag_private.connected_in_no_community AS u WHERE u.tenant_id = kgrag.current_tenant()),
          'pgkgrag build'),
         (3, 'stale reports (not served)',
          (SELECT count(*) FROM kgrag.community_report AS r WHERE r.tenant_id = kgrag.current_tenant() AND r.stale),

@@ -2,62 +2,68 @@
 -- per-tenant query (each of which names tenant_id on every table, see docs/scale-out.md) is routed
 -- to a single node; the small tables of shared defaults are replicated to every node.
 
+CREATE OR REPLACE FUNCTION kgrag_private.distribution_plan()
+RETURNS TABLE (table_name text, kind text, colocate_with text)
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- tables holding the defaults of every tenant (tenant '*'), read by every tenant's queries,
+    -- are reference tables; the logs are written as kgrag_logger (SECURITY DEFINER log functions)
+    -- and never joined with the graph: a group of their own, or once a search has logged, Citus
+    -- refuses the rest of its transaction the tenant's other shards (modified there "by a
+    -- different user"). Referenced tables first: a foreign key may only point at a table
+    -- distributed before it.
+    WITH RECURSIVE tables AS (
+        SELECT c.oid, c.relname::text AS name
+          FROM pg_catalog.pg_class AS c
+         WHERE c.relnamespace = 'kgrag'::regnamespace AND c.relkind IN ('r', 'p')
+    ), depth AS (
+        SELECT t.oid, 0 AS d FROM tables AS t
+        UNION ALL
+        SELECT k.conrelid, depth.d + 1
+          FROM depth
+          JOIN pg_catalog.pg_constraint AS k ON k.confrelid = depth.oid AND k.contype = 'f'
+         WHERE k.conrelid <> k.confrelid AND depth.d < 32
+    ), kinds AS (
+        SELECT t.name, max(depth.d) AS d, t.name IN ('settings', 'router_rule') AS reference,
+               CASE WHEN t.name IN ('answer_log', 'query_log') THEN t.name END AS log
+          FROM tables AS t JOIN depth ON depth.oid = t.oid
+         GROUP BY t.name
+    )
+    SELECT 'kgrag.' || k.name,
+           CASE WHEN k.reference THEN 'reference' ELSE 'distributed by tenant_id' END,
+           CASE WHEN k.reference OR k.name = 'document' THEN NULL
+                WHEN k.log = 'answer_log' THEN 'none'
+                WHEN k.log IS NOT NULL THEN 'kgrag.answer_log'
+                ELSE 'kgrag.document' END
+      FROM kinds AS k
+     -- reference tables first, then kgrag.document (every other table but the logs is co-located
+     -- with it), then the first log (the other is co-located with it)
+     ORDER BY k.reference DESC, k.name = 'document' DESC, k.name = 'answer_log' DESC, k.d, k.name
+$$;
+COMMENT ON FUNCTION kgrag_private.distribution_plan() IS
+'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table is distributed by tenant_id and co-located with kgrag.document, but for the logs (answer_log, query_log), a co-location group of their own; referenced tables before the tables whose foreign keys point at them.';
+
 CREATE OR REPLACE FUNCTION kgrag.distribute(dry_run boolean DEFAULT false)
 RETURNS TABLE (table_name text, kind text, colocate_with text)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    has_citus boolean := EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus');
-    -- tables holding the defaults of every tenant (tenant '*'): read by every tenant's queries
-    reference text[] := ARRAY['settings', 'router_rule'];
-    -- written as kgrag_logger (SECURITY DEFINER log functions) and never joined with the graph:
-    -- a group of their own, or once a search has logged, Citus refuses the rest of its
-    -- transaction the tenant's other shards (modified there "by a different user")
-    logs text[] := ARRAY['answer_log', 'query_log'];
     r record;
     made text[] := ARRAY[]::text[];
 BEGIN
-    IF NOT dry_run AND NOT has_citus THEN
+    IF NOT dry_run AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
         RAISE EXCEPTION 'kgrag.distribute() needs the Citus extension, and it is not installed in this database'
             USING ERRCODE = '0A000',
                   HINT = 'Run it on a Citus coordinator with its workers added (CREATE EXTENSION citus; '
                          'SELECT citus_add_node(...)); see docs/scale-out.md. '
                          'kgrag.distribute(dry_run => true) lists what it would do.';
     END IF;
-    -- referenced tables first: a foreign key may only point at a table distributed before it
-    FOR r IN
-        WITH RECURSIVE tables AS (
-            SELECT c.oid, c.relname::text AS name
-              FROM pg_catalog.pg_class AS c
-             WHERE c.relnamespace = 'kgrag'::regnamespace AND c.relkind IN ('r', 'p')
-        ), depth AS (
-            SELECT t.oid, 0 AS d FROM tables AS t
-            UNION ALL
-            SELECT k.conrelid, depth.d + 1
-              FROM depth
-              JOIN pg_catalog.pg_constraint AS k ON k.confrelid = depth.oid AND k.contype = 'f'
-             WHERE k.conrelid <> k.confrelid AND depth.d < 32
-        )
-        SELECT t.name, max(depth.d) AS d
-          FROM tables AS t JOIN depth ON depth.oid = t.oid
-         GROUP BY t.name
-         -- reference tables first, then kgrag.document (every other table but the logs is
-         -- co-located with it), then the first log (the other is co-located with it)
-         ORDER BY t.name = ANY (reference) DESC, t.name = 'document' DESC, t.name = logs[1] DESC,
-                  max(depth.d), t.name
-    LOOP
-        table_name := 'kgrag.' || r.name;
-        IF r.name = ANY (reference) THEN
-            kind := 'reference';
-            colocate_with := NULL;
-        ELSE
-            kind := 'distributed by tenant_id';
-            colocate_with := CASE WHEN r.name = 'document' THEN NULL
-                                  WHEN r.name = logs[1] THEN 'none'
-                                  WHEN r.name = ANY (logs) THEN 'kgrag.' || logs[1]
-                                  ELSE 'kgrag.document' END;
-        END IF;
+    FOR r IN SELECT * FROM kgrag_private.distribution_plan() LOOP
+        table_name := r.table_name;
+        kind := r.kind;
+        colocate_with := r.colocate_with;
         -- (nested: pg_dist_partition exists only where Citus is installed)
         IF NOT dry_run THEN
             IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition AS p

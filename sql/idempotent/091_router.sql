@@ -1,0 +1,156 @@
+-- The router: the route names, and kgrag.route, which picks a route for a question and says why.
+-- The search options it reads are in 090_search_options.sql.
+
+CREATE OR REPLACE FUNCTION kgrag.routes()
+RETURNS TABLE (route text, description text)
+LANGUAGE sql IMMUTABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    VALUES ('local', 'the question names an entity: the entities around it and the chunks fused from the graph, vector and lexical search'),
+           ('global', 'the question asks about the collection: community reports as the map, then the chunks they cite'),
+           ('mixed', 'a named subject and a request for broad context: the best report as the map, then the local route'),
+           ('vector', 'nothing of the graph is named: vector and lexical chunks fused by RRF')
+$$;
+COMMENT ON FUNCTION kgrag.routes() IS
+'Returns the routes kgrag_search can take, in this order, with what each returns: (route, description). kgrag_search also takes ''auto'': the router (kgrag.route) picks one of these and says why.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.linked_seeds(question text, n_seeds integer)
+RETURNS TABLE (linked text[], named text[])
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    -- Entities the question names. One without edges cannot seed a walk, but its own chunks
+    -- are still evidence about the subject: it stays, at hop 0. The best link first; among
+    -- links alike, a proper name (capitalized) before a common phrase, then the more specific
+    -- entity (fewer chunks cite it, counted up to 1,000), as HippoRAG weighs its seeds.
+    -- Named: linked by a whole name (tiers exact, phrase, squashed, token), not a fuzzy guess.
+    SELECT COALESCE(array_agg(x.entity_id ORDER BY x.o), '{}'),
+           COALESCE(array_agg(x.entity_id ORDER BY x.o) FILTER (WHERE x.tier IN ('exact', 'phrase', 'squashed', 'token')), '{}')
+      INTO linked, named
+      FROM (SELECT l.entity_id, l.tier,
+                   row_number() OVER (ORDER BY l.score DESC, e.name <> lower(e.name) DESC,
+                                      (SELECT count(*) FROM (SELECT 1 FROM kgrag.mention AS m
+                                                              WHERE m.tenant_id = t AND m.entity_id = l.entity_id
+                                                              LIMIT 1000) AS c),
+                                      l.entity_id) AS o
+              FROM kgrag.link_entities(question, include_isolated => true) AS l
+              JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = l.entity_id) AS x
+     WHERE x.o <= n_seeds;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.linked_seeds(text, integer) IS
+'Private. Returns the first n_seeds entities the question names (kgrag.link_entities, isolated ones included), best first: the best link, then a proper name before a common phrase, then the entity fewer chunks cite; named = those linked by a whole name (tiers exact, phrase, squashed, token), not a fuzzy guess.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.matching_rule(route text, folded_question text)
+RETURNS TABLE (rule_id text, description text)
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT r.rule_id, r.description
+      FROM (SELECT DISTINCT ON (rr.rule_id) rr.* FROM kgrag.router_rule AS rr
+             WHERE rr.tenant_id IN ('*', kgrag.current_tenant()) ORDER BY rr.rule_id, (rr.tenant_id = '*')) AS r
+     WHERE r.enabled AND r.route = matching_rule.route AND folded_question ~* r.pattern
+     ORDER BY r.rule_id LIMIT 1
+$$;
+COMMENT ON FUNCTION kgrag_private.matching_rule(text, text) IS
+'Private. Returns the first enabled kgrag.router_rule of a route (by rule_id; a tenant''s rule in place of the default of the same id) whose pattern the folded question matches: (rule_id, description), or no row.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.route_decision(
+    seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text,
+    has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text)
+RETURNS TABLE (route text, rule_id text, reason text)
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF global_rule IS NOT NULL THEN
+        route := 'global';
+        rule_id := global_rule;
+        reason := format('the question %s (rule %s)', global_why, global_rule)
+                  || CASE WHEN seeds = 0 THEN ' without naming a subject: every report of the level, by weight'
+                          ELSE format(': community reports ranked against it (it names %s)', named) END;
+    ELSIF seeds = 0 THEN
+        route := 'vector';
+        reason := 'no entity of the graph is named'
+                  || CASE WHEN NOT has_vector THEN ' (no question vector: entity and chunk vector search skipped)'
+                          WHEN flat THEN format(' and none stands out (top-1 minus top-4 similarity %s < %s)',
+                                               round(gap::numeric, 3), kgrag.setting('router_flat_gap'))
+                          ELSE format(' or close enough (best entity similarity %s < %s)',
+                                      COALESCE(round(best::numeric, 3)::text, 'none'), seed_floor) END
+                  || CASE WHEN NOT has_vector THEN ': lexical search over the chunks'
+                          ELSE ': vector and lexical search over the chunks' END;
+    ELSIF mixed_rule IS NOT NULL THEN
+        route := 'mixed';
+        rule_id := mixed_rule;
+        reason := format('the question names %s and %s (rule %s): a community report as the map, the chunks '
+                         'around the subject as evidence', named, regexp_replace(mixed_why,
+                         '^names a subject and ', ''), mixed_rule);
+    ELSE
+        route := 'local';
+        reason := format('the question names %s: the evidence is in the chunks around it', named);
+    END IF;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.route_decision(integer, text, text, text, text, text, boolean, boolean, double precision, double precision, text) IS
+'Private. The router''s rule and its reason, from what kgrag.route found: a global rule matched sends to global; no seed to vector (the reason says whether there was no vector, a flat profile or no entity above the seed floor); a mixed rule with seeds to mixed; seeds alone to local. named = the names of the first seeds, for the reason.';
+
+CREATE OR REPLACE FUNCTION kgrag.route(
+    question_vec vector DEFAULT NULL, question text DEFAULT NULL, options jsonb DEFAULT '{}')
+RETURNS TABLE (route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text,
+               named_seeds text[])
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    opts jsonb := kgrag_private.search_options(options);
+    n_seeds integer := (opts ->> 'seeds')::integer;
+    folded text := kgrag.fold(COALESCE(question, ''));
+    vector_seeds text[] := '{}';
+    profile float8[];
+    flat boolean;
+    global_rule record;
+    mixed_rule record;
+    named text;
+BEGIN
+    PERFORM kgrag_private.check_question(question);
+    linked := '{}';
+    named_seeds := '{}';
+    IF question IS NOT NULL THEN
+        SELECT s.linked, s.named INTO linked, named_seeds FROM kgrag_private.linked_seeds(question, n_seeds) AS s;
+    END IF;
+    -- The shape of the entity similarity profile: a question naming a subject peaks, a question
+    -- about the whole collection (or about nothing here) is flat.
+    -- Without a question vector (a question given as text only) there is no profile and no vector seed.
+    profile := CASE WHEN question_vec IS NULL THEN '{}'::float8[] ELSE ARRAY(
+                   SELECT p.similarity FROM kgrag.search_entities_vector(question_vec, 4, profile => true) AS p
+                    ORDER BY p.rank) END;
+    profile_gap := CASE WHEN cardinality(profile) = 0 THEN 0 ELSE profile[1] - profile[cardinality(profile)] END;
+    flat := cardinality(profile) >= 4 AND profile_gap < kgrag.setting('router_flat_gap')::float8;
+    -- Vector search seeds the traversal when the words name nothing the graph knows, and only
+    -- when its profile peaks: a name found in the text is more precise than a neighbour in space.
+    IF NOT flat AND cardinality(linked) = 0 AND question_vec IS NOT NULL THEN
+        vector_seeds := ARRAY(SELECT s.entity_id FROM kgrag.search_entities_vector(
+                                     question_vec, n_seeds, (opts ->> 'entity_seed_min_similarity')::float8) AS s
+                               ORDER BY s.rank);
+    END IF;
+    seeds := linked || ARRAY(SELECT x FROM unnest(vector_seeds) AS x WHERE x <> ALL (linked));
+
+    SELECT * INTO global_rule FROM kgrag_private.matching_rule('global', folded);
+    SELECT * INTO mixed_rule FROM kgrag_private.matching_rule('mixed', folded);
+    SELECT string_agg(e.name, ', ' ORDER BY array_position(seeds, e.entity_id)) INTO named
+      FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (seeds[1:3]);
+    SELECT d.route, d.rule_id, d.reason INTO route, rule_id, reason
+      FROM kgrag_private.route_decision(cardinality(seeds), named, global_rule.rule_id, global_rule.description,
+                                        mixed_rule.rule_id, mixed_rule.description, question_vec IS NOT NULL, flat,
+                                        profile_gap, profile[1], opts ->> 'entity_seed_min_similarity') AS d;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag.route(vector, text, jsonb) IS
+'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did, named_seeds = the seeds the question names by a whole name, not by a fuzzy link). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity.';

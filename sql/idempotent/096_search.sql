@@ -1,0 +1,289 @@
+-- kgrag_search: the entry point. Checks its input, routes the question (kgrag.route, or the seeds
+-- the caller names), runs the route (falling back to vector and lexical chunks when the walk runs
+-- out of its budget), says why (the reason, with what is stale or missing), and logs the query
+-- (unless the transaction is read-only, as on a hot standby). Usable from psql with the question
+-- text alone. The routes' rows are in 092-094, the log in 095_search_log.sql.
+
+CREATE OR REPLACE FUNCTION kgrag_private.search_in_time(deadline timestamptz, budget_ms integer) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF clock_timestamp() > deadline THEN
+        RAISE EXCEPTION 'search cancelled after % ms (setting search_timeout_ms)', budget_ms
+            USING ERRCODE = '57014',
+                  HINT = 'A hub-heavy or very long question: narrow it, or pass options (hops, degree_cap, relations).';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.search_in_time(timestamptz, integer) IS
+'Private. Returns nothing; raises SQLSTATE 57014 when a kgrag_search has run past its deadline (setting search_timeout_ms). Checked between the search''s phases; the walk itself checks the same deadline row by row.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.check_search_input(question_vec vector, route text, question text, k integer)
+RETURNS void
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF route IS NULL OR (route <> 'auto' AND route NOT IN (SELECT r.route FROM kgrag.routes() AS r)) THEN
+        RAISE EXCEPTION 'unknown route %: use auto, %', quote_literal(COALESCE(route, 'NULL')),
+            (SELECT string_agg(r.route, ', ') FROM kgrag.routes() AS r)
+            USING ERRCODE = '22023';
+    END IF;
+    PERFORM kgrag_private.check_k(k);
+    IF question_vec IS NULL AND question IS NULL THEN
+        RAISE EXCEPTION 'nothing to search for: give the question vector, the question text, or both'
+            USING ERRCODE = '22023',
+                  HINT = 'From psql: SELECT * FROM kgrag.kgrag_search(question => ''...'');';
+    END IF;
+    IF question_vec IS NOT NULL THEN
+        PERFORM kgrag_private.check_question_vector(question_vec);
+    END IF;
+    IF question IS NOT NULL AND btrim(question) = '' THEN
+        RAISE EXCEPTION 'the question text is empty: pass NULL to search by the vector alone' USING ERRCODE = '22023';
+    END IF;
+    PERFORM kgrag_private.check_question(question);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.check_search_input(vector, text, text, integer) IS
+'Private. Returns nothing; raises SQLSTATE 22023 for a kgrag_search input it cannot take: an unknown route, k out of range, neither a question vector nor a text, a vector of the wrong dimension or zero length, an empty or oversized question.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.search_route(
+    question_vec vector, asked text, question text, options jsonb, opts jsonb)
+RETURNS TABLE (route text, reason text, seeds text[], named_seeds text[])
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    decided record;
+BEGIN
+    SELECT * INTO decided FROM kgrag.route(question_vec, question, options);
+    PERFORM kgrag_private.search_in_time(current_setting('kgrag.search_deadline')::timestamptz,
+                                         kgrag.setting('search_timeout_ms')::integer);
+    IF jsonb_typeof(opts -> 'seed_entities') = 'array' THEN  -- the caller names the seeds
+        decided.seeds := kgrag.resolve_entities(ARRAY(SELECT jsonb_array_elements_text(opts -> 'seed_entities')));
+        decided.route := 'local';
+        decided.reason := format('seeds chosen by the caller: %s',
+                                 (SELECT string_agg(e.name, ', ' ORDER BY u.o) FROM unnest(decided.seeds) WITH ORDINALITY AS u(id, o)
+                                    JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = u.id));
+    END IF;
+    seeds := decided.seeds;
+    named_seeds := decided.named_seeds;
+    IF asked = 'auto' THEN
+        route := decided.route;
+        reason := decided.reason;
+    ELSE
+        route := asked;
+        reason := format('route %s chosen by the caller (the router would pick %s: %s)', asked, decided.route,
+                         decided.reason);
+    END IF;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.search_route(vector, text, text, jsonb, jsonb) IS
+'Private. Returns the route a kgrag_search takes and why, with its seeds: the router''s (kgrag.route) for route auto, else the route asked for, its reason naming what the router would pick; the local route from the option seed_entities where the caller names the seeds. Checks the search''s deadline after routing.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.search_rows(
+    route text, asked text, question_vec vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb)
+RETURNS TABLE (result kgrag.search_row[], said text, over_budget text)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    rows_out kgrag.search_row[];
+BEGIN
+    said := '';
+    IF route IN ('local', 'mixed') AND cardinality(seeds) > 0 THEN
+        BEGIN
+            rows_out := ARRAY(SELECT x FROM kgrag_private.local_rows(question_vec, question, seeds, named_seeds, k, opts) AS x);
+            said := CASE WHEN opts ->> 'graph_ranking' = 'pagerank' THEN '; graph chunks ranked by Personalized PageRank from the seeds and the nearest chunks'
+                         WHEN opts ->> 'graph_ranking' = 'both' THEN '; graph chunks ranked by the k-hop paths from the seeds and by Personalized PageRank, fused'
+                         ELSE '; graph chunks ranked by the k-hop paths from the seeds' END;
+            IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'own_page') THEN
+                said := said || '; first the seeds'' own pages (documents titled with their names)';
+            END IF;
+            IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'bridge_page') THEN
+                said := said || ', then the page each names nearest the question';
+            END IF;
+        EXCEPTION WHEN query_canceled THEN
+            -- Only the walk's own budget (khop_timeout_ms, max_paths_walked, the search's deadline)
+            -- falls back; a cancel from outside (statement_timeout, pg_cancel_backend) stays one.
+            GET STACKED DIAGNOSTICS over_budget = MESSAGE_TEXT;
+            IF over_budget NOT LIKE 'graph traversal %' THEN
+                RAISE;
+            END IF;
+            rows_out := ARRAY(SELECT (x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason,
+                                      x.payload || '{"coverage": "reduced", "fallback": "vector+lexical"}')::kgrag.search_row
+                                FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts), k, opts) AS x);
+            said := format('; the graph was over budget (%s): vector and lexical chunks returned instead, '
+                           'coverage reduced', over_budget);
+        END;
+    END IF;
+    IF route = 'mixed' THEN
+        rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, false, k, opts || '{"reports": 1}') AS x
+                           WHERE x.kind = 'community') || COALESCE(rows_out, '{}');
+    ELSIF route = 'global' THEN
+        rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(
+                              question_vec, question,
+                              (opts ->> 'whole_collection')::boolean OR (asked = 'auto' AND cardinality(seeds) = 0),
+                              k, opts) AS x);
+    ELSIF route = 'vector' OR (route = 'local' AND cardinality(seeds) = 0) THEN
+        rows_out := ARRAY(SELECT x FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts), k, opts) AS x);
+        IF route = 'local' THEN
+            said := said || '; no seed: vector and lexical chunks only';
+        END IF;
+    END IF;
+    result := COALESCE(rows_out, '{}');
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.search_rows(text, text, vector, text, text[], text[], integer, jsonb) IS
+'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts the best community report first; global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject); vector, and local without a seed, the fused vector and lexical chunks.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.search_caveats(
+    reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb)
+RETURNS text
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    IF EXISTS (SELECT 1 FROM unnest(result) AS x  -- the entities returned: bounded by the rows
+                 JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = x.ref_id
+                WHERE x.kind = 'entity'
+                  AND (e.answer_stale
+                       OR EXISTS (SELECT 1 FROM kgrag_private.connected_in_no_community AS u
+                                   WHERE u.tenant_id = t AND u.entity_id = e.entity_id))) THEN
+        reason := reason || '; the graph is stale around these results (connected entities in no community yet, or answers of '
+                            'changed documents): run `pgkgrag build` (SELECT * FROM kgrag.staleness)';
+    END IF;
+    IF NOT has_vector THEN
+        reason := reason || '; no question vector: vector search skipped, text matched by entity linking and full-text search';
+    END IF;
+    IF route IN ('global', 'mixed') THEN
+        IF NOT EXISTS (SELECT 1 FROM kgrag.community_report AS r WHERE r.tenant_id = t) THEN
+            reason := reason || '; this tenant has no community reports yet: run `pgkgrag build`';
+        ELSIF EXISTS (SELECT 1 FROM kgrag.community_report AS r WHERE r.tenant_id = t AND r.stale) THEN
+            reason := reason || format('; %s community reports are stale (documents changed since they were written) and '
+                                       'were left out: run `pgkgrag build`',
+                                       (SELECT count(*) FROM kgrag.community_report AS r WHERE r.tenant_id = t AND r.stale));
+        END IF;
+    END IF;
+    IF cardinality(result) = 0 THEN
+        IF NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t) THEN
+            reason := format('tenant %s has no documents (%s)', quote_literal(t), reason);
+        ELSE
+            reason := format('nothing cleared the floors (%s): no entity seed, no chunk above similarity %s, no lexical '
+                             'match covering %s of the question''s words, no report above similarity %s',
+                             reason, opts ->> 'chunk_min_similarity', opts ->> 'lexical_min_coverage',
+                             opts ->> 'report_min_similarity');
+        END IF;
+    END IF;
+    RETURN reason;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.search_caveats(text, kgrag.search_row[], text, boolean, jsonb) IS
+'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents or that nothing cleared the floors (naming them).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.log_search_result(
+    question text, question_vec vector, route text, reason text, seeds text[], returned integer, started timestamptz,
+    fallback boolean, opts jsonb)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    entry jsonb;  -- the query log row
+BEGIN
+    IF NOT (opts ->> 'log')::boolean THEN
+        RETURN reason;
+    END IF;
+    IF current_setting('transaction_read_only')::boolean THEN
+        RETURN reason || ' (not logged in kgrag.query_log: the transaction is read-only)';
+    END IF;
+    entry := jsonb_build_object(
+        'hash', md5(COALESCE(question, question_vec::text)), 'route', route, 'reason', reason,
+        'seeds', to_jsonb(seeds),
+        'paths', COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
+        'rows', returned, 'ms', extract(epoch FROM clock_timestamp() - started) * 1000,
+        'fallback', fallback,
+        'question', CASE WHEN (kgrag.setting('log_question_text') #>> '{}')::boolean THEN question END);
+    IF current_setting('kgrag.defer_log', true) = 'on' THEN
+        PERFORM set_config('kgrag.deferred_log', entry::text, true);  -- kgrag.context_blocks logs it
+    ELSE
+        PERFORM kgrag_private.log_entry(entry, NULL);
+    END IF;
+    RETURN reason;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.log_search_result(text, vector, text, text, text[], integer, timestamptz, boolean, jsonb) IS
+'Private. Logs a search in kgrag.query_log where the option log says so (the question text only where the setting log_question_text allows; inside kgrag.context_blocks, the entry is left for it to log with the characters it packed) and returns the reason, which says so when a read-only transaction (a hot standby) cannot log.';
+
+CREATE OR REPLACE FUNCTION kgrag.kgrag_search(
+    question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, k integer DEFAULT 10,
+    options jsonb DEFAULT '{}')
+RETURNS SETOF kgrag.search_row
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    started timestamptz := clock_timestamp();
+    budget_ms integer := kgrag.setting('search_timeout_ms')::integer;
+    deadline timestamptz := clock_timestamp() + budget_ms * interval '1 millisecond';
+    opts jsonb;
+    decided record;
+    ran record;
+    rows_out kgrag.search_row[];
+    why text;
+BEGIN
+    PERFORM kgrag.current_tenant();  -- fails closed before anything else is read
+    PERFORM kgrag_private.check_search_input(question_vec, route, question, k);
+    opts := kgrag_private.search_options(options);
+    PERFORM set_config('kgrag.paths_walked', '0', true);
+    PERFORM set_config('kgrag.search_deadline', deadline::text, true);  -- the walk keeps to it too
+
+    SELECT * INTO decided FROM kgrag_private.search_route(question_vec, kgrag_search.route, question, options, opts);
+    SELECT * INTO ran FROM kgrag_private.search_rows(decided.route, kgrag_search.route, question_vec, question,
+                                                     decided.seeds, decided.named_seeds, k, opts);
+    rows_out := ran.result;
+    why := decided.reason || ran.said;
+    IF ran.over_budget IS NOT NULL AND cardinality(rows_out) = 0 THEN  -- nothing to return instead: the error stands
+        RAISE EXCEPTION '%', ran.over_budget
+            USING ERRCODE = '57014',
+                  HINT = 'Vector and lexical search found nothing either. Walk fewer hops, pass a degree cap, or filter relations.';
+    END IF;
+    IF cardinality(rows_out) = 0 THEN
+        PERFORM kgrag_private.search_in_time(deadline, budget_ms);
+    ELSIF clock_timestamp() > deadline THEN  -- what was found is returned rather than thrown away
+        why := why || format('; ran past search_timeout_ms (%s ms)', budget_ms);
+    END IF;
+    PERFORM set_config('kgrag.search_deadline', '', true);
+    IF (opts ->> 'neighbours')::boolean THEN
+        rows_out := ARRAY(SELECT x FROM kgrag_private.with_neighbours(rows_out) AS x);
+    END IF;
+    why := kgrag_private.search_caveats(why, rows_out, decided.route, question_vec IS NOT NULL, opts);
+    why := kgrag_private.log_search_result(question, question_vec, decided.route, why, decided.seeds,
+                                           cardinality(rows_out), started, ran.over_budget IS NOT NULL, opts);
+    PERFORM set_config('kgrag.last_route', decided.route, true);
+    PERFORM set_config('kgrag.last_reason', why, true);
+    PERFORM set_config('kgrag.last_reports', ARRAY(SELECT x.ref_id FROM unnest(rows_out) AS x WHERE x.kind = 'community')::text, true);
+    RETURN QUERY
+    SELECT (row_number() OVER ())::integer, x.ref_id, x.kind, x.source, x.score, decided.route, why, x.payload
+      FROM unnest(rows_out) AS x;
+END
+$$;
+COMMENT ON FUNCTION kgrag.kgrag_search(vector, text, text, integer, jsonb) IS
+'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), seed_entities (entity ids, names or aliases: the local route from these, whatever the router would pick), direction (out, in or both: how the walk follows typed edges; default out), graph_ranking (paths: the graph''s chunks are those of the entities the walk reached, nearest first; pagerank: by Personalized PageRank mass, see kgrag.personalized_pagerank, source pagerank and payload.ppr_mass; both: the two lists fused; default setting search_graph_ranking; the reason says which ranked them), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left for kgrag.last_search().';
+
+CREATE OR REPLACE FUNCTION kgrag.last_search() RETURNS TABLE (route text, reason text, reports text[])
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT NULLIF(pg_catalog.current_setting('kgrag.last_route', true), ''),
+           NULLIF(pg_catalog.current_setting('kgrag.last_reason', true), ''),
+           NULLIF(pg_catalog.current_setting('kgrag.last_reports', true), '')::text[]
+$$;
+COMMENT ON FUNCTION kgrag.last_search() IS
+'Returns the route, the reason and the community reports (their ids, in rank order: the maps of the global and mixed routes) of the last kgrag_search of this transaction (one row; NULLs before any search): what a search that returned no row leaves behind, and what a map step over the reports reads (kgrag.report_context) without searching again, kgrag.context included.';
