@@ -13,9 +13,10 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
-from pgkgrag import installer, migrations
+from pgkgrag import migrations
 from pgkgrag.config import Config
-from pgkgrag.db import ensure_server
+from pgkgrag.db import installer
+from pgkgrag.db.connections import ensure_server
 from pgkgrag.errors import KgragError
 
 config = context.config

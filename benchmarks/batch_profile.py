@@ -24,11 +24,11 @@ from pathlib import Path
 from common import markdown_table, scratch_database, write_section
 from ingest import generate
 
-from pgkgrag.db import WRITER, connect, use_role
-from pgkgrag.embedders import HashEmbedder
-from pgkgrag.extractors import ProvidedExtractor
-from pgkgrag.ingest import Ingestor
-from pgkgrag.tenants import graph_totals
+from pgkgrag.db.connections import WRITER, connect, use_role
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.totals import graph_totals
+from pgkgrag.ingest.extractors.base import ProvidedExtractor
+from pgkgrag.ingest.ingestor import Ingestor
 
 TOP = 12
 EDGE_UPSERT = "INSERT INTO kgrag.edge AS g"

@@ -20,8 +20,8 @@ from common import markdown_table, median, scratch_database, write_section
 from ingest import CHUNK_COLUMNS, generate
 from psycopg import sql
 
-from pgkgrag.db import connect
-from pgkgrag.embedders import Embedder, get_embedder
+from pgkgrag.db.connections import connect
+from pgkgrag.embed.embedders import Embedder, get_embedder
 
 KINDS = [("none", []), ("b-trees", ["btree"]), ("b-trees + GIN", ["btree", "gin"])]
 KINDS += [("b-trees + HNSW", ["btree", "hnsw"]), ("all (as kgrag.chunk)", ["btree", "gin", "hnsw"])]

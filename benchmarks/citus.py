@@ -29,10 +29,10 @@ from ingest import generate
 from psycopg.conninfo import make_conninfo
 from scale import CHUNKS_PER_DOCUMENT, EMBEDDER, SEARCH, figures, questions, timed_ms, vector_text
 
-from pgkgrag.build import build
-from pgkgrag.db import connect, tenant_transaction
-from pgkgrag.extractors import ProvidedExtractor
-from pgkgrag.ingest import Ingestor
+from pgkgrag.db.connections import connect, tenant_transaction
+from pgkgrag.graph.build import build
+from pgkgrag.ingest.extractors.base import ProvidedExtractor
+from pgkgrag.ingest.ingestor import Ingestor
 
 WRITER, READER = "bench_citus_writer", "bench_citus_reader"
 

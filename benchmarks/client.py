@@ -18,12 +18,12 @@ from common import markdown_table, percentile, scratch_database, write_section
 from multihop import gazetteer, hotpotqa
 
 import pgkgrag
-from pgkgrag.build import build
-from pgkgrag.db import connect
-from pgkgrag.embedding import tenant_embedder
-from pgkgrag.extractors import Extractor, ProvidedExtractor
-from pgkgrag.gazetteer import GazetteerExtractor
-from pgkgrag.ingest import Ingestor
+from pgkgrag.db.connections import connect
+from pgkgrag.embed.vectors import tenant_embedder
+from pgkgrag.graph.build import build
+from pgkgrag.ingest.extractors.base import Extractor, ProvidedExtractor
+from pgkgrag.ingest.extractors.gazetteer import GazetteerExtractor
+from pgkgrag.ingest.ingestor import Ingestor
 from pgkgrag.resources import SAMPLE_CORPUS, SAMPLE_GOLDEN
 
 

@@ -22,7 +22,7 @@ from tenant_session import TenantSession
 
 from pgkgrag import migrations
 from pgkgrag.config import DEFAULT_DIMENSION, Config
-from pgkgrag.db import connect, ensure_server
+from pgkgrag.db.connections import connect, ensure_server
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("KGRAG_DATA", ROOT.parent / "shared" / "data" / "multihop"))

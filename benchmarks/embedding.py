@@ -25,11 +25,11 @@ from common import markdown_table, scratch_database, write_section
 from fake_openai import FakeOpenAI
 from multihop import gazetteer, musique
 
-from pgkgrag.db import connect
-from pgkgrag.embedders import Embedder, OpenAIEmbedder, get_embedder
-from pgkgrag.gazetteer import GazetteerExtractor
-from pgkgrag.ingest import BATCH_STEPS, Ingestor
-from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
+from pgkgrag.db.connections import connect
+from pgkgrag.embed.embedders import Embedder, OpenAIEmbedder, get_embedder
+from pgkgrag.ingest.extractors.gazetteer import GazetteerExtractor
+from pgkgrag.ingest.ingestor import BATCH_STEPS, Ingestor
+from pgkgrag.llm.client import LlmSettings, OpenAICompatibleClient
 
 PER_CALL = (16, 64, 256, 1024)
 

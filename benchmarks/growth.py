@@ -26,11 +26,11 @@ import psycopg
 from common import markdown_table, scratch_database, write_section
 from ingest import generate
 
-from pgkgrag.db import connect
-from pgkgrag.embedders import HashEmbedder
-from pgkgrag.extractors import ProvidedExtractor
-from pgkgrag.ingest import Ingestor
-from pgkgrag.tenants import graph_totals
+from pgkgrag.db.connections import connect
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.totals import graph_totals
+from pgkgrag.ingest.extractors.base import ProvidedExtractor
+from pgkgrag.ingest.ingestor import Ingestor
 
 STEPS = ("read and chunk", "extract", "embed chunks", "write", "embed entities")
 CHUNKS_PER_DOCUMENT = 2.9  # what generate() gives, to size the corpus

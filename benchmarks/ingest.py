@@ -27,11 +27,12 @@ import psycopg
 from common import DATA, markdown_table, scratch_database, tenant_connection, write_section
 from psycopg import sql
 
-from pgkgrag.db import connect
-from pgkgrag.embedders import HashEmbedder
-from pgkgrag.extractors import ProvidedExtractor
-from pgkgrag.gazetteer import GazetteerExtractor, KnownName
-from pgkgrag.ingest import Ingestor, IngestSummary
+from pgkgrag.db.connections import connect
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.ingest.extractors.base import ProvidedExtractor
+from pgkgrag.ingest.extractors.gazetteer import GazetteerExtractor, KnownName
+from pgkgrag.ingest.ingestor import Ingestor
+from pgkgrag.ingest.summary import IngestSummary
 
 KINDS = [("Service", "service"), ("Team", "team"), ("Infrastructure", "cluster"), ("Incident", "incident")]
 VERBS = ["depends on", "is owned by", "runs on", "was caused by", "calls", "replaced", "reports to"]

@@ -18,7 +18,7 @@ import psycopg
 from common import markdown_table, percentile, scratch_database, write_section
 from scale import GLOBAL, NEGATIVE, load, questions, timed_ms
 
-from pgkgrag.db import READER, connect, tenant_transaction
+from pgkgrag.db.connections import READER, connect, tenant_transaction
 
 LINK = "SELECT entity_id FROM kgrag.link_entities(%s)"
 

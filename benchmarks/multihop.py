@@ -25,15 +25,16 @@ from pathlib import Path
 import psycopg
 from common import DATA, markdown_table, scratch_database, write_section
 
-from pgkgrag.build import build
-from pgkgrag.db import connect
-from pgkgrag.embedders import Embedder, get_embedder
-from pgkgrag.extractors import Extractor
-from pgkgrag.gazetteer import GazetteerExtractor, KnownName
-from pgkgrag.ingest import Ingestor
-from pgkgrag.keyphrases import KeyphraseExtractor
-from pgkgrag.search import SearchResult, run_search
-from pgkgrag.tenants import graph_totals
+from pgkgrag.db.connections import connect
+from pgkgrag.embed.embedders import Embedder, get_embedder
+from pgkgrag.graph.build import build
+from pgkgrag.graph.totals import graph_totals
+from pgkgrag.ingest.extractors.base import Extractor
+from pgkgrag.ingest.extractors.gazetteer import GazetteerExtractor, KnownName
+from pgkgrag.ingest.extractors.keyphrases import KeyphraseExtractor
+from pgkgrag.ingest.ingestor import Ingestor
+from pgkgrag.retrieval.results import SearchResult
+from pgkgrag.retrieval.search import run_search
 
 # (label, route, search options)
 VARIANTS: tuple[tuple[str, str, dict[str, str]], ...] = (

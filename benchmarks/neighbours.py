@@ -19,9 +19,9 @@ import time
 from common import markdown_table, write_section
 from multihop import hotpotqa, ingested, musique, ranked_documents, recall
 
-from pgkgrag.db import tenant_transaction
+from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.queries import Q
-from pgkgrag.search import run_search
+from pgkgrag.retrieval.search import run_search
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import core_venv
 from common import machine, markdown_table, median, write_section
 
-BEFORE = "import pgkgrag.client, pgkgrag.search, pgkgrag.embedded, pgkgrag.llm_client"
+BEFORE = "import pgkgrag.client, pgkgrag.retrieval.search, pgkgrag.db.server, pgkgrag.llm.client"
 LIGHT, BEFORE_NAME = "`import pgkgrag`, full venv", "what `import pgkgrag` imported before (full venv)"
 
 

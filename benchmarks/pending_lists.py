@@ -26,10 +26,10 @@ from common import markdown_table, scratch_database, timed, write_section
 from ingest import generate
 from scale import GLOBAL, NEGATIVE
 
-from pgkgrag.db import connect, tenant_transaction
-from pgkgrag.embedders import HashEmbedder
-from pgkgrag.extractors import ProvidedExtractor
-from pgkgrag.ingest import Ingestor
+from pgkgrag.db.connections import connect, tenant_transaction
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.ingest.extractors.base import ProvidedExtractor
+from pgkgrag.ingest.ingestor import Ingestor
 
 INDEXES = ("chunk_tsv_idx", "alias_trigrams_idx")
 VARIANTS = {

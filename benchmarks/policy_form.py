@@ -19,7 +19,7 @@ from common import markdown_table, scratch_database, write_section
 from psycopg import sql
 from scale import SEARCH, figures, load, questions, timed_ms, vector_text
 
-from pgkgrag.db import connect, tenant_transaction
+from pgkgrag.db.connections import connect, tenant_transaction
 
 SUBQUERY = "( SELECT kgrag.current_tenant() AS current_tenant)"
 DIRECT = "kgrag.current_tenant()"

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from common import markdown_table, scratch_database, write_section
 
-from pgkgrag.build import build
-from pgkgrag.db import connect
-from pgkgrag.embedding import tenant_embedder
-from pgkgrag.evaluate import evaluate, read_golden
-from pgkgrag.extractors import ProvidedExtractor
-from pgkgrag.ingest import Ingestor
+from pgkgrag.db.connections import connect
+from pgkgrag.embed.vectors import tenant_embedder
+from pgkgrag.graph.build import build
+from pgkgrag.ingest.extractors.base import ProvidedExtractor
+from pgkgrag.ingest.ingestor import Ingestor
 from pgkgrag.resources import SAMPLE_CORPUS, SAMPLE_GOLDEN
-from pgkgrag.search import routes
+from pgkgrag.retrieval.evaluation import evaluate, read_golden
+from pgkgrag.retrieval.search import routes
 
 
 def main() -> None:

@@ -35,12 +35,12 @@ import psycopg
 from common import markdown_table, median, percentile, scratch_database, write_section
 from ingest import generate
 
-from pgkgrag.build import build
-from pgkgrag.db import connect, tenant_transaction
-from pgkgrag.embedders import HashEmbedder
-from pgkgrag.extractors import ProvidedExtractor
-from pgkgrag.ingest import Ingestor
-from pgkgrag.tenants import graph_totals
+from pgkgrag.db.connections import connect, tenant_transaction
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.build import build
+from pgkgrag.graph.totals import graph_totals
+from pgkgrag.ingest.extractors.base import ProvidedExtractor
+from pgkgrag.ingest.ingestor import Ingestor
 
 CHUNKS_PER_DOCUMENT = 2.9  # what generate() gives, to size the corpus
 EMBEDDER = HashEmbedder(512)

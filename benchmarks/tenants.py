@@ -23,10 +23,10 @@ import psycopg
 from common import markdown_table, scratch_database, write_section
 from ingest import generate
 
-from pgkgrag.db import connect
-from pgkgrag.embedders import HashEmbedder
-from pgkgrag.extractors import ProvidedExtractor
-from pgkgrag.ingest import Ingestor
+from pgkgrag.db.connections import connect
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.ingest.extractors.base import ProvidedExtractor
+from pgkgrag.ingest.ingestor import Ingestor
 
 CHUNKS_PER_DOCUMENT = 2.9  # what generate() gives, to size the corpus
 BATCH = 200  # documents per batch of the new tenant: several batches while the statistics lag

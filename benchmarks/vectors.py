@@ -42,7 +42,7 @@ from common import (
 from realtext import paragraphs
 
 from pgkgrag.config import Config
-from pgkgrag.embedders import get_embedder
+from pgkgrag.embed.embedders import get_embedder
 
 TENANT = "bench"
 DIM = 512  # the default embedder's (use)

@@ -16,10 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pgkgrag.client import Client, connect
-    from pgkgrag.search import SearchResult, SearchRow, search
+    from pgkgrag.retrieval.results import SearchResult, SearchRow
+    from pgkgrag.retrieval.search import search
 
 __all__ = ["Client", "SearchResult", "SearchRow", "connect", "search"]
-_WHERE = {"Client": "client", "connect": "client", "SearchResult": "search", "SearchRow": "search", "search": "search"}
+_WHERE = {
+    "Client": "client",
+    "connect": "client",
+    "SearchResult": "retrieval.results",
+    "SearchRow": "retrieval.results",
+    "search": "retrieval.search",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from pgkgrag.config import Config
-from pgkgrag.db import READER, connect_app, ensure_server
-from pgkgrag.embedders import Embedder
-from pgkgrag.embedding import tenant_embedder
-from pgkgrag.search import CitedChunk, SearchResult, cited_chunks, context, run_search
+from pgkgrag.db.connections import READER, connect_app, ensure_server
+from pgkgrag.embed.embedders import Embedder
+from pgkgrag.embed.vectors import tenant_embedder
+from pgkgrag.retrieval.results import CitedChunk, SearchResult
+from pgkgrag.retrieval.search import cited_chunks, context, run_search
 
 if TYPE_CHECKING:
-    from pgkgrag.answering import Answer
-    from pgkgrag.llm_client import OpenAICompatibleClient
+    from pgkgrag.llm.answers import Answer
+    from pgkgrag.llm.client import OpenAICompatibleClient
 
 
 class Client:
@@ -106,14 +107,14 @@ class Client:
         tenant: str | None = None,
         options: dict[str, Any] | None = None,
     ) -> Answer:
-        """An answer from the tenant's documents only, with verified citations (pgkgrag.answering),
+        """An answer from the tenant's documents only, with verified citations (pgkgrag.llm.answers),
         from the OpenAI-compatible chat endpoint given to the client or of KGRAG_LLM_URL."""
-        from pgkgrag.answering import ask
+        from pgkgrag.llm.answers import ask
 
         with self._lock:
             conn, chosen, embedder = self._call_for(tenant)
             if self._llm is None:
-                from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
+                from pgkgrag.llm.client import LlmSettings, OpenAICompatibleClient
 
                 self._llm = OpenAICompatibleClient(LlmSettings.from_env())
             return ask(conn, chosen, embedder, self._llm, question, route, k, options)

@@ -33,5 +33,5 @@ class Config:
 
 
 # The schema's dimension when none is chosen at install time: that of the default embedder (setting
-# embedder = use, Universal Sentence Encoder multilingual v3), which pgkgrag.embedders declares with it.
+# embedder = use, Universal Sentence Encoder multilingual v3), which pgkgrag.embed.embedders declares with it.
 DEFAULT_DIMENSION = 512

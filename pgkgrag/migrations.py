@@ -1,7 +1,7 @@
 """Running pgkgrag's Alembic revisions: upgrade, downgrade, and the revision a database is at.
 
 What a revision does (run its sql/incremental file, then bring the idempotent layer up to date)
-is pgkgrag.installer's; this module only drives Alembic, with its own version table
+is pgkgrag.db.installer's; this module only drives Alembic, with its own version table
 (kgrag_alembic_version) so that pgkgrag's history never mixes with an application's.
 """
 
@@ -17,12 +17,12 @@ from sqlalchemy import create_engine
 from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.pool import NullPool
 
-from pgkgrag.db import connect
+from pgkgrag.db.connections import connect
+from pgkgrag.db.installer import MAX_DIMENSION, VECTOR_INDEXES, apply_revision
+from pgkgrag.db.schema_version import head, revisions
 from pgkgrag.errors import KgragError
-from pgkgrag.installer import MAX_DIMENSION, VECTOR_INDEXES, apply_revision
 from pgkgrag.queries import Q
 from pgkgrag.resources import ALEMBIC_DIR
-from pgkgrag.schema_version import head, revisions
 
 VERSION_TABLE = "kgrag_alembic_version"
 ONLINE_ONLY = (

@@ -4,7 +4,7 @@
 -- the same functions gets the same behaviour as pgkgrag.
 
 -- ---------------------------------------------------------------------------------------------
--- connections and tenants (pgkgrag.db, pgkgrag.schema_version, pgkgrag.embedded)
+-- connections and tenants (pgkgrag.db.connections, pgkgrag.db.schema_version, pgkgrag.db.server)
 -- ---------------------------------------------------------------------------------------------
 
 -- name: vector_type_exists
@@ -48,7 +48,7 @@ SELECT 1 FROM pg_catalog.pg_database WHERE datname = %s;
 CREATE DATABASE {database};
 
 -- ---------------------------------------------------------------------------------------------
--- the installer (pgkgrag.installer): run by the schema owner during a migration, before the
+-- the installer (pgkgrag.db.installer): run by the schema owner during a migration, before the
 -- functions of sql/idempotent exist or while they are created again, so its bookkeeping in
 -- kgrag.settings (tenant '*') is the one place the driver touches a table itself
 -- ---------------------------------------------------------------------------------------------
@@ -222,7 +222,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', %s,
 ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value;
 
 -- ---------------------------------------------------------------------------------------------
--- embeddings (pgkgrag.embedding)
+-- embeddings (pgkgrag.embed.vectors)
 -- ---------------------------------------------------------------------------------------------
 
 -- name: tenant_embedder
@@ -239,17 +239,19 @@ SELECT ref_id, body, body_hash FROM kgrag.embedding_todo(%s, %s, %s);
 -- name: store_embeddings
 SELECT kgrag.store_embeddings(%s, %s, %s, %s);
 
--- name: embedded_chunk_texts
-SELECT kgrag_private.embedded_chunk_texts(%s);
+-- name: chunk_texts_with_vectors
+SELECT kgrag_private.chunk_texts_with_vectors(%s);
 
 -- ---------------------------------------------------------------------------------------------
--- ingestion (pgkgrag.ingest, pgkgrag.staging)
+-- ingestion (pgkgrag.ingest.batch, pgkgrag.ingest.staging)
 -- ---------------------------------------------------------------------------------------------
 
 -- name: ingest_settings
 -- What a batch needs to know before it writes: chunk sizes and the document size limit.
-SELECT kgrag.setting('chunk_max_chars')::integer, kgrag.setting('chunk_min_chars')::integer,
-       kgrag.setting('chunk_overlap_chars')::integer, kgrag.setting('max_document_mb')::float8;
+SELECT kgrag.setting('chunk_max_chars')::integer AS chunk_max_chars,
+       kgrag.setting('chunk_min_chars')::integer AS chunk_min_chars,
+       kgrag.setting('chunk_overlap_chars')::integer AS chunk_overlap,
+       kgrag.setting('max_document_mb')::float8 AS max_document_mb;
 
 -- name: text_search_configs
 -- The text search configuration each language stands for (NULL: unknown), in the order given.
@@ -278,7 +280,7 @@ SELECT kgrag_private.ingest_apply();
 SELECT kgrag.delete_documents(%s);
 
 -- ---------------------------------------------------------------------------------------------
--- building communities, reports and answers (pgkgrag.build, pgkgrag.llm_reports)
+-- building communities, reports and answers (pgkgrag.graph.build, pgkgrag.llm.reports)
 -- ---------------------------------------------------------------------------------------------
 
 -- name: communities_outdated
@@ -314,7 +316,7 @@ SELECT community_id, report FROM kgrag_private.template_reports();
 SELECT kgrag_private.set_report_text(%s, %s, %s);
 
 -- ---------------------------------------------------------------------------------------------
--- extraction (pgkgrag.extractors, pgkgrag.gazetteer, pgkgrag.llm_extractor)
+-- extraction (pgkgrag.ingest.extractors)
 -- ---------------------------------------------------------------------------------------------
 
 -- name: map_texts
@@ -336,7 +338,7 @@ SELECT kgrag_private.llm_cache_put(%s, %s, %s, %s);
 SELECT kgrag.setting('ontology');
 
 -- ---------------------------------------------------------------------------------------------
--- search (pgkgrag.search, pgkgrag.neighbourhood, pgkgrag.evaluate)
+-- search (pgkgrag.retrieval, pgkgrag.graph.picture)
 -- ---------------------------------------------------------------------------------------------
 
 -- name: kgrag_search
@@ -361,7 +363,7 @@ SELECT url, api, model, timeout_ms, candidates FROM kgrag.reranker();
 SELECT route FROM kgrag.routes();
 
 -- ---------------------------------------------------------------------------------------------
--- answers (pgkgrag.answering)
+-- answers (pgkgrag.llm.answers)
 -- ---------------------------------------------------------------------------------------------
 
 -- name: answer_settings
@@ -389,7 +391,7 @@ SELECT entity_id, name, hop, src, rel, dst, evidence_chunk_id, evidence_quote
   FROM kgrag.neighbourhood(%s, %s, %s, %s, NULL, %s);
 
 -- ---------------------------------------------------------------------------------------------
--- tenants (pgkgrag.tenants)
+-- tenants (pgkgrag.graph.totals, pgkgrag.graph.entities)
 -- ---------------------------------------------------------------------------------------------
 
 -- name: tenants

@@ -2628,6 +2628,31 @@ ALTER FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question te
 COMMENT ON FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question text, k integer, opts jsonb) IS 'Private. Returns {"vector": [...], "lexical": [...]}: the chunk ids of vector search above the similarity floor and of lexical search above the coverage floor, best first (a list is empty when its input, the vector or the text, is NULL).';
 
 --
+-- Name: chunk_texts_with_vectors(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.chunk_texts_with_vectors(content_hashes text[]) RETURNS SETOF text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
+    SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c
+     WHERE c.tenant_id = t AND c.content_hash = ANY (content_hashes) AND c.embedding IS NOT NULL;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.chunk_texts_with_vectors(content_hashes text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION chunk_texts_with_vectors(content_hashes text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.chunk_texts_with_vectors(content_hashes text[]) IS 'Private. Returns those of the given chunk content hashes for which the current tenant already holds an embedded chunk: ingestion embeds only the others (an unchanged text keeps its vector).';
+
+--
 -- Name: communities_outdated(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -2897,31 +2922,6 @@ ALTER FUNCTION kgrag_private.edge_scratch() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.edge_scratch() IS 'Private. Returns nothing; creates the temporary table kgrag_private.rewrite_edges() reads.';
-
---
--- Name: embedded_chunk_texts(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
---
-
-CREATE FUNCTION kgrag_private.embedded_chunk_texts(content_hashes text[]) RETURNS SETOF text
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
-BEGIN
-    RETURN QUERY
-    SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c
-     WHERE c.tenant_id = t AND c.content_hash = ANY (content_hashes) AND c.embedding IS NOT NULL;
-END
-$$;
-
-ALTER FUNCTION kgrag_private.embedded_chunk_texts(content_hashes text[]) OWNER TO <owner>;
-
---
--- Name: FUNCTION embedded_chunk_texts(content_hashes text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag_private.embedded_chunk_texts(content_hashes text[]) IS 'Private. Returns those of the given chunk content hashes for which the current tenant already holds an embedded chunk: ingestion embeds only the others (an unchanged text keeps its vector).';
 
 --
 -- Name: entity_rows(jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

@@ -22,12 +22,12 @@ from psycopg.conninfo import make_conninfo
 from tenant_session import TenantSession
 
 from pgkgrag import migrations
-from pgkgrag.build import build
-from pgkgrag.db import WRITER, connect
-from pgkgrag.embedded import EmbeddedServer
-from pgkgrag.embedders import Embedder, get_embedder
-from pgkgrag.extractors import ProvidedExtractor
-from pgkgrag.ingest import Ingestor
+from pgkgrag.db.connections import WRITER, connect
+from pgkgrag.db.server import EmbeddedServer
+from pgkgrag.embed.embedders import Embedder, get_embedder
+from pgkgrag.graph.build import build
+from pgkgrag.ingest.extractors.base import ProvidedExtractor
+from pgkgrag.ingest.ingestor import Ingestor
 from pgkgrag.resources import SAMPLE_CORPUS
 
 _counter = itertools.count()

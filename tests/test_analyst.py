@@ -13,10 +13,10 @@ from commands import run
 from conftest import DEMO_TENANT, REPO, as_role
 from ingesting import OPS, ingest
 
-from pgkgrag.build import build
-from pgkgrag.db import READER, connect, tenant_transaction
-from pgkgrag.embedded import _BIN
-from pgkgrag.embedders import HashEmbedder
+from pgkgrag.db.connections import READER, connect, tenant_transaction
+from pgkgrag.db.server import _BIN
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.build import build
 
 
 def sql(dsn: str, query: str, tenant: str = DEMO_TENANT) -> list[tuple]:

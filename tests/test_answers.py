@@ -16,10 +16,10 @@ from conftest import DEMO_TENANT
 from fake_openai import FakeOpenAI
 from ingesting import ingest
 
-from pgkgrag.answering import CLOSE, OPEN, AskFailed, ask
-from pgkgrag.db import READER, connect, tenant_transaction
-from pgkgrag.embedders import Embedder, HashEmbedder
-from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
+from pgkgrag.db.connections import READER, connect, tenant_transaction
+from pgkgrag.embed.embedders import Embedder, HashEmbedder
+from pgkgrag.llm.answers import CLOSE, OPEN, AskFailed, ask
+from pgkgrag.llm.client import LlmSettings, OpenAICompatibleClient
 
 SOURCE = re.compile(r"^\[([^\[\]|]+) \| ([^\[\]]+)\] (.*)$", re.M)
 APPROVES = "Who approves changes to the PayFlow contract?"

@@ -23,9 +23,9 @@ from psycopg.conninfo import conninfo_to_dict
 from standby import hot_standby
 
 import pgkgrag
-from pgkgrag.db import READER, WRITER, connect, tenant_transaction
-from pgkgrag.embedded import _BIN
-from pgkgrag.embedders import Embedder
+from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
+from pgkgrag.db.server import _BIN
+from pgkgrag.embed.embedders import Embedder
 
 QUESTION = "Who approves changes to the PayFlow contract?"
 ROUTE_QUESTIONS = {

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from pgkgrag.chunking import ChunkSettings, chunk_text
+from pgkgrag.ingest.chunking import ChunkSettings, chunk_text
 
 SETTINGS = ChunkSettings(max_chars=300, min_chars=100, overlap_chars=40)
 DOC = (

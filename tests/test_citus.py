@@ -22,14 +22,14 @@ from conftest import Server, as_role
 from ingesting import OPS, checksums, ingest, write_jsonl
 from test_tenancy import _graph_ids, _rows, reads
 
-from pgkgrag.build import build
-from pgkgrag.db import connect, tenant_transaction
-from pgkgrag.embedders import HashEmbedder
-from pgkgrag.extractors import ProvidedExtractor
-from pgkgrag.ingest import Ingestor
+from pgkgrag.db.connections import connect, tenant_transaction
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.build import build
+from pgkgrag.ingest.extractors.base import ProvidedExtractor
+from pgkgrag.ingest.ingestor import Ingestor
 from pgkgrag.migrations import head
 from pgkgrag.resources import SAMPLE_CORPUS
-from pgkgrag.search import run_search
+from pgkgrag.retrieval.search import run_search
 
 EMBEDDER = HashEmbedder(512)
 GOLDEN = Path(SAMPLE_CORPUS).with_name("golden.jsonl").read_text().splitlines()

@@ -168,9 +168,9 @@ def test_one_writer_stages_the_next_batch_on_a_second_connection(server: Server,
 
 
 def test_only_a_lost_connection_gets_the_rerun_hint() -> None:
-    from pgkgrag.cli import _connection_lost
+    from pgkgrag.errors import LOST_CONNECTION_HINT, describe
 
-    assert _connection_lost(psycopg.OperationalError("server closed the connection unexpectedly"))
-    assert _connection_lost(psycopg.errors.AdminShutdown("terminating connection due to administrator command"))
-    assert not _connection_lost(psycopg.errors.QueryCanceled("graph traversal cancelled after 50 ms"))
-    assert not _connection_lost(psycopg.errors.InvalidParameterValue("k must be between 1 and 1000"))
+    assert describe(psycopg.OperationalError("server closed the connection unexpectedly")).hint == LOST_CONNECTION_HINT
+    assert describe(psycopg.errors.AdminShutdown("terminating connection")).hint == LOST_CONNECTION_HINT
+    assert describe(psycopg.errors.QueryCanceled("graph traversal cancelled after 50 ms")).hint is None
+    assert describe(psycopg.errors.InvalidParameterValue("k must be between 1 and 1000")).hint is None

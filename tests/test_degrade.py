@@ -13,9 +13,10 @@ from corpus import add_mesh
 from fake_openai import FakeOpenAI
 from ingesting import ingest
 
-from pgkgrag.db import tenant_transaction
-from pgkgrag.embedders import HashEmbedder
-from pgkgrag.search import SearchResult, run_search
+from pgkgrag.db.connections import tenant_transaction
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.retrieval.results import SearchResult
+from pgkgrag.retrieval.search import run_search
 
 EMBEDDER = HashEmbedder(512)
 NODES = [f"Node {i:02d}" for i in range(30)]

@@ -13,8 +13,9 @@ from commands import run
 from conftest import Server
 from psycopg.conninfo import conninfo_to_dict
 
-from pgkgrag import alembic_host, installer, migrations
-from pgkgrag.db import READER, connect, connect_app
+from pgkgrag import alembic_host, migrations
+from pgkgrag.db import installer
+from pgkgrag.db.connections import READER, connect, connect_app
 from pgkgrag.errors import KgragError
 
 ALEMBIC = str(Path(sys.executable).parent / "alembic")

@@ -17,7 +17,7 @@ from conftest import REPO, Server
 from psycopg.conninfo import conninfo_to_dict
 
 from pgkgrag import migrations
-from pgkgrag.db import connect
+from pgkgrag.db.connections import connect
 
 DOCKER = REPO / "docker"
 COMPOSE_FILES = ["compose.yml", "compose.citus.yml"]

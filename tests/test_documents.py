@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pgkgrag.documents import read_inputs
 from pgkgrag.errors import KgragError
+from pgkgrag.ingest.inputs import read_inputs
 
 
 def write(path: Path, lines: list[object]) -> Path:

@@ -17,7 +17,8 @@ from conftest import REPO
 from pglast import ast as pg_ast
 from pglast.visitors import Visitor
 
-from pgkgrag import queries, staging
+from pgkgrag import queries
+from pgkgrag.ingest import staging
 
 PACKAGE = REPO / "pgkgrag"
 # Queries run by the installer as the schema owner, before the functions of sql/idempotent exist

@@ -11,7 +11,7 @@ import psutil
 import psycopg
 import pytest
 
-from pgkgrag.embedded import EmbeddedServer
+from pgkgrag.db.server import EmbeddedServer
 from pgkgrag.errors import KgragError
 
 

@@ -21,10 +21,10 @@ from catalog import tables as catalog_tables
 from ingesting import checksums, ingest
 from test_tenancy import reads
 
-from pgkgrag.build import build
-from pgkgrag.db import WRITER, connect, tenant_transaction
-from pgkgrag.embedders import HashEmbedder
-from pgkgrag.ingest import delete_documents
+from pgkgrag.db.connections import WRITER, connect, tenant_transaction
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.build import build
+from pgkgrag.ingest.ingestor import delete_documents
 
 MARK = "Zyxquorp"
 G1 = {

@@ -209,7 +209,7 @@ def test_degrees_and_caps_match_the_definitions_through_ingest_change_and_delete
 
     from ingesting import ingest
 
-    from pgkgrag.db import connect, tenant_transaction
+    from pgkgrag.db.connections import connect, tenant_transaction
 
     depth = 3
     rng = random.Random(7)

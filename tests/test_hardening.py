@@ -14,7 +14,7 @@ from catalog import tables as catalog_tables
 from corpus import add_chunks
 from plans import explain
 
-from pgkgrag.db import READER, WRITER, connect, tenant_transaction
+from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
 
 # SECURITY DEFINER functions allowed, with their owner and why. Two are index probes: @@ and && are
 # not leakproof, so under the tenant policy their GIN indexes could not be used; the probes filter

@@ -17,12 +17,12 @@ from commands import run
 from conftest import WRITER, Server, as_role
 from ingesting import OPS, CountingEmbedder, checksums, ingest, write_jsonl
 
-from pgkgrag.build import build
-from pgkgrag.db import connect, tenant_transaction
-from pgkgrag.embedders import HashEmbedder
-from pgkgrag.extractors import Extraction, PreparedDocument, ProvidedExtractor
-from pgkgrag.gazetteer import GazetteerExtractor, KnownName, load_gazetteer
-from pgkgrag.ingest import Ingestor, delete_documents
+from pgkgrag.db.connections import connect, tenant_transaction
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.build import build
+from pgkgrag.ingest.extractors.base import Extraction, PreparedDocument, ProvidedExtractor
+from pgkgrag.ingest.extractors.gazetteer import GazetteerExtractor, KnownName, load_gazetteer
+from pgkgrag.ingest.ingestor import Ingestor, delete_documents
 
 
 def q(conn: psycopg.Connection, query: str, *params: object) -> list[tuple]:

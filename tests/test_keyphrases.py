@@ -12,8 +12,8 @@ from commands import run, summary
 from conftest import Server
 from ingesting import OPS, ingest
 
-from pgkgrag.db import tenant_transaction
-from pgkgrag.keyphrases import KeyphraseExtractor, language_of, names_in, stop_words
+from pgkgrag.db.connections import tenant_transaction
+from pgkgrag.ingest.extractors.keyphrases import KeyphraseExtractor, language_of, names_in, stop_words
 
 ENGLISH = (
     "The Payment Gateway depends on the Fraud Scanner, which Ana Costa runs from Lisbon.\n\n"

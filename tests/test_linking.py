@@ -6,7 +6,7 @@ import psycopg
 import pytest
 from corpus import add_chunks, add_entity
 
-from pgkgrag.db import READER, connect, tenant_transaction
+from pgkgrag.db.connections import READER, connect, tenant_transaction
 
 
 @pytest.fixture

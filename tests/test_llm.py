@@ -12,8 +12,8 @@ import pytest
 from fake_openai import FakeOpenAI
 from ingesting import ingest
 
-from pgkgrag.db import tenant_transaction
-from pgkgrag.llm_extractor import LlmExtractor
+from pgkgrag.db.connections import tenant_transaction
+from pgkgrag.ingest.extractors.llm import LlmExtractor
 
 
 @pytest.fixture
@@ -262,7 +262,7 @@ def test_a_missing_endpoint_setting_is_explained(conn: psycopg.Connection, monke
 
 
 def test_openai_embedder_checks_the_dimension(llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pgkgrag.embedders import get_embedder
+    from pgkgrag.embed.embedders import get_embedder
     from pgkgrag.errors import KgragError
 
     monkeypatch.setenv("KGRAG_EMBED_URL", llm.url)
@@ -280,7 +280,7 @@ def test_openai_embedder_sends_its_batches_at_once_and_keeps_their_order(
 ) -> None:
     """Ten texts in batches of two: five requests, up to KGRAG_LLM_CONCURRENCY (3) in flight
     together (each answer takes 0.2 s per text), and the vectors in the order of the texts."""
-    from pgkgrag.embedders import HashEmbedder, get_embedder
+    from pgkgrag.embed.embedders import HashEmbedder, get_embedder
 
     monkeypatch.setenv("KGRAG_EMBED_URL", llm.url)
     monkeypatch.setenv("KGRAG_LLM_CONCURRENCY", "3")
@@ -300,9 +300,9 @@ def test_reports_summarized_by_the_llm_keep_their_citations(
 ) -> None:
     from ingesting import OPS
 
-    from pgkgrag.build import build
-    from pgkgrag.embedders import HashEmbedder
-    from pgkgrag.llm_client import LlmSettings, OpenAICompatibleClient
+    from pgkgrag.embed.embedders import HashEmbedder
+    from pgkgrag.graph.build import build
+    from pgkgrag.llm.client import LlmSettings, OpenAICompatibleClient
 
     ingest(conn, tmp_path, OPS)
     llm.default = (200, "A summary that cites nothing.")

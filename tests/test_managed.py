@@ -18,7 +18,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from pgkgrag import migrations
-from pgkgrag.embedded import EmbeddedServer
+from pgkgrag.db.server import EmbeddedServer
 from pgkgrag.resources import SAMPLE_CORPUS
 
 QUESTION = "What does the Auth Service depend on?"
@@ -182,7 +182,7 @@ def test_the_fix_is_the_released_file_amended_not_edited() -> None:
     """0005, 0006 and 0011 as released could not run without superuser (or ADMIN OPTION on a role
     another database created); they stay frozen, and the amended files (frozen too) are what new
     installs run."""
-    from pgkgrag import installer
+    from pgkgrag.db import installer
 
     for revision in ("0005", "0006", "0011"):
         released = installer.incremental_file(revision)

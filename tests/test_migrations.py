@@ -13,7 +13,8 @@ from alembic.script import ScriptDirectory
 from catalog import oids, snapshot
 from conftest import REPO, Server
 
-from pgkgrag import installer, migrations, schema_version
+from pgkgrag import migrations
+from pgkgrag.db import installer, schema_version
 from pgkgrag.errors import KgragError
 
 

@@ -15,12 +15,13 @@ import psycopg
 from conftest import as_role
 from ingesting import ingest
 
-from pgkgrag.build import build
-from pgkgrag.db import READER, tenant_transaction
-from pgkgrag.embedded import _BIN
-from pgkgrag.embedders import HashEmbedder
-from pgkgrag.gazetteer import GazetteerExtractor, KnownName
-from pgkgrag.search import SearchResult, run_search
+from pgkgrag.db.connections import READER, tenant_transaction
+from pgkgrag.db.server import _BIN
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.build import build
+from pgkgrag.ingest.extractors.gazetteer import GazetteerExtractor, KnownName
+from pgkgrag.retrieval.results import SearchResult
+from pgkgrag.retrieval.search import run_search
 
 QUESTION = "Which plant is larger, the Pterocarya or the Cotula?"
 CROWD = {  # pages about other plants of the genus Cotula: the words of the question, again and again

@@ -19,8 +19,8 @@ from conftest import DEMO_TENANT
 from psycopg.types.json import Jsonb
 from tenant_session import TenantSession
 
-from pgkgrag.db import READER, connect, tenant_transaction
-from pgkgrag.embedders import Embedder
+from pgkgrag.db.connections import READER, connect, tenant_transaction
+from pgkgrag.embed.embedders import Embedder
 
 SEEDS = [3, 11, 29, 47]
 

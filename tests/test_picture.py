@@ -14,8 +14,8 @@ import pytest
 from commands import run
 from conftest import DEMO_TENANT
 
-from pgkgrag.db import READER, connect
-from pgkgrag.neighbourhood import Edge, Node, neighbourhood, svg, write_neighbourhood
+from pgkgrag.db.connections import READER, connect
+from pgkgrag.graph.picture import Edge, Node, neighbourhood, svg, write_neighbourhood
 
 BOX = re.compile(r'<g class="([^"]+)" data-box="([\d.,-]+)"')
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -22,9 +22,9 @@ from conftest import Server
 from ingesting import OPS, checksums, ingest, write_jsonl
 
 from pgkgrag import migrations
-from pgkgrag.db import WRITER, connect, tenant_transaction
-from pgkgrag.embedded import EmbeddedServer
-from pgkgrag.embedders import HashEmbedder
+from pgkgrag.db.connections import WRITER, connect, tenant_transaction
+from pgkgrag.db.server import EmbeddedServer
+from pgkgrag.embed.embedders import HashEmbedder
 
 Record = Callable[[str, object], None]
 T = TypeVar("T")

@@ -12,7 +12,7 @@ from corpus import add_chunks
 from plans import explain
 from sqltext import statements, table_references
 
-from pgkgrag.db import WRITER, connect
+from pgkgrag.db.connections import WRITER, connect
 
 REFERENCE_TABLES = {"settings", "router_rule"}
 # Statements that read every tenant on purpose, with why.

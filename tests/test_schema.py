@@ -12,9 +12,9 @@ from catalog import tables as catalog_tables
 from ingesting import OPS, ingest
 from psycopg import sql
 
-from pgkgrag.build import build
-from pgkgrag.db import connect, tenant_transaction
-from pgkgrag.embedders import HashEmbedder
+from pgkgrag.db.connections import connect, tenant_transaction
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.build import build
 
 TABLES = {
     "settings",

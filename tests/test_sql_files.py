@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from schema_file import PG_DUMP_MAJOR, REFERENCE_FILE, dump, reference
 
-from pgkgrag import installer, schema_version
+from pgkgrag.db import installer, schema_version
 
 IDEMPOTENT = installer.SQL_DIR / "idempotent"
 _DEFINED = re.compile(r"^CREATE (?:OR REPLACE )?(FUNCTION|VIEW) ([\w.]+)[ (]", re.M)

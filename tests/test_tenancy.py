@@ -25,9 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ingesting import checksums, ingest
 
-from pgkgrag.build import build
-from pgkgrag.db import READER, WRITER, connect, tenant_transaction
-from pgkgrag.embedders import HashEmbedder
+from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.build import build
 
 Q_FILE = Path(__file__).resolve().parent.parent / "pgkgrag" / "queries.sql"
 
@@ -172,7 +172,10 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         "graph_totals": ("SELECT * FROM kgrag.graph_totals()", []),
         "edge_rank_depth": ("SELECT kgrag.edge_rank_depth()", []),
         "stored_documents": ("SELECT * FROM kgrag_private.stored_documents(%s)", [others["docs"] + mine["docs"]]),
-        "embedded_chunk_texts": ("SELECT kgrag_private.embedded_chunk_texts(%s)", [others["hashes"] + mine["hashes"]]),
+        "chunk_texts_with_vectors": (
+            "SELECT kgrag_private.chunk_texts_with_vectors(%s)",
+            [others["hashes"] + mine["hashes"]],
+        ),
         "embedding_todo": (
             "SELECT 'entity', * FROM kgrag.embedding_todo('entity') UNION ALL"
             " SELECT 'report', * FROM kgrag.embedding_todo('report')",

@@ -17,9 +17,9 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from test_tenancy import reads, writes
 
-from pgkgrag.build import build
-from pgkgrag.db import READER, WRITER, connect, tenant_transaction
-from pgkgrag.embedders import HashEmbedder
+from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.build import build
 
 # Refused for the tenant: 42501 (may not act for it) or 28000 (not set for this transaction).
 REFUSED = (psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidAuthorizationSpecification)

@@ -15,7 +15,7 @@ from plans import explain
 from realtext import paragraphs
 
 from pgkgrag import migrations
-from pgkgrag.embedders import get_embedder
+from pgkgrag.embed.embedders import get_embedder
 
 CORPUS, QUERIES, SMALL = 2800, 50, 28
 

@@ -96,7 +96,7 @@ $$;
 COMMENT ON FUNCTION kgrag.store_embeddings(text, text[], vector[], text[]) IS
 'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length. A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag_private.lock_keys), so the two never deadlock. Returns the number of rows updated.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.embedded_chunk_texts(content_hashes text[]) RETURNS SETOF text
+CREATE OR REPLACE FUNCTION kgrag_private.chunk_texts_with_vectors(content_hashes text[]) RETURNS SETOF text
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -108,5 +108,5 @@ BEGIN
      WHERE c.tenant_id = t AND c.content_hash = ANY (content_hashes) AND c.embedding IS NOT NULL;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.embedded_chunk_texts(text[]) IS
+COMMENT ON FUNCTION kgrag_private.chunk_texts_with_vectors(text[]) IS
 'Private. Returns those of the given chunk content hashes for which the current tenant already holds an embedded chunk: ingestion embeds only the others (an unchanged text keeps its vector).';

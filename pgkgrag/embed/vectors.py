@@ -1,0 +1,71 @@
+"""Embedding what the database holds: the tenant's embedder, and the vectors SQL asks for.
+
+What an entity is embedded from, which rows lack a vector and whether a vector may still be
+stored are decided in SQL (kgrag.embedding_todo, kgrag.store_embeddings, kgrag.use_embedder);
+this module only runs the model on the texts SQL hands out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import psycopg
+
+from pgkgrag.db.connections import tenant_transaction, transaction_retry
+from pgkgrag.embed.embedders import Embedder, get_embedder
+from pgkgrag.queries import Q
+
+ProgressCallback = Callable[[str, int], None]  # (what, how many were just done)
+Kind = Literal["entity", "report"]
+
+
+def tenant_embedder(conn: psycopg.Connection, tenant: str, requested: str | None = None) -> Embedder:
+    """The embedder `requested`, else the one the tenant's vectors were made with (setting embedder)."""
+    with tenant_transaction(conn, tenant):
+        row = conn.execute(Q["tenant_embedder"]).fetchone()
+    assert row is not None
+    dimension, recorded = row
+    return get_embedder(requested or recorded, dimension)
+
+
+def use_embedder(conn: psycopg.Connection, tenant: str, embedder: Embedder) -> None:
+    """Record the tenant's embedder; refused (by kgrag.use_embedder) once it embedded with another."""
+    with tenant_transaction(conn, tenant):
+        conn.execute(Q["use_embedder"], [embedder.name])
+
+
+def embed_pending(
+    conn: psycopg.Connection,
+    tenant: str,
+    embedder: Embedder,
+    kind: Kind,
+    *,
+    batch: int = 256,
+    progress: ProgressCallback | None = None,
+) -> int:
+    """Embed the tenant's entities or reports that have no vector, a page at a time: each page is
+    read in one transaction, embedded with none open (no lock held while the model runs) and
+    stored in another, retried on a deadlock or a serialization failure (what is stored is only
+    what still has the text that was embedded). Progress hears (f"{kind} embeddings", how many
+    were just stored). Returns how many were embedded."""
+    done, after = 0, None
+    while True:
+        with tenant_transaction(conn, tenant):
+            rows = conn.execute(Q["embedding_todo"], [kind, after, batch]).fetchall()
+        if not rows:
+            return done
+        ids, texts, hashes = (list(column) for column in zip(*rows, strict=True))
+        _store(conn, tenant, kind, ids, list(embedder.embed(texts)), hashes)
+        done += len(rows)
+        after = ids[-1]
+        if progress is not None:
+            progress(f"{kind} embeddings", len(rows))
+
+
+@transaction_retry()
+def _store(
+    conn: psycopg.Connection, tenant: str, kind: Kind, ids: list[str], vectors: list[Any], hashes: list[str]
+) -> None:
+    with tenant_transaction(conn, tenant):
+        conn.execute(Q["store_embeddings"], [kind, ids, vectors, hashes])

@@ -1,0 +1,203 @@
+"""A picture of one k-hop neighbourhood: an SVG, alone or in a self-contained HTML page.
+
+What is drawn is kgrag.neighbourhood's answer (each node with the edge that reached it, and that
+edge's evidence); this module only lays it out. The seed is in the middle and each hop on its own
+ring, nodes in the order SQL gives them (hop, then entity_id), so the same graph always gives the
+same picture. A stated relation is a solid line with an arrowhead in its own direction and its
+type written on it; co-occurrence is dashed. Labels (names, relation types) are placed one after
+the other in that order, each at the first spot of a fixed list that no label before it holds, so
+no two overlap. Hovering a node shows its id; hovering an edge shows its evidence quote and chunk.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from pgkgrag.db.connections import tenant_transaction
+from pgkgrag.errors import KgragError
+from pgkgrag.queries import Q
+
+CHAR_WIDTH = 7.2  # px per character of 12 px sans-serif, generous: a label's box holds its text
+LINE_HEIGHT = 15
+RING = 170
+MARGIN = 150
+COLOURS = ("#c0392b", "#2471a3", "#7d8c8d", "#aab7b8")  # seed, hop 1, hop 2, hop 3 and more
+Box = tuple[float, float, float, float]  # x, y (top left), width, height
+
+
+@dataclass(frozen=True)
+class Node:
+    entity_id: str
+    name: str
+    hop: int
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    rel: str
+    dst: str
+    chunk_id: str | None
+    quote: str | None
+
+
+def neighbourhood(
+    conn: psycopg.Connection,
+    tenant: str,
+    seed: str,
+    hops: int = 2,
+    degree_cap: int | None = 4,
+    relations: list[str] | None = None,
+    direction: str = "out",
+) -> tuple[list[Node], list[Edge]]:
+    """The nodes (seed by id, name or alias) and, for each, the step that reached it."""
+    with tenant_transaction(conn, tenant):
+        rows = conn.execute(Q["neighbourhood"], [[seed], hops, degree_cap, relations, direction]).fetchall()
+    nodes = [Node(entity_id, name, hop) for entity_id, name, hop, *_ in rows]
+    edges = {Edge(src, rel, dst, chunk, quote) for _, _, _, src, rel, dst, chunk, quote in rows if src is not None}
+    return nodes, sorted(edges, key=lambda e: (e.src, e.dst, e.rel))
+
+
+def _overlaps(a: Box, b: Box) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def _place(text: str, x: float, y: float, gap: float, taken: list[Box]) -> Box:
+    """The first free box for `text` around (x, y): below, above, right, left, then further out."""
+    width, height = len(text) * CHAR_WIDTH + 6, LINE_HEIGHT + 2
+    for step in range(40):
+        reach = gap + step * (height + 2)
+        for dx, dy in (
+            (-width / 2, reach),
+            (-width / 2, -reach - height),
+            (reach, -height / 2),
+            (-reach - width, -height / 2),
+        ):
+            box = (x + dx, y + dy, width, height)
+            if not any(_overlaps(box, other) for other in taken):
+                taken.append(box)
+                return box
+    box = (x - width / 2, max(b[1] + b[3] for b in taken) + 2, width, height)  # below everything
+    taken.append(box)
+    return box
+
+
+def _label(box: Box, text: str, css: str, tooltip: str) -> str:
+    x, y, width, height = box
+    return (
+        f'<g class="{css}" data-box="{x:.1f},{y:.1f},{width:.1f},{height:.1f}"><title>{html.escape(tooltip)}</title>'
+        f'<rect x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{height:.1f}" rx="3"/>'
+        f'<text x="{x + width / 2:.1f}" y="{y + height - 5:.1f}" text-anchor="middle">{html.escape(text)}</text></g>'
+    )
+
+
+def svg(nodes: list[Node], edges: list[Edge]) -> str:
+    """The picture as an SVG document."""
+    if not nodes:
+        raise KgragError("nothing to draw: the neighbourhood is empty")
+    deepest = max(n.hop for n in nodes)
+    size = 2 * (deepest * RING + MARGIN)
+    centre = size / 2
+    where: dict[str, tuple[float, float]] = {}
+    for hop in range(deepest + 1):
+        ring = [n for n in nodes if n.hop == hop]
+        for i, node in enumerate(ring):
+            angle = 2 * math.pi * i / len(ring) - math.pi / 2 + hop * 0.35
+            where[node.entity_id] = (centre + hop * RING * math.cos(angle), centre + hop * RING * math.sin(angle))
+    radius = {n.entity_id: 14.0 if n.hop == 0 else 9.0 for n in nodes}
+    legend_box: Box = (10, 10, 190, 112)
+    taken: list[Box] = [legend_box] + [
+        (x - radius[i], y - radius[i], 2 * radius[i], 2 * radius[i]) for i, (x, y) in where.items()
+    ]
+    lines, labels = [], []
+    for edge in edges:
+        (x1, y1), (x2, y2) = where[edge.src], where[edge.dst]
+        length = math.hypot(x2 - x1, y2 - y1) or 1.0
+        ux, uy = (x2 - x1) / length, (y2 - y1) / length
+        x1, y1 = x1 + ux * radius[edge.src], y1 + uy * radius[edge.src]
+        x2, y2 = x2 - ux * (radius[edge.dst] + 2), y2 - uy * (radius[edge.dst] + 2)
+        typed = edge.rel != "CO_OCCURS"
+        tip = f"{edge.src} -[{edge.rel}]-> {edge.dst}" + (
+            f"\n{edge.quote} ({edge.chunk_id})" if edge.quote else f" ({edge.chunk_id})" if edge.chunk_id else ""
+        )
+        style = ' class="typed" marker-end="url(#arrow)"' if typed else ' class="cooccurs" stroke-dasharray="4 3"'
+        ends = f'x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}"'
+        lines.append(f"<line {ends}{style}><title>{html.escape(tip)}</title></line>")
+    for node in nodes:  # names first: they matter more than relation types
+        x, y = where[node.entity_id]
+        box = _place(node.name, x, y, radius[node.entity_id] + 3, taken)
+        labels.append(_label(box, node.name, f"name hop{min(node.hop, 3)}", f"{node.entity_id} (hop {node.hop})"))
+    for edge in edges:
+        if edge.rel != "CO_OCCURS":
+            (x1, y1), (x2, y2) = where[edge.src], where[edge.dst]
+            box = _place(edge.rel, (x1 + x2) / 2, (y1 + y2) / 2, 2, taken)
+            labels.append(_label(box, edge.rel, "rel", f"{edge.src} -[{edge.rel}]-> {edge.dst}"))
+    circles = [
+        f'<circle cx="{where[n.entity_id][0]:.1f}" cy="{where[n.entity_id][1]:.1f}" r="{radius[n.entity_id]:.0f}"'
+        f' fill="{COLOURS[min(n.hop, 3)]}"><title>{html.escape(f"{n.entity_id} (hop {n.hop})")}</title></circle>'
+        for n in nodes
+    ]
+    legend = [
+        f'<g class="legend" data-box="{",".join(f"{v:.1f}" for v in legend_box)}">',
+        f'<rect x="{legend_box[0]}" y="{legend_box[1]}" width="{legend_box[2]}" height="{legend_box[3]}" fill="#fff"'
+        ' stroke="#ccc"/>',
+    ]
+    for i, (label, colour) in enumerate(zip(("seed", "hop 1", "hop 2", "hop 3 and more"), COLOURS, strict=True)):
+        legend.append(f'<circle cx="26" cy="{28 + 16 * i}" r="6" fill="{colour}"/>')
+        legend.append(f'<text x="40" y="{32 + 16 * i}">{label}</text>')
+    legend.append('<line x1="18" y1="94" x2="36" y2="94" class="cooccurs" stroke-dasharray="4 3"/>')
+    legend.append('<text x="40" y="98">co-occurrence</text>')
+    legend.append('<line x1="18" y1="110" x2="34" y2="110" class="typed" marker-end="url(#arrow)"/>')
+    legend.append('<text x="40" y="114">stated relation (its type)</text></g>')
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{size:.0f}" height="{size:.0f}"'
+        f' viewBox="0 0 {size:.0f} {size:.0f}" font-family="sans-serif" font-size="12">'
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7"'
+        ' orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#444"/></marker>'
+        "<style>line{stroke:#888;stroke-width:1.2} line.typed{stroke:#444} g rect{fill:#fff;fill-opacity:.85}"
+        " g.rel text{fill:#555;font-size:11px}</style></defs>"
+        + "".join(lines)
+        + "".join(circles)
+        + "".join(labels)
+        + "".join(legend)
+        + "</svg>"
+    )
+
+
+def page(picture: str, title: str) -> str:
+    """The SVG in a self-contained HTML page."""
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
+        f"<body><h1>{html.escape(title)}</h1>{picture}</body></html>\n"
+    )
+
+
+def write_neighbourhood(
+    conn: psycopg.Connection,
+    tenant: str,
+    seed: str,
+    path: Path,
+    hops: int = 2,
+    degree_cap: int | None = 4,
+    relations: list[str] | None = None,
+    direction: str = "out",
+) -> Path:
+    """Draw the neighbourhood of `seed` into `path`: .svg for the picture alone, .html for a page."""
+    if path.suffix not in (".svg", ".html"):
+        raise KgragError(f"{path}: write the picture to a .svg or an .html file")
+    nodes, edges = neighbourhood(conn, tenant, seed, hops, degree_cap, relations, direction)
+    picture = svg(nodes, edges)
+    name = next((n.name for n in nodes if n.hop == 0), seed)
+    cap = f"degree cap {degree_cap}" if degree_cap else "no degree cap"
+    title = f"{name}: {hops}-hop neighbourhood ({cap}, direction {direction})"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".svg":
+        path.write_text(f'<?xml version="1.0" encoding="UTF-8"?>\n{picture}\n')
+    else:
+        path.write_text(page(picture, title))
+    return path

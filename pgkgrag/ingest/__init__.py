@@ -1,0 +1,1 @@
+"""Ingestion: input documents read and checked, chunked, extracted, staged and applied in batches."""

@@ -1,0 +1,1 @@
+"""Extractors: what entities and relations a document holds (given, a names list, keyphrases, an LLM)."""

@@ -1,0 +1,158 @@
+"""The keyphrases extractor: a graph for any text, without an LLM, a names list or a model download.
+
+Two kinds of entity per document, found in its text:
+- Names: runs of capitalized words, with the short lowercase connectors names carry inside
+  ("University of Oxford", "Banco do Brasil"); a run's leading and trailing stop words are dropped
+  ("The", "Em"), so a capitalized sentence start is not a name.
+- Concepts: the document's best keyphrases by YAKE! (the `yake` library: statistics of the text
+  itself, no model, no download), kept when they are two or three lowercase words, none of them a
+  stop word ("payment gateway", "contrato de renovação" is not: "de").
+
+Stop words are yake's own lists for the document's language (English and Portuguese, and the
+other languages yake ships): the text search configuration its language stands for in the tenant
+(kgrag.text_search_config, the same that stems its words), or, for a document that names no
+language, the language whose stop words its text holds most of. An entity is cited by the chunks
+whose text contains it (word-bounded, case and accent insensitive: kgrag.canonical_name), and
+entities cited by the same chunk are linked by co-occurrence, as for every extractor. The names in
+a document's title are what the whole document is about: the first chunk cites them too, even
+where the text never repeats them.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import psycopg
+
+from pgkgrag.ingest.extractors.base import Extraction, FoundEntity, PreparedDocument, normalized
+
+# yake's language code of each PostgreSQL text search configuration that has one
+_YAKE_LANGUAGE = {"english": "en", "portuguese": "pt", "spanish": "es", "french": "fr", "german": "de",
+                  "italian": "it", "dutch": "nl", "danish": "da", "finnish": "fi", "hungarian": "hu",
+                  "norwegian": "no", "romanian": "ro", "russian": "ru", "swedish": "sv", "turkish": "tr"}  # fmt: skip
+_GUESSED = ("en", "pt", "es", "fr", "de", "it")  # for a document that names no language
+_CONNECTORS = frozenset({"of", "the", "de", "da", "do", "das", "dos", "del", "la", "le", "von", "van"})
+_WORD = re.compile("[^\\W\\d_](?:[\\w'\u2019.-]*\\w)?")  # a word starts with a letter
+_SENTENCE_END = re.compile(r"[.!?;:]\s*$|\n\s*$")
+KEYPHRASES_PER_DOCUMENT = 10
+NAME_MAX_WORDS = 6
+
+if TYPE_CHECKING:
+    import yake
+
+
+@functools.cache
+def stop_words(language: str) -> frozenset[str]:
+    """yake's stop-word list for a yake language code (English when it has none)."""
+    import yake  # loaded when text is extracted, not with pgkgrag
+
+    folder = Path(yake.__file__).parent / "core" / "StopwordsList"
+    path = folder / f"stopwords_{language}.txt"
+    if not path.is_file():
+        path = folder / "stopwords_en.txt"
+    lines = path.read_text(encoding="utf-8", errors="ignore").splitlines()
+    return frozenset(w.strip().lower() for w in lines if w.strip())
+
+
+def language_of(config: str | None, text: str) -> str:
+    """The yake language of a document: that of the text search configuration its language stands
+    for (kgrag.text_search_config), else the one whose stop words its first 2,000 characters hold
+    most of."""
+    if config and config in _YAKE_LANGUAGE:
+        return _YAKE_LANGUAGE[config]
+    words = [w.lower() for w in _WORD.findall(text[:2000])]
+    return max(_GUESSED, key=lambda language: (sum(w in stop_words(language) for w in words), language == "en"))
+
+
+def names_in(text: str, stops: frozenset[str]) -> list[str]:
+    """Runs of capitalized words (connectors allowed inside), leading and trailing stop words dropped."""
+    found: list[str] = []
+    run: list[str] = []
+    previous_end = 0
+
+    def close() -> None:
+        words = list(run)
+        while words and (words[0].lower() in stops or words[0].lower() in _CONNECTORS):
+            words.pop(0)
+        while words and (words[-1].lower() in stops or words[-1].lower() in _CONNECTORS):
+            words.pop()
+        if words and len(words) <= NAME_MAX_WORDS:
+            found.append(" ".join(words))
+        run.clear()
+
+    for match in _WORD.finditer(text):
+        word = match.group()
+        gap = text[previous_end : match.start()]
+        previous_end = match.end()
+        if run and (gap.strip() or _SENTENCE_END.search(gap)):  # punctuation between words ends a name
+            close()
+        if word[0].isupper() or (run and word.lower() in _CONNECTORS):
+            run.append(word)
+        elif run:
+            close()
+    if run:
+        close()
+    return found
+
+
+class KeyphraseExtractor:
+    """Names and YAKE! keyphrases found in each document, cited by the chunks that contain them."""
+
+    name = "keyphrases"
+
+    def fingerprint(self) -> str:
+        settings = f"{metadata.version('yake')}:{KEYPHRASES_PER_DOCUMENT}:{NAME_MAX_WORDS}"
+        return "keyphrases:v2:" + hashlib.sha256(settings.encode()).hexdigest()[:12]
+
+    @staticmethod
+    @functools.cache
+    def _yake(language: str) -> yake.KeywordExtractor:
+        import yake
+
+        return yake.KeywordExtractor(lan=language, n=3, top=3 * KEYPHRASES_PER_DOCUMENT)
+
+    def _phrases(self, prepared: PreparedDocument) -> list[tuple[str, str, bool]]:
+        """(phrase, type, in the title) of one document: the title's names first, the text's
+        names, then concepts."""
+        text = prepared.document.text
+        language = language_of(prepared.config if prepared.document.language else None, text)
+        stops = stop_words(language)
+        phrases = [(name, "Name", True) for name in names_in(prepared.document.title, stops)]
+        phrases += [(name, "Name", False) for name in names_in(text, stops)]
+        # a concept is a phrase of lowercase content words: capitalized words are the names' (a
+        # yake phrase that runs over a name, "Costa runs", is neither), one word alone is too common
+        concepts = [
+            phrase
+            for phrase, _ in self._yake(language).extract_keywords(text)
+            if len(phrase.split()) > 1 and all(word.islower() and word not in stops for word in phrase.split())
+        ]
+        phrases += [(phrase, "Concept", False) for phrase in concepts[:KEYPHRASES_PER_DOCUMENT]]
+        return phrases
+
+    def extract(self, conn: psycopg.Connection, docs: list[PreparedDocument]) -> dict[str, Extraction | Exception]:
+        found = [self._phrases(prepared) for prepared in docs]
+        texts = [chunk.text for prepared in docs for chunk in prepared.chunks]
+        texts += [phrase for phrases in found for phrase, _, _ in phrases]
+        canon = iter(normalized(conn, "canonical_name", texts))
+        haystacks = [[f" {next(canon)} " for _ in prepared.chunks] for prepared in docs]
+        results: dict[str, Extraction | Exception] = {}
+        for prepared, phrases, hays in zip(docs, found, haystacks, strict=True):
+            entities: dict[str, FoundEntity] = {}
+            for phrase, kind, in_title in phrases:
+                key = next(canon)
+                if not key or key in entities:
+                    continue  # a name found again, or a concept that is also a name
+                ordinals = [
+                    c.ordinal
+                    for i, (c, hay) in enumerate(zip(prepared.chunks, hays, strict=True))
+                    if (in_title and i == 0) or f" {key} " in hay
+                ]
+                if ordinals:
+                    entities[key] = FoundEntity(phrase, kind, ordinals=ordinals)
+            results[prepared.document.doc_id] = Extraction(entities=sorted(entities.values(), key=lambda e: e.name))
+        return results

@@ -1,0 +1,163 @@
+"""Ingestion batches: read, chunk, extract, embed, write.
+
+Python orchestrates and SQL does the set work: each batch is COPYed into staging tables
+(pgkgrag.ingest.staging) and applied by kgrag_private.ingest_apply() in one transaction, retried whole on a
+deadlock or serialization failure. A document whose content hash is unchanged is skipped; a
+document whose extraction failed is recorded in kgrag.ingest_failure and nothing of it is written.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
+from pathlib import Path
+
+import numpy as np
+import psycopg
+
+from pgkgrag.db.connections import tenant_transaction
+from pgkgrag.embed.embedders import Embedder
+from pgkgrag.embed.vectors import ProgressCallback, embed_pending, use_embedder
+from pgkgrag.ingest.batch import BatchWork, Staged
+from pgkgrag.ingest.extractors.base import Extractor
+from pgkgrag.ingest.inputs import InputItem, read_inputs
+from pgkgrag.ingest.summary import AppliedCounts, IngestSummary
+from pgkgrag.queries import Q
+
+BATCH_STEPS = ("read and chunk", "extract", "embed chunks", "write")  # timed per batch, summed over writers
+
+
+def _batches(items: Iterable[InputItem], size: int, summary: IngestSummary) -> Iterator[list[InputItem]]:
+    seen: dict[str, str] = {}
+    batch: list[InputItem] = []
+    for item in items:
+        if item.document is None:
+            summary.rejected_inputs.append((item.where, item.error or "invalid"))
+            continue
+        summary.read += 1
+        first = seen.setdefault(item.document.doc_id, item.where)
+        if first != item.where:
+            summary.rejected_inputs.append(
+                (item.where, f"duplicate doc_id {item.document.doc_id!r} (first at {first})")
+            )
+            continue
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class Ingestor:
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        tenant: str,
+        extractor: Extractor,
+        embedder: Embedder,
+        *,
+        batch_size: int = 200,
+        progress: ProgressCallback | None = None,
+        workers: Sequence[psycopg.Connection] = (),
+        embed_ahead: bool = True,
+        stage_conn: psycopg.Connection | None = None,
+    ) -> None:
+        """With `workers` (more connections to the same database), batches are written by
+        1 + len(workers) threads at once, each batch still in its own transaction. With one
+        writer and embed_ahead, a batch's chunks are embedded while the batch before it is written
+        (False: each batch embedded, then written); given `stage_conn` too (another connection to
+        the same database, as the same role), the batch is also chunked and extracted there
+        meanwhile, so the writer only reads the input and writes. progress hears ("documents", how many were just done)
+        and ("entity embeddings", ...)."""
+        self.conn = conn
+        self.tenant = tenant
+        self.extractor = extractor
+        self.embedder = embedder
+        self.batch_size = batch_size
+        self.progress = progress or (lambda step, n: None)
+        self.workers = list(workers)
+        self.embed_ahead = embed_ahead
+        self.stage_conn = stage_conn
+        self.work = BatchWork(conn, tenant, extractor, embedder, self.progress)
+
+    def run(self, paths: list[Path]) -> IngestSummary:
+        summary = IngestSummary()
+        use_embedder(self.conn, self.tenant, self.embedder)
+        self._write_batches(_batches(read_inputs(paths), self.batch_size, summary), summary)
+        # New and re-described entities are embedded once, after the batches and outside their
+        # transactions (no entity lock held while a model runs). An entity without an embedding
+        # (say the run was stopped here) is found by lexical linking and embedded by the next
+        # ingest or build.
+        start = time.perf_counter()
+        summary.counts.entity_embeddings += embed_pending(
+            self.conn, self.tenant, self.embedder, "entity", progress=self.progress
+        )
+        summary.seconds["embed entities"] += time.perf_counter() - start
+        return summary
+
+    def _write_batches(self, batches: Iterator[list[InputItem]], summary: IngestSummary) -> None:
+        if not self.workers and not self.embed_ahead:
+            for batch in batches:
+                summary.merge(self.work.one(self.conn, batch))
+            return
+        if not self.workers:
+            self._pipeline(batches, summary)
+            return
+        free: queue.SimpleQueue[psycopg.Connection] = queue.SimpleQueue()
+        for conn in [self.conn, *self.workers]:
+            free.put(conn)
+
+        def write(batch: list[InputItem]) -> IngestSummary:
+            conn = free.get()
+            try:
+                return self.work.one(conn, batch)
+            finally:
+                free.put(conn)
+
+        jobs = 1 + len(self.workers)
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="pgkgrag-ingest") as pool:
+            pending: set[Future[IngestSummary]] = set()
+            try:
+                for batch in batches:  # read ahead by one batch per writer, no more
+                    while len(pending) >= 2 * jobs:
+                        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                        for future in done:
+                            summary.merge(future.result())
+                    pending.add(pool.submit(write, batch))
+                for future in as_completed(pending):
+                    summary.merge(future.result())
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)  # batches being written finish or roll back
+                raise
+
+    def _pipeline(self, batches: Iterator[list[InputItem]], summary: IngestSummary) -> None:
+        """One writer: a batch's chunks are embedded in a thread while this one writes the batch
+        before it (at most two batches held). The thread chunks and extracts the batch too when it
+        has a connection of its own (stage_conn); else this one does, between writes."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgkgrag-ahead") as pool:
+            ahead: Future[tuple[Staged, dict[str, np.ndarray]]] | None = None
+            try:
+                for batch in batches:
+                    if self.stage_conn is not None:
+                        job = pool.submit(self.work.ready, self.stage_conn, batch)
+                    else:
+                        job = pool.submit(self.work.with_vectors, self.work.stage(self.conn, batch))
+                    if ahead is not None:
+                        summary.merge(self.work.finish(self.conn, *ahead.result()))
+                    ahead = job
+                if ahead is not None:
+                    summary.merge(self.work.finish(self.conn, *ahead.result()))
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)  # a batch under way is staged; nothing of it is written
+                raise
+
+
+def delete_documents(conn: psycopg.Connection, tenant: str, doc_ids: list[str]) -> AppliedCounts:
+    """Delete documents and everything derived from them (kgrag.delete_documents)."""
+    with tenant_transaction(conn, tenant):
+        row = conn.execute(Q["delete_documents"], [doc_ids]).fetchone()
+    assert row is not None
+    return AppliedCounts.model_validate(row[0])

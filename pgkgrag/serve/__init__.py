@@ -1,0 +1,1 @@
+"""`pgkgrag serve`: the HTTP service."""
