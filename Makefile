@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint fmt demo schema clean
+.PHONY: install test test-fast lint fmt demo schema clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ fmt: $(STAMP)
 
 test: lint
 	$(BIN)/pytest
+
+# the quick loop while working: no Citus cluster, no test marked slow
+test-fast: $(STAMP)
+	$(BIN)/ruff check pgkgrag tests alembic benchmarks
+	$(BIN)/pytest -m "not slow and not citus"
 
 demo: $(STAMP)
 	$(BIN)/pgkgrag demo

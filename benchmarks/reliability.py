@@ -22,7 +22,7 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
     (
         "Replay",
         "The same batch ingested (and built) 5 times leaves identical per-table checksums.",
-        ["tests/test_ingest.py::test_same_input_five_times_changes_nothing"],
+        ["tests/ingest/test_ingest.py::test_same_input_five_times_changes_nothing"],
     ),
     (
         "Crash",
@@ -31,8 +31,8 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
         " after restart no document is partial (each one's chunks and mentions equal a clean run's), and"
         " re-running the same command completes the batch; every table then equals a clean run.",
         [
-            "tests/test_reliability.py::test_the_server_stopped_immediately_mid_batch",
-            "tests/test_reliability.py::test_the_ingesting_backend_terminated_mid_batch",
+            "tests/ingest/test_reliability.py::test_the_server_stopped_immediately_mid_batch",
+            "tests/ingest/test_reliability.py::test_the_ingesting_backend_terminated_mid_batch",
         ],
     ),
     (
@@ -43,9 +43,9 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
         " concurrent writer whose changed document stops citing them (without the entity lock it would"
         " count the citation that is going away).",
         [
-            "tests/test_reliability.py::test_four_ingesting_processes_equal_a_serial_run",
-            "tests/test_reliability.py::test_one_process_writing_three_batches_at_once_equals_a_serial_run",
-            "tests/test_reliability.py::test_a_writer_waits_for_the_entities_a_changed_document_leaves",
+            "tests/ingest/test_reliability.py::test_four_ingesting_processes_equal_a_serial_run",
+            "tests/ingest/test_reliability.py::test_one_process_writing_three_batches_at_once_equals_a_serial_run",
+            "tests/ingest/test_reliability.py::test_a_writer_waits_for_the_entities_a_changed_document_leaves",
         ],
     ),
     (
@@ -53,22 +53,22 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
         "A k-hop on a dense graph without a cap is cancelled by its time budget (khop_timeout_ms, raised as"
         " query_canceled like a statement timeout) with a clear message;"
         " the connection stays usable.",
-        ["tests/test_graph.py::test_runaway_traversal_is_cancelled_and_connection_survives"],
+        ["tests/routes/test_graph.py::test_runaway_traversal_is_cancelled_and_connection_survives"],
     ),
     (
         "Bad input",
         "Each mistake gets an error naming it, and the tenant's tables are unchanged (checksums).",
         [
-            "tests/test_reliability.py::test_bad_search_input_is_named_and_writes_nothing",
-            "tests/test_reliability.py::test_bad_documents_are_named_and_nothing_of_them_is_written",
+            "tests/ingest/test_reliability.py::test_bad_search_input_is_named_and_writes_nothing",
+            "tests/ingest/test_reliability.py::test_bad_documents_are_named_and_nothing_of_them_is_written",
         ],
     ),
     (
         "LLM outputs",
         "Malformed extraction responses fail their document with a reason; nothing of it is cached or written."
         " (Fenced or prose-wrapped JSON is accepted; invalid items and injected instructions are covered by"
-        " tests/test_llm.py as well.)",
-        ["tests/test_llm.py::test_malformed_output_fails_the_document_and_is_not_cached"],
+        " tests/answers/test_llm.py as well.)",
+        ["tests/answers/test_llm.py::test_malformed_output_fails_the_document_and_is_not_cached"],
     ),
     (
         "Tenancy",
@@ -77,9 +77,9 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
         " other's ids change none of its rows. A tenant holding 1% of the rows still gets k results from the"
         " BQ index, and the full-text, trigram, traversal and vector indexes are used under row-level security.",
         [
-            "tests/test_tenancy.py",
-            "tests/test_hardening.py::test_traversal_full_text_and_linking_use_their_indexes_under_row_level_security",
-            "tests/test_vector.py::test_a_tenant_with_one_percent_of_rows_still_gets_k",
+            "tests/tenancy/test_tenancy.py",
+            "tests/schema/test_hardening.py::test_traversal_full_text_and_linking_use_their_indexes_under_row_level_security",
+            "tests/routes/test_vector.py::test_a_tenant_with_one_percent_of_rows_still_gets_k",
         ],
     ),
     (
@@ -89,7 +89,7 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
         " unchanged. A tenant set for the session (SET, set_config(..., false), options=-c) or left by an earlier"
         " transaction does not count; a transaction has one tenant; the defaults tenant '*' is the owner's;"
         " readers cannot write the query log; grants are the owner's to give.",
-        ["tests/test_trust.py"],
+        ["tests/tenancy/test_trust.py"],
     ),
     (
         "Hostile input",
@@ -97,9 +97,9 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
         " skipped, no good document is lost, nothing is a traceback; a document past a limit of what one document"
         " may carry is refused for any SQL client (the rule is kgrag_private.ingest_apply's).",
         [
-            "tests/test_hostile_input.py::test_hostile_lines_are_reported_by_line_and_the_good_ones_written",
-            "tests/test_hostile_input.py::test_an_unreadable_file_is_named_and_skipped",
-            "tests/test_hostile_input.py::test_a_document_past_a_limit_is_refused_for_any_sql_client",
+            "tests/ingest/test_hostile_input.py::test_hostile_lines_are_reported_by_line_and_the_good_ones_written",
+            "tests/ingest/test_hostile_input.py::test_an_unreadable_file_is_named_and_skipped",
+            "tests/ingest/test_hostile_input.py::test_a_document_past_a_limit_is_refused_for_any_sql_client",
         ],
     ),
     (
@@ -108,9 +108,9 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
         " past search_timeout_ms are refused or cancelled with a message naming the setting; linking grows"
         " linearly with the question; the chunker is linear on text without boundaries.",
         [
-            "tests/test_hostile_input.py::test_every_caller_is_bounded",
-            "tests/test_hostile_input.py::test_a_walk_past_its_path_budget_or_the_search_deadline_stops",
-            "tests/test_hostile_input.py::test_the_chunker_is_linear_on_text_without_boundaries",
+            "tests/ingest/test_hostile_input.py::test_every_caller_is_bounded",
+            "tests/ingest/test_hostile_input.py::test_a_walk_past_its_path_budget_or_the_search_deadline_stops",
+            "tests/ingest/test_hostile_input.py::test_the_chunker_is_linear_on_text_without_boundaries",
         ],
     ),
     (
@@ -118,7 +118,7 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
         "A marker planted in every place a document can put text is in no table and in no function's answer"
         " after the document is deleted (before any build); the same final input gives the same tables after a"
         " history of older versions, two concurrent writers, deletes and builds.",
-        ["tests/test_forgetting.py"],
+        ["tests/ingest/test_forgetting.py"],
     ),
 ]
 

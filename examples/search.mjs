@@ -9,7 +9,11 @@
 import pg from "pg";
 
 const question = process.argv[2] ?? "Who approves changes to the PayFlow contract?";
-const tenant = process.env.KGRAG_TENANT ?? "default";
+const tenant = process.env.KGRAG_TENANT;
+if (!tenant) {
+  console.error("KGRAG_TENANT is not set: name the tenant to search (e.g. KGRAG_TENANT=demo)");
+  process.exit(2);
+}
 const url = process.env.KGRAG_EMBEDDINGS_URL ?? "http://127.0.0.1:8765/v1/embeddings";
 const token = process.env.KGRAG_SERVE_TOKEN;
 
@@ -30,6 +34,10 @@ try {
     "SELECT rank, kind, source, ref_id, score, route, reason, payload FROM kgrag.kgrag_search($1::vector, 'auto', $2)",
     [JSON.stringify(vector), question],
   );
+  if (rows.length === 0) {  // no row: the search says why (no documents, nothing above the floors, ...)
+    const { rows: [{ reason }] } = await client.query("SELECT reason FROM kgrag.last_search()");
+    console.error(`no result: ${reason}`);
+  }
   await client.query("COMMIT");
   console.log(JSON.stringify(rows));
 } finally {

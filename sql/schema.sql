@@ -351,12 +351,12 @@ BEGIN
     IF t IS NULL OR t = '' THEN
         RAISE EXCEPTION 'kgrag.tenant is not set'
             USING ERRCODE = '28000',
-                  HINT = 'Name the tenant of this transaction first: SELECT kgrag.use_tenant(''my-tenant'');';
+                  HINT = 'Name the tenant of this transaction first, inside it: BEGIN; SELECT kgrag.use_tenant(''my-tenant''); ... COMMIT; (outside BEGIN, each statement is a transaction of its own, and the tenant it named ends with it).';
     END IF;
     IF NOT kgrag_private.sealed(t, pg_catalog.current_setting('kgrag.tenant_seal', true)) THEN
         RAISE EXCEPTION 'kgrag.tenant was not set for this transaction'
             USING ERRCODE = '28000',
-                  HINT = 'A tenant set for the session (SET, set_config(..., false), options=-c) or left from an earlier transaction does not count: call SELECT kgrag.use_tenant(''my-tenant''); in each transaction.';
+                  HINT = 'A tenant set for the session (SET, set_config(..., false), options=-c) or left from an earlier transaction does not count: call SELECT kgrag.use_tenant(''my-tenant''); in each transaction, after BEGIN.';
     END IF;
     IF NOT kgrag_private.may_use_tenant(t) THEN
         RAISE EXCEPTION 'role % may not act for tenant %', session_user, pg_catalog.quote_literal(t)
@@ -768,7 +768,7 @@ CREATE FUNCTION kgrag.k_hop(seeds text[], hops integer DEFAULT 2, degree_cap int
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    -- Two walks give the same rows (tests/test_frontier.py): the enumeration of every simple path
+    -- Two walks give the same rows (tests/routes/test_frontier.py): the enumeration of every simple path
     -- is the cheaper where a degree cap bounds the paths (each entity's strongest degree_cap
     -- edges out, at most 10,000 paths in all); breadth-first, whose work is the edges
     -- followed, everywhere else.
@@ -4421,7 +4421,7 @@ ALTER FUNCTION kgrag_private.probe_trigrams(form text, min_trigram double precis
 -- Name: FUNCTION probe_trigrams(form text, min_trigram double precision, common text[], frequency real[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.probe_trigrams(form text, min_trigram double precision, common text[], frequency real[]) IS 'Private. Returns the trigrams of a squashed span that every alias the weak tiers of kgrag.link_entities could keep (trigram similarity >= min_trigram, or one holding the span) shares at least one of: the index probe searches with these, not with all of the span''s trigrams. common and frequency (the tenant''s commonest name trigrams and their shares, kgrag.alias_trigram_stats) pick the rarest, so a probe reads the shortest posting lists; they change what is read, never what is found. An alias inside the span is found by kgrag_private.alias_pieces. Exact, not a heuristic: see the comments in the body and tests/test_linking.py.';
+COMMENT ON FUNCTION kgrag_private.probe_trigrams(form text, min_trigram double precision, common text[], frequency real[]) IS 'Private. Returns the trigrams of a squashed span that every alias the weak tiers of kgrag.link_entities could keep (trigram similarity >= min_trigram, or one holding the span) shares at least one of: the index probe searches with these, not with all of the span''s trigrams. common and frequency (the tenant''s commonest name trigrams and their shares, kgrag.alias_trigram_stats) pick the rarest, so a probe reads the shortest posting lists; they change what is read, never what is found. An alias inside the span is found by kgrag_private.alias_pieces. Exact, not a heuristic: see the comments in the body and tests/routes/test_linking.py.';
 
 --
 -- Name: question_lexemes(text, regconfig); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5200,6 +5200,9 @@ BEGIN
     IF cardinality(result) = 0 THEN
         IF NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t) THEN
             reason := format('tenant %s has no documents (%s)', quote_literal(t), reason);
+            -- said to every client, not only in kgrag.last_search(): a wrong tenant name looks like this
+            RAISE NOTICE 'tenant % has no documents: the search found nothing to search', quote_literal(t)
+                USING HINT = 'Check the name (SELECT * FROM kgrag.tenants() lists the tenants with documents), or ingest first.';
         ELSE
             reason := format('nothing cleared the floors (%s): no entity seed, no chunk above similarity %s, no lexical '
                              'match covering %s of the question''s words, no report above similarity %s',
@@ -5217,7 +5220,7 @@ ALTER FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row
 -- Name: FUNCTION search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb) IS 'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents or that nothing cleared the floors (naming them).';
+COMMENT ON FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb) IS 'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents (also raised as a NOTICE, which every client shows) or that nothing cleared the floors (naming them).';
 
 --
 -- Name: search_in_time(timestamp with time zone, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

@@ -85,7 +85,7 @@ def pg16_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         pg.cleanup()
 
 
-@pytest.fixture(params=["pg18", "pg16"])
+@pytest.fixture(params=["pg18", pytest.param("pg16", marks=pytest.mark.slow)])
 def any_server(request: pytest.FixtureRequest) -> Server:
     """The session server, and PostgreSQL 16: for schema and migration tests."""
     if request.param == "pg16":
@@ -177,6 +177,13 @@ def demo(server: Server, template: str, use: Embedder) -> Iterator[str]:
         yield dsn
     finally:
         server.drop_database(name)
+
+
+@pytest.fixture
+def dconn(demo: str) -> Iterator[psycopg.Connection]:
+    """A connection to the demo database as its owner (acting for a tenant in each transaction)."""
+    with connect(demo) as conn:
+        yield conn
 
 
 @pytest.fixture(scope="session")

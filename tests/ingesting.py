@@ -10,6 +10,7 @@ import numpy as np
 import psycopg
 from catalog import tables as catalog_tables
 
+from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.embed.embedders import HashEmbedder
 from pgkgrag.ingest.extractors.base import Extractor, ProvidedExtractor
 from pgkgrag.ingest.ingestor import Ingestor
@@ -148,3 +149,9 @@ def checksums(conn: psycopg.Connection, tenant: str) -> dict[str, str]:
         out[table] = conn.execute(query, [tenant]).fetchone()[0]  # type: ignore[index]
     conn.rollback()
     return out
+
+
+def q(conn: psycopg.Connection, query: str, *params: object) -> list[tuple]:
+    """One statement in a transaction acting for tenant t1 (the tenant ingest() writes by default)."""
+    with tenant_transaction(conn, "t1"):
+        return conn.execute(query, list(params)).fetchall()  # type: ignore[arg-type]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-shot Citus setup, run from the `setup` service of compose.citus.yml, and by tests/test_citus.py
+# One-shot Citus setup, run from the `setup` service of compose.citus.yml, and by tests/citus/test_citus.py
 # against the cluster of ../shared/citus/citus.sh (the same steps: what the tests check is what the
 # compose does): join the workers to the coordinator, install the kgrag schema on the coordinator
 # (the same migrations as anywhere else; Citus propagates the extension, roles and DDL to the

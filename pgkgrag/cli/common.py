@@ -3,6 +3,7 @@ and connecting as the command's role."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import sys
@@ -136,3 +137,18 @@ def with_search_options(func: F) -> F:
     for decorator in reversed(search_options):
         func = decorator(func)
     return func
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (for scripts).")
+
+
+def print_json(value: Any) -> None:
+    """A command's result as JSON on stdout, dataclasses as objects."""
+    plain = dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
+    print(json.dumps(plain, ensure_ascii=False, indent=2, default=_plain))
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return str(value)

@@ -11,7 +11,9 @@ from pgkgrag.cli import render
 from pgkgrag.cli.common import (
     console,
     friendly_errors,
+    json_option,
     open_tenant,
+    print_json,
     tenant_option,
 )
 from pgkgrag.config import Config
@@ -53,24 +55,32 @@ def graph_command(
 @click.command(name="show")
 @click.argument("name")
 @tenant_option
+@json_option
 @friendly_errors
-def show_command(name: str, tenant: str | None) -> None:
+def show_command(name: str, tenant: str | None, as_json: bool) -> None:
     """Print what the graph says of an entity (id, name or alias): its card and strongest edges."""
     config, conn = open_tenant(tenant, READER)
     with conn:
         card = entity_card(conn, config.tenant, name)
+    if as_json:
+        print_json(card)
+        return
     console.print(render.entity_card(card))
 
 
 @click.command(name="status")
 @tenant_option
+@json_option
 @friendly_errors
-def status_command(tenant: str | None) -> None:
+def status_command(tenant: str | None, as_json: bool) -> None:
     """The tenant's counts and what of it is stale (kgrag.staleness), with the command that fixes it."""
     config, conn = open_tenant(tenant, READER)
     with conn:
         totals = graph_totals(conn, config.tenant)
         stale = staleness(conn, config.tenant)
+    if as_json:
+        print_json({"tenant": config.tenant, "totals": totals, "stale": stale})
+        return
     console.print(render.status_table(config.tenant, totals, stale))
     if any(row.how_many for row in stale):
         console.print(f"stale: run `pgkgrag build --tenant {config.tenant}`", highlight=False, markup=False)
@@ -79,12 +89,16 @@ def status_command(tenant: str | None) -> None:
 
 
 @click.command(name="tenants")
+@json_option
 @friendly_errors
-def tenants_command() -> None:
+def tenants_command(as_json: bool) -> None:
     """List the tenants that hold documents, with their documents, chunks, entities and communities."""
     config = Config.from_env()
     with connect_app(ensure_server(config), READER) as conn:
         listed = tenants(conn)
+    if as_json:
+        print_json(listed)
+        return
     if not listed:
         console.print("no tenant has documents yet: `pgkgrag ingest FILES --tenant NAME` creates one")
         return

@@ -12,8 +12,10 @@ from pgkgrag.cli import render
 from pgkgrag.cli.common import (
     console,
     friendly_errors,
+    json_option,
     open_tenant,
     parse_options,
+    print_json,
     tenant_option,
     with_search_options,
 )
@@ -95,14 +97,18 @@ def ask_command(
 @click.argument("golden", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--k", type=click.IntRange(1, 1000), default=5, show_default=True)
 @tenant_option
+@json_option
 @friendly_errors
-def eval_command(golden: Path, k: int, tenant: str | None) -> None:
+def eval_command(golden: Path, k: int, tenant: str | None, as_json: bool) -> None:
     """Evaluate routing and retrieval per route on GOLDEN.jsonl
     ({"question", "route", "expect_chunks": [...], "expect_empty": false} per line)."""
     config, conn = open_tenant(tenant, READER)
     with conn:
         questions = read_golden(golden, routes(conn))
         figures = evaluate(conn, config.tenant, tenant_embedder(conn, config.tenant), questions, k)
+    if as_json:
+        print_json({"questions": len(questions), "k": k, "routes": dict(figures)})
+        return
     console.print(render.evaluation_table(figures, f"evaluation per route ({len(questions)} questions, k = {k})"))
     for route, f in figures.items():
         for miss in f.misses:

@@ -2,11 +2,14 @@
 
 What is drawn is kgrag.neighbourhood's answer (each node with the edge that reached it, and that
 edge's evidence); this module only lays it out. The seed is in the middle and each hop on its own
-ring, nodes in the order SQL gives them (hop, then entity_id), so the same graph always gives the
-same picture. A stated relation is a solid line with an arrowhead in its own direction and its
-type written on it; co-occurrence is dashed. Labels (names, relation types) are placed one after
-the other in that order, each at the first spot of a fixed list that no label before it holds, so
-no two overlap. Hovering a node shows its id; hovering an edge shows its evidence quote and chunk.
+ring, as igraph's circular Reingold-Tilford layout places a tree: each node's sector of its ring
+holds the nodes it reached, so the edges that reached them do not cross (the nodes in the order
+SQL gives them, hop then entity_id: the same graph always gives the same picture). A stated
+relation is a solid line with an arrowhead in its own direction and its type written on it; two
+edges between the same pair are drawn apart; co-occurrence is dashed. Names are placed one after
+the other, each at the first spot of a fixed list around its node that no label before it holds,
+then each relation's type on its own edge, at the first free spot along it, so no two labels
+overlap. Hovering a node shows its id; hovering an edge shows its evidence quote and chunk.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import psycopg
 
 from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.errors import KgragError
+from pgkgrag.extras import missing
 from pgkgrag.queries import Q
 
 CHAR_WIDTH = 7.2  # px per character of 12 px sans-serif, generous: a label's box holds its text
@@ -96,31 +100,87 @@ def _label(box: Box, text: str, css: str, tooltip: str) -> str:
     )
 
 
+def _positions(nodes: list[Node], edges: list[Edge]) -> dict[str, tuple[float, float]]:
+    """Each node's place: the seed (hop 0) in the middle, hop h on the circle of radius h * RING,
+    the nodes a node reached in its sector (igraph's circular Reingold-Tilford tree layout over
+    the edge that reached each node)."""
+    try:
+        import igraph
+    except ImportError as exc:
+        raise missing("graph") from exc
+    index = {n.entity_id: i for i, n in enumerate(nodes)}
+    hop = {n.entity_id: n.hop for n in nodes}
+    tree: list[tuple[int, int]] = []
+    for node in nodes:
+        parents = sorted(
+            (e.dst if e.src == node.entity_id else e.src)
+            for e in edges
+            if node.entity_id in (e.src, e.dst) and hop.get(e.dst if e.src == node.entity_id else e.src) == node.hop - 1
+        )
+        if parents:
+            tree.append((index[parents[0]], index[node.entity_id]))
+    graph = igraph.Graph(n=len(nodes), edges=tree, directed=False)
+    roots = [index[n.entity_id] for n in nodes if n.hop == 0]
+    coords = graph.layout_reingold_tilford_circular(root=roots).coords if len(nodes) > 1 else [(0.0, 0.0)]
+    deepest = max(n.hop for n in nodes)
+    centre = deepest * RING + MARGIN
+    placed = {}
+    for node, (x, y) in zip(nodes, coords, strict=True):
+        length = math.hypot(x, y)
+        scale = node.hop * RING / length if length else 0.0  # exactly on the node's ring
+        placed[node.entity_id] = (centre + x * scale, centre + y * scale)
+    return placed
+
+
+def _on_edge(text: str, a: tuple[float, float], b: tuple[float, float], taken: list[Box]) -> Box:
+    """The first free box for a relation's type centred on its edge, from the middle outwards;
+    beside the middle when the whole edge is taken."""
+    width, height = len(text) * CHAR_WIDTH + 6, LINE_HEIGHT + 2
+    for t in sorted((i / 40 for i in range(4, 37)), key=lambda t: (abs(t - 0.5), t)):
+        x, y = a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t
+        box = (x - width / 2, y - height / 2, width, height)
+        if not any(_overlaps(box, other) for other in taken):
+            taken.append(box)
+            return box
+    return _place(text, (a[0] + b[0]) / 2, (a[1] + b[1]) / 2, 2, taken)
+
+
+def _apart(edges: list[Edge]) -> dict[Edge, float]:
+    """How far (px, across the line) each edge is drawn from the straight line between its ends:
+    0 for the only edge of a pair, else side by side."""
+    pairs: dict[tuple[str, str], list[Edge]] = {}
+    for edge in edges:
+        pairs.setdefault((min(edge.src, edge.dst), max(edge.src, edge.dst)), []).append(edge)
+    return {
+        edge: (i - (len(group) - 1) / 2) * (LINE_HEIGHT + 5) for group in pairs.values() for i, edge in enumerate(group)
+    }
+
+
 def svg(nodes: list[Node], edges: list[Edge]) -> str:
     """The picture as an SVG document."""
     if not nodes:
         raise KgragError("nothing to draw: the neighbourhood is empty")
     deepest = max(n.hop for n in nodes)
     size = 2 * (deepest * RING + MARGIN)
-    centre = size / 2
-    where: dict[str, tuple[float, float]] = {}
-    for hop in range(deepest + 1):
-        ring = [n for n in nodes if n.hop == hop]
-        for i, node in enumerate(ring):
-            angle = 2 * math.pi * i / len(ring) - math.pi / 2 + hop * 0.35
-            where[node.entity_id] = (centre + hop * RING * math.cos(angle), centre + hop * RING * math.sin(angle))
+    where = _positions(nodes, edges)
     radius = {n.entity_id: 14.0 if n.hop == 0 else 9.0 for n in nodes}
     legend_box: Box = (10, 10, 190, 112)
     taken: list[Box] = [legend_box] + [
         (x - radius[i], y - radius[i], 2 * radius[i], 2 * radius[i]) for i, (x, y) in where.items()
     ]
     lines, labels = [], []
+    drawn: dict[Edge, tuple[tuple[float, float], tuple[float, float]]] = {}
+    offsets = _apart(edges)
     for edge in edges:
         (x1, y1), (x2, y2) = where[edge.src], where[edge.dst]
         length = math.hypot(x2 - x1, y2 - y1) or 1.0
         ux, uy = (x2 - x1) / length, (y2 - y1) / length
-        x1, y1 = x1 + ux * radius[edge.src], y1 + uy * radius[edge.src]
-        x2, y2 = x2 - ux * (radius[edge.dst] + 2), y2 - uy * (radius[edge.dst] + 2)
+        # side by side with the other edges of the pair: the same side whichever way the edge points
+        side = 1.0 if edge.src <= edge.dst else -1.0
+        ox, oy = -uy * offsets[edge] * side, ux * offsets[edge] * side
+        x1, y1 = x1 + ux * radius[edge.src] + ox, y1 + uy * radius[edge.src] + oy
+        x2, y2 = x2 - ux * (radius[edge.dst] + 2) + ox, y2 - uy * (radius[edge.dst] + 2) + oy
+        drawn[edge] = ((x1, y1), (x2, y2))
         typed = edge.rel != "CO_OCCURS"
         tip = f"{edge.src} -[{edge.rel}]-> {edge.dst}" + (
             f"\n{edge.quote} ({edge.chunk_id})" if edge.quote else f" ({edge.chunk_id})" if edge.chunk_id else ""
@@ -134,8 +194,7 @@ def svg(nodes: list[Node], edges: list[Edge]) -> str:
         labels.append(_label(box, node.name, f"name hop{min(node.hop, 3)}", f"{node.entity_id} (hop {node.hop})"))
     for edge in edges:
         if edge.rel != "CO_OCCURS":
-            (x1, y1), (x2, y2) = where[edge.src], where[edge.dst]
-            box = _place(edge.rel, (x1 + x2) / 2, (y1 + y2) / 2, 2, taken)
+            box = _on_edge(edge.rel, *drawn[edge], taken)
             labels.append(_label(box, edge.rel, "rel", f"{edge.src} -[{edge.rel}]-> {edge.dst}"))
     circles = [
         f'<circle cx="{where[n.entity_id][0]:.1f}" cy="{where[n.entity_id][1]:.1f}" r="{radius[n.entity_id]:.0f}"'

@@ -1,7 +1,7 @@
 """Staging: the rows a batch COPYs into the temporary tables of kgrag_private.stage_begin().
 
 Each staging table's columns are declared here once, in the order the rows are written;
-tests/test_driver_sql.py checks them against the tables kgrag_private.stage_begin() creates.
+tests/schema/test_driver_sql.py checks them against the tables kgrag_private.stage_begin() creates.
 """
 
 from __future__ import annotations

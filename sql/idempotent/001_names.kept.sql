@@ -2,7 +2,7 @@
 -- alias.trigrams, chunk.tsv) and their indexes hold their results. Kept (see README.md): replaced
 -- in place, never dropped, and since their results are stored, never changed here alone: a new
 -- definition comes with a revision that recomputes what was stored (revision 0007 changed fold and
--- kept every result the same). tests/test_sql_files.py checks that each definition here is the one
+-- kept every result the same). tests/schema/test_sql_files.py checks that each definition here is the one
 -- the revisions left. Names as SQL compares them otherwise (relation_key, is_page_about, the case
 -- rule) are in 005_names.sql.
 

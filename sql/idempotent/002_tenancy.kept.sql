@@ -137,12 +137,12 @@ BEGIN
     IF t IS NULL OR t = '' THEN
         RAISE EXCEPTION 'kgrag.tenant is not set'
             USING ERRCODE = '28000',
-                  HINT = 'Name the tenant of this transaction first: SELECT kgrag.use_tenant(''my-tenant'');';
+                  HINT = 'Name the tenant of this transaction first, inside it: BEGIN; SELECT kgrag.use_tenant(''my-tenant''); ... COMMIT; (outside BEGIN, each statement is a transaction of its own, and the tenant it named ends with it).';
     END IF;
     IF NOT kgrag_private.sealed(t, pg_catalog.current_setting('kgrag.tenant_seal', true)) THEN
         RAISE EXCEPTION 'kgrag.tenant was not set for this transaction'
             USING ERRCODE = '28000',
-                  HINT = 'A tenant set for the session (SET, set_config(..., false), options=-c) or left from an earlier transaction does not count: call SELECT kgrag.use_tenant(''my-tenant''); in each transaction.';
+                  HINT = 'A tenant set for the session (SET, set_config(..., false), options=-c) or left from an earlier transaction does not count: call SELECT kgrag.use_tenant(''my-tenant''); in each transaction, after BEGIN.';
     END IF;
     IF NOT kgrag_private.may_use_tenant(t) THEN
         RAISE EXCEPTION 'role % may not act for tenant %', session_user, pg_catalog.quote_literal(t)

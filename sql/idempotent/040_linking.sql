@@ -101,7 +101,7 @@ AS $$
                      ) AS y ORDER BY 1) END
 $$;
 COMMENT ON FUNCTION kgrag_private.probe_trigrams(text, double precision, text[], real[]) IS
-'Private. Returns the trigrams of a squashed span that every alias the weak tiers of kgrag.link_entities could keep (trigram similarity >= min_trigram, or one holding the span) shares at least one of: the index probe searches with these, not with all of the span''s trigrams. common and frequency (the tenant''s commonest name trigrams and their shares, kgrag.alias_trigram_stats) pick the rarest, so a probe reads the shortest posting lists; they change what is read, never what is found. An alias inside the span is found by kgrag_private.alias_pieces. Exact, not a heuristic: see the comments in the body and tests/test_linking.py.';
+'Private. Returns the trigrams of a squashed span that every alias the weak tiers of kgrag.link_entities could keep (trigram similarity >= min_trigram, or one holding the span) shares at least one of: the index probe searches with these, not with all of the span''s trigrams. common and frequency (the tenant''s commonest name trigrams and their shares, kgrag.alias_trigram_stats) pick the rarest, so a probe reads the shortest posting lists; they change what is read, never what is found. An alias inside the span is found by kgrag_private.alias_pieces. Exact, not a heuristic: see the comments in the body and tests/routes/test_linking.py.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.alias_pieces(form text, min_ratio double precision)
 RETURNS text[]

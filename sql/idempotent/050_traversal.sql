@@ -281,7 +281,7 @@ RETURNS TABLE (entity_id text, hop integer, path text[], seed text, directions t
 LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    -- Two walks give the same rows (tests/test_frontier.py): the enumeration of every simple path
+    -- Two walks give the same rows (tests/routes/test_frontier.py): the enumeration of every simple path
     -- is the cheaper where a degree cap bounds the paths (each entity's strongest degree_cap
     -- edges out, at most 10,000 paths in all); breadth-first, whose work is the edges
     -- followed, everywhere else.

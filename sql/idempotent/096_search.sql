@@ -174,6 +174,9 @@ BEGIN
     IF cardinality(result) = 0 THEN
         IF NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t) THEN
             reason := format('tenant %s has no documents (%s)', quote_literal(t), reason);
+            -- said to every client, not only in kgrag.last_search(): a wrong tenant name looks like this
+            RAISE NOTICE 'tenant % has no documents: the search found nothing to search', quote_literal(t)
+                USING HINT = 'Check the name (SELECT * FROM kgrag.tenants() lists the tenants with documents), or ingest first.';
         ELSE
             reason := format('nothing cleared the floors (%s): no entity seed, no chunk above similarity %s, no lexical '
                              'match covering %s of the question''s words, no report above similarity %s',
@@ -185,7 +188,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.search_caveats(text, kgrag.search_row[], text, boolean, jsonb) IS
-'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents or that nothing cleared the floors (naming them).';
+'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents (also raised as a NOTICE, which every client shows) or that nothing cleared the floors (naming them).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.log_search_result(
     question text, question_vec vector, route text, reason text, seeds text[], returned integer, started timestamptz,

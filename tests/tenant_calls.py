@@ -1,0 +1,172 @@
+"""Every call a tenant can make, to aim at another tenant's ids: the reads (each public function and
+route, and the driver's plumbing) and the writes, as (query, params) by name; what a tenant's graph
+holds, by id. The tenancy, trust, forgetting and Citus tests use them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+
+from pgkgrag.db.connections import READER, connect, tenant_transaction
+from pgkgrag.embed.embedders import HashEmbedder
+
+ROUTES = ["auto", "local", "global", "mixed", "vector"]
+EMBEDDER = HashEmbedder(512)  # the tenancy corpora's embedder
+
+
+def _rows(conn: psycopg.Connection, query: str, params: list[Any]) -> list[str]:
+    """The rows as sorted JSON text (order is not the point here; content is)."""
+    return sorted(json.dumps(list(row), default=str, sort_keys=True) for row in conn.execute(query, params).fetchall())  # type: ignore[arg-type]
+
+
+def _ids(conn: psycopg.Connection, query: str) -> list[str]:
+    return [r[0] for r in conn.execute(query).fetchall()]
+
+
+def _graph_ids(conn: psycopg.Connection, tenant: str) -> dict[str, list[str]]:
+    with tenant_transaction(conn, tenant):
+        return {
+            "docs": _ids(conn, "SELECT doc_id FROM kgrag.document ORDER BY 1"),
+            "chunks": _ids(conn, "SELECT chunk_id FROM kgrag.chunk ORDER BY 1"),
+            "entities": _ids(conn, "SELECT entity_id FROM kgrag.entity ORDER BY 1"),
+            "communities": _ids(conn, "SELECT community_id FROM kgrag.community ORDER BY 1"),
+            "hashes": _ids(conn, "SELECT DISTINCT content_hash FROM kgrag.chunk ORDER BY 1"),
+        }
+
+
+# Functions that read no table: they compute from their arguments alone.
+PURE = {
+    "canonical_name",
+    "fold",
+    "squash",
+    "trigrams",
+    "entity_key",
+    "relation_key",
+    "embedding_text",
+    "lexical_query",
+    "rrf",
+    "routes",
+    "check_embedding",
+    "is_page_about",
+    "capitalized_words",
+    "is_cased_name",
+}
+# Functions for the schema owner only (the application roles may not execute them).
+OWNER_ONLY = {"distribute", "grant_tenant", "revoke_tenant"}
+
+
+def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
+    """Every reading public function, with arguments that name both tenants' objects."""
+    vec = EMBEDDER.embed([question])[0]
+    # the walks take the caller's own ids: another tenant's id is refused as an unknown name
+    # (test_another_tenants_entity_is_an_unknown_name)
+    seeds = sorted(mine["entities"])
+    foreign_chunks = others["chunks"]
+    calls: dict[str, tuple[str, list[Any]]] = {
+        "current_tenant": ("SELECT kgrag.current_tenant()", []),
+        "use_tenant": ("SELECT kgrag.use_tenant(kgrag.current_tenant())", []),
+        "dimension": ("SELECT kgrag.dimension()", []),
+        "vector_index": ("SELECT kgrag.vector_index()", []),
+        "version": ("SELECT kgrag.version()", []),
+        "setting": ("SELECT kgrag.setting('rrf_k')", []),
+        "reranker": ("SELECT * FROM kgrag.reranker()", []),
+        "last_search": ("SELECT * FROM kgrag.last_search()", []),
+        "report_context": (
+            "SELECT r.* FROM unnest(%s::text[]) AS c, kgrag.report_context(c, 4000) AS r",
+            [others["communities"] + mine["communities"]],
+        ),
+        "communities_outdated": ("SELECT kgrag_private.communities_outdated()", []),
+        "link_entities": ("SELECT * FROM kgrag.link_entities(%s, include_isolated => true)", [question]),
+        "search_chunks_lexical": ("SELECT * FROM kgrag.search_chunks_lexical(%s, 50)", [question]),
+        "search_chunks_vector": ("SELECT * FROM kgrag.search_chunks_vector(%s, 50)", [vec]),
+        "search_entities_vector": ("SELECT * FROM kgrag.search_entities_vector(%s, 50, profile => true)", [vec]),
+        "search_reports_vector": ("SELECT * FROM kgrag.search_reports_vector(%s, 50)", [vec]),
+        "resolve_entities": ("SELECT kgrag.resolve_entities(%s)", [seeds]),
+        "k_hop": ("SELECT * FROM kgrag.k_hop(%s, 3)", [seeds]),
+        # against the edges' direction, capped: each edge asks its source's strongest (among_strongest)
+        "k_hop/in, capped": ("SELECT * FROM kgrag.k_hop(%s, 2, 2, direction => 'in')", [seeds]),
+        "fanout": ("SELECT s, f.* FROM unnest(%s::text[]) AS s, kgrag.fanout(s, 3) AS f", [seeds]),
+        "path_relations": ("SELECT * FROM kgrag.path_relations(%s)", [seeds[:4]]),
+        "route": ("SELECT * FROM kgrag.route(%s, %s)", [vec, question]),
+        "citations_resolvable": (
+            "SELECT kgrag.citations_resolvable(%s), kgrag.citations_resolvable(%s)",
+            [foreign_chunks, mine["chunks"]],
+        ),
+        "cited_chunks": ("SELECT * FROM kgrag.cited_chunks(%s)", [foreign_chunks + mine["chunks"]]),
+        "check_citations": (
+            "SELECT status, doc_id, title, quote FROM kgrag.check_citations(%s, %s)",
+            [foreign_chunks + mine["chunks"], foreign_chunks],
+        ),
+        "context_blocks": ("SELECT * FROM kgrag.context_blocks(%s, 'auto', %s, 6000)", [vec, question]),
+        "context": ("SELECT kgrag.context(%s, 'mixed', %s, 6000)", [vec, question]),
+        "neighbourhood": ("SELECT * FROM kgrag.neighbourhood(%s, 3)", [seeds]),
+        "personalized_pagerank": (
+            "SELECT * FROM kgrag.personalized_pagerank(%s, NULL, %s, hops => 3)",
+            [seeds, foreign_chunks + mine["chunks"]],
+        ),
+        "graph_totals": ("SELECT * FROM kgrag.graph_totals()", []),
+        "edge_rank_depth": ("SELECT kgrag.edge_rank_depth()", []),
+        "stored_documents": ("SELECT * FROM kgrag_private.stored_documents(%s)", [others["docs"] + mine["docs"]]),
+        "chunk_texts_with_vectors": (
+            "SELECT kgrag_private.chunk_texts_with_vectors(%s)",
+            [others["hashes"] + mine["hashes"]],
+        ),
+        "embedding_todo": (
+            "SELECT 'entity', * FROM kgrag.embedding_todo('entity') UNION ALL"
+            " SELECT 'report', * FROM kgrag.embedding_todo('report')",
+            [],
+        ),
+        "known_names": ("SELECT * FROM kgrag_private.known_names()", []),
+        "community_graph": ("SELECT * FROM kgrag_private.community_graph()", []),
+        "template_reports": ("SELECT * FROM kgrag_private.template_reports()", []),
+        "llm_cache_get": ("SELECT * FROM kgrag_private.llm_cache_get(%s)", [["k"]]),
+        "ontology_entity_type": ("SELECT kgrag.ontology_entity_type('service')", []),
+        "ontology_relation_type": ("SELECT kgrag.ontology_relation_type('depends on')", []),
+        "text_search_config": ("SELECT kgrag.text_search_config('pt-BR')::text", []),
+        "search_reports_lexical": ("SELECT * FROM kgrag.search_reports_lexical(%s, 50)", [question]),
+        # names every tenant by design (a directory, not data): only the counts' keys are compared
+        "tenants": ("SELECT count(*) > 0 FROM kgrag.tenants()", []),
+    }
+    for route in ROUTES:
+        calls[f"kgrag_search/{route}"] = ("SELECT * FROM kgrag.kgrag_search(%s, %s, %s, 50)", [vec, route, question])
+    return calls
+
+
+def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
+    """Every writing public function, aimed at the other tenant's ids."""
+    entities = others["entities"] or ["none"]
+    vectors = list(EMBEDDER.embed(entities))
+    return {
+        "delete_documents": ("SELECT kgrag.delete_documents(%s)", [others["docs"]]),
+        "store_embeddings": (
+            "SELECT kgrag.store_embeddings('entity', %s, %s, %s)",
+            [entities, vectors, ["h"] * len(entities)],
+        ),
+        "set_report_text": (
+            "SELECT kgrag_private.set_report_text(c, 'taken over', 'attacker') FROM unnest(%s::text[]) c",
+            [others["communities"] or ["none"]],
+        ),
+        "refresh_edge_ranks": ("SELECT kgrag.refresh_edge_ranks(%s)", [entities]),
+        "record_ingest_failure": ("SELECT kgrag_private.record_ingest_failure(%s, 'h', 'attack')", [others["docs"][0]]),
+        "refresh_answers": ("SELECT kgrag_private.refresh_answers()", []),
+        "refresh_reports": ("SELECT kgrag_private.refresh_reports()", []),
+        "refresh_lexeme_stats": ("SELECT kgrag.refresh_lexeme_stats()", []),
+        "refresh_alias_trigram_stats": ("SELECT kgrag.refresh_alias_trigram_stats()", []),
+        # an empty staged batch and an empty clustering: the caller's own graph only
+        "stage_begin": ("SELECT kgrag_private.stage_begin()", []),
+        "ingest_apply": ("SELECT kgrag_private.ingest_apply()", []),
+        "replace_communities": ("SELECT kgrag_private.replace_communities()", []),
+        "use_embedder": ("SELECT kgrag.use_embedder('hash')", []),
+        "log_answer": ("SELECT kgrag.log_answer('q', 'local', false, 1, 2, 3, 4, 1, 0, 5)", []),
+        "llm_cache_put": (
+            """SELECT kgrag_private.llm_cache_put('k', 'm', '{"entities": [], "relations": []}', 'h')""",
+            [],
+        ),
+    }
+
+
+def answers(dsn: str, tenant: str, calls: dict[str, tuple[str, list[Any]]]) -> dict[str, list[str]]:
+    with connect(dsn, role=READER) as conn, tenant_transaction(conn, tenant):
+        return {name: _rows(conn, query, params) for name, (query, params) in calls.items()}
