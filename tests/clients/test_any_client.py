@@ -295,6 +295,21 @@ def test_node_embeds_through_serve_and_gets_the_python_clients_rows(
         result = client.search(QUESTION)
     from_python = [(r.rank, r.kind, r.ref_id, result.route) for r in result.rows]
     assert from_node == from_python and len(from_node) > 5
+    # without a tenant it says so, not `[]`; a question with nothing relevant says why
+    untold = subprocess.run(
+        ["node", str(script), QUESTION],
+        cwd=node_pg,
+        env={k: v for k, v in env.items() if k != "KGRAG_TENANT"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert untold.returncode == 2 and "KGRAG_TENANT is not set" in untold.stderr and untold.stdout == ""
+    empty = subprocess.run(
+        ["node", str(script), "How do I bake a carrot cake?"], cwd=node_pg, env=env, capture_output=True, text=True
+    )
+    assert empty.returncode == 0 and json.loads(empty.stdout) == []
+    assert "no result: nothing cleared the floors" in empty.stderr, empty.stderr
 
 
 def test_the_client_keeps_its_connection_and_comes_back_after_losing_it(demo: str, reader: str) -> None:

@@ -142,7 +142,8 @@ def host_project(server: Server, tmp_path: Path) -> tuple[Path, str]:
     (tmp_path / "env.py").write_text(HOST_ENV)
     (tmp_path / "script.py.mako").write_text(HOST_TEMPLATE)
     (tmp_path / "alembic.ini").write_text(f"[alembic]\nscript_location = {tmp_path}\nsqlalchemy.url = {url}\n")
-    (tmp_path / "versions" / "a1_app.py").write_text(HOST_REVISION.format(kgrag=migrations.head()))
+    # as docs/operator.md says to pin it: "head", the installed package's newest revision
+    (tmp_path / "versions" / "a1_app.py").write_text(HOST_REVISION.format(kgrag="head"))
     yield tmp_path, dsn
     server.drop_database(name)
 
