@@ -222,6 +222,7 @@ def entity_card(card: EntityCard) -> Table:
         ("stale", "; ".join(stale) + " (run `pgkgrag build`)" if stale else "no"),
     ):
         table.add_row(label, escape(value))
-    for src, rel, dst, weight, chunk in card.edges:
-        table.add_row("edge", escape(f"{src} -[{rel}]-> {dst}  weight {weight:g}" + (f"  ({chunk})" if chunk else "")))
+    for e in card.edges:
+        where = f"  ({e.evidence_chunk_id})" if e.evidence_chunk_id else ""
+        table.add_row("edge", escape(f"{e.src_name} -[{e.rel}]-> {e.dst_name}  weight {e.weight:g}{where}"))
     return table

@@ -3,9 +3,10 @@ strongest edges from kgrag.edges. The entity is found by id, name or alias in SQ
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import psycopg
+from psycopg.rows import class_row, dict_row
 
 from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.queries import Q
@@ -24,13 +25,23 @@ class EntityCard:
     community_title: str | None
     answer_stale: bool
     no_community: bool
-    edges: list[tuple[str, str, str, float, str | None]]  # src name, rel, dst name, weight, evidence chunk
+    edges: list[CardEdge]
+
+
+@dataclass(frozen=True)
+class CardEdge:
+    """One of an entity's strongest edges, as kgrag.edges shows it."""
+
+    src_name: str
+    rel: str
+    dst_name: str
+    weight: float
+    evidence_chunk_id: str | None
 
 
 def entity_card(conn: psycopg.Connection, tenant: str, name: str) -> EntityCard:
-    with tenant_transaction(conn, tenant):
-        row = conn.execute(Q["entity_card"], [name]).fetchone()
+    with tenant_transaction(conn, tenant), conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(Q["entity_card"], [name]).fetchone()
         assert row is not None  # kgrag.resolve_entities raised for a name no entity has
-        edges = conn.execute(Q["entity_edges"], {"id": row[0]}).fetchall()
-    columns = [f.name for f in fields(EntityCard) if f.name != "edges"]  # entity_card's columns, in order
-    return EntityCard(**dict(zip(columns, row, strict=True)), edges=[tuple(e) for e in edges])
+        edges = conn.cursor(row_factory=class_row(CardEdge)).execute(Q["entity_edges"], {"id": row["entity_id"]})
+        return EntityCard(**row, edges=edges.fetchall())

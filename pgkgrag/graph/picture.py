@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+from psycopg.rows import dict_row
 
 from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.errors import KgragError
@@ -60,10 +61,14 @@ def neighbourhood(
     direction: str = "out",
 ) -> tuple[list[Node], list[Edge]]:
     """The nodes (seed by id, name or alias) and, for each, the step that reached it."""
-    with tenant_transaction(conn, tenant):
-        rows = conn.execute(Q["neighbourhood"], [[seed], hops, degree_cap, relations, direction]).fetchall()
-    nodes = [Node(entity_id, name, hop) for entity_id, name, hop, *_ in rows]
-    edges = {Edge(src, rel, dst, chunk, quote) for _, _, _, src, rel, dst, chunk, quote in rows if src is not None}
+    with tenant_transaction(conn, tenant), conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(Q["neighbourhood"], [[seed], hops, degree_cap, relations, direction]).fetchall()
+    nodes = [Node(r["entity_id"], r["name"], r["hop"]) for r in rows]
+    edges = {
+        Edge(r["src"], r["rel"], r["dst"], r["evidence_chunk_id"], r["evidence_quote"])
+        for r in rows
+        if r["src"] is not None
+    }
     return nodes, sorted(edges, key=lambda e: (e.src, e.dst, e.rel))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import psycopg
+from psycopg.rows import class_row
 
 from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.errors import KgragError
@@ -25,10 +26,10 @@ class GraphTotals:
 
 
 def graph_totals(conn: psycopg.Connection, tenant: str) -> GraphTotals:
-    with tenant_transaction(conn, tenant):
-        row = conn.execute(Q["graph_totals"]).fetchone()
+    with tenant_transaction(conn, tenant), conn.cursor(row_factory=class_row(GraphTotals)) as cur:
+        row = cur.execute(Q["graph_totals"]).fetchone()
     assert row is not None
-    return GraphTotals(*row)
+    return row
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import psycopg
+from psycopg.rows import class_row
 
 from pgkgrag.queries import Q
-from pgkgrag.retrieval.results import SearchRow
+from pgkgrag.retrieval.results import CitedChunk, SearchRow
 
 
 class RerankFailed(Exception):
@@ -38,8 +39,8 @@ class RerankSettings:
 
 def reranker(conn: psycopg.Connection) -> RerankSettings | None:
     """The current tenant's reranker (kgrag.reranker(), inside its transaction), or None."""
-    row = conn.execute(Q["reranker"]).fetchone()
-    return RerankSettings(*row) if row else None
+    with conn.cursor(row_factory=class_row(RerankSettings)) as cur:
+        return cur.execute(Q["reranker"]).fetchone()
 
 
 def scores(settings: RerankSettings, question: str, texts: list[str]) -> dict[int, float]:
@@ -100,7 +101,8 @@ def _reordered(rows: list[SearchRow]) -> list[SearchRow]:
 def passages(conn: psycopg.Connection, rows: list[SearchRow]) -> dict[str, str]:
     """The text of each chunk the reranker reorders (inside the tenant's transaction)."""
     refs = [row.ref_id for row in _reordered(rows)]
-    return {chunk_id: text for chunk_id, _, _, text in conn.execute(Q["cited_chunks"], [refs])}
+    with conn.cursor(row_factory=class_row(CitedChunk)) as cur:
+        return {chunk.chunk_id: chunk.text for chunk in cur.execute(Q["cited_chunks"], [refs])}
 
 
 def rerank_rows(

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import class_row, dict_row
 
 from pgkgrag.config import Config
 from pgkgrag.db.connections import READER, connect_app, ensure_server, tenant_transaction
@@ -73,8 +73,8 @@ def routes(conn: psycopg.Connection) -> list[str]:
 
 def cited_chunks(conn: psycopg.Connection, tenant: str, refs: list[str]) -> list[CitedChunk]:
     """The chunks the references name, in order, once each; references that do not resolve are left out."""
-    with tenant_transaction(conn, tenant):
-        return [CitedChunk(*row) for row in conn.execute(Q["cited_chunks"], [refs]).fetchall()]
+    with tenant_transaction(conn, tenant), conn.cursor(row_factory=class_row(CitedChunk)) as cur:
+        return cur.execute(Q["cited_chunks"], [refs]).fetchall()
 
 
 def search(
