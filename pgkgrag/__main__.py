@@ -1,5 +1,5 @@
 """`python -m pgkgrag`: the command line, for environments whose scripts are not on PATH."""
 
-from pgkgrag.cli import main
+from pgkgrag.cli.main import main
 
 main(prog_name="pgkgrag")

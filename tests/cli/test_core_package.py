@@ -70,3 +70,47 @@ def test_the_core_ingests_pre_extracted_jsonl_and_searches(core_python: Path, ds
     found = run("search", "What does the Auth Service depend on?", "--route", "local", dsn=dsn, python=core_python)
     assert found.returncode == 0, found.stderr
     assert "svc-auth#0" in found.stdout
+
+
+def _imports(package: Path) -> dict[str, set[str]]:
+    """Each module of the package and the package's modules it imports at module level (importing
+    a.b.c imports a.b too)."""
+    import ast
+
+    modules = {}
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.parse(path.read_text()).body:
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                targets += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+            for target in targets:
+                parts = target.split(".")
+                graph[name] |= {".".join(parts[:i]) for i in range(2, len(parts) + 1)} & set(modules) - {name}
+    return graph
+
+
+def test_the_package_is_small_modules_without_an_import_circle() -> None:
+    package = Path(__file__).resolve().parents[2] / "pgkgrag"
+    graph = _imports(package)
+    circles = []
+    for start in graph:  # a depth-first walk from each module back to itself
+        stack = [(start, [start])]
+        while stack:
+            name, path = stack.pop()
+            for target in graph[name]:
+                if target == start:
+                    circles.append(path)
+                elif target not in path:
+                    stack.append((target, [*path, target]))
+    assert circles == []
+    assert graph["pgkgrag.cli.main"] >= {"pgkgrag.cli.db", "pgkgrag.cli.search"}  # the walk sees imports
+    long = {
+        str(p.relative_to(package)): n for p in package.rglob("*.py") if (n := len(p.read_text().splitlines())) > 320
+    }
+    assert long == {}
