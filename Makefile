@@ -34,7 +34,7 @@ test-fast: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/pgkgrag demo
 
-# sql/schema.sql after a change to sql/ (tests/test_sql_files.py compares a fresh install with it)
+# sql/schema.sql after a change to sql/ (tests/schema/test_sql_files.py compares a fresh install with it)
 schema: $(STAMP)
 	$(BIN)/python tests/schema_file.py
 

@@ -201,15 +201,30 @@ SELECT 'VIEW', c.oid::pg_catalog.regclass::text FROM pg_catalog.pg_class AS c
 
 -- name: installer_drop_order
 -- The recorded objects that still exist, in the order they can be dropped: views before the
--- functions they use, and a view before the views it was created before (a later view may read an
--- earlier one: newest first).
+-- functions they use, and a view before every view it depends on (its rank: the longest chain of
+-- recorded views that depend on it, through their rewrite rules in pg_depend; 0 for one nothing
+-- depends on). Names tie the order.
+WITH RECURSIVE recorded AS (
+    SELECT r.kind, r.identity, CASE WHEN r.kind = 'VIEW' THEN pg_catalog.to_regclass(r.identity) END AS view
+      FROM pg_catalog.jsonb_to_recordset(%s::jsonb) AS r(kind text, identity text)
+), views AS (
+    SELECT v.view FROM recorded AS v JOIN pg_catalog.pg_class AS c ON c.oid = v.view AND c.relkind = 'v'
+), uses AS (  -- (dependent view, view it reads), both recorded
+    SELECT DISTINCT w.ev_class AS dependent, d.refobjid AS used
+      FROM pg_catalog.pg_depend AS d
+      JOIN pg_catalog.pg_rewrite AS w ON d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND d.objid = w.oid
+     WHERE d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.refobjid <> w.ev_class
+       AND w.ev_class IN (SELECT v.view FROM views AS v) AND d.refobjid IN (SELECT v.view FROM views AS v)
+), chain(view, depth) AS (
+    SELECT v.view, 0 FROM views AS v
+    UNION ALL
+    SELECT u.used, c.depth + 1 FROM chain AS c JOIN uses AS u ON u.dependent = c.view WHERE c.depth < 100
+)
 SELECT r.kind, r.identity
-  FROM pg_catalog.jsonb_to_recordset(%s::jsonb) AS r(kind text, identity text)
-  -- (to_regclass only on a view's name: a function's signature is no relation name, and it says so)
-  LEFT JOIN pg_catalog.pg_class AS c
-    ON c.oid = CASE WHEN r.kind = 'VIEW' THEN pg_catalog.to_regclass(r.identity) END AND c.relkind = 'v'
- WHERE r.kind <> 'VIEW' OR c.oid IS NOT NULL
- ORDER BY r.kind = 'VIEW' DESC, c.oid DESC, r.identity;
+  FROM recorded AS r
+  LEFT JOIN (SELECT c.view, max(c.depth) AS depth FROM chain AS c GROUP BY c.view) AS ranked ON ranked.view = r.view
+ WHERE r.kind <> 'VIEW' OR ranked.view IS NOT NULL
+ ORDER BY r.kind = 'VIEW' DESC, ranked.depth, r.identity;
 
 -- name: installer_drop_object
 DROP {kind} IF EXISTS {object};

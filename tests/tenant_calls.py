@@ -144,9 +144,9 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
             "SELECT kgrag.store_embeddings('entity', %s, %s, %s)",
             [entities, vectors, ["h"] * len(entities)],
         ),
-        "set_report_text": (
-            "SELECT kgrag_private.set_report_text(c, 'taken over', 'attacker') FROM unnest(%s::text[]) c",
-            [others["communities"] or ["none"]],
+        "set_report_text": (  # citing the other tenant's chunks: the citation rule is no shield here
+            "SELECT kgrag_private.set_report_text(c, 'taken over ' || %s, 'attacker') FROM unnest(%s::text[]) c",
+            [" ".join(f"[{chunk}]" for chunk in others["chunks"]) or "[none#0]", others["communities"] or ["none"]],
         ),
         "refresh_edge_ranks": ("SELECT kgrag.refresh_edge_ranks(%s)", [entities]),
         "record_ingest_failure": ("SELECT kgrag_private.record_ingest_failure(%s, 'h', 'attack')", [others["docs"][0]]),

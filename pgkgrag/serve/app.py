@@ -176,7 +176,9 @@ def create_app(dsn: str, token: str | None = None) -> FastAPI:
         except psycopg.Error as exc:
             problem = describe(exc)
             state = problem.sqlstate or ""
-            status = 403 if state == "42501" else 400 if state.startswith("22") else 500
+            # a value the client library refuses (a NUL in a text) is the request's fault too
+            bad_value = state.startswith("22") or isinstance(exc, psycopg.DataError)
+            status = 403 if state == "42501" else 400 if bad_value else 500
             raise ApiError(status, problem.message, code=problem.sqlstate) from exc
         return answer.to_json()
 

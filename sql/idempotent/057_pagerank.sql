@@ -218,6 +218,7 @@ DECLARE
     seed_ids text[] := kgrag.resolve_entities(COALESCE(seeds, '{}'));
     given_chunks text[] := seed_chunks;  -- paired with chunk_weights
     graph record;
+    mass double precision[];
 BEGIN
     PERFORM kgrag_private.check_pagerank_args(d, h, degree_cap, seeds, seed_weights, seed_chunks, chunk_weights);
     deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
@@ -241,11 +242,12 @@ BEGIN
     IF COALESCE(cardinality(graph.nodes), 0) = 0 OR (SELECT sum(r) FROM unnest(graph.reset) AS r) <= 0 THEN
         RETURN;
     END IF;
+    -- computed apart: inside unnest() the planner would run it once more to estimate the rows
+    mass := kgrag_private.power_iteration(graph.reset, graph.esrc, graph.edst, graph.eprob, d, deadline, budget_ms);
     RETURN QUERY
     SELECT CASE WHEN left(z.key, 1) = 'e' THEN 'entity' ELSE 'chunk' END, substr(z.key, 2), z.m,
            (row_number() OVER (PARTITION BY left(z.key, 1) ORDER BY z.m DESC, substr(z.key, 2) COLLATE "C"))::integer
-      FROM unnest(graph.nodes, kgrag_private.power_iteration(graph.reset, graph.esrc, graph.edst, graph.eprob, d,
-                                                             deadline, budget_ms)) AS z(key, m)
+      FROM unnest(graph.nodes, mass) AS z(key, m)
      ORDER BY left(z.key, 1) DESC, z.m DESC, substr(z.key, 2) COLLATE "C";
 END
 $$;

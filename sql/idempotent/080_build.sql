@@ -270,14 +270,15 @@ AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
     template text;
-    cited text[] := ARRAY(SELECT DISTINCT m[1] FROM regexp_matches(COALESCE(report, ''), '\[([^\[\]\s]+#\d+)\]', 'g') AS m);
+    summary text := regexp_replace(COALESCE(report, ''), '^\s+|\s+$', '', 'g');  -- spaces, newlines, tabs
+    cited text[] := ARRAY(SELECT DISTINCT m[1] FROM regexp_matches(summary, '\[([^\[\]\s]+#\d+)\]', 'g') AS m);
 BEGIN
     SELECT r.report INTO template FROM kgrag.community_report AS r
      WHERE r.tenant_id = t AND r.community_id = set_report_text.community_id AND r.generator = 'template'
        FOR UPDATE;
     IF NOT FOUND THEN
         RETURN 'no template report to replace';
-    ELSIF btrim(COALESCE(report, '')) = '' THEN
+    ELSIF summary = '' THEN
         RETURN 'empty summary';
     ELSIF cardinality(cited) = 0 THEN
         RETURN 'summary cites no chunk';
@@ -286,7 +287,7 @@ BEGIN
         RETURN 'summary cites a chunk the report does not';
     END IF;
     UPDATE kgrag.community_report AS r
-       SET report = btrim(set_report_text.report), generator = set_report_text.generator, embedding = NULL
+       SET report = summary, generator = set_report_text.generator, embedding = NULL
      WHERE r.tenant_id = t AND r.community_id = set_report_text.community_id;
     RETURN NULL;
 END

@@ -47,14 +47,19 @@ COMMENT ON FUNCTION kgrag_private.linked_seeds(text, integer) IS
 
 CREATE OR REPLACE FUNCTION kgrag_private.matching_rule(route text, folded_question text)
 RETURNS TABLE (rule_id text, description text)
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value (router_rule is a reference table on Citus)
+BEGIN
+    RETURN QUERY
     SELECT r.rule_id, r.description
       FROM (SELECT DISTINCT ON (rr.rule_id) rr.* FROM kgrag.router_rule AS rr
-             WHERE rr.tenant_id IN ('*', kgrag.current_tenant()) ORDER BY rr.rule_id, (rr.tenant_id = '*')) AS r
+             WHERE rr.tenant_id IN ('*', t) ORDER BY rr.rule_id, (rr.tenant_id = '*')) AS r
      WHERE r.enabled AND r.route = matching_rule.route AND folded_question ~* r.pattern
-     ORDER BY r.rule_id LIMIT 1
+     ORDER BY r.rule_id LIMIT 1;
+END
 $$;
 COMMENT ON FUNCTION kgrag_private.matching_rule(text, text) IS
 'Private. Returns the first enabled kgrag.router_rule of a route (by rule_id; a tenant''s rule in place of the default of the same id) whose pattern the folded question matches: (rule_id, description), or no row.';

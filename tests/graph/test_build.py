@@ -174,7 +174,7 @@ def test_a_rewritten_report_keeps_to_its_templates_evidence(conn: psycopg.Connec
     def rewrite(text: str, community_id: str = community) -> str | None:
         return q(conn, "SELECT kgrag_private.set_report_text(%s, %s, 'llm:test')", community_id, text)[0][0]
 
-    assert rewrite("   ") == "empty summary"
+    assert rewrite("   ") == rewrite("\n\t \n") == "empty summary"
     assert rewrite("It is about the gateway.") == "summary cites no chunk"
     assert rewrite(f"It is about the gateway [{cited}] and more [nowhere#9].") == (
         "summary cites a chunk the report does not"
@@ -183,7 +183,7 @@ def test_a_rewritten_report_keeps_to_its_templates_evidence(conn: psycopg.Connec
     assert q(conn, "SELECT report, generator FROM kgrag.community_report WHERE community_id = %s", community) == [
         (template, "template")
     ]
-    assert rewrite(f"  It is about the gateway [{cited}].  ") is None
+    assert rewrite(f"\n  It is about the gateway [{cited}].\n\n") is None  # stored without the spaces around
     assert q(conn, "SELECT report, generator FROM kgrag.community_report WHERE community_id = %s", community) == [
         (f"It is about the gateway [{cited}].", "llm:test")
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from conftest import REPO, Server
 from pgkgrag import migrations
 from pgkgrag.db import installer, schema_version
 from pgkgrag.errors import KgragError
+from pgkgrag.queries import Q
 
 
 def _revisions() -> list[str]:
@@ -396,3 +398,25 @@ def test_revision_0029_indexes_the_documents_languages(empty_dsn: str) -> None:
     migrations.downgrade(empty_dsn, "0028")
     with psycopg.connect(empty_dsn) as conn:
         assert conn.execute(index).fetchall() == []
+
+
+def test_views_are_dropped_before_the_views_they_read(admin: psycopg.Connection) -> None:
+    """A view made to read a view created after it (a later release does that, and so does an oid
+    counter that wrapped around) is still dropped first: the order comes from the dependencies."""
+    admin.execute("CREATE VIEW kgrag.ab_reader AS SELECT 1 AS x")
+    admin.execute("CREATE VIEW kgrag_private.ab_read AS SELECT 2 AS x")
+    admin.execute("CREATE OR REPLACE VIEW kgrag.ab_reader AS SELECT x FROM kgrag_private.ab_read")
+    recorded = [
+        {"kind": "FUNCTION", "identity": "kgrag.gone_long_ago(text)"},
+        {"kind": "VIEW", "identity": "kgrag_private.ab_read"},
+        {"kind": "VIEW", "identity": "kgrag.ab_reader"},
+        {"kind": "VIEW", "identity": "kgrag.no_such_view"},
+    ]
+    order = admin.execute(Q["installer_drop_order"], [json.dumps(recorded)]).fetchall()
+    assert order == [
+        ("VIEW", "kgrag.ab_reader"),
+        ("VIEW", "kgrag_private.ab_read"),
+        ("FUNCTION", "kgrag.gone_long_ago(text)"),
+    ]
+    for kind, identity in order[:2]:
+        admin.execute(f"DROP {kind} {identity}")  # each in turn, no CASCADE: it succeeds

@@ -107,7 +107,7 @@ class KeyphraseExtractor:
 
     def fingerprint(self) -> str:
         settings = f"{metadata.version('yake')}:{KEYPHRASES_PER_DOCUMENT}:{NAME_MAX_WORDS}"
-        return "keyphrases:v2:" + hashlib.sha256(settings.encode()).hexdigest()[:12]
+        return "keyphrases:v3:" + hashlib.sha256(settings.encode()).hexdigest()[:12]
 
     @staticmethod
     @functools.cache
