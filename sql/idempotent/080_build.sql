@@ -142,10 +142,6 @@ BEGIN
     WITH todo AS (
         SELECT e.entity_id, e.name FROM kgrag.entity AS e
          WHERE e.tenant_id = t AND (e.answer IS NULL OR e.answer_stale)
-    ), names AS (
-        SELECT td.entity_id, ' ' || a.alias_fold || ' ' AS needle
-          FROM todo AS td JOIN kgrag.alias AS a ON a.tenant_id = t AND a.entity_id = td.entity_id
-         WHERE a.alias_fold <> ''
     ), chunks AS (
         SELECT x.*, row_number() OVER (PARTITION BY x.entity_id ORDER BY x.own DESC, x.chunk_id COLLATE "C") AS preference
           FROM (SELECT td.entity_id, c.chunk_id, c.content_hash, c.text,
@@ -155,13 +151,21 @@ BEGIN
                   JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = td.entity_id
                   JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = m.chunk_id
                   JOIN kgrag.document AS d ON d.tenant_id = t AND d.doc_id = c.doc_id) AS x
+    ), chunk_sentences AS MATERIALIZED (
+        -- each chunk's sentences split and folded once, however many entities it cites
+        SELECT u.chunk_id, s.pos, btrim(s.sentence) AS sentence, ' ' || kgrag.canonical_name(s.sentence) || ' ' AS folded
+          FROM (SELECT DISTINCT ch.chunk_id, ch.text FROM chunks AS ch WHERE ch.preference <= 20) AS u
+         CROSS JOIN LATERAL regexp_split_to_table(u.text, '(?<=[.!?])\s+') WITH ORDINALITY AS s(sentence, pos)
+         WHERE btrim(s.sentence) <> ''
     ), sentences AS (
-        SELECT ch.entity_id, ch.chunk_id, ch.content_hash, ch.own, ch.preference, s.pos, btrim(s.sentence) AS sentence,
-               EXISTS (SELECT 1 FROM names AS nm WHERE nm.entity_id = ch.entity_id
-                          AND strpos(' ' || kgrag.canonical_name(s.sentence) || ' ', nm.needle) > 0) AS names_it
+        SELECT ch.entity_id, ch.chunk_id, ch.content_hash, ch.own, ch.preference, cs.pos, cs.sentence,
+               -- (on the alias index: a subquery over a CTE of the entities scans all of them per row)
+               EXISTS (SELECT 1 FROM kgrag.alias AS a
+                        WHERE a.tenant_id = t AND a.entity_id = ch.entity_id AND a.alias_fold <> ''
+                          AND strpos(cs.folded, ' ' || a.alias_fold || ' ') > 0) AS names_it
           FROM chunks AS ch
-         CROSS JOIN LATERAL regexp_split_to_table(ch.text, '(?<=[.!?])\s+') WITH ORDINALITY AS s(sentence, pos)
-         WHERE ch.preference <= 20 AND btrim(s.sentence) <> ''
+          JOIN chunk_sentences AS cs ON cs.chunk_id = ch.chunk_id
+         WHERE ch.preference <= 20
     ), best AS (
         SELECT DISTINCT ON (x.entity_id) x.entity_id, x.chunk_id, x.content_hash, x.sentence
           FROM sentences AS x
@@ -213,22 +217,28 @@ BEGIN
           JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = cm.entity_id
          WHERE cm.tenant_id = t
          GROUP BY cm.community_id
+    ), typed AS MATERIALIZED (
+        -- the typed edges with each community of their source, first: joined the other way round
+        -- (every pair of members of a community, then its edge) a big community costs the square
+        -- of its size, and right after the communities are replaced the planner knows no sizes
+        SELECT cm.community_id, g.src, g.dst, g.rel, g.weight, g.evidence_quote, g.evidence_chunk_id
+          FROM kgrag.edge AS g
+          JOIN kgrag.community_member AS cm ON cm.tenant_id = t AND cm.entity_id = g.src
+         WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS'
     ), relations AS (
-        SELECT cm.community_id,
+        SELECT g.community_id,
                string_agg('- ' || s.name || ' ' || g.rel || ' ' || d.name
                           || COALESCE(': "' || g.evidence_quote || '"', '')
                           || COALESCE(' [' || g.evidence_chunk_id || ']', ''),
                           -- a total order: the same graph writes the same report, whatever the history
                           E'\n' ORDER BY g.weight DESC, s.name COLLATE "C", d.name COLLATE "C", g.rel COLLATE "C",
                                         g.src COLLATE "C", g.dst COLLATE "C") AS lines
-          FROM kgrag.community_member AS cm
-          JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = cm.entity_id AND g.rel <> 'CO_OCCURS'
-          JOIN kgrag.community_member AS cd ON cd.tenant_id = t AND cd.community_id = cm.community_id
-                                           AND cd.entity_id = g.dst
+          FROM typed AS g
           JOIN kgrag.entity AS s ON s.tenant_id = t AND s.entity_id = g.src
           JOIN kgrag.entity AS d ON d.tenant_id = t AND d.entity_id = g.dst
-         WHERE cm.tenant_id = t
-         GROUP BY cm.community_id
+         WHERE EXISTS (SELECT 1 FROM kgrag.community_member AS cd
+                        WHERE cd.tenant_id = t AND cd.community_id = g.community_id AND cd.entity_id = g.dst)
+         GROUP BY g.community_id
     )
     SELECT c.community_id, c.title, c.weight, ev.chunk_ids,
            c.title || E'\n' || sj.n || ' subjects, cited by ' || c.weight || ' documents.' || E'\n'
