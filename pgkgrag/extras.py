@@ -14,6 +14,7 @@ EXTRAS = {
     "graph": "community detection, hierarchical Leiden (graspologic-native), and the neighbourhood picture (igraph)",
     "llm": "OpenAI-compatible endpoints: the LLM extractor and reports, the openai embedder (httpx)",
     "server": "`pgkgrag serve` (FastAPI, uvicorn)",
+    "documents": "the readers of PDF, HTML and DOCX files (pypdfium2, selectolax, python-docx)",
 }
 
 

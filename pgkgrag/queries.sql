@@ -266,7 +266,10 @@ SELECT kgrag_private.chunk_texts_with_vectors(%s);
 SELECT kgrag.setting('chunk_max_chars')::integer AS chunk_max_chars,
        kgrag.setting('chunk_min_chars')::integer AS chunk_min_chars,
        kgrag.setting('chunk_overlap_chars')::integer AS chunk_overlap,
-       kgrag.setting('max_document_mb')::float8 AS max_document_mb;
+       kgrag.setting('max_document_mb')::float8 AS max_document_mb,
+       kgrag.setting('max_file_mb')::float8 AS max_file_mb,
+       kgrag.setting('reader_timeout_s')::float8 AS reader_timeout_s,
+       kgrag.setting('reader_memory_mb')::float8 AS reader_memory_mb;
 
 -- name: text_search_configs
 -- The text search configuration each language stands for (NULL: unknown), in the order given.
@@ -369,7 +372,7 @@ SELECT route, reason, COALESCE(reports, '{}') AS reports FROM kgrag.last_search(
 SELECT kgrag.context(%s, %s, %s, %s, %s, %s::jsonb);
 
 -- name: cited_chunks
-SELECT chunk_id, doc_id, title, text FROM kgrag.cited_chunks(%s);
+SELECT chunk_id, doc_id, title, text, page, headings FROM kgrag.cited_chunks(%s);
 
 -- name: reranker
 SELECT url, api, model, timeout_ms, candidates FROM kgrag.reranker();
@@ -395,7 +398,7 @@ SELECT body, chunk_ids FROM kgrag.report_context(%s, %s);
 
 -- name: check_citations
 -- cited chunk ids, the chunk ids sent.
-SELECT chunk_id, status, doc_id, title, quote FROM kgrag.check_citations(%s, %s);
+SELECT chunk_id, status, doc_id, title, quote, page, headings, source FROM kgrag.check_citations(%s, %s);
 
 -- name: log_answer
 SELECT kgrag.log_answer(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s);

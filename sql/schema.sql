@@ -119,7 +119,7 @@ COMMENT ON FUNCTION kgrag.capitalized_words(content text) IS 'Returns the words 
 -- Name: check_citations(text[], text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag.check_citations(cited text[], sent text[]) RETURNS TABLE(chunk_id text, status text, doc_id text, title text, quote text)
+CREATE FUNCTION kgrag.check_citations(cited text[], sent text[]) RETURNS TABLE(chunk_id text, status text, doc_id text, title text, quote text, page integer, headings text[], source text)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -138,7 +138,8 @@ BEGIN
            CASE WHEN c.chunk_id IS NULL THEN 'unknown'
                 WHEN x.id <> ALL (sent) THEN 'not sent'
                 ELSE 'ok' END,
-           c.doc_id, d.title, left(c.text, 300)
+           c.doc_id, d.title, left(c.text, 300), c.page, c.headings,
+           CASE WHEN c.chunk_id IS NOT NULL THEN kgrag.source_tag(c.doc_id, c.page, c.headings) END
       FROM (SELECT u.id, min(u.o) AS o FROM unnest(cited) WITH ORDINALITY AS u(id, o)
              WHERE u.id IS NOT NULL GROUP BY u.id) AS x
       LEFT JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = x.id
@@ -153,7 +154,7 @@ ALTER FUNCTION kgrag.check_citations(cited text[], sent text[]) OWNER TO <owner>
 -- Name: FUNCTION check_citations(cited text[], sent text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.check_citations(cited text[], sent text[]) IS 'Returns, for each chunk id an answer cites (once each, in order), whether it may stay: status ok (a chunk of the current tenant that was in the context sent, the ids in sent), not sent (a real chunk the answer was not given) or unknown (no chunk of the tenant: a typo, a report id, another tenant''s chunk); with its document, title and a quote (its first 300 characters) when it is a chunk. An answer keeps only ok citations. At most 1,000 citations against 10,000 chunks.';
+COMMENT ON FUNCTION kgrag.check_citations(cited text[], sent text[]) IS 'Returns, for each chunk id an answer cites (once each, in order), whether it may stay: status ok (a chunk of the current tenant that was in the context sent, the ids in sent), not sent (a real chunk the answer was not given) or unknown (no chunk of the tenant: a typo, a report id, another tenant''s chunk); with its document, title, a quote (its first 300 characters), its page and headings and how an answer names its source (kgrag.source_tag: "handbook.pdf p.3 § On call") when it is a chunk. An answer keeps only ok citations, tagged [source | chunk_id]. At most 1,000 citations against 10,000 chunks.';
 
 --
 -- Name: check_embedding(public.vector); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -213,7 +214,7 @@ COMMENT ON FUNCTION kgrag.citations_resolvable(refs text[]) IS 'Returns true whe
 -- Name: cited_chunks(text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag.cited_chunks(refs text[]) RETURNS TABLE(chunk_id text, doc_id text, title text, text text)
+CREATE FUNCTION kgrag.cited_chunks(refs text[]) RETURNS TABLE(chunk_id text, doc_id text, title text, text text, page integer, headings text[])
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -221,7 +222,7 @@ DECLARE
     t text := kgrag.current_tenant();
 BEGIN
     RETURN QUERY
-    SELECT c.chunk_id, c.doc_id, d.title, c.text
+    SELECT c.chunk_id, c.doc_id, d.title, c.text, c.page, c.headings
       FROM (SELECT r.id, min(r.o) AS o FROM unnest(refs) WITH ORDINALITY AS r(id, o) GROUP BY r.id) AS x
       JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = x.id
       JOIN kgrag.document AS d ON d.tenant_id = t AND d.doc_id = c.doc_id
@@ -235,7 +236,7 @@ ALTER FUNCTION kgrag.cited_chunks(refs text[]) OWNER TO <owner>;
 -- Name: FUNCTION cited_chunks(refs text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.cited_chunks(refs text[]) IS 'Returns the chunks the references name, in the order given, once each: (chunk_id, doc_id, title of the document, text). References that do not resolve are left out (see kgrag.citations_resolvable).';
+COMMENT ON FUNCTION kgrag.cited_chunks(refs text[]) IS 'Returns the chunks the references name, in the order given, once each: (chunk_id, doc_id, title of the document, text, page, headings): the page the chunk starts on (a PDF''s, 1-based; NULL elsewhere) and the headings above it in its source. References that do not resolve are left out (see kgrag.citations_resolvable).';
 
 --
 -- Name: context(public.vector, text, text, integer, integer, jsonb); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -284,7 +285,7 @@ BEGIN
         IF r.kind = 'chunk' THEN
             CONTINUE WHEN r.ref_id = ANY (seen);
             seen := seen || r.ref_id;
-            SELECT format('[%s | %s] %s%s', c.doc_id, c.chunk_id,
+            SELECT format('[%s | %s] %s%s', kgrag.source_tag(c.doc_id, c.page, c.headings), c.chunk_id,
                           CASE WHEN r.source = 'neighbour'
                                THEN format('(neighbour %s %s) ', r.payload ->> 'side', r.payload ->> 'neighbour_of') END,
                           c.text) INTO candidate
@@ -335,7 +336,7 @@ ALTER FUNCTION kgrag.context_blocks(question_vec public.vector, route text, ques
 -- Name: FUNCTION context_blocks(question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.context_blocks(question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb) IS 'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path, and chunks tagged [doc_id | chunk_id], each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
+COMMENT ON FUNCTION kgrag.context_blocks(question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb) IS 'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path, and chunks tagged [source | chunk_id] (kgrag.source_tag: the document, and the page and headings where the chunk has them), each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
 
 --
 -- Name: current_tenant(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -567,8 +568,8 @@ BEGIN
          ORDER BY e.entity_id COLLATE "C" LIMIT max_rows;
     ELSE
         RETURN QUERY
-        SELECT r.community_id, r.report, md5(r.report)
-          FROM kgrag.community_report AS r
+        SELECT r.community_id, x.body, md5(x.body)
+          FROM kgrag.community_report AS r CROSS JOIN LATERAL (SELECT kgrag.report_embedding_text(r.report)) AS x(body)
          WHERE r.tenant_id = t AND r.embedding IS NULL AND (after IS NULL OR r.community_id COLLATE "C" > after)
          ORDER BY r.community_id COLLATE "C" LIMIT max_rows;
     END IF;
@@ -581,7 +582,7 @@ ALTER FUNCTION kgrag.embedding_todo(kind text, after text, max_rows integer) OWN
 -- Name: FUNCTION embedding_todo(kind text, after text, max_rows integer); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.embedding_todo(kind text, after text, max_rows integer) IS 'Returns up to max_rows (1..10000) entities (kind ''entity'') or community reports (kind ''report'') of the current tenant that have no embedding, after the id `after` in C order: (ref_id, body = the text to embed, body_hash = md5 of it, for kgrag.store_embeddings).';
+COMMENT ON FUNCTION kgrag.embedding_todo(kind text, after text, max_rows integer) IS 'Returns up to max_rows (1..10000) entities (kind ''entity'') or community reports (kind ''report'') of the current tenant that have no embedding, after the id `after` in C order: (ref_id, body = the text to embed: kgrag.embedding_text of an entity, kgrag.report_embedding_text of a report; body_hash = md5 of it, for kgrag.store_embeddings).';
 
 --
 -- Name: entity_key(text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1348,7 +1349,7 @@ BEGIN
     END IF;
     chunk_ids := '{}';
     FOR c IN SELECT * FROM kgrag.cited_chunks(cited) LOOP  -- in the report's order, real chunks only
-        block := format('[%s | %s] %s', c.doc_id, c.chunk_id, c.text);
+        block := format('[%s | %s] %s', kgrag.source_tag(c.doc_id, c.page, c.headings), c.chunk_id, c.text);
         EXIT WHEN used + length(block) > max_chars;
         used := used + length(block);
         body := body || E'\n\n' || block;
@@ -1364,7 +1365,30 @@ ALTER FUNCTION kgrag.report_context(community_id text, max_chars integer) OWNER 
 -- Name: FUNCTION report_context(community_id text, max_chars integer); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.report_context(community_id text, max_chars integer) IS 'Returns the context one map step of a global answer reads: (body, chunk_ids) = the community''s report tagged [map community_id], then the chunks it cites, in its order, each tagged [doc_id | chunk_id], while they fit in max_chars (the report aside; 1..1,000,000), and the ids of those chunks (what its citations may name, see kgrag.check_citations). No row for a community without a report or with a stale one.';
+COMMENT ON FUNCTION kgrag.report_context(community_id text, max_chars integer) IS 'Returns the context one map step of a global answer reads: (body, chunk_ids) = the community''s report tagged [map community_id], then the chunks it cites, in its order, each tagged [source | chunk_id] (kgrag.source_tag: the document, page and headings), while they fit in max_chars (the report aside; 1..1,000,000), and the ids of those chunks (what its citations may name, see kgrag.check_citations). No row for a community without a report or with a stale one.';
+
+--
+-- Name: report_embedding_text(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.report_embedding_text(report text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- a report opens with its title and its subjects, strongest first: a long one's vector is of
+    -- that head (a sentence encoder's vector of a list of hundreds of subjects names none of them,
+    -- and costs in proportion to the text: the longest template reports hold 100,000s of
+    -- characters); a report of a community of a few dozen members is embedded whole
+    SELECT left(report, 4000)
+$$;
+
+ALTER FUNCTION kgrag.report_embedding_text(report text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION report_embedding_text(report text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.report_embedding_text(report text) IS 'Returns the text a community report is embedded from: its first 4,000 characters: the whole of a report of a community of a few dozen members, the head of a longer one (its title, its size and its strongest subjects with what the corpus says of each).';
 
 --
 -- Name: reranker(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1827,6 +1851,28 @@ ALTER FUNCTION kgrag.setting(setting_key text) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag.setting(setting_key text) IS 'Returns the jsonb value of a setting for the current tenant: the tenant''s own row when there is one, else the default row (tenant ''*''); NULL when the key is unknown.';
 
 --
+-- Name: source_tag(text, integer, text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.source_tag(doc_id text, page integer DEFAULT NULL::integer, headings text[] DEFAULT '{}'::text[]) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- brackets and bars would end the tag an answer cites ([source | chunk_id]): they become ( ) /
+    SELECT translate(doc_id || COALESCE(' p.' || page, '')
+                     || CASE WHEN cardinality(headings) > 0 THEN ' § ' || array_to_string(headings, ' > ') ELSE '' END,
+                     '[]|', '()/')
+$$;
+
+ALTER FUNCTION kgrag.source_tag(doc_id text, page integer, headings text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION source_tag(doc_id text, page integer, headings text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.source_tag(doc_id text, page integer, headings text[]) IS 'Returns how a chunk''s source is named in the context an LLM gets and in the answers that cite it: the document id, then " p.N" where the chunk has a page (a PDF''s physical page, 1-based), then " § " and its headings joined by " > " where it has some ("handbook.pdf p.3 § On call > Escalation"), brackets and bars replaced. The context tags a chunk [source_tag | chunk_id].';
+
+--
 -- Name: squash(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -1880,7 +1926,7 @@ BEGIN
     ELSE
         UPDATE kgrag.community_report AS r SET embedding = u.v
           FROM unnest(ids, vectors, text_hashes) AS u(id, v, h)
-         WHERE r.tenant_id = t AND r.community_id = u.id AND md5(r.report) = u.h;
+         WHERE r.tenant_id = t AND r.community_id = u.id AND md5(kgrag.report_embedding_text(r.report)) = u.h;
     END IF;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -2082,7 +2128,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0030'::text$$;
+    AS $$SELECT '0031'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -2191,9 +2237,9 @@ BEGIN
     DELETE FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (docs);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (docs);
     INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, title, text, content_hash,
-                             lang, embedding)
+                             lang, embedding, page, headings)
     SELECT t, s.doc_id || '#' || s.ordinal, s.doc_id, s.ordinal, s.char_start, s.char_end, s.title, s.text,
-           s.content_hash, d.lang::regconfig, s.embedding
+           s.content_hash, d.lang::regconfig, s.embedding, s.page, s.headings
       FROM pg_temp.kgrag_stage_chunk AS s JOIN pg_temp.kgrag_stage_document AS d USING (doc_id)
      ORDER BY s.doc_id COLLATE "C", s.ordinal
     -- no row conflicts (the documents' chunks were deleted above): the clause makes Citus write
@@ -2628,6 +2674,26 @@ ALTER FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question te
 --
 
 COMMENT ON FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question text, k integer, opts jsonb) IS 'Private. Returns {"vector": [...], "lexical": [...]}: the chunk ids of vector search above the similarity floor and of lexical search above the coverage floor, best first (a list is empty when its input, the vector or the text, is NULL).';
+
+--
+-- Name: chunk_place(integer, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.chunk_place(page integer, headings text[]) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT jsonb_strip_nulls(jsonb_build_object(
+        'page', page, 'headings', CASE WHEN cardinality(headings) > 0 THEN to_jsonb(headings) END))
+$$;
+
+ALTER FUNCTION kgrag_private.chunk_place(page integer, headings text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION chunk_place(page integer, headings text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.chunk_place(page integer, headings text[]) IS 'Private. Returns the page and headings of a chunk as the payload of a search row carries them: {"page": N, "headings": [...]}, each only where the chunk has it ({} for a chunk of a source without pages or headings).';
 
 --
 -- Name: chunk_texts_with_vectors(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3200,7 +3266,7 @@ BEGIN
     -- other list ranked it best.
     SELECT NULL::integer, f.ref_id, 'chunk', COALESCE(b.source, 'graph'), f.score, NULL, NULL,
            jsonb_build_object('ranks', f.ranks, 'evidence_refs', jsonb_build_array(f.ref_id),
-                              'doc_id', c.doc_id, 'title', c.title)
+                              'doc_id', c.doc_id, 'title', c.title) || kgrag_private.chunk_place(c.page, c.headings)
       FROM (SELECT r.* FROM kgrag.rrf(lists, (opts ->> 'rrf_k')::integer,
                                       jsonb_build_object('graph', (opts ->> 'graph_weight')::float8,
                                                          'pagerank', (opts ->> 'graph_weight')::float8)) AS r
@@ -3391,7 +3457,7 @@ BEGIN
     RETURN QUERY
     SELECT NULL::integer, x.chunk_id, 'chunk', 'community', x.score, NULL::text, NULL::text,
            jsonb_build_object('via', x.community_id, 'evidence_refs', jsonb_build_array(x.chunk_id),
-                              'doc_id', ch.doc_id, 'title', ch.title)
+                              'doc_id', ch.doc_id, 'title', ch.title) || kgrag_private.chunk_place(ch.page, ch.headings)
       FROM (SELECT DISTINCT ON (e.id) e.id AS chunk_id, m.community_id, m.score, m.position, e.o
               FROM jsonb_to_recordset(maps) AS m(community_id text, score float8, position integer)
               JOIN kgrag.community_report AS r ON r.tenant_id = t AND r.community_id = m.community_id
@@ -4579,10 +4645,6 @@ BEGIN
     WITH todo AS (
         SELECT e.entity_id, e.name FROM kgrag.entity AS e
          WHERE e.tenant_id = t AND (e.answer IS NULL OR e.answer_stale)
-    ), names AS (
-        SELECT td.entity_id, ' ' || a.alias_fold || ' ' AS needle
-          FROM todo AS td JOIN kgrag.alias AS a ON a.tenant_id = t AND a.entity_id = td.entity_id
-         WHERE a.alias_fold <> ''
     ), chunks AS (
         SELECT x.*, row_number() OVER (PARTITION BY x.entity_id ORDER BY x.own DESC, x.chunk_id COLLATE "C") AS preference
           FROM (SELECT td.entity_id, c.chunk_id, c.content_hash, c.text,
@@ -4592,13 +4654,21 @@ BEGIN
                   JOIN kgrag.mention AS m ON m.tenant_id = t AND m.entity_id = td.entity_id
                   JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = m.chunk_id
                   JOIN kgrag.document AS d ON d.tenant_id = t AND d.doc_id = c.doc_id) AS x
+    ), chunk_sentences AS MATERIALIZED (
+        -- each chunk's sentences split and folded once, however many entities it cites
+        SELECT u.chunk_id, s.pos, btrim(s.sentence) AS sentence, ' ' || kgrag.canonical_name(s.sentence) || ' ' AS folded
+          FROM (SELECT DISTINCT ch.chunk_id, ch.text FROM chunks AS ch WHERE ch.preference <= 20) AS u
+         CROSS JOIN LATERAL regexp_split_to_table(u.text, '(?<=[.!?])\s+') WITH ORDINALITY AS s(sentence, pos)
+         WHERE btrim(s.sentence) <> ''
     ), sentences AS (
-        SELECT ch.entity_id, ch.chunk_id, ch.content_hash, ch.own, ch.preference, s.pos, btrim(s.sentence) AS sentence,
-               EXISTS (SELECT 1 FROM names AS nm WHERE nm.entity_id = ch.entity_id
-                          AND strpos(' ' || kgrag.canonical_name(s.sentence) || ' ', nm.needle) > 0) AS names_it
+        SELECT ch.entity_id, ch.chunk_id, ch.content_hash, ch.own, ch.preference, cs.pos, cs.sentence,
+               -- (on the alias index: a subquery over a CTE of the entities scans all of them per row)
+               EXISTS (SELECT 1 FROM kgrag.alias AS a
+                        WHERE a.tenant_id = t AND a.entity_id = ch.entity_id AND a.alias_fold <> ''
+                          AND strpos(cs.folded, ' ' || a.alias_fold || ' ') > 0) AS names_it
           FROM chunks AS ch
-         CROSS JOIN LATERAL regexp_split_to_table(ch.text, '(?<=[.!?])\s+') WITH ORDINALITY AS s(sentence, pos)
-         WHERE ch.preference <= 20 AND btrim(s.sentence) <> ''
+          JOIN chunk_sentences AS cs ON cs.chunk_id = ch.chunk_id
+         WHERE ch.preference <= 20
     ), best AS (
         SELECT DISTINCT ON (x.entity_id) x.entity_id, x.chunk_id, x.content_hash, x.sentence
           FROM sentences AS x
@@ -4753,22 +4823,28 @@ BEGIN
           JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = cm.entity_id
          WHERE cm.tenant_id = t
          GROUP BY cm.community_id
+    ), typed AS MATERIALIZED (
+        -- the typed edges with each community of their source, first: joined the other way round
+        -- (every pair of members of a community, then its edge) a big community costs the square
+        -- of its size, and right after the communities are replaced the planner knows no sizes
+        SELECT cm.community_id, g.src, g.dst, g.rel, g.weight, g.evidence_quote, g.evidence_chunk_id
+          FROM kgrag.edge AS g
+          JOIN kgrag.community_member AS cm ON cm.tenant_id = t AND cm.entity_id = g.src
+         WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS'
     ), relations AS (
-        SELECT cm.community_id,
+        SELECT g.community_id,
                string_agg('- ' || s.name || ' ' || g.rel || ' ' || d.name
                           || COALESCE(': "' || g.evidence_quote || '"', '')
                           || COALESCE(' [' || g.evidence_chunk_id || ']', ''),
                           -- a total order: the same graph writes the same report, whatever the history
                           E'\n' ORDER BY g.weight DESC, s.name COLLATE "C", d.name COLLATE "C", g.rel COLLATE "C",
                                         g.src COLLATE "C", g.dst COLLATE "C") AS lines
-          FROM kgrag.community_member AS cm
-          JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = cm.entity_id AND g.rel <> 'CO_OCCURS'
-          JOIN kgrag.community_member AS cd ON cd.tenant_id = t AND cd.community_id = cm.community_id
-                                           AND cd.entity_id = g.dst
+          FROM typed AS g
           JOIN kgrag.entity AS s ON s.tenant_id = t AND s.entity_id = g.src
           JOIN kgrag.entity AS d ON d.tenant_id = t AND d.entity_id = g.dst
-         WHERE cm.tenant_id = t
-         GROUP BY cm.community_id
+         WHERE EXISTS (SELECT 1 FROM kgrag.community_member AS cd
+                        WHERE cd.tenant_id = t AND cd.community_id = g.community_id AND cd.entity_id = g.dst)
+         GROUP BY g.community_id
     )
     SELECT c.community_id, c.title, c.weight, ev.chunk_ids,
            c.title || E'\n' || sj.n || ' subjects, cited by ' || c.weight || ' documents.' || E'\n'
@@ -5501,6 +5577,7 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_chunk (
         doc_id text NOT NULL, ordinal integer NOT NULL, char_start integer NOT NULL, char_end integer NOT NULL,
         title text NOT NULL DEFAULT '', text text NOT NULL, content_hash text NOT NULL, embedding vector,
+        page integer, headings text[] NOT NULL DEFAULT '{}',
         PRIMARY KEY (doc_id, ordinal)
     ) ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_entity (
@@ -6003,7 +6080,8 @@ BEGIN
         SELECT x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason, x.payload, x.o
           FROM unnest(given_rows) WITH ORDINALITY AS x(rank, ref_id, kind, source, score, route, reason, payload, o)
     ), near AS (
-        SELECT DISTINCT ON (n.chunk_id) n.chunk_id, n.doc_id, n.title, g.ref_id AS neighbour_of, g.score, g.o,
+        SELECT DISTINCT ON (n.chunk_id) n.chunk_id, n.doc_id, n.title, n.page, n.headings, g.ref_id AS neighbour_of,
+               g.score, g.o,
                side.name AS side, side.o AS side_o
           FROM given AS g
           JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = g.ref_id
@@ -6020,7 +6098,7 @@ BEGIN
             SELECT NULL, n.chunk_id, 'chunk', 'neighbour', n.score, NULL, NULL,
                    jsonb_build_object('neighbour_of', n.neighbour_of, 'side', n.side,
                                       'evidence_refs', jsonb_build_array(n.chunk_id), 'doc_id', n.doc_id,
-                                      'title', n.title),
+                                      'title', n.title) || kgrag_private.chunk_place(n.page, n.headings),
                    n.o, n.side_o
               FROM near AS n) AS u
      ORDER BY u.o, u.side_o;
@@ -6226,9 +6304,13 @@ CREATE TABLE kgrag.chunk (
 '::text) || text)) || to_tsvector(lang, kgrag.fold(((title || '
 '::text) || text))))) STORED,
     embedding public.vector(512),
+    page integer,
+    headings text[] DEFAULT '{}'::text[] NOT NULL,
     CONSTRAINT chunk_check CHECK ((chunk_id = ((doc_id || '#'::text) || ordinal))),
     CONSTRAINT chunk_check1 CHECK (((char_start >= 0) AND (char_end >= char_start))),
-    CONSTRAINT chunk_ordinal_check CHECK ((ordinal >= 0))
+    CONSTRAINT chunk_headings_check CHECK ((cardinality(headings) <= 12)),
+    CONSTRAINT chunk_ordinal_check CHECK ((ordinal >= 0)),
+    CONSTRAINT chunk_page_check CHECK ((page >= 1))
 );
 ALTER TABLE ONLY kgrag.chunk ALTER COLUMN tenant_id SET STATISTICS 1;
 
@@ -6241,6 +6323,74 @@ ALTER TABLE kgrag.chunk OWNER TO <owner>;
 --
 
 COMMENT ON TABLE kgrag.chunk IS 'A piece of a document with its char offsets, its full-text vector (tsv: stemmed as written and with accents folded) and its embedding. chunk_id = doc_id || ''#'' || ordinal.';
+
+--
+-- Name: COLUMN chunk.page; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.chunk.page IS 'The page the chunk starts on (a PDF''s physical page, 1-based); NULL where the source has no pages.';
+
+--
+-- Name: COLUMN chunk.headings; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.chunk.headings IS 'The headings above the chunk in its source, outermost first; empty where it has none.';
+
+--
+-- Name: document; Type: TABLE; Schema: kgrag; Owner: <owner>
+--
+
+CREATE TABLE kgrag.document (
+    tenant_id text NOT NULL,
+    doc_id text NOT NULL,
+    title text DEFAULT ''::text NOT NULL,
+    source_uri text,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    lang regconfig DEFAULT 'simple'::regconfig NOT NULL,
+    content_hash text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT document_doc_id_check CHECK (((doc_id <> ''::text) AND (strpos(doc_id, '#'::text) = 0)))
+);
+ALTER TABLE ONLY kgrag.document ALTER COLUMN tenant_id SET STATISTICS 1;
+
+ALTER TABLE ONLY kgrag.document FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE kgrag.document OWNER TO <owner>;
+
+--
+-- Name: TABLE document; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag.document IS 'One row per ingested document; content_hash decides whether a re-ingested document changed.';
+
+--
+-- Name: chunks; Type: VIEW; Schema: kgrag; Owner: <owner>
+--
+
+CREATE VIEW kgrag.chunks WITH (security_invoker='true') AS
+ SELECT c.chunk_id,
+    c.doc_id,
+    d.title AS document_title,
+    c.ordinal,
+    c.page,
+    c.headings,
+    c.title AS section_title,
+    c.char_start,
+    c.char_end,
+    c.text,
+    (c.embedding IS NOT NULL) AS embedded
+   FROM (kgrag.chunk c
+     JOIN kgrag.document d ON (((d.tenant_id = c.tenant_id) AND (d.doc_id = c.doc_id))))
+  WHERE (c.tenant_id = kgrag.current_tenant());
+
+ALTER VIEW kgrag.chunks OWNER TO <owner>;
+
+--
+-- Name: VIEW chunks; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON VIEW kgrag.chunks IS 'The current tenant''s chunks as an analyst reads them: chunk_id, its document and the document''s title, its ordinal, the page it starts on (PDF) and the headings above it, its section''s title, its span in the document''s converted text (char_start, char_end), its text and whether it has a vector. E.g. SELECT chunk_id, page, headings FROM kgrag.chunks WHERE doc_id = ''handbook.pdf'' ORDER BY ordinal;';
 
 --
 -- Name: community; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -6383,34 +6533,6 @@ ALTER VIEW kgrag.communities OWNER TO <owner>;
 --
 
 COMMENT ON VIEW kgrag.communities IS 'The current tenant''s communities (level 0 the coarsest): parent, title, size, weight (distinct documents), whether stale, the members'' names (best connected first) and the report with whether it is stale, what wrote it and the chunks it cites.';
-
---
--- Name: document; Type: TABLE; Schema: kgrag; Owner: <owner>
---
-
-CREATE TABLE kgrag.document (
-    tenant_id text NOT NULL,
-    doc_id text NOT NULL,
-    title text DEFAULT ''::text NOT NULL,
-    source_uri text,
-    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
-    lang regconfig DEFAULT 'simple'::regconfig NOT NULL,
-    content_hash text NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT document_doc_id_check CHECK (((doc_id <> ''::text) AND (strpos(doc_id, '#'::text) = 0)))
-);
-ALTER TABLE ONLY kgrag.document ALTER COLUMN tenant_id SET STATISTICS 1;
-
-ALTER TABLE ONLY kgrag.document FORCE ROW LEVEL SECURITY;
-
-ALTER TABLE kgrag.document OWNER TO <owner>;
-
---
--- Name: TABLE document; Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON TABLE kgrag.document IS 'One row per ingested document; content_hash decides whether a re-ingested document changed.';
 
 --
 -- Name: edge; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -7695,6 +7817,21 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.chunk TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.chunk TO kgrag_probe;
 
 --
+-- Name: TABLE document; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag.document TO kgrag_reader;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.document TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.document TO kgrag_probe;
+
+--
+-- Name: TABLE chunks; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag.chunks TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.chunks TO kgrag_writer;
+
+--
 -- Name: TABLE community; Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
@@ -7728,14 +7865,6 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.entity TO kgrag_writer;
 
 GRANT SELECT ON TABLE kgrag.communities TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag.communities TO kgrag_writer;
-
---
--- Name: TABLE document; Type: ACL; Schema: kgrag; Owner: <owner>
---
-
-GRANT SELECT ON TABLE kgrag.document TO kgrag_reader;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.document TO kgrag_writer;
-GRANT SELECT ON TABLE kgrag.document TO kgrag_probe;
 
 --
 -- Name: TABLE edge; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -7881,6 +8010,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'lo
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_alias_chars', '300', 'A document giving an alias (or an entity name) longer than this is refused.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_aliases_per_entity', '100', 'A document giving an entity more aliases than this is refused.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_document_mb', '5', 'Documents larger than this (MB of UTF-8 text) are rejected with a message.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_file_mb', '200', 'A file larger than this is refused unread (pgkgrag ingest).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_hops', '4', 'kgrag.k_hop and kgrag.fanout refuse more hops than this.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_paths_walked', '500000', 'A traversal that walks more paths than this is cancelled (57014): the shortest path per node sorts them all.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_question_chars', '2000', 'A question longer than this is refused (22023): entity linking, full-text search and the router read every word of it.');
@@ -7894,6 +8024,8 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'pp
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ppr_max_iterations', '50', 'Personalized PageRank: at most this many rounds of power iteration.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ppr_tolerance', '0.000001', 'Personalized PageRank: stop once a round changes the masses by less than this (L1).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'query_log', 'true', 'Log every kgrag_search call in kgrag.query_log.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'reader_memory_mb', '2048', 'A file whose reader (PDF, HTML, DOCX) needs more memory than this is stopped and refused.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'reader_timeout_s', '120', 'A file whose reader (PDF, HTML, DOCX) runs longer than this is stopped and refused.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'report_evidence_chunks', '5', 'A community report cites this many chunks: those that cite the most members.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'report_min_similarity', '0.3', 'A community report matches a question only above this cosine similarity.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'rerank_api', '"tei"', 'The reranker''s request shape: tei (Text Embeddings Inference: query, texts) or cohere (Cohere, Jina, vLLM, Infinity: model, query, documents).');

@@ -52,6 +52,8 @@ PURE = {
     "is_page_about",
     "capitalized_words",
     "is_cased_name",
+    "source_tag",
+    "report_embedding_text",
 }
 # Functions for the schema owner only (the application roles may not execute them).
 OWNER_ONLY = {"distribute", "grant_tenant", "revoke_tenant"}
@@ -96,7 +98,7 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         ),
         "cited_chunks": ("SELECT * FROM kgrag.cited_chunks(%s)", [foreign_chunks + mine["chunks"]]),
         "check_citations": (
-            "SELECT status, doc_id, title, quote FROM kgrag.check_citations(%s, %s)",
+            "SELECT status, doc_id, title, quote, page, headings, source FROM kgrag.check_citations(%s, %s)",
             [foreign_chunks + mine["chunks"], foreign_chunks],
         ),
         "context_blocks": ("SELECT * FROM kgrag.context_blocks(%s, 'auto', %s, 6000)", [vec, question]),

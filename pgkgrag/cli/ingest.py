@@ -28,7 +28,7 @@ from pgkgrag.graph.totals import graph_totals
 from pgkgrag.ingest.extractors.base import EXTRACTORS
 from pgkgrag.ingest.extractors.choice import make_extractor
 from pgkgrag.ingest.ingestor import Ingestor, delete_documents
-from pgkgrag.ingest.inputs import count_inputs
+from pgkgrag.ingest.readers.files import count_inputs
 
 
 @click.command()

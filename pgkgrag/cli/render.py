@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -39,6 +39,7 @@ def ingest_table(
         ("written", summary.written),
         ("failed", len(summary.failed)),
         ("rejected input", len(summary.rejected_inputs)),
+        ("files not read", len(summary.unreadable)),
         ("chunks", summary.counts.chunks),
         ("mentions", summary.counts.mentions),
         ("relations", summary.counts.relations),
@@ -133,11 +134,19 @@ def status_table(tenant: str, totals: GraphTotals, stale: list[Stale]) -> Table:
     return table
 
 
+def _place(payload: dict[str, Any]) -> str:
+    """Where a chunk row stands in its source, from its payload: "p.3 § On call > Escalation: "."""
+    page = f"p.{payload['page']}" if payload.get("page") else ""
+    section = " > ".join(payload.get("headings") or [])
+    place = " ".join(part for part in (page, f"§ {section}" if section else "") if part)
+    return f"{place}: " if place else ""
+
+
 def _what(row: SearchRow, texts: dict[str, str]) -> str:
     """The row in words: a chunk's text, an entity's answer and the path that reached it, a report's title."""
     if row.kind == "chunk":
         via = f"(via {row.payload['via']}) " if "via" in row.payload else ""
-        return via + " ".join(texts.get(row.ref_id, "").split())[:120]
+        return via + _place(row.payload) + " ".join(texts.get(row.ref_id, "").split())[:120]
     if row.kind == "entity":
         path = " -> ".join(f"{r['src']} -[{r['rel']}]-> {r['dst']}" for r in row.payload.get("relations", []))
         answer = f"{row.payload.get('name')} (hop {row.payload.get('hop')}): {row.payload.get('answer') or ''}"
@@ -192,14 +201,18 @@ def answer_footer(answer: Answer) -> Table:
         f"{cost.context_chars} characters of context, {cost.ms:.0f} ms",
         show_lines=False,
     )
-    for column in ("cited", "document", "quote"):
+    for column in ("cited", "document", "where", "quote"):
         table.add_column(column, overflow="fold")
     for citation in answer.citations:
+        where = _place({"page": citation.page, "headings": list(citation.headings)}).removesuffix(": ")
         table.add_row(
-            escape(citation.chunk_id), escape(citation.title or citation.doc_id), escape(citation.quote[:160])
+            escape(citation.chunk_id),
+            escape(citation.title or citation.doc_id),
+            escape(where),
+            escape(citation.quote[:160]),
         )
     for dropped in answer.dropped:
-        table.add_row(escape(dropped["chunk_id"]), "(dropped)", dropped["status"])
+        table.add_row(escape(dropped["chunk_id"]), "(dropped)", "", dropped["status"])
     return table
 
 

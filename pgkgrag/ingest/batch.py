@@ -21,6 +21,7 @@ from pgkgrag.ingest.chunking import ChunkSettings, chunk_text
 from pgkgrag.ingest.extractors.base import Extractor, PreparedDocument
 from pgkgrag.ingest.extractors.choice import document_fingerprint
 from pgkgrag.ingest.inputs import InputItem
+from pgkgrag.ingest.readers.isolation import ReaderLimits
 from pgkgrag.ingest.summary import AppliedCounts, IngestSummary
 from pgkgrag.queries import Q
 
@@ -29,6 +30,7 @@ from pgkgrag.queries import Q
 class TenantSettings:
     chunking: ChunkSettings
     max_document_bytes: int
+    readers: ReaderLimits
 
     @classmethod
     def load(cls, conn: psycopg.Connection) -> TenantSettings:
@@ -36,7 +38,10 @@ class TenantSettings:
             row = cur.execute(Q["ingest_settings"]).fetchone()
         assert row is not None
         chunking = ChunkSettings(row["chunk_max_chars"], row["chunk_min_chars"], row["chunk_overlap"])
-        return cls(chunking, int(row["max_document_mb"] * 1024 * 1024))
+        readers = ReaderLimits(
+            int(row["max_file_mb"] * 2**20), float(row["reader_timeout_s"]), int(row["reader_memory_mb"] * 2**20)
+        )
+        return cls(chunking, int(row["max_document_mb"] * 1024 * 1024), readers)
 
 
 @dataclass
@@ -114,7 +119,7 @@ class BatchWork:
                 )
             )
             return None
-        chunks = chunk_text(doc.text, doc.title, self.settings.chunking)
+        chunks = chunk_text(doc.text, doc.title, self.settings.chunking, doc.sections)
         salt = f"{self.chunking_fingerprint}|{document_fingerprint(self.extractor, doc)}"
         return PreparedDocument(doc, chunks, lang), lang, doc.content_hash(salt)
 

@@ -3,7 +3,10 @@ exact character offsets (chunk.text == document.text[char_start:char_end]).
 
 The splitting itself is semantic-text-splitter's MarkdownSplitter (Rust): it cuts at the highest
 semantic level that fits (sections, paragraphs, sentences, words). On top of it we only keep
-headings with what follows them and give every chunk the title of its section.
+headings with what follows them and give every chunk the title of its section. A document a reader
+converted comes with its sections (the page and headings of each span): it is cut within them, a
+chunk never spans two headings (sections too small to stand alone go with the ones after them,
+under the headings they share), and each chunk keeps the page it starts on and its headings.
 """
 
 from __future__ import annotations
@@ -11,10 +14,13 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from semantic_text_splitter import MarkdownSplitter
+
+from pgkgrag.ingest.inputs import SectionIn
 
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
 SEGMENT_CHUNKS = 8  # the splitter is given pieces of at most this many chunks' length
@@ -27,6 +33,8 @@ class Chunk:
     char_end: int
     title: str
     text: str
+    page: int | None = None
+    headings: tuple[str, ...] = ()
 
     @property
     def content_hash(self) -> str:
@@ -72,14 +80,84 @@ def _segments(text: str, size: int) -> list[tuple[int, int]]:
     return cuts
 
 
-def chunk_text(text: str, title: str, settings: ChunkSettings) -> list[Chunk]:
-    """Cut a document into chunks; a document that fits is one chunk."""
+def _pieces(text: str, start: int, end: int, settings: ChunkSettings) -> list[tuple[int, int]]:
+    """The splitter's pieces of text[start:end], as offsets into text."""
     splitter = _splitter(settings)
-    pieces = [
-        (offset + start, offset + start + len(piece))
-        for offset, end in _segments(text, SEGMENT_CHUNKS * settings.max_chars)
-        for start, piece in splitter.chunk_indices(text[offset:end])
+    return [
+        (start + offset + at, start + offset + at + len(piece))
+        for offset, stop in _segments(text[start:end], SEGMENT_CHUNKS * settings.max_chars)
+        for at, piece in splitter.chunk_indices(text[start + offset : start + stop])
     ]
+
+
+@dataclass(frozen=True)
+class _Part:
+    start: int
+    end: int
+    headings: tuple[str, ...]
+    pages: tuple[int | None, int | None]  # the page it starts on and the page it ends on
+
+
+def _common(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def _joins(last: _Part, run: _Part, settings: ChunkSettings) -> bool:
+    """Whether a part goes with the run after it: it is smaller than min_chars, they fit in
+    max_chars together, on one page (a chunk cites the page it starts on), and the run is a
+    subsection or a sibling section of it (never the next chapter: the headings they share still
+    say where the chunk is)."""
+    common = _common(last.headings, run.headings)
+    related = common == last.headings or (len(last.headings) == len(run.headings) and common == last.headings[:-1])
+    return (
+        last.end - last.start < settings.min_chars
+        and run.end - last.start <= settings.max_chars
+        and last.pages[1] == run.pages[0]
+        and related
+    )
+
+
+def _parts(sections: Sequence[SectionIn], settings: ChunkSettings) -> list[_Part]:
+    """The runs of sections under the same headings, a small one joined with the runs after it
+    (see _joins) under the headings they share."""
+    runs: list[_Part] = []
+    for s in sections:
+        headings = tuple(s.headings)
+        if runs and runs[-1].headings == headings:
+            runs[-1] = _Part(runs[-1].start, s.end, headings, (runs[-1].pages[0], s.page))
+        else:
+            runs.append(_Part(s.start, s.end, headings, (s.page, s.page)))
+    merged: list[_Part] = []
+    for run in runs:
+        last = merged[-1] if merged else None
+        if last and _joins(last, run, settings):
+            merged[-1] = _Part(last.start, run.end, _common(last.headings, run.headings), (last.pages[0], run.pages[1]))
+        else:
+            merged.append(run)
+    return merged
+
+
+def chunk_sections(text: str, title: str, settings: ChunkSettings, sections: Sequence[SectionIn]) -> list[Chunk]:
+    """Cut a converted document within its sections; each chunk keeps the page it starts on and
+    the headings of its part."""
+    starts = [s.start for s in sections]
+    chunks: list[Chunk] = []
+    for part in _parts(sections, settings):
+        for start, end in _pieces(text, part.start, part.end, settings):
+            page = sections[max(0, bisect.bisect_right(starts, start) - 1)].page
+            chunk_title = part.headings[-1] if part.headings else title
+            chunks.append(Chunk(len(chunks), start, end, chunk_title, text[start:end], page, part.headings))
+    return chunks
+
+
+def chunk_text(text: str, title: str, settings: ChunkSettings, sections: Sequence[SectionIn] = ()) -> list[Chunk]:
+    """Cut a document into chunks; a document that fits is one chunk."""
+    if sections:
+        return chunk_sections(text, title, settings, sections)
+    pieces = _pieces(text, 0, len(text), settings)
     merged: list[tuple[int, int]] = []
     for start, end in pieces:
         # A piece that is only a heading goes with the piece after it.

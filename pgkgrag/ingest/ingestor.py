@@ -22,7 +22,8 @@ from pgkgrag.embed.embedders import Embedder
 from pgkgrag.embed.vectors import ProgressCallback, embed_pending, use_embedder
 from pgkgrag.ingest.batch import BatchWork, Staged
 from pgkgrag.ingest.extractors.base import Extractor
-from pgkgrag.ingest.inputs import InputItem, read_inputs
+from pgkgrag.ingest.inputs import InputItem
+from pgkgrag.ingest.readers.files import read_inputs
 from pgkgrag.ingest.summary import AppliedCounts, IngestSummary
 from pgkgrag.queries import Q
 
@@ -35,6 +36,8 @@ def _batches(items: Iterable[InputItem], size: int, summary: IngestSummary) -> I
     for item in items:
         if item.document is None:
             summary.rejected_inputs.append((item.where, item.error or "invalid"))
+            if item.doc_id is not None:  # a file that could not be read: recorded under its doc_id
+                summary.unreadable.append((item.doc_id, item.content_hash or "", item.error or "invalid"))
             continue
         summary.read += 1
         first = seen.setdefault(item.document.doc_id, item.where)
@@ -86,7 +89,12 @@ class Ingestor:
     def run(self, paths: list[Path]) -> IngestSummary:
         summary = IngestSummary()
         use_embedder(self.conn, self.tenant, self.embedder)
-        self._write_batches(_batches(read_inputs(paths), self.batch_size, summary), summary)
+        items = read_inputs(paths, self.work.settings.readers)
+        self._write_batches(_batches(items, self.batch_size, summary), summary)
+        if summary.unreadable:  # each file that could not be read, under its doc_id, with why
+            with tenant_transaction(self.conn, self.tenant):
+                for doc_id, version, why in summary.unreadable:
+                    self.conn.execute(Q["record_ingest_failure"], [doc_id, version, why])
         # New and re-described entities are embedded once, after the batches and outside their
         # transactions (no entity lock held while a model runs). An entity without an embedding
         # (say the run was stopped here) is found by lexical linking and embedded by the next

@@ -1,29 +1,20 @@
-"""Input documents: JSONL lines, .txt/.md files or folders of them, validated with pydantic.
-
-A bad line or file is reported with where it is and why, and skipped; the rest goes on.
-"""
+"""Input documents as pgkgrag takes them (a JSONL line, or what a reader made of a file),
+validated with pydantic: a bad one is reported with where it is and why, and skipped; the rest goes
+on. Reading the files is pgkgrag.ingest.readers'."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pgkgrag.errors import KgragError
-
-TEXT_SUFFIXES = (".txt", ".md", ".markdown")
-INPUT_SUFFIXES = (".jsonl", *TEXT_SUFFIXES)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
 
 
 MAX_DEPTH = 32  # how deeply a line's JSON may nest (metadata included)
@@ -50,10 +41,6 @@ def _sound(value: object, at: str = "", depth: int = 0) -> None:
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _sound(item, f"{at}[{i}]", depth + 1)
-
-
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
 
 
 class EntityIn(BaseModel):
@@ -107,6 +94,24 @@ class RelationIn(BaseModel):
         return self
 
 
+class SectionIn(BaseModel):
+    """Where a span of the text stands in its source: text[start:end] is on page `page` (1-based,
+    a PDF's physical page) under the headings `headings` (outermost first)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    page: int | None = Field(default=None, ge=1)
+    headings: list[str] = Field(default_factory=list, max_length=12)
+
+    @model_validator(mode="after")
+    def _span(self) -> SectionIn:
+        if self.end <= self.start:
+            raise ValueError("end must be after start")
+        return self
+
+
 class DocumentIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -118,6 +123,9 @@ class DocumentIn(BaseModel):
     source_uri: str | None = None
     entities: list[EntityIn] = Field(default_factory=list)
     relations: list[RelationIn] = Field(default_factory=list)
+    # the pages and headings of spans of the text (what a reader found in a PDF, HTML, DOCX or
+    # Markdown file): chunks are cut within them and cite them
+    sections: list[SectionIn] = Field(default_factory=list)
 
     @field_validator("doc_id")
     @classmethod
@@ -134,19 +142,34 @@ class DocumentIn(BaseModel):
             raise ValueError("is empty")
         return value
 
+    @model_validator(mode="after")
+    def _sections(self) -> DocumentIn:
+        for i, section in enumerate(self.sections):
+            if section.end > len(self.text):
+                raise ValueError(f"sections[{i}] ends at {section.end}, past the text ({len(self.text)} characters)")
+            if i and section.start < self.sections[i - 1].end:
+                raise ValueError(f"sections[{i}] starts before the section ahead of it ends")
+        return self
+
     def content_hash(self, salt: str) -> str:
-        """Identity of this input for re-ingestion: the document plus how it is processed."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        """Identity of this input for re-ingestion: the document plus how it is processed (a
+        document without sections hashes as it did before they existed)."""
+        dumped = self.model_dump(mode="json", exclude={"sections"} if not self.sections else None)
+        canonical = json.dumps(dumped, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256((salt + "\0" + canonical).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
 class InputItem:
-    """One document read from the input, or why that piece of input was rejected."""
+    """One document read from the input, or why that piece of input was rejected; a file that
+    could not be read keeps the doc_id it would have had (and its size and time as a hash), so its
+    failure is recorded in kgrag.ingest_failure under it."""
 
     where: str
     document: DocumentIn | None = None
     error: str | None = None
+    doc_id: str | None = None
+    content_hash: str | None = None
 
 
 def _describe(exc: ValidationError) -> str:
@@ -160,116 +183,9 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _document(where: str, data: dict[str, Any]) -> InputItem:
+def document_item(where: str, data: dict[str, Any]) -> InputItem:
     try:
         _sound(data)
         return InputItem(where, document=DocumentIn.model_validate(data))
     except ValueError as exc:  # pydantic's ValidationError is one too
         return InputItem(where, error=_describe(exc) if isinstance(exc, ValidationError) else str(exc))
-
-
-def _read_jsonl(path: Path) -> Iterator[InputItem]:
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        yield InputItem(str(path), error=f"cannot read the file: {exc.strerror or exc}")
-        return
-    with handle:
-        number = 0
-        while True:
-            number += 1
-            where = f"{path}:{number}"
-            try:
-                raw = handle.readline()
-            except OSError as exc:
-                yield InputItem(where, error=f"cannot read the file from here on: {exc.strerror or exc}")
-                return
-            if not raw:
-                return
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield InputItem(where, error=f"not UTF-8 ({exc.reason} at byte {exc.start})")
-                continue
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line, parse_constant=_refuse_constant)
-            except json.JSONDecodeError as exc:
-                yield InputItem(where, error=f"invalid JSON: {exc.msg} (column {exc.colno})")
-                continue
-            except ValueError as exc:  # NaN, Infinity
-                yield InputItem(where, error=f"invalid JSON: {exc}")
-                continue
-            except RecursionError:
-                yield InputItem(where, error=f"invalid JSON: nested deeper than Python can read (limit {MAX_DEPTH})")
-                continue
-            if not isinstance(data, dict):
-                yield InputItem(where, error="a line must be a JSON object with at least doc_id and text")
-                continue
-            yield _document(where, data)
-
-
-def _read_text(path: Path, root: Path) -> InputItem:
-    where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        return InputItem(where, error=f"not UTF-8 ({exc.reason} at byte {exc.start})")
-    except OSError as exc:
-        return InputItem(where, error=f"cannot read the file: {exc.strerror or exc}")
-    heading = _HEADING.search(text)
-    doc_id = path.relative_to(root).as_posix() if root != path else path.name
-    title = heading.group(1) if heading else path.stem.replace("_", " ").replace("-", " ")
-    return _document(where, {"doc_id": doc_id, "title": title, "text": text, "source_uri": str(path)})
-
-
-def input_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
-    """(file, the folder its doc_id is relative to) for every input file of the given files and
-    folders (folders recursively, in sorted order)."""
-    for path in paths:
-        if not path.exists():
-            raise KgragError(f"{path}: no such file or folder")
-        if path.is_dir():
-            # os.walk names what it cannot read (onerror) instead of stopping the whole folder
-            unreadable: list[OSError] = []
-            found = [
-                Path(folder) / name
-                for folder, _, names in os.walk(path, onerror=unreadable.append)
-                for name in names
-                if Path(name).suffix.lower() in INPUT_SUFFIXES
-            ]
-            # an unreadable folder comes as itself: read_inputs reports it and goes on
-            for file in sorted([*found, *(Path(e.filename) for e in unreadable if e.filename)]):
-                yield file, path
-        elif path.suffix.lower() in INPUT_SUFFIXES:
-            yield path, path.parent
-        else:
-            raise KgragError(f"{path}: expected a .jsonl, .txt or .md file, or a folder of them")
-
-
-def read_inputs(paths: list[Path]) -> Iterator[InputItem]:
-    """Every document of the given files and folders."""
-    for file, root in input_files(paths):
-        if file.is_dir():
-            yield InputItem(str(file), error="cannot read the folder (permission denied or I/O error): skipped")
-        elif file.suffix.lower() == ".jsonl":
-            yield from _read_jsonl(file)
-        else:
-            yield _read_text(file, root)
-
-
-def count_inputs(paths: list[Path]) -> int | None:
-    """How many documents the inputs hold at most (non-blank JSONL lines and text files), for a
-    progress bar; None when there are none."""
-    total = 0
-    for file, _ in input_files(paths):
-        try:
-            if file.suffix.lower() == ".jsonl" and not file.is_dir():
-                with file.open("rb") as handle:
-                    total += sum(1 for line in handle if line.strip())
-            else:
-                total += 1
-        except OSError:
-            total += 1  # read_inputs will say what is wrong with it
-    return total or None

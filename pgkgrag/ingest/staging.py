@@ -29,8 +29,8 @@ class StagedTable:
 DOCUMENTS = StagedTable("kgrag_stage_document", ("doc_id", "title", "source_uri", "metadata", "lang", "content_hash"))
 CHUNKS = StagedTable(
     "kgrag_stage_chunk",
-    ("doc_id", "ordinal", "char_start", "char_end", "title", "text", "content_hash", "embedding"),
-    ("text", "int4", "int4", "int4", "text", "text", "text", "vector"),
+    ("doc_id", "ordinal", "char_start", "char_end", "title", "text", "content_hash", "embedding", "page", "headings"),
+    ("text", "int4", "int4", "int4", "text", "text", "text", "vector", "int4", "text[]"),
 )
 ENTITIES = StagedTable(
     "kgrag_stage_entity", ("doc_id", "name", "type", "description", "answer", "answer_ordinal", "aliases", "ordinals")
@@ -118,6 +118,8 @@ def stage_documents(
                 c.text,
                 c.content_hash,
                 vectors.get(c.content_hash),
+                c.page,
+                list(c.headings),
             )
             for d in docs
             for c in d.prepared.chunks

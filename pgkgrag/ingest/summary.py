@@ -52,6 +52,8 @@ class IngestSummary:
     rejected_extractions: Counter[str] = field(default_factory=Counter)
     seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     retries: int = 0
+    # files that could not be read: (doc_id, a hash of their version, why), for kgrag.ingest_failure
+    unreadable: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -69,3 +71,4 @@ class IngestSummary:
         for step, seconds in part.seconds.items():
             self.seconds[step] += seconds
         self.retries += part.retries
+        self.unreadable += part.unreadable

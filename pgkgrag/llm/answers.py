@@ -74,6 +74,9 @@ class Citation:
     doc_id: str
     title: str
     quote: str
+    page: int | None = None
+    headings: tuple[str, ...] = ()
+    source: str = ""  # how the answer names it (kgrag.source_tag): "handbook.pdf p.3 § On call"
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,9 @@ class CitationCheck:
     doc_id: str | None
     title: str | None
     quote: str | None
+    page: int | None
+    headings: list[str] | None
+    source: str | None
 
 
 @dataclass(frozen=True)
@@ -248,13 +254,21 @@ def _verified_text(conn: psycopg.Connection, tenant: str, call: _Call, reply: st
 
 def _citation(row: CitationCheck) -> Citation:
     """A citation kept (status ok: a chunk of the tenant, with its document, title and quote)."""
-    return Citation(row.chunk_id, row.doc_id or "", row.title or "", row.quote or "")
+    return Citation(
+        row.chunk_id,
+        row.doc_id or "",
+        row.title or "",
+        row.quote or "",
+        row.page,
+        tuple(row.headings or ()),
+        row.source or "",
+    )
 
 
 def _tagged(claim: Claim, status: dict[str, CitationCheck]) -> str:
     if not claim.supported:
         return f"{claim.text} [unsupported]"
-    return claim.text + " " + " ".join(f"[{status[cid].doc_id} | {cid}]" for cid in claim.citations)
+    return claim.text + " " + " ".join(f"[{status[cid].source} | {cid}]" for cid in claim.citations)
 
 
 def _finish(

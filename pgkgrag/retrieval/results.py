@@ -41,3 +41,5 @@ class CitedChunk:
     doc_id: str
     title: str
     text: str
+    page: int | None
+    headings: list[str]

@@ -44,6 +44,7 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_chunk (
         doc_id text NOT NULL, ordinal integer NOT NULL, char_start integer NOT NULL, char_end integer NOT NULL,
         title text NOT NULL DEFAULT '', text text NOT NULL, content_hash text NOT NULL, embedding vector,
+        page integer, headings text[] NOT NULL DEFAULT '{}',
         PRIMARY KEY (doc_id, ordinal)
     ) ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_entity (
@@ -163,9 +164,9 @@ BEGIN
     DELETE FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (docs);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (docs);
     INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, title, text, content_hash,
-                             lang, embedding)
+                             lang, embedding, page, headings)
     SELECT t, s.doc_id || '#' || s.ordinal, s.doc_id, s.ordinal, s.char_start, s.char_end, s.title, s.text,
-           s.content_hash, d.lang::regconfig, s.embedding
+           s.content_hash, d.lang::regconfig, s.embedding, s.page, s.headings
       FROM pg_temp.kgrag_stage_chunk AS s JOIN pg_temp.kgrag_stage_document AS d USING (doc_id)
      ORDER BY s.doc_id COLLATE "C", s.ordinal
     -- no row conflicts (the documents' chunks were deleted above): the clause makes Citus write

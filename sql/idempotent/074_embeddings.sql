@@ -24,6 +24,19 @@ $$;
 COMMENT ON FUNCTION kgrag.embedding_text(text, text) IS
 'Returns the text an entity is embedded from: "name: description", or the name alone when it has no description. A question embedded by any client meets entities embedded this way.';
 
+CREATE OR REPLACE FUNCTION kgrag.report_embedding_text(report text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- a report opens with its title and its subjects, strongest first: a long one's vector is of
+    -- that head (a sentence encoder's vector of a list of hundreds of subjects names none of them,
+    -- and costs in proportion to the text: the longest template reports hold 100,000s of
+    -- characters); a report of a community of a few dozen members is embedded whole
+    SELECT left(report, 4000)
+$$;
+COMMENT ON FUNCTION kgrag.report_embedding_text(text) IS
+'Returns the text a community report is embedded from: its first 4,000 characters: the whole of a report of a community of a few dozen members, the head of a longer one (its title, its size and its strongest subjects with what the corpus says of each).';
+
 CREATE OR REPLACE FUNCTION kgrag.embedding_todo(kind text, after text DEFAULT NULL, max_rows integer DEFAULT 256)
 RETURNS TABLE (ref_id text, body text, body_hash text)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -45,15 +58,15 @@ BEGIN
          ORDER BY e.entity_id COLLATE "C" LIMIT max_rows;
     ELSE
         RETURN QUERY
-        SELECT r.community_id, r.report, md5(r.report)
-          FROM kgrag.community_report AS r
+        SELECT r.community_id, x.body, md5(x.body)
+          FROM kgrag.community_report AS r CROSS JOIN LATERAL (SELECT kgrag.report_embedding_text(r.report)) AS x(body)
          WHERE r.tenant_id = t AND r.embedding IS NULL AND (after IS NULL OR r.community_id COLLATE "C" > after)
          ORDER BY r.community_id COLLATE "C" LIMIT max_rows;
     END IF;
 END
 $$;
 COMMENT ON FUNCTION kgrag.embedding_todo(text, text, integer) IS
-'Returns up to max_rows (1..10000) entities (kind ''entity'') or community reports (kind ''report'') of the current tenant that have no embedding, after the id `after` in C order: (ref_id, body = the text to embed, body_hash = md5 of it, for kgrag.store_embeddings).';
+'Returns up to max_rows (1..10000) entities (kind ''entity'') or community reports (kind ''report'') of the current tenant that have no embedding, after the id `after` in C order: (ref_id, body = the text to embed: kgrag.embedding_text of an entity, kgrag.report_embedding_text of a report; body_hash = md5 of it, for kgrag.store_embeddings).';
 
 CREATE OR REPLACE FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors vector[], text_hashes text[])
 RETURNS integer
@@ -87,7 +100,7 @@ BEGIN
     ELSE
         UPDATE kgrag.community_report AS r SET embedding = u.v
           FROM unnest(ids, vectors, text_hashes) AS u(id, v, h)
-         WHERE r.tenant_id = t AND r.community_id = u.id AND md5(r.report) = u.h;
+         WHERE r.tenant_id = t AND r.community_id = u.id AND md5(kgrag.report_embedding_text(r.report)) = u.h;
     END IF;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;

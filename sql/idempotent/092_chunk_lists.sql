@@ -17,7 +17,7 @@ BEGIN
     -- other list ranked it best.
     SELECT NULL::integer, f.ref_id, 'chunk', COALESCE(b.source, 'graph'), f.score, NULL, NULL,
            jsonb_build_object('ranks', f.ranks, 'evidence_refs', jsonb_build_array(f.ref_id),
-                              'doc_id', c.doc_id, 'title', c.title)
+                              'doc_id', c.doc_id, 'title', c.title) || kgrag_private.chunk_place(c.page, c.headings)
       FROM (SELECT r.* FROM kgrag.rrf(lists, (opts ->> 'rrf_k')::integer,
                                       jsonb_build_object('graph', (opts ->> 'graph_weight')::float8,
                                                          'pagerank', (opts ->> 'graph_weight')::float8)) AS r
@@ -67,7 +67,8 @@ BEGIN
         SELECT x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason, x.payload, x.o
           FROM unnest(given_rows) WITH ORDINALITY AS x(rank, ref_id, kind, source, score, route, reason, payload, o)
     ), near AS (
-        SELECT DISTINCT ON (n.chunk_id) n.chunk_id, n.doc_id, n.title, g.ref_id AS neighbour_of, g.score, g.o,
+        SELECT DISTINCT ON (n.chunk_id) n.chunk_id, n.doc_id, n.title, n.page, n.headings, g.ref_id AS neighbour_of,
+               g.score, g.o,
                side.name AS side, side.o AS side_o
           FROM given AS g
           JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = g.ref_id
@@ -84,7 +85,7 @@ BEGIN
             SELECT NULL, n.chunk_id, 'chunk', 'neighbour', n.score, NULL, NULL,
                    jsonb_build_object('neighbour_of', n.neighbour_of, 'side', n.side,
                                       'evidence_refs', jsonb_build_array(n.chunk_id), 'doc_id', n.doc_id,
-                                      'title', n.title),
+                                      'title', n.title) || kgrag_private.chunk_place(n.page, n.headings),
                    n.o, n.side_o
               FROM near AS n) AS u
      ORDER BY u.o, u.side_o;

@@ -56,7 +56,7 @@ BEGIN
     RETURN QUERY
     SELECT NULL::integer, x.chunk_id, 'chunk', 'community', x.score, NULL::text, NULL::text,
            jsonb_build_object('via', x.community_id, 'evidence_refs', jsonb_build_array(x.chunk_id),
-                              'doc_id', ch.doc_id, 'title', ch.title)
+                              'doc_id', ch.doc_id, 'title', ch.title) || kgrag_private.chunk_place(ch.page, ch.headings)
       FROM (SELECT DISTINCT ON (e.id) e.id AS chunk_id, m.community_id, m.score, m.position, e.o
               FROM jsonb_to_recordset(maps) AS m(community_id text, score float8, position integer)
               JOIN kgrag.community_report AS r ON r.tenant_id = t AND r.community_id = m.community_id

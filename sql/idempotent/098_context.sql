@@ -19,7 +19,7 @@ COMMENT ON FUNCTION kgrag.citations_resolvable(text[]) IS
 'Returns true when every reference is the id of a chunk of the current tenant (a community id, a deleted chunk or another tenant''s chunk makes it false). An empty array is true; NULL is false.';
 
 CREATE OR REPLACE FUNCTION kgrag.cited_chunks(refs text[])
-RETURNS TABLE (chunk_id text, doc_id text, title text, text text)
+RETURNS TABLE (chunk_id text, doc_id text, title text, text text, page integer, headings text[])
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -27,7 +27,7 @@ DECLARE
     t text := kgrag.current_tenant();
 BEGIN
     RETURN QUERY
-    SELECT c.chunk_id, c.doc_id, d.title, c.text
+    SELECT c.chunk_id, c.doc_id, d.title, c.text, c.page, c.headings
       FROM (SELECT r.id, min(r.o) AS o FROM unnest(refs) WITH ORDINALITY AS r(id, o) GROUP BY r.id) AS x
       JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = x.id
       JOIN kgrag.document AS d ON d.tenant_id = t AND d.doc_id = c.doc_id
@@ -35,7 +35,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.cited_chunks(text[]) IS
-'Returns the chunks the references name, in the order given, once each: (chunk_id, doc_id, title of the document, text). References that do not resolve are left out (see kgrag.citations_resolvable).';
+'Returns the chunks the references name, in the order given, once each: (chunk_id, doc_id, title of the document, text, page, headings): the page the chunk starts on (a PDF''s, 1-based; NULL elsewhere) and the headings above it in its source. References that do not resolve are left out (see kgrag.citations_resolvable).';
 
 CREATE OR REPLACE FUNCTION kgrag.context_blocks(
     question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, max_chars integer DEFAULT 4000,
@@ -63,7 +63,7 @@ BEGIN
         IF r.kind = 'chunk' THEN
             CONTINUE WHEN r.ref_id = ANY (seen);
             seen := seen || r.ref_id;
-            SELECT format('[%s | %s] %s%s', c.doc_id, c.chunk_id,
+            SELECT format('[%s | %s] %s%s', kgrag.source_tag(c.doc_id, c.page, c.headings), c.chunk_id,
                           CASE WHEN r.source = 'neighbour'
                                THEN format('(neighbour %s %s) ', r.payload ->> 'side', r.payload ->> 'neighbour_of') END,
                           c.text) INTO candidate
@@ -108,7 +108,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.context_blocks(vector, text, text, integer, integer, jsonb) IS
-'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path, and chunks tagged [doc_id | chunk_id], each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
+'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path, and chunks tagged [source | chunk_id] (kgrag.source_tag: the document, and the page and headings where the chunk has them), each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
 
 CREATE OR REPLACE FUNCTION kgrag.context(
     question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, max_chars integer DEFAULT 4000,

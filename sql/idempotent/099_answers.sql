@@ -1,7 +1,8 @@
 -- The answer step's rules: which citations an answer may keep, and its log.
 
 CREATE OR REPLACE FUNCTION kgrag.check_citations(cited text[], sent text[])
-RETURNS TABLE (chunk_id text, status text, doc_id text, title text, quote text)
+RETURNS TABLE (chunk_id text, status text, doc_id text, title text, quote text, page integer, headings text[],
+               source text)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -20,7 +21,8 @@ BEGIN
            CASE WHEN c.chunk_id IS NULL THEN 'unknown'
                 WHEN x.id <> ALL (sent) THEN 'not sent'
                 ELSE 'ok' END,
-           c.doc_id, d.title, left(c.text, 300)
+           c.doc_id, d.title, left(c.text, 300), c.page, c.headings,
+           CASE WHEN c.chunk_id IS NOT NULL THEN kgrag.source_tag(c.doc_id, c.page, c.headings) END
       FROM (SELECT u.id, min(u.o) AS o FROM unnest(cited) WITH ORDINALITY AS u(id, o)
              WHERE u.id IS NOT NULL GROUP BY u.id) AS x
       LEFT JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = x.id
@@ -29,7 +31,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.check_citations(text[], text[]) IS
-'Returns, for each chunk id an answer cites (once each, in order), whether it may stay: status ok (a chunk of the current tenant that was in the context sent, the ids in sent), not sent (a real chunk the answer was not given) or unknown (no chunk of the tenant: a typo, a report id, another tenant''s chunk); with its document, title and a quote (its first 300 characters) when it is a chunk. An answer keeps only ok citations. At most 1,000 citations against 10,000 chunks.';
+'Returns, for each chunk id an answer cites (once each, in order), whether it may stay: status ok (a chunk of the current tenant that was in the context sent, the ids in sent), not sent (a real chunk the answer was not given) or unknown (no chunk of the tenant: a typo, a report id, another tenant''s chunk); with its document, title, a quote (its first 300 characters), its page and headings and how an answer names its source (kgrag.source_tag: "handbook.pdf p.3 § On call") when it is a chunk. An answer keeps only ok citations, tagged [source | chunk_id]. At most 1,000 citations against 10,000 chunks.';
 
 CREATE OR REPLACE FUNCTION kgrag.report_context(community_id text, max_chars integer DEFAULT 8000)
 RETURNS TABLE (body text, chunk_ids text[])
@@ -55,7 +57,7 @@ BEGIN
     END IF;
     chunk_ids := '{}';
     FOR c IN SELECT * FROM kgrag.cited_chunks(cited) LOOP  -- in the report's order, real chunks only
-        block := format('[%s | %s] %s', c.doc_id, c.chunk_id, c.text);
+        block := format('[%s | %s] %s', kgrag.source_tag(c.doc_id, c.page, c.headings), c.chunk_id, c.text);
         EXIT WHEN used + length(block) > max_chars;
         used := used + length(block);
         body := body || E'\n\n' || block;
@@ -65,7 +67,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.report_context(text, integer) IS
-'Returns the context one map step of a global answer reads: (body, chunk_ids) = the community''s report tagged [map community_id], then the chunks it cites, in its order, each tagged [doc_id | chunk_id], while they fit in max_chars (the report aside; 1..1,000,000), and the ids of those chunks (what its citations may name, see kgrag.check_citations). No row for a community without a report or with a stale one.';
+'Returns the context one map step of a global answer reads: (body, chunk_ids) = the community''s report tagged [map community_id], then the chunks it cites, in its order, each tagged [source | chunk_id] (kgrag.source_tag: the document, page and headings), while they fit in max_chars (the report aside; 1..1,000,000), and the ids of those chunks (what its citations may name, see kgrag.check_citations). No row for a community without a report or with a stale one.';
 
 CREATE OR REPLACE FUNCTION kgrag.log_answer(
     question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer,

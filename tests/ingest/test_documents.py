@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pgkgrag.errors import KgragError
-from pgkgrag.ingest.inputs import read_inputs
+from pgkgrag.ingest.readers.files import read_inputs
 
 
 def write(path: Path, lines: list[object]) -> Path:
@@ -49,20 +49,25 @@ def test_bad_lines_are_named_and_skipped(tmp_path: Path) -> None:
 
 def test_text_and_markdown_files_and_folders(tmp_path: Path) -> None:
     (tmp_path / "notes").mkdir()
-    (tmp_path / "notes" / "a.md").write_text("# Alpha Runbook\n\nSteps.")
+    (tmp_path / "notes" / "a.md").write_text("# Alpha Runbook\n\nSteps **in bold**.")
     (tmp_path / "notes" / "b_file.txt").write_text("Plain text.")
     (tmp_path / "notes" / "skip.pdf").write_bytes(b"%PDF")
     (tmp_path / "notes" / "bad.txt").write_bytes(b"\xff\xfe not utf8")
+    (tmp_path / "notes" / ".hidden.txt").write_text("left alone")
     items = list(read_inputs([tmp_path / "notes"]))
     docs = {i.document.doc_id: i.document for i in items if i.document}
     assert set(docs) == {"a.md", "b_file.txt"}
     assert docs["a.md"].title == "Alpha Runbook" and docs["b_file.txt"].title == "b file"
-    assert next(i.error for i in items if i.error).startswith("not UTF-8")
+    assert docs["a.md"].text == "Steps in bold."  # Markdown read for its structure, markup left out
+    failed = {i.doc_id: i.error for i in items if i.error}
+    assert failed["bad.txt"].startswith("not UTF-8") and failed["skip.pdf"].startswith("not a readable PDF")
+    assert set(failed) == {"bad.txt", "skip.pdf"}
 
 
 def test_missing_or_unsupported_paths(tmp_path: Path) -> None:
     with pytest.raises(KgragError, match="no such file"):
         list(read_inputs([tmp_path / "nope.jsonl"]))
-    (tmp_path / "x.pdf").write_bytes(b"%PDF")
-    with pytest.raises(KgragError, match=r"expected a \.jsonl"):
-        list(read_inputs([tmp_path / "x.pdf"]))
+    (tmp_path / "x.xyz").write_bytes(b"what")
+    (item,) = read_inputs([tmp_path / "x.xyz"])
+    assert item.document is None and item.doc_id == "x.xyz" and item.error is not None
+    assert item.error.startswith("unknown format .xyz: pgkgrag reads .jsonl, .md")

@@ -1,0 +1,83 @@
+"""HTML: the text of the page in reading order (selectolax, the Lexbor HTML5 parser), headings as
+the sections, each table as one block of rows, without scripts, styles, navigation, headers,
+footers and forms. The title is the page's <title>, else its first <h1>."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pgkgrag.ingest.readers.converted import Builder, Converted
+from pgkgrag.ingest.readers.errors import ReaderError
+
+SKIPPED = frozenset(
+    {"script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form", "svg", "iframe",
+     "button", "select", "textarea", "head", "object", "canvas"}
+)  # fmt: skip
+BLOCKS = frozenset(
+    {"p", "div", "li", "ul", "ol", "dl", "dd", "dt", "section", "article", "main", "body", "blockquote",
+     "figure", "figcaption", "address", "details", "summary", "center", "hr", "caption", "html"}
+)  # fmt: skip
+HEADINGS = {f"h{level}": level for level in range(1, 7)}
+# landmarks that are not the page's content, whatever their tag (ARIA roles)
+SKIPPED_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "complementary", "menu", "menubar"})
+PERMALINK = "\u00b6\u00a7#"  # the marks documentation generators put after a heading: ¶ § #
+
+
+class _Walk:
+    def __init__(self) -> None:
+        self.builder = Builder()
+        self.pending: list[str] = []
+
+    def flush(self) -> None:
+        if self.pending:
+            self.builder.block("".join(self.pending))
+            self.pending = []
+
+    def visit(self, node: Any) -> None:
+        tag = node.tag
+        if tag == "-text":
+            self.pending.append(node.text_content or "")
+        elif tag in SKIPPED or tag.startswith("-") or (node.attributes.get("role") or "") in SKIPPED_ROLES:
+            return  # (a tag starting with "-": a comment, the doctype)
+        elif tag in HEADINGS:
+            self.flush()
+            self.builder.heading(HEADINGS[tag], node.text(deep=True, separator=" ").strip().rstrip(PERMALINK))
+        elif tag == "table":
+            self.flush()
+            rows = [
+                " | ".join(cell.text(deep=True, separator=" ").strip() for cell in row.css("th, td"))
+                for row in node.css("tr")
+            ]
+            self.builder.block("\n".join(row for row in rows if row.strip(" |")))
+        elif tag == "pre":
+            self.flush()
+            self.builder.block(node.text(deep=True))
+        elif tag == "br":
+            self.pending.append("\n")
+        elif tag in BLOCKS:
+            self.flush()
+            for child in node.iter(include_text=True):
+                self.visit(child)
+            self.flush()
+        else:  # inline: its text joins the paragraph around it
+            for child in node.iter(include_text=True):
+                self.visit(child)
+
+
+def read_html(path: Path) -> Converted:
+    from selectolax.lexbor import LexborHTMLParser, SelectolaxError
+
+    try:
+        tree = LexborHTMLParser(path.read_bytes())
+    except SelectolaxError as exc:  # Lexbor gives up on no HTML but when it cannot allocate
+        raise ReaderError("the HTML parser gave up on it (more memory than setting reader_memory_mb?)") from exc
+    walk = _Walk()
+    if tree.body is not None:
+        walk.visit(tree.body)
+        walk.flush()
+    if not walk.builder.parts:
+        raise ReaderError("the page has no text (only scripts, styles or markup?)")
+    title_node = tree.css_first("title") or tree.css_first("h1")
+    title = title_node.text(deep=True, separator=" ").strip() if title_node is not None else ""
+    return walk.builder.result(title or None)

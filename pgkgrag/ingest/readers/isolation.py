@@ -1,0 +1,97 @@
+"""Readers run in a worker process of their own, with limits: a file that makes a reader hang is
+stopped at its time limit, one that makes it eat memory at its memory limit (the worker's address
+space), and a reader that crashes takes only that file with it. The worker is a fresh interpreter
+(`python -m pgkgrag.ingest.readers.worker`, so nothing of the caller's program is re-run or
+inherited: neither its threads nor its __main__), started once and used for every file until it has
+to be stopped; the next file starts a new one. Requests and replies go over two pipes of its own
+(multiprocessing.connection framing), not stdin and stdout, which a library may write to."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from pgkgrag.ingest.readers.converted import Converted
+from pgkgrag.ingest.readers.errors import ReaderError
+
+
+@dataclass(frozen=True)
+class ReaderLimits:
+    """The tenant's settings max_file_mb, reader_timeout_s and reader_memory_mb, in bytes and seconds."""
+
+    max_file_bytes: int
+    timeout_s: float
+    memory_bytes: int
+
+
+class IsolatedReaders:
+    """Files read in the worker process, each within the limits (a context manager: the worker
+    stops when it ends)."""
+
+    def __init__(self, limits: ReaderLimits) -> None:
+        self.limits = limits
+        self._process: subprocess.Popen[bytes] | None = None
+        self._send: Connection | None = None
+        self._receive: Connection | None = None
+
+    def __enter__(self) -> IsolatedReaders:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop()
+
+    def _start(self) -> tuple[Connection, Connection]:
+        if self._send is None or self._receive is None:
+            to_worker, from_us = os.pipe()
+            to_us, from_worker = os.pipe()
+            command = [sys.executable, "-m", "pgkgrag.ingest.readers.worker"]
+            self._process = subprocess.Popen(
+                [*command, str(to_worker), str(from_worker), str(self.limits.memory_bytes)],
+                pass_fds=(to_worker, from_worker),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            os.close(to_worker)
+            os.close(from_worker)
+            self._send = Connection(from_us, readable=False)
+            self._receive = Connection(to_us, writable=False)
+        return self._send, self._receive
+
+    def _stop(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+        for conn in (self._send, self._receive):
+            if conn is not None:
+                conn.close()
+        self._process, self._send, self._receive = None, None, None
+
+    def read(self, kind: str, path: Path) -> Converted:
+        send, receive = self._start()
+        try:
+            send.send((kind, str(path), self.limits.memory_bytes // 2))  # unzipped, at most half the memory
+            answered = receive.poll(self.limits.timeout_s)
+        except (BrokenPipeError, EOFError, OSError):
+            answered = True  # the worker is gone: recv says so below
+        if not answered:
+            self._stop()
+            raise ReaderError(
+                f"reading it took longer than {self.limits.timeout_s:g} s (setting reader_timeout_s): stopped"
+            )
+        try:
+            status, value = receive.recv()
+        except (EOFError, OSError) as exc:
+            self._stop()
+            limit = self.limits.memory_bytes / 2**20
+            raise ReaderError(
+                f"the reader stopped on it (more than {limit:.0f} MB of memory? setting reader_memory_mb)"
+            ) from exc
+        if status != "ok":
+            raise ReaderError(value)
+        assert isinstance(value, Converted)
+        return value

@@ -1,0 +1,164 @@
+"""The readers on real files: the fixtures (tests/fixtures/documents, the same handbook as Markdown,
+HTML, DOCX and PDF), the PDFs and web pages this machine's packages ship under /usr/share/doc, and
+the bad files a folder holds (encrypted, scanned, truncated, a zip bomb, 500 MB, scripts only, an
+unknown extension, a reader that hangs or eats memory). No database: what a reader makes of a file."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from documents import BAD_FILES, FIXTURES, add_bad_files
+
+from pgkgrag.ingest.inputs import DocumentIn, InputItem
+from pgkgrag.ingest.readers.errors import ReaderError
+from pgkgrag.ingest.readers.files import DEFAULT_LIMITS, read_inputs
+from pgkgrag.ingest.readers.isolation import IsolatedReaders, ReaderLimits
+
+HANDBOOK = "Northwind Operations Handbook"
+# the heading path of each section of the handbook, in order, and a sentence of it
+SECTIONS = [
+    ((HANDBOOK,), "How the Northwind platform team runs its services"),
+    ((HANDBOOK, "Services and owners"), "The Ledger Service records every payment"),
+    ((HANDBOOK, "Services and owners", "Dependencies"), "The Checkout Gateway depends on the Ledger Service."),
+    ((HANDBOOK, "On call"), "Each week one engineer of the Platform Team is on call."),
+    ((HANDBOOK, "On call", "Escalation"), "If the Quartz Database is unavailable"),
+    ((HANDBOOK, "Changes"), "A change to the Ledger Service needs a review"),
+]
+SHARED_DOC = Path("/usr/share/doc")
+REAL_PDFS = sorted(SHARED_DOC.glob("*/*.pdf"))
+REAL_HTML = [SHARED_DOC / "python3" / "python-policy.html", SHARED_DOC / "bc" / "bc.html"]
+
+
+def read(*paths: Path, limits: ReaderLimits = DEFAULT_LIMITS) -> dict[str, InputItem]:
+    """What each file became, by doc_id."""
+    items = {}
+    for item in read_inputs(list(paths), limits):
+        items[item.document.doc_id if item.document else str(item.doc_id)] = item
+    return items
+
+
+def document(path: Path) -> DocumentIn:
+    (item,) = read_inputs([path])
+    assert item.document is not None, item.error
+    return item.document
+
+
+def spans(doc: DocumentIn) -> list[tuple[tuple[str, ...], int | None, str]]:
+    """(headings, page, text) of each section a reader found."""
+    return [(tuple(s.headings), s.page, doc.text[s.start : s.end]) for s in doc.sections]
+
+
+@pytest.mark.parametrize("name", ["handbook.md", "handbook.html", "handbook.docx", "handbook.pdf"])
+def test_the_same_handbook_in_four_formats_gives_the_same_sections(name: str) -> None:
+    doc = document(FIXTURES / name)
+    assert doc.title == HANDBOOK and doc.doc_id == name
+    found = spans(doc)
+    assert [headings for headings, _, _ in found] == [headings for headings, _ in SECTIONS]
+    for (headings, _, text), (_, sentence) in zip(found, SECTIONS, strict=True):
+        assert " ".join(text.split()).find(sentence) >= 0, (headings, text)
+    # the markup is not text: no heading marks, emphasis, table rules or fences
+    for mark in ("##", "**", "|---", "```", "<h", "&amp;"):
+        assert mark not in doc.text, mark
+    # a table is one block of rows, cells kept apart (a PDF's text layer has no cells: its words)
+    row = "Ledger Service Platform Team Harbor Cluster" if name.endswith(".pdf") else "Ledger Service | Platform Team"
+    assert row in " ".join(doc.text.split())
+    pages = [page for _, page, _ in found]
+    if name.endswith(".pdf"):
+        assert pages == [1, 2, 2, 3, 3, 4]  # the physical page each section starts on
+    else:
+        assert set(pages) == {None}
+
+
+def test_setext_headings_and_lists_of_meeting_notes_stay_out_of_the_text() -> None:
+    for name in ("meeting-notes.md", "meeting-notes.docx"):
+        doc = document(FIXTURES / name)
+        assert doc.title == "BUG REPORTS"  # its first heading, not its file name
+        assert [s.headings for s in doc.sections] == [
+            ["BUG REPORTS"],
+            *(["BUG REPORTS", h] for h in ("Attendees", "Decision", "Risk", "Budget", "Action")),
+        ]
+        for word in ("===", "---", "Attendees", "Decision", "Budget", "- Lena"):
+            assert word not in doc.text, (name, word)
+        assert "Lena Fischer writes the migration plan." in doc.text
+
+
+@pytest.mark.skipif(not REAL_PDFS, reason="no PDF under /usr/share/doc on this machine")
+@pytest.mark.parametrize("path", REAL_PDFS, ids=lambda p: p.name)
+def test_real_pdfs_of_this_machine(path: Path) -> None:
+    import pypdfium2 as pdfium
+
+    doc = document(path)
+    pdf = pdfium.PdfDocument(str(path))
+    try:
+        count, title = len(pdf), pdf.get_metadata_dict().get("Title", "")
+        third = pdf[min(2, count - 1)].get_textpage().get_text_range()
+    finally:
+        pdf.close()
+    assert doc.title == (title.strip() or doc.title) and doc.title != path.stem
+    pages = [s.page for s in doc.sections]
+    assert pages == sorted(pages) and pages[0] == 1 and pages[-1] <= count and len(set(pages)) > count // 2
+    # a line of a page is found in a section of that page
+    line = max(third.split("\n"), key=len).strip()
+    page = min(3, count)
+    assert any(line[:40] in " ".join(doc.text[s.start : s.end].split()) for s in doc.sections if s.page == page) or (
+        line[:40] in doc.text
+    )
+
+
+@pytest.mark.parametrize("path", REAL_HTML, ids=lambda p: p.name)
+def test_real_web_pages_of_this_machine(path: Path) -> None:
+    if not path.exists():
+        pytest.skip(f"{path} is not on this machine")
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(path.read_bytes())
+    doc = document(path)
+    title = tree.css_first("title")
+    assert title is not None and doc.title == " ".join(title.text().split())
+    headings = {" ".join(h.text().split()).rstrip("¶§#").strip() for h in tree.css("h1, h2, h3, h4, h5, h6")}
+    found = {h for s in doc.sections for h in s.headings}
+    assert found and found <= headings
+    assert len(found) >= len(headings) // 2  # most headings have text under them
+    for script in tree.css("script"):
+        code = (script.text() or "").strip()
+        if len(code) > 30:
+            assert code[:30] not in doc.text
+
+
+def test_every_bad_file_is_named_with_why_and_the_good_one_is_read(tmp_path: Path) -> None:
+    add_bad_files(tmp_path)
+    shutil.copy(FIXTURES / "meeting-notes.docx", tmp_path)
+    items = read(tmp_path)
+    errors = {doc_id: item.error for doc_id, item in items.items() if item.document is None}
+    assert sorted(errors) == list(BAD_FILES)
+    assert "encrypted" in str(errors["encrypted.pdf"]) and "password" in str(errors["encrypted.pdf"])
+    assert "no text layer" in str(errors["scanned.pdf"]) and "OCR" in str(errors["scanned.pdf"])
+    assert "not a readable PDF" in str(errors["truncated.pdf"])
+    assert "not a readable DOCX" in str(errors["corrupt.docx"])
+    assert "zip bomb" in str(errors["bomb.docx"])
+    assert "500 MB, above 200 MB (setting max_file_mb)" in str(errors["huge.pdf"])
+    assert "no text" in str(errors["scripts.html"])
+    assert str(errors["slides.key"]).startswith("unknown format .key")
+    assert items["meeting-notes.docx"].document is not None
+    # each failure carries what stands for the file's version: its size and time, not its bytes
+    assert items["huge.pdf"].content_hash is not None and items["huge.pdf"].content_hash.startswith("file:524288000:")
+
+
+def test_a_reader_that_hangs_or_eats_memory_is_stopped_and_the_next_file_is_read(tmp_path: Path) -> None:
+    files = [FIXTURES / "handbook.pdf", FIXTURES / "handbook.html"]
+    stopped = read(*files, limits=ReaderLimits(DEFAULT_LIMITS.max_file_bytes, 0.0001, DEFAULT_LIMITS.memory_bytes))
+    assert all("setting reader_timeout_s" in str(item.error) for item in stopped.values()), stopped
+    # 60 MB of address space: the interpreter starts, PDFium cannot map itself, the page's
+    # parse runs out: each file is refused with the setting to raise
+    big = tmp_path / "big.html"
+    big.write_text("<p>" + "<b>w</b> " * 3_000_000 + "</p>")  # 27 MB, 3 million elements
+    starved = read(*files, big, limits=ReaderLimits(DEFAULT_LIMITS.max_file_bytes, 30.0, 60 * 2**20))
+    assert all("reader_memory_mb" in str(item.error) for item in starved.values()), starved
+    # the worker stopped at a limit is started again for the next file
+    with IsolatedReaders(ReaderLimits(DEFAULT_LIMITS.max_file_bytes, 0.0001, DEFAULT_LIMITS.memory_bytes)) as readers:
+        with pytest.raises(ReaderError, match="reader_timeout_s"):
+            readers.read("pdf", FIXTURES / "handbook.pdf")
+        readers.limits = DEFAULT_LIMITS
+        assert readers.read("pdf", FIXTURES / "handbook.pdf").title == HANDBOOK
