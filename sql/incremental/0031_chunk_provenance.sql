@@ -14,9 +14,13 @@
 -- Through EXECUTE, as every DDL of a revision: see 0021_edge_rank_index.sql (Citus).
 DO $$
 BEGIN
-    -- one column a statement: Citus takes an ALTER TABLE of one subcommand on a distributed table
-    EXECUTE 'ALTER TABLE kgrag.chunk ADD COLUMN page integer CHECK (page >= 1)';
-    EXECUTE 'ALTER TABLE kgrag.chunk ADD COLUMN headings text[] NOT NULL DEFAULT ''{}'' CHECK (pg_catalog.cardinality(headings) <= 12)';
+    -- one subcommand a statement, and each check its own named constraint: Citus takes an ALTER
+    -- TABLE of one subcommand on a distributed table, and refuses a column added with a check
+    -- (every constraint it distributes must have an explicit name)
+    EXECUTE 'ALTER TABLE kgrag.chunk ADD COLUMN page integer';
+    EXECUTE 'ALTER TABLE kgrag.chunk ADD CONSTRAINT chunk_page_check CHECK (page >= 1)';
+    EXECUTE 'ALTER TABLE kgrag.chunk ADD COLUMN headings text[] NOT NULL DEFAULT ''{}''';
+    EXECUTE 'ALTER TABLE kgrag.chunk ADD CONSTRAINT chunk_headings_check CHECK (pg_catalog.cardinality(headings) <= 12)';
     EXECUTE 'COMMENT ON COLUMN kgrag.chunk.page IS ''The page the chunk starts on (a PDF''''s physical page, 1-based); NULL where the source has no pages.''';
     EXECUTE 'COMMENT ON COLUMN kgrag.chunk.headings IS ''The headings above the chunk in its source, outermost first; empty where it has none.''';
     INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES
