@@ -93,8 +93,11 @@ def html_candidates() -> dict[str, Callable[[Path], str]]:
         return trafilatura.extract(path.read_text(errors="replace"), include_tables=True, favor_recall=True) or ""
 
     def soup(path: Path) -> str:
-        from bs4 import BeautifulSoup
+        import warnings
 
+        from bs4 import BeautifulSoup, XMLParsedAsHTMLWarning
+
+        warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)  # XHTML pages, read as HTML
         tree = BeautifulSoup(path.read_bytes(), "lxml")
         for tag in tree(["script", "style", "nav", "header", "footer", "noscript"]):
             tag.decompose()
@@ -190,12 +193,13 @@ def compare_html(pages: list[Path]) -> str:
 
 
 def peak_memory(kind: str, path: Path | None) -> float:
-    """The peak resident memory (MB) of a fresh interpreter that imports the reader and reads the file."""
+    """The peak resident memory (MB) of a fresh interpreter that imports the reader and reads the
+    file: VmHWM, which exec resets (ru_maxrss would count the forked copy of this process)."""
     code = (
-        "import resource, sys; from pathlib import Path; from pgkgrag.ingest.readers.worker import convert;"
+        "from pathlib import Path; from pgkgrag.ingest.readers.worker import convert;"
         f"import pgkgrag.ingest.readers.{kind};"
         + (f"convert({kind!r}, Path({str(path)!r}), 2**30);" if path else "")
-        + "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        + "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     return int(out.strip()) / 1024
@@ -236,10 +240,12 @@ def share_of_ingestion(folder: Path) -> str:
         summary = Ingestor(conn, "bench", AutoExtractor(), embedder).run([folder])
         whole = time.perf_counter() - start
     chunks = summary.counts.chunks
+    refused = [f"{Path(where).name} ({why})" for where, why in summary.rejected_inputs + summary.failed]
     return (
         f"A folder of {len(items)} files ({summary.written} documents, {chunks} chunks) ingested end to end with the "
         f"defaults (`use` embedder, `auto` extractor): {whole:.1f} s; reading and converting the same files alone: "
         f"{reading:.1f} s, **{100 * reading / whole:.0f}%** of it."
+        + (f" Refused: {'; '.join(refused)}." if refused else "")
     )
 
 

@@ -146,3 +146,17 @@ def test_a_titles_names_are_cited_by_the_first_chunk(conn: psycopg.Connection, t
     assert chunks is not None and chunks[0] > 1  # the first chunk only cites the title's names
     assert mentions == [("Ana Costa", "b#0"), ("Lisbon", "b#0"), ("Lisbon", "n#0")]
     assert linked == [("Lisbon",)]
+
+
+def test_a_key_or_hash_in_the_text_is_no_name_and_loses_nothing(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """A certificate's fingerprint or a base64 line in a page (Node's tls docs hold a 1,024-character
+    one) is one long "word": it is neither a name nor part of a concept, and the document is
+    stored (it was refused whole: the name was longer than max_alias_chars)."""
+    key = "B56CE45C" + "A1B2C3D4E5F60718" * 63
+    text = f"The Ledger Service pins the key {key} and its fallback {key.lower()} for the Payment Gateway."
+    assert names_in(text, stop_words("en")) == ["Ledger Service", "Payment Gateway"]
+    summary = ingest(conn, tmp_path, [{"doc_id": "tls", "text": text}], extractor=KeyphraseExtractor())
+    assert summary.ok and summary.written == 1
+    with tenant_transaction(conn, "t1"):
+        names = {name for (name,) in conn.execute("SELECT name FROM kgrag.entity")}
+    assert {"Ledger Service", "Payment Gateway"} <= names and max(len(name) for name in names) < 100

@@ -41,6 +41,7 @@ _WORD = re.compile("[^\\W\\d_](?:[\\w'\u2019.-]*\\w)?")  # a word starts with a 
 _SENTENCE_END = re.compile(r"[.!?;:]\s*$|\n\s*$")
 KEYPHRASES_PER_DOCUMENT = 10
 NAME_MAX_WORDS = 6
+NAME_WORD_MAX_CHARS = 40  # a longer "word" (a hash, a key, a base64 line) is no part of a name or concept
 
 if TYPE_CHECKING:
     import yake
@@ -91,7 +92,7 @@ def names_in(text: str, stops: frozenset[str]) -> list[str]:
         previous_end = match.end()
         if run and (gap.strip() or _SENTENCE_END.search(gap)):  # punctuation between words ends a name
             close()
-        if word[0].isupper() or (run and word.lower() in _CONNECTORS):
+        if len(word) <= NAME_WORD_MAX_CHARS and (word[0].isupper() or (run and word.lower() in _CONNECTORS)):
             run.append(word)
         elif run:
             close()
@@ -106,7 +107,7 @@ class KeyphraseExtractor:
     name = "keyphrases"
 
     def fingerprint(self) -> str:
-        settings = f"{metadata.version('yake')}:{KEYPHRASES_PER_DOCUMENT}:{NAME_MAX_WORDS}"
+        settings = f"{metadata.version('yake')}:{KEYPHRASES_PER_DOCUMENT}:{NAME_MAX_WORDS}:{NAME_WORD_MAX_CHARS}"
         return "keyphrases:v3:" + hashlib.sha256(settings.encode()).hexdigest()[:12]
 
     @staticmethod
@@ -129,7 +130,10 @@ class KeyphraseExtractor:
         concepts = [
             phrase
             for phrase, _ in self._yake(language).extract_keywords(text)
-            if len(phrase.split()) > 1 and all(word.islower() and word not in stops for word in phrase.split())
+            if len(phrase.split()) > 1
+            and all(
+                word.islower() and word not in stops and len(word) <= NAME_WORD_MAX_CHARS for word in phrase.split()
+            )
         ]
         phrases += [(phrase, "Concept", False) for phrase in concepts[:KEYPHRASES_PER_DOCUMENT]]
         return phrases
