@@ -296,7 +296,8 @@ BEGIN
                          || COALESCE(' (' || (r.payload -> 'evidence_refs' ->> 0) || ')', '')
                          || COALESCE((SELECT string_agg(E'\n  ' || COALESCE(s.name, x.rel ->> 'src') || ' -['
                                                         || COALESCE(x.rel ->> 'rel', '?') || ']-> '
-                                                        || COALESCE(d.name, x.rel ->> 'dst'), '' ORDER BY x.i)
+                                                        || COALESCE(d.name, x.rel ->> 'dst')
+                                                        || kgrag_private.validity_note(x.rel), '' ORDER BY x.i)
                                         FROM jsonb_array_elements(r.payload -> 'relations') WITH ORDINALITY AS x(rel, i)
                                         LEFT JOIN kgrag.entity AS s ON s.tenant_id = t AND s.entity_id = x.rel ->> 'src'
                                         LEFT JOIN kgrag.entity AS d ON d.tenant_id = t AND d.entity_id = x.rel ->> 'dst'), '');
@@ -336,7 +337,7 @@ ALTER FUNCTION kgrag.context_blocks(question_vec public.vector, route text, ques
 -- Name: FUNCTION context_blocks(question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.context_blocks(question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb) IS 'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path, and chunks tagged [source | chunk_id] (kgrag.source_tag: the document, and the page and headings where the chunk has them), each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
+COMMENT ON FUNCTION kgrag.context_blocks(question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb) IS 'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path (and their validity where they have one), and chunks tagged [source | chunk_id] (kgrag.source_tag: the document, and the page and headings where the chunk has them), each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
 
 --
 -- Name: current_tenant(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -612,7 +613,7 @@ CREATE FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer DEFAULT
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
     WITH w AS MATERIALIZED (
-        SELECT p.entity_id, p.hop FROM kgrag_private.walk(kgrag.resolve_entities(ARRAY[seed]), hops, degree_cap, NULL, NULL, direction) AS p
+        SELECT p.entity_id, p.hop FROM kgrag_private.walk(kgrag.resolve_entities(ARRAY[seed]), hops, degree_cap, NULL, NULL, direction, true, 0) AS p
     ), first_seen AS (
         SELECT f.entity_id, min(f.hop) AS hop FROM w AS f GROUP BY f.entity_id
     )
@@ -629,7 +630,7 @@ ALTER FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer, directi
 -- Name: FUNCTION fanout(seed text, hops integer, degree_cap integer, direction text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer, direction text) IS 'Returns, per hop from one seed (an entity id, name or alias): nodes (distinct entities at the end of some path of that length), new_nodes (entities reached for the first time at that hop) and paths (simple paths walked). paths growing much faster than nodes is a hub blowing up the query; compare with and without degree_cap.';
+COMMENT ON FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer, direction text) IS 'Returns, per hop from one seed (an entity id, name or alias): nodes (distinct entities at the end of some path of that length), new_nodes (entities reached for the first time at that hop) and paths (simple paths walked, over every edge whatever its validity and confidence). paths growing much faster than nodes is a hub blowing up the query; compare with and without degree_cap.';
 
 --
 -- Name: fold(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -762,10 +763,10 @@ ALTER FUNCTION kgrag.is_page_about(title text, name text) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag.is_page_about(title text, name text) IS 'Returns whether a document title makes the document the page about a name (its own page): the title is the name, canonically, or the name followed by a qualifier in parentheses, as wikis tell pages apart ("Scott Howell (political consultant)" is a page about Scott Howell). An entity''s answer comes from its own page (kgrag_private.refresh_answers), and the local route puts the seeds'' own pages first.';
 
 --
--- Name: k_hop(text[], integer, integer, text[], timestamp with time zone, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+-- Name: k_hop(text[], integer, integer, text[], timestamp with time zone, text, boolean, double precision); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag.k_hop(seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL::integer, relations text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, direction text DEFAULT 'out'::text) RETURNS TABLE(entity_id text, hop integer, path text[], seed text, directions text[])
+CREATE FUNCTION kgrag.k_hop(seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL::integer, relations text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, direction text DEFAULT 'out'::text, history boolean DEFAULT false, min_confidence double precision DEFAULT NULL::double precision) RETURNS TABLE(entity_id text, hop integer, path text[], seed text, directions text[])
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -781,24 +782,24 @@ CREATE FUNCTION kgrag.k_hop(seeds text[], hops integer DEFAULT 2, degree_cap int
     )
     SELECT w.entity_id, w.hop, string_to_array(btrim(w.trail, '|'), '|'), w.seed,
            string_to_array(rtrim(replace(replace(w.steps, '>', 'out,'), '<', 'in,'), ','), ',')
-      FROM (SELECT f.* FROM s CROSS JOIN LATERAL kgrag_private.frontier(s.ids, hops, degree_cap, relations, as_of, direction) AS f
+      FROM (SELECT f.* FROM s CROSS JOIN LATERAL kgrag_private.frontier(s.ids, hops, degree_cap, relations, as_of, direction, history, min_confidence) AS f
              WHERE NOT s.enumerate
             UNION ALL
             SELECT x.entity_id, x.hop, x.trail, x.seed, x.steps
               FROM (SELECT p.*, row_number() OVER (PARTITION BY p.entity_id ORDER BY p.hop, p.trail COLLATE "C", p.steps) AS shortest
-                      FROM s CROSS JOIN LATERAL kgrag_private.walk(s.ids, hops, degree_cap, relations, as_of, direction) AS p
+                      FROM s CROSS JOIN LATERAL kgrag_private.walk(s.ids, hops, degree_cap, relations, as_of, direction, history, min_confidence) AS p
                      WHERE s.enumerate) AS x
              WHERE x.shortest = 1) AS w
      ORDER BY w.hop, w.entity_id COLLATE "C"
 $$;
 
-ALTER FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) OWNER TO <owner>;
+ALTER FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) OWNER TO <owner>;
 
 --
--- Name: FUNCTION k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+-- Name: FUNCTION k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) IS 'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case, as_of keeps edges valid at that time. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
+COMMENT ON FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) IS 'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and the co-occurrence of a pair is not followed while a dated relation between them does not hold (an expired employer is not reached through it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
 
 --
 -- Name: kgrag_search(public.vector, text, text, integer, jsonb); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1020,10 +1021,10 @@ ALTER FUNCTION kgrag.log_answer(question text, route text, not_found boolean, ca
 COMMENT ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) IS 'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its md5), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. SECURITY DEFINER, owned by kgrag_logger (which may insert into the logs and nothing else): readers may not write the log themselves.';
 
 --
--- Name: neighbourhood(text[], integer, integer, text[], timestamp with time zone, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+-- Name: neighbourhood(text[], integer, integer, text[], timestamp with time zone, text, boolean, double precision); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag.neighbourhood(seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL::integer, relations text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, direction text DEFAULT 'out'::text) RETURNS TABLE(entity_id text, name text, type text, hop integer, path text[], seed text, src text, rel text, dst text, evidence_chunk_id text, evidence_quote text)
+CREATE FUNCTION kgrag.neighbourhood(seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL::integer, relations text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, direction text DEFAULT 'out'::text, history boolean DEFAULT false, min_confidence double precision DEFAULT NULL::double precision) RETURNS TABLE(entity_id text, name text, type text, hop integer, path text[], seed text, src text, rel text, dst text, evidence_chunk_id text, evidence_quote text, valid_from timestamp with time zone, valid_to timestamp with time zone)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -1031,22 +1032,23 @@ DECLARE
     t text := kgrag.current_tenant();
 BEGIN
     RETURN QUERY
-    SELECT k.entity_id, e.name, e.type, k.hop, k.path, k.seed, s.src, s.rel, s.dst, g.evidence_chunk_id, g.evidence_quote
-      FROM kgrag.k_hop(seeds, hops, degree_cap, relations, as_of, direction) AS k
+    SELECT k.entity_id, e.name, e.type, k.hop, k.path, k.seed, s.src, s.rel, s.dst, g.evidence_chunk_id, g.evidence_quote,
+           s.valid_from, s.valid_to
+      FROM kgrag.k_hop(seeds, hops, degree_cap, relations, as_of, direction, history, min_confidence) AS k
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = k.entity_id
-      LEFT JOIN LATERAL kgrag.path_relations(k.path[k.hop:k.hop + 1]) AS s ON k.hop > 0
+      LEFT JOIN LATERAL kgrag.path_relations(k.path[k.hop:k.hop + 1], as_of, history, min_confidence) AS s ON k.hop > 0
       LEFT JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = s.src AND g.dst = s.dst AND g.rel = s.rel
      ORDER BY k.hop, k.entity_id COLLATE "C";
 END
 $$;
 
-ALTER FUNCTION kgrag.neighbourhood(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) OWNER TO <owner>;
+ALTER FUNCTION kgrag.neighbourhood(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) OWNER TO <owner>;
 
 --
--- Name: FUNCTION neighbourhood(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+-- Name: FUNCTION neighbourhood(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.neighbourhood(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) IS 'Returns kgrag.k_hop''s answer (seeds by id, name or alias; the same options) with each entity''s name and type and the last step of its shortest path, the edge that reached it, in its own direction, with its evidence: (entity_id, name, type, hop, path, seed, src, rel, dst, evidence_chunk_id, evidence_quote; the step is NULL for the seeds). What pgkgrag graph draws, in one call.';
+COMMENT ON FUNCTION kgrag.neighbourhood(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) IS 'Returns kgrag.k_hop''s answer (seeds by id, name or alias; the same options) with each entity''s name and type and the last step of its shortest path, the edge that reached it, in its own direction, with its evidence and validity: (entity_id, name, type, hop, path, seed, src, rel, dst, evidence_chunk_id, evidence_quote, valid_from, valid_to; the step is NULL for the seeds). By default the current facts: see kgrag.k_hop for as_of, history and min_confidence. What pgkgrag graph draws, in one call.';
 
 --
 -- Name: ontology_entity_type(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1092,42 +1094,48 @@ ALTER FUNCTION kgrag.ontology_relation_type(relation text) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag.ontology_relation_type(relation text) IS 'Returns the key (kgrag.relation_key) of the relation type of the tenant''s ontology (setting ontology, relation_types) that the given type names ("depends on" -> DEPENDS_ON); NULL when the ontology has no such type.';
 
 --
--- Name: path_relations(text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+-- Name: path_relations(text[], timestamp with time zone, boolean, double precision); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag.path_relations(path text[]) RETURNS TABLE(step integer, src text, rel text, dst text)
+CREATE FUNCTION kgrag.path_relations(path text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, history boolean DEFAULT false, min_confidence double precision DEFAULT NULL::double precision) RETURNS TABLE(step integer, src text, rel text, dst text, valid_from timestamp with time zone, valid_to timestamp with time zone)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes each step's query to one shard
+    f record;
 BEGIN
+    SELECT * INTO f FROM kgrag_private.walk_filter(as_of, history, min_confidence);
     -- one indexed lookup per step (a path is at most max_hops + 1 entities long)
     FOR i IN 1 .. kgrag_private.path_length(path) - 1 LOOP
         RETURN QUERY
-        SELECT i, x.src, x.rel, x.dst FROM kgrag.edge AS x
+        SELECT i, x.src, x.rel, x.dst, x.valid_from, x.valid_to FROM kgrag.edge AS x
          WHERE x.tenant_id = t
            AND ((x.src = path[i] AND x.dst = path[i + 1])
                 OR (x.src = path[i + 1] AND x.dst = path[i] AND x.rel <> 'CO_OCCURS'))
+           AND (x.rel = 'CO_OCCURS'  -- the relations a walk at the same time follows (kgrag_private.walk_filter)
+                OR x.confidence >= f.min_conf
+                   AND (f.at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= f.at)
+                                         AND (x.valid_to IS NULL OR x.valid_to > f.at))))
          ORDER BY (x.rel = 'CO_OCCURS'), x.weight DESC, x.rel, x.src
          LIMIT 1;
     END LOOP;
 END
 $$;
 
-ALTER FUNCTION kgrag.path_relations(path text[]) OWNER TO <owner>;
+ALTER FUNCTION kgrag.path_relations(path text[], as_of timestamp with time zone, history boolean, min_confidence double precision) OWNER TO <owner>;
 
 --
--- Name: FUNCTION path_relations(path text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
+-- Name: FUNCTION path_relations(path text[], as_of timestamp with time zone, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.path_relations(path text[]) IS 'Returns, for each step of a path of entity ids (as kgrag.k_hop gives it), the relation that links the two entities: the strongest stated relation in its own direction, else their co-occurrence: (step, src, rel, dst).';
+COMMENT ON FUNCTION kgrag.path_relations(path text[], as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Returns, for each step of a path of entity ids (as kgrag.k_hop gives it), the relation that links the two entities: the strongest stated relation in its own direction that a walk with the same as_of, history and min_confidence follows (by default: one that holds now), else their co-occurrence: (step, src, rel, dst, valid_from, valid_to; the validity NULL where the relation has none).';
 
 --
--- Name: personalized_pagerank(text[], double precision[], text[], double precision[], double precision, integer, integer); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+-- Name: personalized_pagerank(text[], double precision[], text[], double precision[], double precision, integer, integer, timestamp with time zone, boolean, double precision); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[] DEFAULT NULL::double precision[], seed_chunks text[] DEFAULT NULL::text[], chunk_weights double precision[] DEFAULT NULL::double precision[], damping double precision DEFAULT NULL::double precision, hops integer DEFAULT NULL::integer, degree_cap integer DEFAULT NULL::integer) RETURNS TABLE(kind text, node_id text, mass double precision, rank integer)
+CREATE FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[] DEFAULT NULL::double precision[], seed_chunks text[] DEFAULT NULL::text[], chunk_weights double precision[] DEFAULT NULL::double precision[], damping double precision DEFAULT NULL::double precision, hops integer DEFAULT NULL::integer, degree_cap integer DEFAULT NULL::integer, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, history boolean DEFAULT false, min_confidence double precision DEFAULT NULL::double precision) RETURNS TABLE(kind text, node_id text, mass double precision, rank integer)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
@@ -1143,9 +1151,11 @@ DECLARE
     seed_ids text[] := kgrag.resolve_entities(COALESCE(seeds, '{}'));
     given_chunks text[] := seed_chunks;  -- paired with chunk_weights
     graph record;
+    walked record;  -- the relations followed: kgrag_private.walk_filter
     mass double precision[];
 BEGIN
     PERFORM kgrag_private.check_pagerank_args(d, h, degree_cap, seeds, seed_weights, seed_chunks, chunk_weights);
+    SELECT * INTO walked FROM kgrag_private.walk_filter(as_of, history, min_confidence);
     deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
     IF search_deadline <> '' AND search_deadline::timestamptz < deadline THEN
         deadline := search_deadline::timestamptz;  -- inside kgrag_search: one budget for the whole search
@@ -1162,8 +1172,8 @@ BEGIN
                                WHERE m.tenant_id = t AND m.chunk_id = ANY (seed_chunks)
                                  AND m.entity_id <> ALL (seed_ids)
                                ORDER BY m.entity_id),
-            h, degree_cap, max_edges, deadline, budget_ms),
-        seed_chunks, seeds, seed_weights, given_chunks, chunk_weights, max_edges);
+            h, degree_cap, max_edges, deadline, budget_ms, walked.at, walked.min_conf, walked.dated),
+        seed_chunks, seeds, seed_weights, given_chunks, chunk_weights, max_edges, walked.at, walked.min_conf, walked.dated);
     IF COALESCE(cardinality(graph.nodes), 0) = 0 OR (SELECT sum(r) FROM unnest(graph.reset) AS r) <= 0 THEN
         RETURN;
     END IF;
@@ -1177,13 +1187,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer) OWNER TO <owner>;
+ALTER FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer, as_of timestamp with time zone, history boolean, min_confidence double precision) OWNER TO <owner>;
 
 --
--- Name: FUNCTION personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer); Type: COMMENT; Schema: kgrag; Owner: <owner>
+-- Name: FUNCTION personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer, as_of timestamp with time zone, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer) IS 'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight (summed over relation types). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
+COMMENT ON FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer, as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight (summed over relation types); the edges are the current facts above min_confidence, as kgrag.k_hop follows them (as_of, history, min_confidence). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
 
 --
 -- Name: refresh_alias_trigram_stats(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2128,7 +2138,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0031'::text$$;
+    AS $$SELECT '0032'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -2591,8 +2601,12 @@ COMMENT ON FUNCTION kgrag_private.check_search_input(question_vec public.vector,
 CREATE FUNCTION kgrag_private.check_search_options(merged jsonb) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 BEGIN
+    -- a date alone is that day's midnight UTC, whatever the session's time zone
+    IF merged ->> 'as_of' ~ '^\d{4}-\d{2}-\d{2}$' THEN
+        merged := merged || jsonb_build_object('as_of', (merged ->> 'as_of') || 'T00:00:00Z');
+    END IF;
     BEGIN  -- every value must have the type its use needs
         PERFORM (merged ->> 'hops')::integer, (merged ->> 'degree_cap')::integer, (merged ->> 'entities')::integer,
                 (merged ->> 'reports')::integer, (merged ->> 'seeds')::integer, (merged ->> 'level')::integer,
@@ -2601,7 +2615,7 @@ BEGIN
                 (merged ->> 'lexical_min_coverage')::float8, (merged ->> 'rrf_k')::integer,
                 (merged ->> 'graph_weight')::float8,
                 (merged ->> 'whole_collection')::boolean, (merged ->> 'neighbours')::boolean,
-                (merged ->> 'log')::boolean,
+                (merged ->> 'log')::boolean, (merged ->> 'history')::boolean, (merged ->> 'min_confidence')::float8,
                 ARRAY(SELECT jsonb_array_elements_text(COALESCE(merged -> 'relations', '[]'))
                        WHERE jsonb_typeof(merged -> 'relations') IS DISTINCT FROM 'null'),
                 ARRAY(SELECT jsonb_array_elements_text(COALESCE(merged -> 'seed_entities', '[]'))
@@ -2610,7 +2624,7 @@ BEGIN
         RAISE EXCEPTION 'bad search option value: %', SQLERRM
             USING ERRCODE = '22023', HINT = 'hops, degree_cap, entities, reports, seeds, level, rrf_k are integers; '
                                             '*_similarity and lexical_min_coverage numbers; as_of a timestamp; '
-                                            'relations and seed_entities arrays of text; direction out, in or both; whole_collection, neighbours and log booleans.';
+                                            'relations and seed_entities arrays of text; direction out, in or both; whole_collection, neighbours, log and history booleans; min_confidence a number.';
     END;
     IF (merged ->> 'hops')::integer NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
         RAISE EXCEPTION 'option hops = % is outside 0..% (setting max_hops)', merged ->> 'hops',
@@ -2630,15 +2644,16 @@ BEGIN
        OR jsonb_array_length(COALESCE(NULLIF(merged -> 'relations', 'null'), '[]')) > 100
        OR jsonb_array_length(COALESCE(NULLIF(merged -> 'seed_entities', 'null'), '[]')) > 100
        OR merged ->> 'direction' NOT IN ('out', 'in', 'both')
-       OR merged ->> 'graph_ranking' NOT IN ('paths', 'pagerank', 'both') THEN
+       OR merged ->> 'graph_ranking' NOT IN ('paths', 'pagerank', 'both')
+       OR NOT (merged ->> 'min_confidence')::float8 BETWEEN 0 AND 1 THEN
         RAISE EXCEPTION 'options out of range: rrf_k 0..1000, graph_weight 0..100, level 0..100, '
                         'lexical_min_coverage 0..1, the *_similarity floors -1..1, at most 100 relations and '
-                        '100 seed_entities, direction out, in or both, graph_ranking paths, pagerank or both'
+                        '100 seed_entities, direction out, in or both, graph_ranking paths, pagerank or both, min_confidence 0..1'
             USING ERRCODE = '22023';
     END IF;
     RETURN merged;
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag_private.check_search_options(merged jsonb) OWNER TO <owner>;
 
@@ -2646,7 +2661,7 @@ ALTER FUNCTION kgrag_private.check_search_options(merged jsonb) OWNER TO <owner>
 -- Name: FUNCTION check_search_options(merged jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.check_search_options(merged jsonb) IS 'Private. Returns a complete set of search options unchanged once each value has the type its use needs and lies in its range (hops within the setting max_hops); raises SQLSTATE 22023 saying which rule a value breaks.';
+COMMENT ON FUNCTION kgrag_private.check_search_options(merged jsonb) IS 'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops); raises SQLSTATE 22023 saying which rule a value breaks.';
 
 --
 -- Name: chunk_lists(public.vector, text, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -2810,7 +2825,7 @@ CREATE FUNCTION kgrag_private.default_search_options() RETURNS jsonb
         'graph_weight', kgrag.setting('rrf_graph_weight'),
         'whole_collection', false, 'neighbours', kgrag.setting('search_neighbours'), 'direction', 'out',
         'seed_entities', NULL, 'graph_ranking', kgrag.setting('search_graph_ranking'),
-        'log', kgrag.setting('query_log'))
+        'log', kgrag.setting('query_log'), 'history', false, 'min_confidence', kgrag.setting('walk_min_confidence'))
 $$;
 
 ALTER FUNCTION kgrag_private.default_search_options() OWNER TO <owner>;
@@ -2819,7 +2834,7 @@ ALTER FUNCTION kgrag_private.default_search_options() OWNER TO <owner>;
 -- Name: FUNCTION default_search_options(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.default_search_options() IS 'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors, rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter.';
+COMMENT ON FUNCTION kgrag_private.default_search_options() IS 'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors, rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter, history false, min_confidence the setting walk_min_confidence.';
 
 --
 -- Name: derive_entities(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3019,8 +3034,11 @@ BEGIN
                         ORDER BY z.chunk_id, z.o) AS y
                     ORDER BY y.o, y.chunk_id COLLATE "C" LIMIT 3)),
                'relations', COALESCE((
-                   SELECT jsonb_agg(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst) ORDER BY p.step)
-                     FROM kgrag.path_relations(r.path) AS p), '[]'))
+                   SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst,
+                                                                         'valid_from', p.valid_from, 'valid_to', p.valid_to))
+                                    ORDER BY p.step)
+                     FROM kgrag.path_relations(r.path, (opts ->> 'as_of')::timestamptz, (opts ->> 'history')::boolean,
+                                               (opts ->> 'min_confidence')::float8) AS p), '[]'))
       FROM jsonb_to_recordset(reached)
            AS r(entity_id text, hop integer, path text[], directions text[], seed text, position integer)
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
@@ -3035,7 +3053,7 @@ ALTER FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) OWNER TO <ow
 -- Name: FUNCTION entity_rows(reached jsonb, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) IS 'Private. Returns the first (option entities) reached entities as search rows (kind entity, source graph, score 1 / (1 + hop)), payload: name, type, seed, hop, path, directions, answer, evidence_refs (the answer chunk, then the first citing chunks, three in all) and the relations along the path.';
+COMMENT ON FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) IS 'Private. Returns the first (option entities) reached entities as search rows (kind entity, source graph, score 1 / (1 + hop)), payload: name, type, seed, hop, path, directions, answer, evidence_refs (the answer chunk, then the first citing chunks, three in all) and the relations along the path ({src, rel, dst}, with valid_from and valid_to where the relation has them).';
 
 --
 -- Name: forget_aliases(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3094,10 +3112,10 @@ ALTER FUNCTION kgrag_private.forget_extractions(content_hashes text[]) OWNER TO 
 COMMENT ON FUNCTION kgrag_private.forget_extractions(content_hashes text[]) IS 'Private. Deletes the cached LLM extractions of these chunk texts that no chunk of the current tenant holds any more; returns how many.';
 
 --
--- Name: frontier(text[], integer, integer, text[], timestamp with time zone, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: frontier(text[], integer, integer, text[], timestamp with time zone, text, boolean, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) RETURNS TABLE(entity_id text, hop integer, trail text, seed text, steps text)
+CREATE FUNCTION kgrag_private.frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) RETURNS TABLE(entity_id text, hop integer, trail text, seed text, steps text)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
@@ -3114,7 +3132,8 @@ DECLARE
     examined bigint := 0;  -- paths extended by one edge, kept or not: what the budget counts
     h integer := 0;
 BEGIN
-    SELECT * INTO bounds FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction) AS w;
+    SELECT * INTO bounds
+      FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction, as_of, history, min_confidence) AS w;
     SELECT COALESCE(array_agg('|' || e.entity_id || '|' ORDER BY e.entity_id || '|' COLLATE "C"), '{}'),
            COALESCE(array_agg(e.entity_id), '{}')
       INTO front, visited
@@ -3128,9 +3147,9 @@ BEGIN
         IF clock_timestamp() >= bounds.deadline THEN
             PERFORM kgrag_private.traversal_timeout(bounds.budget_ms);
         END IF;
-        SELECT * INTO step FROM kgrag_private.frontier_step(front, visited, h, degree_cap, bounds.relation_keys, as_of,
+        SELECT * INTO step FROM kgrag_private.frontier_step(front, visited, h, degree_cap, bounds.relation_keys, bounds.at,
                                                             direction, bounds.deadline, bounds.budget_ms,
-                                                            max_paths - examined + 1);
+                                                            max_paths - examined + 1, bounds.min_conf, bounds.dated);
         front := step.next_front;
         examined := examined + step.step_paths;
         IF examined > max_paths THEN
@@ -3144,19 +3163,19 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) OWNER TO <owner>;
 
 --
--- Name: FUNCTION frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) IS 'Private. The breadth-first walk behind kgrag.k_hop (where no degree cap bounds the paths): one row per entity reached, at its shortest hop, with the first of its shortest paths by (trail, steps) in byte order, the same row kgrag_private.walk''s enumeration ranks first (same arguments and columns). Each hop extends only the paths of the entities first reached at the hop before, so the work is the edges out of the reached entities, not the number of paths. Leaves the paths extended (every edge followed, kept or not) in kgrag.paths_walked. Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths extended.';
+COMMENT ON FUNCTION kgrag_private.frontier(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) IS 'Private. The breadth-first walk behind kgrag.k_hop (where no degree cap bounds the paths): one row per entity reached, at its shortest hop, with the first of its shortest paths by (trail, steps) in byte order, the same row kgrag_private.walk''s enumeration ranks first (same arguments and columns). Each hop extends only the paths of the entities first reached at the hop before, so the work is the edges out of the reached entities, not the number of paths. Leaves the paths extended (every edge followed, kept or not) in kgrag.paths_walked. Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths extended.';
 
 --
--- Name: frontier_step(text[], text[], integer, integer, text[], timestamp with time zone, text, timestamp with time zone, integer, bigint); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: frontier_step(text[], text[], integer, integer, text[], timestamp with time zone, text, timestamp with time zone, integer, bigint, double precision, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], as_of timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint) RETURNS TABLE(next_front text[], reached text[], step_paths bigint)
+CREATE FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint, min_conf double precision, dated boolean) RETURNS TABLE(next_front text[], reached text[], step_paths bigint)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
@@ -3184,14 +3203,16 @@ BEGIN
                           FROM (SELECT x.dst AS next_id, f.o, 1 AS forward
                                   FROM unnest(ids) WITH ORDINALITY AS f(id, o)
                                  CROSS JOIN LATERAL (  -- the strongest degree_cap edges out, as in walk()
-                                       SELECT y.dst, y.rel, y.valid_from, y.valid_to FROM kgrag.edge AS y
+                                       SELECT y.src, y.dst, y.rel, y.valid_from, y.valid_to, y.confidence FROM kgrag.edge AS y
                                         WHERE y.tenant_id = t AND y.src = f.id
                                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                         LIMIT degree_cap) AS x
                                  WHERE direction <> 'in'
                                    AND (rels IS NULL OR x.rel = ANY (rels))
-                                   AND (as_of IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= as_of)
-                                                          AND (x.valid_to IS NULL OR x.valid_to > as_of)))
+                                   AND x.confidence >= min_conf  -- as in walk()
+                                   AND (at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= at)
+                                                       AND (x.valid_to IS NULL OR x.valid_to > at)))
+                                   AND (NOT dated OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, x.src, x.dst, at))
                                    AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
                                 UNION ALL
                                 SELECT x.src, f.o, 0
@@ -3200,8 +3221,10 @@ BEGIN
                                  WHERE direction <> 'out' AND (direction = 'in' OR x.rel <> 'CO_OCCURS')
                                    AND (degree_cap IS NULL OR kgrag_private.among_strongest(t, x.src, x.dst, x.rel, degree_cap))
                                    AND (rels IS NULL OR x.rel = ANY (rels))
-                                   AND (as_of IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= as_of)
-                                                          AND (x.valid_to IS NULL OR x.valid_to > as_of)))
+                                   AND x.confidence >= min_conf  -- as in walk()
+                                   AND (at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= at)
+                                                       AND (x.valid_to IS NULL OR x.valid_to > at)))
+                                   AND (NOT dated OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, x.src, x.dst, at))
                                    AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
                                  LIMIT paths_left) AS c
                          GROUP BY c.next_id) AS g
@@ -3212,13 +3235,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], as_of timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint, min_conf double precision, dated boolean) OWNER TO <owner>;
 
 --
--- Name: FUNCTION frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], as_of timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint, min_conf double precision, dated boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], as_of timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint) IS 'Private. One hop of kgrag_private.frontier: from the paths of the frontier (steps || trail, in trail byte order) at hop h - 1, the paths of the entities not visited before that the edges out of it reach (next_front, each entity by its first path in byte order), those entities (reached), and the edges followed (step_paths, kept or not), at most paths_left. Cancelled (57014) past the deadline.';
+COMMENT ON FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint, min_conf double precision, dated boolean) IS 'Private. One hop of kgrag_private.frontier: from the paths of the frontier (steps || trail, in trail byte order) at hop h - 1, the paths of the entities not visited before that the edges out of it reach (next_front, each entity by its first path in byte order), those entities (reached), and the edges followed (step_paths, kept or not), at most paths_left; only the relations that hold at at with a confidence of at least min_conf (kgrag_private.walk_filter). Cancelled (57014) past the deadline.';
 
 --
 -- Name: fts_probe(tsquery, regconfig, integer); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_probe
@@ -3364,7 +3387,8 @@ DECLARE
     allowed constant text[] := ARRAY['hops', 'degree_cap', 'entities', 'reports', 'seeds', 'level', 'relations',
                                      'as_of', 'chunk_min_similarity', 'entity_seed_min_similarity',
                                      'report_min_similarity', 'lexical_min_coverage', 'rrf_k', 'graph_weight',
-                                     'whole_collection', 'neighbours', 'direction', 'seed_entities', 'graph_ranking', 'log'];
+                                     'whole_collection', 'neighbours', 'direction', 'seed_entities', 'graph_ranking', 'log',
+                                     'history', 'min_confidence'];
     unknown text;
 BEGIN
     IF options IS NULL OR jsonb_typeof(options) <> 'object' THEN
@@ -4077,10 +4101,10 @@ ALTER FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, over
 COMMENT ON FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, overfetch integer, ef_search integer, level integer) IS 'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors; a tenant with no more rows than that candidate count is ranked exactly, whole. level (reports only) keeps reports of communities of that level.';
 
 --
--- Name: pagerank_entities(text[], integer, integer, integer, timestamp with time zone, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: pagerank_entities(text[], integer, integer, integer, timestamp with time zone, integer, timestamp with time zone, double precision, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer) RETURNS text[]
+CREATE FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer, at timestamp with time zone, min_conf double precision, dated boolean) RETURNS text[]
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
@@ -4095,13 +4119,19 @@ BEGIN
         -- each node's strongest edges (the degree cap, as the walk counts it), either way
         reached_now := ARRAY(SELECT DISTINCT x.id FROM (
                            SELECT g.dst AS id FROM unnest(frontier) AS f(id)
-                            CROSS JOIN LATERAL (SELECT y.dst FROM kgrag.edge AS y  -- the strongest first
+                            CROSS JOIN LATERAL (SELECT y.src, y.dst, y.rel, y.valid_from, y.valid_to, y.confidence
+                                                  FROM kgrag.edge AS y  -- the strongest first
                                                  WHERE y.tenant_id = t AND y.src = f.id
                                                  ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                                  LIMIT degree_cap) AS g
+                            WHERE g.confidence >= min_conf  -- the relations a walk follows (kgrag_private.walk_filter)
+                              AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
+                              AND (NOT dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, at))
                            UNION ALL
                            SELECT g.src FROM kgrag.edge AS g JOIN unnest(frontier) AS f(id) ON g.dst = f.id
-                            WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS' AND (degree_cap IS NULL OR kgrag_private.among_strongest(t, g.src, g.dst, g.rel, degree_cap))) AS x
+                            WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS' AND (degree_cap IS NULL OR kgrag_private.among_strongest(t, g.src, g.dst, g.rel, degree_cap))
+                              AND g.confidence >= min_conf
+                              AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))) AS x
                         WHERE x.id <> ALL (ents)
                         ORDER BY x.id);
         ents := ents || reached_now;
@@ -4117,13 +4147,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer, at timestamp with time zone, min_conf double precision, dated boolean) OWNER TO <owner>;
 
 --
--- Name: FUNCTION pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer, at timestamp with time zone, min_conf double precision, dated boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer) IS 'Private. Returns the entities of Personalized PageRank''s subgraph: those given (the seeds), then those within hops edges of them, hop by hop, each hop by id (degree_cap: each node''s strongest edges; typed edges either way), at most max_entities, the nearest first. Cancelled with SQLSTATE 57014 past the deadline.';
+COMMENT ON FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer, at timestamp with time zone, min_conf double precision, dated boolean) IS 'Private. Returns the entities of Personalized PageRank''s subgraph: those given (the seeds), then those within hops edges of them, hop by hop, each hop by id (degree_cap: each node''s strongest edges; typed edges either way; the edges that hold at at with a confidence of at least min_conf, see kgrag_private.walk_filter), at most max_entities, the nearest first. Cancelled with SQLSTATE 57014 past the deadline.';
 
 --
 -- Name: pagerank_list(public.vector, text[], integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4146,7 +4176,8 @@ CREATE FUNCTION kgrag_private.pagerank_list(question_vec public.vector, seeds te
                       FROM kgrag.search_chunks_vector(question_vec, 4 * k) AS x
                      WHERE question_vec IS NOT NULL) AS v) AS c
      CROSS JOIN LATERAL kgrag.personalized_pagerank(seeds, NULL, c.ids, c.weights, NULL, (opts ->> 'hops')::integer,
-                                                    (opts ->> 'degree_cap')::integer) AS p
+                                                    (opts ->> 'degree_cap')::integer, (opts ->> 'as_of')::timestamptz,
+                                                    (opts ->> 'history')::boolean, (opts ->> 'min_confidence')::float8) AS p
      WHERE p.kind = 'chunk' AND p.mass > 0 AND p.rank <= 4 * k
 $$;
 
@@ -4159,10 +4190,10 @@ ALTER FUNCTION kgrag_private.pagerank_list(question_vec public.vector, seeds tex
 COMMENT ON FUNCTION kgrag_private.pagerank_list(question_vec public.vector, seeds text[], k integer, opts jsonb) IS 'Private. Returns the graph''s chunk list of graph_ranking pagerank: the first 4 k chunks by Personalized PageRank mass from the seeds and the 4 k chunks nearest the question (weighted by ppr_chunk_seed_weight times their min-max normalized similarity), as a jsonb array of {chunk_id, mass}, best first.';
 
 --
--- Name: pagerank_subgraph(text[], text[], text[], double precision[], text[], double precision[], integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: pagerank_subgraph(text[], text[], text[], double precision[], text[], double precision[], integer, timestamp with time zone, double precision, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer) RETURNS TABLE(nodes text[], reset double precision[], esrc integer[], edst integer[], eprob double precision[])
+CREATE FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, dated boolean) RETURNS TABLE(nodes text[], reset double precision[], esrc integer[], edst integer[], eprob double precision[])
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
@@ -4193,6 +4224,9 @@ BEGIN
                   JOIN ent AS s ON s.id = g.src
                   JOIN ent AS r ON r.id = g.dst
                  WHERE g.tenant_id = t
+                   AND g.confidence >= min_conf  -- as pagerank_entities
+                   AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
+                   AND (NOT dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, at))
                  GROUP BY 1, 2, 3) AS y
          GROUP BY y.a, y.b
          ORDER BY sum(y.w) DESC, y.a COLLATE "C", y.b COLLATE "C"
@@ -4234,13 +4268,36 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, dated boolean) OWNER TO <owner>;
 
 --
--- Name: FUNCTION pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, dated boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer) IS 'Private. Returns Personalized PageRank''s subgraph as arrays: the nodes (''e'' || entity_id in the order given, then ''c'' || chunk_id by id: the chunks citing the entities, at most max_edges mentions, nearest entities first, and the seed chunks), the reset weight of each (an entity seed: its weight, else 1 / the chunks citing it; a seed chunk: its weight, else 1), and the steps (source, destination, probability: an entity-chunk link weighs 1, an entity-entity link the edge''s weight summed over relation types, at most max_edges pairs, the strongest first).';
+COMMENT ON FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, dated boolean) IS 'Private. Returns Personalized PageRank''s subgraph as arrays: the nodes (''e'' || entity_id in the order given, then ''c'' || chunk_id by id: the chunks citing the entities, at most max_edges mentions, nearest entities first, and the seed chunks), the reset weight of each (an entity seed: its weight, else 1 / the chunks citing it; a seed chunk: its weight, else 1), and the steps (source, destination, probability: an entity-chunk link weighs 1, an entity-entity link the edge''s weight summed over relation types, at most max_edges pairs, the strongest first).';
+
+--
+-- Name: pair_holds(text, text, text, timestamp with time zone); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.pair_holds(t text, a text, b text, at timestamp with time zone) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT NOT EXISTS (
+        SELECT 1 FROM kgrag.edge AS z  -- edge_dated_idx
+         WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS' AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL)
+           AND ((z.src = a AND z.dst = b) OR (z.src = b AND z.dst = a))
+           AND NOT ((z.valid_from IS NULL OR z.valid_from <= at) AND (z.valid_to IS NULL OR z.valid_to > at)))
+$$;
+
+ALTER FUNCTION kgrag_private.pair_holds(t text, a text, b text, at timestamp with time zone) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION pair_holds(t text, a text, b text, at timestamp with time zone); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.pair_holds(t text, a text, b text, at timestamp with time zone) IS 'Private. Returns whether the co-occurrence of entities a and b may be walked at time at: false when a dated relation stated between them (either way) does not hold at that time (an employer of the past, or of the future: walking their co-occurrence would re-admit it). A relation between them that holds is walked itself.';
 
 --
 -- Name: path_length(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4588,7 +4645,8 @@ BEGIN
                       FROM kgrag.k_hop(seeds, (opts ->> 'hops')::integer, (opts ->> 'degree_cap')::integer,
                                        CASE WHEN jsonb_typeof(opts -> 'relations') = 'array'
                                             THEN ARRAY(SELECT jsonb_array_elements_text(opts -> 'relations')) END,
-                                       (opts ->> 'as_of')::timestamptz, opts ->> 'direction') AS x) AS r) AS w;
+                                       (opts ->> 'as_of')::timestamptz, opts ->> 'direction', (opts ->> 'history')::boolean,
+                                       (opts ->> 'min_confidence')::float8) AS x) AS r) AS w;
     RETURN reached;
 END
 $$;
@@ -4599,7 +4657,7 @@ ALTER FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) OWNER TO
 -- Name: FUNCTION reached_entities(seeds text[], opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) IS 'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of and direction) as a jsonb array of {entity_id, hop, path, directions, seed, position}, by position: the nearest first, then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
+COMMENT ON FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) IS 'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of, direction, history and min_confidence) as a jsonb array of {entity_id, hop, path, directions, seed, position}, by position: the nearest first, then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
 
 --
 -- Name: record_ingest_failure(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5836,6 +5894,31 @@ ALTER FUNCTION kgrag_private.traversal_timeout(budget_ms integer) OWNER TO <owne
 COMMENT ON FUNCTION kgrag_private.traversal_timeout(budget_ms integer) IS 'Private. Never returns: raises SQLSTATE 57014 (query_canceled) when a traversal exceeds its time budget.';
 
 --
+-- Name: validity_note(jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.validity_note(relation jsonb) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- the days in UTC, whatever the session's time zone
+    SELECT CASE WHEN v.f IS NOT NULL AND v.u IS NOT NULL THEN format(' (%s to %s)', v.f, v.u)
+                WHEN v.f IS NOT NULL THEN format(' (since %s)', v.f)
+                WHEN v.u IS NOT NULL THEN format(' (until %s)', v.u)
+                ELSE '' END
+      FROM (SELECT to_char((relation ->> 'valid_from')::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS f,
+                   to_char((relation ->> 'valid_to')::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS u) AS v
+$$;
+
+ALTER FUNCTION kgrag_private.validity_note(relation jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION validity_note(relation jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.validity_note(relation jsonb) IS 'Private. Returns how the context prints the validity of a relation of a search row''s payload ({valid_from, valid_to}, either may be missing): " (2015-01-01 to 2020-01-01)", " (since ...)", " (until ...)", the days in UTC; '''' for a relation without one.';
+
+--
 -- Name: vector_scan_begin(integer, integer, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5908,10 +5991,10 @@ ALTER FUNCTION kgrag_private.vector_scan_end() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.vector_scan_end() IS 'Private. Returns nothing; puts back the settings that kgrag_private.vector_scan_begin changed.';
 
 --
--- Name: walk(text[], integer, integer, text[], timestamp with time zone, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: walk(text[], integer, integer, text[], timestamp with time zone, text, boolean, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.walk(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) RETURNS TABLE(entity_id text, hop integer, trail text, seed text, steps text)
+CREATE FUNCTION kgrag_private.walk(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) RETURNS TABLE(entity_id text, hop integer, trail text, seed text, steps text)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -5921,10 +6004,14 @@ DECLARE
     rels text[];
     deadline timestamptz;
     budget_ms integer;
+    at timestamptz;
+    min_conf double precision;
+    dated boolean;
     walked integer;
 BEGIN
-    SELECT w.relation_keys, w.deadline, w.budget_ms INTO rels, deadline, budget_ms
-      FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction) AS w;
+    SELECT w.relation_keys, w.deadline, w.budget_ms, w.at, w.min_conf, w.dated
+      INTO rels, deadline, budget_ms, at, min_conf, dated
+      FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction, as_of, history, min_confidence) AS w;
     -- The branch a direction does not take is a one-time filter that fails, so it is never
     -- scanned; the plan is kept from call to call (a custom plan for each walk cost more to make,
     -- 0.3 ms, than a capped two-hop walk costs to run). CO_OCCURS is stored both ways: walked
@@ -5941,13 +6028,13 @@ BEGIN
                -- the degree cap, per node: its strongest degree_cap edges out (read in strength
                -- order from edge_src_weight_idx), and the edges into it that are among the
                -- strongest degree_cap of their own source (kgrag_private.among_strongest)
-               SELECT x.dst AS next_id, '>' AS way, x.rel, x.valid_from, x.valid_to
-                 FROM (SELECT y.dst, y.rel, y.valid_from, y.valid_to FROM kgrag.edge AS y
+               SELECT x.dst AS next_id, '>' AS way, x.src, x.dst, x.rel, x.valid_from, x.valid_to, x.confidence
+                 FROM (SELECT y.src, y.dst, y.rel, y.valid_from, y.valid_to, y.confidence FROM kgrag.edge AS y
                         WHERE direction <> 'in' AND y.tenant_id = t AND y.src = w.entity_id
                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                         LIMIT degree_cap) AS x
                UNION ALL
-               SELECT x.src, '<', x.rel, x.valid_from, x.valid_to
+               SELECT x.src, '<', x.src, x.dst, x.rel, x.valid_from, x.valid_to, x.confidence
                  FROM kgrag.edge AS x
                 WHERE direction <> 'out' AND x.tenant_id = t AND x.dst = w.entity_id
                   AND (direction = 'in' OR x.rel <> 'CO_OCCURS')
@@ -5955,8 +6042,9 @@ BEGIN
          WHERE w.hop < hops
            AND strpos(w.trail, '|' || g.next_id || '|') = 0      -- cycle guard: never revisit
            AND (rels IS NULL OR g.rel = ANY (rels))
-           AND (as_of IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= as_of)
-                                  AND (g.valid_to IS NULL OR g.valid_to > as_of)))
+           AND g.confidence >= min_conf  -- the relations the walk follows: kgrag_private.walk_filter
+           AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
+           AND (NOT dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, at))
            AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
     )
     SELECT w.entity_id, w.hop, w.trail, w.seed, w.steps FROM walk AS w LIMIT max_paths + 1;
@@ -5970,19 +6058,19 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.walk(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.walk(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) OWNER TO <owner>;
 
 --
--- Name: FUNCTION walk(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION walk(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.walk(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text) IS 'Private. Returns every simple path walked from the seeds (entity ids), one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed, steps = one character per step, > along the edge, < against it), and leaves the number of paths in the setting kgrag.paths_walked. The recursive CTE behind kgrag.fanout, which counts paths (kgrag.k_hop walks breadth-first: kgrag_private.frontier). direction: out follows edges from src to dst, in from dst to src, both either way. Relation types match whatever their case (kgrag.relation_key). Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths.';
+COMMENT ON FUNCTION kgrag_private.walk(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) IS 'Private. Returns every simple path walked from the seeds (entity ids), one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed, steps = one character per step, > along the edge, < against it), and leaves the number of paths in the setting kgrag.paths_walked. The recursive CTE behind kgrag.fanout, which counts paths (kgrag.k_hop walks breadth-first: kgrag_private.frontier). direction: out follows edges from src to dst, in from dst to src, both either way. Relation types match whatever their case (kgrag.relation_key); the relations followed are those that hold at as_of (else now, unless history) with a confidence of at least min_confidence (kgrag_private.walk_filter). Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths.';
 
 --
--- Name: walk_bounds(integer, integer, text[], text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: walk_bounds(integer, integer, text[], text, timestamp with time zone, boolean, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relations text[], direction text) RETURNS TABLE(deadline timestamp with time zone, budget_ms integer, relation_keys text[])
+CREATE FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relations text[], direction text, as_of timestamp with time zone, history boolean, min_confidence double precision) RETURNS TABLE(deadline timestamp with time zone, budget_ms integer, relation_keys text[], at timestamp with time zone, min_conf double precision, dated boolean)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -6015,17 +6103,51 @@ BEGIN
     END IF;
     relation_keys := CASE WHEN relations IS NOT NULL
                           THEN ARRAY(SELECT DISTINCT kgrag.relation_key(r) FROM unnest(relations) AS r WHERE r IS NOT NULL) END;
+    SELECT f.at, f.min_conf, f.dated INTO at, min_conf, dated FROM kgrag_private.walk_filter(as_of, history, min_confidence) AS f;
     RETURN NEXT;
 END
 $$;
 
-ALTER FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relations text[], direction text) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relations text[], direction text, as_of timestamp with time zone, history boolean, min_confidence double precision) OWNER TO <owner>;
 
 --
--- Name: FUNCTION walk_bounds(hops integer, degree_cap integer, relations text[], direction text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION walk_bounds(hops integer, degree_cap integer, relations text[], direction text, as_of timestamp with time zone, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relations text[], direction text) IS 'Private. Checks a walk''s arguments (hops within max_hops, degree_cap within edge_rank_depth, direction out, in or both; 22023 otherwise) and returns its deadline (khop_timeout_ms from now, or the end of the kgrag_search that runs it if sooner), that budget in ms, and the relation types as keys (NULL for all).';
+COMMENT ON FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relations text[], direction text, as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Private. Checks a walk''s arguments (hops within max_hops, degree_cap within edge_rank_depth, direction out, in or both, min_confidence within 0..1; 22023 otherwise) and returns its deadline (khop_timeout_ms from now, or the end of the kgrag_search that runs it if sooner), that budget in ms, the relation types as keys (NULL for all), and the relations it follows (at, min_conf, dated: kgrag_private.walk_filter).';
+
+--
+-- Name: walk_filter(timestamp with time zone, boolean, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.walk_filter(as_of timestamp with time zone, history boolean, min_confidence double precision) RETURNS TABLE(at timestamp with time zone, min_conf double precision, dated boolean)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    min_conf := COALESCE(min_confidence, kgrag.setting('walk_min_confidence')::float8, 0);
+    IF min_conf = 'NaN' OR min_conf NOT BETWEEN 0 AND 1 THEN
+        RAISE EXCEPTION 'min_confidence must be between 0 and 1, got %', min_conf USING ERRCODE = '22023';
+    END IF;
+    -- current facts unless the caller asks for another time (as_of) or for every time (history)
+    at := CASE WHEN as_of IS NOT NULL THEN as_of WHEN COALESCE(history, false) THEN NULL ELSE now() END;
+    -- one probe of edge_dated_idx: a tenant without dated relations has no co-occurrence to hold back
+    dated := at IS NOT NULL AND EXISTS (SELECT 1 FROM kgrag.edge AS z
+                                         WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS'
+                                           AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL));
+    RETURN NEXT;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.walk_filter(as_of timestamp with time zone, history boolean, min_confidence double precision) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION walk_filter(as_of timestamp with time zone, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.walk_filter(as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Private. Returns which relations a walk follows: at, the time they must hold at (as_of; else now(), the current facts; NULL, every time, when history is true and no as_of is given), min_conf (min_confidence, else the setting walk_min_confidence; 22023 outside 0..1), and dated (whether the tenant has a dated stated relation, so that a co-occurrence may have to be held back: kgrag_private.pair_holds). A walk follows an edge whose confidence >= min_conf, valid at at (valid_from <= at < valid_to, a missing bound open), and, for a co-occurrence, whose pair holds at at.';
 
 --
 -- Name: weak_links(text, text[], jsonb, jsonb, double precision, double precision, text[], real[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -7225,6 +7347,12 @@ CREATE INDEX community_report_embedding_bq_idx ON kgrag.community_report USING h
 CREATE INDEX document_lang_idx ON kgrag.document USING btree (tenant_id, lang);
 
 --
+-- Name: edge_dated_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
+--
+
+CREATE INDEX edge_dated_idx ON kgrag.edge USING btree (tenant_id, src, dst) WHERE ((rel <> 'CO_OCCURS'::text) AND ((valid_from IS NOT NULL) OR (valid_to IS NOT NULL)));
+
+--
 -- Name: edge_dst_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
 --
 
@@ -8048,3 +8176,4 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'te
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'vector_index', '"bq"', 'The vector index of the embeddings, chosen when revision 0024 ran (pgkgrag db upgrade --vector-index): bq (HNSW on their binary quantization, the default) or halfvec (HNSW on the vectors cast to halfvec, up to 4,000 dimensions: faster to search, five times the size, slower to insert into). Vector search draws its candidates from it and re-ranks them on the full vectors. Set by the migration: changing it by hand does not build the other index.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'vector_min_candidates', '100', 'Lower bound of the candidate count of a vector search, whatever k is.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'vector_overfetch', '30', 'Vector search draws k * vector_overfetch candidates from the vector index (setting vector_index), then re-ranks them by exact cosine on the full vectors.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'walk_min_confidence', '0', 'A walk (k_hop, the local route, personalized_pagerank) does not follow a stated relation of a lower confidence, unless the caller gives min_confidence (0..1).');

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")  # a date without a time
 
 
 MAX_DEPTH = 32  # how deeply a line's JSON may nest (metadata included)
@@ -80,11 +81,19 @@ class RelationIn(BaseModel):
     valid_from: datetime | None = None
     valid_to: datetime | None = None
 
+    @field_validator("valid_from", "valid_to", mode="before")
+    @classmethod
+    def _day(cls, value: object) -> object:
+        """A date alone ("2015-01-01") is that day's midnight UTC."""
+        if isinstance(value, str) and _DAY.fullmatch(value.strip()):
+            return value.strip() + "T00:00:00Z"
+        return value
+
     @field_validator("valid_from", "valid_to")
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
-            raise ValueError("needs a time zone (e.g. 2026-01-31T00:00:00Z)")
+            raise ValueError("needs a time zone (e.g. 2026-01-31T00:00:00Z) or no time at all (2026-01-31)")
         return value
 
     @model_validator(mode="after")

@@ -59,8 +59,48 @@ $$;
 COMMENT ON FUNCTION kgrag.resolve_entities(text[]) IS
 'Returns the entity ids of up to 100 entities given by id, name or alias (a name or alias matches whatever the case and the accents), in the order given, once each. A name no entity has, or one that several entities have (the error lists them), raises SQLSTATE 22023. What kgrag.k_hop, kgrag.fanout, kgrag.neighbourhood and the search option seed_entities accept.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relations text[], direction text)
-RETURNS TABLE (deadline timestamptz, budget_ms integer, relation_keys text[])
+CREATE OR REPLACE FUNCTION kgrag_private.walk_filter(as_of timestamptz, history boolean, min_confidence double precision)
+RETURNS TABLE (at timestamptz, min_conf double precision, dated boolean)
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    min_conf := COALESCE(min_confidence, kgrag.setting('walk_min_confidence')::float8, 0);
+    IF min_conf = 'NaN' OR min_conf NOT BETWEEN 0 AND 1 THEN
+        RAISE EXCEPTION 'min_confidence must be between 0 and 1, got %', min_conf USING ERRCODE = '22023';
+    END IF;
+    -- current facts unless the caller asks for another time (as_of) or for every time (history)
+    at := CASE WHEN as_of IS NOT NULL THEN as_of WHEN COALESCE(history, false) THEN NULL ELSE now() END;
+    -- one probe of edge_dated_idx: a tenant without dated relations has no co-occurrence to hold back
+    dated := at IS NOT NULL AND EXISTS (SELECT 1 FROM kgrag.edge AS z
+                                         WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS'
+                                           AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL));
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.walk_filter(timestamptz, boolean, double precision) IS
+'Private. Returns which relations a walk follows: at, the time they must hold at (as_of; else now(), the current facts; NULL, every time, when history is true and no as_of is given), min_conf (min_confidence, else the setting walk_min_confidence; 22023 outside 0..1), and dated (whether the tenant has a dated stated relation, so that a co-occurrence may have to be held back: kgrag_private.pair_holds). A walk follows an edge whose confidence >= min_conf, valid at at (valid_from <= at < valid_to, a missing bound open), and, for a co-occurrence, whose pair holds at at.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.pair_holds(t text, a text, b text, at timestamptz) RETURNS boolean
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT NOT EXISTS (
+        SELECT 1 FROM kgrag.edge AS z  -- edge_dated_idx
+         WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS' AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL)
+           AND ((z.src = a AND z.dst = b) OR (z.src = b AND z.dst = a))
+           AND NOT ((z.valid_from IS NULL OR z.valid_from <= at) AND (z.valid_to IS NULL OR z.valid_to > at)))
+$$;
+COMMENT ON FUNCTION kgrag_private.pair_holds(text, text, text, timestamptz) IS
+'Private. Returns whether the co-occurrence of entities a and b may be walked at time at: false when a dated relation stated between them (either way) does not hold at that time (an employer of the past, or of the future: walking their co-occurrence would re-admit it). A relation between them that holds is walked itself.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.walk_bounds(
+    hops integer, degree_cap integer, relations text[], direction text, as_of timestamptz, history boolean,
+    min_confidence double precision)
+RETURNS TABLE (deadline timestamptz, budget_ms integer, relation_keys text[], at timestamptz,
+               min_conf double precision, dated boolean)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -93,14 +133,16 @@ BEGIN
     END IF;
     relation_keys := CASE WHEN relations IS NOT NULL
                           THEN ARRAY(SELECT DISTINCT kgrag.relation_key(r) FROM unnest(relations) AS r WHERE r IS NOT NULL) END;
+    SELECT f.at, f.min_conf, f.dated INTO at, min_conf, dated FROM kgrag_private.walk_filter(as_of, history, min_confidence) AS f;
     RETURN NEXT;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.walk_bounds(integer, integer, text[], text) IS
-'Private. Checks a walk''s arguments (hops within max_hops, degree_cap within edge_rank_depth, direction out, in or both; 22023 otherwise) and returns its deadline (khop_timeout_ms from now, or the end of the kgrag_search that runs it if sooner), that budget in ms, and the relation types as keys (NULL for all).';
+COMMENT ON FUNCTION kgrag_private.walk_bounds(integer, integer, text[], text, timestamptz, boolean, double precision) IS
+'Private. Checks a walk''s arguments (hops within max_hops, degree_cap within edge_rank_depth, direction out, in or both, min_confidence within 0..1; 22023 otherwise) and returns its deadline (khop_timeout_ms from now, or the end of the kgrag_search that runs it if sooner), that budget in ms, the relation types as keys (NULL for all), and the relations it follows (at, min_conf, dated: kgrag_private.walk_filter).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.walk(
-    seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz, direction text)
+    seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz, direction text,
+    history boolean, min_confidence double precision)
 RETURNS TABLE (entity_id text, hop integer, trail text, seed text, steps text)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -111,10 +153,14 @@ DECLARE
     rels text[];
     deadline timestamptz;
     budget_ms integer;
+    at timestamptz;
+    min_conf double precision;
+    dated boolean;
     walked integer;
 BEGIN
-    SELECT w.relation_keys, w.deadline, w.budget_ms INTO rels, deadline, budget_ms
-      FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction) AS w;
+    SELECT w.relation_keys, w.deadline, w.budget_ms, w.at, w.min_conf, w.dated
+      INTO rels, deadline, budget_ms, at, min_conf, dated
+      FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction, as_of, history, min_confidence) AS w;
     -- The branch a direction does not take is a one-time filter that fails, so it is never
     -- scanned; the plan is kept from call to call (a custom plan for each walk cost more to make,
     -- 0.3 ms, than a capped two-hop walk costs to run). CO_OCCURS is stored both ways: walked
@@ -131,13 +177,13 @@ BEGIN
                -- the degree cap, per node: its strongest degree_cap edges out (read in strength
                -- order from edge_src_weight_idx), and the edges into it that are among the
                -- strongest degree_cap of their own source (kgrag_private.among_strongest)
-               SELECT x.dst AS next_id, '>' AS way, x.rel, x.valid_from, x.valid_to
-                 FROM (SELECT y.dst, y.rel, y.valid_from, y.valid_to FROM kgrag.edge AS y
+               SELECT x.dst AS next_id, '>' AS way, x.src, x.dst, x.rel, x.valid_from, x.valid_to, x.confidence
+                 FROM (SELECT y.src, y.dst, y.rel, y.valid_from, y.valid_to, y.confidence FROM kgrag.edge AS y
                         WHERE direction <> 'in' AND y.tenant_id = t AND y.src = w.entity_id
                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                         LIMIT degree_cap) AS x
                UNION ALL
-               SELECT x.src, '<', x.rel, x.valid_from, x.valid_to
+               SELECT x.src, '<', x.src, x.dst, x.rel, x.valid_from, x.valid_to, x.confidence
                  FROM kgrag.edge AS x
                 WHERE direction <> 'out' AND x.tenant_id = t AND x.dst = w.entity_id
                   AND (direction = 'in' OR x.rel <> 'CO_OCCURS')
@@ -145,8 +191,9 @@ BEGIN
          WHERE w.hop < hops
            AND strpos(w.trail, '|' || g.next_id || '|') = 0      -- cycle guard: never revisit
            AND (rels IS NULL OR g.rel = ANY (rels))
-           AND (as_of IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= as_of)
-                                  AND (g.valid_to IS NULL OR g.valid_to > as_of)))
+           AND g.confidence >= min_conf  -- the relations the walk follows: kgrag_private.walk_filter
+           AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
+           AND (NOT dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, at))
            AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
     )
     SELECT w.entity_id, w.hop, w.trail, w.seed, w.steps FROM walk AS w LIMIT max_paths + 1;
@@ -159,12 +206,12 @@ BEGIN
     PERFORM set_config('kgrag.paths_walked', walked::text, true);  -- read back by kgrag_search's log
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.walk(text[], integer, integer, text[], timestamptz, text) IS
-'Private. Returns every simple path walked from the seeds (entity ids), one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed, steps = one character per step, > along the edge, < against it), and leaves the number of paths in the setting kgrag.paths_walked. The recursive CTE behind kgrag.fanout, which counts paths (kgrag.k_hop walks breadth-first: kgrag_private.frontier). direction: out follows edges from src to dst, in from dst to src, both either way. Relation types match whatever their case (kgrag.relation_key). Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths.';
+COMMENT ON FUNCTION kgrag_private.walk(text[], integer, integer, text[], timestamptz, text, boolean, double precision) IS
+'Private. Returns every simple path walked from the seeds (entity ids), one row per path end: (entity_id, hop, trail = ''|a|b|c|'', seed, steps = one character per step, > along the edge, < against it), and leaves the number of paths in the setting kgrag.paths_walked. The recursive CTE behind kgrag.fanout, which counts paths (kgrag.k_hop walks breadth-first: kgrag_private.frontier). direction: out follows edges from src to dst, in from dst to src, both either way. Relation types match whatever their case (kgrag.relation_key); the relations followed are those that hold at as_of (else now, unless history) with a confidence of at least min_confidence (kgrag_private.walk_filter). Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.frontier_step(
-    front text[], visited text[], h integer, degree_cap integer, rels text[], as_of timestamptz, direction text,
-    deadline timestamptz, budget_ms integer, paths_left bigint)
+    front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamptz, direction text,
+    deadline timestamptz, budget_ms integer, paths_left bigint, min_conf double precision, dated boolean)
 RETURNS TABLE (next_front text[], reached text[], step_paths bigint)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -193,14 +240,16 @@ BEGIN
                           FROM (SELECT x.dst AS next_id, f.o, 1 AS forward
                                   FROM unnest(ids) WITH ORDINALITY AS f(id, o)
                                  CROSS JOIN LATERAL (  -- the strongest degree_cap edges out, as in walk()
-                                       SELECT y.dst, y.rel, y.valid_from, y.valid_to FROM kgrag.edge AS y
+                                       SELECT y.src, y.dst, y.rel, y.valid_from, y.valid_to, y.confidence FROM kgrag.edge AS y
                                         WHERE y.tenant_id = t AND y.src = f.id
                                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                         LIMIT degree_cap) AS x
                                  WHERE direction <> 'in'
                                    AND (rels IS NULL OR x.rel = ANY (rels))
-                                   AND (as_of IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= as_of)
-                                                          AND (x.valid_to IS NULL OR x.valid_to > as_of)))
+                                   AND x.confidence >= min_conf  -- as in walk()
+                                   AND (at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= at)
+                                                       AND (x.valid_to IS NULL OR x.valid_to > at)))
+                                   AND (NOT dated OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, x.src, x.dst, at))
                                    AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
                                 UNION ALL
                                 SELECT x.src, f.o, 0
@@ -209,8 +258,10 @@ BEGIN
                                  WHERE direction <> 'out' AND (direction = 'in' OR x.rel <> 'CO_OCCURS')
                                    AND (degree_cap IS NULL OR kgrag_private.among_strongest(t, x.src, x.dst, x.rel, degree_cap))
                                    AND (rels IS NULL OR x.rel = ANY (rels))
-                                   AND (as_of IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= as_of)
-                                                          AND (x.valid_to IS NULL OR x.valid_to > as_of)))
+                                   AND x.confidence >= min_conf  -- as in walk()
+                                   AND (at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= at)
+                                                       AND (x.valid_to IS NULL OR x.valid_to > at)))
+                                   AND (NOT dated OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, x.src, x.dst, at))
                                    AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
                                  LIMIT paths_left) AS c
                          GROUP BY c.next_id) AS g
@@ -220,11 +271,12 @@ BEGIN
     RETURN NEXT;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.frontier_step(text[], text[], integer, integer, text[], timestamptz, text, timestamptz, integer, bigint) IS
-'Private. One hop of kgrag_private.frontier: from the paths of the frontier (steps || trail, in trail byte order) at hop h - 1, the paths of the entities not visited before that the edges out of it reach (next_front, each entity by its first path in byte order), those entities (reached), and the edges followed (step_paths, kept or not), at most paths_left. Cancelled (57014) past the deadline.';
+COMMENT ON FUNCTION kgrag_private.frontier_step(text[], text[], integer, integer, text[], timestamptz, text, timestamptz, integer, bigint, double precision, boolean) IS
+'Private. One hop of kgrag_private.frontier: from the paths of the frontier (steps || trail, in trail byte order) at hop h - 1, the paths of the entities not visited before that the edges out of it reach (next_front, each entity by its first path in byte order), those entities (reached), and the edges followed (step_paths, kept or not), at most paths_left; only the relations that hold at at with a confidence of at least min_conf (kgrag_private.walk_filter). Cancelled (57014) past the deadline.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.frontier(
-    seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz, direction text)
+    seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz, direction text,
+    history boolean, min_confidence double precision)
 RETURNS TABLE (entity_id text, hop integer, trail text, seed text, steps text)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -242,7 +294,8 @@ DECLARE
     examined bigint := 0;  -- paths extended by one edge, kept or not: what the budget counts
     h integer := 0;
 BEGIN
-    SELECT * INTO bounds FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction) AS w;
+    SELECT * INTO bounds
+      FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction, as_of, history, min_confidence) AS w;
     SELECT COALESCE(array_agg('|' || e.entity_id || '|' ORDER BY e.entity_id || '|' COLLATE "C"), '{}'),
            COALESCE(array_agg(e.entity_id), '{}')
       INTO front, visited
@@ -256,9 +309,9 @@ BEGIN
         IF clock_timestamp() >= bounds.deadline THEN
             PERFORM kgrag_private.traversal_timeout(bounds.budget_ms);
         END IF;
-        SELECT * INTO step FROM kgrag_private.frontier_step(front, visited, h, degree_cap, bounds.relation_keys, as_of,
+        SELECT * INTO step FROM kgrag_private.frontier_step(front, visited, h, degree_cap, bounds.relation_keys, bounds.at,
                                                             direction, bounds.deadline, bounds.budget_ms,
-                                                            max_paths - examined + 1);
+                                                            max_paths - examined + 1, bounds.min_conf, bounds.dated);
         front := step.next_front;
         examined := examined + step.step_paths;
         IF examined > max_paths THEN
@@ -271,12 +324,13 @@ BEGIN
     PERFORM set_config('kgrag.paths_walked', examined::text, true);  -- read back by kgrag_search's log
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.frontier(text[], integer, integer, text[], timestamptz, text) IS
+COMMENT ON FUNCTION kgrag_private.frontier(text[], integer, integer, text[], timestamptz, text, boolean, double precision) IS
 'Private. The breadth-first walk behind kgrag.k_hop (where no degree cap bounds the paths): one row per entity reached, at its shortest hop, with the first of its shortest paths by (trail, steps) in byte order, the same row kgrag_private.walk''s enumeration ranks first (same arguments and columns). Each hop extends only the paths of the entities first reached at the hop before, so the work is the edges out of the reached entities, not the number of paths. Leaves the paths extended (every edge followed, kept or not) in kgrag.paths_walked. Bounded: cancelled (57014) past khop_timeout_ms (or the end of the kgrag_search that runs it) and past max_paths_walked paths extended.';
 
 CREATE OR REPLACE FUNCTION kgrag.k_hop(
     seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL, relations text[] DEFAULT NULL,
-    as_of timestamptz DEFAULT NULL, direction text DEFAULT 'out')
+    as_of timestamptz DEFAULT NULL, direction text DEFAULT 'out', history boolean DEFAULT false,
+    min_confidence double precision DEFAULT NULL)
 RETURNS TABLE (entity_id text, hop integer, path text[], seed text, directions text[])
 LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -293,18 +347,18 @@ AS $$
     )
     SELECT w.entity_id, w.hop, string_to_array(btrim(w.trail, '|'), '|'), w.seed,
            string_to_array(rtrim(replace(replace(w.steps, '>', 'out,'), '<', 'in,'), ','), ',')
-      FROM (SELECT f.* FROM s CROSS JOIN LATERAL kgrag_private.frontier(s.ids, hops, degree_cap, relations, as_of, direction) AS f
+      FROM (SELECT f.* FROM s CROSS JOIN LATERAL kgrag_private.frontier(s.ids, hops, degree_cap, relations, as_of, direction, history, min_confidence) AS f
              WHERE NOT s.enumerate
             UNION ALL
             SELECT x.entity_id, x.hop, x.trail, x.seed, x.steps
               FROM (SELECT p.*, row_number() OVER (PARTITION BY p.entity_id ORDER BY p.hop, p.trail COLLATE "C", p.steps) AS shortest
-                      FROM s CROSS JOIN LATERAL kgrag_private.walk(s.ids, hops, degree_cap, relations, as_of, direction) AS p
+                      FROM s CROSS JOIN LATERAL kgrag_private.walk(s.ids, hops, degree_cap, relations, as_of, direction, history, min_confidence) AS p
                      WHERE s.enumerate) AS x
              WHERE x.shortest = 1) AS w
      ORDER BY w.hop, w.entity_id COLLATE "C"
 $$;
-COMMENT ON FUNCTION kgrag.k_hop(text[], integer, integer, text[], timestamptz, text) IS
-'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case, as_of keeps edges valid at that time. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
+COMMENT ON FUNCTION kgrag.k_hop(text[], integer, integer, text[], timestamptz, text, boolean, double precision) IS
+'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and the co-occurrence of a pair is not followed while a dated relation between them does not hold (an expired employer is not reached through it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
 
 CREATE OR REPLACE FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer DEFAULT NULL, direction text DEFAULT 'out')
 RETURNS TABLE (hop integer, nodes bigint, new_nodes bigint, paths bigint)
@@ -312,7 +366,7 @@ LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
     WITH w AS MATERIALIZED (
-        SELECT p.entity_id, p.hop FROM kgrag_private.walk(kgrag.resolve_entities(ARRAY[seed]), hops, degree_cap, NULL, NULL, direction) AS p
+        SELECT p.entity_id, p.hop FROM kgrag_private.walk(kgrag.resolve_entities(ARRAY[seed]), hops, degree_cap, NULL, NULL, direction, true, 0) AS p
     ), first_seen AS (
         SELECT f.entity_id, min(f.hop) AS hop FROM w AS f GROUP BY f.entity_id
     )
@@ -323,7 +377,7 @@ AS $$
      ORDER BY w.hop
 $$;
 COMMENT ON FUNCTION kgrag.fanout(text, integer, integer, text) IS
-'Returns, per hop from one seed (an entity id, name or alias): nodes (distinct entities at the end of some path of that length), new_nodes (entities reached for the first time at that hop) and paths (simple paths walked). paths growing much faster than nodes is a hub blowing up the query; compare with and without degree_cap.';
+'Returns, per hop from one seed (an entity id, name or alias): nodes (distinct entities at the end of some path of that length), new_nodes (entities reached for the first time at that hop) and paths (simple paths walked, over every edge whatever its validity and confidence). paths growing much faster than nodes is a hub blowing up the query; compare with and without degree_cap.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.path_length(path text[]) RETURNS integer
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -342,34 +396,42 @@ $$;
 COMMENT ON FUNCTION kgrag_private.path_length(text[]) IS
 'Private. Returns the number of entities in a path; raises SQLSTATE 22023 for a path longer than a walk can be (setting max_hops + 1), which bounds kgrag.path_relations.';
 
-CREATE OR REPLACE FUNCTION kgrag.path_relations(path text[])
-RETURNS TABLE (step integer, src text, rel text, dst text)
+CREATE OR REPLACE FUNCTION kgrag.path_relations(
+    path text[], as_of timestamptz DEFAULT NULL, history boolean DEFAULT false, min_confidence double precision DEFAULT NULL)
+RETURNS TABLE (step integer, src text, rel text, dst text, valid_from timestamptz, valid_to timestamptz)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes each step's query to one shard
+    f record;
 BEGIN
+    SELECT * INTO f FROM kgrag_private.walk_filter(as_of, history, min_confidence);
     -- one indexed lookup per step (a path is at most max_hops + 1 entities long)
     FOR i IN 1 .. kgrag_private.path_length(path) - 1 LOOP
         RETURN QUERY
-        SELECT i, x.src, x.rel, x.dst FROM kgrag.edge AS x
+        SELECT i, x.src, x.rel, x.dst, x.valid_from, x.valid_to FROM kgrag.edge AS x
          WHERE x.tenant_id = t
            AND ((x.src = path[i] AND x.dst = path[i + 1])
                 OR (x.src = path[i + 1] AND x.dst = path[i] AND x.rel <> 'CO_OCCURS'))
+           AND (x.rel = 'CO_OCCURS'  -- the relations a walk at the same time follows (kgrag_private.walk_filter)
+                OR x.confidence >= f.min_conf
+                   AND (f.at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= f.at)
+                                         AND (x.valid_to IS NULL OR x.valid_to > f.at))))
          ORDER BY (x.rel = 'CO_OCCURS'), x.weight DESC, x.rel, x.src
          LIMIT 1;
     END LOOP;
 END
 $$;
-COMMENT ON FUNCTION kgrag.path_relations(text[]) IS
-'Returns, for each step of a path of entity ids (as kgrag.k_hop gives it), the relation that links the two entities: the strongest stated relation in its own direction, else their co-occurrence: (step, src, rel, dst).';
+COMMENT ON FUNCTION kgrag.path_relations(text[], timestamptz, boolean, double precision) IS
+'Returns, for each step of a path of entity ids (as kgrag.k_hop gives it), the relation that links the two entities: the strongest stated relation in its own direction that a walk with the same as_of, history and min_confidence follows (by default: one that holds now), else their co-occurrence: (step, src, rel, dst, valid_from, valid_to; the validity NULL where the relation has none).';
 
 CREATE OR REPLACE FUNCTION kgrag.neighbourhood(
     seeds text[], hops integer DEFAULT 2, degree_cap integer DEFAULT NULL, relations text[] DEFAULT NULL,
-    as_of timestamptz DEFAULT NULL, direction text DEFAULT 'out')
+    as_of timestamptz DEFAULT NULL, direction text DEFAULT 'out', history boolean DEFAULT false,
+    min_confidence double precision DEFAULT NULL)
 RETURNS TABLE (entity_id text, name text, type text, hop integer, path text[], seed text, src text, rel text, dst text,
-               evidence_chunk_id text, evidence_quote text)
+               evidence_chunk_id text, evidence_quote text, valid_from timestamptz, valid_to timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -377,13 +439,14 @@ DECLARE
     t text := kgrag.current_tenant();
 BEGIN
     RETURN QUERY
-    SELECT k.entity_id, e.name, e.type, k.hop, k.path, k.seed, s.src, s.rel, s.dst, g.evidence_chunk_id, g.evidence_quote
-      FROM kgrag.k_hop(seeds, hops, degree_cap, relations, as_of, direction) AS k
+    SELECT k.entity_id, e.name, e.type, k.hop, k.path, k.seed, s.src, s.rel, s.dst, g.evidence_chunk_id, g.evidence_quote,
+           s.valid_from, s.valid_to
+      FROM kgrag.k_hop(seeds, hops, degree_cap, relations, as_of, direction, history, min_confidence) AS k
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = k.entity_id
-      LEFT JOIN LATERAL kgrag.path_relations(k.path[k.hop:k.hop + 1]) AS s ON k.hop > 0
+      LEFT JOIN LATERAL kgrag.path_relations(k.path[k.hop:k.hop + 1], as_of, history, min_confidence) AS s ON k.hop > 0
       LEFT JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = s.src AND g.dst = s.dst AND g.rel = s.rel
      ORDER BY k.hop, k.entity_id COLLATE "C";
 END
 $$;
-COMMENT ON FUNCTION kgrag.neighbourhood(text[], integer, integer, text[], timestamptz, text) IS
-'Returns kgrag.k_hop''s answer (seeds by id, name or alias; the same options) with each entity''s name and type and the last step of its shortest path, the edge that reached it, in its own direction, with its evidence: (entity_id, name, type, hop, path, seed, src, rel, dst, evidence_chunk_id, evidence_quote; the step is NULL for the seeds). What pgkgrag graph draws, in one call.';
+COMMENT ON FUNCTION kgrag.neighbourhood(text[], integer, integer, text[], timestamptz, text, boolean, double precision) IS
+'Returns kgrag.k_hop''s answer (seeds by id, name or alias; the same options) with each entity''s name and type and the last step of its shortest path, the edge that reached it, in its own direction, with its evidence and validity: (entity_id, name, type, hop, path, seed, src, rel, dst, evidence_chunk_id, evidence_quote, valid_from, valid_to; the step is NULL for the seeds). By default the current facts: see kgrag.k_hop for as_of, history and min_confidence. What pgkgrag graph draws, in one call.';

@@ -39,7 +39,8 @@ COMMENT ON FUNCTION kgrag_private.check_pagerank_args(double precision, integer,
 'Private. Returns nothing; raises SQLSTATE 22023 for arguments kgrag.personalized_pagerank cannot take: damping outside (0, 1), hops outside 0..max_hops, a degree cap outside 1..edge_rank_depth, more than 1,000 seed chunks, weights that do not pair with their seeds, a weight that is not a finite number >= 0.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.pagerank_entities(
-    ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamptz, budget_ms integer)
+    ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamptz, budget_ms integer,
+    at timestamptz, min_conf double precision, dated boolean)
 RETURNS text[]
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -55,13 +56,19 @@ BEGIN
         -- each node's strongest edges (the degree cap, as the walk counts it), either way
         reached_now := ARRAY(SELECT DISTINCT x.id FROM (
                            SELECT g.dst AS id FROM unnest(frontier) AS f(id)
-                            CROSS JOIN LATERAL (SELECT y.dst FROM kgrag.edge AS y  -- the strongest first
+                            CROSS JOIN LATERAL (SELECT y.src, y.dst, y.rel, y.valid_from, y.valid_to, y.confidence
+                                                  FROM kgrag.edge AS y  -- the strongest first
                                                  WHERE y.tenant_id = t AND y.src = f.id
                                                  ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                                  LIMIT degree_cap) AS g
+                            WHERE g.confidence >= min_conf  -- the relations a walk follows (kgrag_private.walk_filter)
+                              AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
+                              AND (NOT dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, at))
                            UNION ALL
                            SELECT g.src FROM kgrag.edge AS g JOIN unnest(frontier) AS f(id) ON g.dst = f.id
-                            WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS' AND (degree_cap IS NULL OR kgrag_private.among_strongest(t, g.src, g.dst, g.rel, degree_cap))) AS x
+                            WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS' AND (degree_cap IS NULL OR kgrag_private.among_strongest(t, g.src, g.dst, g.rel, degree_cap))
+                              AND g.confidence >= min_conf
+                              AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))) AS x
                         WHERE x.id <> ALL (ents)
                         ORDER BY x.id);
         ents := ents || reached_now;
@@ -76,12 +83,12 @@ BEGIN
     RETURN ents;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.pagerank_entities(text[], integer, integer, integer, timestamptz, integer) IS
-'Private. Returns the entities of Personalized PageRank''s subgraph: those given (the seeds), then those within hops edges of them, hop by hop, each hop by id (degree_cap: each node''s strongest edges; typed edges either way), at most max_entities, the nearest first. Cancelled with SQLSTATE 57014 past the deadline.';
+COMMENT ON FUNCTION kgrag_private.pagerank_entities(text[], integer, integer, integer, timestamptz, integer, timestamptz, double precision, boolean) IS
+'Private. Returns the entities of Personalized PageRank''s subgraph: those given (the seeds), then those within hops edges of them, hop by hop, each hop by id (degree_cap: each node''s strongest edges; typed edges either way; the edges that hold at at with a confidence of at least min_conf, see kgrag_private.walk_filter), at most max_entities, the nearest first. Cancelled with SQLSTATE 57014 past the deadline.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.pagerank_subgraph(
     ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[],
-    chunk_weights double precision[], max_edges integer)
+    chunk_weights double precision[], max_edges integer, at timestamptz, min_conf double precision, dated boolean)
 RETURNS TABLE (nodes text[], reset double precision[], esrc integer[], edst integer[], eprob double precision[])
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -113,6 +120,9 @@ BEGIN
                   JOIN ent AS s ON s.id = g.src
                   JOIN ent AS r ON r.id = g.dst
                  WHERE g.tenant_id = t
+                   AND g.confidence >= min_conf  -- as pagerank_entities
+                   AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
+                   AND (NOT dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, at))
                  GROUP BY 1, 2, 3) AS y
          GROUP BY y.a, y.b
          ORDER BY sum(y.w) DESC, y.a COLLATE "C", y.b COLLATE "C"
@@ -153,7 +163,7 @@ BEGIN
     RETURN NEXT;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.pagerank_subgraph(text[], text[], text[], double precision[], text[], double precision[], integer) IS
+COMMENT ON FUNCTION kgrag_private.pagerank_subgraph(text[], text[], text[], double precision[], text[], double precision[], integer, timestamptz, double precision, boolean) IS
 'Private. Returns Personalized PageRank''s subgraph as arrays: the nodes (''e'' || entity_id in the order given, then ''c'' || chunk_id by id: the chunks citing the entities, at most max_edges mentions, nearest entities first, and the seed chunks), the reset weight of each (an entity seed: its weight, else 1 / the chunks citing it; a seed chunk: its weight, else 1), and the steps (source, destination, probability: an entity-chunk link weighs 1, an entity-entity link the edge''s weight summed over relation types, at most max_edges pairs, the strongest first).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.power_iteration(
@@ -201,7 +211,8 @@ COMMENT ON FUNCTION kgrag_private.power_iteration(double precision[], integer[],
 CREATE OR REPLACE FUNCTION kgrag.personalized_pagerank(
     seeds text[], seed_weights double precision[] DEFAULT NULL,
     seed_chunks text[] DEFAULT NULL, chunk_weights double precision[] DEFAULT NULL,
-    damping double precision DEFAULT NULL, hops integer DEFAULT NULL, degree_cap integer DEFAULT NULL)
+    damping double precision DEFAULT NULL, hops integer DEFAULT NULL, degree_cap integer DEFAULT NULL,
+    as_of timestamptz DEFAULT NULL, history boolean DEFAULT false, min_confidence double precision DEFAULT NULL)
 RETURNS TABLE (kind text, node_id text, mass double precision, rank integer)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -218,9 +229,11 @@ DECLARE
     seed_ids text[] := kgrag.resolve_entities(COALESCE(seeds, '{}'));
     given_chunks text[] := seed_chunks;  -- paired with chunk_weights
     graph record;
+    walked record;  -- the relations followed: kgrag_private.walk_filter
     mass double precision[];
 BEGIN
     PERFORM kgrag_private.check_pagerank_args(d, h, degree_cap, seeds, seed_weights, seed_chunks, chunk_weights);
+    SELECT * INTO walked FROM kgrag_private.walk_filter(as_of, history, min_confidence);
     deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
     IF search_deadline <> '' AND search_deadline::timestamptz < deadline THEN
         deadline := search_deadline::timestamptz;  -- inside kgrag_search: one budget for the whole search
@@ -237,8 +250,8 @@ BEGIN
                                WHERE m.tenant_id = t AND m.chunk_id = ANY (seed_chunks)
                                  AND m.entity_id <> ALL (seed_ids)
                                ORDER BY m.entity_id),
-            h, degree_cap, max_edges, deadline, budget_ms),
-        seed_chunks, seeds, seed_weights, given_chunks, chunk_weights, max_edges);
+            h, degree_cap, max_edges, deadline, budget_ms, walked.at, walked.min_conf, walked.dated),
+        seed_chunks, seeds, seed_weights, given_chunks, chunk_weights, max_edges, walked.at, walked.min_conf, walked.dated);
     IF COALESCE(cardinality(graph.nodes), 0) = 0 OR (SELECT sum(r) FROM unnest(graph.reset) AS r) <= 0 THEN
         RETURN;
     END IF;
@@ -251,5 +264,5 @@ BEGIN
      ORDER BY left(z.key, 1) DESC, z.m DESC, substr(z.key, 2) COLLATE "C";
 END
 $$;
-COMMENT ON FUNCTION kgrag.personalized_pagerank(text[], double precision[], text[], double precision[], double precision, integer, integer) IS
-'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight (summed over relation types). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
+COMMENT ON FUNCTION kgrag.personalized_pagerank(text[], double precision[], text[], double precision[], double precision, integer, integer, timestamptz, boolean, double precision) IS
+'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight (summed over relation types); the edges are the current facts above min_confidence, as kgrag.k_hop follows them (as_of, history, min_confidence). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';

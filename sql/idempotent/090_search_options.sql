@@ -9,7 +9,8 @@ DECLARE
     allowed constant text[] := ARRAY['hops', 'degree_cap', 'entities', 'reports', 'seeds', 'level', 'relations',
                                      'as_of', 'chunk_min_similarity', 'entity_seed_min_similarity',
                                      'report_min_similarity', 'lexical_min_coverage', 'rrf_k', 'graph_weight',
-                                     'whole_collection', 'neighbours', 'direction', 'seed_entities', 'graph_ranking', 'log'];
+                                     'whole_collection', 'neighbours', 'direction', 'seed_entities', 'graph_ranking', 'log',
+                                     'history', 'min_confidence'];
     unknown text;
 BEGIN
     IF options IS NULL OR jsonb_typeof(options) <> 'object' THEN
@@ -53,16 +54,20 @@ AS $$
         'graph_weight', kgrag.setting('rrf_graph_weight'),
         'whole_collection', false, 'neighbours', kgrag.setting('search_neighbours'), 'direction', 'out',
         'seed_entities', NULL, 'graph_ranking', kgrag.setting('search_graph_ranking'),
-        'log', kgrag.setting('query_log'))
+        'log', kgrag.setting('query_log'), 'history', false, 'min_confidence', kgrag.setting('walk_min_confidence'))
 $$;
 COMMENT ON FUNCTION kgrag_private.default_search_options() IS
-'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors, rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter.';
+'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors, rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter, history false, min_confidence the setting walk_min_confidence.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.check_search_options(merged jsonb) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
+    -- a date alone is that day's midnight UTC, whatever the session's time zone
+    IF merged ->> 'as_of' ~ '^\d{4}-\d{2}-\d{2}$' THEN
+        merged := merged || jsonb_build_object('as_of', (merged ->> 'as_of') || 'T00:00:00Z');
+    END IF;
     BEGIN  -- every value must have the type its use needs
         PERFORM (merged ->> 'hops')::integer, (merged ->> 'degree_cap')::integer, (merged ->> 'entities')::integer,
                 (merged ->> 'reports')::integer, (merged ->> 'seeds')::integer, (merged ->> 'level')::integer,
@@ -71,7 +76,7 @@ BEGIN
                 (merged ->> 'lexical_min_coverage')::float8, (merged ->> 'rrf_k')::integer,
                 (merged ->> 'graph_weight')::float8,
                 (merged ->> 'whole_collection')::boolean, (merged ->> 'neighbours')::boolean,
-                (merged ->> 'log')::boolean,
+                (merged ->> 'log')::boolean, (merged ->> 'history')::boolean, (merged ->> 'min_confidence')::float8,
                 ARRAY(SELECT jsonb_array_elements_text(COALESCE(merged -> 'relations', '[]'))
                        WHERE jsonb_typeof(merged -> 'relations') IS DISTINCT FROM 'null'),
                 ARRAY(SELECT jsonb_array_elements_text(COALESCE(merged -> 'seed_entities', '[]'))
@@ -80,7 +85,7 @@ BEGIN
         RAISE EXCEPTION 'bad search option value: %', SQLERRM
             USING ERRCODE = '22023', HINT = 'hops, degree_cap, entities, reports, seeds, level, rrf_k are integers; '
                                             '*_similarity and lexical_min_coverage numbers; as_of a timestamp; '
-                                            'relations and seed_entities arrays of text; direction out, in or both; whole_collection, neighbours and log booleans.';
+                                            'relations and seed_entities arrays of text; direction out, in or both; whole_collection, neighbours, log and history booleans; min_confidence a number.';
     END;
     IF (merged ->> 'hops')::integer NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
         RAISE EXCEPTION 'option hops = % is outside 0..% (setting max_hops)', merged ->> 'hops',
@@ -100,17 +105,18 @@ BEGIN
        OR jsonb_array_length(COALESCE(NULLIF(merged -> 'relations', 'null'), '[]')) > 100
        OR jsonb_array_length(COALESCE(NULLIF(merged -> 'seed_entities', 'null'), '[]')) > 100
        OR merged ->> 'direction' NOT IN ('out', 'in', 'both')
-       OR merged ->> 'graph_ranking' NOT IN ('paths', 'pagerank', 'both') THEN
+       OR merged ->> 'graph_ranking' NOT IN ('paths', 'pagerank', 'both')
+       OR NOT (merged ->> 'min_confidence')::float8 BETWEEN 0 AND 1 THEN
         RAISE EXCEPTION 'options out of range: rrf_k 0..1000, graph_weight 0..100, level 0..100, '
                         'lexical_min_coverage 0..1, the *_similarity floors -1..1, at most 100 relations and '
-                        '100 seed_entities, direction out, in or both, graph_ranking paths, pagerank or both'
+                        '100 seed_entities, direction out, in or both, graph_ranking paths, pagerank or both, min_confidence 0..1'
             USING ERRCODE = '22023';
     END IF;
     RETURN merged;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.check_search_options(jsonb) IS
-'Private. Returns a complete set of search options unchanged once each value has the type its use needs and lies in its range (hops within the setting max_hops); raises SQLSTATE 22023 saying which rule a value breaks.';
+'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops); raises SQLSTATE 22023 saying which rule a value breaks.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.search_options(options jsonb) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY INVOKER

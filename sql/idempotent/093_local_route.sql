@@ -26,12 +26,13 @@ BEGIN
                       FROM kgrag.k_hop(seeds, (opts ->> 'hops')::integer, (opts ->> 'degree_cap')::integer,
                                        CASE WHEN jsonb_typeof(opts -> 'relations') = 'array'
                                             THEN ARRAY(SELECT jsonb_array_elements_text(opts -> 'relations')) END,
-                                       (opts ->> 'as_of')::timestamptz, opts ->> 'direction') AS x) AS r) AS w;
+                                       (opts ->> 'as_of')::timestamptz, opts ->> 'direction', (opts ->> 'history')::boolean,
+                                       (opts ->> 'min_confidence')::float8) AS x) AS r) AS w;
     RETURN reached;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.reached_entities(text[], jsonb) IS
-'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of and direction) as a jsonb array of {entity_id, hop, path, directions, seed, position}, by position: the nearest first, then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
+'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of, direction, history and min_confidence) as a jsonb array of {entity_id, hop, path, directions, seed, position}, by position: the nearest first, then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.pagerank_list(question_vec vector, seeds text[], k integer, opts jsonb)
 RETURNS jsonb
@@ -51,7 +52,8 @@ AS $$
                       FROM kgrag.search_chunks_vector(question_vec, 4 * k) AS x
                      WHERE question_vec IS NOT NULL) AS v) AS c
      CROSS JOIN LATERAL kgrag.personalized_pagerank(seeds, NULL, c.ids, c.weights, NULL, (opts ->> 'hops')::integer,
-                                                    (opts ->> 'degree_cap')::integer) AS p
+                                                    (opts ->> 'degree_cap')::integer, (opts ->> 'as_of')::timestamptz,
+                                                    (opts ->> 'history')::boolean, (opts ->> 'min_confidence')::float8) AS p
      WHERE p.kind = 'chunk' AND p.mass > 0 AND p.rank <= 4 * k
 $$;
 COMMENT ON FUNCTION kgrag_private.pagerank_list(vector, text[], integer, jsonb) IS
@@ -195,8 +197,11 @@ BEGIN
                         ORDER BY z.chunk_id, z.o) AS y
                     ORDER BY y.o, y.chunk_id COLLATE "C" LIMIT 3)),
                'relations', COALESCE((
-                   SELECT jsonb_agg(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst) ORDER BY p.step)
-                     FROM kgrag.path_relations(r.path) AS p), '[]'))
+                   SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst,
+                                                                         'valid_from', p.valid_from, 'valid_to', p.valid_to))
+                                    ORDER BY p.step)
+                     FROM kgrag.path_relations(r.path, (opts ->> 'as_of')::timestamptz, (opts ->> 'history')::boolean,
+                                               (opts ->> 'min_confidence')::float8) AS p), '[]'))
       FROM jsonb_to_recordset(reached)
            AS r(entity_id text, hop integer, path text[], directions text[], seed text, position integer)
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
@@ -205,7 +210,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.entity_rows(jsonb, jsonb) IS
-'Private. Returns the first (option entities) reached entities as search rows (kind entity, source graph, score 1 / (1 + hop)), payload: name, type, seed, hop, path, directions, answer, evidence_refs (the answer chunk, then the first citing chunks, three in all) and the relations along the path.';
+'Private. Returns the first (option entities) reached entities as search rows (kind entity, source graph, score 1 / (1 + hop)), payload: name, type, seed, hop, path, directions, answer, evidence_refs (the answer chunk, then the first citing chunks, three in all) and the relations along the path ({src, rel, dst}, with valid_from and valid_to where the relation has them).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.local_rows(
     question_vec vector, question text, seeds text[], named text[], k integer, opts jsonb)

@@ -1,5 +1,20 @@
 -- Citations and context: references checked and expanded, and the context block for an LLM.
 
+CREATE OR REPLACE FUNCTION kgrag_private.validity_note(relation jsonb) RETURNS text
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- the days in UTC, whatever the session's time zone
+    SELECT CASE WHEN v.f IS NOT NULL AND v.u IS NOT NULL THEN format(' (%s to %s)', v.f, v.u)
+                WHEN v.f IS NOT NULL THEN format(' (since %s)', v.f)
+                WHEN v.u IS NOT NULL THEN format(' (until %s)', v.u)
+                ELSE '' END
+      FROM (SELECT to_char((relation ->> 'valid_from')::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS f,
+                   to_char((relation ->> 'valid_to')::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS u) AS v
+$$;
+COMMENT ON FUNCTION kgrag_private.validity_note(jsonb) IS
+'Private. Returns how the context prints the validity of a relation of a search row''s payload ({valid_from, valid_to}, either may be missing): " (2015-01-01 to 2020-01-01)", " (since ...)", " (until ...)", the days in UTC; '''' for a relation without one.';
+
 CREATE OR REPLACE FUNCTION kgrag.citations_resolvable(refs text[]) RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -74,7 +89,8 @@ BEGIN
                          || COALESCE(' (' || (r.payload -> 'evidence_refs' ->> 0) || ')', '')
                          || COALESCE((SELECT string_agg(E'\n  ' || COALESCE(s.name, x.rel ->> 'src') || ' -['
                                                         || COALESCE(x.rel ->> 'rel', '?') || ']-> '
-                                                        || COALESCE(d.name, x.rel ->> 'dst'), '' ORDER BY x.i)
+                                                        || COALESCE(d.name, x.rel ->> 'dst')
+                                                        || kgrag_private.validity_note(x.rel), '' ORDER BY x.i)
                                         FROM jsonb_array_elements(r.payload -> 'relations') WITH ORDINALITY AS x(rel, i)
                                         LEFT JOIN kgrag.entity AS s ON s.tenant_id = t AND s.entity_id = x.rel ->> 'src'
                                         LEFT JOIN kgrag.entity AS d ON d.tenant_id = t AND d.entity_id = x.rel ->> 'dst'), '');
@@ -108,7 +124,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.context_blocks(vector, text, text, integer, integer, jsonb) IS
-'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path, and chunks tagged [source | chunk_id] (kgrag.source_tag: the document, and the page and headings where the chunk has them), each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
+'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path (and their validity where they have one), and chunks tagged [source | chunk_id] (kgrag.source_tag: the document, and the page and headings where the chunk has them), each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
 
 CREATE OR REPLACE FUNCTION kgrag.context(
     question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, max_chars integer DEFAULT 4000,

@@ -36,7 +36,7 @@ def test_every_per_tenant_statement_names_the_tenant_on_every_table(admin: psyco
                     loose.append((name, ref.table, " ".join(ref.statement.split())[:160]))
     assert loose == []
     assert sum(checked.values()) > 80 and len(checked) > 25
-    walk = "kgrag_private.walk(text[],integer,integer,text[],timestamp with time zone,text)"
+    walk = "kgrag_private.walk(text[],integer,integer,text[],timestamp with time zone,text,boolean,double precision)"
     assert checked[walk] >= 1  # the recursive CTE
 
 

@@ -21,21 +21,21 @@ ENUMERATED = """
       FROM (SELECT w.*, row_number() OVER (PARTITION BY w.entity_id
                                            ORDER BY w.hop, w.trail COLLATE "C", w.steps) AS shortest
               FROM kgrag_private.walk(kgrag.resolve_entities(%(seeds)s), %(hops)s, %(cap)s, %(rels)s, %(as_of)s,
-                                      %(direction)s) AS w) AS x
+                                      %(direction)s, %(history)s, %(min_conf)s) AS w) AS x
      WHERE x.shortest = 1
      ORDER BY x.hop, x.entity_id COLLATE "C"
 """
 BREADTH_FIRST = """
     SELECT f.entity_id, f.hop, string_to_array(btrim(f.trail, '|'), '|'), f.seed, f.steps
       FROM kgrag_private.frontier(kgrag.resolve_entities(%(seeds)s), %(hops)s, %(cap)s, %(rels)s, %(as_of)s,
-                                  %(direction)s) AS f
+                                  %(direction)s, %(history)s, %(min_conf)s) AS f
      ORDER BY f.hop, f.entity_id COLLATE "C"
 """
 # what k_hop returns (it enumerates where a degree cap bounds the paths, walks breadth-first elsewhere)
 K_HOP = """
     SELECT k.entity_id, k.hop, k.path, k.seed,
            array_to_string(ARRAY(SELECT CASE WHEN d = 'out' THEN '>' ELSE '<' END FROM unnest(k.directions) AS d), '')
-      FROM kgrag.k_hop(%(seeds)s, %(hops)s, %(cap)s, %(rels)s, %(as_of)s, %(direction)s) AS k
+      FROM kgrag.k_hop(%(seeds)s, %(hops)s, %(cap)s, %(rels)s, %(as_of)s, %(direction)s, %(history)s, %(min_conf)s) AS k
 """
 
 
@@ -56,13 +56,16 @@ def random_graph(conn: psycopg.Connection, seed: int) -> list[str]:
         rows = []
         for a, b in sorted(co_occurs):
             weight = rng.randint(1, 5)  # ties on purpose: ranks break them by dst
-            rows += [(a, b, "CO_OCCURS", weight, None, None), (b, a, "CO_OCCURS", weight, None, None)]
+            rows += [(a, b, "CO_OCCURS", weight, 1.0, None, None), (b, a, "CO_OCCURS", weight, 1.0, None, None)]
         for a, b, rel in sorted(typed):
-            window = rng.choice([(None, None), ("2025-01-01", "2026-01-01"), ("2026-01-01", None)])
-            rows.append((a, b, rel, rng.randint(1, 5), *window))
+            # expired, current and future relations (to now and to the as_of of the tests)
+            window = rng.choice(
+                [(None, None), ("2025-01-01", "2026-01-01"), ("2026-01-01", None), ("2099-01-01", None)]
+            )
+            rows.append((a, b, rel, rng.randint(1, 5), rng.choice([0.3, 0.9, 1.0]), *window))
         cur.executemany(
-            "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight, valid_from, valid_to)"
-            " VALUES ('t1', %s, %s, %s, %s, %s, %s)",
+            "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight, confidence, valid_from, valid_to)"
+            " VALUES ('t1', %s, %s, %s, %s, %s, %s, %s)",
             rows,
         )
     conn.execute("SELECT kgrag.refresh_edge_ranks(%s)", [ids])
@@ -77,20 +80,27 @@ def test_breadth_first_k_hop_returns_the_first_shortest_path_of_every_path_walke
     ids = random_graph(tconn, graph_seed)
     rng = random.Random(100 + graph_seed)
     compared = reached = 0
-    for hops, cap, direction, rels, as_of in itertools.product(
-        [1, 2, 3], [None, 1, 3], ["out", "in", "both"], [None, ["depends_on", "OWNS"]], [None, "2025-06-01"]
+    for hops, cap, direction, rels, (as_of, history) in itertools.product(
+        [1, 2, 3],
+        [None, 1, 3],
+        ["out", "in", "both"],
+        [None, ["depends_on", "OWNS"]],
+        [(None, False), (None, True), ("2025-06-01", False)],
     ):
         seeds = rng.sample(ids, rng.randint(1, 3))
         if rng.random() < 0.3:
             seeds[0] = f"name of {seeds[0]}"  # a name, resolved as k_hop resolves it
-        args = {"seeds": seeds, "hops": hops, "cap": cap, "rels": rels, "as_of": as_of, "direction": direction}
+        args = {
+            **{"seeds": seeds, "hops": hops, "cap": cap, "rels": rels, "as_of": as_of, "direction": direction},
+            **{"history": history, "min_conf": rng.choice([None, 0.5])},
+        }
         expected = tconn.execute(ENUMERATED, args).fetchall()
         got = tconn.execute(BREADTH_FIRST, args).fetchall()
         assert got == expected, args
         assert tconn.execute(K_HOP, args).fetchall() == expected, args
         compared += 1
         reached += len(got)
-    assert compared == 108 and reached > 108 * 3  # the walks went somewhere
+    assert compared == 162 and reached > 162 * 3  # the walks went somewhere
 
 
 def test_the_budget_counts_every_edge_followed(tconn: psycopg.Connection) -> None:
@@ -100,14 +110,18 @@ def test_the_budget_counts_every_edge_followed(tconn: psycopg.Connection) -> Non
     ).fetchone()[0]  # type: ignore[index]
     # one hop out of the hub follows each of its out-edges once
     walked = tconn.execute(
-        "SELECT count(*), current_setting('kgrag.paths_walked')::integer FROM kgrag.k_hop(ARRAY[%s], 1)", [hub]
+        "SELECT count(*), current_setting('kgrag.paths_walked')::integer"
+        " FROM kgrag.k_hop(ARRAY[%s], 1, history => true)",
+        [hub],
     ).fetchone()
     out_edges = tconn.execute("SELECT count(*) FROM kgrag.edge WHERE src = %s", [hub]).fetchone()
     distinct = tconn.execute("SELECT count(DISTINCT dst) FROM kgrag.edge WHERE src = %s", [hub]).fetchone()
     assert walked == (distinct[0] + 1, out_edges[0])  # type: ignore[index]
     # two hops: the second follows the edges of the entities first reached at hop 1, not of every path
     two = tconn.execute(
-        "SELECT count(*), current_setting('kgrag.paths_walked')::integer FROM kgrag.k_hop(ARRAY[%s], 2)", [hub]
+        "SELECT count(*), current_setting('kgrag.paths_walked')::integer"
+        " FROM kgrag.k_hop(ARRAY[%s], 2, history => true)",
+        [hub],
     ).fetchone()
     expected = tconn.execute(
         "SELECT count(*) FROM kgrag.edge"
@@ -120,8 +134,10 @@ def test_the_budget_counts_every_edge_followed(tconn: psycopg.Connection) -> Non
         "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'max_paths_walked', %s)", [str(two[1] - 1)]
     )
     with pytest.raises(psycopg.errors.QueryCanceled, match=f"stopped after {two[1] - 1} paths"):
-        tconn.execute("SELECT count(*) FROM kgrag.k_hop(ARRAY[%s], 2)", [hub])
-    assert tconn.execute("SELECT count(*) FROM kgrag.k_hop(ARRAY[%s], 1)", [hub]).fetchone() == (distinct[0] + 1,)  # type: ignore[index]
+        tconn.execute("SELECT count(*) FROM kgrag.k_hop(ARRAY[%s], 2, history => true)", [hub])
+    assert tconn.execute("SELECT count(*) FROM kgrag.k_hop(ARRAY[%s], 1, history => true)", [hub]).fetchone() == (
+        distinct[0] + 1,
+    )  # type: ignore[index]
 
 
 @pytest.mark.parametrize("graph_seed", [4, 5])
@@ -139,7 +155,10 @@ def test_a_degree_cap_follows_the_strongest_edges_of_each_node(tconn: psycopg.Co
         out = {dst for dst, _ in strongest.get(node, [])[:cap]} - {node}
         into = {src for src, top in strongest.items() for dst, rel in top[:cap] if dst == node} - {node}
         for direction, expected in (("out", out), ("in", into)):
-            args = {"seeds": [node], "hops": 1, "cap": cap, "rels": None, "as_of": None, "direction": direction}
+            args = {
+                **{"seeds": [node], "hops": 1, "cap": cap, "rels": None, "as_of": None, "direction": direction},
+                **{"history": True, "min_conf": 0},  # every edge, whatever its validity and confidence
+            }
             for query in (ENUMERATED, BREADTH_FIRST):
                 reached = {row[0] for row in tconn.execute(query, args).fetchall() if row[1] == 1}
                 assert reached == expected, (query[:40], args)

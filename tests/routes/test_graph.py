@@ -1,7 +1,7 @@
 """k_hop, fanout and edge ranks on a small hand-checkable graph with a hub.
 
     a -- h -- c -- g -- i        h (the hub) also links d, e, f; a -- b -- h closes a cycle;
-    |         (a -[DEPENDS_ON]-> g, valid in 2025 only)
+    |         (a -[DEPENDS_ON]-> g, valid from 2025 on)
     b
 
 Co-occurrence weights: h-a 5, h-b 4, h-c 3, h-d 2, h-e 1, h-f 1, a-b 2, c-g 1, g-i 1.
@@ -47,7 +47,7 @@ def graph(tconn: psycopg.Connection) -> psycopg.Connection:
         )
         cur.execute(
             "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight, valid_from, valid_to)"
-            " VALUES ('t1', 'n:a', 'n:g', 'DEPENDS_ON', 1, '2025-01-01', '2026-01-01')"
+            " VALUES ('t1', 'n:a', 'n:g', 'DEPENDS_ON', 1, '2025-01-01', NULL)"
         )
     tconn.execute("SELECT kgrag.refresh_edge_ranks(%s)", [[n(x) for x in names]])
     return tconn
@@ -114,7 +114,8 @@ def test_relation_and_validity_filters(graph: psycopg.Connection) -> None:
 
 
 def test_cycle_guard_keeps_every_path_simple(graph: psycopg.Connection) -> None:
-    rows = graph.execute("SELECT trail FROM kgrag_private.walk(ARRAY['n:a'], 4, NULL, NULL, NULL, 'out')").fetchall()
+    walk = "SELECT trail FROM kgrag_private.walk(ARRAY['n:a'], 4, NULL, NULL, NULL, 'out', true, 0)"
+    rows = graph.execute(walk).fetchall()
     assert len(rows) > 20
     for (trail,) in rows:
         nodes = trail.strip("|").split("|")

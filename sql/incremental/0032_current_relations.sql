@@ -1,0 +1,20 @@
+-- 0032_current_relations: walks hold relations at a time (now, or the caller's as_of) and above a
+-- confidence.
+--
+-- - edge_dated_idx: the stated relations that have a validity (valid_from or valid_to), by pair.
+--   A walk asks it once whether the tenant has any (none: nothing more to check), and a
+--   co-occurrence of a pair one of whose dated relations does not hold at the walk's time is not
+--   walked (it would re-admit the expired relation: kgrag_private.pair_holds).
+-- - Setting walk_min_confidence (0): the confidence below which a walk (kgrag.k_hop, the local
+--   route, kgrag.personalized_pagerank) does not follow a stated relation, unless the caller
+--   gives min_confidence.
+--
+-- Through EXECUTE, as every DDL of a revision: see 0021_edge_rank_index.sql (Citus).
+DO $$
+BEGIN
+    EXECUTE 'CREATE INDEX edge_dated_idx ON kgrag.edge (tenant_id, src, dst)
+             WHERE rel <> ''CO_OCCURS'' AND (valid_from IS NOT NULL OR valid_to IS NOT NULL)';
+    INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES
+        ('*', 'walk_min_confidence', '0', 'A walk (k_hop, the local route, personalized_pagerank) does not follow a stated relation of a lower confidence, unless the caller gives min_confidence (0..1).');
+END
+$$;

@@ -1,0 +1,177 @@
+"""Current facts by default: a relation that no longer holds (or does not hold yet) is not walked,
+answered or put in a context unless the caller asks for another time (as_of) or for history, and
+the co-occurrence of the same pair does not bring it back; min_confidence keeps weak relations out
+of the walk. Ingested as a writer, read as a login role granted kgrag_reader, as users do."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import as_role
+from ingesting import ingest
+
+from pgkgrag.db.connections import tenant_transaction
+
+ANA = "person:ana costa"
+NORTHWIND = "organization:northwind"
+CONTOSO = "organization:contoso"
+BRUNO = "person:bruno lima"
+
+DOCS = [
+    {
+        "doc_id": "ana-2015",
+        "text": "Ana Costa joined Northwind in 2015 as an accountant and left it at the end of 2019.",
+        "entities": [{"name": "Ana Costa", "type": "Person"}, {"name": "Northwind", "type": "Organization"}],
+        "relations": [
+            # dates without a time: midnight UTC
+            {
+                "source": "Ana Costa",
+                "target": "Northwind",
+                "type": "WORKED_AT",
+                "valid_from": "2015-01-01",
+                "valid_to": "2020-01-01",
+                "quote": "Ana Costa joined Northwind in 2015",
+            }
+        ],
+    },
+    {
+        "doc_id": "ana-2020",
+        "text": "Ana Costa has worked at Contoso since 2020. She may be mentoring Bruno Lima there.",
+        "entities": [
+            {"name": "Ana Costa", "type": "Person"},
+            {"name": "Contoso", "type": "Organization"},
+            {"name": "Bruno Lima", "type": "Person"},
+        ],
+        "relations": [
+            {
+                "source": "Ana Costa",
+                "target": "Contoso",
+                "type": "WORKED_AT",
+                "valid_from": "2020-01-01T00:00:00Z",
+                "quote": "Ana Costa has worked at Contoso since 2020",
+            },
+            {
+                "source": "Ana Costa",
+                "target": "Bruno Lima",
+                "type": "MENTORS",
+                "confidence": 0.4,
+                "quote": "She may be mentoring Bruno Lima",
+            },
+        ],
+    },
+]
+
+
+@pytest.fixture
+def reader(
+    conn: psycopg.Connection, admin: psycopg.Connection, dsn: str, login_roles: Callable[[str], str], tmp_path: Path
+) -> Iterator[psycopg.Connection]:
+    """The graph of DOCS, ingested as a writer, and a connection of a login role granted
+    kgrag_reader and the tenant."""
+    summary = ingest(conn, tmp_path, DOCS)
+    assert summary.ok, summary.rejected_inputs
+    role = login_roles("kgrag_reader")
+    admin.execute("SELECT kgrag.grant_tenant(%s, 't1')", [role])
+    admin.commit()
+    with psycopg.connect(as_role(dsn, role)) as own:
+        yield own
+
+
+def rows(conn: psycopg.Connection, query: str, params: list[object] | None = None) -> list[tuple]:
+    """One statement in a transaction acting for t1."""
+    with tenant_transaction(conn, "t1"):
+        return conn.execute(query, params or []).fetchall()  # type: ignore[arg-type]
+
+
+def reached(conn: psycopg.Connection, **options: object) -> set[str]:
+    params = "".join(f", {name} => %s" for name in options)
+    query = f"SELECT entity_id FROM kgrag.k_hop(ARRAY['Ana Costa'], 1{params}) WHERE hop = 1 ORDER BY 1"
+    return {row[0] for row in rows(conn, query, list(options.values()))}
+
+
+def test_the_walk_follows_the_relations_that_hold(reader: psycopg.Connection) -> None:
+    stored = rows(
+        reader,
+        "SELECT dst, valid_from AT TIME ZONE 'UTC', valid_to AT TIME ZONE 'UTC' FROM kgrag.edge"
+        " WHERE rel = 'WORKED_AT' ORDER BY dst",
+    )
+    assert [(dst, str(start), str(end)) for dst, start, end in stored] == [
+        (CONTOSO, "2020-01-01 00:00:00", "None"),
+        (NORTHWIND, "2015-01-01 00:00:00", "2020-01-01 00:00:00"),
+    ]
+    # the co-occurrence of Ana and Northwind is stored, undated, and is not walked while WORKED_AT does not hold
+    cooccurs = "SELECT count(*) FROM kgrag.edge WHERE rel = 'CO_OCCURS' AND src = %s AND dst = %s"
+    assert rows(reader, cooccurs, [ANA, NORTHWIND]) == [(1,)]
+    assert reached(reader) == {BRUNO, CONTOSO}  # now: the current employer only
+    assert reached(reader, as_of="2017-06-01T00:00:00Z") == {BRUNO, NORTHWIND}  # MENTORS is undated
+    assert reached(reader, as_of="2024-06-01T00:00:00Z") == {BRUNO, CONTOSO}
+    assert reached(reader, history=True) == {BRUNO, CONTOSO, NORTHWIND}
+    assert reached(reader, min_confidence=0.5, relations=["MENTORS"]) == set()
+    assert reached(reader, min_confidence=0.3, relations=["MENTORS"]) == {BRUNO}
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="min_confidence must be between 0 and 1"):
+        reached(reader, min_confidence=1.5)
+
+
+def test_the_steps_are_named_and_dated_as_at_that_time(reader: psycopg.Connection) -> None:
+    steps = (
+        "SELECT entity_id, rel, valid_from IS NOT NULL, valid_to IS NOT NULL"
+        " FROM kgrag.neighbourhood(ARRAY['Ana Costa'], 1{}) WHERE hop = 1 ORDER BY 1"
+    )
+    assert rows(reader, steps.format("")) == [(CONTOSO, "WORKED_AT", True, False), (BRUNO, "MENTORS", False, False)]
+    assert rows(reader, steps.format(", as_of => '2017-06-01Z'")) == [
+        (NORTHWIND, "WORKED_AT", True, True),
+        (BRUNO, "MENTORS", False, False),
+    ]
+    # the relation of a step, for a path given by hand: the one that holds, else the co-occurrence
+    relation = "SELECT rel FROM kgrag.path_relations(ARRAY[%s, %s]{})"
+    assert rows(reader, relation.format(""), [ANA, NORTHWIND]) == [("CO_OCCURS",)]
+    assert rows(reader, relation.format(", history => true"), [ANA, NORTHWIND]) == [("WORKED_AT",)]
+
+
+def test_search_and_context_hold_the_current_facts(reader: psycopg.Connection) -> None:
+    def entities(options: str) -> list[str]:
+        found = rows(
+            reader,
+            "SELECT ref_id FROM kgrag.kgrag_search(question => 'Where does Ana Costa work?', route => 'local',"
+            " options => %s::jsonb) WHERE kind = 'entity' ORDER BY ref_id",
+            [options],
+        )
+        return [row[0] for row in found]
+
+    assert NORTHWIND not in entities('{"seed_entities": ["Ana Costa"]}')
+    assert CONTOSO in entities('{"seed_entities": ["Ana Costa"]}')
+    # a date alone is that day's midnight UTC
+    then = entities('{"seed_entities": ["Ana Costa"], "as_of": "2017-06-01"}')
+    assert NORTHWIND in then and CONTOSO not in then
+    assert {NORTHWIND, CONTOSO} <= set(entities('{"seed_entities": ["Ana Costa"], "history": true}'))
+    assert BRUNO not in entities('{"seed_entities": ["Ana Costa"], "min_confidence": 0.5, "relations": ["MENTORS"]}')
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"min_confidence 0\.\.1"):
+        entities('{"min_confidence": 2}')
+    [(context,)] = rows(
+        reader,
+        "SELECT kgrag.context(question => 'Where does Ana Costa work?', route => 'local',"
+        ' options => \'{"seed_entities": ["Ana Costa"], "history": true}\')',
+    )
+    assert "Ana Costa -[WORKED_AT]-> Northwind (2015-01-01 to 2020-01-01)" in context
+    assert "Ana Costa -[WORKED_AT]-> Contoso (since 2020-01-01)" in context
+
+
+def test_pagerank_follows_the_relations_that_hold(reader: psycopg.Connection) -> None:
+    """The walk's subgraph holds Northwind only where WORKED_AT holds (history, or 2017)."""
+    mass = "SELECT kind, mass > 0 FROM kgrag.personalized_pagerank(ARRAY['Ana Costa'], hops => 1{}) WHERE node_id = %s"
+    assert rows(reader, mass.format(""), [NORTHWIND]) == []
+    assert rows(reader, mass.format(""), [CONTOSO]) == [("entity", True)]
+    assert rows(reader, mass.format(", as_of => '2017-06-01Z'"), [NORTHWIND]) == [("entity", True)]
+    assert rows(reader, mass.format(", as_of => '2017-06-01Z'"), [CONTOSO]) == []
+    assert rows(reader, mass.format(", history => true"), [NORTHWIND]) == [("entity", True)]
+
+
+def test_a_tenant_setting_raises_the_confidence_walked(reader: psycopg.Connection, admin: psycopg.Connection) -> None:
+    assert BRUNO in reached(reader)
+    with tenant_transaction(admin, "t1"):
+        admin.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'walk_min_confidence', '0.5')")
+    assert reached(reader, relations=["MENTORS"]) == set()
+    assert reached(reader, relations=["MENTORS"], min_confidence=0) == {BRUNO}
