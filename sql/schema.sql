@@ -818,6 +818,7 @@ DECLARE
     ran record;
     rows_out kgrag.search_row[];
     why text;
+    counted record;
 BEGIN
     PERFORM kgrag.current_tenant();  -- fails closed before anything else is read
     PERFORM kgrag_private.check_search_input(question_vec, route, question, k);
@@ -827,7 +828,8 @@ BEGIN
 
     SELECT * INTO decided FROM kgrag_private.search_route(question_vec, kgrag_search.route, question, options, opts);
     SELECT * INTO ran FROM kgrag_private.search_rows(decided.route, kgrag_search.route, question_vec, question,
-                                                     decided.seeds, decided.named_seeds, k, opts);
+                                                     decided.seeds, decided.named_seeds, k, opts, decided.subject,
+                                                     decided.subject_absent);
     rows_out := ran.result;
     why := decided.reason || ran.said;
     IF ran.over_budget IS NOT NULL AND cardinality(rows_out) = 0 THEN  -- nothing to return instead: the error stands
@@ -844,7 +846,13 @@ BEGIN
     IF (opts ->> 'neighbours')::boolean THEN
         rows_out := ARRAY(SELECT x FROM kgrag_private.with_neighbours(rows_out) AS x);
     END IF;
-    why := kgrag_private.search_caveats(why, rows_out, decided.route, question_vec IS NOT NULL, opts);
+    why := kgrag_private.search_caveats(why, rows_out, decided.route, question_vec IS NOT NULL, opts,
+                                        decided.subject_absent);
+    IF decided.count_rule IS NOT NULL AND decided.subject IS NOT NULL THEN  -- how many match, of which k are shown
+        SELECT c.said, c.result INTO counted FROM kgrag_private.count_caveat(decided.count_rule, decided.subject, rows_out) AS c;
+        why := why || counted.said;
+        rows_out := counted.result;
+    END IF;
     why := kgrag_private.log_search_result(question, question_vec, decided.route, why, decided.seeds,
                                            cardinality(rows_out), started, ran.over_budget IS NOT NULL, opts);
     PERFORM set_config('kgrag.last_route', decided.route, true);
@@ -862,7 +870,7 @@ ALTER FUNCTION kgrag.kgrag_search(question_vec public.vector, route text, questi
 -- Name: FUNCTION kgrag_search(question_vec public.vector, route text, question text, k integer, options jsonb); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.kgrag_search(question_vec public.vector, route text, question text, k integer, options jsonb) IS 'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), seed_entities (entity ids, names or aliases: the local route from these, whatever the router would pick), direction (out, in or both: how the walk follows typed edges; default out), graph_ranking (paths: the graph''s chunks are those of the entities the walk reached, nearest first; pagerank: by Personalized PageRank mass, see kgrag.personalized_pagerank, source pagerank and payload.ppr_mass; both: the two lists fused; default setting search_graph_ranking; the reason says which ranked them), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left for kgrag.last_search().';
+COMMENT ON FUNCTION kgrag.kgrag_search(question_vec public.vector, route text, question text, k integer, options jsonb) IS 'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), seed_entities (entity ids, names or aliases: the local route from these, whatever the router would pick), direction (out, in or both: how the walk follows typed edges; default out), graph_ranking (paths: the graph''s chunks are those of the entities the walk reached, nearest first; pagerank: by Personalized PageRank mass, see kgrag.personalized_pagerank, source pagerank and payload.ppr_mass; both: the two lists fused; default setting search_graph_ranking; the reason says which ranked them), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question about the collection (a global rule) naming a subject no chunk holds returns no rows, and says so. A question asking how many or for every item (a count rule: how many, all the, quantos, todos os) says in its reason and in each row''s payload.matching how many chunks, documents and entities of the type it names match, and that only the rows returned are shown. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left for kgrag.last_search().';
 
 --
 -- Name: last_search(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1532,7 +1540,7 @@ COMMENT ON FUNCTION kgrag.revoke_tenant(role_name text, tenant text) IS 'Takes b
 -- Name: route(public.vector, text, jsonb); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag.route(question_vec public.vector DEFAULT NULL::public.vector, question text DEFAULT NULL::text, options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text, named_seeds text[])
+CREATE FUNCTION kgrag.route(question_vec public.vector DEFAULT NULL::public.vector, question text DEFAULT NULL::text, options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text, named_seeds text[], subject text, subject_absent boolean, count_rule text)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -1546,6 +1554,7 @@ DECLARE
     flat boolean;
     global_rule record;
     mixed_rule record;
+    counting record;
     named text;
 BEGIN
     PERFORM kgrag_private.check_question(question);
@@ -1573,12 +1582,25 @@ BEGIN
 
     SELECT * INTO global_rule FROM kgrag_private.matching_rule('global', folded);
     SELECT * INTO mixed_rule FROM kgrag_private.matching_rule('mixed', folded);
+    SELECT * INTO counting FROM kgrag_private.matching_rule('count', folded);
+    count_rule := counting.rule_id;
+    -- An aggregation without an entity, or a count: what it is about (the words left once the
+    -- markers are out), and for the aggregation, whether any chunk holds it.
+    subject_absent := false;
+    IF global_rule.rule_id IS NOT NULL AND cardinality(seeds) = 0 OR count_rule IS NOT NULL THEN
+        subject := kgrag_private.question_subject(question);
+    END IF;
+    IF global_rule.rule_id IS NOT NULL AND cardinality(seeds) = 0 AND subject IS NOT NULL THEN
+        -- absent: not one of its words is in any chunk (a subject some chunk names is ranked against the reports)
+        SELECT m.has_words AND m.chunks = 0 INTO subject_absent FROM kgrag_private.subject_matches(subject, 1, false) AS m;
+    END IF;
     SELECT string_agg(e.name, ', ' ORDER BY array_position(seeds, e.entity_id)) INTO named
       FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (seeds[1:3]);
     SELECT d.route, d.rule_id, d.reason INTO route, rule_id, reason
       FROM kgrag_private.route_decision(cardinality(seeds), named, global_rule.rule_id, global_rule.description,
                                         mixed_rule.rule_id, mixed_rule.description, question_vec IS NOT NULL, flat,
-                                        profile_gap, profile[1], opts ->> 'entity_seed_min_similarity') AS d;
+                                        profile_gap, profile[1], opts ->> 'entity_seed_min_similarity',
+                                        CASE WHEN subject_absent THEN subject END, subject) AS d;
     RETURN NEXT;
 END
 $$;
@@ -1589,7 +1611,7 @@ ALTER FUNCTION kgrag.route(question_vec public.vector, question text, options js
 -- Name: FUNCTION route(question_vec public.vector, question text, options jsonb); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.route(question_vec public.vector, question text, options jsonb) IS 'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did, named_seeds = the seeds the question names by a whole name, not by a fuzzy link). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity.';
+COMMENT ON FUNCTION kgrag.route(question_vec public.vector, question text, options jsonb) IS 'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did, named_seeds = the seeds the question names by a whole name, not by a fuzzy link). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity. subject = the question''s words left once the markers of the rules are out (kgrag_private.question_subject), for an aggregation that names no entity or a count; subject_absent = an aggregation whose subject no chunk holds a word of (kgrag_search returns nothing for it; an aggregation with a subject some chunk names ranks the reports against it, one without a subject takes every report by weight); count_rule = the count rule matched (a question asking how many, or for every item: kgrag_search says how many match).';
 
 --
 -- Name: routes(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1678,20 +1700,8 @@ DECLARE
     configs regconfig[];
 BEGIN
     PERFORM kgrag_private.check_k(k);
-    IF config IS NOT NULL THEN
-        configs := ARRAY[config];
-    ELSE
-        -- the languages of the tenant's documents: one probe of document_lang_idx per language
-        WITH RECURSIVE langs(lang) AS (
-            (SELECT d.lang FROM kgrag.document AS d WHERE d.tenant_id = t ORDER BY d.lang LIMIT 1)
-            UNION ALL
-            SELECT (SELECT d.lang FROM kgrag.document AS d WHERE d.tenant_id = t AND d.lang > l.lang
-                     ORDER BY d.lang LIMIT 1)
-              FROM langs AS l
-             WHERE l.lang IS NOT NULL
-        )
-        SELECT array_agg(l.lang) INTO configs FROM langs AS l WHERE l.lang IS NOT NULL;
-    END IF;
+    -- the languages of the tenant's documents unless config is given
+    configs := CASE WHEN config IS NOT NULL THEN ARRAY[config] ELSE kgrag_private.tenant_languages() END;
     RETURN QUERY
     WITH queries AS MATERIALIZED (  -- once per configuration, not per candidate
         SELECT cfg, kgrag.lexical_query(question, cfg, mode) AS query,
@@ -2784,6 +2794,40 @@ ALTER FUNCTION kgrag_private.community_graph() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.community_graph() IS 'Private. Returns the graph communities are detected on: the current tenant''s co-occurrence edges, each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag_private.replace_communities.';
+
+--
+-- Name: count_caveat(text, text, kgrag.search_row[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.count_caveat(count_rule text, subject text, rows_in kgrag.search_row[]) RETURNS TABLE(said text, result kgrag.search_row[])
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    matching jsonb := kgrag_private.subject_count(subject, cardinality(rows_in));
+BEGIN
+    said := format('; the question asks for a count or a complete list (rule %s): %s%s chunks in %s documents hold "%s"',
+                   count_rule, CASE WHEN (matching ->> 'capped')::boolean THEN 'more than ' ELSE '' END,
+                   matching ->> 'chunks', matching ->> 'documents', subject)
+            || COALESCE((SELECT ', ' || string_agg(format('%s entities of type %s', e.value, e.key), ', ' ORDER BY e.key)
+                           FROM jsonb_each_text(matching -> 'entities') AS e), '')
+            || format('; %s rows are shown: a count or a list made from them alone may be incomplete',
+                      cardinality(rows_in));
+    result := ARRAY(SELECT (x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason,
+                            x.payload || jsonb_build_object('matching', matching))::kgrag.search_row
+                      FROM unnest(rows_in) WITH ORDINALITY AS x(rank, ref_id, kind, source, score, route, reason, payload, o)
+                     ORDER BY x.o);
+    RETURN NEXT;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.count_caveat(count_rule text, subject text, rows_in kgrag.search_row[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION count_caveat(count_rule text, subject text, rows_in kgrag.search_row[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.count_caveat(count_rule text, subject text, rows_in kgrag.search_row[]) IS 'Private. For a question that asks how many or for every item (a count rule of kgrag.router_rule matched): what the reason adds (how many chunks and documents hold the subject, how many entities of the types it names, and that only the rows shown were returned) and the rows with payload.matching (kgrag_private.subject_count).';
 
 --
 -- Name: coverage(tsvector, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4599,6 +4643,54 @@ ALTER FUNCTION kgrag_private.question_spans(whole text) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.question_spans(whole text) IS 'Private. Returns every run of 1 to 12 words of a canonical question (kgrag.canonical_name): (first, last, len = word positions and count, words, phrase = the words joined by spaces).';
 
 --
+-- Name: question_subject(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.question_subject(question text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value (router_rule is a reference table on Citus)
+    -- words that name the collection itself, or the asking, not a subject (folded, English and Portuguese)
+    generic constant text[] := ARRAY['collection', 'corpus', 'documents?', 'docs?', 'notes?', 'reports?', 'files?',
+                                     'texts?', 'records?', 'items?', 'entries', 'entry', 'there', 'list', 'show',
+                                     'give', 'name', 'across', 'throughout', 'within', 'among', 'regarding',
+                                     'concerning', 'acerca', 'sobre', 'entre', 'acervo', 'colecao', 'documentos?', 'notas?', 'relatorios?',
+                                     'arquivos?', 'registros?', 'itens', 'existem', 'houve', 'ha', 'liste',
+                                     'mostre', 'diga'];
+    rest text := kgrag.fold(COALESCE(question, ''));
+    configs regconfig[] := kgrag_private.tenant_languages();
+    marker record;
+BEGIN
+    PERFORM kgrag_private.check_question(question);
+    -- every marker of every enabled rule (a tenant's rule in place of the default of the same id)
+    FOR marker IN SELECT DISTINCT ON (rr.rule_id) rr.pattern, rr.enabled FROM kgrag.router_rule AS rr
+                   WHERE rr.tenant_id IN ('*', t) ORDER BY rr.rule_id, (rr.tenant_id = '*') LOOP
+        CONTINUE WHEN NOT marker.enabled;
+        rest := regexp_replace(rest, marker.pattern, ' ', 'gi');
+    END LOOP;
+    rest := regexp_replace(rest, '\m(' || array_to_string(generic, '|') || ')\M', ' ', 'gi');
+    -- the words left that are no stop word of the languages of the rules or of the documents
+    configs := configs || ARRAY(SELECT DISTINCT kgrag.text_search_config(rr.lang) FROM kgrag.router_rule AS rr
+                                 WHERE rr.tenant_id IN ('*', t));
+    SELECT string_agg(w.word, ' ' ORDER BY w.o) INTO rest
+      FROM regexp_split_to_table(btrim(regexp_replace(rest, '[^[:alnum:]]+', ' ', 'g')), ' ') WITH ORDINALITY AS w(word, o)
+     WHERE w.word <> ''
+       AND NOT EXISTS (SELECT 1 FROM unnest(configs) AS cfg WHERE length(to_tsvector(cfg, w.word)) = 0);
+    RETURN NULLIF(rest, '');
+END
+$$;
+
+ALTER FUNCTION kgrag_private.question_subject(question text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION question_subject(question text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.question_subject(question text) IS 'Private. Returns the subject of a question: its words (accents folded) once the markers of the router''s rules (kgrag.router_rule) and the words for the collection itself (documents, notes, reports, acervo, ...) are taken out, punctuation and the stop words of the languages of the rules and of the tenant''s documents dropped; NULL when nothing is left ("What are the main themes?").';
+
+--
 -- Name: question_words(text, regconfig); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5161,10 +5253,10 @@ ALTER FUNCTION kgrag_private.rewrite_edges() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.rewrite_edges() IS 'Private. Applies pg_temp.kgrag_edge_want (new edge values, weight 0 = remove), writing only the edges whose values change, and moves the degree of each source that gains its first edge to a neighbour or loses its last one. Returns the number of edges inserted or updated.';
 
 --
--- Name: route_decision(integer, text, text, text, text, text, boolean, boolean, double precision, double precision, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: route_decision(integer, text, text, text, text, text, boolean, boolean, double precision, double precision, text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text) RETURNS TABLE(route text, rule_id text, reason text)
+CREATE FUNCTION kgrag_private.route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text, absent_subject text, subject text) RETURNS TABLE(route text, rule_id text, reason text)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -5173,7 +5265,12 @@ BEGIN
         route := 'global';
         rule_id := global_rule;
         reason := format('the question %s (rule %s)', global_why, global_rule)
-                  || CASE WHEN seeds = 0 THEN ' without naming a subject: every report of the level, by weight'
+                  || CASE WHEN absent_subject IS NOT NULL
+                          THEN format(' about "%s", which no chunk of the collection mentions: nothing to return',
+                                      absent_subject)
+                          WHEN seeds = 0 AND subject IS NOT NULL
+                          THEN format(': community reports ranked against its subject "%s"', subject)
+                          WHEN seeds = 0 THEN ' without naming a subject: every report of the level, by weight'
                           ELSE format(': community reports ranked against it (it names %s)', named) END;
     ELSIF seeds = 0 THEN
         route := 'vector';
@@ -5199,13 +5296,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text, absent_subject text, subject text) OWNER TO <owner>;
 
 --
--- Name: FUNCTION route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text, absent_subject text, subject text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text) IS 'Private. The router''s rule and its reason, from what kgrag.route found: a global rule matched sends to global; no seed to vector (the reason says whether there was no vector, a flat profile or no entity above the seed floor); a mixed rule with seeds to mixed; seeds alone to local. named = the names of the first seeds, for the reason.';
+COMMENT ON FUNCTION kgrag_private.route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text, absent_subject text, subject text) IS 'Private. The router''s rule and its reason, from what kgrag.route found: a global rule matched sends to global (the whole collection where the question names no subject; reports ranked against its subject where it names one, subject; nothing where no chunk holds a word of it, absent_subject); no seed to vector (the reason says whether there was no vector, a flat profile or no entity above the seed floor); a mixed rule with seeds to mixed; seeds alone to local. named = the names of the first seeds, for the reason.';
 
 --
 -- Name: screen_staged(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5307,10 +5404,10 @@ ALTER FUNCTION kgrag_private.sealed(tenant text, seal text) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.sealed(tenant text, seal text) IS 'Private. Returns whether a seal is the current transaction''s for this tenant: made by kgrag_private.tenant_seal in this backend and transaction, or, on a Citus worker serving another node''s transaction, made by the backend that transaction started on (same global pid and tenant).';
 
 --
--- Name: search_caveats(text, kgrag.search_row[], text, boolean, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: search_caveats(text, kgrag.search_row[], text, boolean, jsonb, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb) RETURNS text
+CREATE FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb, subject_absent boolean) RETURNS text
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -5338,7 +5435,7 @@ BEGIN
                                        (SELECT count(*) FROM kgrag.community_report AS r WHERE r.tenant_id = t AND r.stale));
         END IF;
     END IF;
-    IF cardinality(result) = 0 THEN
+    IF cardinality(result) = 0 AND NOT subject_absent THEN  -- an absent subject is reason enough
         IF NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t) THEN
             reason := format('tenant %s has no documents (%s)', quote_literal(t), reason);
             -- said to every client, not only in kgrag.last_search(): a wrong tenant name looks like this
@@ -5355,13 +5452,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb, subject_absent boolean) OWNER TO <owner>;
 
 --
--- Name: FUNCTION search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb, subject_absent boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb) IS 'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents (also raised as a NOTICE, which every client shows) or that nothing cleared the floors (naming them).';
+COMMENT ON FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb, subject_absent boolean) IS 'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents (also raised as a NOTICE, which every client shows) or that nothing cleared the floors (naming them).';
 
 --
 -- Name: search_in_time(timestamp with time zone, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5412,7 +5509,7 @@ COMMENT ON FUNCTION kgrag_private.search_options(options jsonb) IS 'Private. Ret
 -- Name: search_route(public.vector, text, text, jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.search_route(question_vec public.vector, asked text, question text, options jsonb, opts jsonb) RETURNS TABLE(route text, reason text, seeds text[], named_seeds text[])
+CREATE FUNCTION kgrag_private.search_route(question_vec public.vector, asked text, question text, options jsonb, opts jsonb) RETURNS TABLE(route text, reason text, seeds text[], named_seeds text[], subject text, subject_absent boolean, count_rule text)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -5432,6 +5529,9 @@ BEGIN
     END IF;
     seeds := decided.seeds;
     named_seeds := decided.named_seeds;
+    subject := decided.subject;
+    subject_absent := decided.subject_absent AND decided.route = 'global';
+    count_rule := decided.count_rule;
     IF asked = 'auto' THEN
         route := decided.route;
         reason := decided.reason;
@@ -5450,13 +5550,13 @@ ALTER FUNCTION kgrag_private.search_route(question_vec public.vector, asked text
 -- Name: FUNCTION search_route(question_vec public.vector, asked text, question text, options jsonb, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.search_route(question_vec public.vector, asked text, question text, options jsonb, opts jsonb) IS 'Private. Returns the route a kgrag_search takes and why, with its seeds: the router''s (kgrag.route) for route auto, else the route asked for, its reason naming what the router would pick; the local route from the option seed_entities where the caller names the seeds. Checks the search''s deadline after routing.';
+COMMENT ON FUNCTION kgrag_private.search_route(question_vec public.vector, asked text, question text, options jsonb, opts jsonb) IS 'Private. Returns the route a kgrag_search takes and why, with its seeds and what kgrag.route found of the question''s subject (subject, subject_absent, count_rule): the router''s (kgrag.route) for route auto, else the route asked for, its reason naming what the router would pick; the local route from the option seed_entities where the caller names the seeds. Checks the search''s deadline after routing.';
 
 --
--- Name: search_rows(text, text, public.vector, text, text[], text[], integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: search_rows(text, text, public.vector, text, text[], text[], integer, jsonb, text, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb) RETURNS TABLE(result kgrag.search_row[], said text, over_budget text)
+CREATE FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb, subject text, subject_absent boolean) RETURNS TABLE(result kgrag.search_row[], said text, over_budget text)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -5493,11 +5593,20 @@ BEGIN
     IF route = 'mixed' THEN
         rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, false, k, opts || '{"reports": 1}') AS x
                            WHERE x.kind = 'community') || COALESCE(rows_out, '{}');
+    ELSIF route = 'global' AND subject_absent AND NOT (opts ->> 'whole_collection')::boolean THEN
+        rows_out := '{}';  -- an aggregation about what nobody wrote about: nothing, not every report
     ELSIF route = 'global' THEN
+        -- the whole collection for an aggregation without a subject; with a subject the graph
+        -- does not name, the reports are ranked against it (by its words without a vector)
         rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(
-                              question_vec, question,
-                              (opts ->> 'whole_collection')::boolean OR (asked = 'auto' AND cardinality(seeds) = 0),
+                              question_vec, CASE WHEN cardinality(seeds) = 0 THEN COALESCE(subject, question) ELSE question END,
+                              (opts ->> 'whole_collection')::boolean
+                              OR (asked = 'auto' AND cardinality(seeds) = 0 AND subject IS NULL),
                               k, opts) AS x);
+        IF cardinality(rows_out) = 0 AND asked = 'auto' AND cardinality(seeds) = 0 AND subject IS NOT NULL THEN
+            rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, true, k, opts) AS x);
+            said := '; no report cleared the floor against the subject: every report of the level, by weight';
+        END IF;
     ELSIF route = 'vector' OR (route = 'local' AND cardinality(seeds) = 0) THEN
         rows_out := ARRAY(SELECT x FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts), k, opts) AS x);
         IF route = 'local' THEN
@@ -5509,13 +5618,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb, subject text, subject_absent boolean) OWNER TO <owner>;
 
 --
--- Name: FUNCTION search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb, subject text, subject_absent boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb) IS 'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts the best community report first; global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject); vector, and local without a seed, the fused vector and lexical chunks.';
+COMMENT ON FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb, subject text, subject_absent boolean) IS 'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts the best community report first; global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject and no seed; ranked against the subject where it names one but no entity, or by weight where none clears the floor; nothing where the question names a subject no chunk holds, subject_absent, unless whole_collection is asked); vector, and local without a seed, the fused vector and lexical chunks.';
 
 --
 -- Name: serving_another_node(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5739,6 +5848,114 @@ ALTER FUNCTION kgrag_private.strong_links(whole text, stop text[], words jsonb) 
 COMMENT ON FUNCTION kgrag_private.strong_links(whole text, stop text[], words jsonb) IS 'Private. Returns the whole-name matches of a canonical question as a jsonb array of {entity_id, score, tier, first, last}: exact (the whole question is an alias, 10), phrase (a span of 2 to 12 words is an alias, 9), squashed (a squashed span of up to six words is a squashed alias, 8), token (a word is an alias the case rule allows, from kgrag_private.word_links, 7).';
 
 --
+-- Name: subject_count(text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.subject_count(subject text, shown integer) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    cap integer := kgrag.setting('lexical_candidates')::integer;
+    m record;
+BEGIN
+    SELECT * INTO m FROM kgrag_private.subject_matches(subject, cap);
+    RETURN jsonb_build_object(
+        'subject', subject, 'shown', shown, 'chunks', m.chunks, 'documents', m.documents, 'capped', m.capped,
+        'entities', COALESCE((SELECT jsonb_object_agg(y.type, y.entities) FROM kgrag_private.subject_types(subject, cap) AS y), '{}'));
+END
+$$;
+
+ALTER FUNCTION kgrag_private.subject_count(subject text, shown integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION subject_count(subject text, shown integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.subject_count(subject text, shown integer) IS 'Private. Returns what a search''s payload.matching says of a count or list question: {subject, shown (the rows returned), chunks and documents holding every word of the subject, capped (more than the setting lexical_candidates chunks hold it), entities: {type: number of entities} for the types the subject names}.';
+
+--
+-- Name: subject_matches(text, integer, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.subject_matches(subject text, cap integer, every_word boolean DEFAULT true) RETURNS TABLE(has_words boolean, chunks integer, documents integer, capped boolean)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET client_min_messages TO 'warning'
+    AS $_$
+DECLARE
+    found text[];
+BEGIN
+    -- chunks that hold every content word of the subject (or one, every_word false), in their
+    -- own language's configuration (kgrag.chunk.tsv holds the folded forms too), at most cap + 1
+    SELECT bool_or(numnode(q.query) > 0),
+           COALESCE(array_agg(DISTINCT p.chunk_id) FILTER (WHERE p.chunk_id IS NOT NULL), '{}')
+      INTO has_words, found
+      FROM unnest(kgrag_private.tenant_languages()) AS cfg
+     CROSS JOIN LATERAL (SELECT CASE WHEN every_word THEN plainto_tsquery(cfg, COALESCE(subject, ''))
+                                     ELSE kgrag.lexical_query(subject, cfg) END AS query) AS q
+      LEFT JOIN LATERAL kgrag_private.fts_probe(q.query, cfg, cap + 1) AS p ON numnode(q.query) > 0;
+    has_words := COALESCE(has_words, false);
+    capped := cardinality(found) > cap;
+    chunks := least(cardinality(found), cap);
+    documents := (SELECT count(DISTINCT regexp_replace(f.id, '#[0-9]+$', ''))
+                    FROM unnest(found[1:cap]) AS f(id));
+    RETURN NEXT;
+END
+$_$;
+
+ALTER FUNCTION kgrag_private.subject_matches(subject text, cap integer, every_word boolean) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION subject_matches(subject text, cap integer, every_word boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.subject_matches(subject text, cap integer, every_word boolean) IS 'Private. Returns how much of the collection holds a subject: has_words (whether it has content words in some language of the tenant''s documents), chunks and documents holding every one of them (every_word false: one of them) (full-text search, each chunk in its own language), at most cap chunks counted (capped: more exist).';
+
+--
+-- Name: subject_types(text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.subject_types(subject text, cap integer) RETURNS TABLE(type text, entities integer, capped boolean)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET client_min_messages TO 'warning'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    -- the entity types of the tenant (one probe of entity_type_idx each, at most 1,000 types)
+    -- whose name is one of the subject's words ("incidents" -> type Incident)
+    RETURN QUERY
+    WITH RECURSIVE types(type, n) AS (
+        (SELECT e.type, 1 FROM kgrag.entity AS e WHERE e.tenant_id = t ORDER BY e.type LIMIT 1)
+        UNION ALL
+        SELECT (SELECT e.type FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.type > y.type ORDER BY e.type LIMIT 1),
+               y.n + 1
+          FROM types AS y
+         WHERE y.type IS NOT NULL AND y.n < 1000
+    )
+    SELECT y.type, least(c.n, cap)::integer, c.n > cap
+      FROM types AS y
+     CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT 1 FROM kgrag.entity AS e
+                                                     WHERE e.tenant_id = t AND e.type = y.type LIMIT cap + 1) AS x) AS c
+     WHERE y.type IS NOT NULL
+       AND EXISTS (SELECT 1 FROM unnest(kgrag_private.tenant_languages()) AS cfg
+                    WHERE numnode(plainto_tsquery(cfg, kgrag.fold(y.type))) > 0
+                      AND to_tsvector(cfg, COALESCE(subject, '')) @@ plainto_tsquery(cfg, kgrag.fold(y.type)))
+     ORDER BY y.type;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.subject_types(subject text, cap integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION subject_types(subject text, cap integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.subject_types(subject text, cap integer) IS 'Private. Returns the entity types whose name the subject holds as a word, in a language of the tenant''s documents ("incidents" names the type Incident), with the number of entities of each (at most cap counted; capped: more exist). At most 1,000 types are looked at.';
+
+--
 -- Name: template_reports(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5763,6 +5980,40 @@ ALTER FUNCTION kgrag_private.template_reports() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.template_reports() IS 'Private. Returns the current tenant''s community reports still in their template form: (community_id, report). An LLM may rewrite them (kgrag_private.set_report_text), keeping their chunk citations.';
+
+--
+-- Name: tenant_languages(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.tenant_languages() RETURNS regconfig[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    configs regconfig[];
+BEGIN
+    -- one probe of document_lang_idx per language, not a scan of the documents
+    WITH RECURSIVE langs(lang) AS (
+        (SELECT d.lang FROM kgrag.document AS d WHERE d.tenant_id = t ORDER BY d.lang LIMIT 1)
+        UNION ALL
+        SELECT (SELECT d.lang FROM kgrag.document AS d WHERE d.tenant_id = t AND d.lang > l.lang
+                 ORDER BY d.lang LIMIT 1)
+          FROM langs AS l
+         WHERE l.lang IS NOT NULL
+    )
+    SELECT COALESCE(array_agg(l.lang), '{}') INTO configs FROM langs AS l WHERE l.lang IS NOT NULL;
+    RETURN configs;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.tenant_languages() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION tenant_languages(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.tenant_languages() IS 'Private. Returns the text search configurations of the current tenant''s documents (their languages), one index probe each.';
 
 --
 -- Name: tenant_role(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6987,7 +7238,7 @@ CREATE TABLE kgrag.router_rule (
     lang text DEFAULT 'en'::text NOT NULL,
     description text DEFAULT ''::text NOT NULL,
     enabled boolean DEFAULT true NOT NULL,
-    CONSTRAINT router_rule_route_check CHECK ((route = ANY (ARRAY['global'::text, 'mixed'::text])))
+    CONSTRAINT router_rule_route_check CHECK ((route = ANY (ARRAY['global'::text, 'mixed'::text, 'count'::text])))
 );
 ALTER TABLE ONLY kgrag.router_rule ALTER COLUMN tenant_id SET STATISTICS 1;
 

@@ -176,20 +176,8 @@ DECLARE
     configs regconfig[];
 BEGIN
     PERFORM kgrag_private.check_k(k);
-    IF config IS NOT NULL THEN
-        configs := ARRAY[config];
-    ELSE
-        -- the languages of the tenant's documents: one probe of document_lang_idx per language
-        WITH RECURSIVE langs(lang) AS (
-            (SELECT d.lang FROM kgrag.document AS d WHERE d.tenant_id = t ORDER BY d.lang LIMIT 1)
-            UNION ALL
-            SELECT (SELECT d.lang FROM kgrag.document AS d WHERE d.tenant_id = t AND d.lang > l.lang
-                     ORDER BY d.lang LIMIT 1)
-              FROM langs AS l
-             WHERE l.lang IS NOT NULL
-        )
-        SELECT array_agg(l.lang) INTO configs FROM langs AS l WHERE l.lang IS NOT NULL;
-    END IF;
+    -- the languages of the tenant's documents unless config is given
+    configs := CASE WHEN config IS NOT NULL THEN ARRAY[config] ELSE kgrag_private.tenant_languages() END;
     RETURN QUERY
     WITH queries AS MATERIALIZED (  -- once per configuration, not per candidate
         SELECT cfg, kgrag.lexical_query(question, cfg, mode) AS query,

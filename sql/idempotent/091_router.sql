@@ -66,7 +66,8 @@ COMMENT ON FUNCTION kgrag_private.matching_rule(text, text) IS
 
 CREATE OR REPLACE FUNCTION kgrag_private.route_decision(
     seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text,
-    has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text)
+    has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text,
+    absent_subject text, subject text)
 RETURNS TABLE (route text, rule_id text, reason text)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -76,7 +77,12 @@ BEGIN
         route := 'global';
         rule_id := global_rule;
         reason := format('the question %s (rule %s)', global_why, global_rule)
-                  || CASE WHEN seeds = 0 THEN ' without naming a subject: every report of the level, by weight'
+                  || CASE WHEN absent_subject IS NOT NULL
+                          THEN format(' about "%s", which no chunk of the collection mentions: nothing to return',
+                                      absent_subject)
+                          WHEN seeds = 0 AND subject IS NOT NULL
+                          THEN format(': community reports ranked against its subject "%s"', subject)
+                          WHEN seeds = 0 THEN ' without naming a subject: every report of the level, by weight'
                           ELSE format(': community reports ranked against it (it names %s)', named) END;
     ELSIF seeds = 0 THEN
         route := 'vector';
@@ -101,13 +107,13 @@ BEGIN
     RETURN NEXT;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.route_decision(integer, text, text, text, text, text, boolean, boolean, double precision, double precision, text) IS
-'Private. The router''s rule and its reason, from what kgrag.route found: a global rule matched sends to global; no seed to vector (the reason says whether there was no vector, a flat profile or no entity above the seed floor); a mixed rule with seeds to mixed; seeds alone to local. named = the names of the first seeds, for the reason.';
+COMMENT ON FUNCTION kgrag_private.route_decision(integer, text, text, text, text, text, boolean, boolean, double precision, double precision, text, text, text) IS
+'Private. The router''s rule and its reason, from what kgrag.route found: a global rule matched sends to global (the whole collection where the question names no subject; reports ranked against its subject where it names one, subject; nothing where no chunk holds a word of it, absent_subject); no seed to vector (the reason says whether there was no vector, a flat profile or no entity above the seed floor); a mixed rule with seeds to mixed; seeds alone to local. named = the names of the first seeds, for the reason.';
 
 CREATE OR REPLACE FUNCTION kgrag.route(
     question_vec vector DEFAULT NULL, question text DEFAULT NULL, options jsonb DEFAULT '{}')
 RETURNS TABLE (route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text,
-               named_seeds text[])
+               named_seeds text[], subject text, subject_absent boolean, count_rule text)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -121,6 +127,7 @@ DECLARE
     flat boolean;
     global_rule record;
     mixed_rule record;
+    counting record;
     named text;
 BEGIN
     PERFORM kgrag_private.check_question(question);
@@ -148,14 +155,27 @@ BEGIN
 
     SELECT * INTO global_rule FROM kgrag_private.matching_rule('global', folded);
     SELECT * INTO mixed_rule FROM kgrag_private.matching_rule('mixed', folded);
+    SELECT * INTO counting FROM kgrag_private.matching_rule('count', folded);
+    count_rule := counting.rule_id;
+    -- An aggregation without an entity, or a count: what it is about (the words left once the
+    -- markers are out), and for the aggregation, whether any chunk holds it.
+    subject_absent := false;
+    IF global_rule.rule_id IS NOT NULL AND cardinality(seeds) = 0 OR count_rule IS NOT NULL THEN
+        subject := kgrag_private.question_subject(question);
+    END IF;
+    IF global_rule.rule_id IS NOT NULL AND cardinality(seeds) = 0 AND subject IS NOT NULL THEN
+        -- absent: not one of its words is in any chunk (a subject some chunk names is ranked against the reports)
+        SELECT m.has_words AND m.chunks = 0 INTO subject_absent FROM kgrag_private.subject_matches(subject, 1, false) AS m;
+    END IF;
     SELECT string_agg(e.name, ', ' ORDER BY array_position(seeds, e.entity_id)) INTO named
       FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (seeds[1:3]);
     SELECT d.route, d.rule_id, d.reason INTO route, rule_id, reason
       FROM kgrag_private.route_decision(cardinality(seeds), named, global_rule.rule_id, global_rule.description,
                                         mixed_rule.rule_id, mixed_rule.description, question_vec IS NOT NULL, flat,
-                                        profile_gap, profile[1], opts ->> 'entity_seed_min_similarity') AS d;
+                                        profile_gap, profile[1], opts ->> 'entity_seed_min_similarity',
+                                        CASE WHEN subject_absent THEN subject END, subject) AS d;
     RETURN NEXT;
 END
 $$;
 COMMENT ON FUNCTION kgrag.route(vector, text, jsonb) IS
-'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did, named_seeds = the seeds the question names by a whole name, not by a fuzzy link). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity.';
+'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did, named_seeds = the seeds the question names by a whole name, not by a fuzzy link). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity. subject = the question''s words left once the markers of the rules are out (kgrag_private.question_subject), for an aggregation that names no entity or a count; subject_absent = an aggregation whose subject no chunk holds a word of (kgrag_search returns nothing for it; an aggregation with a subject some chunk names ranks the reports against it, one without a subject takes every report by weight); count_rule = the count rule matched (a question asking how many, or for every item: kgrag_search says how many match).';

@@ -50,7 +50,8 @@ COMMENT ON FUNCTION kgrag_private.check_search_input(vector, text, text, integer
 
 CREATE OR REPLACE FUNCTION kgrag_private.search_route(
     question_vec vector, asked text, question text, options jsonb, opts jsonb)
-RETURNS TABLE (route text, reason text, seeds text[], named_seeds text[])
+RETURNS TABLE (route text, reason text, seeds text[], named_seeds text[], subject text, subject_absent boolean,
+               count_rule text)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -70,6 +71,9 @@ BEGIN
     END IF;
     seeds := decided.seeds;
     named_seeds := decided.named_seeds;
+    subject := decided.subject;
+    subject_absent := decided.subject_absent AND decided.route = 'global';
+    count_rule := decided.count_rule;
     IF asked = 'auto' THEN
         route := decided.route;
         reason := decided.reason;
@@ -82,10 +86,11 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.search_route(vector, text, text, jsonb, jsonb) IS
-'Private. Returns the route a kgrag_search takes and why, with its seeds: the router''s (kgrag.route) for route auto, else the route asked for, its reason naming what the router would pick; the local route from the option seed_entities where the caller names the seeds. Checks the search''s deadline after routing.';
+'Private. Returns the route a kgrag_search takes and why, with its seeds and what kgrag.route found of the question''s subject (subject, subject_absent, count_rule): the router''s (kgrag.route) for route auto, else the route asked for, its reason naming what the router would pick; the local route from the option seed_entities where the caller names the seeds. Checks the search''s deadline after routing.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.search_rows(
-    route text, asked text, question_vec vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb)
+    route text, asked text, question_vec vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb,
+    subject text, subject_absent boolean)
 RETURNS TABLE (result kgrag.search_row[], said text, over_budget text)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -123,11 +128,20 @@ BEGIN
     IF route = 'mixed' THEN
         rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, false, k, opts || '{"reports": 1}') AS x
                            WHERE x.kind = 'community') || COALESCE(rows_out, '{}');
+    ELSIF route = 'global' AND subject_absent AND NOT (opts ->> 'whole_collection')::boolean THEN
+        rows_out := '{}';  -- an aggregation about what nobody wrote about: nothing, not every report
     ELSIF route = 'global' THEN
+        -- the whole collection for an aggregation without a subject; with a subject the graph
+        -- does not name, the reports are ranked against it (by its words without a vector)
         rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(
-                              question_vec, question,
-                              (opts ->> 'whole_collection')::boolean OR (asked = 'auto' AND cardinality(seeds) = 0),
+                              question_vec, CASE WHEN cardinality(seeds) = 0 THEN COALESCE(subject, question) ELSE question END,
+                              (opts ->> 'whole_collection')::boolean
+                              OR (asked = 'auto' AND cardinality(seeds) = 0 AND subject IS NULL),
                               k, opts) AS x);
+        IF cardinality(rows_out) = 0 AND asked = 'auto' AND cardinality(seeds) = 0 AND subject IS NOT NULL THEN
+            rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, true, k, opts) AS x);
+            said := '; no report cleared the floor against the subject: every report of the level, by weight';
+        END IF;
     ELSIF route = 'vector' OR (route = 'local' AND cardinality(seeds) = 0) THEN
         rows_out := ARRAY(SELECT x FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts), k, opts) AS x);
         IF route = 'local' THEN
@@ -138,11 +152,11 @@ BEGIN
     RETURN NEXT;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.search_rows(text, text, vector, text, text[], text[], integer, jsonb) IS
-'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts the best community report first; global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject); vector, and local without a seed, the fused vector and lexical chunks.';
+COMMENT ON FUNCTION kgrag_private.search_rows(text, text, vector, text, text[], text[], integer, jsonb, text, boolean) IS
+'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts the best community report first; global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject and no seed; ranked against the subject where it names one but no entity, or by weight where none clears the floor; nothing where the question names a subject no chunk holds, subject_absent, unless whole_collection is asked); vector, and local without a seed, the fused vector and lexical chunks.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.search_caveats(
-    reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb)
+    reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb, subject_absent boolean)
 RETURNS text
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -171,7 +185,7 @@ BEGIN
                                        (SELECT count(*) FROM kgrag.community_report AS r WHERE r.tenant_id = t AND r.stale));
         END IF;
     END IF;
-    IF cardinality(result) = 0 THEN
+    IF cardinality(result) = 0 AND NOT subject_absent THEN  -- an absent subject is reason enough
         IF NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t) THEN
             reason := format('tenant %s has no documents (%s)', quote_literal(t), reason);
             -- said to every client, not only in kgrag.last_search(): a wrong tenant name looks like this
@@ -187,7 +201,7 @@ BEGIN
     RETURN reason;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.search_caveats(text, kgrag.search_row[], text, boolean, jsonb) IS
+COMMENT ON FUNCTION kgrag_private.search_caveats(text, kgrag.search_row[], text, boolean, jsonb, boolean) IS
 'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents (also raised as a NOTICE, which every client shows) or that nothing cleared the floors (naming them).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.log_search_result(
@@ -224,6 +238,31 @@ $$;
 COMMENT ON FUNCTION kgrag_private.log_search_result(text, vector, text, text, text[], integer, timestamptz, boolean, jsonb) IS
 'Private. Logs a search in kgrag.query_log where the option log says so (the question text only where the setting log_question_text allows; inside kgrag.context_blocks, the entry is left for it to log with the characters it packed) and returns the reason, which says so when a read-only transaction (a hot standby) cannot log.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.count_caveat(count_rule text, subject text, rows_in kgrag.search_row[])
+RETURNS TABLE (said text, result kgrag.search_row[])
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    matching jsonb := kgrag_private.subject_count(subject, cardinality(rows_in));
+BEGIN
+    said := format('; the question asks for a count or a complete list (rule %s): %s%s chunks in %s documents hold "%s"',
+                   count_rule, CASE WHEN (matching ->> 'capped')::boolean THEN 'more than ' ELSE '' END,
+                   matching ->> 'chunks', matching ->> 'documents', subject)
+            || COALESCE((SELECT ', ' || string_agg(format('%s entities of type %s', e.value, e.key), ', ' ORDER BY e.key)
+                           FROM jsonb_each_text(matching -> 'entities') AS e), '')
+            || format('; %s rows are shown: a count or a list made from them alone may be incomplete',
+                      cardinality(rows_in));
+    result := ARRAY(SELECT (x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason,
+                            x.payload || jsonb_build_object('matching', matching))::kgrag.search_row
+                      FROM unnest(rows_in) WITH ORDINALITY AS x(rank, ref_id, kind, source, score, route, reason, payload, o)
+                     ORDER BY x.o);
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.count_caveat(text, text, kgrag.search_row[]) IS
+'Private. For a question that asks how many or for every item (a count rule of kgrag.router_rule matched): what the reason adds (how many chunks and documents hold the subject, how many entities of the types it names, and that only the rows shown were returned) and the rows with payload.matching (kgrag_private.subject_count).';
+
 CREATE OR REPLACE FUNCTION kgrag.kgrag_search(
     question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, k integer DEFAULT 10,
     options jsonb DEFAULT '{}')
@@ -240,6 +279,7 @@ DECLARE
     ran record;
     rows_out kgrag.search_row[];
     why text;
+    counted record;
 BEGIN
     PERFORM kgrag.current_tenant();  -- fails closed before anything else is read
     PERFORM kgrag_private.check_search_input(question_vec, route, question, k);
@@ -249,7 +289,8 @@ BEGIN
 
     SELECT * INTO decided FROM kgrag_private.search_route(question_vec, kgrag_search.route, question, options, opts);
     SELECT * INTO ran FROM kgrag_private.search_rows(decided.route, kgrag_search.route, question_vec, question,
-                                                     decided.seeds, decided.named_seeds, k, opts);
+                                                     decided.seeds, decided.named_seeds, k, opts, decided.subject,
+                                                     decided.subject_absent);
     rows_out := ran.result;
     why := decided.reason || ran.said;
     IF ran.over_budget IS NOT NULL AND cardinality(rows_out) = 0 THEN  -- nothing to return instead: the error stands
@@ -266,7 +307,13 @@ BEGIN
     IF (opts ->> 'neighbours')::boolean THEN
         rows_out := ARRAY(SELECT x FROM kgrag_private.with_neighbours(rows_out) AS x);
     END IF;
-    why := kgrag_private.search_caveats(why, rows_out, decided.route, question_vec IS NOT NULL, opts);
+    why := kgrag_private.search_caveats(why, rows_out, decided.route, question_vec IS NOT NULL, opts,
+                                        decided.subject_absent);
+    IF decided.count_rule IS NOT NULL AND decided.subject IS NOT NULL THEN  -- how many match, of which k are shown
+        SELECT c.said, c.result INTO counted FROM kgrag_private.count_caveat(decided.count_rule, decided.subject, rows_out) AS c;
+        why := why || counted.said;
+        rows_out := counted.result;
+    END IF;
     why := kgrag_private.log_search_result(question, question_vec, decided.route, why, decided.seeds,
                                            cardinality(rows_out), started, ran.over_budget IS NOT NULL, opts);
     PERFORM set_config('kgrag.last_route', decided.route, true);
@@ -278,7 +325,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.kgrag_search(vector, text, text, integer, jsonb) IS
-'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), seed_entities (entity ids, names or aliases: the local route from these, whatever the router would pick), direction (out, in or both: how the walk follows typed edges; default out), graph_ranking (paths: the graph''s chunks are those of the entities the walk reached, nearest first; pagerank: by Personalized PageRank mass, see kgrag.personalized_pagerank, source pagerank and payload.ppr_mass; both: the two lists fused; default setting search_graph_ranking; the reason says which ranked them), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left for kgrag.last_search().';
+'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), seed_entities (entity ids, names or aliases: the local route from these, whatever the router would pick), direction (out, in or both: how the walk follows typed edges; default out), graph_ranking (paths: the graph''s chunks are those of the entities the walk reached, nearest first; pagerank: by Personalized PageRank mass, see kgrag.personalized_pagerank, source pagerank and payload.ppr_mass; both: the two lists fused; default setting search_graph_ranking; the reason says which ranked them), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question about the collection (a global rule) naming a subject no chunk holds returns no rows, and says so. A question asking how many or for every item (a count rule: how many, all the, quantos, todos os) says in its reason and in each row''s payload.matching how many chunks, documents and entities of the type it names match, and that only the rows returned are shown. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left for kgrag.last_search().';
 
 CREATE OR REPLACE FUNCTION kgrag.last_search() RETURNS TABLE (route text, reason text, reports text[])
 LANGUAGE sql STABLE SECURITY INVOKER
