@@ -20,7 +20,7 @@ from pathlib import Path
 
 from common import REPORT, ROOT, markdown_table, write_section
 
-ROW = re.compile(r"^\| ([\d,]+) \| ([^|]+?) \| ([\d.]+) \| ([\d.]+) \|", re.M)
+ROW = re.compile(r"^\| ([\d,]+) \| ([^|]*?[A-Za-z][^|]*?) \| ([\d.]+) \| ([\d.]+) \|", re.M)  # a route or phase
 
 
 def scale_rows(tree: Path, size: int) -> dict[str, tuple[float, float]]:

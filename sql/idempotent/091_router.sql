@@ -45,24 +45,25 @@ $$;
 COMMENT ON FUNCTION kgrag_private.linked_seeds(text, integer) IS
 'Private. Returns the first n_seeds entities the question names (kgrag.link_entities, isolated ones included), best first: the best link, then a proper name before a common phrase, then the entity fewer chunks cite; named = those linked by a whole name (tiers exact, phrase, squashed, token), not a fuzzy guess.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.matching_rule(route text, folded_question text)
-RETURNS TABLE (rule_id text, description text)
+CREATE OR REPLACE FUNCTION kgrag_private.matching_rules(folded_question text)
+RETURNS TABLE (route text, rule_id text, description text)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value (router_rule is a reference table on Citus)
 BEGIN
+    -- one pass over the rules: the first match of each route
     RETURN QUERY
-    SELECT r.rule_id, r.description
+    SELECT DISTINCT ON (r.route) r.route, r.rule_id, r.description
       FROM (SELECT DISTINCT ON (rr.rule_id) rr.* FROM kgrag.router_rule AS rr
              WHERE rr.tenant_id IN ('*', t) ORDER BY rr.rule_id, (rr.tenant_id = '*')) AS r
-     WHERE r.enabled AND r.route = matching_rule.route AND folded_question ~* r.pattern
-     ORDER BY r.rule_id LIMIT 1;
+     WHERE r.enabled AND folded_question ~* r.pattern
+     ORDER BY r.route, r.rule_id;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.matching_rule(text, text) IS
-'Private. Returns the first enabled kgrag.router_rule of a route (by rule_id; a tenant''s rule in place of the default of the same id) whose pattern the folded question matches: (rule_id, description), or no row.';
+COMMENT ON FUNCTION kgrag_private.matching_rules(text) IS
+'Private. Returns, for each route of kgrag.router_rule (global, mixed, count), the first enabled rule (by rule_id; a tenant''s rule in place of the default of the same id) whose pattern the folded question matches: (route, rule_id, description); no row for a route none matches.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.route_decision(
     seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text,
@@ -125,9 +126,10 @@ DECLARE
     vector_seeds text[] := '{}';
     profile float8[];
     flat boolean;
-    global_rule record;
-    mixed_rule record;
-    counting record;
+    global_rule text;
+    global_why text;
+    mixed_rule text;
+    mixed_why text;
     named text;
 BEGIN
     PERFORM kgrag_private.check_question(question);
@@ -153,25 +155,26 @@ BEGIN
     END IF;
     seeds := linked || ARRAY(SELECT x FROM unnest(vector_seeds) AS x WHERE x <> ALL (linked));
 
-    SELECT * INTO global_rule FROM kgrag_private.matching_rule('global', folded);
-    SELECT * INTO mixed_rule FROM kgrag_private.matching_rule('mixed', folded);
-    SELECT * INTO counting FROM kgrag_private.matching_rule('count', folded);
-    count_rule := counting.rule_id;
+    SELECT max(m.rule_id) FILTER (WHERE m.route = 'global'), max(m.description) FILTER (WHERE m.route = 'global'),
+           max(m.rule_id) FILTER (WHERE m.route = 'mixed'), max(m.description) FILTER (WHERE m.route = 'mixed'),
+           max(m.rule_id) FILTER (WHERE m.route = 'count')
+      INTO global_rule, global_why, mixed_rule, mixed_why, count_rule
+      FROM kgrag_private.matching_rules(folded) AS m;
     -- An aggregation without an entity, or a count: what it is about (the words left once the
     -- markers are out), and for the aggregation, whether any chunk holds it.
     subject_absent := false;
-    IF global_rule.rule_id IS NOT NULL AND cardinality(seeds) = 0 OR count_rule IS NOT NULL THEN
+    IF global_rule IS NOT NULL AND cardinality(seeds) = 0 OR count_rule IS NOT NULL THEN
         subject := kgrag_private.question_subject(question);
     END IF;
-    IF global_rule.rule_id IS NOT NULL AND cardinality(seeds) = 0 AND subject IS NOT NULL THEN
+    IF global_rule IS NOT NULL AND cardinality(seeds) = 0 AND subject IS NOT NULL THEN
         -- absent: not one of its words is in any chunk (a subject some chunk names is ranked against the reports)
         SELECT m.has_words AND m.chunks = 0 INTO subject_absent FROM kgrag_private.subject_matches(subject, 1, false) AS m;
     END IF;
     SELECT string_agg(e.name, ', ' ORDER BY array_position(seeds, e.entity_id)) INTO named
       FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (seeds[1:3]);
     SELECT d.route, d.rule_id, d.reason INTO route, rule_id, reason
-      FROM kgrag_private.route_decision(cardinality(seeds), named, global_rule.rule_id, global_rule.description,
-                                        mixed_rule.rule_id, mixed_rule.description, question_vec IS NOT NULL, flat,
+      FROM kgrag_private.route_decision(cardinality(seeds), named, global_rule, global_why, mixed_rule, mixed_why,
+                                        question_vec IS NOT NULL, flat,
                                         profile_gap, profile[1], opts ->> 'entity_seed_min_similarity',
                                         CASE WHEN subject_absent THEN subject END, subject) AS d;
     RETURN NEXT;
