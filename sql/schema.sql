@@ -3102,6 +3102,82 @@ ALTER FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) OWNER TO <ow
 COMMENT ON FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) IS 'Private. Returns the first (option entities) reached entities as search rows (kind entity, source graph, score 1 / (1 + hop)), payload: name, type, seed, hop, path, directions, answer, evidence_refs (the answer chunk, then the first citing chunks, three in all) and the relations along the path ({src, rel, dst}, with valid_from and valid_to where the relation has them).';
 
 --
+-- Name: fold_short_forms(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.fold_short_forms() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    kinds text[] := ARRAY(SELECT kgrag.canonical_name(x)
+                            FROM jsonb_array_elements_text(kgrag.setting('short_form_types')) AS x);
+    honorifics constant text[] := ARRAY['mr', 'mrs', 'ms', 'miss', 'dr', 'prof', 'sr', 'sra', 'srta', 'dra', 'dom', 'dona'];
+    folded integer;
+BEGIN
+    -- Within one document, a short form of a name ("Grace", "Liu", "Ms. Liu", "G. Liu") that
+    -- matches exactly one longer name of the same type in that document is that entity: its
+    -- mentions, aliases and relations go to the longer name, and it becomes an alias of it. Two
+    -- longer names it could be ("Grace Liu", "Grace Park") leave it as it is.
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_form (doc_id text, short_name text, short_type text, long_name text)
+        ON COMMIT DROP;
+    TRUNCATE pg_temp.kgrag_short_form;
+    INSERT INTO pg_temp.kgrag_short_form
+    SELECT s.doc_id, s.name, s.type, min(f.name)
+      FROM (SELECT e.*, string_to_array(kgrag.canonical_name(e.name), ' ') AS w FROM pg_temp.kgrag_stage_entity AS e
+             WHERE kgrag.canonical_name(e.type) = ANY (kinds)) AS s
+      JOIN (SELECT e.*, string_to_array(kgrag.canonical_name(e.name), ' ') AS w FROM pg_temp.kgrag_stage_entity AS e
+             WHERE kgrag.canonical_name(e.type) = ANY (kinds)) AS f
+        ON f.doc_id = s.doc_id AND kgrag.canonical_name(f.type) = kgrag.canonical_name(s.type)
+       AND cardinality(f.w) BETWEEN 2 AND 6 AND length(f.w[1]) > 1 AND f.w[1] <> ALL (honorifics)
+       AND ((cardinality(s.w) = 1 AND s.w[1] IN (f.w[1], f.w[cardinality(f.w)]) AND length(s.w[1]) > 1)
+            OR (cardinality(s.w) = 2 AND s.w[2] = f.w[cardinality(f.w)]
+                AND (s.w[1] = ANY (honorifics)
+                     OR (length(s.w[1]) = 1 AND s.w[1] = left(f.w[1], 1)))))
+     GROUP BY s.doc_id, s.name, s.type
+    HAVING count(DISTINCT kgrag.canonical_name(f.name)) = 1;
+    GET DIAGNOSTICS folded = ROW_COUNT;
+    IF folded = 0 THEN
+        RETURN 0;
+    END IF;
+    -- the longer name takes the short one's mentions, aliases, and description where it has none
+    UPDATE pg_temp.kgrag_stage_entity AS f
+       SET aliases = ARRAY(SELECT DISTINCT a FROM unnest(f.aliases || x.names) AS a ORDER BY a),
+           ordinals = ARRAY(SELECT DISTINCT o FROM unnest(f.ordinals || x.ordinals) AS o ORDER BY o),
+           description = CASE WHEN f.description = '' THEN x.description ELSE f.description END
+      FROM (SELECT k.doc_id, k.long_name, min(k.short_type) AS short_type,
+                   array_agg(DISTINCT a) AS names,
+                   array_agg(DISTINCT o) AS ordinals,
+                   COALESCE(max(s.description) FILTER (WHERE s.description <> ''), '') AS description
+              FROM pg_temp.kgrag_short_form AS k
+              JOIN pg_temp.kgrag_stage_entity AS s ON s.doc_id = k.doc_id AND s.name = k.short_name AND s.type = k.short_type
+             CROSS JOIN LATERAL unnest(s.aliases || s.name) AS a
+             CROSS JOIN LATERAL unnest(s.ordinals) AS o
+             GROUP BY k.doc_id, k.long_name) AS x
+     WHERE f.doc_id = x.doc_id AND f.name = x.long_name
+       AND kgrag.canonical_name(f.type) = kgrag.canonical_name(x.short_type);
+    UPDATE pg_temp.kgrag_stage_relation AS r SET source = k.long_name
+      FROM pg_temp.kgrag_short_form AS k
+     WHERE r.doc_id = k.doc_id AND r.source = k.short_name AND kgrag.canonical_name(r.source_type) = kgrag.canonical_name(k.short_type);
+    UPDATE pg_temp.kgrag_stage_relation AS r SET target = k.long_name
+      FROM pg_temp.kgrag_short_form AS k
+     WHERE r.doc_id = k.doc_id AND r.target = k.short_name AND kgrag.canonical_name(r.target_type) = kgrag.canonical_name(k.short_type);
+    DELETE FROM pg_temp.kgrag_stage_entity AS s
+     USING pg_temp.kgrag_short_form AS k
+     WHERE s.doc_id = k.doc_id AND s.name = k.short_name AND s.type = k.short_type;
+    RETURN folded;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.fold_short_forms() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION fold_short_forms(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS 'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document (its first or last word, "Ms. Liu", "G. Liu") is folded into it: the longer name takes its mentions, aliases (the short name among them) and relations. Returns the number of short forms folded.';
+
+--
 -- Name: forget_aliases(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -3562,6 +3638,7 @@ DECLARE
 BEGIN
     PERFORM kgrag.current_tenant();  -- fails closed before anything is read
     screened := kgrag_private.screen_staged();
+    PERFORM kgrag_private.fold_short_forms();
     SELECT array_agg(d.doc_id ORDER BY d.doc_id COLLATE "C") INTO docs FROM pg_temp.kgrag_stage_document AS d;
     IF docs IS NULL THEN
         RETURN jsonb_build_object('documents', 0, 'refused', screened -> 'refused', 'rejected', screened -> 'rejected');
@@ -3581,7 +3658,7 @@ ALTER FUNCTION kgrag_private.ingest_apply() OWNER TO <owner>;
 -- Name: FUNCTION ingest_apply(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.ingest_apply() IS 'Private. Applies the staged batch (see kgrag_private.stage_begin) in the current transaction and returns counts as jsonb: a document past a limit of what one document may carry is refused (under "refused", with why), each other staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
+COMMENT ON FUNCTION kgrag_private.ingest_apply() IS 'Private. Applies the staged batch (see kgrag_private.stage_begin) in the current transaction and returns counts as jsonb: a document past a limit of what one document may carry is refused (under "refused", with why), the short forms of a name within a document are folded into it (kgrag_private.fold_short_forms), each other staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
 
 --
 -- Name: installation(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8426,6 +8503,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'se
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'search_reports', '5', 'Global route: community reports returned (option "reports").');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'search_seeds', '3', 'Seeds taken from entity linking and from entity vector search, each (option "seeds").');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'search_timeout_ms', '10000', 'A kgrag_search that runs longer than this is cancelled (57014); the walk inside it keeps to the same deadline.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'short_form_types', '["Person", "Name"]', 'Entity types whose short forms within a document ("Grace", "Ms. Liu", "G. Liu") are folded into the one longer name of the document they match (ingestion).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'text_search_config', '"english"', 'Default text search configuration for documents that do not name their language.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'vector_index', '"bq"', 'The vector index of the embeddings, chosen when revision 0024 ran (pgkgrag db upgrade --vector-index): bq (HNSW on their binary quantization, the default) or halfvec (HNSW on the vectors cast to halfvec, up to 4,000 dimensions: faster to search, five times the size, slower to insert into). Vector search draws its candidates from it and re-ranks them on the full vectors. Set by the migration: changing it by hand does not build the other index.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'vector_min_candidates', '100', 'Lower bound of the candidate count of a vector search, whatever k is.');

@@ -125,6 +125,72 @@ $$;
 COMMENT ON FUNCTION kgrag_private.screen_staged() IS
 'Private. The first step of kgrag_private.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars for names, aliases and types, max_quote_chars) and every entity whose name or type folds to nothing. Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.fold_short_forms() RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    kinds text[] := ARRAY(SELECT kgrag.canonical_name(x)
+                            FROM jsonb_array_elements_text(kgrag.setting('short_form_types')) AS x);
+    honorifics constant text[] := ARRAY['mr', 'mrs', 'ms', 'miss', 'dr', 'prof', 'sr', 'sra', 'srta', 'dra', 'dom', 'dona'];
+    folded integer;
+BEGIN
+    -- Within one document, a short form of a name ("Grace", "Liu", "Ms. Liu", "G. Liu") that
+    -- matches exactly one longer name of the same type in that document is that entity: its
+    -- mentions, aliases and relations go to the longer name, and it becomes an alias of it. Two
+    -- longer names it could be ("Grace Liu", "Grace Park") leave it as it is.
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_form (doc_id text, short_name text, short_type text, long_name text)
+        ON COMMIT DROP;
+    TRUNCATE pg_temp.kgrag_short_form;
+    INSERT INTO pg_temp.kgrag_short_form
+    SELECT s.doc_id, s.name, s.type, min(f.name)
+      FROM (SELECT e.*, string_to_array(kgrag.canonical_name(e.name), ' ') AS w FROM pg_temp.kgrag_stage_entity AS e
+             WHERE kgrag.canonical_name(e.type) = ANY (kinds)) AS s
+      JOIN (SELECT e.*, string_to_array(kgrag.canonical_name(e.name), ' ') AS w FROM pg_temp.kgrag_stage_entity AS e
+             WHERE kgrag.canonical_name(e.type) = ANY (kinds)) AS f
+        ON f.doc_id = s.doc_id AND kgrag.canonical_name(f.type) = kgrag.canonical_name(s.type)
+       AND cardinality(f.w) BETWEEN 2 AND 6 AND length(f.w[1]) > 1 AND f.w[1] <> ALL (honorifics)
+       AND ((cardinality(s.w) = 1 AND s.w[1] IN (f.w[1], f.w[cardinality(f.w)]) AND length(s.w[1]) > 1)
+            OR (cardinality(s.w) = 2 AND s.w[2] = f.w[cardinality(f.w)]
+                AND (s.w[1] = ANY (honorifics)
+                     OR (length(s.w[1]) = 1 AND s.w[1] = left(f.w[1], 1)))))
+     GROUP BY s.doc_id, s.name, s.type
+    HAVING count(DISTINCT kgrag.canonical_name(f.name)) = 1;
+    GET DIAGNOSTICS folded = ROW_COUNT;
+    IF folded = 0 THEN
+        RETURN 0;
+    END IF;
+    -- the longer name takes the short one's mentions, aliases, and description where it has none
+    UPDATE pg_temp.kgrag_stage_entity AS f
+       SET aliases = ARRAY(SELECT DISTINCT a FROM unnest(f.aliases || x.names) AS a ORDER BY a),
+           ordinals = ARRAY(SELECT DISTINCT o FROM unnest(f.ordinals || x.ordinals) AS o ORDER BY o),
+           description = CASE WHEN f.description = '' THEN x.description ELSE f.description END
+      FROM (SELECT k.doc_id, k.long_name, min(k.short_type) AS short_type,
+                   array_agg(DISTINCT a) AS names,
+                   array_agg(DISTINCT o) AS ordinals,
+                   COALESCE(max(s.description) FILTER (WHERE s.description <> ''), '') AS description
+              FROM pg_temp.kgrag_short_form AS k
+              JOIN pg_temp.kgrag_stage_entity AS s ON s.doc_id = k.doc_id AND s.name = k.short_name AND s.type = k.short_type
+             CROSS JOIN LATERAL unnest(s.aliases || s.name) AS a
+             CROSS JOIN LATERAL unnest(s.ordinals) AS o
+             GROUP BY k.doc_id, k.long_name) AS x
+     WHERE f.doc_id = x.doc_id AND f.name = x.long_name
+       AND kgrag.canonical_name(f.type) = kgrag.canonical_name(x.short_type);
+    UPDATE pg_temp.kgrag_stage_relation AS r SET source = k.long_name
+      FROM pg_temp.kgrag_short_form AS k
+     WHERE r.doc_id = k.doc_id AND r.source = k.short_name AND kgrag.canonical_name(r.source_type) = kgrag.canonical_name(k.short_type);
+    UPDATE pg_temp.kgrag_stage_relation AS r SET target = k.long_name
+      FROM pg_temp.kgrag_short_form AS k
+     WHERE r.doc_id = k.doc_id AND r.target = k.short_name AND kgrag.canonical_name(r.target_type) = kgrag.canonical_name(k.short_type);
+    DELETE FROM pg_temp.kgrag_stage_entity AS s
+     USING pg_temp.kgrag_short_form AS k
+     WHERE s.doc_id = k.doc_id AND s.name = k.short_name AND s.type = k.short_type;
+    RETURN folded;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS
+'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document (its first or last word, "Ms. Liu", "G. Liu") is folded into it: the longer name takes its mentions, aliases (the short name among them) and relations. Returns the number of short forms folded.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.apply_documents(docs text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -309,6 +375,7 @@ DECLARE
 BEGIN
     PERFORM kgrag.current_tenant();  -- fails closed before anything is read
     screened := kgrag_private.screen_staged();
+    PERFORM kgrag_private.fold_short_forms();
     SELECT array_agg(d.doc_id ORDER BY d.doc_id COLLATE "C") INTO docs FROM pg_temp.kgrag_stage_document AS d;
     IF docs IS NULL THEN
         RETURN jsonb_build_object('documents', 0, 'refused', screened -> 'refused', 'rejected', screened -> 'rejected');
@@ -322,7 +389,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.ingest_apply() IS
-'Private. Applies the staged batch (see kgrag_private.stage_begin) in the current transaction and returns counts as jsonb: a document past a limit of what one document may carry is refused (under "refused", with why), each other staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
+'Private. Applies the staged batch (see kgrag_private.stage_begin) in the current transaction and returns counts as jsonb: a document past a limit of what one document may carry is refused (under "refused", with why), the short forms of a name within a document are folded into it (kgrag_private.fold_short_forms), each other staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.stored_documents(doc_ids text[])
 RETURNS TABLE (doc_id text, content_hash text)
