@@ -1603,6 +1603,7 @@ BEGIN
                                         question_vec IS NOT NULL, flat,
                                         profile_gap, profile[1], opts ->> 'entity_seed_min_similarity',
                                         CASE WHEN subject_absent THEN subject END, subject) AS d;
+    reason := reason || kgrag_private.ambiguity_note(question, linked);
     RETURN NEXT;
 END
 $$;
@@ -1613,7 +1614,7 @@ ALTER FUNCTION kgrag.route(question_vec public.vector, question text, options js
 -- Name: FUNCTION route(question_vec public.vector, question text, options jsonb); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.route(question_vec public.vector, question text, options jsonb) IS 'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did, named_seeds = the seeds the question names by a whole name, not by a fuzzy link). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity. subject = the question''s words left once the markers of the rules are out (kgrag_private.question_subject), for an aggregation that names no entity or a count; subject_absent = an aggregation whose subject no chunk holds a word of (kgrag_search returns nothing for it; an aggregation with a subject some chunk names ranks the reports against it, one without a subject takes every report by weight); count_rule = the count rule matched (a question asking how many, or for every item: kgrag_search says how many match).';
+COMMENT ON FUNCTION kgrag.route(question_vec public.vector, question text, options jsonb) IS 'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did, named_seeds = the seeds the question names by a whole name, not by a fuzzy link). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity. subject = the question''s words left once the markers of the rules are out (kgrag_private.question_subject), for an aggregation that names no entity or a count; subject_absent = an aggregation whose subject no chunk holds a word of (kgrag_search returns nothing for it; an aggregation with a subject some chunk names ranks the reports against it, one without a subject takes every report by weight); count_rule = the count rule matched (a question asking how many, or for every item: kgrag_search says how many match). A name the question says that several linked entities answer to is named in the reason with its candidates (kgrag_private.ambiguity_note).';
 
 --
 -- Name: routes(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2188,6 +2189,42 @@ ALTER FUNCTION kgrag_private.alias_pieces(form text, min_ratio double precision)
 --
 
 COMMENT ON FUNCTION kgrag_private.alias_pieces(form text, min_ratio double precision) IS 'Private. Returns the substrings of a squashed span that an alias inside it must equal for the contains tier of kgrag.link_entities to keep it (at least 4 characters, min_ratio of the span and half of it): kgrag_private.fuzzy_aliases looks them up in alias_sq_idx.';
+
+--
+-- Name: ambiguity_note(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.ambiguity_note(question text, linked text[]) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    spoken text := ' ' || kgrag.canonical_name(COALESCE(question, '')) || ' ';
+    note text;
+BEGIN
+    -- a name the question says that several of the linked entities answer to ("Grace": Grace Liu
+    -- and Grace Park): the reason names them (linked is at most 100 entities, each few aliases)
+    SELECT string_agg(format('the name "%s" is ambiguous: %s', x.alias_fold, x.names), '; ' ORDER BY x.alias_fold)
+      INTO note
+      FROM (SELECT a.alias_fold, string_agg(DISTINCT e.name, ', ') AS names
+              FROM kgrag.alias AS a
+              JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = a.entity_id
+             WHERE a.tenant_id = t AND a.entity_id = ANY (linked) AND a.alias_fold <> ''
+               AND strpos(spoken, ' ' || a.alias_fold || ' ') > 0
+             GROUP BY a.alias_fold
+            HAVING count(DISTINCT a.entity_id) > 1) AS x;
+    RETURN COALESCE('; ' || note || ' (each is a seed; name one, or pass seed_entities)', '');
+END
+$$;
+
+ALTER FUNCTION kgrag_private.ambiguity_note(question text, linked text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION ambiguity_note(question text, linked text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.ambiguity_note(question text, linked text[]) IS 'Private. Returns what kgrag.route adds to its reason when a name the question says is a name or alias of several of the entities it linked: ''; the name "grace" is ambiguous: Grace Liu, Grace Park (each is a seed; ...)'', or '''' when none is.';
 
 --
 -- Name: among_strongest(text, text, text, text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

@@ -111,6 +111,32 @@ $$;
 COMMENT ON FUNCTION kgrag_private.route_decision(integer, text, text, text, text, text, boolean, boolean, double precision, double precision, text, text, text) IS
 'Private. The router''s rule and its reason, from what kgrag.route found: a global rule matched sends to global (the whole collection where the question names no subject; reports ranked against its subject where it names one, subject; nothing where no chunk holds a word of it, absent_subject); no seed to vector (the reason says whether there was no vector, a flat profile or no entity above the seed floor); a mixed rule with seeds to mixed; seeds alone to local. named = the names of the first seeds, for the reason.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.ambiguity_note(question text, linked text[]) RETURNS text
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    spoken text := ' ' || kgrag.canonical_name(COALESCE(question, '')) || ' ';
+    note text;
+BEGIN
+    -- a name the question says that several of the linked entities answer to ("Grace": Grace Liu
+    -- and Grace Park): the reason names them (linked is at most 100 entities, each few aliases)
+    SELECT string_agg(format('the name "%s" is ambiguous: %s', x.alias_fold, x.names), '; ' ORDER BY x.alias_fold)
+      INTO note
+      FROM (SELECT a.alias_fold, string_agg(DISTINCT e.name, ', ') AS names
+              FROM kgrag.alias AS a
+              JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = a.entity_id
+             WHERE a.tenant_id = t AND a.entity_id = ANY (linked) AND a.alias_fold <> ''
+               AND strpos(spoken, ' ' || a.alias_fold || ' ') > 0
+             GROUP BY a.alias_fold
+            HAVING count(DISTINCT a.entity_id) > 1) AS x;
+    RETURN COALESCE('; ' || note || ' (each is a seed; name one, or pass seed_entities)', '');
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.ambiguity_note(text, text[]) IS
+'Private. Returns what kgrag.route adds to its reason when a name the question says is a name or alias of several of the entities it linked: ''; the name "grace" is ambiguous: Grace Liu, Grace Park (each is a seed; ...)'', or '''' when none is.';
+
 CREATE OR REPLACE FUNCTION kgrag.route(
     question_vec vector DEFAULT NULL, question text DEFAULT NULL, options jsonb DEFAULT '{}')
 RETURNS TABLE (route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text,
@@ -177,8 +203,9 @@ BEGIN
                                         question_vec IS NOT NULL, flat,
                                         profile_gap, profile[1], opts ->> 'entity_seed_min_similarity',
                                         CASE WHEN subject_absent THEN subject END, subject) AS d;
+    reason := reason || kgrag_private.ambiguity_note(question, linked);
     RETURN NEXT;
 END
 $$;
 COMMENT ON FUNCTION kgrag.route(vector, text, jsonb) IS
-'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did, named_seeds = the seeds the question names by a whole name, not by a fuzzy link). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity. subject = the question''s words left once the markers of the rules are out (kgrag_private.question_subject), for an aggregation that names no entity or a count; subject_absent = an aggregation whose subject no chunk holds a word of (kgrag_search returns nothing for it; an aggregation with a subject some chunk names ranks the reports against it, one without a subject takes every report by weight); count_rule = the count rule matched (a question asking how many, or for every item: kgrag_search says how many match).';
+'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did, named_seeds = the seeds the question names by a whole name, not by a fuzzy link). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity. subject = the question''s words left once the markers of the rules are out (kgrag_private.question_subject), for an aggregation that names no entity or a count; subject_absent = an aggregation whose subject no chunk holds a word of (kgrag_search returns nothing for it; an aggregation with a subject some chunk names ranks the reports against it, one without a subject takes every report by weight); count_rule = the count rule matched (a question asking how many, or for every item: kgrag_search says how many match). A name the question says that several linked entities answer to is named in the reason with its candidates (kgrag_private.ambiguity_note).';

@@ -79,3 +79,18 @@ def test_given_entities_fold_too_and_an_ambiguous_short_form_stays(conn: psycopg
     assert q(conn, "SELECT src, rel, dst FROM kgrag.edge WHERE rel = 'APPROVED'") == [
         ("person:ana silva", "APPROVED", "contract:lease")
     ]
+
+
+def test_a_short_form_two_documents_give_to_two_people_is_ambiguous(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """Each document folds "Grace" into its own Grace; a question saying "Grace" seeds both and the
+    reason says the name is ambiguous, naming them."""
+    docs = [
+        {"doc_id": "a", "text": "Grace Liu leads the Ledger Team. Grace hired two engineers."},
+        {"doc_id": "b", "text": "Grace Park runs the Billing Team. Grace moved to Lisbon."},
+    ]
+    assert ingest(conn, tmp_path, docs, extractor=KeyphraseExtractor()).ok
+    [(seeds, reason)] = q(conn, "SELECT seeds, reason FROM kgrag.route(question => 'Whom did Grace hire?')")
+    assert sorted(seeds)[:2] == ["name:grace liu", "name:grace park"]
+    assert 'the name "grace" is ambiguous: Grace Liu, Grace Park' in reason
+    [(plain,)] = q(conn, "SELECT reason FROM kgrag.route(question => 'Whom did Grace Liu hire?')")
+    assert "ambiguous" not in plain
