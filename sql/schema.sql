@@ -3152,8 +3152,9 @@ DECLARE
     honorifics constant text[] := ARRAY['mr', 'mrs', 'ms', 'miss', 'dr', 'prof', 'sr', 'sra', 'srta', 'dra', 'dom', 'dona'];
     folded integer;
 BEGIN
-    -- Within one document, a short form of a name ("Grace", "Liu", "Ms. Liu", "G. Liu") that
-    -- matches exactly one longer name of the same type in that document is that entity: its
+    -- Within one document, a short form of a name ("Grace", "Liu", "Ms. Liu", "G. Liu" for a
+    -- person; for another type only a first word said after the whole name, "Grace" after "Grace
+    -- Liu") that matches exactly one longer name of the same type in that document is that entity: its
     -- mentions, aliases and relations go to the longer name, and it becomes an alias of it. Two
     -- longer names it could be ("Grace Liu", "Grace Park") leave it as it is.
     CREATE TEMP TABLE IF NOT EXISTS kgrag_short_form (doc_id text, short_name text, short_type text, long_name text)
@@ -3167,10 +3168,14 @@ BEGIN
              WHERE kgrag.canonical_name(e.type) = ANY (kinds)) AS f
         ON f.doc_id = s.doc_id AND kgrag.canonical_name(f.type) = kgrag.canonical_name(s.type)
        AND cardinality(f.w) BETWEEN 2 AND 6 AND length(f.w[1]) > 1 AND f.w[1] <> ALL (honorifics)
-       AND ((cardinality(s.w) = 1 AND s.w[1] IN (f.w[1], f.w[cardinality(f.w)]) AND length(s.w[1]) > 1)
-            OR (cardinality(s.w) = 2 AND s.w[2] = f.w[cardinality(f.w)]
-                AND (s.w[1] = ANY (honorifics)
-                     OR (length(s.w[1]) = 1 AND s.w[1] = left(f.w[1], 1)))))
+       AND CASE WHEN kgrag.canonical_name(s.type) = 'person'  -- a person: every short form
+                THEN (cardinality(s.w) = 1 AND s.w[1] IN (f.w[1], f.w[cardinality(f.w)]) AND length(s.w[1]) > 1)
+                     OR (cardinality(s.w) = 2 AND s.w[2] = f.w[cardinality(f.w)]
+                         AND (s.w[1] = ANY (honorifics) OR (length(s.w[1]) = 1 AND s.w[1] = left(f.w[1], 1))))
+                -- another type (a name found in the text, which may be a place): only the first
+                -- word of a name of two or three, said alone only after the whole name
+                ELSE cardinality(s.w) = 1 AND s.w[1] = f.w[1] AND length(s.w[1]) > 1 AND cardinality(f.w) <= 3
+                     AND COALESCE(kgrag_private.said_after(s.doc_id, s.w[1], f.w), false) END
      GROUP BY s.doc_id, s.name, s.type
     HAVING count(DISTINCT kgrag.canonical_name(f.name)) = 1;
     GET DIAGNOSTICS folded = ROW_COUNT;
@@ -3212,7 +3217,7 @@ ALTER FUNCTION kgrag_private.fold_short_forms() OWNER TO <owner>;
 -- Name: FUNCTION fold_short_forms(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS 'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document (its first or last word, "Ms. Liu", "G. Liu") is folded into it: the longer name takes its mentions, aliases (the short name among them) and relations. Returns the number of short forms folded.';
+COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS 'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after): the longer name takes its mentions, aliases (the short name among them) and relations. Returns the number of short forms folded.';
 
 --
 -- Name: forget_aliases(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5420,6 +5425,40 @@ ALTER FUNCTION kgrag_private.route_decision(seeds integer, named text, global_ru
 --
 
 COMMENT ON FUNCTION kgrag_private.route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text, absent_subject text, subject text) IS 'Private. The router''s rule and its reason, from what kgrag.route found: a global rule matched sends to global (the whole collection where the question names no subject; reports ranked against its subject where it names one, subject; nothing where no chunk holds a word of it, absent_subject); no seed to vector (the reason says whether there was no vector, a flat profile or no entity above the seed floor); a mixed rule with seeds to mixed; seeds alone to local. named = the names of the first seeds, for the reason.';
+
+--
+-- Name: said_after(text, text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.said_after(doc text, short text, long_words text[]) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    long_first bigint;
+    short_first bigint;
+BEGIN
+    -- places in the staged document, chunk by chunk, in its words (kgrag.canonical_name): the
+    -- long name's first, and the first of the short form alone (not followed by the long name's
+    -- second word); both names are canonical, letters, digits and spaces only
+    SELECT min(c.ordinal::bigint * 100000000 + strpos(c.x, ' ' || array_to_string(long_words, ' ') || ' '))
+               FILTER (WHERE strpos(c.x, ' ' || array_to_string(long_words, ' ') || ' ') > 0),
+           min(c.ordinal::bigint * 100000000 + regexp_instr(c.x, ' ' || short || ' (?!' || long_words[2] || ' )'))
+               FILTER (WHERE regexp_instr(c.x, ' ' || short || ' (?!' || long_words[2] || ' )') > 0)
+      INTO long_first, short_first
+      FROM (SELECT ch.ordinal, ' ' || kgrag.canonical_name(ch.text) || ' ' AS x
+              FROM pg_temp.kgrag_stage_chunk AS ch WHERE ch.doc_id = doc) AS c;
+    RETURN long_first < short_first;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.said_after(doc text, short text, long_words text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION said_after(doc text, short text, long_words text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.said_after(doc text, short text, long_words text[]) IS 'Private. Returns whether, in a staged document, a short form (a canonical word) is said alone only after the long name (its canonical words) was first said: "Grace Liu opened ... Grace said", not "Grace ... Grace Liu". NULL when either is never said.';
 
 --
 -- Name: screen_staged(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

@@ -125,6 +125,30 @@ $$;
 COMMENT ON FUNCTION kgrag_private.screen_staged() IS
 'Private. The first step of kgrag_private.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars for names, aliases and types, max_quote_chars) and every entity whose name or type folds to nothing. Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.said_after(doc text, short text, long_words text[]) RETURNS boolean
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    long_first bigint;
+    short_first bigint;
+BEGIN
+    -- places in the staged document, chunk by chunk, in its words (kgrag.canonical_name): the
+    -- long name's first, and the first of the short form alone (not followed by the long name's
+    -- second word); both names are canonical, letters, digits and spaces only
+    SELECT min(c.ordinal::bigint * 100000000 + strpos(c.x, ' ' || array_to_string(long_words, ' ') || ' '))
+               FILTER (WHERE strpos(c.x, ' ' || array_to_string(long_words, ' ') || ' ') > 0),
+           min(c.ordinal::bigint * 100000000 + regexp_instr(c.x, ' ' || short || ' (?!' || long_words[2] || ' )'))
+               FILTER (WHERE regexp_instr(c.x, ' ' || short || ' (?!' || long_words[2] || ' )') > 0)
+      INTO long_first, short_first
+      FROM (SELECT ch.ordinal, ' ' || kgrag.canonical_name(ch.text) || ' ' AS x
+              FROM pg_temp.kgrag_stage_chunk AS ch WHERE ch.doc_id = doc) AS c;
+    RETURN long_first < short_first;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.said_after(text, text, text[]) IS
+'Private. Returns whether, in a staged document, a short form (a canonical word) is said alone only after the long name (its canonical words) was first said: "Grace Liu opened ... Grace said", not "Grace ... Grace Liu". NULL when either is never said.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.fold_short_forms() RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -135,8 +159,9 @@ DECLARE
     honorifics constant text[] := ARRAY['mr', 'mrs', 'ms', 'miss', 'dr', 'prof', 'sr', 'sra', 'srta', 'dra', 'dom', 'dona'];
     folded integer;
 BEGIN
-    -- Within one document, a short form of a name ("Grace", "Liu", "Ms. Liu", "G. Liu") that
-    -- matches exactly one longer name of the same type in that document is that entity: its
+    -- Within one document, a short form of a name ("Grace", "Liu", "Ms. Liu", "G. Liu" for a
+    -- person; for another type only a first word said after the whole name, "Grace" after "Grace
+    -- Liu") that matches exactly one longer name of the same type in that document is that entity: its
     -- mentions, aliases and relations go to the longer name, and it becomes an alias of it. Two
     -- longer names it could be ("Grace Liu", "Grace Park") leave it as it is.
     CREATE TEMP TABLE IF NOT EXISTS kgrag_short_form (doc_id text, short_name text, short_type text, long_name text)
@@ -150,10 +175,14 @@ BEGIN
              WHERE kgrag.canonical_name(e.type) = ANY (kinds)) AS f
         ON f.doc_id = s.doc_id AND kgrag.canonical_name(f.type) = kgrag.canonical_name(s.type)
        AND cardinality(f.w) BETWEEN 2 AND 6 AND length(f.w[1]) > 1 AND f.w[1] <> ALL (honorifics)
-       AND ((cardinality(s.w) = 1 AND s.w[1] IN (f.w[1], f.w[cardinality(f.w)]) AND length(s.w[1]) > 1)
-            OR (cardinality(s.w) = 2 AND s.w[2] = f.w[cardinality(f.w)]
-                AND (s.w[1] = ANY (honorifics)
-                     OR (length(s.w[1]) = 1 AND s.w[1] = left(f.w[1], 1)))))
+       AND CASE WHEN kgrag.canonical_name(s.type) = 'person'  -- a person: every short form
+                THEN (cardinality(s.w) = 1 AND s.w[1] IN (f.w[1], f.w[cardinality(f.w)]) AND length(s.w[1]) > 1)
+                     OR (cardinality(s.w) = 2 AND s.w[2] = f.w[cardinality(f.w)]
+                         AND (s.w[1] = ANY (honorifics) OR (length(s.w[1]) = 1 AND s.w[1] = left(f.w[1], 1))))
+                -- another type (a name found in the text, which may be a place): only the first
+                -- word of a name of two or three, said alone only after the whole name
+                ELSE cardinality(s.w) = 1 AND s.w[1] = f.w[1] AND length(s.w[1]) > 1 AND cardinality(f.w) <= 3
+                     AND COALESCE(kgrag_private.said_after(s.doc_id, s.w[1], f.w), false) END
      GROUP BY s.doc_id, s.name, s.type
     HAVING count(DISTINCT kgrag.canonical_name(f.name)) = 1;
     GET DIAGNOSTICS folded = ROW_COUNT;
@@ -189,7 +218,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS
-'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document (its first or last word, "Ms. Liu", "G. Liu") is folded into it: the longer name takes its mentions, aliases (the short name among them) and relations. Returns the number of short forms folded.';
+'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after): the longer name takes its mentions, aliases (the short name among them) and relations. Returns the number of short forms folded.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.apply_documents(docs text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
