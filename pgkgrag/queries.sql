@@ -315,6 +315,10 @@ SELECT src, dst, weight FROM kgrag_private.community_graph();
 -- name: replace_communities
 SELECT kgrag_private.replace_communities();
 
+-- name: apply_decisions
+-- The curators' decisions (kgrag.curation): names, and the relations whose edge disagrees.
+SELECT kgrag_private.apply_decisions();
+
 -- name: refresh_answers
 SELECT kgrag_private.refresh_answers();
 

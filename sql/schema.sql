@@ -75,6 +75,45 @@ ALTER TYPE kgrag.search_row OWNER TO <owner>;
 COMMENT ON TYPE kgrag.search_row IS 'One result of kgrag_search: rank, ref_id, kind (chunk | entity | community), source (vector | lexical | graph | community), score (comparable only within one source), route, reason, payload (provenance: seed, hop, path, evidence_refs, answer, via).';
 
 --
+-- Name: approve(text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.approve(target text, note text DEFAULT ''::text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    parts text[] := string_to_array(target, '|');
+    docs text[];
+BEGIN
+    IF target IS NULL OR length(target) > 2000 THEN
+        RAISE EXCEPTION 'give the target of a review item (kgrag.review_queue.target)' USING ERRCODE = '22023';
+    END IF;
+    IF cardinality(parts) = 3 THEN  -- a relation: checked as it stands, and about its document where it has one
+        docs := ARRAY(SELECT DISTINCT c.doc_id FROM kgrag.relation_evidence AS r
+                        JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = r.chunk_id
+                       WHERE r.tenant_id = t AND r.src = parts[1] AND r.rel = parts[2] AND r.dst = parts[3] LIMIT 2);
+        IF cardinality(docs) = 0 THEN
+            RAISE EXCEPTION 'no relation % is stated', quote_literal(target) USING ERRCODE = '22023';
+        END IF;
+    ELSIF NOT (target LIKE 'name:%' OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = target)) THEN
+        RAISE EXCEPTION 'no review item or entity is %', quote_literal(target) USING ERRCODE = '22023';
+    END IF;
+    PERFORM kgrag_private.decide('approve', target, NULL, CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
+    RETURN format('approved %s', target);
+END
+$$;
+
+ALTER FUNCTION kgrag.approve(target text, note text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION approve(target text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.approve(target text, note text) IS 'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", an entity id) was checked and is right, with an optional note: it leaves the queue; on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
+
+--
 -- Name: canonical_name(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -405,6 +444,7 @@ BEGIN
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     PERFORM kgrag_private.forget_aliases(named);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
+    DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);  -- decisions about them
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
     counts := jsonb_build_object('documents', deleted) || kgrag_private.refresh_graph();
@@ -422,7 +462,7 @@ ALTER FUNCTION kgrag.delete_documents(doc_ids text[]) OWNER TO <owner>;
 -- Name: FUNCTION delete_documents(doc_ids text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, and the communities they fed (titles and reports, until the next build). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), and the communities they fed (titles and reports, until the next build). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
 
 --
 -- Name: dimension(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1322,6 +1362,44 @@ ALTER FUNCTION kgrag.refresh_lexeme_stats() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS 'Counts, for the current tenant, the lexemes that more chunks hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
 
 --
+-- Name: reject_relation(text, text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text DEFAULT ''::text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    a text := (kgrag.resolve_entities(ARRAY[src]))[1];
+    b text := (kgrag.resolve_entities(ARRAY[dst]))[1];
+    key text := kgrag.relation_key(rel);
+    docs text[];
+BEGIN
+    docs := ARRAY(SELECT DISTINCT c.doc_id FROM kgrag.relation_evidence AS r
+                    JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = r.chunk_id
+                   WHERE r.tenant_id = t AND r.src = a AND r.dst = b AND r.rel = key LIMIT 2);
+    IF cardinality(docs) = 0 THEN
+        RAISE EXCEPTION 'no relation % -[%]-> % is stated', src, rel, dst
+            USING ERRCODE = '22023', HINT = 'SELECT * FROM kgrag.edges WHERE src_name ILIKE ... lists the relations.';
+    END IF;
+    -- about one document: forgotten with it; about several: it stands until withdrawn
+    PERFORM kgrag_private.decide('reject_relation', kgrag_private.relation_target(a, key, b), NULL,
+                                 CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
+    RETURN format('rejected %s -[%s]-> %s: pgkgrag build (or the next ingestion of its documents) removes it, and it does not come back',
+                  a, key, b);
+END
+$$;
+
+ALTER FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION reject_relation(src text, rel text, dst text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text) IS 'Records that a stated relation is wrong (src and dst by id, name or alias; rel whatever its case), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) removes the edge and no ingestion builds it again from its evidence, until a later decision on it (kgrag.approve) takes this one back. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated.';
+
+--
 -- Name: relation_key(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -1339,6 +1417,36 @@ ALTER FUNCTION kgrag.relation_key(relation text) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag.relation_key(relation text) IS 'Returns the key a relation type is stored under: canonical, spaces as underscores, upper case ("depends on", "Depends-On" -> "DEPENDS_ON"). Ingestion stores typed relations under this key and the LLM extractor compares it with the ontology (kgrag.ontology_relation_type).';
+
+--
+-- Name: rename_entity(text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.rename_entity(entity text, new_name text, note text DEFAULT ''::text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    id text := (kgrag.resolve_entities(ARRAY[entity]))[1];
+    longest integer := kgrag.setting('max_alias_chars')::integer;
+BEGIN
+    IF new_name IS NULL OR btrim(new_name) = '' OR length(new_name) > longest THEN
+        RAISE EXCEPTION 'a name has 1 to % characters (setting max_alias_chars), got %', longest,
+            COALESCE(length(new_name)::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    PERFORM kgrag_private.decide('rename_entity', id, btrim(new_name), NULL, note);
+    RETURN format('%s is named %s from the next pgkgrag build on, whatever its documents call it', id,
+                  quote_literal(btrim(new_name)));
+END
+$$;
+
+ALTER FUNCTION kgrag.rename_entity(entity text, new_name text, note text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION rename_entity(entity text, new_name text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.rename_entity(entity text, new_name text, note text) IS 'Records the name an entity (by id, name or alias) should have, with an optional note; returns what happens next. The build gives it that name and no ingestion takes it back (kgrag_private.derive_entities); its id stays. 22023 for an empty name or one longer than max_alias_chars.';
 
 --
 -- Name: report_context(text, integer); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2151,7 +2259,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0032'::text$$;
+    AS $$SELECT '0033'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -2252,6 +2360,58 @@ ALTER FUNCTION kgrag_private.among_strongest(tenant text, src text, dst text, re
 --
 
 COMMENT ON FUNCTION kgrag_private.among_strongest(tenant text, src text, dst text, rel text, degree_cap integer) IS 'Private. Returns whether the edge (src, dst, rel) of the tenant is among the degree_cap strongest edges of its source (weight desc, ties by dst then rel in byte order; true for a NULL cap): how a walk caps the edges it follows against their direction. Reads at most degree_cap index entries.';
+
+--
+-- Name: apply_decisions(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.apply_decisions() RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    renamed integer;
+    relations integer;
+BEGIN
+    -- names decided, where the entity has another
+    -- (kgrag.curation with the tenant bound, not the view: Citus routes each statement to one shard)
+    UPDATE kgrag.entity AS e SET name = d.value, embedding = NULL, updated_at = now()
+      FROM (SELECT DISTINCT ON (c.target) c.target, c.value FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.kind = 'rename_entity' ORDER BY c.target, c.decided_at DESC) AS d
+     WHERE e.tenant_id = t AND e.entity_id = d.target AND e.name IS DISTINCT FROM d.value;
+    GET DIAGNOSTICS renamed = ROW_COUNT;
+    -- relations whose edge disagrees with the latest decision (rejected and present, or taken
+    -- back and absent): the graph refresh recomputes them from their evidence
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_touched (
+        a text NOT NULL, b text, rel text NOT NULL, n integer NOT NULL DEFAULT 0
+    ) ON COMMIT DROP;
+    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+    SELECT x.src, x.dst, x.rel, 0
+      FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,
+                   split_part(c.target, '|', 3) AS dst
+              FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.kind IN ('reject_relation', 'approve') AND c.target LIKE '%|%|%') AS x
+     WHERE kgrag_private.rejected(t, x.src, x.rel, x.dst)
+           = EXISTS (SELECT 1 FROM kgrag.edge AS g
+                      WHERE g.tenant_id = t AND g.src = x.src AND g.dst = x.dst AND g.rel = x.rel);
+    GET DIAGNOSTICS relations = ROW_COUNT;
+    IF relations > 0 THEN
+        PERFORM kgrag_private.refresh_graph();
+    ELSE
+        DROP TABLE pg_temp.kgrag_touched;
+    END IF;
+    RETURN jsonb_build_object('renamed', renamed, 'relations', relations);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.apply_decisions() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION apply_decisions(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.apply_decisions() IS 'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, each relation whose edge disagrees with the latest decision on it (a rejected edge still there goes; an approved one that was rejected comes back from its evidence). Returns {"renamed": n, "relations": n}.';
 
 --
 -- Name: apply_documents(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -2890,6 +3050,32 @@ ALTER FUNCTION kgrag_private.coverage(tsv tsvector, words text[]) OWNER TO <owne
 COMMENT ON FUNCTION kgrag_private.coverage(tsv tsvector, words text[]) IS 'Private. Returns the share of the words (a question''s lexemes) that the tsvector holds, 0 for no words.';
 
 --
+-- Name: decide(text, text, text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id text, note text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF length(COALESCE(note, '')) > 2000 THEN
+        RAISE EXCEPTION 'a note is at most 2,000 characters, got %', length(note) USING ERRCODE = '22023';
+    END IF;
+    -- who and when are the columns' defaults (session_user, clock_timestamp()): a curator may not set them
+    INSERT INTO kgrag.curation (tenant_id, kind, target, value, doc_id, note)
+    VALUES (kgrag.current_tenant(), kind, target, value, doc_id, COALESCE(note, ''));
+END
+$$;
+
+ALTER FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id text, note text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION decide(kind text, target text, value text, doc_id text, note text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id text, note text) IS 'Private. Records one decision of the current tenant in kgrag.curation (who: the login role, when: now); a note is at most 2,000 characters (22023).';
+
+--
 -- Name: default_search_options(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -2960,15 +3146,18 @@ BEGIN
           LEFT JOIN (SELECT DISTINCT ON (x.entity_id) x.* FROM answers AS x
                       ORDER BY x.entity_id, x.doc_id COLLATE "C") AS g USING (entity_id)
     )
-    UPDATE kgrag.entity AS e
-       SET name = COALESCE(d.name, e.name), description = d.description,
-           embedding = CASE WHEN (COALESCE(d.name, e.name), d.description) IS DISTINCT FROM (e.name, e.description)
+    UPDATE kgrag.entity AS e  -- a name a person decided (kgrag.rename_entity) before the documents' one
+       SET name = COALESCE(d.decided, d.name, e.name), description = d.description,
+           embedding = CASE WHEN (COALESCE(d.decided, d.name, e.name), d.description) IS DISTINCT FROM (e.name, e.description)
                             THEN NULL ELSE e.embedding END,
            answer = d.answer, answer_chunk_id = d.answer_chunk_id, answer_hash = d.answer_hash,
            answer_stale = d.answer IS NULL, updated_at = now()
-      FROM derived AS d
+      FROM (SELECT x.*, (SELECT c.value FROM kgrag.curation AS c
+                          WHERE c.tenant_id = t AND c.kind = 'rename_entity' AND c.target = x.entity_id
+                          ORDER BY c.decided_at DESC LIMIT 1) AS decided
+              FROM derived AS x) AS d
      WHERE e.tenant_id = t AND e.entity_id = d.entity_id
-       AND (COALESCE(d.name, e.name), d.description, d.answer, d.answer_chunk_id, d.answer_hash, d.answer IS NULL)
+       AND (COALESCE(d.decided, d.name, e.name), d.description, d.answer, d.answer_chunk_id, d.answer_hash, d.answer IS NULL)
            IS DISTINCT FROM (e.name, e.description, e.answer, e.answer_chunk_id, e.answer_hash, e.answer_stale);
 END
 $$;
@@ -5020,7 +5209,7 @@ BEGIN
             WHERE r.tenant_id = t AND r.src = x.src AND r.dst = x.dst AND r.rel = x.rel AND NOT r.negated
            WINDOW w AS ()
             ORDER BY r.confidence DESC, r.chunk_id COLLATE "C"
-            LIMIT 1) AS e ON true;
+            LIMIT 1) AS e ON NOT kgrag_private.rejected(t, x.src, x.rel, x.dst);  -- a person's decision (kgrag.reject_relation)
 
     PERFORM kgrag_private.rewrite_edges();
 
@@ -5156,6 +5345,50 @@ ALTER FUNCTION kgrag_private.refresh_reports() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.refresh_reports() IS 'Private. Writes the template report of every community of the current tenant whose content changed (or that has none): subjects with their answers and the relations between them, each with its chunk id, and evidence_chunk_ids = the chunks citing the most members. Unchanged reports are kept. Returns counts as jsonb.';
+
+--
+-- Name: rejected(text, text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- the latest decision on the relation is a rejection (the tenant a bound value: on Citus the
+    -- query runs where the tenant's shards are)
+    SELECT COALESCE((SELECT c.kind = 'reject_relation' FROM kgrag.curation AS c
+                      WHERE c.tenant_id = t
+                        AND c.target = kgrag_private.relation_target(src, rel, dst)
+                        AND c.kind IN ('reject_relation', 'approve')
+                      ORDER BY c.decided_at DESC LIMIT 1), false)
+$$;
+
+ALTER FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION rejected(t text, src text, rel text, dst text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) IS 'Private. Returns whether, for tenant t (the current one), the latest decision on a stated relation (kgrag.reject_relation or kgrag.approve) rejects it: the graph refresh then builds no edge from its evidence.';
+
+--
+-- Name: relation_target(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.relation_target(src text, rel text, dst text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT src || '|' || rel || '|' || dst
+$$;
+
+ALTER FUNCTION kgrag_private.relation_target(src text, rel text, dst text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION relation_target(src text, rel text, dst text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.relation_target(src text, rel text, dst text) IS 'Private. Returns how a decision names a stated relation: "src|REL|dst" (entity ids and the relation key).';
 
 --
 -- Name: release_chunks(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -7064,6 +7297,59 @@ ALTER VIEW kgrag.communities OWNER TO <owner>;
 COMMENT ON VIEW kgrag.communities IS 'The current tenant''s communities (level 0 the coarsest): parent, title, size, weight (distinct documents), whether stale, the members'' names (best connected first) and the report with whether it is stale, what wrote it and the chunks it cites.';
 
 --
+-- Name: curation; Type: TABLE; Schema: kgrag; Owner: <owner>
+--
+
+CREATE TABLE kgrag.curation (
+    tenant_id text NOT NULL,
+    kind text NOT NULL,
+    target text NOT NULL,
+    value text,
+    doc_id text,
+    note text DEFAULT ''::text NOT NULL,
+    decided_by text DEFAULT SESSION_USER NOT NULL,
+    decided_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT curation_kind_check CHECK ((kind = ANY (ARRAY['reject_relation'::text, 'rename_entity'::text, 'approve'::text]))),
+    CONSTRAINT curation_note_check CHECK ((length(note) <= 2000)),
+    CONSTRAINT curation_target_check CHECK (((length(target) >= 1) AND (length(target) <= 2000))),
+    CONSTRAINT curation_value_check CHECK ((length(value) <= 1000))
+);
+ALTER TABLE ONLY kgrag.curation ALTER COLUMN tenant_id SET STATISTICS 1;
+
+ALTER TABLE ONLY kgrag.curation FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE kgrag.curation OWNER TO <owner>;
+
+--
+-- Name: TABLE curation; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag.curation IS 'The decisions of the people who check the graph (kgrag.reject_relation, kgrag.rename_entity, kgrag.approve), with who (the login role) and when; the latest decision on a target counts (kgrag.decisions). Ingestion and pgkgrag build apply them every time (kgrag_private.apply_decisions); deleting a document forgets the decisions about it (doc_id).';
+
+--
+-- Name: decisions; Type: VIEW; Schema: kgrag; Owner: <owner>
+--
+
+CREATE VIEW kgrag.decisions WITH (security_invoker='true') AS
+ SELECT DISTINCT ON (kind, target) kind,
+    target,
+    value,
+    doc_id,
+    note,
+    decided_by,
+    decided_at
+   FROM kgrag.curation c
+  ORDER BY kind, target, decided_at DESC;
+
+ALTER VIEW kgrag.decisions OWNER TO <owner>;
+
+--
+-- Name: VIEW decisions; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON VIEW kgrag.decisions IS 'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, rename_entity or approve; target: "src|REL|dst" for a relation, an entity id, or a review item; value: the new name of a rename; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
+
+--
 -- Name: edge; Type: TABLE; Schema: kgrag; Owner: <owner>
 --
 
@@ -7383,6 +7669,71 @@ ALTER TABLE kgrag.relation_evidence OWNER TO <owner>;
 COMMENT ON TABLE kgrag.relation_evidence IS 'Every extracted typed relation with its provenance (chunk, literal quote, confidence, extractor, validity). Typed edges are aggregated from the non-negated rows; a negated fact is kept here and never becomes an edge.';
 
 --
+-- Name: review_queue; Type: VIEW; Schema: kgrag; Owner: <owner>
+--
+
+CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
+ WITH relations AS (
+         SELECT r.src,
+            r.rel,
+            r.dst,
+            max(r.confidence) FILTER (WHERE (NOT r.negated)) AS confidence,
+            bool_or(r.negated) AS negated,
+            min((r.chunk_id COLLATE "C")) AS chunk_id,
+            (array_agg(r.quote ORDER BY r.confidence DESC, (r.chunk_id COLLATE "C")))[1] AS quote
+           FROM kgrag.relation_evidence r
+          GROUP BY r.src, r.rel, r.dst
+        ), items AS (
+         SELECT
+                CASE
+                    WHEN (x.negated AND (x.confidence IS NULL)) THEN 'negated'::text
+                    WHEN x.negated THEN 'negated_and_stated'::text
+                    WHEN (x.confidence < ((kgrag.setting('review_min_confidence'::text) #>> '{}'::text[]))::double precision) THEN 'low_confidence'::text
+                    ELSE 'sample'::text
+                END AS item,
+            kgrag_private.relation_target(x.src, x.rel, x.dst) AS target,
+            format('%s -[%s]-> %s'::text, s.name, x.rel, d.name) AS what,
+            x.confidence,
+            x.chunk_id,
+            x.quote
+           FROM ((relations x
+             JOIN kgrag.entity s ON ((s.entity_id = x.src)))
+             JOIN kgrag.entity d ON ((d.entity_id = x.dst)))
+          WHERE (x.negated OR (x.confidence < ((kgrag.setting('review_min_confidence'::text) #>> '{}'::text[]))::double precision) OR (((((('x'::text || "left"(md5(kgrag_private.relation_target(x.src, x.rel, x.dst)), 8)))::bit(32))::integer & 1023))::double precision < (((1024)::double precision * ((kgrag.setting('review_sample_percent'::text) #>> '{}'::text[]))::double precision) / (100)::double precision)))
+        UNION ALL
+         SELECT 'ambiguous_name'::text,
+            ('name:'::text || a.alias_fold),
+            format('"%s" names %s'::text, a.alias_fold, string_agg(DISTINCT e.name, ', '::text)) AS format,
+            NULL::double precision,
+            NULL::text,
+            NULL::text
+           FROM (kgrag.alias a
+             JOIN kgrag.entity e ON ((e.entity_id = a.entity_id)))
+          WHERE (a.alias_fold <> ''::text)
+          GROUP BY a.alias_fold
+         HAVING (count(DISTINCT a.entity_id) > 1)
+        )
+ SELECT item,
+    target,
+    what,
+    confidence,
+    chunk_id,
+    quote
+   FROM items i
+  WHERE (NOT (EXISTS ( SELECT 1
+           FROM kgrag.curation c
+          WHERE (c.target = i.target))))
+  ORDER BY (item = 'sample'::text), item, (target COLLATE "C");
+
+ALTER VIEW kgrag.review_queue OWNER TO <owner>;
+
+--
+-- Name: VIEW review_queue; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of several entities). Decide with kgrag.reject_relation(src, rel, dst), kgrag.rename_entity(entity, name) or kgrag.approve(target); an item with a decision leaves the queue.';
+
+--
 -- Name: router_rule; Type: TABLE; Schema: kgrag; Owner: <owner>
 --
 
@@ -7563,6 +7914,13 @@ ALTER TABLE kgrag.community_report
 
 ALTER TABLE ONLY kgrag.community_report
     ADD CONSTRAINT community_report_pkey PRIMARY KEY (tenant_id, community_id);
+
+--
+-- Name: curation curation_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag.curation
+    ADD CONSTRAINT curation_pkey PRIMARY KEY (tenant_id, kind, target, decided_at);
 
 --
 -- Name: document document_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
@@ -8012,6 +8370,12 @@ ALTER TABLE kgrag.community_member ENABLE ROW LEVEL SECURITY;
 ALTER TABLE kgrag.community_report ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: curation; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE kgrag.curation ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: document; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
 --
 
@@ -8150,6 +8514,12 @@ CREATE POLICY tenant_isolation ON kgrag.community_member USING ((tenant_id = kgr
 CREATE POLICY tenant_isolation ON kgrag.community_report USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
 
 --
+-- Name: curation tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY tenant_isolation ON kgrag.curation USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+
+--
 -- Name: document tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
@@ -8241,6 +8611,7 @@ GRANT USAGE ON SCHEMA kgrag TO kgrag_reader;
 GRANT USAGE ON SCHEMA kgrag TO kgrag_writer;
 GRANT USAGE ON SCHEMA kgrag TO kgrag_probe;
 GRANT USAGE ON SCHEMA kgrag TO kgrag_logger;
+GRANT USAGE ON SCHEMA kgrag TO kgrag_curator;
 
 --
 -- Name: SCHEMA kgrag_private; Type: ACL; Schema: -; Owner: <owner>
@@ -8313,6 +8684,7 @@ GRANT ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, r
 GRANT SELECT ON TABLE kgrag.alias TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.alias TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.alias TO kgrag_probe;
+GRANT SELECT ON TABLE kgrag.alias TO kgrag_curator;
 
 --
 -- Name: TABLE alias_source; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8320,6 +8692,7 @@ GRANT SELECT ON TABLE kgrag.alias TO kgrag_probe;
 
 GRANT SELECT ON TABLE kgrag.alias_source TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.alias_source TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.alias_source TO kgrag_curator;
 
 --
 -- Name: TABLE alias_trigram_stats; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8327,6 +8700,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.alias_source TO kgrag_writer;
 
 GRANT SELECT ON TABLE kgrag.alias_trigram_stats TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.alias_trigram_stats TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.alias_trigram_stats TO kgrag_curator;
 
 --
 -- Name: TABLE answer_log; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8335,6 +8709,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.alias_trigram_stats TO kgrag_wr
 GRANT SELECT ON TABLE kgrag.answer_log TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.answer_log TO kgrag_writer;
 GRANT INSERT ON TABLE kgrag.answer_log TO kgrag_logger;
+GRANT SELECT ON TABLE kgrag.answer_log TO kgrag_curator;
 
 --
 -- Name: TABLE answers_by_route; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8350,6 +8725,7 @@ GRANT SELECT ON TABLE kgrag.answers_by_route TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.chunk TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.chunk TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.chunk TO kgrag_probe;
+GRANT SELECT ON TABLE kgrag.chunk TO kgrag_curator;
 
 --
 -- Name: TABLE document; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8358,6 +8734,7 @@ GRANT SELECT ON TABLE kgrag.chunk TO kgrag_probe;
 GRANT SELECT ON TABLE kgrag.document TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.document TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.document TO kgrag_probe;
+GRANT SELECT ON TABLE kgrag.document TO kgrag_curator;
 
 --
 -- Name: TABLE chunks; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8372,6 +8749,7 @@ GRANT SELECT ON TABLE kgrag.chunks TO kgrag_writer;
 
 GRANT SELECT ON TABLE kgrag.community TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.community TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.community TO kgrag_curator;
 
 --
 -- Name: TABLE community_member; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8379,6 +8757,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.community TO kgrag_writer;
 
 GRANT SELECT ON TABLE kgrag.community_member TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.community_member TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.community_member TO kgrag_curator;
 
 --
 -- Name: TABLE community_report; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8386,6 +8765,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.community_member TO kgrag_write
 
 GRANT SELECT ON TABLE kgrag.community_report TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.community_report TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.community_report TO kgrag_curator;
 
 --
 -- Name: TABLE entity; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8393,6 +8773,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.community_report TO kgrag_write
 
 GRANT SELECT ON TABLE kgrag.entity TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.entity TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.entity TO kgrag_curator;
 
 --
 -- Name: TABLE communities; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8402,11 +8783,64 @@ GRANT SELECT ON TABLE kgrag.communities TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag.communities TO kgrag_writer;
 
 --
+-- Name: TABLE curation; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag.curation TO kgrag_curator;
+GRANT SELECT ON TABLE kgrag.curation TO kgrag_reader;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.curation TO kgrag_writer;
+
+--
+-- Name: COLUMN curation.tenant_id; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT INSERT(tenant_id) ON TABLE kgrag.curation TO kgrag_curator;
+
+--
+-- Name: COLUMN curation.kind; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT INSERT(kind) ON TABLE kgrag.curation TO kgrag_curator;
+
+--
+-- Name: COLUMN curation.target; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT INSERT(target) ON TABLE kgrag.curation TO kgrag_curator;
+
+--
+-- Name: COLUMN curation.value; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT INSERT(value) ON TABLE kgrag.curation TO kgrag_curator;
+
+--
+-- Name: COLUMN curation.doc_id; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT INSERT(doc_id) ON TABLE kgrag.curation TO kgrag_curator;
+
+--
+-- Name: COLUMN curation.note; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT INSERT(note) ON TABLE kgrag.curation TO kgrag_curator;
+
+--
+-- Name: TABLE decisions; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag.decisions TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.decisions TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.decisions TO kgrag_curator;
+
+--
 -- Name: TABLE edge; Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
 GRANT SELECT ON TABLE kgrag.edge TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.edge TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.edge TO kgrag_curator;
 
 --
 -- Name: TABLE edges; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8435,6 +8869,7 @@ GRANT SELECT ON TABLE kgrag.entities TO kgrag_writer;
 
 GRANT SELECT ON TABLE kgrag.entity_source TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.entity_source TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.entity_source TO kgrag_curator;
 
 --
 -- Name: TABLE ingest_failure; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8442,6 +8877,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.entity_source TO kgrag_writer;
 
 GRANT SELECT ON TABLE kgrag.ingest_failure TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.ingest_failure TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.ingest_failure TO kgrag_curator;
 
 --
 -- Name: TABLE lexeme_stats; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8449,6 +8885,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.ingest_failure TO kgrag_writer;
 
 GRANT SELECT ON TABLE kgrag.lexeme_stats TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.lexeme_stats TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.lexeme_stats TO kgrag_curator;
 
 --
 -- Name: TABLE llm_cache; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8456,6 +8893,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.lexeme_stats TO kgrag_writer;
 
 GRANT SELECT ON TABLE kgrag.llm_cache TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.llm_cache TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.llm_cache TO kgrag_curator;
 
 --
 -- Name: TABLE mention; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8463,6 +8901,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.llm_cache TO kgrag_writer;
 
 GRANT SELECT ON TABLE kgrag.mention TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.mention TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.mention TO kgrag_curator;
 
 --
 -- Name: TABLE query_log; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8471,6 +8910,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.mention TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.query_log TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.query_log TO kgrag_writer;
 GRANT INSERT ON TABLE kgrag.query_log TO kgrag_logger;
+GRANT SELECT ON TABLE kgrag.query_log TO kgrag_curator;
 
 --
 -- Name: TABLE relation_evidence; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8478,6 +8918,15 @@ GRANT INSERT ON TABLE kgrag.query_log TO kgrag_logger;
 
 GRANT SELECT ON TABLE kgrag.relation_evidence TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.relation_evidence TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.relation_evidence TO kgrag_curator;
+
+--
+-- Name: TABLE review_queue; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag.review_queue TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.review_queue TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.review_queue TO kgrag_curator;
 
 --
 -- Name: TABLE router_rule; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8485,6 +8934,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.relation_evidence TO kgrag_writ
 
 GRANT SELECT ON TABLE kgrag.router_rule TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.router_rule TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.router_rule TO kgrag_curator;
 
 --
 -- Name: TABLE search_by_route; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8499,6 +8949,7 @@ GRANT SELECT ON TABLE kgrag.search_by_route TO kgrag_writer;
 
 GRANT SELECT ON TABLE kgrag.settings TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.settings TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.settings TO kgrag_curator;
 
 --
 -- Name: TABLE staleness; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8568,6 +9019,8 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 're
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'rerank_model', '""', 'The model named in a cohere-shaped rerank request.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'rerank_timeout_ms', '2000', 'A reranker slower than this (or failing) is skipped: the fused order is kept and the reason says so.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'rerank_url', '""', 'The reranker the driver calls after fusion (POST {url} with the question and the chunk texts); empty: no reranking.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'review_min_confidence', '0.6', 'kgrag.review_queue lists the stated relations whose best evidence has a lower confidence.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'review_sample_percent', '5', 'kgrag.review_queue lists this share (0..100) of the stated relations, a sample chosen by their key, for a person to check.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'router_flat_gap', '0.05', 'Entity similarity profile: top-1 minus top-4 below this is flat, and vector seeds are not trusted.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'rrf_graph_weight', '2', 'Local route: the weight of the graph''s chunk list in the fusion. Vector and lexical search are two views of one signal (text similarity), so the graph gets as much say as both (option "graph_weight").');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'rrf_k', '60', 'The k of Reciprocal Rank Fusion.');

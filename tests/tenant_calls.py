@@ -162,6 +162,14 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         "replace_communities": ("SELECT kgrag_private.replace_communities()", []),
         "use_embedder": ("SELECT kgrag.use_embedder('hash')", []),
         "log_answer": ("SELECT kgrag.log_answer('q', 'local', false, 1, 2, 3, 4, 1, 0, 5)", []),
+        # a curator's decisions on the other tenant's entities and relations (refused: not found)
+        "reject_relation": (
+            "SELECT kgrag.reject_relation(%s, 'CO_OCCURS', %s, 'attack')",
+            [entities[0], entities[-1]],
+        ),
+        "rename_entity": ("SELECT kgrag.rename_entity(%s, 'taken over')", [entities[0]]),
+        "approve": ("SELECT kgrag.approve(%s, 'attack')", [entities[0]]),
+        "apply_decisions": ("SELECT kgrag_private.apply_decisions()", []),
         "llm_cache_put": (
             """SELECT kgrag_private.llm_cache_put('k', 'm', '{"entities": [], "relations": []}', 'h')""",
             [],

@@ -54,6 +54,8 @@ class BuildSummary:
     report_embeddings: int = 0
     common_lexemes: int = 0  # the words lexical search draws no candidates from (kgrag.lexeme_stats)
     common_trigrams: int = 0  # the name trigrams entity linking probes around (kgrag.alias_trigram_stats)
+    renamed: int = 0  # entities given the name a curator decided (kgrag.rename_entity)
+    relations_decided: int = 0  # relations whose edge a curator's decision removed or restored
 
 
 def detect_communities(conn: psycopg.Connection) -> CommunityCounts:
@@ -97,6 +99,9 @@ def build(
     With a report_writer (an LLM client), template reports are rewritten as cited summaries."""
     summary = BuildSummary()
     with tenant_transaction(conn, tenant):
+        decided = conn.execute(Q["apply_decisions"]).fetchone()  # first: the communities see the edges decided
+        assert decided is not None
+        summary.renamed, summary.relations_decided = decided[0]["renamed"], decided[0]["relations"]
         outdated = conn.execute(Q["communities_outdated"]).fetchone()
         if force or (outdated and outdated[0]):
             summary.communities = detect_communities(conn)

@@ -164,15 +164,18 @@ BEGIN
           LEFT JOIN (SELECT DISTINCT ON (x.entity_id) x.* FROM answers AS x
                       ORDER BY x.entity_id, x.doc_id COLLATE "C") AS g USING (entity_id)
     )
-    UPDATE kgrag.entity AS e
-       SET name = COALESCE(d.name, e.name), description = d.description,
-           embedding = CASE WHEN (COALESCE(d.name, e.name), d.description) IS DISTINCT FROM (e.name, e.description)
+    UPDATE kgrag.entity AS e  -- a name a person decided (kgrag.rename_entity) before the documents' one
+       SET name = COALESCE(d.decided, d.name, e.name), description = d.description,
+           embedding = CASE WHEN (COALESCE(d.decided, d.name, e.name), d.description) IS DISTINCT FROM (e.name, e.description)
                             THEN NULL ELSE e.embedding END,
            answer = d.answer, answer_chunk_id = d.answer_chunk_id, answer_hash = d.answer_hash,
            answer_stale = d.answer IS NULL, updated_at = now()
-      FROM derived AS d
+      FROM (SELECT x.*, (SELECT c.value FROM kgrag.curation AS c
+                          WHERE c.tenant_id = t AND c.kind = 'rename_entity' AND c.target = x.entity_id
+                          ORDER BY c.decided_at DESC LIMIT 1) AS decided
+              FROM derived AS x) AS d
      WHERE e.tenant_id = t AND e.entity_id = d.entity_id
-       AND (COALESCE(d.name, e.name), d.description, d.answer, d.answer_chunk_id, d.answer_hash, d.answer IS NULL)
+       AND (COALESCE(d.decided, d.name, e.name), d.description, d.answer, d.answer_chunk_id, d.answer_hash, d.answer IS NULL)
            IS DISTINCT FROM (e.name, e.description, e.answer, e.answer_chunk_id, e.answer_hash, e.answer_stale);
 END
 $$;
@@ -231,7 +234,7 @@ BEGIN
             WHERE r.tenant_id = t AND r.src = x.src AND r.dst = x.dst AND r.rel = x.rel AND NOT r.negated
            WINDOW w AS ()
             ORDER BY r.confidence DESC, r.chunk_id COLLATE "C"
-            LIMIT 1) AS e ON true;
+            LIMIT 1) AS e ON NOT kgrag_private.rejected(t, x.src, x.rel, x.dst);  -- a person's decision (kgrag.reject_relation)
 
     PERFORM kgrag_private.rewrite_edges();
 
@@ -285,6 +288,7 @@ BEGIN
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     PERFORM kgrag_private.forget_aliases(named);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
+    DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);  -- decisions about them
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
     counts := jsonb_build_object('documents', deleted) || kgrag_private.refresh_graph();
@@ -296,4 +300,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.delete_documents(text[]) IS
-'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, and the communities they fed (titles and reports, until the next build). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), and the communities they fed (titles and reports, until the next build). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';

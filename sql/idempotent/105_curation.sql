@@ -1,0 +1,215 @@
+-- Curation: what a person should check (kgrag.review_queue), the decisions they record
+-- (kgrag.reject_relation, kgrag.rename_entity, kgrag.approve: rows of kgrag.curation, who and
+-- when included), and how ingestion and the build apply them every time
+-- (kgrag_private.apply_decisions, and the graph refresh, which never rebuilds a rejected relation).
+
+CREATE OR REPLACE VIEW kgrag.decisions WITH (security_invoker = true) AS
+SELECT DISTINCT ON (c.kind, c.target) c.kind, c.target, c.value, c.doc_id, c.note, c.decided_by, c.decided_at
+  FROM kgrag.curation AS c
+ ORDER BY c.kind, c.target, c.decided_at DESC;
+COMMENT ON VIEW kgrag.decisions IS
+'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, rename_entity or approve; target: "src|REL|dst" for a relation, an entity id, or a review item; value: the new name of a rename; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
+GRANT SELECT ON kgrag.decisions TO kgrag_reader, kgrag_writer, kgrag_curator;
+
+CREATE OR REPLACE FUNCTION kgrag_private.relation_target(src text, rel text, dst text) RETURNS text
+LANGUAGE sql IMMUTABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT src || '|' || rel || '|' || dst
+$$;
+COMMENT ON FUNCTION kgrag_private.relation_target(text, text, text) IS
+'Private. Returns how a decision names a stated relation: "src|REL|dst" (entity ids and the relation key).';
+
+CREATE OR REPLACE VIEW kgrag.review_queue WITH (security_invoker = true) AS
+WITH relations AS (
+    SELECT r.src, r.rel, r.dst, max(r.confidence) FILTER (WHERE NOT r.negated) AS confidence,
+           bool_or(r.negated) AS negated, min(r.chunk_id COLLATE "C") AS chunk_id,
+           (array_agg(r.quote ORDER BY r.confidence DESC, r.chunk_id COLLATE "C"))[1] AS quote
+      FROM kgrag.relation_evidence AS r
+     GROUP BY r.src, r.rel, r.dst
+), items AS (
+    SELECT CASE WHEN x.negated AND x.confidence IS NULL THEN 'negated'
+                WHEN x.negated THEN 'negated_and_stated'
+                WHEN x.confidence < (kgrag.setting('review_min_confidence') #>> '{}')::float8 THEN 'low_confidence'
+                ELSE 'sample' END AS item,
+           kgrag_private.relation_target(x.src, x.rel, x.dst) AS target,
+           format('%s -[%s]-> %s', s.name, x.rel, d.name) AS what,
+           x.confidence, x.chunk_id, x.quote
+      FROM relations AS x
+      JOIN kgrag.entity AS s ON s.entity_id = x.src
+      JOIN kgrag.entity AS d ON d.entity_id = x.dst
+     WHERE x.negated
+        OR x.confidence < (kgrag.setting('review_min_confidence') #>> '{}')::float8
+        OR ('x' || left(md5(kgrag_private.relation_target(x.src, x.rel, x.dst)), 8))::bit(32)::integer & 1023
+           < 1024 * (kgrag.setting('review_sample_percent') #>> '{}')::float8 / 100
+    UNION ALL
+    -- one name, several entities: which one a question means is a guess
+    SELECT 'ambiguous_name', 'name:' || a.alias_fold,
+           format('"%s" names %s', a.alias_fold, string_agg(DISTINCT e.name, ', ')), NULL, NULL, NULL
+      FROM kgrag.alias AS a
+      JOIN kgrag.entity AS e ON e.entity_id = a.entity_id
+     WHERE a.alias_fold <> ''
+     GROUP BY a.alias_fold
+    HAVING count(DISTINCT a.entity_id) > 1
+)
+SELECT i.item, i.target, i.what, i.confidence, i.chunk_id, i.quote
+  FROM items AS i
+ WHERE NOT EXISTS (SELECT 1 FROM kgrag.curation AS c WHERE c.target = i.target)
+ ORDER BY (i.item = 'sample'), i.item, i.target COLLATE "C";
+COMMENT ON VIEW kgrag.review_queue IS
+'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of several entities). Decide with kgrag.reject_relation(src, rel, dst), kgrag.rename_entity(entity, name) or kgrag.approve(target); an item with a decision leaves the queue.';
+GRANT SELECT ON kgrag.review_queue TO kgrag_reader, kgrag_writer, kgrag_curator;
+
+CREATE OR REPLACE FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id text, note text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF length(COALESCE(note, '')) > 2000 THEN
+        RAISE EXCEPTION 'a note is at most 2,000 characters, got %', length(note) USING ERRCODE = '22023';
+    END IF;
+    -- who and when are the columns' defaults (session_user, clock_timestamp()): a curator may not set them
+    INSERT INTO kgrag.curation (tenant_id, kind, target, value, doc_id, note)
+    VALUES (kgrag.current_tenant(), kind, target, value, doc_id, COALESCE(note, ''));
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.decide(text, text, text, text, text) IS
+'Private. Records one decision of the current tenant in kgrag.curation (who: the login role, when: now); a note is at most 2,000 characters (22023).';
+
+CREATE OR REPLACE FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text DEFAULT '')
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    a text := (kgrag.resolve_entities(ARRAY[src]))[1];
+    b text := (kgrag.resolve_entities(ARRAY[dst]))[1];
+    key text := kgrag.relation_key(rel);
+    docs text[];
+BEGIN
+    docs := ARRAY(SELECT DISTINCT c.doc_id FROM kgrag.relation_evidence AS r
+                    JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = r.chunk_id
+                   WHERE r.tenant_id = t AND r.src = a AND r.dst = b AND r.rel = key LIMIT 2);
+    IF cardinality(docs) = 0 THEN
+        RAISE EXCEPTION 'no relation % -[%]-> % is stated', src, rel, dst
+            USING ERRCODE = '22023', HINT = 'SELECT * FROM kgrag.edges WHERE src_name ILIKE ... lists the relations.';
+    END IF;
+    -- about one document: forgotten with it; about several: it stands until withdrawn
+    PERFORM kgrag_private.decide('reject_relation', kgrag_private.relation_target(a, key, b), NULL,
+                                 CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
+    RETURN format('rejected %s -[%s]-> %s: pgkgrag build (or the next ingestion of its documents) removes it, and it does not come back',
+                  a, key, b);
+END
+$$;
+COMMENT ON FUNCTION kgrag.reject_relation(text, text, text, text) IS
+'Records that a stated relation is wrong (src and dst by id, name or alias; rel whatever its case), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) removes the edge and no ingestion builds it again from its evidence, until a later decision on it (kgrag.approve) takes this one back. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated.';
+
+CREATE OR REPLACE FUNCTION kgrag.rename_entity(entity text, new_name text, note text DEFAULT '')
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    id text := (kgrag.resolve_entities(ARRAY[entity]))[1];
+    longest integer := kgrag.setting('max_alias_chars')::integer;
+BEGIN
+    IF new_name IS NULL OR btrim(new_name) = '' OR length(new_name) > longest THEN
+        RAISE EXCEPTION 'a name has 1 to % characters (setting max_alias_chars), got %', longest,
+            COALESCE(length(new_name)::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    PERFORM kgrag_private.decide('rename_entity', id, btrim(new_name), NULL, note);
+    RETURN format('%s is named %s from the next pgkgrag build on, whatever its documents call it', id,
+                  quote_literal(btrim(new_name)));
+END
+$$;
+COMMENT ON FUNCTION kgrag.rename_entity(text, text, text) IS
+'Records the name an entity (by id, name or alias) should have, with an optional note; returns what happens next. The build gives it that name and no ingestion takes it back (kgrag_private.derive_entities); its id stays. 22023 for an empty name or one longer than max_alias_chars.';
+
+CREATE OR REPLACE FUNCTION kgrag.approve(target text, note text DEFAULT '')
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    parts text[] := string_to_array(target, '|');
+    docs text[];
+BEGIN
+    IF target IS NULL OR length(target) > 2000 THEN
+        RAISE EXCEPTION 'give the target of a review item (kgrag.review_queue.target)' USING ERRCODE = '22023';
+    END IF;
+    IF cardinality(parts) = 3 THEN  -- a relation: checked as it stands, and about its document where it has one
+        docs := ARRAY(SELECT DISTINCT c.doc_id FROM kgrag.relation_evidence AS r
+                        JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = r.chunk_id
+                       WHERE r.tenant_id = t AND r.src = parts[1] AND r.rel = parts[2] AND r.dst = parts[3] LIMIT 2);
+        IF cardinality(docs) = 0 THEN
+            RAISE EXCEPTION 'no relation % is stated', quote_literal(target) USING ERRCODE = '22023';
+        END IF;
+    ELSIF NOT (target LIKE 'name:%' OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = target)) THEN
+        RAISE EXCEPTION 'no review item or entity is %', quote_literal(target) USING ERRCODE = '22023';
+    END IF;
+    PERFORM kgrag_private.decide('approve', target, NULL, CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
+    RETURN format('approved %s', target);
+END
+$$;
+COMMENT ON FUNCTION kgrag.approve(text, text) IS
+'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", an entity id) was checked and is right, with an optional note: it leaves the queue; on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) RETURNS boolean
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- the latest decision on the relation is a rejection (the tenant a bound value: on Citus the
+    -- query runs where the tenant's shards are)
+    SELECT COALESCE((SELECT c.kind = 'reject_relation' FROM kgrag.curation AS c
+                      WHERE c.tenant_id = t
+                        AND c.target = kgrag_private.relation_target(src, rel, dst)
+                        AND c.kind IN ('reject_relation', 'approve')
+                      ORDER BY c.decided_at DESC LIMIT 1), false)
+$$;
+COMMENT ON FUNCTION kgrag_private.rejected(text, text, text, text) IS
+'Private. Returns whether, for tenant t (the current one), the latest decision on a stated relation (kgrag.reject_relation or kgrag.approve) rejects it: the graph refresh then builds no edge from its evidence.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.apply_decisions() RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    renamed integer;
+    relations integer;
+BEGIN
+    -- names decided, where the entity has another
+    -- (kgrag.curation with the tenant bound, not the view: Citus routes each statement to one shard)
+    UPDATE kgrag.entity AS e SET name = d.value, embedding = NULL, updated_at = now()
+      FROM (SELECT DISTINCT ON (c.target) c.target, c.value FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.kind = 'rename_entity' ORDER BY c.target, c.decided_at DESC) AS d
+     WHERE e.tenant_id = t AND e.entity_id = d.target AND e.name IS DISTINCT FROM d.value;
+    GET DIAGNOSTICS renamed = ROW_COUNT;
+    -- relations whose edge disagrees with the latest decision (rejected and present, or taken
+    -- back and absent): the graph refresh recomputes them from their evidence
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_touched (
+        a text NOT NULL, b text, rel text NOT NULL, n integer NOT NULL DEFAULT 0
+    ) ON COMMIT DROP;
+    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+    SELECT x.src, x.dst, x.rel, 0
+      FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,
+                   split_part(c.target, '|', 3) AS dst
+              FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.kind IN ('reject_relation', 'approve') AND c.target LIKE '%|%|%') AS x
+     WHERE kgrag_private.rejected(t, x.src, x.rel, x.dst)
+           = EXISTS (SELECT 1 FROM kgrag.edge AS g
+                      WHERE g.tenant_id = t AND g.src = x.src AND g.dst = x.dst AND g.rel = x.rel);
+    GET DIAGNOSTICS relations = ROW_COUNT;
+    IF relations > 0 THEN
+        PERFORM kgrag_private.refresh_graph();
+    ELSE
+        DROP TABLE pg_temp.kgrag_touched;
+    END IF;
+    RETURN jsonb_build_object('renamed', renamed, 'relations', relations);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.apply_decisions() IS
+'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, each relation whose edge disagrees with the latest decision on it (a rejected edge still there goes; an approved one that was rejected comes back from its evidence). Returns {"renamed": n, "relations": n}.';
