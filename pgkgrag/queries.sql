@@ -77,7 +77,8 @@ WITH me AS (
     FROM pg_catalog.pg_namespace n
     WHERE n.nspname = 'kgrag'
 ), wanted(name, owns) AS (
-    VALUES ('kgrag_logger', true), ('kgrag_probe', true), ('kgrag_reader', false), ('kgrag_writer', false)
+    VALUES ('kgrag_curator', false), ('kgrag_logger', true), ('kgrag_probe', true), ('kgrag_reader', false),
+           ('kgrag_writer', false)
 ), lacking AS (
     SELECT pg_catalog.format('CREATE on database %I (to create schema kgrag)', me.db) AS missing,
            pg_catalog.format('GRANT CREATE ON DATABASE %I TO %I;', me.db, me.rolname) AS fix
@@ -96,7 +97,7 @@ WITH me AS (
     WHERE NOT me.rolcreaterole
     UNION ALL
     -- the owner hands functions to kgrag_probe and kgrag_logger (it must be able to SET ROLE to
-    -- them, or grant that to itself) and grants kgrag_reader and kgrag_writer to application
+    -- them, or grant that to itself) and grants kgrag_reader, kgrag_writer and kgrag_curator to application
     -- roles: the creator of the roles holds ADMIN OPTION on them, another database's owner needs it
     SELECT pg_catalog.format('ADMIN OPTION on %s (roles another owner created)',
                              pg_catalog.string_agg(w.name, ', ' ORDER BY w.name)),
