@@ -839,7 +839,7 @@ ALTER FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, relat
 -- Name: FUNCTION k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) IS 'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and the co-occurrence of a pair is not followed while a dated relation between them does not hold (an expired employer is not reached through it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
+COMMENT ON FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) IS 'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction, out of a node among the edges that hold at the walk''s time and confidence; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and the co-occurrence of a pair is not followed while a dated relation between them does not hold (an expired employer is not reached through it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
 
 --
 -- Name: kgrag_search(public.vector, text, text, integer, jsonb); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1703,6 +1703,14 @@ BEGIN
     IF global_rule IS NOT NULL AND cardinality(seeds) = 0 AND subject IS NOT NULL THEN
         -- absent: not one of its words is in any chunk (a subject some chunk names is ranked against the reports)
         SELECT m.has_words AND m.chunks = 0 INTO subject_absent FROM kgrag_private.subject_matches(subject, 1, false) AS m;
+        -- in other words than the collection's: a chunk or a report near the question (its
+        -- vector, above the floors) holds it
+        IF subject_absent AND question_vec IS NOT NULL THEN
+            subject_absent := NOT EXISTS (SELECT 1 FROM kgrag.search_chunks_vector(question_vec, 1) AS c
+                                           WHERE c.similarity >= (opts ->> 'chunk_min_similarity')::float8)
+                              AND NOT EXISTS (SELECT 1 FROM kgrag.search_reports_vector(question_vec, 1, (opts ->> 'level')::integer) AS r
+                                               WHERE r.similarity >= (opts ->> 'report_min_similarity')::float8);
+        END IF;
     END IF;
     SELECT string_agg(e.name, ', ' ORDER BY array_position(seeds, e.entity_id)) INTO named
       FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (seeds[1:3]);
@@ -1722,7 +1730,7 @@ ALTER FUNCTION kgrag.route(question_vec public.vector, question text, options js
 -- Name: FUNCTION route(question_vec public.vector, question text, options jsonb); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.route(question_vec public.vector, question text, options jsonb) IS 'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did, named_seeds = the seeds the question names by a whole name, not by a fuzzy link). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity. subject = the question''s words left once the markers of the rules are out (kgrag_private.question_subject), for an aggregation that names no entity or a count; subject_absent = an aggregation whose subject no chunk holds a word of (kgrag_search returns nothing for it; an aggregation with a subject some chunk names ranks the reports against it, one without a subject takes every report by weight); count_rule = the count rule matched (a question asking how many, or for every item: kgrag_search says how many match). A name the question says that several linked entities answer to is named in the reason with its candidates (kgrag_private.ambiguity_note).';
+COMMENT ON FUNCTION kgrag.route(question_vec public.vector, question text, options jsonb) IS 'Returns the route the router picks for a question and why: (route, reason, seeds, linked, profile_gap, rule_id = the kgrag.router_rule that decided, if one did, named_seeds = the seeds the question names by a whole name, not by a fuzzy link). Aggregation markers (kgrag.router_rule, route global) send it to global; no entity named or close to it (entity linking and a peaked entity-similarity profile above the seed floor) to vector; a named subject with a broad-context marker to mixed; a named subject to local. Seeds come from entity linking (the best link first; among links alike, a proper name before a common phrase, then the entity fewer chunks cite), or, when it finds none, from entity vector search above the seed floor when the similarity profile peaks. profile_gap = top-1 minus top-4 entity similarity. question_vec may be NULL when question is given: then only entity linking seeds, and nothing is decided by similarity. subject = the question''s words left once the markers of the rules are out (kgrag_private.question_subject), for an aggregation that names no entity or a count; subject_absent = an aggregation whose subject no chunk holds a word of, and, with a question vector, no chunk or report is near enough (chunk_min_similarity, report_min_similarity) (kgrag_search returns nothing for it; an aggregation with a subject some chunk names ranks the reports against it, one without a subject takes every report by weight); count_rule = the count rule matched (a question asking how many, or for every item: kgrag_search says how many match). A name the question says that several linked entities answer to is named in the reason with its candidates (kgrag_private.ambiguity_note).';
 
 --
 -- Name: routes(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -3005,10 +3013,12 @@ CREATE FUNCTION kgrag_private.count_caveat(count_rule text, subject text, rows_i
 DECLARE
     matching jsonb := kgrag_private.subject_count(subject, cardinality(rows_in));
 BEGIN
-    said := format('; the question asks for a count or a complete list (rule %s): %s%s chunks in %s documents hold "%s"',
-                   count_rule, CASE WHEN (matching ->> 'capped')::boolean THEN 'more than ' ELSE '' END,
-                   matching ->> 'chunks', matching ->> 'documents', subject)
-            || COALESCE((SELECT ', ' || string_agg(format('%s entities of type %s', e.value, e.key), ', ' ORDER BY e.key)
+    said := format('; the question asks for a count or a complete list (rule %s): %s chunks in %s documents hold every word of "%s"',
+                   count_rule,
+                   CASE WHEN (matching ->> 'capped')::boolean THEN 'more than ' ELSE '' END || (matching ->> 'chunks'),
+                   CASE WHEN (matching ->> 'capped')::boolean THEN 'at least ' ELSE '' END || (matching ->> 'documents'),
+                   subject)
+            || COALESCE((SELECT ', the graph holds ' || string_agg(format('%s entities of type %s', e.value, e.key), ', ' ORDER BY e.key)
                            FROM jsonb_each_text(matching -> 'entities') AS e), '')
             || format('; %s rows are shown: a count or a list made from them alone may be incomplete',
                       cardinality(rows_in));
@@ -3339,34 +3349,67 @@ DECLARE
     kinds text[] := ARRAY(SELECT kgrag.canonical_name(x)
                             FROM jsonb_array_elements_text(kgrag.setting('short_form_types')) AS x);
     honorifics constant text[] := ARRAY['mr', 'mrs', 'ms', 'miss', 'dr', 'prof', 'sr', 'sra', 'srta', 'dra', 'dom', 'dona'];
+    checked_per_document constant integer := 100;  -- short forms of other types whose places are read
     folded integer;
 BEGIN
-    -- Within one document, a short form of a name ("Grace", "Liu", "Ms. Liu", "G. Liu" for a
-    -- person; for another type only a first word said after the whole name, "Grace" after "Grace
-    -- Liu") that matches exactly one longer name of the same type in that document is that entity: its
-    -- mentions, aliases and relations go to the longer name, and it becomes an alias of it. Two
-    -- longer names it could be ("Grace Liu", "Grace Park") leave it as it is.
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_form (doc_id text, short_name text, short_type text, long_name text)
+    -- Within one document, a short form of a name that matches exactly one longer name of the
+    -- same type in that document is that entity: its mentions, aliases and relations go to the
+    -- longer name, and it becomes an alias of it. A person's short forms: its first or last word,
+    -- "Ms. Liu", "G. Liu"; another type's (a name found in the text, which may be a place): only
+    -- the first word of a name of two or three, said alone only after the whole name. Two longer
+    -- names it could be ("Grace Liu", "Grace Park") leave it as it is. Each name is folded once
+    -- and the pairs are found by equal words (hash joins): the work grows with the names, not
+    -- with their pairs.
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_name (doc_id text, name text, type text, kind text, w text[])
         ON COMMIT DROP;
-    TRUNCATE pg_temp.kgrag_short_form;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_form (doc_id text, short_name text, short_type text, long_name text,
+                                                      long_type text) ON COMMIT DROP;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_text (doc_id text, ordinal integer, x text) ON COMMIT DROP;
+    TRUNCATE pg_temp.kgrag_short_name, pg_temp.kgrag_short_form, pg_temp.kgrag_short_text;
+    INSERT INTO pg_temp.kgrag_short_name
+    SELECT e.doc_id, e.name, e.type, k.kind, string_to_array(kgrag.canonical_name(e.name), ' ')
+      FROM pg_temp.kgrag_stage_entity AS e
+     CROSS JOIN LATERAL (SELECT kgrag.canonical_name(e.type) AS kind) AS k
+     WHERE k.kind = ANY (kinds);
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_pair (doc_id text, name text, type text, kind text, long_name text,
+                                                      long_type text, long_w text[]) ON COMMIT DROP;
+    TRUNCATE pg_temp.kgrag_short_pair;
+    WITH longs AS (
+        SELECT n.*, n.w[1] AS first, n.w[cardinality(n.w)] AS last FROM pg_temp.kgrag_short_name AS n
+         WHERE cardinality(n.w) BETWEEN 2 AND 6 AND length(n.w[1]) > 1 AND n.w[1] <> ALL (honorifics)
+    ), shorts AS (
+        SELECT n.*, n.w[1] AS first, n.w[cardinality(n.w)] AS last FROM pg_temp.kgrag_short_name AS n
+         WHERE cardinality(n.w) <= 2
+    ), pairs AS (
+        SELECT s.doc_id, s.name, s.type, s.kind, l.name AS long_name, l.type AS long_type, l.w AS long_w
+          FROM shorts AS s JOIN longs AS l ON l.doc_id = s.doc_id AND l.kind = s.kind AND l.first = s.first
+         WHERE cardinality(s.w) = 1 AND length(s.first) > 1 AND (s.kind = 'person' OR cardinality(l.w) <= 3)
+        UNION ALL
+        SELECT s.doc_id, s.name, s.type, s.kind, l.name, l.type, l.w
+          FROM shorts AS s JOIN longs AS l ON l.doc_id = s.doc_id AND l.kind = s.kind AND l.last = s.first
+         WHERE s.kind = 'person' AND cardinality(s.w) = 1 AND length(s.first) > 1
+        UNION ALL
+        SELECT s.doc_id, s.name, s.type, s.kind, l.name, l.type, l.w
+          FROM shorts AS s JOIN longs AS l ON l.doc_id = s.doc_id AND l.kind = s.kind AND l.last = s.last
+         WHERE s.kind = 'person' AND cardinality(s.w) = 2
+           AND (s.first = ANY (honorifics) OR (length(s.first) = 1 AND s.first = left(l.first, 1)))
+    )
+    INSERT INTO pg_temp.kgrag_short_pair
+    SELECT p.doc_id, p.name, p.type, min(p.kind), min(p.long_name), min(p.long_type), min(p.long_w)
+      FROM pairs AS p
+     GROUP BY p.doc_id, p.name, p.type
+    HAVING count(DISTINCT array_to_string(p.long_w, ' ')) = 1;
+    -- the places of the other types' short forms: the documents' chunks in their words, once each
+    INSERT INTO pg_temp.kgrag_short_text
+    SELECT c.doc_id, c.ordinal, ' ' || kgrag.canonical_name(c.text) || ' '
+      FROM pg_temp.kgrag_stage_chunk AS c
+     WHERE c.doc_id IN (SELECT p.doc_id FROM pg_temp.kgrag_short_pair AS p WHERE p.kind <> 'person');
     INSERT INTO pg_temp.kgrag_short_form
-    SELECT s.doc_id, s.name, s.type, min(f.name)
-      FROM (SELECT e.*, string_to_array(kgrag.canonical_name(e.name), ' ') AS w FROM pg_temp.kgrag_stage_entity AS e
-             WHERE kgrag.canonical_name(e.type) = ANY (kinds)) AS s
-      JOIN (SELECT e.*, string_to_array(kgrag.canonical_name(e.name), ' ') AS w FROM pg_temp.kgrag_stage_entity AS e
-             WHERE kgrag.canonical_name(e.type) = ANY (kinds)) AS f
-        ON f.doc_id = s.doc_id AND kgrag.canonical_name(f.type) = kgrag.canonical_name(s.type)
-       AND cardinality(f.w) BETWEEN 2 AND 6 AND length(f.w[1]) > 1 AND f.w[1] <> ALL (honorifics)
-       AND CASE WHEN kgrag.canonical_name(s.type) = 'person'  -- a person: every short form
-                THEN (cardinality(s.w) = 1 AND s.w[1] IN (f.w[1], f.w[cardinality(f.w)]) AND length(s.w[1]) > 1)
-                     OR (cardinality(s.w) = 2 AND s.w[2] = f.w[cardinality(f.w)]
-                         AND (s.w[1] = ANY (honorifics) OR (length(s.w[1]) = 1 AND s.w[1] = left(f.w[1], 1))))
-                -- another type (a name found in the text, which may be a place): only the first
-                -- word of a name of two or three, said alone only after the whole name
-                ELSE cardinality(s.w) = 1 AND s.w[1] = f.w[1] AND length(s.w[1]) > 1 AND cardinality(f.w) <= 3
-                     AND COALESCE(kgrag_private.said_after(s.doc_id, s.w[1], f.w), false) END
-     GROUP BY s.doc_id, s.name, s.type
-    HAVING count(DISTINCT kgrag.canonical_name(f.name)) = 1;
+    SELECT p.doc_id, p.name, p.type, p.long_name, p.long_type
+      FROM (SELECT x.*, row_number() OVER (PARTITION BY x.doc_id, x.kind = 'person' ORDER BY x.name) AS n
+              FROM pg_temp.kgrag_short_pair AS x) AS p
+     WHERE p.kind = 'person'
+        OR (p.n <= checked_per_document AND COALESCE(kgrag_private.said_after(p.doc_id, p.long_w[1], p.long_w), false));
     GET DIAGNOSTICS folded = ROW_COUNT;
     IF folded = 0 THEN
         RETURN 0;
@@ -3376,7 +3419,7 @@ BEGIN
        SET aliases = ARRAY(SELECT DISTINCT a FROM unnest(f.aliases || x.names) AS a ORDER BY a),
            ordinals = ARRAY(SELECT DISTINCT o FROM unnest(f.ordinals || x.ordinals) AS o ORDER BY o),
            description = CASE WHEN f.description = '' THEN x.description ELSE f.description END
-      FROM (SELECT k.doc_id, k.long_name, min(k.short_type) AS short_type,
+      FROM (SELECT k.doc_id, k.long_name, k.long_type,
                    array_agg(DISTINCT a) AS names,
                    array_agg(DISTINCT o) AS ordinals,
                    COALESCE(max(s.description) FILTER (WHERE s.description <> ''), '') AS description
@@ -3384,13 +3427,13 @@ BEGIN
               JOIN pg_temp.kgrag_stage_entity AS s ON s.doc_id = k.doc_id AND s.name = k.short_name AND s.type = k.short_type
              CROSS JOIN LATERAL unnest(s.aliases || s.name) AS a
              CROSS JOIN LATERAL unnest(s.ordinals) AS o
-             GROUP BY k.doc_id, k.long_name) AS x
-     WHERE f.doc_id = x.doc_id AND f.name = x.long_name
-       AND kgrag.canonical_name(f.type) = kgrag.canonical_name(x.short_type);
-    UPDATE pg_temp.kgrag_stage_relation AS r SET source = k.long_name
+             GROUP BY k.doc_id, k.long_name, k.long_type) AS x
+     WHERE f.doc_id = x.doc_id AND f.name = x.long_name AND f.type = x.long_type;
+    -- relations name the longer name, with its type
+    UPDATE pg_temp.kgrag_stage_relation AS r SET source = k.long_name, source_type = k.long_type
       FROM pg_temp.kgrag_short_form AS k
      WHERE r.doc_id = k.doc_id AND r.source = k.short_name AND kgrag.canonical_name(r.source_type) = kgrag.canonical_name(k.short_type);
-    UPDATE pg_temp.kgrag_stage_relation AS r SET target = k.long_name
+    UPDATE pg_temp.kgrag_stage_relation AS r SET target = k.long_name, target_type = k.long_type
       FROM pg_temp.kgrag_short_form AS k
      WHERE r.doc_id = k.doc_id AND r.target = k.short_name AND kgrag.canonical_name(r.target_type) = kgrag.canonical_name(k.short_type);
     DELETE FROM pg_temp.kgrag_stage_entity AS s
@@ -3406,7 +3449,7 @@ ALTER FUNCTION kgrag_private.fold_short_forms() OWNER TO <owner>;
 -- Name: FUNCTION fold_short_forms(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS 'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after): the longer name takes its mentions, aliases (the short name among them) and relations. Returns the number of short forms folded.';
+COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS 'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after, for at most 100 short forms a document): the longer name takes its mentions, aliases (the short name among them) and relations. Each name is folded once and pairs are found by equal words, so the work grows with the names. Returns the number of short forms folded.';
 
 --
 -- Name: forget_aliases(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3558,6 +3601,10 @@ BEGIN
                                  CROSS JOIN LATERAL (  -- the strongest degree_cap edges out, as in walk()
                                        SELECT y.src, y.dst, y.rel, y.valid_from, y.valid_to, y.confidence FROM kgrag.edge AS y
                                         WHERE y.tenant_id = t AND y.src = f.id
+                                          AND y.confidence >= min_conf  -- the cap counts the edges that hold
+                                          AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
+                                                              AND (y.valid_to IS NULL OR y.valid_to > at)))
+                                          AND (NOT dated OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, y.src, y.dst, at))
                                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                         LIMIT degree_cap) AS x
                                  WHERE direction <> 'in'
@@ -4475,13 +4522,14 @@ BEGIN
         reached_now := ARRAY(SELECT DISTINCT x.id FROM (
                            SELECT g.dst AS id FROM unnest(frontier) AS f(id)
                             CROSS JOIN LATERAL (SELECT y.src, y.dst, y.rel, y.valid_from, y.valid_to, y.confidence
-                                                  FROM kgrag.edge AS y  -- the strongest first
+                                                  FROM kgrag.edge AS y  -- the strongest first, of those that hold
                                                  WHERE y.tenant_id = t AND y.src = f.id
+                                                   AND y.confidence >= min_conf  -- kgrag_private.walk_filter
+                                                   AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
+                                                                       AND (y.valid_to IS NULL OR y.valid_to > at)))
+                                                   AND (NOT dated OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, y.src, y.dst, at))
                                                  ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                                  LIMIT degree_cap) AS g
-                            WHERE g.confidence >= min_conf  -- the relations a walk follows (kgrag_private.walk_filter)
-                              AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
-                              AND (NOT dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, at))
                            UNION ALL
                            SELECT g.src FROM kgrag.edge AS g JOIN unnest(frontier) AS f(id) ON g.dst = f.id
                             WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS' AND (degree_cap IS NULL OR kgrag_private.among_strongest(t, g.src, g.dst, g.rel, degree_cap))
@@ -4639,11 +4687,18 @@ CREATE FUNCTION kgrag_private.pair_holds(t text, a text, b text, at timestamp wi
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
+    -- no dated relation between them fails to hold (edge_dated_idx), or one between them holds
+    -- (a past internship beside a current job: the pair is walked)
     SELECT NOT EXISTS (
-        SELECT 1 FROM kgrag.edge AS z  -- edge_dated_idx
-         WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS' AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL)
-           AND ((z.src = a AND z.dst = b) OR (z.src = b AND z.dst = a))
-           AND NOT ((z.valid_from IS NULL OR z.valid_from <= at) AND (z.valid_to IS NULL OR z.valid_to > at)))
+               SELECT 1 FROM kgrag.edge AS z
+                WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS' AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL)
+                  AND ((z.src = a AND z.dst = b) OR (z.src = b AND z.dst = a))
+                  AND NOT ((z.valid_from IS NULL OR z.valid_from <= at) AND (z.valid_to IS NULL OR z.valid_to > at)))
+        OR EXISTS (
+               SELECT 1 FROM kgrag.edge AS z  -- edge_pkey
+                WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS'
+                  AND ((z.src = a AND z.dst = b) OR (z.src = b AND z.dst = a))
+                  AND (z.valid_from IS NULL OR z.valid_from <= at) AND (z.valid_to IS NULL OR z.valid_to > at))
 $$;
 
 ALTER FUNCTION kgrag_private.pair_holds(t text, a text, b text, at timestamp with time zone) OWNER TO <owner>;
@@ -4652,7 +4707,7 @@ ALTER FUNCTION kgrag_private.pair_holds(t text, a text, b text, at timestamp wit
 -- Name: FUNCTION pair_holds(t text, a text, b text, at timestamp with time zone); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.pair_holds(t text, a text, b text, at timestamp with time zone) IS 'Private. Returns whether the co-occurrence of entities a and b may be walked at time at: false when a dated relation stated between them (either way) does not hold at that time (an employer of the past, or of the future: walking their co-occurrence would re-admit it). A relation between them that holds is walked itself.';
+COMMENT ON FUNCTION kgrag_private.pair_holds(t text, a text, b text, at timestamp with time zone) IS 'Private. Returns whether the co-occurrence of entities a and b may be walked at time at: false when a dated relation stated between them (either way) does not hold at that time (an employer of the past, or of the future: walking their co-occurrence would re-admit it) and no relation stated between them holds then (a past internship beside a current job keeps the pair).';
 
 --
 -- Name: path_length(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5668,19 +5723,19 @@ CREATE FUNCTION kgrag_private.said_after(doc text, short text, long_words text[]
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
+    whole text := ' ' || array_to_string(long_words, ' ') || ' ';
+    -- the short form followed by the long name's second word is part of the long name: masked
+    -- with as many characters, so places do not move (no pattern is built from the names)
+    joined text := ' ' || short || ' ' || long_words[2] || ' ';
+    mask text := ' ' || repeat('~', length(joined) - 2) || ' ';
     long_first bigint;
     short_first bigint;
 BEGIN
-    -- places in the staged document, chunk by chunk, in its words (kgrag.canonical_name): the
-    -- long name's first, and the first of the short form alone (not followed by the long name's
-    -- second word); both names are canonical, letters, digits and spaces only
-    SELECT min(c.ordinal::bigint * 100000000 + strpos(c.x, ' ' || array_to_string(long_words, ' ') || ' '))
-               FILTER (WHERE strpos(c.x, ' ' || array_to_string(long_words, ' ') || ' ') > 0),
-           min(c.ordinal::bigint * 100000000 + regexp_instr(c.x, ' ' || short || ' (?!' || long_words[2] || ' )'))
-               FILTER (WHERE regexp_instr(c.x, ' ' || short || ' (?!' || long_words[2] || ' )') > 0)
+    SELECT min(c.ordinal::bigint * 100000000 + strpos(c.x, whole)) FILTER (WHERE strpos(c.x, whole) > 0),
+           min(c.ordinal::bigint * 100000000 + strpos(replace(c.x, joined, mask), ' ' || short || ' '))
+               FILTER (WHERE strpos(replace(c.x, joined, mask), ' ' || short || ' ') > 0)
       INTO long_first, short_first
-      FROM (SELECT ch.ordinal, ' ' || kgrag.canonical_name(ch.text) || ' ' AS x
-              FROM pg_temp.kgrag_stage_chunk AS ch WHERE ch.doc_id = doc) AS c;
+      FROM pg_temp.kgrag_short_text AS c WHERE c.doc_id = doc;
     RETURN long_first < short_first;
 END
 $$;
@@ -5691,7 +5746,7 @@ ALTER FUNCTION kgrag_private.said_after(doc text, short text, long_words text[])
 -- Name: FUNCTION said_after(doc text, short text, long_words text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.said_after(doc text, short text, long_words text[]) IS 'Private. Returns whether, in a staged document, a short form (a canonical word) is said alone only after the long name (its canonical words) was first said: "Grace Liu opened ... Grace said", not "Grace ... Grace Liu". NULL when either is never said.';
+COMMENT ON FUNCTION kgrag_private.said_after(doc text, short text, long_words text[]) IS 'Private. Returns whether, in a staged document (its chunks in their words, pg_temp.kgrag_short_text), a short form (a canonical word) is said alone only after the long name (its canonical words) was first said: "Grace Liu opened ... Grace said", not "Grace ... Grace Liu". NULL when either is never said.';
 
 --
 -- Name: screen_staged(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6261,7 +6316,7 @@ ALTER FUNCTION kgrag_private.subject_count(subject text, shown integer) OWNER TO
 -- Name: FUNCTION subject_count(subject text, shown integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.subject_count(subject text, shown integer) IS 'Private. Returns what a search''s payload.matching says of a count or list question: {subject, shown (the rows returned), chunks and documents holding every word of the subject, capped (more than the setting lexical_candidates chunks hold it), entities: {type: number of entities} for the types the subject names}.';
+COMMENT ON FUNCTION kgrag_private.subject_count(subject text, shown integer) IS 'Private. Returns what a search''s payload.matching says of a count or list question: {subject, shown (the rows returned), chunks and documents holding every word of the subject, capped (more than the setting lexical_candidates chunks hold it: chunks is then that ceiling and documents a lower bound), entities: {type: number of entities of the tenant} for the types the subject names, all of them, not only those the rest of the subject fits}.';
 
 --
 -- Name: subject_matches(text, integer, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6671,6 +6726,10 @@ BEGIN
                SELECT x.dst AS next_id, '>' AS way, x.src, x.dst, x.rel, x.valid_from, x.valid_to, x.confidence
                  FROM (SELECT y.src, y.dst, y.rel, y.valid_from, y.valid_to, y.confidence FROM kgrag.edge AS y
                         WHERE direction <> 'in' AND y.tenant_id = t AND y.src = w.entity_id
+                          -- the cap counts the edges that hold (kgrag_private.walk_filter), not expired ones
+                          AND y.confidence >= min_conf
+                          AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at) AND (y.valid_to IS NULL OR y.valid_to > at)))
+                          AND (NOT dated OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, y.src, y.dst, at))
                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                         LIMIT degree_cap) AS x
                UNION ALL

@@ -87,14 +87,21 @@ CREATE OR REPLACE FUNCTION kgrag_private.pair_holds(t text, a text, b text, at t
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+    -- no dated relation between them fails to hold (edge_dated_idx), or one between them holds
+    -- (a past internship beside a current job: the pair is walked)
     SELECT NOT EXISTS (
-        SELECT 1 FROM kgrag.edge AS z  -- edge_dated_idx
-         WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS' AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL)
-           AND ((z.src = a AND z.dst = b) OR (z.src = b AND z.dst = a))
-           AND NOT ((z.valid_from IS NULL OR z.valid_from <= at) AND (z.valid_to IS NULL OR z.valid_to > at)))
+               SELECT 1 FROM kgrag.edge AS z
+                WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS' AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL)
+                  AND ((z.src = a AND z.dst = b) OR (z.src = b AND z.dst = a))
+                  AND NOT ((z.valid_from IS NULL OR z.valid_from <= at) AND (z.valid_to IS NULL OR z.valid_to > at)))
+        OR EXISTS (
+               SELECT 1 FROM kgrag.edge AS z  -- edge_pkey
+                WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS'
+                  AND ((z.src = a AND z.dst = b) OR (z.src = b AND z.dst = a))
+                  AND (z.valid_from IS NULL OR z.valid_from <= at) AND (z.valid_to IS NULL OR z.valid_to > at))
 $$;
 COMMENT ON FUNCTION kgrag_private.pair_holds(text, text, text, timestamptz) IS
-'Private. Returns whether the co-occurrence of entities a and b may be walked at time at: false when a dated relation stated between them (either way) does not hold at that time (an employer of the past, or of the future: walking their co-occurrence would re-admit it). A relation between them that holds is walked itself.';
+'Private. Returns whether the co-occurrence of entities a and b may be walked at time at: false when a dated relation stated between them (either way) does not hold at that time (an employer of the past, or of the future: walking their co-occurrence would re-admit it) and no relation stated between them holds then (a past internship beside a current job keeps the pair).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.walk_bounds(
     hops integer, degree_cap integer, relations text[], direction text, as_of timestamptz, history boolean,
@@ -180,6 +187,10 @@ BEGIN
                SELECT x.dst AS next_id, '>' AS way, x.src, x.dst, x.rel, x.valid_from, x.valid_to, x.confidence
                  FROM (SELECT y.src, y.dst, y.rel, y.valid_from, y.valid_to, y.confidence FROM kgrag.edge AS y
                         WHERE direction <> 'in' AND y.tenant_id = t AND y.src = w.entity_id
+                          -- the cap counts the edges that hold (kgrag_private.walk_filter), not expired ones
+                          AND y.confidence >= min_conf
+                          AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at) AND (y.valid_to IS NULL OR y.valid_to > at)))
+                          AND (NOT dated OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, y.src, y.dst, at))
                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                         LIMIT degree_cap) AS x
                UNION ALL
@@ -242,6 +253,10 @@ BEGIN
                                  CROSS JOIN LATERAL (  -- the strongest degree_cap edges out, as in walk()
                                        SELECT y.src, y.dst, y.rel, y.valid_from, y.valid_to, y.confidence FROM kgrag.edge AS y
                                         WHERE y.tenant_id = t AND y.src = f.id
+                                          AND y.confidence >= min_conf  -- the cap counts the edges that hold
+                                          AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
+                                                              AND (y.valid_to IS NULL OR y.valid_to > at)))
+                                          AND (NOT dated OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, y.src, y.dst, at))
                                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                         LIMIT degree_cap) AS x
                                  WHERE direction <> 'in'
@@ -358,7 +373,7 @@ AS $$
      ORDER BY w.hop, w.entity_id COLLATE "C"
 $$;
 COMMENT ON FUNCTION kgrag.k_hop(text[], integer, integer, text[], timestamptz, text, boolean, double precision) IS
-'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and the co-occurrence of a pair is not followed while a dated relation between them does not hold (an expired employer is not reached through it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
+'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction, out of a node among the edges that hold at the walk''s time and confidence; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and the co-occurrence of a pair is not followed while a dated relation between them does not hold (an expired employer is not reached through it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
 
 CREATE OR REPLACE FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer DEFAULT NULL, direction text DEFAULT 'out')
 RETURNS TABLE (hop integer, nodes bigint, new_nodes bigint, paths bigint)

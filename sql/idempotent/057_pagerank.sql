@@ -57,13 +57,14 @@ BEGIN
         reached_now := ARRAY(SELECT DISTINCT x.id FROM (
                            SELECT g.dst AS id FROM unnest(frontier) AS f(id)
                             CROSS JOIN LATERAL (SELECT y.src, y.dst, y.rel, y.valid_from, y.valid_to, y.confidence
-                                                  FROM kgrag.edge AS y  -- the strongest first
+                                                  FROM kgrag.edge AS y  -- the strongest first, of those that hold
                                                  WHERE y.tenant_id = t AND y.src = f.id
+                                                   AND y.confidence >= min_conf  -- kgrag_private.walk_filter
+                                                   AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
+                                                                       AND (y.valid_to IS NULL OR y.valid_to > at)))
+                                                   AND (NOT dated OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, y.src, y.dst, at))
                                                  ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                                  LIMIT degree_cap) AS g
-                            WHERE g.confidence >= min_conf  -- the relations a walk follows (kgrag_private.walk_filter)
-                              AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
-                              AND (NOT dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, at))
                            UNION ALL
                            SELECT g.src FROM kgrag.edge AS g JOIN unnest(frontier) AS f(id) ON g.dst = f.id
                             WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS' AND (degree_cap IS NULL OR kgrag_private.among_strongest(t, g.src, g.dst, g.rel, degree_cap))

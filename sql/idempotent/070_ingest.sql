@@ -130,24 +130,24 @@ LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
+    whole text := ' ' || array_to_string(long_words, ' ') || ' ';
+    -- the short form followed by the long name's second word is part of the long name: masked
+    -- with as many characters, so places do not move (no pattern is built from the names)
+    joined text := ' ' || short || ' ' || long_words[2] || ' ';
+    mask text := ' ' || repeat('~', length(joined) - 2) || ' ';
     long_first bigint;
     short_first bigint;
 BEGIN
-    -- places in the staged document, chunk by chunk, in its words (kgrag.canonical_name): the
-    -- long name's first, and the first of the short form alone (not followed by the long name's
-    -- second word); both names are canonical, letters, digits and spaces only
-    SELECT min(c.ordinal::bigint * 100000000 + strpos(c.x, ' ' || array_to_string(long_words, ' ') || ' '))
-               FILTER (WHERE strpos(c.x, ' ' || array_to_string(long_words, ' ') || ' ') > 0),
-           min(c.ordinal::bigint * 100000000 + regexp_instr(c.x, ' ' || short || ' (?!' || long_words[2] || ' )'))
-               FILTER (WHERE regexp_instr(c.x, ' ' || short || ' (?!' || long_words[2] || ' )') > 0)
+    SELECT min(c.ordinal::bigint * 100000000 + strpos(c.x, whole)) FILTER (WHERE strpos(c.x, whole) > 0),
+           min(c.ordinal::bigint * 100000000 + strpos(replace(c.x, joined, mask), ' ' || short || ' '))
+               FILTER (WHERE strpos(replace(c.x, joined, mask), ' ' || short || ' ') > 0)
       INTO long_first, short_first
-      FROM (SELECT ch.ordinal, ' ' || kgrag.canonical_name(ch.text) || ' ' AS x
-              FROM pg_temp.kgrag_stage_chunk AS ch WHERE ch.doc_id = doc) AS c;
+      FROM pg_temp.kgrag_short_text AS c WHERE c.doc_id = doc;
     RETURN long_first < short_first;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.said_after(text, text, text[]) IS
-'Private. Returns whether, in a staged document, a short form (a canonical word) is said alone only after the long name (its canonical words) was first said: "Grace Liu opened ... Grace said", not "Grace ... Grace Liu". NULL when either is never said.';
+'Private. Returns whether, in a staged document (its chunks in their words, pg_temp.kgrag_short_text), a short form (a canonical word) is said alone only after the long name (its canonical words) was first said: "Grace Liu opened ... Grace said", not "Grace ... Grace Liu". NULL when either is never said.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.fold_short_forms() RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -157,34 +157,67 @@ DECLARE
     kinds text[] := ARRAY(SELECT kgrag.canonical_name(x)
                             FROM jsonb_array_elements_text(kgrag.setting('short_form_types')) AS x);
     honorifics constant text[] := ARRAY['mr', 'mrs', 'ms', 'miss', 'dr', 'prof', 'sr', 'sra', 'srta', 'dra', 'dom', 'dona'];
+    checked_per_document constant integer := 100;  -- short forms of other types whose places are read
     folded integer;
 BEGIN
-    -- Within one document, a short form of a name ("Grace", "Liu", "Ms. Liu", "G. Liu" for a
-    -- person; for another type only a first word said after the whole name, "Grace" after "Grace
-    -- Liu") that matches exactly one longer name of the same type in that document is that entity: its
-    -- mentions, aliases and relations go to the longer name, and it becomes an alias of it. Two
-    -- longer names it could be ("Grace Liu", "Grace Park") leave it as it is.
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_form (doc_id text, short_name text, short_type text, long_name text)
+    -- Within one document, a short form of a name that matches exactly one longer name of the
+    -- same type in that document is that entity: its mentions, aliases and relations go to the
+    -- longer name, and it becomes an alias of it. A person's short forms: its first or last word,
+    -- "Ms. Liu", "G. Liu"; another type's (a name found in the text, which may be a place): only
+    -- the first word of a name of two or three, said alone only after the whole name. Two longer
+    -- names it could be ("Grace Liu", "Grace Park") leave it as it is. Each name is folded once
+    -- and the pairs are found by equal words (hash joins): the work grows with the names, not
+    -- with their pairs.
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_name (doc_id text, name text, type text, kind text, w text[])
         ON COMMIT DROP;
-    TRUNCATE pg_temp.kgrag_short_form;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_form (doc_id text, short_name text, short_type text, long_name text,
+                                                      long_type text) ON COMMIT DROP;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_text (doc_id text, ordinal integer, x text) ON COMMIT DROP;
+    TRUNCATE pg_temp.kgrag_short_name, pg_temp.kgrag_short_form, pg_temp.kgrag_short_text;
+    INSERT INTO pg_temp.kgrag_short_name
+    SELECT e.doc_id, e.name, e.type, k.kind, string_to_array(kgrag.canonical_name(e.name), ' ')
+      FROM pg_temp.kgrag_stage_entity AS e
+     CROSS JOIN LATERAL (SELECT kgrag.canonical_name(e.type) AS kind) AS k
+     WHERE k.kind = ANY (kinds);
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_pair (doc_id text, name text, type text, kind text, long_name text,
+                                                      long_type text, long_w text[]) ON COMMIT DROP;
+    TRUNCATE pg_temp.kgrag_short_pair;
+    WITH longs AS (
+        SELECT n.*, n.w[1] AS first, n.w[cardinality(n.w)] AS last FROM pg_temp.kgrag_short_name AS n
+         WHERE cardinality(n.w) BETWEEN 2 AND 6 AND length(n.w[1]) > 1 AND n.w[1] <> ALL (honorifics)
+    ), shorts AS (
+        SELECT n.*, n.w[1] AS first, n.w[cardinality(n.w)] AS last FROM pg_temp.kgrag_short_name AS n
+         WHERE cardinality(n.w) <= 2
+    ), pairs AS (
+        SELECT s.doc_id, s.name, s.type, s.kind, l.name AS long_name, l.type AS long_type, l.w AS long_w
+          FROM shorts AS s JOIN longs AS l ON l.doc_id = s.doc_id AND l.kind = s.kind AND l.first = s.first
+         WHERE cardinality(s.w) = 1 AND length(s.first) > 1 AND (s.kind = 'person' OR cardinality(l.w) <= 3)
+        UNION ALL
+        SELECT s.doc_id, s.name, s.type, s.kind, l.name, l.type, l.w
+          FROM shorts AS s JOIN longs AS l ON l.doc_id = s.doc_id AND l.kind = s.kind AND l.last = s.first
+         WHERE s.kind = 'person' AND cardinality(s.w) = 1 AND length(s.first) > 1
+        UNION ALL
+        SELECT s.doc_id, s.name, s.type, s.kind, l.name, l.type, l.w
+          FROM shorts AS s JOIN longs AS l ON l.doc_id = s.doc_id AND l.kind = s.kind AND l.last = s.last
+         WHERE s.kind = 'person' AND cardinality(s.w) = 2
+           AND (s.first = ANY (honorifics) OR (length(s.first) = 1 AND s.first = left(l.first, 1)))
+    )
+    INSERT INTO pg_temp.kgrag_short_pair
+    SELECT p.doc_id, p.name, p.type, min(p.kind), min(p.long_name), min(p.long_type), min(p.long_w)
+      FROM pairs AS p
+     GROUP BY p.doc_id, p.name, p.type
+    HAVING count(DISTINCT array_to_string(p.long_w, ' ')) = 1;
+    -- the places of the other types' short forms: the documents' chunks in their words, once each
+    INSERT INTO pg_temp.kgrag_short_text
+    SELECT c.doc_id, c.ordinal, ' ' || kgrag.canonical_name(c.text) || ' '
+      FROM pg_temp.kgrag_stage_chunk AS c
+     WHERE c.doc_id IN (SELECT p.doc_id FROM pg_temp.kgrag_short_pair AS p WHERE p.kind <> 'person');
     INSERT INTO pg_temp.kgrag_short_form
-    SELECT s.doc_id, s.name, s.type, min(f.name)
-      FROM (SELECT e.*, string_to_array(kgrag.canonical_name(e.name), ' ') AS w FROM pg_temp.kgrag_stage_entity AS e
-             WHERE kgrag.canonical_name(e.type) = ANY (kinds)) AS s
-      JOIN (SELECT e.*, string_to_array(kgrag.canonical_name(e.name), ' ') AS w FROM pg_temp.kgrag_stage_entity AS e
-             WHERE kgrag.canonical_name(e.type) = ANY (kinds)) AS f
-        ON f.doc_id = s.doc_id AND kgrag.canonical_name(f.type) = kgrag.canonical_name(s.type)
-       AND cardinality(f.w) BETWEEN 2 AND 6 AND length(f.w[1]) > 1 AND f.w[1] <> ALL (honorifics)
-       AND CASE WHEN kgrag.canonical_name(s.type) = 'person'  -- a person: every short form
-                THEN (cardinality(s.w) = 1 AND s.w[1] IN (f.w[1], f.w[cardinality(f.w)]) AND length(s.w[1]) > 1)
-                     OR (cardinality(s.w) = 2 AND s.w[2] = f.w[cardinality(f.w)]
-                         AND (s.w[1] = ANY (honorifics) OR (length(s.w[1]) = 1 AND s.w[1] = left(f.w[1], 1))))
-                -- another type (a name found in the text, which may be a place): only the first
-                -- word of a name of two or three, said alone only after the whole name
-                ELSE cardinality(s.w) = 1 AND s.w[1] = f.w[1] AND length(s.w[1]) > 1 AND cardinality(f.w) <= 3
-                     AND COALESCE(kgrag_private.said_after(s.doc_id, s.w[1], f.w), false) END
-     GROUP BY s.doc_id, s.name, s.type
-    HAVING count(DISTINCT kgrag.canonical_name(f.name)) = 1;
+    SELECT p.doc_id, p.name, p.type, p.long_name, p.long_type
+      FROM (SELECT x.*, row_number() OVER (PARTITION BY x.doc_id, x.kind = 'person' ORDER BY x.name) AS n
+              FROM pg_temp.kgrag_short_pair AS x) AS p
+     WHERE p.kind = 'person'
+        OR (p.n <= checked_per_document AND COALESCE(kgrag_private.said_after(p.doc_id, p.long_w[1], p.long_w), false));
     GET DIAGNOSTICS folded = ROW_COUNT;
     IF folded = 0 THEN
         RETURN 0;
@@ -194,7 +227,7 @@ BEGIN
        SET aliases = ARRAY(SELECT DISTINCT a FROM unnest(f.aliases || x.names) AS a ORDER BY a),
            ordinals = ARRAY(SELECT DISTINCT o FROM unnest(f.ordinals || x.ordinals) AS o ORDER BY o),
            description = CASE WHEN f.description = '' THEN x.description ELSE f.description END
-      FROM (SELECT k.doc_id, k.long_name, min(k.short_type) AS short_type,
+      FROM (SELECT k.doc_id, k.long_name, k.long_type,
                    array_agg(DISTINCT a) AS names,
                    array_agg(DISTINCT o) AS ordinals,
                    COALESCE(max(s.description) FILTER (WHERE s.description <> ''), '') AS description
@@ -202,13 +235,13 @@ BEGIN
               JOIN pg_temp.kgrag_stage_entity AS s ON s.doc_id = k.doc_id AND s.name = k.short_name AND s.type = k.short_type
              CROSS JOIN LATERAL unnest(s.aliases || s.name) AS a
              CROSS JOIN LATERAL unnest(s.ordinals) AS o
-             GROUP BY k.doc_id, k.long_name) AS x
-     WHERE f.doc_id = x.doc_id AND f.name = x.long_name
-       AND kgrag.canonical_name(f.type) = kgrag.canonical_name(x.short_type);
-    UPDATE pg_temp.kgrag_stage_relation AS r SET source = k.long_name
+             GROUP BY k.doc_id, k.long_name, k.long_type) AS x
+     WHERE f.doc_id = x.doc_id AND f.name = x.long_name AND f.type = x.long_type;
+    -- relations name the longer name, with its type
+    UPDATE pg_temp.kgrag_stage_relation AS r SET source = k.long_name, source_type = k.long_type
       FROM pg_temp.kgrag_short_form AS k
      WHERE r.doc_id = k.doc_id AND r.source = k.short_name AND kgrag.canonical_name(r.source_type) = kgrag.canonical_name(k.short_type);
-    UPDATE pg_temp.kgrag_stage_relation AS r SET target = k.long_name
+    UPDATE pg_temp.kgrag_stage_relation AS r SET target = k.long_name, target_type = k.long_type
       FROM pg_temp.kgrag_short_form AS k
      WHERE r.doc_id = k.doc_id AND r.target = k.short_name AND kgrag.canonical_name(r.target_type) = kgrag.canonical_name(k.short_type);
     DELETE FROM pg_temp.kgrag_stage_entity AS s
@@ -218,7 +251,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS
-'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after): the longer name takes its mentions, aliases (the short name among them) and relations. Returns the number of short forms folded.';
+'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after, for at most 100 short forms a document): the longer name takes its mentions, aliases (the short name among them) and relations. Each name is folded once and pairs are found by equal words, so the work grows with the names. Returns the number of short forms folded.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.apply_documents(docs text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

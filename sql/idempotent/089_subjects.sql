@@ -145,4 +145,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.subject_count(text, integer) IS
-'Private. Returns what a search''s payload.matching says of a count or list question: {subject, shown (the rows returned), chunks and documents holding every word of the subject, capped (more than the setting lexical_candidates chunks hold it), entities: {type: number of entities} for the types the subject names}.';
+'Private. Returns what a search''s payload.matching says of a count or list question: {subject, shown (the rows returned), chunks and documents holding every word of the subject, capped (more than the setting lexical_candidates chunks hold it: chunks is then that ceiling and documents a lower bound), entities: {type: number of entities of the tenant} for the types the subject names, all of them, not only those the rest of the subject fits}.';

@@ -246,10 +246,12 @@ AS $$
 DECLARE
     matching jsonb := kgrag_private.subject_count(subject, cardinality(rows_in));
 BEGIN
-    said := format('; the question asks for a count or a complete list (rule %s): %s%s chunks in %s documents hold "%s"',
-                   count_rule, CASE WHEN (matching ->> 'capped')::boolean THEN 'more than ' ELSE '' END,
-                   matching ->> 'chunks', matching ->> 'documents', subject)
-            || COALESCE((SELECT ', ' || string_agg(format('%s entities of type %s', e.value, e.key), ', ' ORDER BY e.key)
+    said := format('; the question asks for a count or a complete list (rule %s): %s chunks in %s documents hold every word of "%s"',
+                   count_rule,
+                   CASE WHEN (matching ->> 'capped')::boolean THEN 'more than ' ELSE '' END || (matching ->> 'chunks'),
+                   CASE WHEN (matching ->> 'capped')::boolean THEN 'at least ' ELSE '' END || (matching ->> 'documents'),
+                   subject)
+            || COALESCE((SELECT ', the graph holds ' || string_agg(format('%s entities of type %s', e.value, e.key), ', ' ORDER BY e.key)
                            FROM jsonb_each_text(matching -> 'entities') AS e), '')
             || format('; %s rows are shown: a count or a list made from them alone may be incomplete',
                       cardinality(rows_in));

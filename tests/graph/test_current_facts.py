@@ -144,7 +144,7 @@ def test_search_and_context_hold_the_current_facts(reader: psycopg.Connection) -
     assert NORTHWIND not in entities('{"seed_entities": ["Ana Costa"]}')
     assert CONTOSO in entities('{"seed_entities": ["Ana Costa"]}')
     # a date alone is that day's midnight UTC
-    then = entities('{"seed_entities": ["Ana Costa"], "as_of": "2017-06-01"}')
+    then = entities('{"seed_entities": ["Ana Costa"], "as_of": "2017-06-01", "hops": 1}')  # (2: via Bruno)
     assert NORTHWIND in then and CONTOSO not in then
     assert {NORTHWIND, CONTOSO} <= set(entities('{"seed_entities": ["Ana Costa"], "history": true}'))
     assert BRUNO not in entities('{"seed_entities": ["Ana Costa"], "min_confidence": 0.5, "relations": ["MENTORS"]}')
@@ -175,3 +175,37 @@ def test_a_tenant_setting_raises_the_confidence_walked(reader: psycopg.Connectio
         admin.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'walk_min_confidence', '0.5')")
     assert reached(reader, relations=["MENTORS"]) == set()
     assert reached(reader, relations=["MENTORS"], min_confidence=0) == {BRUNO}
+
+
+def test_the_degree_cap_counts_the_relations_that_hold(tconn: psycopg.Connection) -> None:
+    """Expired relations do not take the places of the degree cap (a hub's stronger past partners
+    left its current one out), and a pair with a relation that holds is walked both ways through
+    its co-occurrence even beside an expired one (a past internship beside a current job)."""
+    with tconn.acting() as conn, conn.cursor() as cur:  # type: ignore[attr-defined]
+        ids = ["org:hub", "org:old0", "org:old1", "org:old2", "org:cur", "person:ana", "org:northwind"]
+        cur.executemany(
+            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type) VALUES ('t1', %s, %s, 'x')",
+            [(i, i.split(":")[1]) for i in ids],
+        )
+        rows = [("org:hub", f"org:old{i}", "PARTNER", 2, "2010-01-01", "2015-01-01") for i in range(3)]
+        rows += [("org:hub", "org:cur", "PARTNER", 1, "2020-01-01", None)]
+        rows += [("person:ana", "org:northwind", "INTERNED_AT", 1, "2012-01-01", "2013-01-01")]
+        rows += [("person:ana", "org:northwind", "WORKS_AT", 1, "2021-01-01", None)]
+        rows += [(a, b, "CO_OCCURS", 1, None, None) for a, b in (("person:ana", "org:northwind"),)]
+        rows += [(b, a, "CO_OCCURS", 1, None, None) for a, b in (("person:ana", "org:northwind"),)]
+        cur.executemany(
+            "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight, valid_from, valid_to)"
+            " VALUES ('t1', %s, %s, %s, %s, %s, %s)",
+            rows,
+        )
+    tconn.execute("SELECT kgrag.refresh_edge_ranks(%s)", [ids])
+    walk = "SELECT entity_id FROM kgrag.k_hop(ARRAY[%s], 1{}) WHERE hop = 1 ORDER BY 1"
+    assert tconn.execute(walk.format(", degree_cap => 2"), ["org:hub"]).fetchall() == [("org:cur",)]
+    assert tconn.execute(walk.format(", degree_cap => 2, history => true"), ["org:hub"]).fetchall() == [
+        ("org:old0",),
+        ("org:old1",),
+    ]
+    pagerank = "SELECT node_id FROM kgrag.personalized_pagerank(ARRAY['org:hub'], hops => 1, degree_cap => 2)"
+    assert ("org:cur",) in tconn.execute(pagerank + " WHERE kind = 'entity'").fetchall()
+    assert tconn.execute(walk.format(""), ["org:northwind"]).fetchall() == [("person:ana",)]
+    assert tconn.execute(walk.format(", as_of => '2016-06-01Z'"), ["org:northwind"]).fetchall() == []
