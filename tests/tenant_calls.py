@@ -76,7 +76,9 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         "reranker": ("SELECT * FROM kgrag.reranker()", []),
         "last_search": ("SELECT * FROM kgrag.last_search()", []),
         "report_context": (
-            "SELECT r.* FROM unnest(%s::text[]) AS c, kgrag.report_context(c, 4000) AS r",
+            # each id once: two tenants may have a community of the same id (the same members)
+            "SELECT r.* FROM (SELECT DISTINCT x FROM unnest(%s::text[]) AS x) AS c(c),"
+            " kgrag.report_context(c.c, 4000) AS r",
             [others["communities"] + mine["communities"]],
         ),
         "communities_outdated": ("SELECT kgrag_private.communities_outdated()", []),
