@@ -157,7 +157,7 @@ DECLARE
     kinds text[] := ARRAY(SELECT kgrag.canonical_name(x)
                             FROM jsonb_array_elements_text(kgrag.setting('short_form_types')) AS x);
     honorifics constant text[] := ARRAY['mr', 'mrs', 'ms', 'miss', 'dr', 'prof', 'sr', 'sra', 'srta', 'dra', 'dom', 'dona'];
-    checked_per_document constant integer := 100;  -- short forms of other types whose places are read
+    checked_per_document constant integer := 100;  -- pairs of other types whose places are read
     folded integer;
 BEGIN
     -- Within one document, a short form of a name that matches exactly one longer name of the
@@ -165,7 +165,8 @@ BEGIN
     -- longer name, and it becomes an alias of it. A person's short forms: its first or last word,
     -- "Ms. Liu", "G. Liu"; another type's (a name found in the text, which may be a place): only
     -- the first word of a name of two or three, said alone only after the whole name. Two longer
-    -- names it could be ("Grace Liu", "Grace Park") leave it as it is. Each name is folded once
+    -- names it could be ("Grace Liu", "Grace Park"; for another type, two it is said after) leave
+    -- it as it is. Each name is folded once
     -- and the pairs are found by equal words (hash joins): the work grows with the names, not
     -- with their pairs.
     CREATE TEMP TABLE IF NOT EXISTS kgrag_short_name (doc_id text, name text, type text, kind text, w text[])
@@ -203,21 +204,22 @@ BEGIN
            AND (s.first = ANY (honorifics) OR (length(s.first) = 1 AND s.first = left(l.first, 1)))
     )
     INSERT INTO pg_temp.kgrag_short_pair
-    SELECT p.doc_id, p.name, p.type, min(p.kind), min(p.long_name), min(p.long_type), min(p.long_w)
-      FROM pairs AS p
-     GROUP BY p.doc_id, p.name, p.type
-    HAVING count(DISTINCT array_to_string(p.long_w, ' ')) = 1;
+    SELECT p.doc_id, p.name, p.type, p.kind, p.long_name, p.long_type, p.long_w FROM pairs AS p;
     -- the places of the other types' short forms: the documents' chunks in their words, once each
     INSERT INTO pg_temp.kgrag_short_text
     SELECT c.doc_id, c.ordinal, ' ' || kgrag.canonical_name(c.text) || ' '
       FROM pg_temp.kgrag_stage_chunk AS c
      WHERE c.doc_id IN (SELECT p.doc_id FROM pg_temp.kgrag_short_pair AS p WHERE p.kind <> 'person');
+    -- a name of another type matches a longer name only where it is said alone after it (at most
+    -- checked_per_document pairs a document are read); then it must match exactly one
     INSERT INTO pg_temp.kgrag_short_form
-    SELECT p.doc_id, p.name, p.type, p.long_name, p.long_type
-      FROM (SELECT x.*, row_number() OVER (PARTITION BY x.doc_id, x.kind = 'person' ORDER BY x.name) AS n
+    SELECT p.doc_id, p.name, p.type, min(p.long_name), min(p.long_type)
+      FROM (SELECT x.*, row_number() OVER (PARTITION BY x.doc_id, x.kind = 'person' ORDER BY x.name, x.long_name) AS n
               FROM pg_temp.kgrag_short_pair AS x) AS p
      WHERE p.kind = 'person'
-        OR (p.n <= checked_per_document AND COALESCE(kgrag_private.said_after(p.doc_id, p.long_w[1], p.long_w), false));
+        OR (p.n <= checked_per_document AND COALESCE(kgrag_private.said_after(p.doc_id, p.long_w[1], p.long_w), false))
+     GROUP BY p.doc_id, p.name, p.type
+    HAVING count(DISTINCT array_to_string(p.long_w, ' ')) = 1;
     GET DIAGNOSTICS folded = ROW_COUNT;
     IF folded = 0 THEN
         RETURN 0;
@@ -251,7 +253,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS
-'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after, for at most 100 short forms a document): the longer name takes its mentions, aliases (the short name among them) and relations. Each name is folded once and pairs are found by equal words, so the work grows with the names. Returns the number of short forms folded.';
+'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after, at most 100 such pairs read a document): the longer name takes its mentions, aliases (the short name among them) and relations. Each name is folded once and pairs are found by equal words, so the work grows with the names. Returns the number of short forms folded.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.apply_documents(docs text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
