@@ -91,9 +91,7 @@ BEGIN
         RAISE EXCEPTION 'give the target of a review item (kgrag.review_queue.target)' USING ERRCODE = '22023';
     END IF;
     IF cardinality(parts) = 3 THEN  -- a relation: checked as it stands, and about its document where it has one
-        docs := ARRAY(SELECT DISTINCT c.doc_id FROM kgrag.relation_evidence AS r
-                        JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = r.chunk_id
-                       WHERE r.tenant_id = t AND r.src = parts[1] AND r.rel = parts[2] AND r.dst = parts[3] LIMIT 2);
+        docs := kgrag_private.relation_documents(parts[1], parts[2], parts[3]);
         IF cardinality(docs) = 0 THEN
             RAISE EXCEPTION 'no relation % is stated', quote_literal(target) USING ERRCODE = '22023';
         END IF;
@@ -1370,15 +1368,12 @@ CREATE FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text DE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    t text := kgrag.current_tenant();
     a text := (kgrag.resolve_entities(ARRAY[src]))[1];
     b text := (kgrag.resolve_entities(ARRAY[dst]))[1];
     key text := kgrag.relation_key(rel);
     docs text[];
 BEGIN
-    docs := ARRAY(SELECT DISTINCT c.doc_id FROM kgrag.relation_evidence AS r
-                    JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = r.chunk_id
-                   WHERE r.tenant_id = t AND r.src = a AND r.dst = b AND r.rel = key LIMIT 2);
+    docs := kgrag_private.relation_documents(a, key, b);
     IF cardinality(docs) = 0 THEN
         RAISE EXCEPTION 'no relation % -[%]-> % is stated', src, rel, dst
             USING ERRCODE = '22023', HINT = 'SELECT * FROM kgrag.edges WHERE src_name ILIKE ... lists the relations.';
@@ -2391,9 +2386,7 @@ BEGIN
     GET DIAGNOSTICS renamed = ROW_COUNT;
     -- relations whose edge disagrees with the latest decision (rejected and present, or taken
     -- back and absent): the graph refresh recomputes them from their evidence
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_touched (
-        a text NOT NULL, b text, rel text NOT NULL, n integer NOT NULL DEFAULT 0
-    ) ON COMMIT DROP;
+    PERFORM kgrag_private.touched_scratch();
     INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
     SELECT x.src, x.dst, x.rel, 0
       FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,
@@ -5429,6 +5422,33 @@ ALTER FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) OWNE
 COMMENT ON FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) IS 'Private. Returns whether, for tenant t (the current one), the latest decision on a stated relation (kgrag.reject_relation or kgrag.approve) rejects it: the graph refresh then builds no edge from its evidence.';
 
 --
+-- Name: relation_documents(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.relation_documents(src text, rel text, dst text) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN ARRAY(SELECT DISTINCT c.doc_id FROM kgrag.relation_evidence AS r
+                   JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = r.chunk_id
+                  WHERE r.tenant_id = t AND r.src = relation_documents.src AND r.rel = relation_documents.rel
+                    AND r.dst = relation_documents.dst
+                  ORDER BY 1 LIMIT 2);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.relation_documents(src text, rel text, dst text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION relation_documents(src text, rel text, dst text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.relation_documents(src text, rel text, dst text) IS 'Private. Returns the documents whose chunks state a relation (entity ids and the relation key), at most two: none (nobody states it), one (a decision about it is about that document, forgotten with it) or several.';
+
+--
 -- Name: relation_target(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -6527,9 +6547,7 @@ BEGIN
     -- now: their entities (b IS NULL), co-occurring pairs (a < b, n = sign x the chunks citing
     -- both) and typed relations. Called before the chunks change (sign -1) and again after (+1),
     -- so it holds everything whose edges may change, and by how much each pair's weight does.
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_touched (
-        a text NOT NULL, b text, rel text NOT NULL, n integer NOT NULL DEFAULT 0
-    ) ON COMMIT DROP;
+    PERFORM kgrag_private.touched_scratch();
     -- Each step is a lookup through an index from the step before (lateral, OFFSET 0 keeps the
     -- planner from making it a join): the planner's statistics of a table every tenant shares
     -- know nothing of a new tenant, and from their estimate of one row it paired every mention of
@@ -6564,6 +6582,29 @@ ALTER FUNCTION kgrag_private.touch_documents(doc_ids text[], sign integer) OWNER
 --
 
 COMMENT ON FUNCTION kgrag_private.touch_documents(doc_ids text[], sign integer) IS 'Private. Returns nothing; adds to pg_temp.kgrag_touched the entities, co-occurring pairs (with sign x the number of chunks citing both) and typed relations the chunks of these documents currently contribute: sign -1 before the chunks go, 1 after they came.';
+
+--
+-- Name: touched_scratch(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.touched_scratch() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_touched (
+        a text NOT NULL, b text, rel text NOT NULL, n integer NOT NULL DEFAULT 0
+    ) ON COMMIT DROP;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.touched_scratch() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION touched_scratch(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.touched_scratch() IS 'Private. Returns nothing; creates (if missing) pg_temp.kgrag_touched, what a change touches for kgrag_private.refresh_graph to recompute: entities (b NULL, rel ENTITY), co-occurring pairs (rel CO_OCCURS, n = chunks that came minus chunks that went) and stated relations (a, b, rel). Dropped at commit, and by refresh_graph.';
 
 --
 -- Name: traversal_timeout(integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

@@ -22,6 +22,19 @@ $$;
 COMMENT ON FUNCTION kgrag_private.document_chunks(text[]) IS
 'Private. Returns the ids of the chunks of these documents (current tenant), in byte order.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.touched_scratch() RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_touched (
+        a text NOT NULL, b text, rel text NOT NULL, n integer NOT NULL DEFAULT 0
+    ) ON COMMIT DROP;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.touched_scratch() IS
+'Private. Returns nothing; creates (if missing) pg_temp.kgrag_touched, what a change touches for kgrag_private.refresh_graph to recompute: entities (b NULL, rel ENTITY), co-occurring pairs (rel CO_OCCURS, n = chunks that came minus chunks that went) and stated relations (a, b, rel). Dropped at commit, and by refresh_graph.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.touch_documents(doc_ids text[], sign integer) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -37,9 +50,7 @@ BEGIN
     -- now: their entities (b IS NULL), co-occurring pairs (a < b, n = sign x the chunks citing
     -- both) and typed relations. Called before the chunks change (sign -1) and again after (+1),
     -- so it holds everything whose edges may change, and by how much each pair's weight does.
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_touched (
-        a text NOT NULL, b text, rel text NOT NULL, n integer NOT NULL DEFAULT 0
-    ) ON COMMIT DROP;
+    PERFORM kgrag_private.touched_scratch();
     -- Each step is a lookup through an index from the step before (lateral, OFFSET 0 keeps the
     -- planner from making it a join): the planner's statistics of a table every tenant shares
     -- know nothing of a new tenant, and from their estimate of one row it paired every mention of

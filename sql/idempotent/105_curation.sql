@@ -60,6 +60,23 @@ COMMENT ON VIEW kgrag.review_queue IS
 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of several entities). Decide with kgrag.reject_relation(src, rel, dst), kgrag.rename_entity(entity, name) or kgrag.approve(target); an item with a decision leaves the queue.';
 GRANT SELECT ON kgrag.review_queue TO kgrag_reader, kgrag_writer, kgrag_curator;
 
+CREATE OR REPLACE FUNCTION kgrag_private.relation_documents(src text, rel text, dst text) RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN ARRAY(SELECT DISTINCT c.doc_id FROM kgrag.relation_evidence AS r
+                   JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = r.chunk_id
+                  WHERE r.tenant_id = t AND r.src = relation_documents.src AND r.rel = relation_documents.rel
+                    AND r.dst = relation_documents.dst
+                  ORDER BY 1 LIMIT 2);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.relation_documents(text, text, text) IS
+'Private. Returns the documents whose chunks state a relation (entity ids and the relation key), at most two: none (nobody states it), one (a decision about it is about that document, forgotten with it) or several.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id text, note text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -83,15 +100,12 @@ LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    t text := kgrag.current_tenant();
     a text := (kgrag.resolve_entities(ARRAY[src]))[1];
     b text := (kgrag.resolve_entities(ARRAY[dst]))[1];
     key text := kgrag.relation_key(rel);
     docs text[];
 BEGIN
-    docs := ARRAY(SELECT DISTINCT c.doc_id FROM kgrag.relation_evidence AS r
-                    JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = r.chunk_id
-                   WHERE r.tenant_id = t AND r.src = a AND r.dst = b AND r.rel = key LIMIT 2);
+    docs := kgrag_private.relation_documents(a, key, b);
     IF cardinality(docs) = 0 THEN
         RAISE EXCEPTION 'no relation % -[%]-> % is stated', src, rel, dst
             USING ERRCODE = '22023', HINT = 'SELECT * FROM kgrag.edges WHERE src_name ILIKE ... lists the relations.';
@@ -141,9 +155,7 @@ BEGIN
         RAISE EXCEPTION 'give the target of a review item (kgrag.review_queue.target)' USING ERRCODE = '22023';
     END IF;
     IF cardinality(parts) = 3 THEN  -- a relation: checked as it stands, and about its document where it has one
-        docs := ARRAY(SELECT DISTINCT c.doc_id FROM kgrag.relation_evidence AS r
-                        JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = r.chunk_id
-                       WHERE r.tenant_id = t AND r.src = parts[1] AND r.rel = parts[2] AND r.dst = parts[3] LIMIT 2);
+        docs := kgrag_private.relation_documents(parts[1], parts[2], parts[3]);
         IF cardinality(docs) = 0 THEN
             RAISE EXCEPTION 'no relation % is stated', quote_literal(target) USING ERRCODE = '22023';
         END IF;
@@ -190,9 +202,7 @@ BEGIN
     GET DIAGNOSTICS renamed = ROW_COUNT;
     -- relations whose edge disagrees with the latest decision (rejected and present, or taken
     -- back and absent): the graph refresh recomputes them from their evidence
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_touched (
-        a text NOT NULL, b text, rel text NOT NULL, n integer NOT NULL DEFAULT 0
-    ) ON COMMIT DROP;
+    PERFORM kgrag_private.touched_scratch();
     INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
     SELECT x.src, x.dst, x.rel, 0
       FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,

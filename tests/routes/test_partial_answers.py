@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
+from commands import run
 from conftest import DEMO_TENANT, as_role
 from psycopg.rows import dict_row
 from searching import ask
@@ -98,3 +99,14 @@ def test_with_a_question_vector_too(dconn: psycopg.Connection, use: Embedder) ->
     assert held.route == "global" and held.rows
     assert 'community reports ranked against its subject "incidents"' in held.reason
     assert "no report cleared the floor against the subject: every report of the level, by weight" in held.reason
+
+
+def test_the_shell_says_it_too(demo: str) -> None:
+    """`pgkgrag search` prints the reason: a count that says only k are shown, and an aggregation
+    about nothing held that says why it is empty."""
+    counted = run("search", "How many incidents were there?", "--tenant", DEMO_TENANT, "--k", "3", dsn=demo)
+    assert counted.returncode == 0, counted.stderr
+    said = " ".join(counted.stdout.split())
+    assert "(rule en-count)" in said and "rows are shown" in said and "entities of type Incident" in said
+    empty = run("search", "What are the main themes about office furniture?", "--tenant", DEMO_TENANT, dsn=demo)
+    assert "which no chunk of the collection mentions" in " ".join(empty.stdout.split())
