@@ -95,7 +95,10 @@ BEGIN
         IF cardinality(docs) = 0 THEN
             RAISE EXCEPTION 'no relation % is stated', quote_literal(target) USING ERRCODE = '22023';
         END IF;
-    ELSIF NOT (target LIKE 'name:%' OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = target)) THEN
+    ELSIF NOT (target LIKE 'name:%'
+               OR (target LIKE 'namesake:%' AND EXISTS (SELECT 1 FROM kgrag.entity_source AS s
+                                                        WHERE s.tenant_id = t AND s.name_key = substr(target, 10)))
+               OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = target)) THEN
         RAISE EXCEPTION 'no review item or entity is %', quote_literal(target) USING ERRCODE = '22023';
     END IF;
     PERFORM kgrag_private.decide('approve', target, NULL, CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
@@ -109,7 +112,7 @@ ALTER FUNCTION kgrag.approve(target text, note text) OWNER TO <owner>;
 -- Name: FUNCTION approve(target text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.approve(target text, note text) IS 'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", an entity id) was checked and is right, with an optional note: it leaves the queue; on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
+COMMENT ON FUNCTION kgrag.approve(target text, note text) IS 'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", an entity id) was checked and is right, with an optional note: it leaves the queue; on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
 
 --
 -- Name: canonical_name(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -427,6 +430,7 @@ DECLARE
     t text := kgrag.current_tenant();
     deleted integer;
     named text[];  -- the entities whose names the documents gave
+    names text[];  -- and the name keys of their namesakes
     texts text[];
     counts jsonb;
 BEGIN
@@ -435,8 +439,10 @@ BEGIN
       ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
     PERFORM kgrag_private.touch_documents(doc_ids, -1);
     named := kgrag_private.named_by(doc_ids);
+    names := kgrag_private.namesakes_of(doc_ids);
     PERFORM kgrag_private.lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
-                                                    UNION SELECT x FROM unnest(named) AS x));
+                                                    UNION SELECT x FROM unnest(named) AS x
+                                                    UNION SELECT x FROM unnest(names) AS x));
     texts := ARRAY(SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
     PERFORM kgrag_private.release_chunks(doc_ids);
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
@@ -445,7 +451,9 @@ BEGIN
     DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);  -- decisions about them
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
-    counts := jsonb_build_object('documents', deleted) || kgrag_private.refresh_graph();
+    -- the namesakes the documents joined or kept apart are resolved again without them
+    counts := jsonb_build_object('documents', deleted, 'namesakes_moved', kgrag_private.resolve_namesakes(names, '{}'))
+              || kgrag_private.refresh_graph();
     -- Nothing of the deleted text survives this transaction: the communities it fed (their titles
     -- and reports) go until the next build, and so do the cached extractions of its chunks.
     DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
@@ -460,7 +468,7 @@ ALTER FUNCTION kgrag.delete_documents(doc_ids text[]) OWNER TO <owner>;
 -- Name: FUNCTION delete_documents(doc_ids text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), and the communities they fed (titles and reports, until the next build). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), and the communities they fed (titles and reports, until the next build). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
 
 --
 -- Name: dimension(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1065,6 +1073,45 @@ ALTER FUNCTION kgrag.log_answer(question text, route text, not_found boolean, ca
 --
 
 COMMENT ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) IS 'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its md5), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. SECURITY DEFINER, owned by kgrag_logger (which may insert into the logs and nothing else): readers may not write the log themselves.';
+
+--
+-- Name: merge_entities(text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.merge_entities(a text, b text, note text DEFAULT ''::text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    ids text[] := kgrag.resolve_entities(ARRAY[a, b]);
+    docs_a text[];
+    docs_b text[];
+    key text;
+BEGIN
+    IF cardinality(ids) < 2 THEN  -- (resolve_entities gives each entity once)
+        RAISE EXCEPTION '% and % are one entity already (%)', a, b, ids[1] USING ERRCODE = '22023';
+    END IF;
+    docs_a := kgrag_private.namesake_documents(ids[1]);
+    docs_b := kgrag_private.namesake_documents(ids[2]);
+    key := kgrag_private.namesake_key(ids[1]);
+    IF cardinality(docs_a) = 0 OR cardinality(docs_b) = 0 OR key <> kgrag_private.namesake_key(ids[2]) THEN
+        RAISE EXCEPTION '% and % are not namesakes kept apart: only entities of one name (the ids of a namesakes item of kgrag.review_queue) are merged', ids[1], ids[2]
+            USING ERRCODE = '22023', HINT = 'To give an entity another name: kgrag.rename_entity(entity, name).';
+    END IF;
+    -- about the first document of each: forgotten when the first goes
+    PERFORM kgrag_private.decide('merge_entities', format('namesake:%s@%s+%s', key, docs_a[1], docs_b[1]),
+                                 docs_b[1], docs_a[1], note);
+    RETURN format('%s and %s are one entity from the next pgkgrag build on, whatever ingestion finds', ids[1], ids[2]);
+END
+$$;
+
+ALTER FUNCTION kgrag.merge_entities(a text, b text, note text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION merge_entities(a text, b text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.merge_entities(a text, b text, note text) IS 'Records that two namesakes kept apart (entities of one name of a type of the setting namesake_types, by id) are one entity, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it resolve the name with this decision (kgrag_private.resolve_namesakes), until a later kgrag.split_entity of either takes it back; it is about the first document of each, and forgotten when the first of a''s goes. 22023 for one entity, or for entities that are not namesakes of one name.';
 
 --
 -- Name: neighbourhood(text[], integer, integer, text[], timestamp with time zone, text, boolean, double precision); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2007,6 +2054,36 @@ ALTER FUNCTION kgrag.source_tag(doc_id text, page integer, headings text[]) OWNE
 COMMENT ON FUNCTION kgrag.source_tag(doc_id text, page integer, headings text[]) IS 'Returns how a chunk''s source is named in the context an LLM gets and in the answers that cite it: the document id, then " p.N" where the chunk has a page (a PDF''s physical page, 1-based), then " § " and its headings joined by " > " where it has some ("handbook.pdf p.3 § On call > Escalation"), brackets and bars replaced. The context tags a chunk [source_tag | chunk_id].';
 
 --
+-- Name: split_entity(text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.split_entity(entity text, doc_id text, note text DEFAULT ''::text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    id text := (kgrag.resolve_entities(ARRAY[entity]))[1];
+BEGIN
+    IF NOT (split_entity.doc_id = ANY (kgrag_private.namesake_documents(id))) THEN
+        RAISE EXCEPTION 'document % gives no namesake of % (%)', quote_literal(split_entity.doc_id), entity, id
+            USING ERRCODE = '22023',
+                  HINT = 'SELECT doc_id FROM kgrag.entity_source WHERE entity_id = ... AND name_key IS NOT NULL lists them.';
+    END IF;
+    PERFORM kgrag_private.decide('split_entity', format('namesake:%s@%s', kgrag_private.namesake_key(id), split_entity.doc_id),
+                                 NULL, split_entity.doc_id, note);
+    RETURN format('what %s says of %s is its own entity from the next pgkgrag build on', split_entity.doc_id, id);
+END
+$$;
+
+ALTER FUNCTION kgrag.split_entity(entity text, doc_id text, note text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION split_entity(entity text, doc_id text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.split_entity(entity text, doc_id text, note text) IS 'Records that what one document says under the name of a namesake entity (by id, name or alias) is another entity, with an optional note; returns what happens next. The build and every ingestion after it keep that document''s namesake on its own (no shared neighbour joins it; a later kgrag.merge_entities may). Forgotten with the document. 22023 for a document that gives the entity no namesake (types of the setting namesake_types, without an identifier).';
+
+--
 -- Name: squash(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -2262,7 +2339,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0033'::text$$;
+    AS $$SELECT '0034'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -2318,7 +2395,12 @@ BEGIN
     -- and Grace Park): the reason names them (linked is at most 100 entities, each few aliases)
     SELECT string_agg(format('the name "%s" is ambiguous: %s', x.alias_fold, x.names), '; ' ORDER BY x.alias_fold)
       INTO note
-      FROM (SELECT a.alias_fold, string_agg(DISTINCT e.name, ', ') AS names
+      -- (namesakes of one name are told apart by id and what their description says)
+      FROM (SELECT a.alias_fold,
+                   CASE WHEN count(DISTINCT e.name) = count(DISTINCT e.entity_id) THEN string_agg(DISTINCT e.name, ', ')
+                        ELSE string_agg(DISTINCT format('%s [%s%s]', e.name, e.entity_id,
+                                                        COALESCE(': ' || NULLIF(left(e.description, 60), ''), '')), ', ')
+                   END AS names
               FROM kgrag.alias AS a
               JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = a.entity_id
              WHERE a.tenant_id = t AND a.entity_id = ANY (linked) AND a.alias_fold <> ''
@@ -2376,6 +2458,8 @@ DECLARE
     t text := kgrag.current_tenant();
     renamed integer;
     relations integer;
+    keys text[];
+    moved integer;
 BEGIN
     -- names decided, where the entity has another
     -- (kgrag.curation with the tenant bound, not the view: Citus routes each statement to one shard)
@@ -2387,6 +2471,11 @@ BEGIN
     -- relations whose edge disagrees with the latest decision (rejected and present, or taken
     -- back and absent): the graph refresh recomputes them from their evidence
     PERFORM kgrag_private.touched_scratch();
+    -- namesakes merged or split: their names resolved again (what moves is noted for the refresh;
+    -- the keys read first: a call whose argument reads a tenant's shard would run on its worker)
+    keys := ARRAY(SELECT DISTINCT substr(split_part(c.target, '@', 1), 10) FROM kgrag.curation AS c
+                   WHERE c.tenant_id = t AND c.kind IN ('merge_entities', 'split_entity'));
+    moved := kgrag_private.resolve_namesakes(keys, '{}');
     INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
     SELECT x.src, x.dst, x.rel, 0
       FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,
@@ -2397,12 +2486,12 @@ BEGIN
            = EXISTS (SELECT 1 FROM kgrag.edge AS g
                       WHERE g.tenant_id = t AND g.src = x.src AND g.dst = x.dst AND g.rel = x.rel);
     GET DIAGNOSTICS relations = ROW_COUNT;
-    IF relations > 0 THEN
+    IF relations > 0 OR moved > 0 THEN
         PERFORM kgrag_private.refresh_graph();
     ELSE
         DROP TABLE pg_temp.kgrag_touched;
     END IF;
-    RETURN jsonb_build_object('renamed', renamed, 'relations', relations);
+    RETURN jsonb_build_object('renamed', renamed, 'relations', relations, 'namesakes_moved', moved);
 END
 $$;
 
@@ -2412,7 +2501,7 @@ ALTER FUNCTION kgrag_private.apply_decisions() OWNER TO <owner>;
 -- Name: FUNCTION apply_decisions(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.apply_decisions() IS 'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, each relation whose edge disagrees with the latest decision on it (a rejected edge still there goes; an approved one that was rejected comes back from its evidence). Returns {"renamed": n, "relations": n}.';
+COMMENT ON FUNCTION kgrag_private.apply_decisions() IS 'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, each relation whose edge disagrees with the latest decision on it (a rejected edge still there goes; an approved one that was rejected comes back from its evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n, "namesakes_moved": n}.';
 
 --
 -- Name: apply_documents(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -2491,12 +2580,14 @@ DECLARE
     t text := kgrag.current_tenant();
     affected text[];
     named text[] := kgrag_private.named_by(docs);  -- whose names the previous versions gave
+    kinds text[] := kgrag_private.namesake_kinds();
     n_mentions integer;
 BEGIN
     affected := ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
                       UNION SELECT s.entity_id FROM pg_temp.kgrag_stage_entity AS s
-                      UNION SELECT x FROM unnest(named) AS x);
-    PERFORM kgrag_private.lock_keys('entity', affected);
+                      UNION SELECT x FROM unnest(named) AS x
+                      UNION SELECT x FROM unnest(kgrag_private.namesakes_of(docs)) AS x);
+    PERFORM kgrag_private.lock_keys('entity', affected);  -- the namesakes' name keys among them, in one ascending pass
     -- what the previous versions said goes: the names they gave and their sources
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (docs);
     DELETE FROM kgrag.entity_source AS x WHERE x.tenant_id = t AND x.doc_id = ANY (docs);
@@ -2510,12 +2601,15 @@ BEGIN
     ON CONFLICT (tenant_id, entity_id) DO NOTHING;
     -- What each document says of each entity; an answer stands in the chunk named, else in the
     -- first chunk of the document that cites the entity.
-    INSERT INTO kgrag.entity_source (tenant_id, entity_id, doc_id, name, description, answer, answer_chunk_id)
+    -- A namesake type's entity without an identifier notes its name key: kgrag_private.resolve_namesakes
+    -- decides which entity it is once the batch is in.
+    INSERT INTO kgrag.entity_source (tenant_id, entity_id, doc_id, name, description, answer, answer_chunk_id, name_key)
     SELECT DISTINCT ON (s.entity_id, s.doc_id) t, s.entity_id, s.doc_id, s.name, s.description,
            NULLIF(btrim(s.answer), ''),
            CASE WHEN NULLIF(btrim(s.answer), '') IS NOT NULL THEN
                 COALESCE(s.doc_id || '#' || s.answer_ordinal,
-                         s.doc_id || '#' || (SELECT min(o.ordinal) FROM unnest(s.ordinals) AS o(ordinal))) END
+                         s.doc_id || '#' || (SELECT min(o.ordinal) FROM unnest(s.ordinals) AS o(ordinal))) END,
+           CASE WHEN s.identifier IS NULL AND kgrag.canonical_name(s.type) = ANY (kinds) THEN s.entity_id END
       FROM pg_temp.kgrag_stage_entity AS s
      ORDER BY s.entity_id, s.doc_id, length(s.description) DESC, s.name COLLATE "C"
     ON CONFLICT (tenant_id, entity_id, doc_id) DO NOTHING;  -- as for the chunks: deleted above, and no COPY
@@ -3897,6 +3991,26 @@ ALTER FUNCTION kgrag_private.global_rows(question_vec public.vector, question te
 COMMENT ON FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb) IS 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight; each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
 
 --
+-- Name: identified_key(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.identified_key(entity_type text, identifier text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- '#' never stands in a canonical name: an identifier's key meets no name's
+    SELECT pg_catalog.replace(kgrag.canonical_name(entity_type), ' ', '_') || ':#' || kgrag.canonical_name(identifier)
+$$;
+
+ALTER FUNCTION kgrag_private.identified_key(entity_type text, identifier text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION identified_key(entity_type text, identifier text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.identified_key(entity_type text, identifier text) IS 'Private. Returns the id of an entity given a verified identifier: its canonical type, '':#'', the canonical identifier ("Person", "EMP-0042" -> "person:#emp 0042"). Two documents giving one identifier give one entity, whatever the names they give it.';
+
+--
 -- Name: ingest_apply(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -3906,6 +4020,7 @@ CREATE FUNCTION kgrag_private.ingest_apply() RETURNS jsonb
     AS $$
 DECLARE
     docs text[];
+    names text[];  -- the name keys of namesakes the previous versions gave
     screened jsonb;
     counts jsonb;
 BEGIN
@@ -3917,7 +4032,11 @@ BEGIN
         RETURN jsonb_build_object('documents', 0, 'refused', screened -> 'refused', 'rejected', screened -> 'rejected');
     END IF;
     counts := jsonb_build_object('documents', cardinality(docs), 'chunks', kgrag_private.apply_documents(docs));
+    names := kgrag_private.namesakes_of(docs);  -- the previous versions' (read under the documents' locks)
     counts := counts || jsonb_build_object('mentions', kgrag_private.apply_entities(docs)) || kgrag_private.apply_relations();
+    -- the names the previous versions and the new ones give to namesakes: which entity each is
+    counts := counts || jsonb_build_object('namesakes_moved',
+                                           kgrag_private.resolve_namesakes(names || kgrag_private.namesakes_of(docs), docs));
     counts := counts || jsonb_build_object('refused', screened -> 'refused',
                                            'rejected', (counts -> 'rejected') || (screened -> 'rejected'));
     PERFORM kgrag_private.touch_documents(docs, 1);  -- and what the new versions contribute
@@ -3931,7 +4050,7 @@ ALTER FUNCTION kgrag_private.ingest_apply() OWNER TO <owner>;
 -- Name: FUNCTION ingest_apply(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.ingest_apply() IS 'Private. Applies the staged batch (see kgrag_private.stage_begin) in the current transaction and returns counts as jsonb: a document past a limit of what one document may carry is refused (under "refused", with why), the short forms of a name within a document are folded into it (kgrag_private.fold_short_forms), each other staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
+COMMENT ON FUNCTION kgrag_private.ingest_apply() IS 'Private. Applies the staged batch (see kgrag_private.stage_begin) in the current transaction and returns counts as jsonb: a document past a limit of what one document may carry is refused (under "refused", with why), the short forms of a name within a document are folded into it (kgrag_private.fold_short_forms), each other staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), the namesakes of the documents are resolved into entities (kgrag_private.resolve_namesakes; "namesakes_moved" counts the documents whose namesake changed entity), then the graph is refreshed for what changed.';
 
 --
 -- Name: installation(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4426,6 +4545,93 @@ ALTER FUNCTION kgrag_private.named_by(doc_ids text[]) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.named_by(doc_ids text[]) IS 'Private. Returns the entities (ids, sorted) whose names these documents gave (kgrag.alias_source): the ones to lock, and to pass to kgrag_private.forget_aliases once the documents'' sources are gone.';
+
+--
+-- Name: namesake_documents(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.namesake_documents(entity_id text) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN ARRAY(SELECT s.doc_id FROM kgrag.entity_source AS s
+                  WHERE s.tenant_id = t AND s.entity_id = namesake_documents.entity_id AND s.name_key IS NOT NULL
+                  ORDER BY s.doc_id COLLATE "C");
+END
+$$;
+
+ALTER FUNCTION kgrag_private.namesake_documents(entity_id text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION namesake_documents(entity_id text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.namesake_documents(entity_id text) IS 'Private. Returns the documents (in byte order) whose namesakes an entity is (kgrag.entity_source rows with a name key): none for an entity that is not a namesake.';
+
+--
+-- Name: namesake_key(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.namesake_key(entity_id text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT pg_catalog.split_part(entity_id, '@', 1)
+$$;
+
+ALTER FUNCTION kgrag_private.namesake_key(entity_id text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION namesake_key(entity_id text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.namesake_key(entity_id text) IS 'Private. Returns the name key of an entity id: the id without the mark that sets a namesake apart ("person:joao souza@1f3a9c2e" -> "person:joao souza"); an id without one is its own name key.';
+
+--
+-- Name: namesake_kinds(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.namesake_kinds() RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT ARRAY(SELECT kgrag.canonical_name(x) FROM jsonb_array_elements_text(kgrag.setting('namesake_types')) AS x)
+$$;
+
+ALTER FUNCTION kgrag_private.namesake_kinds() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION namesake_kinds(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.namesake_kinds() IS 'Private. Returns the canonical entity types of the setting namesake_types: those never joined across documents on the name alone.';
+
+--
+-- Name: namesakes_of(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.namesakes_of(doc_ids text[]) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN ARRAY(SELECT DISTINCT s.name_key FROM kgrag.entity_source AS s
+                  WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids) AND s.name_key IS NOT NULL ORDER BY 1);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.namesakes_of(doc_ids text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION namesakes_of(doc_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.namesakes_of(doc_ids text[]) IS 'Private. Returns the name keys (sorted) of the namesakes these documents give: the ones whose resolution (kgrag_private.resolve_namesakes) a change of these documents can move.';
 
 --
 -- Name: nearest(text, public.vector, integer, integer, integer, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5596,6 +5802,176 @@ ALTER FUNCTION kgrag_private.replace_communities() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.replace_communities() IS 'Private. Replaces the current tenant''s communities with the hierarchical clustering staged in pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster). Ids derive from level and members, so unchanged communities (and their reports) stay. Returns counts as jsonb.';
 
 --
+-- Name: resolve_namesakes(text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.resolve_namesakes(keys text[], batch_docs text[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    shared integer := greatest(1, (kgrag.setting('namesake_shared_neighbours') #>> '{}')::integer);
+    most constant integer := 500;  -- documents of one name resolved apart; past that, the name decides
+    others text[];
+    split_off text[];  -- the occurrences a curator split off (kgrag.split_entity)
+    olds text[];  -- the moves: each document's old entity, its new one, the document
+    news text[];
+    moved_docs text[];
+    moved integer;
+    changed integer;
+BEGIN
+    keys := ARRAY(SELECT DISTINCT k FROM unnest(keys) AS k WHERE k IS NOT NULL ORDER BY 1);
+    IF cardinality(keys) = 0 THEN
+        RETURN 0;
+    END IF;
+    PERFORM kgrag_private.lock_keys('entity', keys);  -- every writer of a namesake locks its name key
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake (name_key text, doc_id text, entity_id text, comp text, new_id text)
+        ON COMMIT DROP;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake_link (name_key text, a text, b text) ON COMMIT DROP;
+    TRUNCATE pg_temp.kgrag_namesake, pg_temp.kgrag_namesake_link;
+    -- each document that gives a name key is an occurrence, first on its own (comp: the least
+    -- document of the entity it will be)
+    INSERT INTO pg_temp.kgrag_namesake (name_key, doc_id, entity_id, comp)
+    SELECT s.name_key, s.doc_id, s.entity_id, s.doc_id
+      FROM kgrag.entity_source AS s WHERE s.tenant_id = t AND s.name_key = ANY (keys);
+    -- a name given by more than `most` documents is one entity, as the name alone would make it
+    UPDATE pg_temp.kgrag_namesake AS n SET comp = ''
+     WHERE n.name_key IN (SELECT x.name_key FROM pg_temp.kgrag_namesake AS x GROUP BY x.name_key HAVING count(*) > most);
+    ANALYZE pg_temp.kgrag_namesake;
+    split_off := ARRAY(SELECT c.target FROM kgrag.curation AS c
+                        WHERE c.tenant_id = t AND c.kind = 'split_entity' AND c.target LIKE 'namesake:%');
+
+    -- Two occurrences sharing `shared` neighbours are one entity. A neighbour is another entity
+    -- cited in a chunk that cites the occurrence, by its name key when it is a namesake itself
+    -- (so what it resolves to does not matter). An occurrence a curator split off has none.
+    -- (every read of a scratch table is a MATERIALIZED CTE: Citus joins its result, never the table)
+    WITH own AS MATERIALIZED (
+        SELECT n.* FROM pg_temp.kgrag_namesake AS n
+         WHERE n.comp <> ''
+           AND ('namesake:' || n.name_key || '@' || n.doc_id) <> ALL (split_off)
+    ), context AS MATERIALIZED (
+        SELECT DISTINCT n.name_key, n.doc_id, COALESCE(o.name_key, m2.entity_id) AS token
+          FROM own AS n
+          JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = n.doc_id
+          JOIN kgrag.mention AS m ON m.tenant_id = t AND m.chunk_id = c.chunk_id AND m.entity_id = n.entity_id
+          JOIN kgrag.mention AS m2 ON m2.tenant_id = t AND m2.chunk_id = c.chunk_id AND m2.entity_id <> n.entity_id
+          LEFT JOIN kgrag.entity_source AS o ON o.tenant_id = t AND o.entity_id = m2.entity_id AND o.doc_id = n.doc_id
+    )
+    INSERT INTO pg_temp.kgrag_namesake_link (name_key, a, b)
+    SELECT x.name_key, x.doc_id, y.doc_id
+      FROM context AS x JOIN context AS y ON y.name_key = x.name_key AND y.token = x.token AND y.doc_id > x.doc_id
+     WHERE x.token <> x.name_key
+     GROUP BY x.name_key, x.doc_id, y.doc_id
+    HAVING count(*) >= shared;
+    -- a curator's merge joins two occurrences, unless either was split off after it
+    INSERT INTO pg_temp.kgrag_namesake_link (name_key, a, b)
+    SELECT substr(split_part(c.target, '@', 1), 10), c.doc_id, c.value
+      FROM kgrag.curation AS c
+     WHERE c.tenant_id = t AND c.kind = 'merge_entities'
+       AND substr(split_part(c.target, '@', 1), 10) = ANY (keys)
+       AND NOT EXISTS (SELECT 1 FROM kgrag.curation AS s
+                        WHERE s.tenant_id = t AND s.kind = 'split_entity' AND s.decided_at > c.decided_at
+                          AND s.doc_id IN (c.doc_id, c.value)
+                          AND s.target = 'namesake:' || substr(split_part(c.target, '@', 1), 10) || '@' || s.doc_id);
+
+    -- components: each occurrence takes the least document it is linked to, until none moves
+    LOOP
+        UPDATE pg_temp.kgrag_namesake AS n SET comp = x.comp
+          FROM (SELECT l.name_key, l.doc_id, min(l.comp) AS comp
+                  FROM (SELECT k.name_key, k.b AS doc_id, a.comp
+                          FROM pg_temp.kgrag_namesake_link AS k
+                          JOIN pg_temp.kgrag_namesake AS a ON a.name_key = k.name_key AND a.doc_id = k.a
+                        UNION ALL
+                        SELECT k.name_key, k.a, b.comp
+                          FROM pg_temp.kgrag_namesake_link AS k
+                          JOIN pg_temp.kgrag_namesake AS b ON b.name_key = k.name_key AND b.doc_id = k.b) AS l
+                 GROUP BY l.name_key, l.doc_id) AS x
+         WHERE n.name_key = x.name_key AND n.doc_id = x.doc_id AND x.comp < n.comp AND n.comp <> '';
+        GET DIAGNOSTICS changed = ROW_COUNT;
+        EXIT WHEN changed = 0;
+    END LOOP;
+
+    -- The entity of the most documents keeps the name key (ties: its least document first); each
+    -- other one is the name key marked with its least document.
+    UPDATE pg_temp.kgrag_namesake AS n
+       SET new_id = CASE WHEN r.place = 1 THEN n.name_key ELSE n.name_key || '@' || left(md5(n.comp), 8) END
+      FROM (SELECT x.name_key, x.comp,
+                   row_number() OVER (PARTITION BY x.name_key ORDER BY count(*) DESC, x.comp COLLATE "C") AS place
+              FROM pg_temp.kgrag_namesake AS x GROUP BY x.name_key, x.comp) AS r
+     WHERE r.name_key = n.name_key AND r.comp = n.comp;
+    DELETE FROM pg_temp.kgrag_namesake AS n WHERE n.entity_id = n.new_id;
+    SELECT count(*) INTO moved FROM pg_temp.kgrag_namesake;
+    IF moved = 0 THEN
+        RETURN 0;
+    END IF;
+
+    -- Moving an occurrence: what its document contributes goes from the old id to the new one. A
+    -- document of this batch is counted once it is in (the caller's touch); any other is counted
+    -- out before and in after, so co-occurrence weights move exactly.
+    others := ARRAY(SELECT DISTINCT n.doc_id FROM pg_temp.kgrag_namesake AS n
+                     WHERE n.doc_id <> ALL (COALESCE(batch_docs, '{}')) ORDER BY 1);
+    IF cardinality(others) > 0 THEN
+        PERFORM kgrag_private.touch_documents(others, -1);
+    ELSE
+        PERFORM kgrag_private.touched_scratch();
+    END IF;
+    -- (the moves as bound arrays: Citus runs each statement where the tenant's shards are, and a
+    -- scratch table must not go with it)
+    SELECT array_agg(n.entity_id ORDER BY n.doc_id COLLATE "C"), array_agg(n.new_id ORDER BY n.doc_id COLLATE "C"),
+           array_agg(n.doc_id ORDER BY n.doc_id COLLATE "C")
+      INTO olds, news, moved_docs FROM pg_temp.kgrag_namesake AS n;
+    INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, description)
+    SELECT DISTINCT ON (u.new_id) t, u.new_id, e.name, e.type, ''
+      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = u.entity_id
+     ORDER BY u.new_id, u.doc_id COLLATE "C"
+    ON CONFLICT (tenant_id, entity_id) DO NOTHING;
+    -- the moved documents' chunks, each with the old and the new id
+    UPDATE kgrag.mention AS m SET entity_id = x.new_id
+      FROM (SELECT u.entity_id, u.new_id, c.chunk_id FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = u.doc_id) AS x
+     WHERE m.tenant_id = t AND m.entity_id = x.entity_id AND m.chunk_id = x.chunk_id;
+    UPDATE kgrag.relation_evidence AS r SET src = x.new_id
+      FROM (SELECT u.entity_id, u.new_id, c.chunk_id FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = u.doc_id) AS x
+     WHERE r.tenant_id = t AND r.src = x.entity_id AND r.chunk_id = x.chunk_id;
+    UPDATE kgrag.relation_evidence AS r SET dst = x.new_id
+      FROM (SELECT u.entity_id, u.new_id, c.chunk_id FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = u.doc_id) AS x
+     WHERE r.tenant_id = t AND r.dst = x.entity_id AND r.chunk_id = x.chunk_id;
+    UPDATE kgrag.entity_source AS s SET entity_id = u.new_id
+      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+     WHERE s.tenant_id = t AND s.entity_id = u.entity_id AND s.doc_id = u.doc_id;
+    -- the names the documents gave, first on the new entity, then their sources
+    INSERT INTO kgrag.alias (tenant_id, entity_id, alias, sourced)
+    SELECT DISTINCT t, u.new_id, s.alias, true
+      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+      JOIN kgrag.alias_source AS s ON s.tenant_id = t AND s.entity_id = u.entity_id AND s.doc_id = u.doc_id
+    ON CONFLICT DO NOTHING;
+    UPDATE kgrag.alias_source AS s SET entity_id = u.new_id
+      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+     WHERE s.tenant_id = t AND s.entity_id = u.entity_id AND s.doc_id = u.doc_id;
+    PERFORM kgrag_private.forget_aliases(olds);
+    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+    SELECT DISTINCT x.id, NULL::text, 'ENTITY', 0
+      FROM pg_temp.kgrag_namesake AS n CROSS JOIN LATERAL (VALUES (n.entity_id), (n.new_id)) AS x(id);
+    IF cardinality(others) > 0 THEN
+        PERFORM kgrag_private.touch_documents(others, 1);
+    END IF;
+    RETURN moved;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.resolve_namesakes(keys text[], batch_docs text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION resolve_namesakes(keys text[], batch_docs text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.resolve_namesakes(keys text[], batch_docs text[]) IS 'Private. Resolves the documents that give these name keys (kgrag.entity_source.name_key) into entities: two documents'' namesakes are one entity where they share the setting namesake_shared_neighbours of neighbours (other entities cited in the same chunks; a namesake neighbour by its name key) or a curator merged them (kgrag.merge_entities), unless one was split off later (kgrag.split_entity); linked documents are one entity through any chain. The entity of the most documents keeps the name key as its id, each other one the key marked with its least document ("person:joao souza@1f3a9c2e"): the same ids for the same documents and decisions, whatever the order they came in. A name given by more than 500 documents is one entity. Moves each document''s mentions, evidence, source and aliases to its entity, and notes in pg_temp.kgrag_touched what the graph refresh must recompute (documents not in batch_docs are counted out and in). Returns the number of documents moved.';
+
+--
 -- Name: rewrite_edges(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5797,9 +6173,10 @@ BEGIN
                                 quote_literal(left(e.name, 60)), cardinality(e.aliases), max_aliases)
           FROM pg_temp.kgrag_stage_entity AS e WHERE cardinality(e.aliases) > max_aliases
         UNION ALL
-        SELECT e.doc_id, format('a name, type or alias of entity %s is %s characters long, above %s (setting max_alias_chars)',
+        SELECT e.doc_id, format('a name, type, identifier or alias of entity %s is %s characters long, above %s (setting max_alias_chars)',
                                 quote_literal(left(e.name, 60)), max(length(a.alias)), max_alias)
-          FROM pg_temp.kgrag_stage_entity AS e CROSS JOIN LATERAL unnest(ARRAY[e.name, e.type] || e.aliases) AS a(alias)
+          FROM pg_temp.kgrag_stage_entity AS e
+         CROSS JOIN LATERAL unnest(ARRAY[e.name, e.type, e.identifier] || e.aliases) AS a(alias)
          WHERE length(a.alias) > max_alias
          GROUP BY e.doc_id, e.name
         UNION ALL
@@ -5822,6 +6199,9 @@ BEGIN
         DELETE FROM pg_temp.kgrag_stage_chunk AS c WHERE refused ? c.doc_id;
         DELETE FROM pg_temp.kgrag_stage_document AS d WHERE refused ? d.doc_id;
     END IF;
+    -- An identifier with no letter or digit identifies nothing: the name decides.
+    UPDATE pg_temp.kgrag_stage_entity AS e SET identifier = NULL
+     WHERE e.identifier IS NOT NULL AND kgrag.canonical_name(e.identifier) = '';
     -- A name (or type) with no letter or digit would make one entity of every such name: dropped.
     DELETE FROM pg_temp.kgrag_stage_entity AS e WHERE kgrag.canonical_name(e.name) = '' OR kgrag.canonical_name(e.type) = '';
     GET DIAGNOSTICS nameless = ROW_COUNT;
@@ -5837,7 +6217,7 @@ ALTER FUNCTION kgrag_private.screen_staged() OWNER TO <owner>;
 -- Name: FUNCTION screen_staged(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.screen_staged() IS 'Private. The first step of kgrag_private.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars for names, aliases and types, max_quote_chars) and every entity whose name or type folds to nothing. Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
+COMMENT ON FUNCTION kgrag_private.screen_staged() IS 'Private. The first step of kgrag_private.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars for names, identifiers, aliases and types, max_quote_chars) and every entity whose name or type folds to nothing; an identifier that folds to nothing is dropped (the name decides). Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
 
 --
 -- Name: sealed(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6216,7 +6596,9 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_entity (
         doc_id text NOT NULL, name text NOT NULL, type text NOT NULL, description text NOT NULL DEFAULT '',
         answer text, answer_ordinal integer, aliases text[] NOT NULL DEFAULT '{}', ordinals integer[] NOT NULL,
-        entity_id text GENERATED ALWAYS AS (kgrag.entity_key(type, name)) STORED
+        identifier text,
+        entity_id text GENERATED ALWAYS AS (CASE WHEN identifier IS NULL THEN kgrag.entity_key(type, name)
+                                                 ELSE kgrag_private.identified_key(type, identifier) END) STORED
     ) ON COMMIT DROP;
     CREATE INDEX IF NOT EXISTS kgrag_stage_entity_doc ON pg_temp.kgrag_stage_entity (doc_id);
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_relation (
@@ -7411,7 +7793,7 @@ CREATE TABLE kgrag.curation (
     note text DEFAULT ''::text NOT NULL,
     decided_by text DEFAULT SESSION_USER NOT NULL,
     decided_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
-    CONSTRAINT curation_kind_check CHECK ((kind = ANY (ARRAY['reject_relation'::text, 'rename_entity'::text, 'approve'::text]))),
+    CONSTRAINT curation_kind_check CHECK ((kind = ANY (ARRAY['reject_relation'::text, 'rename_entity'::text, 'approve'::text, 'merge_entities'::text, 'split_entity'::text]))),
     CONSTRAINT curation_note_check CHECK ((length(note) <= 2000)),
     CONSTRAINT curation_target_check CHECK (((length(target) >= 1) AND (length(target) <= 2000))),
     CONSTRAINT curation_value_check CHECK ((length(value) <= 1000))
@@ -7449,7 +7831,7 @@ ALTER VIEW kgrag.decisions OWNER TO <owner>;
 -- Name: VIEW decisions; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.decisions IS 'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, rename_entity or approve; target: "src|REL|dst" for a relation, an entity id, or a review item; value: the new name of a rename; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
+COMMENT ON VIEW kgrag.decisions IS 'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, rename_entity, merge_entities, split_entity or approve; target: "src|REL|dst" for a relation, an entity id, "namesake:KEY@DOC" for what a document says under a name (a merge: "namesake:KEY@DOC+DOC"), or a review item; value: the new name of a rename; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
 
 --
 -- Name: edge; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -7585,7 +7967,8 @@ CREATE TABLE kgrag.entity_source (
     name text NOT NULL,
     description text DEFAULT ''::text NOT NULL,
     answer text,
-    answer_chunk_id text
+    answer_chunk_id text,
+    name_key text
 );
 ALTER TABLE ONLY kgrag.entity_source ALTER COLUMN tenant_id SET STATISTICS 1;
 
@@ -7598,6 +7981,12 @@ ALTER TABLE kgrag.entity_source OWNER TO <owner>;
 --
 
 COMMENT ON TABLE kgrag.entity_source IS 'What one document says of one entity: its spelling, description and, when the input gave one, its answer with the chunk it stands in. The entity''s own name (the spelling of the first document in doc_id order), description (the longest) and given answer (the first document''s) are derived from these rows, so they depend on the documents there are, not on the order they came in.';
+
+--
+-- Name: COLUMN entity_source.name_key; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.entity_source.name_key IS 'For an entity of a type of the setting namesake_types given without an identifier: the key of its name alone (kgrag.entity_key). The documents of one name key are resolved into entities by what they share besides the name (kgrag_private.resolve_namesakes).';
 
 --
 -- Name: ingest_failure; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -7813,7 +8202,23 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
              JOIN kgrag.entity e ON ((e.entity_id = a.entity_id)))
           WHERE (a.alias_fold <> ''::text)
           GROUP BY a.alias_fold
-         HAVING (count(DISTINCT a.entity_id) > 1)
+         HAVING (count(DISTINCT kgrag_private.namesake_key(a.entity_id)) > 1)
+        UNION ALL
+         SELECT 'namesakes'::text,
+            ('namesake:'::text || x.name_key),
+            "left"(format('"%s" is %s entities kept apart: %s. If two are one: kgrag.merge_entities(a, b)'::text, min(x.name), count(*), string_agg(format('%s (documents %s)'::text, x.entity_id, x.docs), '; '::text ORDER BY (x.entity_id COLLATE "C"))), 2000) AS "left",
+            NULL::double precision,
+            NULL::text,
+            NULL::text
+           FROM ( SELECT s.name_key,
+                    s.entity_id,
+                    min(s.name) AS name,
+                    string_agg(s.doc_id, ', '::text ORDER BY (s.doc_id COLLATE "C")) AS docs
+                   FROM kgrag.entity_source s
+                  WHERE (s.name_key IS NOT NULL)
+                  GROUP BY s.name_key, s.entity_id) x
+          GROUP BY x.name_key
+         HAVING (count(*) > 1)
         )
  SELECT item,
     target,
@@ -7833,7 +8238,7 @@ ALTER VIEW kgrag.review_queue OWNER TO <owner>;
 -- Name: VIEW review_queue; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of several entities). Decide with kgrag.reject_relation(src, rel, dst), kgrag.rename_entity(entity, name) or kgrag.approve(target); an item with a decision leaves the queue.';
+COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them). Decide with kgrag.reject_relation(src, rel, dst), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 
 --
 -- Name: router_rule; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -8254,6 +8659,12 @@ CREATE INDEX entity_embedding_bq_idx ON kgrag.entity USING hnsw (((public.binary
 --
 
 CREATE INDEX entity_source_doc_idx ON kgrag.entity_source USING btree (tenant_id, doc_id);
+
+--
+-- Name: entity_source_name_key_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
+--
+
+CREATE INDEX entity_source_name_key_idx ON kgrag.entity_source USING btree (tenant_id, name_key) WHERE (name_key IS NOT NULL);
 
 --
 -- Name: entity_type_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
@@ -8844,6 +9255,7 @@ GRANT SELECT ON TABLE kgrag.document TO kgrag_curator;
 
 GRANT SELECT ON TABLE kgrag.chunks TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag.chunks TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.chunks TO kgrag_curator;
 
 --
 -- Name: TABLE community; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8883,6 +9295,7 @@ GRANT SELECT ON TABLE kgrag.entity TO kgrag_curator;
 
 GRANT SELECT ON TABLE kgrag.communities TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag.communities TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.communities TO kgrag_curator;
 
 --
 -- Name: TABLE curation; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8950,6 +9363,7 @@ GRANT SELECT ON TABLE kgrag.edge TO kgrag_curator;
 
 GRANT SELECT ON TABLE kgrag.edges TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag.edges TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.edges TO kgrag_curator;
 
 --
 -- Name: TABLE connected_in_no_community; Type: ACL; Schema: kgrag_private; Owner: <owner>
@@ -8957,6 +9371,7 @@ GRANT SELECT ON TABLE kgrag.edges TO kgrag_writer;
 
 GRANT SELECT ON TABLE kgrag_private.connected_in_no_community TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag_private.connected_in_no_community TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag_private.connected_in_no_community TO kgrag_curator;
 
 --
 -- Name: TABLE entities; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -8964,6 +9379,7 @@ GRANT SELECT ON TABLE kgrag_private.connected_in_no_community TO kgrag_writer;
 
 GRANT SELECT ON TABLE kgrag.entities TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag.entities TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.entities TO kgrag_curator;
 
 --
 -- Name: TABLE entity_source; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -9059,6 +9475,7 @@ GRANT SELECT ON TABLE kgrag.settings TO kgrag_curator;
 
 GRANT SELECT ON TABLE kgrag.staleness TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag.staleness TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.staleness TO kgrag_curator;
 
 --
 -- PostgreSQL database dump complete
@@ -9104,6 +9521,8 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ma
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_question_chars', '2000', 'A question longer than this is refused (22023): entity linking, full-text search and the router read every word of it.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_quote_chars', '2000', 'A document giving a relation a quote longer than this is refused.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_title_chars', '1000', 'A document whose title is longer than this is refused.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'namesake_shared_neighbours', '1', 'How many neighbours (other entities cited in the same chunks) two documents'' namesakes must share to be one entity.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'namesake_types', '["Person"]', 'Entity types never joined across documents on the name alone: the documents that give one name without an identifier are one entity only where they share a neighbour (namesake_shared_neighbours) or a curator merged them (kgrag.merge_entities).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ontology', '{"entity_types": ["Person", "Organization", "Team", "Service", "Infrastructure", "Product", "Contract", "Incident", "Location", "Event", "Concept"], "relation_types": ["DEPENDS_ON", "OWNS", "RUNS_ON", "PART_OF", "WORKS_FOR", "MANAGES", "SIGNED", "CAUSED", "AFFECTS", "LOCATED_IN", "RELATED_TO"]}', 'Entity and relation types the LLM extractor may produce; anything else is rejected.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ppr_chunk_seed_weight', '0.05', 'Personalized PageRank in a search: each vector-search chunk joins the seeds with this weight times its normalized similarity (HippoRAG 2 uses 0.05).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ppr_damping', '0.5', 'Personalized PageRank: the chance to follow a link rather than restart at the seeds (HippoRAG uses 0.5).');

@@ -171,6 +171,8 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         ),
         "rename_entity": ("SELECT kgrag.rename_entity(%s, 'taken over')", [entities[0]]),
         "approve": ("SELECT kgrag.approve(%s, 'attack')", [entities[0]]),
+        "merge_entities": ("SELECT kgrag.merge_entities(%s, %s, 'attack')", [entities[0], entities[-1]]),
+        "split_entity": ("SELECT kgrag.split_entity(%s, %s, 'attack')", [entities[0], others["docs"][0]]),
         "apply_decisions": ("SELECT kgrag_private.apply_decisions()", []),
         "llm_cache_put": (
             """SELECT kgrag_private.llm_cache_put('k', 'm', '{"entities": [], "relations": []}', 'h')""",

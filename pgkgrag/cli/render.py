@@ -85,8 +85,11 @@ def build_line(built: BuildSummary) -> str:
     if built.summarized or built.summaries_rejected:
         rejected = ", ".join(f"{why}: {n}" for why, n in sorted(built.summaries_rejected.items()))
         line += f"; summarized by the LLM: {built.summarized}" + (f" (rejected: {rejected})" if rejected else "")
-    if built.renamed or built.relations_decided:
-        line += f"; curators' decisions applied: {built.renamed} names, {built.relations_decided} relations"
+    if built.renamed or built.relations_decided or built.namesakes_moved:
+        line += (
+            f"; curators' decisions applied: {built.renamed} names, {built.relations_decided} relations, "
+            f"{built.namesakes_moved} namesakes moved"
+        )
     return line
 
 

@@ -56,6 +56,7 @@ class BuildSummary:
     common_trigrams: int = 0  # the name trigrams entity linking probes around (kgrag.alias_trigram_stats)
     renamed: int = 0  # entities given the name a curator decided (kgrag.rename_entity)
     relations_decided: int = 0  # relations whose edge a curator's decision removed or restored
+    namesakes_moved: int = 0  # documents whose namesake a merge or split moved to another entity
 
 
 def detect_communities(conn: psycopg.Connection) -> CommunityCounts:
@@ -102,6 +103,7 @@ def build(
         decided = conn.execute(Q["apply_decisions"]).fetchone()  # first: the communities see the edges decided
         assert decided is not None
         summary.renamed, summary.relations_decided = decided[0]["renamed"], decided[0]["relations"]
+        summary.namesakes_moved = decided[0]["namesakes_moved"]
         outdated = conn.execute(Q["communities_outdated"]).fetchone()
         if force or (outdated and outdated[0]):
             summary.communities = detect_communities(conn)

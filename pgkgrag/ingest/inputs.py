@@ -53,6 +53,13 @@ class EntityIn(BaseModel):
     aliases: list[str] = Field(default_factory=list)
     description: str = ""
     answer: str | None = None
+    # a verified identifier (an employee number, a tax id, a URL): it decides the entity's identity
+    identifier: str | None = None
+
+    @field_validator("identifier")
+    @classmethod
+    def _identifier(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
 
     @field_validator("name", "type")
     @classmethod

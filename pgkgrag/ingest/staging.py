@@ -33,7 +33,8 @@ CHUNKS = StagedTable(
     ("text", "int4", "int4", "int4", "text", "text", "text", "vector", "int4", "text[]"),
 )
 ENTITIES = StagedTable(
-    "kgrag_stage_entity", ("doc_id", "name", "type", "description", "answer", "answer_ordinal", "aliases", "ordinals")
+    "kgrag_stage_entity",
+    ("doc_id", "name", "type", "description", "answer", "answer_ordinal", "aliases", "ordinals", "identifier"),
 )
 RELATIONS = StagedTable(
     "kgrag_stage_relation",
@@ -138,6 +139,7 @@ def stage_documents(
                 e.answer_ordinal,
                 e.aliases,
                 e.ordinals,
+                e.identifier,
             )
             for d in docs
             for e in d.found.entities

@@ -21,6 +21,7 @@ class AppliedCounts(BaseModel):
     refused: dict[str, str] = {}  # doc_id -> why: past a limit of what one document may carry
     affected_entities: int = 0
     removed_entities: int = 0
+    namesakes_moved: int = 0  # documents whose namesake changed entity (kgrag_private.resolve_namesakes)
 
 
 @dataclass

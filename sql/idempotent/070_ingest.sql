@@ -50,7 +50,9 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_entity (
         doc_id text NOT NULL, name text NOT NULL, type text NOT NULL, description text NOT NULL DEFAULT '',
         answer text, answer_ordinal integer, aliases text[] NOT NULL DEFAULT '{}', ordinals integer[] NOT NULL,
-        entity_id text GENERATED ALWAYS AS (kgrag.entity_key(type, name)) STORED
+        identifier text,
+        entity_id text GENERATED ALWAYS AS (CASE WHEN identifier IS NULL THEN kgrag.entity_key(type, name)
+                                                 ELSE kgrag_private.identified_key(type, identifier) END) STORED
     ) ON COMMIT DROP;
     CREATE INDEX IF NOT EXISTS kgrag_stage_entity_doc ON pg_temp.kgrag_stage_entity (doc_id);
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_relation (
@@ -89,9 +91,10 @@ BEGIN
                                 quote_literal(left(e.name, 60)), cardinality(e.aliases), max_aliases)
           FROM pg_temp.kgrag_stage_entity AS e WHERE cardinality(e.aliases) > max_aliases
         UNION ALL
-        SELECT e.doc_id, format('a name, type or alias of entity %s is %s characters long, above %s (setting max_alias_chars)',
+        SELECT e.doc_id, format('a name, type, identifier or alias of entity %s is %s characters long, above %s (setting max_alias_chars)',
                                 quote_literal(left(e.name, 60)), max(length(a.alias)), max_alias)
-          FROM pg_temp.kgrag_stage_entity AS e CROSS JOIN LATERAL unnest(ARRAY[e.name, e.type] || e.aliases) AS a(alias)
+          FROM pg_temp.kgrag_stage_entity AS e
+         CROSS JOIN LATERAL unnest(ARRAY[e.name, e.type, e.identifier] || e.aliases) AS a(alias)
          WHERE length(a.alias) > max_alias
          GROUP BY e.doc_id, e.name
         UNION ALL
@@ -114,6 +117,9 @@ BEGIN
         DELETE FROM pg_temp.kgrag_stage_chunk AS c WHERE refused ? c.doc_id;
         DELETE FROM pg_temp.kgrag_stage_document AS d WHERE refused ? d.doc_id;
     END IF;
+    -- An identifier with no letter or digit identifies nothing: the name decides.
+    UPDATE pg_temp.kgrag_stage_entity AS e SET identifier = NULL
+     WHERE e.identifier IS NOT NULL AND kgrag.canonical_name(e.identifier) = '';
     -- A name (or type) with no letter or digit would make one entity of every such name: dropped.
     DELETE FROM pg_temp.kgrag_stage_entity AS e WHERE kgrag.canonical_name(e.name) = '' OR kgrag.canonical_name(e.type) = '';
     GET DIAGNOSTICS nameless = ROW_COUNT;
@@ -123,7 +129,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.screen_staged() IS
-'Private. The first step of kgrag_private.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars for names, aliases and types, max_quote_chars) and every entity whose name or type folds to nothing. Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
+'Private. The first step of kgrag_private.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars for names, identifiers, aliases and types, max_quote_chars) and every entity whose name or type folds to nothing; an identifier that folds to nothing is dropped (the name decides). Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.said_after(doc text, short text, long_words text[]) RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -318,12 +324,14 @@ DECLARE
     t text := kgrag.current_tenant();
     affected text[];
     named text[] := kgrag_private.named_by(docs);  -- whose names the previous versions gave
+    kinds text[] := kgrag_private.namesake_kinds();
     n_mentions integer;
 BEGIN
     affected := ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
                       UNION SELECT s.entity_id FROM pg_temp.kgrag_stage_entity AS s
-                      UNION SELECT x FROM unnest(named) AS x);
-    PERFORM kgrag_private.lock_keys('entity', affected);
+                      UNION SELECT x FROM unnest(named) AS x
+                      UNION SELECT x FROM unnest(kgrag_private.namesakes_of(docs)) AS x);
+    PERFORM kgrag_private.lock_keys('entity', affected);  -- the namesakes' name keys among them, in one ascending pass
     -- what the previous versions said goes: the names they gave and their sources
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (docs);
     DELETE FROM kgrag.entity_source AS x WHERE x.tenant_id = t AND x.doc_id = ANY (docs);
@@ -337,12 +345,15 @@ BEGIN
     ON CONFLICT (tenant_id, entity_id) DO NOTHING;
     -- What each document says of each entity; an answer stands in the chunk named, else in the
     -- first chunk of the document that cites the entity.
-    INSERT INTO kgrag.entity_source (tenant_id, entity_id, doc_id, name, description, answer, answer_chunk_id)
+    -- A namesake type's entity without an identifier notes its name key: kgrag_private.resolve_namesakes
+    -- decides which entity it is once the batch is in.
+    INSERT INTO kgrag.entity_source (tenant_id, entity_id, doc_id, name, description, answer, answer_chunk_id, name_key)
     SELECT DISTINCT ON (s.entity_id, s.doc_id) t, s.entity_id, s.doc_id, s.name, s.description,
            NULLIF(btrim(s.answer), ''),
            CASE WHEN NULLIF(btrim(s.answer), '') IS NOT NULL THEN
                 COALESCE(s.doc_id || '#' || s.answer_ordinal,
-                         s.doc_id || '#' || (SELECT min(o.ordinal) FROM unnest(s.ordinals) AS o(ordinal))) END
+                         s.doc_id || '#' || (SELECT min(o.ordinal) FROM unnest(s.ordinals) AS o(ordinal))) END,
+           CASE WHEN s.identifier IS NULL AND kgrag.canonical_name(s.type) = ANY (kinds) THEN s.entity_id END
       FROM pg_temp.kgrag_stage_entity AS s
      ORDER BY s.entity_id, s.doc_id, length(s.description) DESC, s.name COLLATE "C"
     ON CONFLICT (tenant_id, entity_id, doc_id) DO NOTHING;  -- as for the chunks: deleted above, and no COPY
@@ -434,6 +445,7 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     docs text[];
+    names text[];  -- the name keys of namesakes the previous versions gave
     screened jsonb;
     counts jsonb;
 BEGIN
@@ -445,7 +457,11 @@ BEGIN
         RETURN jsonb_build_object('documents', 0, 'refused', screened -> 'refused', 'rejected', screened -> 'rejected');
     END IF;
     counts := jsonb_build_object('documents', cardinality(docs), 'chunks', kgrag_private.apply_documents(docs));
+    names := kgrag_private.namesakes_of(docs);  -- the previous versions' (read under the documents' locks)
     counts := counts || jsonb_build_object('mentions', kgrag_private.apply_entities(docs)) || kgrag_private.apply_relations();
+    -- the names the previous versions and the new ones give to namesakes: which entity each is
+    counts := counts || jsonb_build_object('namesakes_moved',
+                                           kgrag_private.resolve_namesakes(names || kgrag_private.namesakes_of(docs), docs));
     counts := counts || jsonb_build_object('refused', screened -> 'refused',
                                            'rejected', (counts -> 'rejected') || (screened -> 'rejected'));
     PERFORM kgrag_private.touch_documents(docs, 1);  -- and what the new versions contribute
@@ -453,7 +469,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.ingest_apply() IS
-'Private. Applies the staged batch (see kgrag_private.stage_begin) in the current transaction and returns counts as jsonb: a document past a limit of what one document may carry is refused (under "refused", with why), the short forms of a name within a document are folded into it (kgrag_private.fold_short_forms), each other staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), then the graph is refreshed for what changed.';
+'Private. Applies the staged batch (see kgrag_private.stage_begin) in the current transaction and returns counts as jsonb: a document past a limit of what one document may carry is refused (under "refused", with why), the short forms of a name within a document are folded into it (kgrag_private.fold_short_forms), each other staged document replaces its previous version (chunks, mentions, evidence, aliases it gave), entities are upserted by key with the mentions the extractor located, relations are kept when both endpoints are entities of their document (the rest are counted under "rejected" with the reason), the namesakes of the documents are resolved into entities (kgrag_private.resolve_namesakes; "namesakes_moved" counts the documents whose namesake changed entity), then the graph is refreshed for what changed.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.stored_documents(doc_ids text[])
 RETURNS TABLE (doc_id text, content_hash text)

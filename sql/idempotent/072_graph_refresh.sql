@@ -284,6 +284,7 @@ DECLARE
     t text := kgrag.current_tenant();
     deleted integer;
     named text[];  -- the entities whose names the documents gave
+    names text[];  -- and the name keys of their namesakes
     texts text[];
     counts jsonb;
 BEGIN
@@ -292,8 +293,10 @@ BEGIN
       ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
     PERFORM kgrag_private.touch_documents(doc_ids, -1);
     named := kgrag_private.named_by(doc_ids);
+    names := kgrag_private.namesakes_of(doc_ids);
     PERFORM kgrag_private.lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
-                                                    UNION SELECT x FROM unnest(named) AS x));
+                                                    UNION SELECT x FROM unnest(named) AS x
+                                                    UNION SELECT x FROM unnest(names) AS x));
     texts := ARRAY(SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
     PERFORM kgrag_private.release_chunks(doc_ids);
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
@@ -302,7 +305,9 @@ BEGIN
     DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);  -- decisions about them
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
-    counts := jsonb_build_object('documents', deleted) || kgrag_private.refresh_graph();
+    -- the namesakes the documents joined or kept apart are resolved again without them
+    counts := jsonb_build_object('documents', deleted, 'namesakes_moved', kgrag_private.resolve_namesakes(names, '{}'))
+              || kgrag_private.refresh_graph();
     -- Nothing of the deleted text survives this transaction: the communities it fed (their titles
     -- and reports) go until the next build, and so do the cached extractions of its chunks.
     DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
@@ -311,4 +316,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.delete_documents(text[]) IS
-'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), and the communities they fed (titles and reports, until the next build). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), and the communities they fed (titles and reports, until the next build). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';

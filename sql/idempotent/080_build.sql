@@ -7,7 +7,7 @@ SELECT e.tenant_id, e.entity_id
  WHERE e.degree > 0
    AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
                     WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id);
-GRANT SELECT ON kgrag_private.connected_in_no_community TO kgrag_reader, kgrag_writer;
+GRANT SELECT ON kgrag_private.connected_in_no_community TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON VIEW kgrag_private.connected_in_no_community IS
 'Private. The entities connected to another (degree > 0) that belong to no community: what an ingest leaves until pgkgrag build (an entity linked to none is in no community after a build either). The one definition of the rule, inlined wherever it is read (kgrag.entities.no_community, kgrag.staleness, kgrag_private.communities_outdated, the reason of kgrag_search); every tenant''s rows: the reader names the tenant (a bound value, so Citus reads one shard).';
 

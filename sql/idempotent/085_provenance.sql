@@ -30,6 +30,6 @@ SELECT c.chunk_id, c.doc_id, d.title AS document_title, c.ordinal, c.page, c.hea
   FROM kgrag.chunk AS c
   JOIN kgrag.document AS d ON d.tenant_id = c.tenant_id AND d.doc_id = c.doc_id
  WHERE c.tenant_id = kgrag.current_tenant();
-GRANT SELECT ON kgrag.chunks TO kgrag_reader, kgrag_writer;
+GRANT SELECT ON kgrag.chunks TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON VIEW kgrag.chunks IS
 'The current tenant''s chunks as an analyst reads them: chunk_id, its document and the document''s title, its ordinal, the page it starts on (PDF) and the headings above it, its section''s title, its span in the document''s converted text (char_start, char_end), its text and whether it has a vector. E.g. SELECT chunk_id, page, headings FROM kgrag.chunks WHERE doc_id = ''handbook.pdf'' ORDER BY ordinal;';

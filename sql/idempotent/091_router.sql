@@ -124,7 +124,12 @@ BEGIN
     -- and Grace Park): the reason names them (linked is at most 100 entities, each few aliases)
     SELECT string_agg(format('the name "%s" is ambiguous: %s', x.alias_fold, x.names), '; ' ORDER BY x.alias_fold)
       INTO note
-      FROM (SELECT a.alias_fold, string_agg(DISTINCT e.name, ', ') AS names
+      -- (namesakes of one name are told apart by id and what their description says)
+      FROM (SELECT a.alias_fold,
+                   CASE WHEN count(DISTINCT e.name) = count(DISTINCT e.entity_id) THEN string_agg(DISTINCT e.name, ', ')
+                        ELSE string_agg(DISTINCT format('%s [%s%s]', e.name, e.entity_id,
+                                                        COALESCE(': ' || NULLIF(left(e.description, 60), ''), '')), ', ')
+                   END AS names
               FROM kgrag.alias AS a
               JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = a.entity_id
              WHERE a.tenant_id = t AND a.entity_id = ANY (linked) AND a.alias_fold <> ''

@@ -17,7 +17,7 @@ SELECT e.entity_id, e.name, e.type, e.description,
                       WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id
                       ORDER BY c.level, m.community_id LIMIT 1) AS top ON true
  WHERE e.tenant_id = kgrag.current_tenant();
-GRANT SELECT ON kgrag.entities TO kgrag_reader, kgrag_writer;
+GRANT SELECT ON kgrag.entities TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON VIEW kgrag.entities IS
 'The current tenant''s entities as an analyst reads them: entity_id, name, type, description, the other names it is known by (aliases), degree, its answer and the chunk it came from, its coarsest community and that community''s title, and what is stale (answer_stale; no_community: connected to another entity but in no community, after an ingest without a build; not_embedded). E.g. SELECT * FROM kgrag.entities WHERE name ILIKE ''payment gateway'';';
 
@@ -28,7 +28,7 @@ SELECT g.src, s.name AS src_name, g.rel, g.dst, d.name AS dst_name, g.weight, g.
   JOIN kgrag.entity AS s ON s.tenant_id = g.tenant_id AND s.entity_id = g.src
   JOIN kgrag.entity AS d ON d.tenant_id = g.tenant_id AND d.entity_id = g.dst
  WHERE g.tenant_id = kgrag.current_tenant();
-GRANT SELECT ON kgrag.edges TO kgrag_reader, kgrag_writer;
+GRANT SELECT ON kgrag.edges TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON VIEW kgrag.edges IS
 'The current tenant''s edges with names on both ends: src, src_name, rel (CO_OCCURS, stored both ways, or a stated relation in its own direction), dst, dst_name, weight, confidence, the evidence chunk and quote, the validity (valid_from, valid_to) and the extractor. E.g. who signed a contract: SELECT src_name FROM kgrag.edges WHERE rel = ''SIGNED'' AND dst_name ILIKE ''payflow%'';';
 
@@ -42,7 +42,7 @@ SELECT c.community_id, c.level, c.parent_id, c.title, c.size, c.weight, c.stale,
   FROM kgrag.community AS c
   LEFT JOIN kgrag.community_report AS r ON r.tenant_id = c.tenant_id AND r.community_id = c.community_id
  WHERE c.tenant_id = kgrag.current_tenant();
-GRANT SELECT ON kgrag.communities TO kgrag_reader, kgrag_writer;
+GRANT SELECT ON kgrag.communities TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON VIEW kgrag.communities IS
 'The current tenant''s communities (level 0 the coarsest): parent, title, size, weight (distinct documents), whether stale, the members'' names (best connected first) and the report with whether it is stale, what wrote it and the chunks it cites.';
 
@@ -69,6 +69,6 @@ SELECT x.what, x.how_many, x.fix
            WHERE r.tenant_id = kgrag.current_tenant() AND r.embedding IS NULL),
          'pgkgrag build')) AS x(o, what, how_many, fix)
  ORDER BY x.o;
-GRANT SELECT ON kgrag.staleness TO kgrag_reader, kgrag_writer;
+GRANT SELECT ON kgrag.staleness TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON VIEW kgrag.staleness IS
 'What is stale in the current tenant, one row per kind, with how many and the command that fixes it: stale communities, connected entities in no community (an ingest without a build), stale reports (never served), stale answers, entities and reports without an embedding. All zero after pgkgrag build.';

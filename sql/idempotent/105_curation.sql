@@ -8,7 +8,7 @@ SELECT DISTINCT ON (c.kind, c.target) c.kind, c.target, c.value, c.doc_id, c.not
   FROM kgrag.curation AS c
  ORDER BY c.kind, c.target, c.decided_at DESC;
 COMMENT ON VIEW kgrag.decisions IS
-'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, rename_entity or approve; target: "src|REL|dst" for a relation, an entity id, or a review item; value: the new name of a rename; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
+'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, rename_entity, merge_entities, split_entity or approve; target: "src|REL|dst" for a relation, an entity id, "namesake:KEY@DOC" for what a document says under a name (a merge: "namesake:KEY@DOC+DOC"), or a review item; value: the new name of a rename; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
 GRANT SELECT ON kgrag.decisions TO kgrag_reader, kgrag_writer, kgrag_curator;
 
 CREATE OR REPLACE FUNCTION kgrag_private.relation_target(src text, rel text, dst text) RETURNS text
@@ -50,14 +50,27 @@ WITH relations AS (
       JOIN kgrag.entity AS e ON e.entity_id = a.entity_id
      WHERE a.alias_fold <> ''
      GROUP BY a.alias_fold
-    HAVING count(DISTINCT a.entity_id) > 1
+    HAVING count(DISTINCT kgrag_private.namesake_key(a.entity_id)) > 1  -- namesakes of one name: the next item
+    UNION ALL
+    -- one name, several people kept apart (nothing joined them): one person or several is a guess
+    SELECT 'namesakes', 'namesake:' || x.name_key,
+           left(format('"%s" is %s entities kept apart: %s. If two are one: kgrag.merge_entities(a, b)',
+                       min(x.name), count(*), string_agg(format('%s (documents %s)', x.entity_id, x.docs), '; '
+                                                         ORDER BY x.entity_id COLLATE "C")), 2000),
+           NULL, NULL, NULL
+      FROM (SELECT s.name_key, s.entity_id, min(s.name) AS name,
+                   string_agg(s.doc_id, ', ' ORDER BY s.doc_id COLLATE "C") AS docs
+              FROM kgrag.entity_source AS s WHERE s.name_key IS NOT NULL
+             GROUP BY s.name_key, s.entity_id) AS x
+     GROUP BY x.name_key
+    HAVING count(*) > 1
 )
 SELECT i.item, i.target, i.what, i.confidence, i.chunk_id, i.quote
   FROM items AS i
  WHERE NOT EXISTS (SELECT 1 FROM kgrag.curation AS c WHERE c.target = i.target)
  ORDER BY (i.item = 'sample'), i.item, i.target COLLATE "C";
 COMMENT ON VIEW kgrag.review_queue IS
-'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of several entities). Decide with kgrag.reject_relation(src, rel, dst), kgrag.rename_entity(entity, name) or kgrag.approve(target); an item with a decision leaves the queue.';
+'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them). Decide with kgrag.reject_relation(src, rel, dst), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 GRANT SELECT ON kgrag.review_queue TO kgrag_reader, kgrag_writer, kgrag_curator;
 
 CREATE OR REPLACE FUNCTION kgrag_private.relation_documents(src text, rel text, dst text) RETURNS text[]
@@ -141,6 +154,72 @@ $$;
 COMMENT ON FUNCTION kgrag.rename_entity(text, text, text) IS
 'Records the name an entity (by id, name or alias) should have, with an optional note; returns what happens next. The build gives it that name and no ingestion takes it back (kgrag_private.derive_entities); its id stays. 22023 for an empty name or one longer than max_alias_chars.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.namesake_documents(entity_id text) RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN ARRAY(SELECT s.doc_id FROM kgrag.entity_source AS s
+                  WHERE s.tenant_id = t AND s.entity_id = namesake_documents.entity_id AND s.name_key IS NOT NULL
+                  ORDER BY s.doc_id COLLATE "C");
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.namesake_documents(text) IS
+'Private. Returns the documents (in byte order) whose namesakes an entity is (kgrag.entity_source rows with a name key): none for an entity that is not a namesake.';
+
+CREATE OR REPLACE FUNCTION kgrag.merge_entities(a text, b text, note text DEFAULT '')
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    ids text[] := kgrag.resolve_entities(ARRAY[a, b]);
+    docs_a text[];
+    docs_b text[];
+    key text;
+BEGIN
+    IF cardinality(ids) < 2 THEN  -- (resolve_entities gives each entity once)
+        RAISE EXCEPTION '% and % are one entity already (%)', a, b, ids[1] USING ERRCODE = '22023';
+    END IF;
+    docs_a := kgrag_private.namesake_documents(ids[1]);
+    docs_b := kgrag_private.namesake_documents(ids[2]);
+    key := kgrag_private.namesake_key(ids[1]);
+    IF cardinality(docs_a) = 0 OR cardinality(docs_b) = 0 OR key <> kgrag_private.namesake_key(ids[2]) THEN
+        RAISE EXCEPTION '% and % are not namesakes kept apart: only entities of one name (the ids of a namesakes item of kgrag.review_queue) are merged', ids[1], ids[2]
+            USING ERRCODE = '22023', HINT = 'To give an entity another name: kgrag.rename_entity(entity, name).';
+    END IF;
+    -- about the first document of each: forgotten when the first goes
+    PERFORM kgrag_private.decide('merge_entities', format('namesake:%s@%s+%s', key, docs_a[1], docs_b[1]),
+                                 docs_b[1], docs_a[1], note);
+    RETURN format('%s and %s are one entity from the next pgkgrag build on, whatever ingestion finds', ids[1], ids[2]);
+END
+$$;
+COMMENT ON FUNCTION kgrag.merge_entities(text, text, text) IS
+'Records that two namesakes kept apart (entities of one name of a type of the setting namesake_types, by id) are one entity, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it resolve the name with this decision (kgrag_private.resolve_namesakes), until a later kgrag.split_entity of either takes it back; it is about the first document of each, and forgotten when the first of a''s goes. 22023 for one entity, or for entities that are not namesakes of one name.';
+
+CREATE OR REPLACE FUNCTION kgrag.split_entity(entity text, doc_id text, note text DEFAULT '')
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    id text := (kgrag.resolve_entities(ARRAY[entity]))[1];
+BEGIN
+    IF NOT (split_entity.doc_id = ANY (kgrag_private.namesake_documents(id))) THEN
+        RAISE EXCEPTION 'document % gives no namesake of % (%)', quote_literal(split_entity.doc_id), entity, id
+            USING ERRCODE = '22023',
+                  HINT = 'SELECT doc_id FROM kgrag.entity_source WHERE entity_id = ... AND name_key IS NOT NULL lists them.';
+    END IF;
+    PERFORM kgrag_private.decide('split_entity', format('namesake:%s@%s', kgrag_private.namesake_key(id), split_entity.doc_id),
+                                 NULL, split_entity.doc_id, note);
+    RETURN format('what %s says of %s is its own entity from the next pgkgrag build on', split_entity.doc_id, id);
+END
+$$;
+COMMENT ON FUNCTION kgrag.split_entity(text, text, text) IS
+'Records that what one document says under the name of a namesake entity (by id, name or alias) is another entity, with an optional note; returns what happens next. The build and every ingestion after it keep that document''s namesake on its own (no shared neighbour joins it; a later kgrag.merge_entities may). Forgotten with the document. 22023 for a document that gives the entity no namesake (types of the setting namesake_types, without an identifier).';
+
 CREATE OR REPLACE FUNCTION kgrag.approve(target text, note text DEFAULT '')
 RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -159,7 +238,10 @@ BEGIN
         IF cardinality(docs) = 0 THEN
             RAISE EXCEPTION 'no relation % is stated', quote_literal(target) USING ERRCODE = '22023';
         END IF;
-    ELSIF NOT (target LIKE 'name:%' OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = target)) THEN
+    ELSIF NOT (target LIKE 'name:%'
+               OR (target LIKE 'namesake:%' AND EXISTS (SELECT 1 FROM kgrag.entity_source AS s
+                                                        WHERE s.tenant_id = t AND s.name_key = substr(target, 10)))
+               OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = target)) THEN
         RAISE EXCEPTION 'no review item or entity is %', quote_literal(target) USING ERRCODE = '22023';
     END IF;
     PERFORM kgrag_private.decide('approve', target, NULL, CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
@@ -167,7 +249,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.approve(text, text) IS
-'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", an entity id) was checked and is right, with an optional note: it leaves the queue; on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
+'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", an entity id) was checked and is right, with an optional note: it leaves the queue; on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) RETURNS boolean
 LANGUAGE sql STABLE SECURITY INVOKER
@@ -192,6 +274,8 @@ DECLARE
     t text := kgrag.current_tenant();
     renamed integer;
     relations integer;
+    keys text[];
+    moved integer;
 BEGIN
     -- names decided, where the entity has another
     -- (kgrag.curation with the tenant bound, not the view: Citus routes each statement to one shard)
@@ -203,6 +287,11 @@ BEGIN
     -- relations whose edge disagrees with the latest decision (rejected and present, or taken
     -- back and absent): the graph refresh recomputes them from their evidence
     PERFORM kgrag_private.touched_scratch();
+    -- namesakes merged or split: their names resolved again (what moves is noted for the refresh;
+    -- the keys read first: a call whose argument reads a tenant's shard would run on its worker)
+    keys := ARRAY(SELECT DISTINCT substr(split_part(c.target, '@', 1), 10) FROM kgrag.curation AS c
+                   WHERE c.tenant_id = t AND c.kind IN ('merge_entities', 'split_entity'));
+    moved := kgrag_private.resolve_namesakes(keys, '{}');
     INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
     SELECT x.src, x.dst, x.rel, 0
       FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,
@@ -213,13 +302,13 @@ BEGIN
            = EXISTS (SELECT 1 FROM kgrag.edge AS g
                       WHERE g.tenant_id = t AND g.src = x.src AND g.dst = x.dst AND g.rel = x.rel);
     GET DIAGNOSTICS relations = ROW_COUNT;
-    IF relations > 0 THEN
+    IF relations > 0 OR moved > 0 THEN
         PERFORM kgrag_private.refresh_graph();
     ELSE
         DROP TABLE pg_temp.kgrag_touched;
     END IF;
-    RETURN jsonb_build_object('renamed', renamed, 'relations', relations);
+    RETURN jsonb_build_object('renamed', renamed, 'relations', relations, 'namesakes_moved', moved);
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.apply_decisions() IS
-'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, each relation whose edge disagrees with the latest decision on it (a rejected edge still there goes; an approved one that was rejected comes back from its evidence). Returns {"renamed": n, "relations": n}.';
+'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, each relation whose edge disagrees with the latest decision on it (a rejected edge still there goes; an approved one that was rejected comes back from its evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n, "namesakes_moved": n}.';

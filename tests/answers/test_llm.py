@@ -318,3 +318,29 @@ def test_reports_summarized_by_the_llm_keep_their_citations(
     before = len(llm.requests)
     build(conn, "t1", HashEmbedder(512), report_writer=OpenAICompatibleClient(LlmSettings.from_env()))
     assert len([r for r in llm.requests[before:] if "Payment Module" in r["body"]["messages"][-1]["content"]]) == 0
+
+
+def test_an_identifier_counts_only_where_the_passage_states_it(
+    conn: psycopg.Connection, tmp_path: Path, llm: FakeOpenAI
+) -> None:
+    def person(identifier: str) -> str:
+        entity = {"name": "João Souza", "type": "Person", "description": "", "identifier": identifier}
+        return json.dumps({"entities": [entity], "relations": []})
+
+    llm.responses["badge"] = [(200, person("EMP-0042"))]
+    llm.responses["night shift"] = [(200, person("EMP-9999"))]  # not in the passage: made up, dropped
+    report = run(
+        conn,
+        tmp_path,
+        [
+            {"doc_id": "a", "text": "João Souza wears badge EMP-0042."},
+            {"doc_id": "b", "text": "João Souza works the night shift."},
+        ],
+    )
+    assert report.ok
+    assert q(conn, "SELECT doc_id, entity_id FROM kgrag.entity_source ORDER BY 1") == [
+        ("a", "person:#emp 0042"),
+        ("b", "person:joao souza"),
+    ]
+    schema = llm.requests[0]["body"]["response_format"]["json_schema"]["schema"]
+    assert "identifier" in schema["properties"]["entities"]["items"]["required"]

@@ -20,6 +20,7 @@ from catalog import tables as catalog_tables
 from citus_cluster import CITUS_SH, citus, fresh_cluster, login, placement
 from conftest import Server, as_role
 from ingesting import OPS, checksums, ingest, write_jsonl
+from people import ACME_PAYROLL, ACME_STAFF, BETA_CLINIC
 from tenant_calls import _graph_ids, _rows, reads
 
 from pgkgrag.db.connections import connect, tenant_transaction
@@ -68,20 +69,25 @@ def watched(dsn: str, spread: list[str]) -> psycopg.Connection:
 
 def load(dsn: str, tenants: tuple[str, str], tmp: Path, spread: list[str]) -> None:
     """The same steps on either database, as a writer login role: both tenants ingest (the second
-    with two connections at once), one changed document is ingested again, one is deleted, both
-    build."""
+    with two connections at once, two namesakes among its documents), one changed document is
+    ingested again, one is deleted, the namesakes are merged, both build."""
     sample = [json.loads(line) for line in Path(SAMPLE_CORPUS).read_text().splitlines()]
     a, b = tenants
     tmp.mkdir()
     with watched(dsn, spread) as conn:
         ingest(conn, tmp, sample, tenant=a, batch_size=10)
         with watched(dsn, spread) as other:
-            path = write_jsonl(tmp / f"{b}.jsonl", sample[:20] + OPS)
+            path = write_jsonl(tmp / f"{b}.jsonl", [BETA_CLINIC, *sample[:20], ACME_PAYROLL, *OPS, ACME_STAFF])
             Ingestor(conn, b, ProvidedExtractor(), EMBEDDER, batch_size=5, workers=[other]).run([path])
         changed = dict(sample[0], text=sample[0]["text"] + " The Auth Service also calls the Billing Ledger.")
         ingest(conn, tmp, [changed], tenant=a)
         with tenant_transaction(conn, b):
             conn.execute("SELECT kgrag.delete_documents(%s)", [[sample[1]["doc_id"]]])
+            merged = (
+                "SELECT kgrag.merge_entities(min(entity_id), max(entity_id)) FROM kgrag.entity"
+                " WHERE tenant_id = %s AND name = %s"
+            )
+            conn.execute(merged, [b, "João Souza"])  # applied by the build: documents move on the worker
         with tenant_transaction(conn, a):  # so that the build stores common words (kgrag.lexeme_stats)
             conn.execute(
                 "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'lexical_candidates', '5')", [a]

@@ -15,7 +15,7 @@ from ingesting import ingest
 
 from pgkgrag.db.connections import tenant_transaction
 
-ANA = "person:ana costa"
+ANA = "person:#emp 1001"  # one person in both documents: her employee number says so
 NORTHWIND = "organization:northwind"
 CONTOSO = "organization:contoso"
 BRUNO = "person:bruno lima"
@@ -24,7 +24,10 @@ DOCS = [
     {
         "doc_id": "ana-2015",
         "text": "Ana Costa joined Northwind in 2015 as an accountant and left it at the end of 2019.",
-        "entities": [{"name": "Ana Costa", "type": "Person"}, {"name": "Northwind", "type": "Organization"}],
+        "entities": [
+            {"name": "Ana Costa", "type": "Person", "identifier": "EMP-1001"},
+            {"name": "Northwind", "type": "Organization"},
+        ],
         "relations": [
             # dates without a time: midnight UTC
             {
@@ -41,7 +44,7 @@ DOCS = [
         "doc_id": "ana-2020",
         "text": "Ana Costa has worked at Contoso since 2020. She may be mentoring Bruno Lima there.",
         "entities": [
-            {"name": "Ana Costa", "type": "Person"},
+            {"name": "Ana Costa", "type": "Person", "identifier": "EMP-1001"},
             {"name": "Contoso", "type": "Organization"},
             {"name": "Bruno Lima", "type": "Person"},
         ],

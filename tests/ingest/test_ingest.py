@@ -453,7 +453,7 @@ def test_how_long_a_name_or_type_may_be_is_the_tenants_setting(conn: psycopg.Con
     docs = [{"doc_id": "n", "text": "n", "entities": [{"name": long_name, "type": "Thing"}]}]
     refused = ingest(conn, tmp_path, docs)
     assert [why for _, why in refused.rejected_inputs] == [
-        f"document 'n': a name, type or alias of entity '{'N' * 60}' is 400 characters long, above 300"
+        f"document 'n': a name, type, identifier or alias of entity '{'N' * 60}' is 400 characters long, above 300"
         " (setting max_alias_chars)"
     ], refused.rejected_inputs
     with tenant_transaction(conn, "t1"):

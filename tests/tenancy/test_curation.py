@@ -5,15 +5,18 @@ may decide and nothing else; a reader may not decide."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import as_role
+from conftest import REPO, as_role
 from ingesting import ingest, q
+from people import ACME_STAFF, BETA_CLINIC, JOAO
 
 from pgkgrag.db.connections import tenant_transaction
+from pgkgrag.db.server import _BIN
 from pgkgrag.embed.embedders import HashEmbedder
 from pgkgrag.graph.build import build
 
@@ -147,3 +150,83 @@ def test_decisions_are_checked(conn: psycopg.Connection, tmp_path: Path) -> None
     ):
         with pytest.raises(psycopg.errors.InvalidParameterValue, match=message), tenant_transaction(conn, "t1"):
             conn.execute(call)
+
+
+def readme_block() -> str:
+    """The psql block of the README's "Curating the graph"."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Curating the graph") :]
+    start = section.index("```sql") + len("```sql")
+    return section[start : section.index("```", start)]
+
+
+def owners_of(conn: psycopg.Connection, name: str) -> dict[str, str]:
+    return dict(q(conn, "SELECT doc_id, entity_id FROM kgrag.entity_source WHERE name = %s", name))
+
+
+def test_a_curator_in_psql_runs_the_readme_and_the_decisions_last(
+    conn: psycopg.Connection, admin: psycopg.Connection, dsn: str, login_roles: Callable[[str], str], tmp_path: Path
+) -> None:
+    assert ingest(conn, tmp_path, [FIRST, ACME_STAFF, BETA_CLINIC]).ok
+    build(conn, "t1", HashEmbedder(512))
+    assert len(set(owners_of(conn, "João Souza").values())) == 2  # kept apart: nothing joins them
+    curator = login_roles("kgrag_curator")
+    admin.execute("SELECT kgrag.grant_tenant(%s, 't1')", [curator])
+    admin.commit()
+    script = readme_block().replace("kgrag.use_tenant('acme')", "kgrag.use_tenant('t1')")
+    out = subprocess.run(
+        [str(_BIN / "psql"), "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", as_role(dsn, curator)],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "namesakes|" in out.stdout and "nurse at Beta Clinic" in out.stdout
+    assert f"merge_entities|namesake:{JOAO}@acme-staff+beta-clinic|beta-clinic|acme-staff" in out.stdout
+
+    built = build(conn, "t1", HashEmbedder(512))
+    assert (built.renamed, built.relations_decided, built.namesakes_moved) == (1, 1, 1)
+    merged = {JOAO}
+    assert set(owners_of(conn, "João Souza").values()) == merged
+    assert ("organization:beta clinic",) in q(conn, "SELECT entity_id FROM kgrag.k_hop(ARRAY[%s], 1)", JOAO)
+    # a changed document and a rebuild keep every decision
+    changed = dict(BETA_CLINIC, text="João Souza was a nurse at Beta Clinic until March.")
+    assert ingest(conn, tmp_path, [changed]).written == 1
+    build(conn, "t1", HashEmbedder(512), force=True)
+    assert set(owners_of(conn, "João Souza").values()) == merged
+    assert edges(conn) == [
+        (ANA, "MENTORS", BRUNO),
+        ("person:carlos pereira", "WORKS_WITH", JOAO),
+        (JOAO, "WORKS_AT", "organization:acme"),
+        (JOAO, "WORKS_AT", "organization:beta clinic"),
+    ]
+    assert q(conn, "SELECT name FROM kgrag.entity WHERE entity_id = %s", BRUNO) == [("Bruno A. Lima",)]
+
+    # a split takes one document's namesake apart again, and lasts as well
+    with psycopg.connect(as_role(dsn, curator)) as own, tenant_transaction(own, "t1"):
+        own.execute("SELECT kgrag.split_entity(%s, 'beta-clinic', 'two people after all')", [JOAO])
+    assert build(conn, "t1", HashEmbedder(512)).namesakes_moved == 1
+    apart = owners_of(conn, "João Souza")
+    assert apart["acme-staff"] == JOAO and apart["beta-clinic"] != JOAO
+    ingest(conn, tmp_path, [BETA_CLINIC])
+    assert owners_of(conn, "João Souza") == apart
+
+
+def test_namesake_decisions_are_checked(conn: psycopg.Connection, tmp_path: Path) -> None:
+    assert ingest(conn, tmp_path, [FIRST, ACME_STAFF, BETA_CLINIC]).ok
+    nurse = owners_of(conn, "João Souza")["beta-clinic"]
+    for call, message in (
+        (f"SELECT kgrag.merge_entities('{JOAO}', '{JOAO}')", "are one entity already"),
+        ("SELECT kgrag.merge_entities('Ana Costa', 'Bruno Lima')", "are not namesakes kept apart"),
+        (f"SELECT kgrag.merge_entities('{JOAO}', 'Contoso')", "are not namesakes kept apart"),
+        ("SELECT kgrag.merge_entities('João Souza', 'Acme')", "is ambiguous"),
+        (f"SELECT kgrag.split_entity('{nurse}', 'acme-staff')", "gives no namesake of"),
+        ("SELECT kgrag.split_entity('Contoso', 'team')", "gives no namesake of"),
+        (f"SELECT kgrag.approve('namesake:{JOAO}x')", "no review item or entity"),
+    ):
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match=message), tenant_transaction(conn, "t1"):
+            conn.execute(call)
+    with tenant_transaction(conn, "t1"):
+        conn.execute("SELECT kgrag.approve(%s, 'two people indeed')", [f"namesake:{JOAO}"])
+    assert q(conn, "SELECT item FROM kgrag.review_queue WHERE item = 'namesakes'") == []

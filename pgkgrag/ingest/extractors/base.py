@@ -39,6 +39,7 @@ class FoundEntity:
     answer: str | None = None
     answer_ordinal: int | None = None
     ordinals: list[int] | None = None  # the chunks that cite it
+    identifier: str | None = None  # verified: the input or the text states it
 
 
 @dataclass
@@ -171,6 +172,7 @@ class ProvidedExtractor:
                 entity.answer,
                 answer_ordinal,
                 ordinals or [c.ordinal for c in chunks],
+                entity.identifier,
             )
             out.entities.append(found)
             types[id(found)] = type_key

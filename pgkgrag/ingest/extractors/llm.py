@@ -127,8 +127,16 @@ class LlmExtractor:
                 elif not key or key not in text_sq:
                     rejected["entity not in the source text"] += 1
                 else:
+                    # an identifier counts only where the passage states it
+                    identifier = entity.identifier.strip()
                     entities.setdefault(
-                        key, {"name": entity.name.strip(), "type": etype, "description": entity.description.strip()}
+                        key,
+                        {
+                            "name": entity.name.strip(),
+                            "type": etype,
+                            "description": entity.description.strip(),
+                            "identifier": identifier if identifier and identifier in chunk.text else "",
+                        },
                     )
             relations = []
             for relation in out.relations:
@@ -177,6 +185,7 @@ class LlmExtractor:
                 )
                 if len(e["description"]) > len(found.description):
                     found.description = e["description"]
+                found.identifier = found.identifier or e.get("identifier") or None
                 assert found.ordinals is not None
                 if chunk.ordinal not in found.ordinals:
                     found.ordinals.append(chunk.ordinal)

@@ -1,0 +1,209 @@
+-- Identity beyond the name. An entity given a verified identifier (an employee number, a tax id, a
+-- URL) is keyed by it, whatever its name. An entity of a type of the setting namesake_types (Person
+-- by default) given without one is never joined across documents on its name alone: the
+-- documents that give one name (its name key) are resolved into entities by what they share
+-- besides the name (a neighbour: another entity cited in the same chunks), and by the decisions of
+-- the people who check the graph (kgrag.merge_entities, kgrag.split_entity). The resolution is a
+-- function of the documents there are and the decisions, never of the order they came in.
+
+CREATE OR REPLACE FUNCTION kgrag_private.identified_key(entity_type text, identifier text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- '#' never stands in a canonical name: an identifier's key meets no name's
+    SELECT pg_catalog.replace(kgrag.canonical_name(entity_type), ' ', '_') || ':#' || kgrag.canonical_name(identifier)
+$$;
+COMMENT ON FUNCTION kgrag_private.identified_key(text, text) IS
+'Private. Returns the id of an entity given a verified identifier: its canonical type, '':#'', the canonical identifier ("Person", "EMP-0042" -> "person:#emp 0042"). Two documents giving one identifier give one entity, whatever the names they give it.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.namesake_kinds() RETURNS text[]
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT ARRAY(SELECT kgrag.canonical_name(x) FROM jsonb_array_elements_text(kgrag.setting('namesake_types')) AS x)
+$$;
+COMMENT ON FUNCTION kgrag_private.namesake_kinds() IS
+'Private. Returns the canonical entity types of the setting namesake_types: those never joined across documents on the name alone.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.namesake_key(entity_id text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.split_part(entity_id, '@', 1)
+$$;
+COMMENT ON FUNCTION kgrag_private.namesake_key(text) IS
+'Private. Returns the name key of an entity id: the id without the mark that sets a namesake apart ("person:joao souza@1f3a9c2e" -> "person:joao souza"); an id without one is its own name key.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.namesakes_of(doc_ids text[]) RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN ARRAY(SELECT DISTINCT s.name_key FROM kgrag.entity_source AS s
+                  WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids) AND s.name_key IS NOT NULL ORDER BY 1);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.namesakes_of(text[]) IS
+'Private. Returns the name keys (sorted) of the namesakes these documents give: the ones whose resolution (kgrag_private.resolve_namesakes) a change of these documents can move.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.resolve_namesakes(keys text[], batch_docs text[]) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    shared integer := greatest(1, (kgrag.setting('namesake_shared_neighbours') #>> '{}')::integer);
+    most constant integer := 500;  -- documents of one name resolved apart; past that, the name decides
+    others text[];
+    split_off text[];  -- the occurrences a curator split off (kgrag.split_entity)
+    olds text[];  -- the moves: each document's old entity, its new one, the document
+    news text[];
+    moved_docs text[];
+    moved integer;
+    changed integer;
+BEGIN
+    keys := ARRAY(SELECT DISTINCT k FROM unnest(keys) AS k WHERE k IS NOT NULL ORDER BY 1);
+    IF cardinality(keys) = 0 THEN
+        RETURN 0;
+    END IF;
+    PERFORM kgrag_private.lock_keys('entity', keys);  -- every writer of a namesake locks its name key
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake (name_key text, doc_id text, entity_id text, comp text, new_id text)
+        ON COMMIT DROP;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake_link (name_key text, a text, b text) ON COMMIT DROP;
+    TRUNCATE pg_temp.kgrag_namesake, pg_temp.kgrag_namesake_link;
+    -- each document that gives a name key is an occurrence, first on its own (comp: the least
+    -- document of the entity it will be)
+    INSERT INTO pg_temp.kgrag_namesake (name_key, doc_id, entity_id, comp)
+    SELECT s.name_key, s.doc_id, s.entity_id, s.doc_id
+      FROM kgrag.entity_source AS s WHERE s.tenant_id = t AND s.name_key = ANY (keys);
+    -- a name given by more than `most` documents is one entity, as the name alone would make it
+    UPDATE pg_temp.kgrag_namesake AS n SET comp = ''
+     WHERE n.name_key IN (SELECT x.name_key FROM pg_temp.kgrag_namesake AS x GROUP BY x.name_key HAVING count(*) > most);
+    ANALYZE pg_temp.kgrag_namesake;
+    split_off := ARRAY(SELECT c.target FROM kgrag.curation AS c
+                        WHERE c.tenant_id = t AND c.kind = 'split_entity' AND c.target LIKE 'namesake:%');
+
+    -- Two occurrences sharing `shared` neighbours are one entity. A neighbour is another entity
+    -- cited in a chunk that cites the occurrence, by its name key when it is a namesake itself
+    -- (so what it resolves to does not matter). An occurrence a curator split off has none.
+    -- (every read of a scratch table is a MATERIALIZED CTE: Citus joins its result, never the table)
+    WITH own AS MATERIALIZED (
+        SELECT n.* FROM pg_temp.kgrag_namesake AS n
+         WHERE n.comp <> ''
+           AND ('namesake:' || n.name_key || '@' || n.doc_id) <> ALL (split_off)
+    ), context AS MATERIALIZED (
+        SELECT DISTINCT n.name_key, n.doc_id, COALESCE(o.name_key, m2.entity_id) AS token
+          FROM own AS n
+          JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = n.doc_id
+          JOIN kgrag.mention AS m ON m.tenant_id = t AND m.chunk_id = c.chunk_id AND m.entity_id = n.entity_id
+          JOIN kgrag.mention AS m2 ON m2.tenant_id = t AND m2.chunk_id = c.chunk_id AND m2.entity_id <> n.entity_id
+          LEFT JOIN kgrag.entity_source AS o ON o.tenant_id = t AND o.entity_id = m2.entity_id AND o.doc_id = n.doc_id
+    )
+    INSERT INTO pg_temp.kgrag_namesake_link (name_key, a, b)
+    SELECT x.name_key, x.doc_id, y.doc_id
+      FROM context AS x JOIN context AS y ON y.name_key = x.name_key AND y.token = x.token AND y.doc_id > x.doc_id
+     WHERE x.token <> x.name_key
+     GROUP BY x.name_key, x.doc_id, y.doc_id
+    HAVING count(*) >= shared;
+    -- a curator's merge joins two occurrences, unless either was split off after it
+    INSERT INTO pg_temp.kgrag_namesake_link (name_key, a, b)
+    SELECT substr(split_part(c.target, '@', 1), 10), c.doc_id, c.value
+      FROM kgrag.curation AS c
+     WHERE c.tenant_id = t AND c.kind = 'merge_entities'
+       AND substr(split_part(c.target, '@', 1), 10) = ANY (keys)
+       AND NOT EXISTS (SELECT 1 FROM kgrag.curation AS s
+                        WHERE s.tenant_id = t AND s.kind = 'split_entity' AND s.decided_at > c.decided_at
+                          AND s.doc_id IN (c.doc_id, c.value)
+                          AND s.target = 'namesake:' || substr(split_part(c.target, '@', 1), 10) || '@' || s.doc_id);
+
+    -- components: each occurrence takes the least document it is linked to, until none moves
+    LOOP
+        UPDATE pg_temp.kgrag_namesake AS n SET comp = x.comp
+          FROM (SELECT l.name_key, l.doc_id, min(l.comp) AS comp
+                  FROM (SELECT k.name_key, k.b AS doc_id, a.comp
+                          FROM pg_temp.kgrag_namesake_link AS k
+                          JOIN pg_temp.kgrag_namesake AS a ON a.name_key = k.name_key AND a.doc_id = k.a
+                        UNION ALL
+                        SELECT k.name_key, k.a, b.comp
+                          FROM pg_temp.kgrag_namesake_link AS k
+                          JOIN pg_temp.kgrag_namesake AS b ON b.name_key = k.name_key AND b.doc_id = k.b) AS l
+                 GROUP BY l.name_key, l.doc_id) AS x
+         WHERE n.name_key = x.name_key AND n.doc_id = x.doc_id AND x.comp < n.comp AND n.comp <> '';
+        GET DIAGNOSTICS changed = ROW_COUNT;
+        EXIT WHEN changed = 0;
+    END LOOP;
+
+    -- The entity of the most documents keeps the name key (ties: its least document first); each
+    -- other one is the name key marked with its least document.
+    UPDATE pg_temp.kgrag_namesake AS n
+       SET new_id = CASE WHEN r.place = 1 THEN n.name_key ELSE n.name_key || '@' || left(md5(n.comp), 8) END
+      FROM (SELECT x.name_key, x.comp,
+                   row_number() OVER (PARTITION BY x.name_key ORDER BY count(*) DESC, x.comp COLLATE "C") AS place
+              FROM pg_temp.kgrag_namesake AS x GROUP BY x.name_key, x.comp) AS r
+     WHERE r.name_key = n.name_key AND r.comp = n.comp;
+    DELETE FROM pg_temp.kgrag_namesake AS n WHERE n.entity_id = n.new_id;
+    SELECT count(*) INTO moved FROM pg_temp.kgrag_namesake;
+    IF moved = 0 THEN
+        RETURN 0;
+    END IF;
+
+    -- Moving an occurrence: what its document contributes goes from the old id to the new one. A
+    -- document of this batch is counted once it is in (the caller's touch); any other is counted
+    -- out before and in after, so co-occurrence weights move exactly.
+    others := ARRAY(SELECT DISTINCT n.doc_id FROM pg_temp.kgrag_namesake AS n
+                     WHERE n.doc_id <> ALL (COALESCE(batch_docs, '{}')) ORDER BY 1);
+    IF cardinality(others) > 0 THEN
+        PERFORM kgrag_private.touch_documents(others, -1);
+    ELSE
+        PERFORM kgrag_private.touched_scratch();
+    END IF;
+    -- (the moves as bound arrays: Citus runs each statement where the tenant's shards are, and a
+    -- scratch table must not go with it)
+    SELECT array_agg(n.entity_id ORDER BY n.doc_id COLLATE "C"), array_agg(n.new_id ORDER BY n.doc_id COLLATE "C"),
+           array_agg(n.doc_id ORDER BY n.doc_id COLLATE "C")
+      INTO olds, news, moved_docs FROM pg_temp.kgrag_namesake AS n;
+    INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, description)
+    SELECT DISTINCT ON (u.new_id) t, u.new_id, e.name, e.type, ''
+      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = u.entity_id
+     ORDER BY u.new_id, u.doc_id COLLATE "C"
+    ON CONFLICT (tenant_id, entity_id) DO NOTHING;
+    -- the moved documents' chunks, each with the old and the new id
+    UPDATE kgrag.mention AS m SET entity_id = x.new_id
+      FROM (SELECT u.entity_id, u.new_id, c.chunk_id FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = u.doc_id) AS x
+     WHERE m.tenant_id = t AND m.entity_id = x.entity_id AND m.chunk_id = x.chunk_id;
+    UPDATE kgrag.relation_evidence AS r SET src = x.new_id
+      FROM (SELECT u.entity_id, u.new_id, c.chunk_id FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = u.doc_id) AS x
+     WHERE r.tenant_id = t AND r.src = x.entity_id AND r.chunk_id = x.chunk_id;
+    UPDATE kgrag.relation_evidence AS r SET dst = x.new_id
+      FROM (SELECT u.entity_id, u.new_id, c.chunk_id FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = u.doc_id) AS x
+     WHERE r.tenant_id = t AND r.dst = x.entity_id AND r.chunk_id = x.chunk_id;
+    UPDATE kgrag.entity_source AS s SET entity_id = u.new_id
+      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+     WHERE s.tenant_id = t AND s.entity_id = u.entity_id AND s.doc_id = u.doc_id;
+    -- the names the documents gave, first on the new entity, then their sources
+    INSERT INTO kgrag.alias (tenant_id, entity_id, alias, sourced)
+    SELECT DISTINCT t, u.new_id, s.alias, true
+      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+      JOIN kgrag.alias_source AS s ON s.tenant_id = t AND s.entity_id = u.entity_id AND s.doc_id = u.doc_id
+    ON CONFLICT DO NOTHING;
+    UPDATE kgrag.alias_source AS s SET entity_id = u.new_id
+      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+     WHERE s.tenant_id = t AND s.entity_id = u.entity_id AND s.doc_id = u.doc_id;
+    PERFORM kgrag_private.forget_aliases(olds);
+    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+    SELECT DISTINCT x.id, NULL::text, 'ENTITY', 0
+      FROM pg_temp.kgrag_namesake AS n CROSS JOIN LATERAL (VALUES (n.entity_id), (n.new_id)) AS x(id);
+    IF cardinality(others) > 0 THEN
+        PERFORM kgrag_private.touch_documents(others, 1);
+    END IF;
+    RETURN moved;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.resolve_namesakes(text[], text[]) IS
+'Private. Resolves the documents that give these name keys (kgrag.entity_source.name_key) into entities: two documents'' namesakes are one entity where they share the setting namesake_shared_neighbours of neighbours (other entities cited in the same chunks; a namesake neighbour by its name key) or a curator merged them (kgrag.merge_entities), unless one was split off later (kgrag.split_entity); linked documents are one entity through any chain. The entity of the most documents keeps the name key as its id, each other one the key marked with its least document ("person:joao souza@1f3a9c2e"): the same ids for the same documents and decisions, whatever the order they came in. A name given by more than 500 documents is one entity. Moves each document''s mentions, evidence, source and aliases to its entity, and notes in pg_temp.kgrag_touched what the graph refresh must recompute (documents not in batch_docs are counted out and in). Returns the number of documents moved.';
