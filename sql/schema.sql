@@ -434,12 +434,15 @@ DECLARE
     texts text[];
     counts jsonb;
 BEGIN
-    -- the document rows are the documents' locks, as in kgrag_private.ingest_apply()
+    -- namesakes by name key first, then the document rows (the documents' locks), as in
+    -- kgrag_private.ingest_apply(); the names read again under them
+    PERFORM kgrag_private.lock_keys('namesake', kgrag_private.namesakes_of(doc_ids));
     PERFORM 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids)
       ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
+    names := kgrag_private.namesakes_of(doc_ids);
+    PERFORM kgrag_private.lock_keys('namesake', names);
     PERFORM kgrag_private.touch_documents(doc_ids, -1);
     named := kgrag_private.named_by(doc_ids);
-    names := kgrag_private.namesakes_of(doc_ids);
     PERFORM kgrag_private.lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
                                                     UNION SELECT x FROM unnest(named) AS x
                                                     UNION SELECT x FROM unnest(names) AS x));
@@ -1087,6 +1090,7 @@ DECLARE
     docs_a text[];
     docs_b text[];
     key text;
+    held text;
 BEGIN
     IF cardinality(ids) < 2 THEN  -- (resolve_entities gives each entity once)
         RAISE EXCEPTION '% and % are one entity already (%)', a, b, ids[1] USING ERRCODE = '22023';
@@ -1098,9 +1102,14 @@ BEGIN
         RAISE EXCEPTION '% and % are not namesakes kept apart: only entities of one name (the ids of a namesakes item of kgrag.review_queue) are merged', ids[1], ids[2]
             USING ERRCODE = '22023', HINT = 'To give an entity another name: kgrag.rename_entity(entity, name).';
     END IF;
-    -- about the first document of each: forgotten when the first goes
+    -- a's first document to each of b's (a JSON array, at most 20 of them and 1,000 characters):
+    -- forgotten when a's first document goes
+    held := to_jsonb(docs_b[1:20])::text;
+    IF length(held) > 1000 THEN
+        held := to_jsonb(docs_b[1:1])::text;
+    END IF;
     PERFORM kgrag_private.decide('merge_entities', format('namesake:%s@%s+%s', key, docs_a[1], docs_b[1]),
-                                 docs_b[1], docs_a[1], note);
+                                 held, docs_a[1], note);
     RETURN format('%s and %s are one entity from the next pgkgrag build on, whatever ingestion finds', ids[1], ids[2]);
 END
 $$;
@@ -1111,7 +1120,7 @@ ALTER FUNCTION kgrag.merge_entities(a text, b text, note text) OWNER TO <owner>;
 -- Name: FUNCTION merge_entities(a text, b text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.merge_entities(a text, b text, note text) IS 'Records that two namesakes kept apart (entities of one name of a type of the setting namesake_types, by id) are one entity, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it resolve the name with this decision (kgrag_private.resolve_namesakes), until a later kgrag.split_entity of either takes it back; it is about the first document of each, and forgotten when the first of a''s goes. 22023 for one entity, or for entities that are not namesakes of one name.';
+COMMENT ON FUNCTION kgrag.merge_entities(a text, b text, note text) IS 'Records that two namesakes kept apart (entities of one name of a type of the setting namesake_types, by id) are one entity, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it resolve the name with this decision (kgrag_private.resolve_namesakes), until a later kgrag.split_entity of either takes it back; it links a''s first document to b''s documents of the time (up to 20), and is forgotten when a''s first document goes. 22023 for one entity, or for entities that are not namesakes of one name.';
 
 --
 -- Name: neighbourhood(text[], integer, integer, text[], timestamp with time zone, text, boolean, double precision); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2461,6 +2470,19 @@ DECLARE
     keys text[];
     moved integer;
 BEGIN
+    -- namesakes merged or split first (their name keys are the first locks every writer of them
+    -- takes): their names resolved again, what moves noted for the refresh (the keys are read
+    -- first: a call whose argument reads a tenant's shard would run on its worker)
+    PERFORM kgrag_private.touched_scratch();
+    keys := ARRAY(SELECT DISTINCT substr(split_part(c.target, '@', 1), 10) FROM kgrag.curation AS c
+                   WHERE c.tenant_id = t AND c.kind IN ('merge_entities', 'split_entity') ORDER BY 1);
+    moved := kgrag_private.resolve_namesakes(keys, '{}');
+    -- then the entities the other decisions name, as an ingestion batch locks them
+    PERFORM kgrag_private.lock_keys('entity', ARRAY(
+        SELECT x.id FROM kgrag.curation AS c
+         CROSS JOIN LATERAL unnest(CASE WHEN c.kind = 'rename_entity' THEN ARRAY[c.target]
+                                        ELSE ARRAY[split_part(c.target, '|', 1), split_part(c.target, '|', 3)] END) AS x(id)
+         WHERE c.tenant_id = t AND (c.kind = 'rename_entity' OR c.target LIKE '%|%|%')));
     -- names decided, where the entity has another
     -- (kgrag.curation with the tenant bound, not the view: Citus routes each statement to one shard)
     UPDATE kgrag.entity AS e SET name = d.value, embedding = NULL, updated_at = now()
@@ -2470,12 +2492,6 @@ BEGIN
     GET DIAGNOSTICS renamed = ROW_COUNT;
     -- relations whose edge disagrees with the latest decision (rejected and present, or taken
     -- back and absent): the graph refresh recomputes them from their evidence
-    PERFORM kgrag_private.touched_scratch();
-    -- namesakes merged or split: their names resolved again (what moves is noted for the refresh;
-    -- the keys read first: a call whose argument reads a tenant's shard would run on its worker)
-    keys := ARRAY(SELECT DISTINCT substr(split_part(c.target, '@', 1), 10) FROM kgrag.curation AS c
-                   WHERE c.tenant_id = t AND c.kind IN ('merge_entities', 'split_entity'));
-    moved := kgrag_private.resolve_namesakes(keys, '{}');
     INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
     SELECT x.src, x.dst, x.rel, 0
       FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,
@@ -3448,14 +3464,14 @@ BEGIN
     -- it as it is. Each name is folded once
     -- and the pairs are found by equal words (hash joins): the work grows with the names, not
     -- with their pairs.
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_name (doc_id text, name text, type text, kind text, w text[])
-        ON COMMIT DROP;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_name (doc_id text, name text, type text, kind text, w text[],
+                                                      identified boolean) ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_short_form (doc_id text, short_name text, short_type text, long_name text,
                                                       long_type text) ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_short_text (doc_id text, ordinal integer, x text) ON COMMIT DROP;
     TRUNCATE pg_temp.kgrag_short_name, pg_temp.kgrag_short_form, pg_temp.kgrag_short_text;
     INSERT INTO pg_temp.kgrag_short_name
-    SELECT e.doc_id, e.name, e.type, k.kind, string_to_array(kgrag.canonical_name(e.name), ' ')
+    SELECT e.doc_id, e.name, e.type, k.kind, string_to_array(kgrag.canonical_name(e.name), ' '), e.identifier IS NOT NULL
       FROM pg_temp.kgrag_stage_entity AS e
      CROSS JOIN LATERAL (SELECT kgrag.canonical_name(e.type) AS kind) AS k
      WHERE k.kind = ANY (kinds);
@@ -3465,9 +3481,9 @@ BEGIN
     WITH longs AS (
         SELECT n.*, n.w[1] AS first, n.w[cardinality(n.w)] AS last FROM pg_temp.kgrag_short_name AS n
          WHERE cardinality(n.w) BETWEEN 2 AND 6 AND length(n.w[1]) > 1 AND n.w[1] <> ALL (honorifics)
-    ), shorts AS (
+    ), shorts AS (  -- (a name given with an identifier is that entity: never folded)
         SELECT n.*, n.w[1] AS first, n.w[cardinality(n.w)] AS last FROM pg_temp.kgrag_short_name AS n
-         WHERE cardinality(n.w) <= 2
+         WHERE cardinality(n.w) <= 2 AND NOT n.identified
     ), pairs AS (
         SELECT s.doc_id, s.name, s.type, s.kind, l.name AS long_name, l.type AS long_type, l.w AS long_w
           FROM shorts AS s JOIN longs AS l ON l.doc_id = s.doc_id AND l.kind = s.kind AND l.first = s.first
@@ -3538,7 +3554,7 @@ ALTER FUNCTION kgrag_private.fold_short_forms() OWNER TO <owner>;
 -- Name: FUNCTION fold_short_forms(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS 'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after, at most 100 such pairs read a document): the longer name takes its mentions, aliases (the short name among them) and relations. Each name is folded once and pairs are found by equal words, so the work grows with the names. Returns the number of short forms folded.';
+COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS 'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; never one given with an identifier; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after, at most 100 such pairs read a document): the longer name takes its mentions, aliases (the short name among them) and relations. Each name is folded once and pairs are found by equal words, so the work grows with the names. Returns the number of short forms folded.';
 
 --
 -- Name: forget_aliases(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4031,8 +4047,13 @@ BEGIN
     IF docs IS NULL THEN
         RETURN jsonb_build_object('documents', 0, 'refused', screened -> 'refused', 'rejected', screened -> 'rejected');
     END IF;
+    -- Namesakes are locked by name key before anything else (a writer of any document of a name
+    -- waits here, holding nothing): the names the batch gives and those its previous versions gave.
+    PERFORM kgrag_private.lock_keys('namesake', kgrag_private.staged_namesakes() || kgrag_private.namesakes_of(docs));
     counts := jsonb_build_object('documents', cardinality(docs), 'chunks', kgrag_private.apply_documents(docs));
-    names := kgrag_private.namesakes_of(docs);  -- the previous versions' (read under the documents' locks)
+    -- the previous versions' again, under the documents' locks (one written meanwhile: locked now)
+    names := kgrag_private.namesakes_of(docs);
+    PERFORM kgrag_private.lock_keys('namesake', names);
     counts := counts || jsonb_build_object('mentions', kgrag_private.apply_entities(docs)) || kgrag_private.apply_relations();
     -- the names the previous versions and the new ones give to namesakes: which entity each is
     counts := counts || jsonb_build_object('namesakes_moved',
@@ -5818,6 +5839,7 @@ DECLARE
     olds text[];  -- the moves: each document's old entity, its new one, the document
     news text[];
     moved_docs text[];
+    present text[];  -- the entities the caller's change touched before the moves
     moved integer;
     changed integer;
 BEGIN
@@ -5825,7 +5847,11 @@ BEGIN
     IF cardinality(keys) = 0 THEN
         RETURN 0;
     END IF;
-    PERFORM kgrag_private.lock_keys('entity', keys);  -- every writer of a namesake locks its name key
+    -- Every writer of a document of a name locks its name key before anything else (ingestion and
+    -- deletion; the build's decisions take nothing before): taken again here, it waits for nothing.
+    -- So no other writer changes an occurrence of these names, and moving the mentions of
+    -- documents this transaction did not lock is safe.
+    PERFORM kgrag_private.lock_keys('namesake', keys);
     CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake (name_key text, doc_id text, entity_id text, comp text, new_id text)
         ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake_link (name_key text, a text, b text) ON COMMIT DROP;
@@ -5835,9 +5861,11 @@ BEGIN
     INSERT INTO pg_temp.kgrag_namesake (name_key, doc_id, entity_id, comp)
     SELECT s.name_key, s.doc_id, s.entity_id, s.doc_id
       FROM kgrag.entity_source AS s WHERE s.tenant_id = t AND s.name_key = ANY (keys);
-    -- a name given by more than `most` documents is one entity, as the name alone would make it
+    -- a name given by more than `most` documents is one entity, as the name alone would make it; so is
+    -- a name of a type the setting namesake_types no longer lists
     UPDATE pg_temp.kgrag_namesake AS n SET comp = ''
-     WHERE n.name_key IN (SELECT x.name_key FROM pg_temp.kgrag_namesake AS x GROUP BY x.name_key HAVING count(*) > most);
+     WHERE n.name_key IN (SELECT x.name_key FROM pg_temp.kgrag_namesake AS x GROUP BY x.name_key HAVING count(*) > most)
+        OR split_part(n.name_key, ':', 1) <> ALL (ARRAY(SELECT replace(k, ' ', '_') FROM unnest(kgrag_private.namesake_kinds()) AS k));
     ANALYZE pg_temp.kgrag_namesake;
     split_off := ARRAY(SELECT c.target FROM kgrag.curation AS c
                         WHERE c.tenant_id = t AND c.kind = 'split_entity' AND c.target LIKE 'namesake:%');
@@ -5866,13 +5894,13 @@ BEGIN
     HAVING count(*) >= shared;
     -- a curator's merge joins two occurrences, unless either was split off after it
     INSERT INTO pg_temp.kgrag_namesake_link (name_key, a, b)
-    SELECT substr(split_part(c.target, '@', 1), 10), c.doc_id, c.value
-      FROM kgrag.curation AS c
+    SELECT substr(split_part(c.target, '@', 1), 10), c.doc_id, b.doc_id
+      FROM kgrag.curation AS c CROSS JOIN LATERAL jsonb_array_elements_text(c.value::jsonb) AS b(doc_id)
      WHERE c.tenant_id = t AND c.kind = 'merge_entities'
        AND substr(split_part(c.target, '@', 1), 10) = ANY (keys)
        AND NOT EXISTS (SELECT 1 FROM kgrag.curation AS s
                         WHERE s.tenant_id = t AND s.kind = 'split_entity' AND s.decided_at > c.decided_at
-                          AND s.doc_id IN (c.doc_id, c.value)
+                          AND (s.doc_id = c.doc_id OR c.value::jsonb ? s.doc_id)
                           AND s.target = 'namesake:' || substr(split_part(c.target, '@', 1), 10) || '@' || s.doc_id);
 
     -- components: each occurrence takes the least document it is linked to, until none moves
@@ -5911,10 +5939,10 @@ BEGIN
     -- out before and in after, so co-occurrence weights move exactly.
     others := ARRAY(SELECT DISTINCT n.doc_id FROM pg_temp.kgrag_namesake AS n
                      WHERE n.doc_id <> ALL (COALESCE(batch_docs, '{}')) ORDER BY 1);
+    PERFORM kgrag_private.touched_scratch();
+    present := ARRAY(SELECT DISTINCT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY');
     IF cardinality(others) > 0 THEN
         PERFORM kgrag_private.touch_documents(others, -1);
-    ELSE
-        PERFORM kgrag_private.touched_scratch();
     END IF;
     -- (the moves as bound arrays: Citus runs each statement where the tenant's shards are, and a
     -- scratch table must not go with it)
@@ -5958,6 +5986,11 @@ BEGIN
       FROM pg_temp.kgrag_namesake AS n CROSS JOIN LATERAL (VALUES (n.entity_id), (n.new_id)) AS x(id);
     IF cardinality(others) > 0 THEN
         PERFORM kgrag_private.touch_documents(others, 1);
+        -- the other entities of those documents keep their sources and their co-occurrences with
+        -- each other (counted out and in: no change); only the moved ids are theirs to refresh, so
+        -- no entity another writer holds is derived again here
+        DELETE FROM pg_temp.kgrag_touched AS k
+         WHERE k.rel = 'ENTITY' AND k.a <> ALL (present) AND k.a <> ALL (olds) AND k.a <> ALL (news);
     END IF;
     RETURN moved;
 END
@@ -5969,7 +6002,7 @@ ALTER FUNCTION kgrag_private.resolve_namesakes(keys text[], batch_docs text[]) O
 -- Name: FUNCTION resolve_namesakes(keys text[], batch_docs text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.resolve_namesakes(keys text[], batch_docs text[]) IS 'Private. Resolves the documents that give these name keys (kgrag.entity_source.name_key) into entities: two documents'' namesakes are one entity where they share the setting namesake_shared_neighbours of neighbours (other entities cited in the same chunks; a namesake neighbour by its name key) or a curator merged them (kgrag.merge_entities), unless one was split off later (kgrag.split_entity); linked documents are one entity through any chain. The entity of the most documents keeps the name key as its id, each other one the key marked with its least document ("person:joao souza@1f3a9c2e"): the same ids for the same documents and decisions, whatever the order they came in. A name given by more than 500 documents is one entity. Moves each document''s mentions, evidence, source and aliases to its entity, and notes in pg_temp.kgrag_touched what the graph refresh must recompute (documents not in batch_docs are counted out and in). Returns the number of documents moved.';
+COMMENT ON FUNCTION kgrag_private.resolve_namesakes(keys text[], batch_docs text[]) IS 'Private. Resolves the documents that give these name keys (kgrag.entity_source.name_key) into entities: two documents'' namesakes are one entity where they share the setting namesake_shared_neighbours of neighbours (other entities cited in the same chunks; a namesake neighbour by its name key) or a curator merged them (kgrag.merge_entities), unless one was split off later (kgrag.split_entity); a name of a type namesake_types no longer lists is one entity again; linked documents are one entity through any chain. The entity of the most documents keeps the name key as its id, each other one the key marked with its least document ("person:joao souza@1f3a9c2e"): the same ids for the same documents and decisions, whatever the order they came in. A name given by more than 500 documents is one entity. The caller holds the names'' locks (kgrag_private.lock_keys kind namesake, taken before the documents''): no other writer changes an occurrence meanwhile. Moves each document''s mentions, evidence, source and aliases to its entity, and notes in pg_temp.kgrag_touched what the graph refresh must recompute (documents not in batch_docs are counted out and in). Returns the number of documents moved.';
 
 --
 -- Name: rewrite_edges(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6619,6 +6652,29 @@ ALTER FUNCTION kgrag_private.stage_begin() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.stage_begin() IS 'Private. Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _cluster), dropped at commit. COPY the batch into them, then call kgrag_private.ingest_apply().';
+
+--
+-- Name: staged_namesakes(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.staged_namesakes() RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN ARRAY(SELECT DISTINCT s.entity_id FROM pg_temp.kgrag_stage_entity AS s
+                  WHERE s.identifier IS NULL AND kgrag.canonical_name(s.type) = ANY (kgrag_private.namesake_kinds())
+                  ORDER BY 1);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.staged_namesakes() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION staged_namesakes(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.staged_namesakes() IS 'Private. Returns the name keys (sorted) of the namesakes a staged ingestion batch gives (entities of a type of the setting namesake_types without an identifier): what the batch locks before anything else.';
 
 --
 -- Name: stored_documents(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

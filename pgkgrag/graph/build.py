@@ -99,11 +99,14 @@ def build(
     """Bring communities, reports, answers and embeddings up to date; only what is stale is redone.
     With a report_writer (an LLM client), template reports are rewritten as cited summaries."""
     summary = BuildSummary()
+    # the curators' decisions first, in a transaction of their own (the locks they take are an
+    # ingestion's, held for this step only): the communities see the edges decided
     with tenant_transaction(conn, tenant):
-        decided = conn.execute(Q["apply_decisions"]).fetchone()  # first: the communities see the edges decided
+        decided = conn.execute(Q["apply_decisions"]).fetchone()
         assert decided is not None
         summary.renamed, summary.relations_decided = decided[0]["renamed"], decided[0]["relations"]
         summary.namesakes_moved = decided[0]["namesakes_moved"]
+    with tenant_transaction(conn, tenant):
         outdated = conn.execute(Q["communities_outdated"]).fetchone()
         if force or (outdated and outdated[0]):
             summary.communities = detect_communities(conn)

@@ -175,14 +175,14 @@ BEGIN
     -- it as it is. Each name is folded once
     -- and the pairs are found by equal words (hash joins): the work grows with the names, not
     -- with their pairs.
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_name (doc_id text, name text, type text, kind text, w text[])
-        ON COMMIT DROP;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_short_name (doc_id text, name text, type text, kind text, w text[],
+                                                      identified boolean) ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_short_form (doc_id text, short_name text, short_type text, long_name text,
                                                       long_type text) ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_short_text (doc_id text, ordinal integer, x text) ON COMMIT DROP;
     TRUNCATE pg_temp.kgrag_short_name, pg_temp.kgrag_short_form, pg_temp.kgrag_short_text;
     INSERT INTO pg_temp.kgrag_short_name
-    SELECT e.doc_id, e.name, e.type, k.kind, string_to_array(kgrag.canonical_name(e.name), ' ')
+    SELECT e.doc_id, e.name, e.type, k.kind, string_to_array(kgrag.canonical_name(e.name), ' '), e.identifier IS NOT NULL
       FROM pg_temp.kgrag_stage_entity AS e
      CROSS JOIN LATERAL (SELECT kgrag.canonical_name(e.type) AS kind) AS k
      WHERE k.kind = ANY (kinds);
@@ -192,9 +192,9 @@ BEGIN
     WITH longs AS (
         SELECT n.*, n.w[1] AS first, n.w[cardinality(n.w)] AS last FROM pg_temp.kgrag_short_name AS n
          WHERE cardinality(n.w) BETWEEN 2 AND 6 AND length(n.w[1]) > 1 AND n.w[1] <> ALL (honorifics)
-    ), shorts AS (
+    ), shorts AS (  -- (a name given with an identifier is that entity: never folded)
         SELECT n.*, n.w[1] AS first, n.w[cardinality(n.w)] AS last FROM pg_temp.kgrag_short_name AS n
-         WHERE cardinality(n.w) <= 2
+         WHERE cardinality(n.w) <= 2 AND NOT n.identified
     ), pairs AS (
         SELECT s.doc_id, s.name, s.type, s.kind, l.name AS long_name, l.type AS long_type, l.w AS long_w
           FROM shorts AS s JOIN longs AS l ON l.doc_id = s.doc_id AND l.kind = s.kind AND l.first = s.first
@@ -259,7 +259,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS
-'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after, at most 100 such pairs read a document): the longer name takes its mentions, aliases (the short name among them) and relations. Each name is folded once and pairs are found by equal words, so the work grows with the names. Returns the number of short forms folded.';
+'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; never one given with an identifier; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after, at most 100 such pairs read a document): the longer name takes its mentions, aliases (the short name among them) and relations. Each name is folded once and pairs are found by equal words, so the work grows with the names. Returns the number of short forms folded.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.apply_documents(docs text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -456,8 +456,13 @@ BEGIN
     IF docs IS NULL THEN
         RETURN jsonb_build_object('documents', 0, 'refused', screened -> 'refused', 'rejected', screened -> 'rejected');
     END IF;
+    -- Namesakes are locked by name key before anything else (a writer of any document of a name
+    -- waits here, holding nothing): the names the batch gives and those its previous versions gave.
+    PERFORM kgrag_private.lock_keys('namesake', kgrag_private.staged_namesakes() || kgrag_private.namesakes_of(docs));
     counts := jsonb_build_object('documents', cardinality(docs), 'chunks', kgrag_private.apply_documents(docs));
-    names := kgrag_private.namesakes_of(docs);  -- the previous versions' (read under the documents' locks)
+    -- the previous versions' again, under the documents' locks (one written meanwhile: locked now)
+    names := kgrag_private.namesakes_of(docs);
+    PERFORM kgrag_private.lock_keys('namesake', names);
     counts := counts || jsonb_build_object('mentions', kgrag_private.apply_entities(docs)) || kgrag_private.apply_relations();
     -- the names the previous versions and the new ones give to namesakes: which entity each is
     counts := counts || jsonb_build_object('namesakes_moved',

@@ -48,6 +48,19 @@ $$;
 COMMENT ON FUNCTION kgrag_private.namesakes_of(text[]) IS
 'Private. Returns the name keys (sorted) of the namesakes these documents give: the ones whose resolution (kgrag_private.resolve_namesakes) a change of these documents can move.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.staged_namesakes() RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    RETURN ARRAY(SELECT DISTINCT s.entity_id FROM pg_temp.kgrag_stage_entity AS s
+                  WHERE s.identifier IS NULL AND kgrag.canonical_name(s.type) = ANY (kgrag_private.namesake_kinds())
+                  ORDER BY 1);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.staged_namesakes() IS
+'Private. Returns the name keys (sorted) of the namesakes a staged ingestion batch gives (entities of a type of the setting namesake_types without an identifier): what the batch locks before anything else.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.resolve_namesakes(keys text[], batch_docs text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -61,6 +74,7 @@ DECLARE
     olds text[];  -- the moves: each document's old entity, its new one, the document
     news text[];
     moved_docs text[];
+    present text[];  -- the entities the caller's change touched before the moves
     moved integer;
     changed integer;
 BEGIN
@@ -68,7 +82,11 @@ BEGIN
     IF cardinality(keys) = 0 THEN
         RETURN 0;
     END IF;
-    PERFORM kgrag_private.lock_keys('entity', keys);  -- every writer of a namesake locks its name key
+    -- Every writer of a document of a name locks its name key before anything else (ingestion and
+    -- deletion; the build's decisions take nothing before): taken again here, it waits for nothing.
+    -- So no other writer changes an occurrence of these names, and moving the mentions of
+    -- documents this transaction did not lock is safe.
+    PERFORM kgrag_private.lock_keys('namesake', keys);
     CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake (name_key text, doc_id text, entity_id text, comp text, new_id text)
         ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake_link (name_key text, a text, b text) ON COMMIT DROP;
@@ -78,9 +96,11 @@ BEGIN
     INSERT INTO pg_temp.kgrag_namesake (name_key, doc_id, entity_id, comp)
     SELECT s.name_key, s.doc_id, s.entity_id, s.doc_id
       FROM kgrag.entity_source AS s WHERE s.tenant_id = t AND s.name_key = ANY (keys);
-    -- a name given by more than `most` documents is one entity, as the name alone would make it
+    -- a name given by more than `most` documents is one entity, as the name alone would make it; so is
+    -- a name of a type the setting namesake_types no longer lists
     UPDATE pg_temp.kgrag_namesake AS n SET comp = ''
-     WHERE n.name_key IN (SELECT x.name_key FROM pg_temp.kgrag_namesake AS x GROUP BY x.name_key HAVING count(*) > most);
+     WHERE n.name_key IN (SELECT x.name_key FROM pg_temp.kgrag_namesake AS x GROUP BY x.name_key HAVING count(*) > most)
+        OR split_part(n.name_key, ':', 1) <> ALL (ARRAY(SELECT replace(k, ' ', '_') FROM unnest(kgrag_private.namesake_kinds()) AS k));
     ANALYZE pg_temp.kgrag_namesake;
     split_off := ARRAY(SELECT c.target FROM kgrag.curation AS c
                         WHERE c.tenant_id = t AND c.kind = 'split_entity' AND c.target LIKE 'namesake:%');
@@ -109,13 +129,13 @@ BEGIN
     HAVING count(*) >= shared;
     -- a curator's merge joins two occurrences, unless either was split off after it
     INSERT INTO pg_temp.kgrag_namesake_link (name_key, a, b)
-    SELECT substr(split_part(c.target, '@', 1), 10), c.doc_id, c.value
-      FROM kgrag.curation AS c
+    SELECT substr(split_part(c.target, '@', 1), 10), c.doc_id, b.doc_id
+      FROM kgrag.curation AS c CROSS JOIN LATERAL jsonb_array_elements_text(c.value::jsonb) AS b(doc_id)
      WHERE c.tenant_id = t AND c.kind = 'merge_entities'
        AND substr(split_part(c.target, '@', 1), 10) = ANY (keys)
        AND NOT EXISTS (SELECT 1 FROM kgrag.curation AS s
                         WHERE s.tenant_id = t AND s.kind = 'split_entity' AND s.decided_at > c.decided_at
-                          AND s.doc_id IN (c.doc_id, c.value)
+                          AND (s.doc_id = c.doc_id OR c.value::jsonb ? s.doc_id)
                           AND s.target = 'namesake:' || substr(split_part(c.target, '@', 1), 10) || '@' || s.doc_id);
 
     -- components: each occurrence takes the least document it is linked to, until none moves
@@ -154,10 +174,10 @@ BEGIN
     -- out before and in after, so co-occurrence weights move exactly.
     others := ARRAY(SELECT DISTINCT n.doc_id FROM pg_temp.kgrag_namesake AS n
                      WHERE n.doc_id <> ALL (COALESCE(batch_docs, '{}')) ORDER BY 1);
+    PERFORM kgrag_private.touched_scratch();
+    present := ARRAY(SELECT DISTINCT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY');
     IF cardinality(others) > 0 THEN
         PERFORM kgrag_private.touch_documents(others, -1);
-    ELSE
-        PERFORM kgrag_private.touched_scratch();
     END IF;
     -- (the moves as bound arrays: Citus runs each statement where the tenant's shards are, and a
     -- scratch table must not go with it)
@@ -201,9 +221,14 @@ BEGIN
       FROM pg_temp.kgrag_namesake AS n CROSS JOIN LATERAL (VALUES (n.entity_id), (n.new_id)) AS x(id);
     IF cardinality(others) > 0 THEN
         PERFORM kgrag_private.touch_documents(others, 1);
+        -- the other entities of those documents keep their sources and their co-occurrences with
+        -- each other (counted out and in: no change); only the moved ids are theirs to refresh, so
+        -- no entity another writer holds is derived again here
+        DELETE FROM pg_temp.kgrag_touched AS k
+         WHERE k.rel = 'ENTITY' AND k.a <> ALL (present) AND k.a <> ALL (olds) AND k.a <> ALL (news);
     END IF;
     RETURN moved;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.resolve_namesakes(text[], text[]) IS
-'Private. Resolves the documents that give these name keys (kgrag.entity_source.name_key) into entities: two documents'' namesakes are one entity where they share the setting namesake_shared_neighbours of neighbours (other entities cited in the same chunks; a namesake neighbour by its name key) or a curator merged them (kgrag.merge_entities), unless one was split off later (kgrag.split_entity); linked documents are one entity through any chain. The entity of the most documents keeps the name key as its id, each other one the key marked with its least document ("person:joao souza@1f3a9c2e"): the same ids for the same documents and decisions, whatever the order they came in. A name given by more than 500 documents is one entity. Moves each document''s mentions, evidence, source and aliases to its entity, and notes in pg_temp.kgrag_touched what the graph refresh must recompute (documents not in batch_docs are counted out and in). Returns the number of documents moved.';
+'Private. Resolves the documents that give these name keys (kgrag.entity_source.name_key) into entities: two documents'' namesakes are one entity where they share the setting namesake_shared_neighbours of neighbours (other entities cited in the same chunks; a namesake neighbour by its name key) or a curator merged them (kgrag.merge_entities), unless one was split off later (kgrag.split_entity); a name of a type namesake_types no longer lists is one entity again; linked documents are one entity through any chain. The entity of the most documents keeps the name key as its id, each other one the key marked with its least document ("person:joao souza@1f3a9c2e"): the same ids for the same documents and decisions, whatever the order they came in. A name given by more than 500 documents is one entity. The caller holds the names'' locks (kgrag_private.lock_keys kind namesake, taken before the documents''): no other writer changes an occurrence meanwhile. Moves each document''s mentions, evidence, source and aliases to its entity, and notes in pg_temp.kgrag_touched what the graph refresh must recompute (documents not in batch_docs are counted out and in). Returns the number of documents moved.';

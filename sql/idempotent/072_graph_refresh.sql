@@ -288,12 +288,15 @@ DECLARE
     texts text[];
     counts jsonb;
 BEGIN
-    -- the document rows are the documents' locks, as in kgrag_private.ingest_apply()
+    -- namesakes by name key first, then the document rows (the documents' locks), as in
+    -- kgrag_private.ingest_apply(); the names read again under them
+    PERFORM kgrag_private.lock_keys('namesake', kgrag_private.namesakes_of(doc_ids));
     PERFORM 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids)
       ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
+    names := kgrag_private.namesakes_of(doc_ids);
+    PERFORM kgrag_private.lock_keys('namesake', names);
     PERFORM kgrag_private.touch_documents(doc_ids, -1);
     named := kgrag_private.named_by(doc_ids);
-    names := kgrag_private.namesakes_of(doc_ids);
     PERFORM kgrag_private.lock_keys('entity', ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY'
                                                     UNION SELECT x FROM unnest(named) AS x
                                                     UNION SELECT x FROM unnest(names) AS x));

@@ -179,6 +179,7 @@ DECLARE
     docs_a text[];
     docs_b text[];
     key text;
+    held text;
 BEGIN
     IF cardinality(ids) < 2 THEN  -- (resolve_entities gives each entity once)
         RAISE EXCEPTION '% and % are one entity already (%)', a, b, ids[1] USING ERRCODE = '22023';
@@ -190,14 +191,19 @@ BEGIN
         RAISE EXCEPTION '% and % are not namesakes kept apart: only entities of one name (the ids of a namesakes item of kgrag.review_queue) are merged', ids[1], ids[2]
             USING ERRCODE = '22023', HINT = 'To give an entity another name: kgrag.rename_entity(entity, name).';
     END IF;
-    -- about the first document of each: forgotten when the first goes
+    -- a's first document to each of b's (a JSON array, at most 20 of them and 1,000 characters):
+    -- forgotten when a's first document goes
+    held := to_jsonb(docs_b[1:20])::text;
+    IF length(held) > 1000 THEN
+        held := to_jsonb(docs_b[1:1])::text;
+    END IF;
     PERFORM kgrag_private.decide('merge_entities', format('namesake:%s@%s+%s', key, docs_a[1], docs_b[1]),
-                                 docs_b[1], docs_a[1], note);
+                                 held, docs_a[1], note);
     RETURN format('%s and %s are one entity from the next pgkgrag build on, whatever ingestion finds', ids[1], ids[2]);
 END
 $$;
 COMMENT ON FUNCTION kgrag.merge_entities(text, text, text) IS
-'Records that two namesakes kept apart (entities of one name of a type of the setting namesake_types, by id) are one entity, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it resolve the name with this decision (kgrag_private.resolve_namesakes), until a later kgrag.split_entity of either takes it back; it is about the first document of each, and forgotten when the first of a''s goes. 22023 for one entity, or for entities that are not namesakes of one name.';
+'Records that two namesakes kept apart (entities of one name of a type of the setting namesake_types, by id) are one entity, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it resolve the name with this decision (kgrag_private.resolve_namesakes), until a later kgrag.split_entity of either takes it back; it links a''s first document to b''s documents of the time (up to 20), and is forgotten when a''s first document goes. 22023 for one entity, or for entities that are not namesakes of one name.';
 
 CREATE OR REPLACE FUNCTION kgrag.split_entity(entity text, doc_id text, note text DEFAULT '')
 RETURNS text
@@ -277,6 +283,19 @@ DECLARE
     keys text[];
     moved integer;
 BEGIN
+    -- namesakes merged or split first (their name keys are the first locks every writer of them
+    -- takes): their names resolved again, what moves noted for the refresh (the keys are read
+    -- first: a call whose argument reads a tenant's shard would run on its worker)
+    PERFORM kgrag_private.touched_scratch();
+    keys := ARRAY(SELECT DISTINCT substr(split_part(c.target, '@', 1), 10) FROM kgrag.curation AS c
+                   WHERE c.tenant_id = t AND c.kind IN ('merge_entities', 'split_entity') ORDER BY 1);
+    moved := kgrag_private.resolve_namesakes(keys, '{}');
+    -- then the entities the other decisions name, as an ingestion batch locks them
+    PERFORM kgrag_private.lock_keys('entity', ARRAY(
+        SELECT x.id FROM kgrag.curation AS c
+         CROSS JOIN LATERAL unnest(CASE WHEN c.kind = 'rename_entity' THEN ARRAY[c.target]
+                                        ELSE ARRAY[split_part(c.target, '|', 1), split_part(c.target, '|', 3)] END) AS x(id)
+         WHERE c.tenant_id = t AND (c.kind = 'rename_entity' OR c.target LIKE '%|%|%')));
     -- names decided, where the entity has another
     -- (kgrag.curation with the tenant bound, not the view: Citus routes each statement to one shard)
     UPDATE kgrag.entity AS e SET name = d.value, embedding = NULL, updated_at = now()
@@ -286,12 +305,6 @@ BEGIN
     GET DIAGNOSTICS renamed = ROW_COUNT;
     -- relations whose edge disagrees with the latest decision (rejected and present, or taken
     -- back and absent): the graph refresh recomputes them from their evidence
-    PERFORM kgrag_private.touched_scratch();
-    -- namesakes merged or split: their names resolved again (what moves is noted for the refresh;
-    -- the keys read first: a call whose argument reads a tenant's shard would run on its worker)
-    keys := ARRAY(SELECT DISTINCT substr(split_part(c.target, '@', 1), 10) FROM kgrag.curation AS c
-                   WHERE c.tenant_id = t AND c.kind IN ('merge_entities', 'split_entity'));
-    moved := kgrag_private.resolve_namesakes(keys, '{}');
     INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
     SELECT x.src, x.dst, x.rel, 0
       FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,

@@ -183,7 +183,7 @@ def test_a_curator_in_psql_runs_the_readme_and_the_decisions_last(
     )
     assert out.returncode == 0, out.stderr
     assert "namesakes|" in out.stdout and "nurse at Beta Clinic" in out.stdout
-    assert f"merge_entities|namesake:{JOAO}@acme-staff+beta-clinic|beta-clinic|acme-staff" in out.stdout
+    assert f'merge_entities|namesake:{JOAO}@acme-staff+beta-clinic|["beta-clinic"]|acme-staff' in out.stdout
 
     built = build(conn, "t1", HashEmbedder(512))
     assert (built.renamed, built.relations_decided, built.namesakes_moved) == (1, 1, 1)
