@@ -3,12 +3,16 @@
 //
 //   npm install pg
 //   PGHOST=... PGDATABASE=... PGUSER=... KGRAG_TENANT=demo node search.mjs "Who approves changes to the PayFlow contract?"
+//   ... node search.mjs "How many contracts are there?" '{"as_of": "2025-01-01", "min_confidence": 0.5}'
 //
+// The second argument, search options as JSON, goes to kgrag_search as they are (see its comment:
+// as_of, history, min_confidence, hops, ...); a count question's rows carry payload.matching.
 // KGRAG_EMBEDDINGS_URL (default http://127.0.0.1:8765/v1/embeddings) and KGRAG_SERVE_TOKEN point
 // at the server; a tenant whose embedder is `openai` embeds at its own OpenAI-compatible endpoint.
 import pg from "pg";
 
 const question = process.argv[2] ?? "Who approves changes to the PayFlow contract?";
+const options = process.argv[3] ?? "{}";
 const tenant = process.env.KGRAG_TENANT;
 if (!tenant) {
   console.error("KGRAG_TENANT is not set: name the tenant to search (e.g. KGRAG_TENANT=demo)");
@@ -31,8 +35,8 @@ try {
   if (!response.ok) throw new Error(`embeddings: HTTP ${response.status}: ${await response.text()}`);
   const vector = (await response.json()).data[0].embedding;
   const { rows } = await client.query(
-    "SELECT rank, kind, source, ref_id, score, route, reason, payload FROM kgrag.kgrag_search($1::vector, 'auto', $2)",
-    [JSON.stringify(vector), question],
+    "SELECT rank, kind, source, ref_id, score, route, reason, payload FROM kgrag.kgrag_search($1::vector, 'auto', $2, 10, $3::jsonb)",
+    [JSON.stringify(vector), question, options],
   );
   if (rows.length === 0) {  // no row: the search says why (no documents, nothing above the floors, ...)
     const { rows: [{ reason }] } = await client.query("SELECT reason FROM kgrag.last_search()");

@@ -5536,6 +5536,7 @@ DECLARE
     evidence_n integer := kgrag.setting('report_evidence_chunks')::integer;
     written integer;
     kept integer;
+    overtaken text[];
 BEGIN
     -- The template report: the subjects of the community with what the corpus says about each
     -- (their answers) and the relations between them, each claim with the chunk behind it.
@@ -5565,13 +5566,17 @@ BEGIN
         -- the typed edges with each community of their source, first: joined the other way round
         -- (every pair of members of a community, then its edge) a big community costs the square
         -- of its size, and right after the communities are replaced the planner knows no sizes
-        SELECT cm.community_id, g.src, g.dst, g.rel, g.weight, g.evidence_quote, g.evidence_chunk_id
+        -- (the relations that hold now, with their dates where they have them: a report states the
+        -- current facts; kgrag.staleness counts the reports one has expired in since)
+        SELECT cm.community_id, g.src, g.dst, g.rel, g.weight, g.evidence_quote, g.evidence_chunk_id,
+               kgrag_private.validity_note(jsonb_build_object('valid_from', g.valid_from, 'valid_to', g.valid_to)) AS dates
           FROM kgrag.edge AS g
           JOIN kgrag.community_member AS cm ON cm.tenant_id = t AND cm.entity_id = g.src
          WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS'
+           AND (g.valid_from IS NULL OR g.valid_from <= now()) AND (g.valid_to IS NULL OR g.valid_to > now())
     ), relations AS (
         SELECT g.community_id,
-               string_agg('- ' || s.name || ' ' || g.rel || ' ' || d.name
+               string_agg('- ' || s.name || ' ' || g.rel || ' ' || d.name || g.dates
                           || COALESCE(': "' || g.evidence_quote || '"', '')
                           || COALESCE(' [' || g.evidence_chunk_id || ']', ''),
                           -- a total order: the same graph writes the same report, whatever the history
@@ -5595,10 +5600,14 @@ BEGIN
       LEFT JOIN relations AS rl ON rl.community_id = c.community_id
      WHERE c.tenant_id = t;
 
-    -- A report is rewritten only when what it says changed; otherwise it just stops being stale.
-    UPDATE kgrag.community_report AS r SET stale = false
+    -- A report is rewritten only when what it says changed; otherwise it just stops being stale
+    -- (and one that time overtook is checked as of now).
+    overtaken := kgrag_private.reports_overtaken();
+    UPDATE kgrag.community_report AS r
+       SET stale = false, generated_at = CASE WHEN r.community_id = ANY (overtaken) THEN now() ELSE r.generated_at END
       FROM pg_temp.kgrag_report AS n
-     WHERE r.tenant_id = t AND r.community_id = n.community_id AND r.generated_hash = md5(n.report) AND r.stale;
+     WHERE r.tenant_id = t AND r.community_id = n.community_id AND r.generated_hash = md5(n.report)
+       AND (r.stale OR r.community_id = ANY (overtaken));
     INSERT INTO kgrag.community_report AS r (tenant_id, community_id, title, report, evidence_chunk_ids, weight,
                                              generator, generated_hash, stale, generated_at)
     SELECT t, n.community_id, n.title, n.report, n.chunk_ids, n.weight, 'template', md5(n.report), false, now()
@@ -5821,6 +5830,37 @@ ALTER FUNCTION kgrag_private.replace_communities() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.replace_communities() IS 'Private. Replaces the current tenant''s communities with the hierarchical clustering staged in pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster). Ids derive from level and members, so unchanged communities (and their reports) stay. Returns counts as jsonb.';
+
+--
+-- Name: reports_overtaken(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.reports_overtaken() RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    -- a relation of a member began or ceased to hold between the report's writing and now
+    RETURN ARRAY(SELECT r.community_id FROM kgrag.community_report AS r
+                  WHERE r.tenant_id = t
+                    AND EXISTS (SELECT 1 FROM kgrag.community_member AS cm
+                                  JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = cm.entity_id
+                                 WHERE cm.tenant_id = t AND cm.community_id = r.community_id AND g.rel <> 'CO_OCCURS'
+                                   AND (g.valid_to > r.generated_at AND g.valid_to <= now()
+                                        OR g.valid_from > r.generated_at AND g.valid_from <= now()))
+                  ORDER BY 1);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.reports_overtaken() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION reports_overtaken(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.reports_overtaken() IS 'Private. Returns the communities (ids, sorted) of the current tenant whose report was written before a relation of one of its members expired or began to hold (valid_to or valid_from between the report''s generated_at and now): time has made what it states old, and the next build writes it again (kgrag.staleness counts them).';
 
 --
 -- Name: resolve_namesakes(text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8390,7 +8430,7 @@ CREATE VIEW kgrag.staleness WITH (security_invoker='true') AS
                    FROM kgrag.entity e
                   WHERE ((e.tenant_id = kgrag.current_tenant()) AND (e.embedding IS NULL))),'pgkgrag build'::text), (6,'reports without an embedding'::text,( SELECT count(*) AS count
                    FROM kgrag.community_report r
-                  WHERE ((r.tenant_id = kgrag.current_tenant()) AND (r.embedding IS NULL))),'pgkgrag build'::text)) x(o, what, how_many, fix)
+                  WHERE ((r.tenant_id = kgrag.current_tenant()) AND (r.embedding IS NULL))),'pgkgrag build'::text), (7,'reports written before a relation of theirs expired or began'::text,cardinality(kgrag_private.reports_overtaken()),'pgkgrag build'::text)) x(o, what, how_many, fix)
   ORDER BY o;
 
 ALTER VIEW kgrag.staleness OWNER TO <owner>;
@@ -8399,7 +8439,7 @@ ALTER VIEW kgrag.staleness OWNER TO <owner>;
 -- Name: VIEW staleness; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.staleness IS 'What is stale in the current tenant, one row per kind, with how many and the command that fixes it: stale communities, connected entities in no community (an ingest without a build), stale reports (never served), stale answers, entities and reports without an embedding. All zero after pgkgrag build.';
+COMMENT ON VIEW kgrag.staleness IS 'What is stale in the current tenant, one row per kind, with how many and the command that fixes it: stale communities, connected entities in no community (an ingest without a build), stale reports (never served), stale answers, entities and reports without an embedding, reports written before one of their relations expired or began to hold (time passed: the next build writes them again). All zero after pgkgrag build.';
 
 --
 -- Name: alias alias_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>

@@ -183,6 +183,27 @@ $$;
 COMMENT ON FUNCTION kgrag_private.refresh_answers() IS
 'Private. Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash: from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Returns the number of answers written.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.reports_overtaken() RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    -- a relation of a member began or ceased to hold between the report's writing and now
+    RETURN ARRAY(SELECT r.community_id FROM kgrag.community_report AS r
+                  WHERE r.tenant_id = t
+                    AND EXISTS (SELECT 1 FROM kgrag.community_member AS cm
+                                  JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = cm.entity_id
+                                 WHERE cm.tenant_id = t AND cm.community_id = r.community_id AND g.rel <> 'CO_OCCURS'
+                                   AND (g.valid_to > r.generated_at AND g.valid_to <= now()
+                                        OR g.valid_from > r.generated_at AND g.valid_from <= now()))
+                  ORDER BY 1);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.reports_overtaken() IS
+'Private. Returns the communities (ids, sorted) of the current tenant whose report was written before a relation of one of its members expired or began to hold (valid_to or valid_from between the report''s generated_at and now): time has made what it states old, and the next build writes it again (kgrag.staleness counts them).';
+
 CREATE OR REPLACE FUNCTION kgrag_private.refresh_reports() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -192,6 +213,7 @@ DECLARE
     evidence_n integer := kgrag.setting('report_evidence_chunks')::integer;
     written integer;
     kept integer;
+    overtaken text[];
 BEGIN
     -- The template report: the subjects of the community with what the corpus says about each
     -- (their answers) and the relations between them, each claim with the chunk behind it.
@@ -221,13 +243,17 @@ BEGIN
         -- the typed edges with each community of their source, first: joined the other way round
         -- (every pair of members of a community, then its edge) a big community costs the square
         -- of its size, and right after the communities are replaced the planner knows no sizes
-        SELECT cm.community_id, g.src, g.dst, g.rel, g.weight, g.evidence_quote, g.evidence_chunk_id
+        -- (the relations that hold now, with their dates where they have them: a report states the
+        -- current facts; kgrag.staleness counts the reports one has expired in since)
+        SELECT cm.community_id, g.src, g.dst, g.rel, g.weight, g.evidence_quote, g.evidence_chunk_id,
+               kgrag_private.validity_note(jsonb_build_object('valid_from', g.valid_from, 'valid_to', g.valid_to)) AS dates
           FROM kgrag.edge AS g
           JOIN kgrag.community_member AS cm ON cm.tenant_id = t AND cm.entity_id = g.src
          WHERE g.tenant_id = t AND g.rel <> 'CO_OCCURS'
+           AND (g.valid_from IS NULL OR g.valid_from <= now()) AND (g.valid_to IS NULL OR g.valid_to > now())
     ), relations AS (
         SELECT g.community_id,
-               string_agg('- ' || s.name || ' ' || g.rel || ' ' || d.name
+               string_agg('- ' || s.name || ' ' || g.rel || ' ' || d.name || g.dates
                           || COALESCE(': "' || g.evidence_quote || '"', '')
                           || COALESCE(' [' || g.evidence_chunk_id || ']', ''),
                           -- a total order: the same graph writes the same report, whatever the history
@@ -251,10 +277,14 @@ BEGIN
       LEFT JOIN relations AS rl ON rl.community_id = c.community_id
      WHERE c.tenant_id = t;
 
-    -- A report is rewritten only when what it says changed; otherwise it just stops being stale.
-    UPDATE kgrag.community_report AS r SET stale = false
+    -- A report is rewritten only when what it says changed; otherwise it just stops being stale
+    -- (and one that time overtook is checked as of now).
+    overtaken := kgrag_private.reports_overtaken();
+    UPDATE kgrag.community_report AS r
+       SET stale = false, generated_at = CASE WHEN r.community_id = ANY (overtaken) THEN now() ELSE r.generated_at END
       FROM pg_temp.kgrag_report AS n
-     WHERE r.tenant_id = t AND r.community_id = n.community_id AND r.generated_hash = md5(n.report) AND r.stale;
+     WHERE r.tenant_id = t AND r.community_id = n.community_id AND r.generated_hash = md5(n.report)
+       AND (r.stale OR r.community_id = ANY (overtaken));
     INSERT INTO kgrag.community_report AS r (tenant_id, community_id, title, report, evidence_chunk_ids, weight,
                                              generator, generated_hash, stale, generated_at)
     SELECT t, n.community_id, n.title, n.report, n.chunk_ids, n.weight, 'template', md5(n.report), false, now()

@@ -67,8 +67,11 @@ SELECT x.what, x.how_many, x.fix
         (6, 'reports without an embedding',
          (SELECT count(*) FROM kgrag.community_report AS r
            WHERE r.tenant_id = kgrag.current_tenant() AND r.embedding IS NULL),
+         'pgkgrag build'),
+        (7, 'reports written before a relation of theirs expired or began',
+         cardinality(kgrag_private.reports_overtaken()),
          'pgkgrag build')) AS x(o, what, how_many, fix)
  ORDER BY x.o;
 GRANT SELECT ON kgrag.staleness TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON VIEW kgrag.staleness IS
-'What is stale in the current tenant, one row per kind, with how many and the command that fixes it: stale communities, connected entities in no community (an ingest without a build), stale reports (never served), stale answers, entities and reports without an embedding. All zero after pgkgrag build.';
+'What is stale in the current tenant, one row per kind, with how many and the command that fixes it: stale communities, connected entities in no community (an ingest without a build), stale reports (never served), stale answers, entities and reports without an embedding, reports written before one of their relations expired or began to hold (time passed: the next build writes them again). All zero after pgkgrag build.';

@@ -63,7 +63,7 @@ def test_what_is_stale_after_an_ingest_without_a_build(dsn: str, conn: psycopg.C
     embedder = HashEmbedder(512)
     ingest(conn, tmp_path, OPS, embedder=embedder)
     build(conn, "t1", embedder)
-    assert [count for _, count, _ in sql(dsn, "SELECT * FROM kgrag.staleness", "t1")] == [0] * 6
+    assert [count for _, count, _ in sql(dsn, "SELECT * FROM kgrag.staleness", "t1")] == [0] * 7
     ingest(
         conn,
         tmp_path,
@@ -122,7 +122,7 @@ def test_what_is_stale_after_an_ingest_without_a_build(dsn: str, conn: psycopg.C
     assert shown.returncode == 0 and "Sandbox Runner" in shown.stdout, shown.stderr
     assert "no community yet" not in shown.stdout
     assert "nothing is stale" in run("status", "--tenant", "t1", dsn=dsn).stdout
-    assert [count for _, count, _ in sql(dsn, "SELECT * FROM kgrag.staleness", "t1")] == [0] * 6
+    assert [count for _, count, _ in sql(dsn, "SELECT * FROM kgrag.staleness", "t1")] == [0] * 7
 
 
 def test_who_signed_it_walking_typed_edges_backwards(demo: str) -> None:

@@ -158,6 +158,11 @@ def test_every_route_runs_on_a_hot_standby(
         replica = as_role(standby, conninfo_to_dict(reader)["user"])
         with psycopg.connect(replica) as conn:
             assert conn.execute("SELECT pg_is_in_recovery()").fetchone() == (True,)
+            # a curator (or an analyst) reads the review queue and what is stale on the standby too
+            with tenant_transaction(conn, DEMO_TENANT):
+                queue = conn.execute("SELECT item, count(*) FROM kgrag.review_queue GROUP BY 1").fetchall()
+                stale = conn.execute("SELECT count(*) FROM kgrag.staleness").fetchone()
+            assert dict(queue).get("namesakes", 0) > 0 and stale == (7,)
         found = _routes_answer(replica)
     for route, (n, reason) in found.items():
         assert n > 0, (route, reason)
@@ -295,6 +300,25 @@ def test_node_embeds_through_serve_and_gets_the_python_clients_rows(
         result = client.search(QUESTION)
     from_python = [(r.rank, r.kind, r.ref_id, result.route) for r in result.rows]
     assert from_node == from_python and len(from_node) > 5
+    # options go through as they are: a count question at a date, above a confidence
+    counting, options = "How many contracts are there?", {"as_of": "2025-01-01", "min_confidence": 0.5}
+    out = subprocess.run(
+        ["node", str(script), counting, json.dumps(options)],
+        cwd=node_pg,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    node_rows = json.loads(out.stdout)
+    with pgkgrag.connect(reader, tenant=DEMO_TENANT) as client:
+        result = client.search(counting, options=options)
+    assert [(r["ref_id"], r["reason"]) for r in node_rows] == [(r.ref_id, result.reason) for r in result.rows]
+    assert node_rows and all("matching" in r["payload"] for r in node_rows)
+    assert (
+        "holds 3 entities of type Contract" in node_rows[0]["reason"] and "may be incomplete" in node_rows[0]["reason"]
+    )
     # without a tenant it says so, not `[]`; a question with nothing relevant says why
     untold = subprocess.run(
         ["node", str(script), QUESTION],

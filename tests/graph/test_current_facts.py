@@ -14,6 +14,8 @@ from conftest import as_role
 from ingesting import ingest
 
 from pgkgrag.db.connections import tenant_transaction
+from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.build import build
 
 ANA = "person:#emp 1001"  # one person in both documents: her employee number says so
 NORTHWIND = "organization:northwind"
@@ -212,3 +214,20 @@ def test_the_degree_cap_counts_the_relations_that_hold(tconn: psycopg.Connection
     assert ("org:cur",) in tconn.execute(pagerank + " WHERE kind = 'entity'").fetchall()
     assert tconn.execute(walk.format(""), ["org:northwind"]).fetchall() == [("person:ana",)]
     assert tconn.execute(walk.format(", as_of => '2016-06-01Z'"), ["org:northwind"]).fetchall() == []
+
+
+def test_reports_state_the_current_facts_and_say_when_time_made_them_old(
+    conn: psycopg.Connection, admin: psycopg.Connection, reader: psycopg.Connection
+) -> None:
+    build(conn, "t1", HashEmbedder(512))
+    # Ana Costa and Northwind make one community: its report no longer states the expired job
+    (report,) = rows(reader, "SELECT report FROM kgrag.community_report WHERE strpos(report, 'Northwind') > 0")
+    assert "Ana Costa" in report[0] and "WORKED_AT" not in report[0]
+    stale = "SELECT how_many FROM kgrag.staleness WHERE strpos(what, 'reports written before a relation') = 1"
+    assert rows(reader, stale) == [(0,)]
+    # reports written back in 2017, when the job at Northwind held and the one at Contoso was to come
+    with tenant_transaction(admin, "t1"):
+        admin.execute("UPDATE kgrag.community_report SET generated_at = '2017-06-01Z'")
+    assert rows(reader, stale) != [(0,)]
+    build(conn, "t1", HashEmbedder(512))  # writes them again
+    assert rows(reader, stale) == [(0,)]
