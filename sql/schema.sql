@@ -380,6 +380,46 @@ ALTER FUNCTION kgrag.context_blocks(question_vec public.vector, route text, ques
 COMMENT ON FUNCTION kgrag.context_blocks(question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb) IS 'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path (and their validity where they have one), and chunks tagged [source | chunk_id] (kgrag.source_tag: the document, and the page and headings where the chunk has them), each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
 
 --
+-- Name: correct_relation(text, text, text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text DEFAULT ''::text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    a text := (kgrag.resolve_entities(ARRAY[src]))[1];
+    b text := (kgrag.resolve_entities(ARRAY[dst]))[1];
+    key text := kgrag.relation_key(rel);
+    new_key text := kgrag.relation_key(COALESCE(new_rel, ''));
+    longest integer := kgrag.setting('max_alias_chars')::integer;
+    docs text[];
+BEGIN
+    IF new_key IN ('', 'CO_OCCURS') OR new_key = key OR length(new_key) > longest THEN
+        RAISE EXCEPTION 'the corrected relation is another type of 1 to % characters, not % (and not CO_OCCURS), got %',
+            longest, quote_literal(key), quote_literal(COALESCE(new_rel, 'NULL')) USING ERRCODE = '22023';
+    END IF;
+    docs := kgrag_private.relation_documents(a, key, b);
+    IF cardinality(docs) = 0 THEN
+        RAISE EXCEPTION 'no relation % -[%]-> % is stated', src, rel, dst
+            USING ERRCODE = '22023', HINT = 'SELECT * FROM kgrag.edges WHERE src_name ILIKE ... lists the relations.';
+    END IF;
+    PERFORM kgrag_private.decide('correct_relation', kgrag_private.relation_target(a, key, b), new_key,
+                                 CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
+    RETURN format('corrected %s -[%s]-> %s to -[%s]->: pgkgrag build (or the next ingestion of its documents) builds it so, from the same evidence',
+                  a, key, b, new_key);
+END
+$$;
+
+ALTER FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION correct_relation(src text, rel text, dst text, new_rel text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text) IS 'Records that a stated relation (src and dst by id, name or alias; rel whatever its case) is of another type (new_rel: "WORKS_AT" where the extractor said "MANAGES"), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it build the relation decided from the stated one''s evidence (its quotes, confidence and dates) and not the stated one, until a later decision on it (kgrag.approve, kgrag.reject_relation) replaces this one. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated, or a new type that is empty, the same, CO_OCCURS or longer than max_alias_chars.';
+
+--
 -- Name: current_tenant(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -2497,11 +2537,17 @@ BEGIN
       FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,
                    split_part(c.target, '|', 3) AS dst
               FROM kgrag.curation AS c
-             WHERE c.tenant_id = t AND c.kind IN ('reject_relation', 'approve') AND c.target LIKE '%|%|%') AS x
+             WHERE c.tenant_id = t AND c.kind IN ('reject_relation', 'approve', 'correct_relation')
+               AND c.target LIKE '%|%|%') AS x
      WHERE kgrag_private.rejected(t, x.src, x.rel, x.dst)
            = EXISTS (SELECT 1 FROM kgrag.edge AS g
                       WHERE g.tenant_id = t AND g.src = x.src AND g.dst = x.dst AND g.rel = x.rel);
     GET DIAGNOSTICS relations = ROW_COUNT;
+    -- and what corrections name, corrected now or taken back: the graph refresh builds them from
+    -- the evidence the decisions give them (kgrag_private.relation_sources)
+    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+    SELECT DISTINCT split_part(c.target, '|', 1), split_part(c.target, '|', 3), c.value, 0
+      FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.kind = 'correct_relation';
     IF relations > 0 OR moved > 0 THEN
         PERFORM kgrag_private.refresh_graph();
     ELSE
@@ -3104,6 +3150,30 @@ ALTER FUNCTION kgrag_private.community_graph() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.community_graph() IS 'Private. Returns the graph communities are detected on: the current tenant''s co-occurrence edges, each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag_private.replace_communities.';
+
+--
+-- Name: corrections(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.corrections(t text) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT COALESCE(jsonb_object_agg(d.target, d.value), '{}')
+      FROM (SELECT DISTINCT ON (c.target) c.target, c.kind, c.value FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.kind IN ('reject_relation', 'approve', 'correct_relation')
+               AND c.target LIKE '%|%|%'
+             ORDER BY c.target, c.decided_at DESC) AS d
+     WHERE d.kind = 'correct_relation'
+$$;
+
+ALTER FUNCTION kgrag_private.corrections(t text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION corrections(t text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.corrections(t text) IS 'Private. Returns the stated relations of tenant t (the current one) whose latest decision corrects them (kgrag.correct_relation), as {"src|OLD|dst": "NEW"}: the graph refresh builds each as the relation decided.';
 
 --
 -- Name: count_caveat(text, text, kgrag.search_row[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5442,6 +5512,7 @@ DECLARE
     t text := kgrag.current_tenant();
     affected text[];
     removed integer;
+    fixes jsonb;  -- the relations people corrected: {"src|OLD|dst": "NEW"}
 BEGIN
     -- Only what pg_temp.kgrag_touched names can have changed: a co-occurrence weight changes only
     -- through a chunk that cites both entities, a typed edge only through its evidence.
@@ -5468,25 +5539,37 @@ BEGIN
     UNION ALL
     SELECT c.b, c.a, 'CO_OCCURS', c.weight FROM counted AS c;
 
+    -- A relation a person corrected (kgrag.correct_relation) is built as the relation decided,
+    -- from its evidence: touching one touches the other.
+    fixes := kgrag_private.corrections(t);
+    IF fixes <> '{}' THEN
+        INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+        SELECT DISTINCT k.a, k.b, fixes ->> kgrag_private.relation_target(k.a, k.rel, k.b), 0
+          FROM pg_temp.kgrag_touched AS k
+         WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY') AND fixes ? kgrag_private.relation_target(k.a, k.rel, k.b);
+    END IF;
+
     -- Typed edges: aggregated from the non-negated evidence of each touched triple (one index
-    -- range each); the quote of the most confident evidence is shown; a triple left without
+    -- range each), its own unless a person rejected or corrected it, and that of the relations
+    -- corrected into it; the quote of the most confident evidence is shown; a triple left without
     -- evidence gets weight 0 (removed).
     INSERT INTO pg_temp.kgrag_edge_want (src, dst, rel, weight, confidence, evidence_chunk_id, evidence_quote,
                                          extractor, valid_from, valid_to)
     SELECT x.src, x.dst, x.rel, COALESCE(e.weight, 0), COALESCE(e.confidence, 1), e.chunk_id, e.quote,
            COALESCE(e.extractor, ''), e.valid_from, e.valid_to
-      FROM (SELECT DISTINCT k.a AS src, k.b AS dst, k.rel FROM pg_temp.kgrag_touched AS k
-             WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY')) AS x
+      FROM (SELECT y.*, kgrag_private.relation_sources(t, y.src, y.rel, y.dst, fixes) AS sources
+              FROM (SELECT DISTINCT k.a AS src, k.b AS dst, k.rel FROM pg_temp.kgrag_touched AS k
+                     WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY')) AS y) AS x
       LEFT JOIN LATERAL (
            SELECT (count(*) OVER w)::float8 AS weight, max(r.confidence) OVER w AS confidence,
                   CASE WHEN bool_or(r.valid_from IS NULL) OVER w THEN NULL ELSE min(r.valid_from) OVER w END AS valid_from,
                   CASE WHEN bool_or(r.valid_to IS NULL) OVER w THEN NULL ELSE max(r.valid_to) OVER w END AS valid_to,
                   r.chunk_id, r.quote, r.extractor
              FROM kgrag.relation_evidence AS r
-            WHERE r.tenant_id = t AND r.src = x.src AND r.dst = x.dst AND r.rel = x.rel AND NOT r.negated
+            WHERE r.tenant_id = t AND r.src = x.src AND r.dst = x.dst AND r.rel = ANY (x.sources) AND NOT r.negated
            WINDOW w AS ()
             ORDER BY r.confidence DESC, r.chunk_id COLLATE "C"
-            LIMIT 1) AS e ON NOT kgrag_private.rejected(t, x.src, x.rel, x.dst);  -- a person's decision (kgrag.reject_relation)
+            LIMIT 1) AS e ON true;
 
     PERFORM kgrag_private.rewrite_edges();
 
@@ -5603,11 +5686,13 @@ BEGIN
     -- A report is rewritten only when what it says changed; otherwise it just stops being stale
     -- (and one that time overtook is checked as of now).
     overtaken := kgrag_private.reports_overtaken();
-    UPDATE kgrag.community_report AS r
-       SET stale = false, generated_at = CASE WHEN r.community_id = ANY (overtaken) THEN now() ELSE r.generated_at END
+    UPDATE kgrag.community_report AS r SET stale = false
+      FROM pg_temp.kgrag_report AS n
+     WHERE r.tenant_id = t AND r.community_id = n.community_id AND r.generated_hash = md5(n.report) AND r.stale;
+    UPDATE kgrag.community_report AS r SET generated_at = now()  -- (Citus: no now() inside a CASE)
       FROM pg_temp.kgrag_report AS n
      WHERE r.tenant_id = t AND r.community_id = n.community_id AND r.generated_hash = md5(n.report)
-       AND (r.stale OR r.community_id = ANY (overtaken));
+       AND r.community_id = ANY (overtaken);
     INSERT INTO kgrag.community_report AS r (tenant_id, community_id, title, report, evidence_chunk_ids, weight,
                                              generator, generated_hash, stale, generated_at)
     SELECT t, n.community_id, n.title, n.report, n.chunk_ids, n.weight, 'template', md5(n.report), false, now()
@@ -5640,12 +5725,12 @@ CREATE FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) RET
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    -- the latest decision on the relation is a rejection (the tenant a bound value: on Citus the
-    -- query runs where the tenant's shards are)
-    SELECT COALESCE((SELECT c.kind = 'reject_relation' FROM kgrag.curation AS c
+    -- the latest decision on the relation rejects or corrects it (the tenant a bound value: on
+    -- Citus the query runs where the tenant's shards are)
+    SELECT COALESCE((SELECT c.kind IN ('reject_relation', 'correct_relation') FROM kgrag.curation AS c
                       WHERE c.tenant_id = t
                         AND c.target = kgrag_private.relation_target(src, rel, dst)
-                        AND c.kind IN ('reject_relation', 'approve')
+                        AND c.kind IN ('reject_relation', 'approve', 'correct_relation')
                       ORDER BY c.decided_at DESC LIMIT 1), false)
 $$;
 
@@ -5655,7 +5740,7 @@ ALTER FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) OWNE
 -- Name: FUNCTION rejected(t text, src text, rel text, dst text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) IS 'Private. Returns whether, for tenant t (the current one), the latest decision on a stated relation (kgrag.reject_relation or kgrag.approve) rejects it: the graph refresh then builds no edge from its evidence.';
+COMMENT ON FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) IS 'Private. Returns whether, for tenant t (the current one), the latest decision on a stated relation (kgrag.reject_relation, kgrag.correct_relation or kgrag.approve) rejects or corrects it: the graph refresh then builds no edge of it from its evidence.';
 
 --
 -- Name: relation_documents(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5683,6 +5768,28 @@ ALTER FUNCTION kgrag_private.relation_documents(src text, rel text, dst text) OW
 --
 
 COMMENT ON FUNCTION kgrag_private.relation_documents(src text, rel text, dst text) IS 'Private. Returns the documents whose chunks state a relation (entity ids and the relation key), at most two: none (nobody states it), one (a decision about it is about that document, forgotten with it) or several.';
+
+--
+-- Name: relation_sources(text, text, text, text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.relation_sources(t text, src text, rel text, dst text, fixes jsonb) RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT CASE WHEN kgrag_private.rejected(t, src, rel, dst) THEN '{}'::text[] ELSE ARRAY[rel] END
+           || ARRAY(SELECT split_part(f.key, '|', 2) FROM jsonb_each_text(fixes) AS f
+                     WHERE f.value = rel AND split_part(f.key, '|', 1) = src AND split_part(f.key, '|', 3) = dst
+                     ORDER BY 1)
+$$;
+
+ALTER FUNCTION kgrag_private.relation_sources(t text, src text, rel text, dst text, fixes jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION relation_sources(t text, src text, rel text, dst text, fixes jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.relation_sources(t text, src text, rel text, dst text, fixes jsonb) IS 'Private. Returns the relation keys whose evidence builds the edge src -[rel]-> dst of tenant t: rel itself unless a person rejected or corrected it, and each relation between the same entities corrected into rel (fixes: kgrag_private.corrections).';
 
 --
 -- Name: relation_target(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -7889,7 +7996,7 @@ CREATE TABLE kgrag.curation (
     note text DEFAULT ''::text NOT NULL,
     decided_by text DEFAULT SESSION_USER NOT NULL,
     decided_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
-    CONSTRAINT curation_kind_check CHECK ((kind = ANY (ARRAY['reject_relation'::text, 'rename_entity'::text, 'approve'::text, 'merge_entities'::text, 'split_entity'::text]))),
+    CONSTRAINT curation_kind_check CHECK ((kind = ANY (ARRAY['reject_relation'::text, 'rename_entity'::text, 'approve'::text, 'merge_entities'::text, 'split_entity'::text, 'correct_relation'::text]))),
     CONSTRAINT curation_note_check CHECK ((length(note) <= 2000)),
     CONSTRAINT curation_target_check CHECK (((length(target) >= 1) AND (length(target) <= 2000))),
     CONSTRAINT curation_value_check CHECK ((length(value) <= 1000))
@@ -7927,7 +8034,7 @@ ALTER VIEW kgrag.decisions OWNER TO <owner>;
 -- Name: VIEW decisions; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.decisions IS 'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, rename_entity, merge_entities, split_entity or approve; target: "src|REL|dst" for a relation, an entity id, "namesake:KEY@DOC" for what a document says under a name (a merge: "namesake:KEY@DOC+DOC"), or a review item; value: the new name of a rename; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
+COMMENT ON VIEW kgrag.decisions IS 'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, correct_relation, rename_entity, merge_entities, split_entity or approve; target: "src|REL|dst" for a relation, an entity id, "namesake:KEY@DOC" for what a document says under a name (a merge: "namesake:KEY@DOC+DOC"), or a review item; value: the new name of a rename; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
 
 --
 -- Name: edge; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -8334,7 +8441,7 @@ ALTER VIEW kgrag.review_queue OWNER TO <owner>;
 -- Name: VIEW review_queue; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them). Decide with kgrag.reject_relation(src, rel, dst), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 
 --
 -- Name: router_rule; Type: TABLE; Schema: kgrag; Owner: <owner>

@@ -170,6 +170,10 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
             [entities[0], entities[-1]],
         ),
         "rename_entity": ("SELECT kgrag.rename_entity(%s, 'taken over')", [entities[0]]),
+        "correct_relation": (
+            "SELECT kgrag.correct_relation(%s, 'CO_OCCURS', %s, 'OWNS', 'attack')",
+            [entities[0], entities[-1]],
+        ),
         "approve": ("SELECT kgrag.approve(%s, 'attack')", [entities[0]]),
         "merge_entities": ("SELECT kgrag.merge_entities(%s, %s, 'attack')", [entities[0], entities[-1]]),
         "split_entity": ("SELECT kgrag.split_entity(%s, %s, 'attack')", [entities[0], others["docs"][0]]),

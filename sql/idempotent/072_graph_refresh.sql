@@ -201,6 +201,7 @@ DECLARE
     t text := kgrag.current_tenant();
     affected text[];
     removed integer;
+    fixes jsonb;  -- the relations people corrected: {"src|OLD|dst": "NEW"}
 BEGIN
     -- Only what pg_temp.kgrag_touched names can have changed: a co-occurrence weight changes only
     -- through a chunk that cites both entities, a typed edge only through its evidence.
@@ -227,25 +228,37 @@ BEGIN
     UNION ALL
     SELECT c.b, c.a, 'CO_OCCURS', c.weight FROM counted AS c;
 
+    -- A relation a person corrected (kgrag.correct_relation) is built as the relation decided,
+    -- from its evidence: touching one touches the other.
+    fixes := kgrag_private.corrections(t);
+    IF fixes <> '{}' THEN
+        INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+        SELECT DISTINCT k.a, k.b, fixes ->> kgrag_private.relation_target(k.a, k.rel, k.b), 0
+          FROM pg_temp.kgrag_touched AS k
+         WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY') AND fixes ? kgrag_private.relation_target(k.a, k.rel, k.b);
+    END IF;
+
     -- Typed edges: aggregated from the non-negated evidence of each touched triple (one index
-    -- range each); the quote of the most confident evidence is shown; a triple left without
+    -- range each), its own unless a person rejected or corrected it, and that of the relations
+    -- corrected into it; the quote of the most confident evidence is shown; a triple left without
     -- evidence gets weight 0 (removed).
     INSERT INTO pg_temp.kgrag_edge_want (src, dst, rel, weight, confidence, evidence_chunk_id, evidence_quote,
                                          extractor, valid_from, valid_to)
     SELECT x.src, x.dst, x.rel, COALESCE(e.weight, 0), COALESCE(e.confidence, 1), e.chunk_id, e.quote,
            COALESCE(e.extractor, ''), e.valid_from, e.valid_to
-      FROM (SELECT DISTINCT k.a AS src, k.b AS dst, k.rel FROM pg_temp.kgrag_touched AS k
-             WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY')) AS x
+      FROM (SELECT y.*, kgrag_private.relation_sources(t, y.src, y.rel, y.dst, fixes) AS sources
+              FROM (SELECT DISTINCT k.a AS src, k.b AS dst, k.rel FROM pg_temp.kgrag_touched AS k
+                     WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY')) AS y) AS x
       LEFT JOIN LATERAL (
            SELECT (count(*) OVER w)::float8 AS weight, max(r.confidence) OVER w AS confidence,
                   CASE WHEN bool_or(r.valid_from IS NULL) OVER w THEN NULL ELSE min(r.valid_from) OVER w END AS valid_from,
                   CASE WHEN bool_or(r.valid_to IS NULL) OVER w THEN NULL ELSE max(r.valid_to) OVER w END AS valid_to,
                   r.chunk_id, r.quote, r.extractor
              FROM kgrag.relation_evidence AS r
-            WHERE r.tenant_id = t AND r.src = x.src AND r.dst = x.dst AND r.rel = x.rel AND NOT r.negated
+            WHERE r.tenant_id = t AND r.src = x.src AND r.dst = x.dst AND r.rel = ANY (x.sources) AND NOT r.negated
            WINDOW w AS ()
             ORDER BY r.confidence DESC, r.chunk_id COLLATE "C"
-            LIMIT 1) AS e ON NOT kgrag_private.rejected(t, x.src, x.rel, x.dst);  -- a person's decision (kgrag.reject_relation)
+            LIMIT 1) AS e ON true;
 
     PERFORM kgrag_private.rewrite_edges();
 

@@ -280,11 +280,13 @@ BEGIN
     -- A report is rewritten only when what it says changed; otherwise it just stops being stale
     -- (and one that time overtook is checked as of now).
     overtaken := kgrag_private.reports_overtaken();
-    UPDATE kgrag.community_report AS r
-       SET stale = false, generated_at = CASE WHEN r.community_id = ANY (overtaken) THEN now() ELSE r.generated_at END
+    UPDATE kgrag.community_report AS r SET stale = false
+      FROM pg_temp.kgrag_report AS n
+     WHERE r.tenant_id = t AND r.community_id = n.community_id AND r.generated_hash = md5(n.report) AND r.stale;
+    UPDATE kgrag.community_report AS r SET generated_at = now()  -- (Citus: no now() inside a CASE)
       FROM pg_temp.kgrag_report AS n
      WHERE r.tenant_id = t AND r.community_id = n.community_id AND r.generated_hash = md5(n.report)
-       AND (r.stale OR r.community_id = ANY (overtaken));
+       AND r.community_id = ANY (overtaken);
     INSERT INTO kgrag.community_report AS r (tenant_id, community_id, title, report, evidence_chunk_ids, weight,
                                              generator, generated_hash, stale, generated_at)
     SELECT t, n.community_id, n.title, n.report, n.chunk_ids, n.weight, 'template', md5(n.report), false, now()

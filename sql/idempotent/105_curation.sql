@@ -8,7 +8,7 @@ SELECT DISTINCT ON (c.kind, c.target) c.kind, c.target, c.value, c.doc_id, c.not
   FROM kgrag.curation AS c
  ORDER BY c.kind, c.target, c.decided_at DESC;
 COMMENT ON VIEW kgrag.decisions IS
-'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, rename_entity, merge_entities, split_entity or approve; target: "src|REL|dst" for a relation, an entity id, "namesake:KEY@DOC" for what a document says under a name (a merge: "namesake:KEY@DOC+DOC"), or a review item; value: the new name of a rename; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
+'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, correct_relation, rename_entity, merge_entities, split_entity or approve; target: "src|REL|dst" for a relation, an entity id, "namesake:KEY@DOC" for what a document says under a name (a merge: "namesake:KEY@DOC+DOC"), or a review item; value: the new name of a rename; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
 GRANT SELECT ON kgrag.decisions TO kgrag_reader, kgrag_writer, kgrag_curator;
 
 CREATE OR REPLACE FUNCTION kgrag_private.relation_target(src text, rel text, dst text) RETURNS text
@@ -70,7 +70,7 @@ SELECT i.item, i.target, i.what, i.confidence, i.chunk_id, i.quote
  WHERE NOT EXISTS (SELECT 1 FROM kgrag.curation AS c WHERE c.target = i.target)
  ORDER BY (i.item = 'sample'), i.item, i.target COLLATE "C";
 COMMENT ON VIEW kgrag.review_queue IS
-'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them). Decide with kgrag.reject_relation(src, rel, dst), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 GRANT SELECT ON kgrag.review_queue TO kgrag_reader, kgrag_writer, kgrag_curator;
 
 CREATE OR REPLACE FUNCTION kgrag_private.relation_documents(src text, rel text, dst text) RETURNS text[]
@@ -132,6 +132,37 @@ END
 $$;
 COMMENT ON FUNCTION kgrag.reject_relation(text, text, text, text) IS
 'Records that a stated relation is wrong (src and dst by id, name or alias; rel whatever its case), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) removes the edge and no ingestion builds it again from its evidence, until a later decision on it (kgrag.approve) takes this one back. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated.';
+
+CREATE OR REPLACE FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text DEFAULT '')
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    a text := (kgrag.resolve_entities(ARRAY[src]))[1];
+    b text := (kgrag.resolve_entities(ARRAY[dst]))[1];
+    key text := kgrag.relation_key(rel);
+    new_key text := kgrag.relation_key(COALESCE(new_rel, ''));
+    longest integer := kgrag.setting('max_alias_chars')::integer;
+    docs text[];
+BEGIN
+    IF new_key IN ('', 'CO_OCCURS') OR new_key = key OR length(new_key) > longest THEN
+        RAISE EXCEPTION 'the corrected relation is another type of 1 to % characters, not % (and not CO_OCCURS), got %',
+            longest, quote_literal(key), quote_literal(COALESCE(new_rel, 'NULL')) USING ERRCODE = '22023';
+    END IF;
+    docs := kgrag_private.relation_documents(a, key, b);
+    IF cardinality(docs) = 0 THEN
+        RAISE EXCEPTION 'no relation % -[%]-> % is stated', src, rel, dst
+            USING ERRCODE = '22023', HINT = 'SELECT * FROM kgrag.edges WHERE src_name ILIKE ... lists the relations.';
+    END IF;
+    PERFORM kgrag_private.decide('correct_relation', kgrag_private.relation_target(a, key, b), new_key,
+                                 CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
+    RETURN format('corrected %s -[%s]-> %s to -[%s]->: pgkgrag build (or the next ingestion of its documents) builds it so, from the same evidence',
+                  a, key, b, new_key);
+END
+$$;
+COMMENT ON FUNCTION kgrag.correct_relation(text, text, text, text, text) IS
+'Records that a stated relation (src and dst by id, name or alias; rel whatever its case) is of another type (new_rel: "WORKS_AT" where the extractor said "MANAGES"), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it build the relation decided from the stated one''s evidence (its quotes, confidence and dates) and not the stated one, until a later decision on it (kgrag.approve, kgrag.reject_relation) replaces this one. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated, or a new type that is empty, the same, CO_OCCURS or longer than max_alias_chars.';
 
 CREATE OR REPLACE FUNCTION kgrag.rename_entity(entity text, new_name text, note text DEFAULT '')
 RETURNS text
@@ -261,16 +292,43 @@ CREATE OR REPLACE FUNCTION kgrag_private.rejected(t text, src text, rel text, ds
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    -- the latest decision on the relation is a rejection (the tenant a bound value: on Citus the
-    -- query runs where the tenant's shards are)
-    SELECT COALESCE((SELECT c.kind = 'reject_relation' FROM kgrag.curation AS c
+    -- the latest decision on the relation rejects or corrects it (the tenant a bound value: on
+    -- Citus the query runs where the tenant's shards are)
+    SELECT COALESCE((SELECT c.kind IN ('reject_relation', 'correct_relation') FROM kgrag.curation AS c
                       WHERE c.tenant_id = t
                         AND c.target = kgrag_private.relation_target(src, rel, dst)
-                        AND c.kind IN ('reject_relation', 'approve')
+                        AND c.kind IN ('reject_relation', 'approve', 'correct_relation')
                       ORDER BY c.decided_at DESC LIMIT 1), false)
 $$;
 COMMENT ON FUNCTION kgrag_private.rejected(text, text, text, text) IS
-'Private. Returns whether, for tenant t (the current one), the latest decision on a stated relation (kgrag.reject_relation or kgrag.approve) rejects it: the graph refresh then builds no edge from its evidence.';
+'Private. Returns whether, for tenant t (the current one), the latest decision on a stated relation (kgrag.reject_relation, kgrag.correct_relation or kgrag.approve) rejects or corrects it: the graph refresh then builds no edge of it from its evidence.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.corrections(t text) RETURNS jsonb
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT COALESCE(jsonb_object_agg(d.target, d.value), '{}')
+      FROM (SELECT DISTINCT ON (c.target) c.target, c.kind, c.value FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.kind IN ('reject_relation', 'approve', 'correct_relation')
+               AND c.target LIKE '%|%|%'
+             ORDER BY c.target, c.decided_at DESC) AS d
+     WHERE d.kind = 'correct_relation'
+$$;
+COMMENT ON FUNCTION kgrag_private.corrections(text) IS
+'Private. Returns the stated relations of tenant t (the current one) whose latest decision corrects them (kgrag.correct_relation), as {"src|OLD|dst": "NEW"}: the graph refresh builds each as the relation decided.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.relation_sources(t text, src text, rel text, dst text, fixes jsonb)
+RETURNS text[]
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT CASE WHEN kgrag_private.rejected(t, src, rel, dst) THEN '{}'::text[] ELSE ARRAY[rel] END
+           || ARRAY(SELECT split_part(f.key, '|', 2) FROM jsonb_each_text(fixes) AS f
+                     WHERE f.value = rel AND split_part(f.key, '|', 1) = src AND split_part(f.key, '|', 3) = dst
+                     ORDER BY 1)
+$$;
+COMMENT ON FUNCTION kgrag_private.relation_sources(text, text, text, text, jsonb) IS
+'Private. Returns the relation keys whose evidence builds the edge src -[rel]-> dst of tenant t: rel itself unless a person rejected or corrected it, and each relation between the same entities corrected into rel (fixes: kgrag_private.corrections).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.apply_decisions() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -310,11 +368,17 @@ BEGIN
       FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,
                    split_part(c.target, '|', 3) AS dst
               FROM kgrag.curation AS c
-             WHERE c.tenant_id = t AND c.kind IN ('reject_relation', 'approve') AND c.target LIKE '%|%|%') AS x
+             WHERE c.tenant_id = t AND c.kind IN ('reject_relation', 'approve', 'correct_relation')
+               AND c.target LIKE '%|%|%') AS x
      WHERE kgrag_private.rejected(t, x.src, x.rel, x.dst)
            = EXISTS (SELECT 1 FROM kgrag.edge AS g
                       WHERE g.tenant_id = t AND g.src = x.src AND g.dst = x.dst AND g.rel = x.rel);
     GET DIAGNOSTICS relations = ROW_COUNT;
+    -- and what corrections name, corrected now or taken back: the graph refresh builds them from
+    -- the evidence the decisions give them (kgrag_private.relation_sources)
+    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+    SELECT DISTINCT split_part(c.target, '|', 1), split_part(c.target, '|', 3), c.value, 0
+      FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.kind = 'correct_relation';
     IF relations > 0 OR moved > 0 THEN
         PERFORM kgrag_private.refresh_graph();
     ELSE

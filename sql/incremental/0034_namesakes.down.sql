@@ -5,7 +5,7 @@ BEGIN
     DELETE FROM kgrag.settings WHERE key IN ('namesake_types', 'namesake_shared_neighbours');
     -- every tenant's rows: row-level security lifted for the owner meanwhile
     EXECUTE 'ALTER TABLE kgrag.curation NO FORCE ROW LEVEL SECURITY';
-    EXECUTE $q$DELETE FROM kgrag.curation WHERE kind IN ('merge_entities', 'split_entity')$q$;
+    EXECUTE $q$DELETE FROM kgrag.curation WHERE kind IN ('merge_entities', 'split_entity', 'correct_relation')$q$;
     EXECUTE 'ALTER TABLE kgrag.curation FORCE ROW LEVEL SECURITY';
     EXECUTE 'ALTER TABLE kgrag.curation DROP CONSTRAINT curation_kind_check';
     EXECUTE $q$ALTER TABLE kgrag.curation ADD CONSTRAINT curation_kind_check

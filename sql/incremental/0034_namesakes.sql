@@ -6,8 +6,9 @@
 --   what they share besides the name (kgrag_private.resolve_namesakes): namesakes stay apart
 --   unless a neighbour, or a curator's decision, joins them. The people stored before note theirs
 --   here; they are resolved at the next change of a document that gives their name.
--- - kgrag.curation takes two more kinds: merge_entities (two namesakes are one) and split_entity
---   (what one document says under a name is its own entity).
+-- - kgrag.curation takes three more kinds: merge_entities (two namesakes are one), split_entity
+--   (what one document says under a name is its own entity) and correct_relation (a stated
+--   relation is of another type).
 -- - Settings namesake_types (["Person"]) and namesake_shared_neighbours (1).
 --
 -- Through EXECUTE, as every DDL of a revision: see 0021_edge_rank_index.sql (Citus).
@@ -28,7 +29,8 @@ BEGIN
     EXECUTE $q$COMMENT ON COLUMN kgrag.entity_source.name_key IS 'For an entity of a type of the setting namesake_types given without an identifier: the key of its name alone (kgrag.entity_key). The documents of one name key are resolved into entities by what they share besides the name (kgrag_private.resolve_namesakes).'$q$;
     EXECUTE 'ALTER TABLE kgrag.curation DROP CONSTRAINT curation_kind_check';
     EXECUTE $q$ALTER TABLE kgrag.curation ADD CONSTRAINT curation_kind_check
-        CHECK (kind IN ('reject_relation', 'rename_entity', 'approve', 'merge_entities', 'split_entity'))$q$;
+        CHECK (kind IN ('reject_relation', 'rename_entity', 'approve', 'merge_entities', 'split_entity',
+                        'correct_relation'))$q$;
     INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES
         ('*', 'namesake_types', '["Person"]', 'Entity types never joined across documents on the name alone: the documents that give one name without an identifier are one entity only where they share a neighbour (namesake_shared_neighbours) or a curator merged them (kgrag.merge_entities).'),
         ('*', 'namesake_shared_neighbours', '1', 'How many neighbours (other entities cited in the same chunks) two documents'' namesakes must share to be one entity.');

@@ -186,7 +186,7 @@ def test_a_curator_in_psql_runs_the_readme_and_the_decisions_last(
     assert f'merge_entities|namesake:{JOAO}@acme-staff+beta-clinic|["beta-clinic"]|acme-staff' in out.stdout
 
     built = build(conn, "t1", HashEmbedder(512))
-    assert (built.renamed, built.relations_decided, built.namesakes_moved) == (1, 1, 1)
+    assert (built.renamed, built.relations_decided, built.namesakes_moved) == (1, 2, 1)
     merged = {JOAO}
     assert set(owners_of(conn, "João Souza").values()) == merged
     assert ("organization:beta clinic",) in q(conn, "SELECT entity_id FROM kgrag.k_hop(ARRAY[%s], 1)", JOAO)
@@ -197,7 +197,7 @@ def test_a_curator_in_psql_runs_the_readme_and_the_decisions_last(
     assert set(owners_of(conn, "João Souza").values()) == merged
     assert edges(conn) == [
         (ANA, "MENTORS", BRUNO),
-        ("person:carlos pereira", "WORKS_WITH", JOAO),
+        ("person:carlos pereira", "MANAGES", JOAO),  # corrected: built from the WORKS_WITH evidence
         (JOAO, "WORKS_AT", "organization:acme"),
         (JOAO, "WORKS_AT", "organization:beta clinic"),
     ]
@@ -212,6 +212,17 @@ def test_a_curator_in_psql_runs_the_readme_and_the_decisions_last(
     ingest(conn, tmp_path, [BETA_CLINIC])
     assert owners_of(conn, "João Souza") == apart
 
+    # the corrected relation stays corrected when its own document changes; approving takes it back
+    carlos = "person:carlos pereira"
+    staff = dict(ACME_STAFF, text=ACME_STAFF["text"] + " Both joined in 2019.")
+    assert ingest(conn, tmp_path, [staff]).written == 1
+    assert (carlos, "MANAGES", JOAO) in edges(conn) and (carlos, "WORKS_WITH", JOAO) not in edges(conn)
+    with tenant_transaction(admin, "t1"):
+        admin.execute("SELECT kgrag.approve(%s)", [f"{carlos}|WORKS_WITH|{JOAO}"])
+    admin.commit()
+    build(conn, "t1", HashEmbedder(512))
+    assert (carlos, "WORKS_WITH", JOAO) in edges(conn) and (carlos, "MANAGES", JOAO) not in edges(conn)
+
 
 def test_namesake_decisions_are_checked(conn: psycopg.Connection, tmp_path: Path) -> None:
     assert ingest(conn, tmp_path, [FIRST, ACME_STAFF, BETA_CLINIC]).ok
@@ -224,6 +235,9 @@ def test_namesake_decisions_are_checked(conn: psycopg.Connection, tmp_path: Path
         (f"SELECT kgrag.split_entity('{nurse}', 'acme-staff')", "gives no namesake of"),
         ("SELECT kgrag.split_entity('Contoso', 'team')", "gives no namesake of"),
         (f"SELECT kgrag.approve('namesake:{JOAO}x')", "no review item or entity"),
+        ("SELECT kgrag.correct_relation('Ana Costa', 'manages', 'Contoso', 'co_occurs')", "the corrected relation is"),
+        ("SELECT kgrag.correct_relation('Ana Costa', 'manages', 'Contoso', 'Manages')", "the corrected relation is"),
+        ("SELECT kgrag.correct_relation('Ana Costa', 'owns', 'Contoso', 'RUNS')", "no relation Ana Costa"),
     ):
         with pytest.raises(psycopg.errors.InvalidParameterValue, match=message), tenant_transaction(conn, "t1"):
             conn.execute(call)
