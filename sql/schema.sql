@@ -98,6 +98,9 @@ BEGIN
     ELSIF NOT (target LIKE 'name:%'
                OR (target LIKE 'namesake:%' AND EXISTS (SELECT 1 FROM kgrag.entity_source AS s
                                                         WHERE s.tenant_id = t AND s.name_key = substr(target, 10)))
+               OR (target LIKE 'set_aside:%' AND EXISTS (SELECT 1 FROM kgrag.set_aside AS s
+                                                         WHERE s.tenant_id = t
+                                                           AND 'set_aside:' || md5(s.chunk_id || '|' || s.what) = target))
                OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = target)) THEN
         RAISE EXCEPTION 'no review item or entity is %', quote_literal(target) USING ERRCODE = '22023';
     END IF;
@@ -112,7 +115,7 @@ ALTER FUNCTION kgrag.approve(target text, note text) OWNER TO <owner>;
 -- Name: FUNCTION approve(target text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.approve(target text, note text) IS 'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", an entity id) was checked and is right, with an optional note: it leaves the queue; on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
+COMMENT ON FUNCTION kgrag.approve(target text, note text) IS 'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", an entity id) was checked and is right, with an optional note: it leaves the queue; on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
 
 --
 -- Name: canonical_name(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2761,6 +2764,15 @@ BEGIN
     )
     SELECT count(*) INTO n_relations FROM ins;
     DROP TABLE pg_temp.kgrag_resolved;
+    -- what the extractor set aside for a person to check, with its chunk (the old went with the old chunks)
+    INSERT INTO kgrag.set_aside AS a (tenant_id, chunk_id, what, reason, quote, extractor)
+    SELECT DISTINCT ON (s.doc_id, s.ordinal, left(s.what, 1000)) t, s.doc_id || '#' || s.ordinal, left(s.what, 1000),
+           left(s.reason, 200), left(s.quote, kgrag.setting('max_quote_chars')::integer), left(s.extractor, 100)
+      FROM pg_temp.kgrag_stage_set_aside AS s
+      JOIN pg_temp.kgrag_stage_chunk AS c ON c.doc_id = s.doc_id AND c.ordinal = s.ordinal
+     WHERE btrim(s.what) <> ''
+     ORDER BY s.doc_id, s.ordinal, left(s.what, 1000)
+    ON CONFLICT (tenant_id, chunk_id, what) DO NOTHING;
     RETURN jsonb_build_object('relations', n_relations, 'rejected', rejected);
 END
 $$;
@@ -2771,7 +2783,7 @@ ALTER FUNCTION kgrag_private.apply_relations() OWNER TO <owner>;
 -- Name: FUNCTION apply_relations(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.apply_relations() IS 'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. Returns {"relations": n, "rejected": {reason: n}}.';
+COMMENT ON FUNCTION kgrag_private.apply_relations() IS 'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. What the extractor set aside (pg_temp.kgrag_stage_set_aside) goes into kgrag.set_aside with its chunk. Returns {"relations": n, "rejected": {reason: n}}.';
 
 --
 -- Name: check_embedding_kind(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6786,6 +6798,10 @@ BEGIN
         target text NOT NULL, target_type text NOT NULL, rel text NOT NULL, quote text NOT NULL DEFAULT '', confidence double precision NOT NULL DEFAULT 1,
         negated boolean NOT NULL DEFAULT false, extractor text NOT NULL, valid_from timestamptz, valid_to timestamptz
     ) ON COMMIT DROP;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_set_aside (
+        doc_id text NOT NULL, ordinal integer NOT NULL, what text NOT NULL, reason text NOT NULL,
+        quote text NOT NULL DEFAULT '', extractor text NOT NULL DEFAULT ''
+    ) ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_cluster (
         entity_id text NOT NULL, level integer NOT NULL, cluster integer NOT NULL, parent_cluster integer
     ) ON COMMIT DROP;
@@ -6798,7 +6814,7 @@ ALTER FUNCTION kgrag_private.stage_begin() OWNER TO <owner>;
 -- Name: FUNCTION stage_begin(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.stage_begin() IS 'Private. Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _cluster), dropped at commit. COPY the batch into them, then call kgrag_private.ingest_apply().';
+COMMENT ON FUNCTION kgrag_private.stage_begin() IS 'Private. Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _set_aside, _cluster), dropped at commit. COPY the batch into them, then call kgrag_private.ingest_apply().';
 
 --
 -- Name: staged_namesakes(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8363,6 +8379,31 @@ ALTER TABLE kgrag.relation_evidence OWNER TO <owner>;
 COMMENT ON TABLE kgrag.relation_evidence IS 'Every extracted typed relation with its provenance (chunk, literal quote, confidence, extractor, validity). Typed edges are aggregated from the non-negated rows; a negated fact is kept here and never becomes an edge.';
 
 --
+-- Name: set_aside; Type: TABLE; Schema: kgrag; Owner: <owner>
+--
+
+CREATE TABLE kgrag.set_aside (
+    tenant_id text NOT NULL,
+    chunk_id text NOT NULL,
+    what text NOT NULL,
+    reason text NOT NULL,
+    quote text DEFAULT ''::text NOT NULL,
+    extractor text DEFAULT ''::text NOT NULL,
+    CONSTRAINT set_aside_what_check CHECK (((length(what) >= 1) AND (length(what) <= 1000)))
+);
+ALTER TABLE ONLY kgrag.set_aside ALTER COLUMN tenant_id SET STATISTICS 1;
+
+ALTER TABLE ONLY kgrag.set_aside FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE kgrag.set_aside OWNER TO <owner>;
+
+--
+-- Name: TABLE set_aside; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag.set_aside IS 'What an extractor found in a chunk and did not take, for a person to check (kgrag.review_queue, item outside_ontology): a relation or an entity of a type outside the ontology, with why and the quote. Written with the chunk, gone with it.';
+
+--
 -- Name: review_queue; Type: VIEW; Schema: kgrag; Owner: <owner>
 --
 
@@ -8422,6 +8463,14 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
                   GROUP BY s.name_key, s.entity_id) x
           GROUP BY x.name_key
          HAVING (count(*) > 1)
+        UNION ALL
+         SELECT 'outside_ontology'::text,
+            ('set_aside:'::text || md5(((s.chunk_id || '|'::text) || s.what))),
+            ((s.what || ': '::text) || s.reason),
+            NULL::double precision,
+            s.chunk_id,
+            NULLIF(s.quote, ''::text) AS "nullif"
+           FROM kgrag.set_aside s
         )
  SELECT item,
     target,
@@ -8441,7 +8490,7 @@ ALTER VIEW kgrag.review_queue OWNER TO <owner>;
 -- Name: VIEW review_queue; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 
 --
 -- Name: router_rule; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -8729,6 +8778,13 @@ ALTER TABLE ONLY kgrag.relation_evidence
 
 ALTER TABLE ONLY kgrag.router_rule
     ADD CONSTRAINT router_rule_pkey PRIMARY KEY (tenant_id, rule_id);
+
+--
+-- Name: set_aside set_aside_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag.set_aside
+    ADD CONSTRAINT set_aside_pkey PRIMARY KEY (tenant_id, chunk_id, what);
 
 --
 -- Name: settings settings_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
@@ -9038,6 +9094,13 @@ ALTER TABLE ONLY kgrag.relation_evidence
     ADD CONSTRAINT relation_evidence_tenant_id_src_fkey FOREIGN KEY (tenant_id, src) REFERENCES kgrag.entity(tenant_id, entity_id) ON DELETE CASCADE;
 
 --
+-- Name: set_aside set_aside_tenant_id_chunk_id_fkey; Type: FK CONSTRAINT; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag.set_aside
+    ADD CONSTRAINT set_aside_tenant_id_chunk_id_fkey FOREIGN KEY (tenant_id, chunk_id) REFERENCES kgrag.chunk(tenant_id, chunk_id) ON DELETE CASCADE;
+
+--
 -- Name: alias; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
 --
 
@@ -9176,6 +9239,12 @@ ALTER TABLE kgrag.relation_evidence ENABLE ROW LEVEL SECURITY;
 ALTER TABLE kgrag.router_rule ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: set_aside; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE kgrag.set_aside ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: settings; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
 --
 
@@ -9294,6 +9363,12 @@ CREATE POLICY tenant_isolation ON kgrag.query_log USING ((tenant_id = kgrag.curr
 --
 
 CREATE POLICY tenant_isolation ON kgrag.relation_evidence USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+
+--
+-- Name: set_aside tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY tenant_isolation ON kgrag.set_aside USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
 
 --
 -- Name: router_rule tenant_read; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -9640,6 +9715,14 @@ GRANT SELECT ON TABLE kgrag.query_log TO kgrag_curator;
 GRANT SELECT ON TABLE kgrag.relation_evidence TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.relation_evidence TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.relation_evidence TO kgrag_curator;
+
+--
+-- Name: TABLE set_aside; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag.set_aside TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.set_aside TO kgrag_curator;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.set_aside TO kgrag_writer;
 
 --
 -- Name: TABLE review_queue; Type: ACL; Schema: kgrag; Owner: <owner>

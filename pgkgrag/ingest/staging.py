@@ -55,7 +55,8 @@ RELATIONS = StagedTable(
     ),
 )
 CLUSTERS = StagedTable("kgrag_stage_cluster", ("entity_id", "level", "cluster", "parent_cluster"))
-STAGED = (DOCUMENTS, CHUNKS, ENTITIES, RELATIONS, CLUSTERS)
+SET_ASIDE = StagedTable("kgrag_stage_set_aside", ("doc_id", "ordinal", "what", "reason", "quote", "extractor"))
+STAGED = (DOCUMENTS, CHUNKS, ENTITIES, RELATIONS, CLUSTERS, SET_ASIDE)
 
 
 @dataclass(frozen=True)
@@ -166,5 +167,14 @@ def stage_documents(
             )
             for d in docs
             for r in d.found.relations
+        ),
+    )
+    copy_rows(
+        conn,
+        SET_ASIDE,
+        (
+            (d.prepared.document.doc_id, s.ordinal, s.what, s.reason, s.quote, s.extractor)
+            for d in docs
+            for s in d.found.set_aside
         ),
     )

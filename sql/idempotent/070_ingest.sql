@@ -60,13 +60,17 @@ BEGIN
         target text NOT NULL, target_type text NOT NULL, rel text NOT NULL, quote text NOT NULL DEFAULT '', confidence double precision NOT NULL DEFAULT 1,
         negated boolean NOT NULL DEFAULT false, extractor text NOT NULL, valid_from timestamptz, valid_to timestamptz
     ) ON COMMIT DROP;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_set_aside (
+        doc_id text NOT NULL, ordinal integer NOT NULL, what text NOT NULL, reason text NOT NULL,
+        quote text NOT NULL DEFAULT '', extractor text NOT NULL DEFAULT ''
+    ) ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_cluster (
         entity_id text NOT NULL, level integer NOT NULL, cluster integer NOT NULL, parent_cluster integer
     ) ON COMMIT DROP;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.stage_begin() IS
-'Private. Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _cluster), dropped at commit. COPY the batch into them, then call kgrag_private.ingest_apply().';
+'Private. Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _set_aside, _cluster), dropped at commit. COPY the batch into them, then call kgrag_private.ingest_apply().';
 
 CREATE OR REPLACE FUNCTION kgrag_private.screen_staged() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -433,11 +437,20 @@ BEGIN
     )
     SELECT count(*) INTO n_relations FROM ins;
     DROP TABLE pg_temp.kgrag_resolved;
+    -- what the extractor set aside for a person to check, with its chunk (the old went with the old chunks)
+    INSERT INTO kgrag.set_aside AS a (tenant_id, chunk_id, what, reason, quote, extractor)
+    SELECT DISTINCT ON (s.doc_id, s.ordinal, left(s.what, 1000)) t, s.doc_id || '#' || s.ordinal, left(s.what, 1000),
+           left(s.reason, 200), left(s.quote, kgrag.setting('max_quote_chars')::integer), left(s.extractor, 100)
+      FROM pg_temp.kgrag_stage_set_aside AS s
+      JOIN pg_temp.kgrag_stage_chunk AS c ON c.doc_id = s.doc_id AND c.ordinal = s.ordinal
+     WHERE btrim(s.what) <> ''
+     ORDER BY s.doc_id, s.ordinal, left(s.what, 1000)
+    ON CONFLICT (tenant_id, chunk_id, what) DO NOTHING;
     RETURN jsonb_build_object('relations', n_relations, 'rejected', rejected);
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.apply_relations() IS
-'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. Returns {"relations": n, "rejected": {reason: n}}.';
+'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. What the extractor set aside (pg_temp.kgrag_stage_set_aside) goes into kgrag.set_aside with its chunk. Returns {"relations": n, "rejected": {reason: n}}.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.ingest_apply() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

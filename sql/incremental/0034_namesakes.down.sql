@@ -11,6 +11,7 @@ BEGIN
     EXECUTE $q$ALTER TABLE kgrag.curation ADD CONSTRAINT curation_kind_check
         CHECK (kind IN ('reject_relation', 'rename_entity', 'approve'))$q$;
     EXECUTE 'DROP INDEX kgrag.entity_source_name_key_idx';
+    EXECUTE 'DROP TABLE kgrag.set_aside';
     EXECUTE 'ALTER TABLE kgrag.entity_source DROP COLUMN name_key';
 END
 $$;

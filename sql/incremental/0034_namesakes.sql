@@ -10,10 +10,42 @@
 --   (what one document says under a name is its own entity) and correct_relation (a stated
 --   relation is of another type).
 -- - Settings namesake_types (["Person"]) and namesake_shared_neighbours (1).
+-- - kgrag.set_aside: what an extractor found in a chunk and did not take (a relation or an entity
+--   of a type outside the ontology), for the review queue; it goes with its chunk.
 --
 -- Through EXECUTE, as every DDL of a revision: see 0021_edge_rank_index.sql (Citus).
 DO $$
+DECLARE
+    distributed boolean := EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus')
+                           AND pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
 BEGIN
+    IF distributed THEN  -- (nested: the catalog exists only where Citus is installed)
+        EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = ''kgrag.alias''::regclass)'
+           INTO distributed;
+    END IF;
+    EXECUTE $q$
+CREATE TABLE kgrag.set_aside (
+    tenant_id text NOT NULL,
+    chunk_id  text NOT NULL,
+    what      text NOT NULL CHECK (length(what) BETWEEN 1 AND 1000),
+    reason    text NOT NULL,
+    quote     text NOT NULL DEFAULT '',
+    extractor text NOT NULL DEFAULT '',
+    PRIMARY KEY (tenant_id, chunk_id, what),
+    FOREIGN KEY (tenant_id, chunk_id) REFERENCES kgrag.chunk (tenant_id, chunk_id) ON DELETE CASCADE
+)$q$;
+    IF distributed THEN  -- a new table of the graph goes where kgrag.alias is (kgrag.distribute())
+        EXECUTE $q$SELECT pg_catalog.create_distributed_table('kgrag.set_aside', 'tenant_id', colocate_with => 'kgrag.alias')$q$;
+    ELSE
+        EXECUTE 'ALTER TABLE kgrag.set_aside ALTER COLUMN tenant_id SET STATISTICS 1';
+    END IF;
+    EXECUTE $q$COMMENT ON TABLE kgrag.set_aside IS 'What an extractor found in a chunk and did not take, for a person to check (kgrag.review_queue, item outside_ontology): a relation or an entity of a type outside the ontology, with why and the quote. Written with the chunk, gone with it.'$q$;
+    EXECUTE 'ALTER TABLE kgrag.set_aside ENABLE ROW LEVEL SECURITY';
+    EXECUTE 'ALTER TABLE kgrag.set_aside FORCE ROW LEVEL SECURITY';
+    EXECUTE $q$CREATE POLICY tenant_isolation ON kgrag.set_aside
+        USING (tenant_id = kgrag.current_tenant()) WITH CHECK (tenant_id = kgrag.current_tenant())$q$;
+    EXECUTE 'GRANT SELECT ON kgrag.set_aside TO kgrag_reader, kgrag_curator';
+    EXECUTE 'GRANT SELECT, INSERT, UPDATE, DELETE ON kgrag.set_aside TO kgrag_writer';
     EXECUTE 'ALTER TABLE kgrag.entity_source ADD COLUMN name_key text';
     -- the people stored so far note their name key, every tenant's (row-level security lifted for
     -- the owner meanwhile): the next change of a document of a name resolves all of its documents

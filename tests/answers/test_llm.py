@@ -344,3 +344,41 @@ def test_an_identifier_counts_only_where_the_passage_states_it(
     ]
     schema = llm.requests[0]["body"]["response_format"]["json_schema"]["schema"]
     assert "identifier" in schema["properties"]["entities"]["items"]["required"]
+
+
+def test_what_falls_outside_the_ontology_waits_for_a_person(
+    conn: psycopg.Connection, tmp_path: Path, llm: FakeOpenAI
+) -> None:
+    text = "Ana Costa is a friend of Bruno Lima. Ana Costa visited Mars."
+    out = {
+        "entities": [
+            {"name": "Ana Costa", "type": "Person", "description": "", "identifier": ""},
+            {"name": "Bruno Lima", "type": "Person", "description": "", "identifier": ""},
+            {"name": "Mars", "type": "Planet", "description": "", "identifier": ""},
+        ],
+        "relations": [
+            {
+                "source": "Ana Costa",
+                "target": "Bruno Lima",
+                "type": "FRIEND_OF",
+                "quote": "Ana Costa is a friend of Bruno Lima.",
+                "negated": False,
+                "confidence": 0.9,
+            }
+        ],
+    }
+    llm.responses["friend"] = [(200, json.dumps(out))]
+    report = run(conn, tmp_path, [{"doc_id": "f", "text": text}])
+    assert report.ok and report.rejected_extractions["relation type outside the ontology"] == 1
+    queue = q(conn, "SELECT what, chunk_id, quote, target FROM kgrag.review_queue WHERE item = 'outside_ontology'")
+    assert sorted(row[:3] for row in queue) == [
+        ("Ana Costa -[FRIEND_OF]-> Bruno Lima: relation type outside the ontology", "f#0",
+         "Ana Costa is a friend of Bruno Lima."),
+        ("Mars (Planet): entity type outside the ontology", "f#0", None),
+    ]  # fmt: skip
+    with tenant_transaction(conn, "t1"):
+        conn.execute("SELECT kgrag.approve(%s, 'not in our ontology')", [queue[0][3]])
+    assert len(q(conn, "SELECT 1 FROM kgrag.review_queue WHERE item = 'outside_ontology'")) == 1
+    with tenant_transaction(conn, "t1"):  # and it goes with its document
+        conn.execute("SELECT kgrag.delete_documents(ARRAY['f'])")
+    assert q(conn, "SELECT count(*) FROM kgrag.set_aside") == [(0,)]

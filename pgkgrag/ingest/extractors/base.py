@@ -58,11 +58,24 @@ class FoundRelation:
     valid_to: datetime | None = None
 
 
+@dataclass(frozen=True)
+class SetAside:
+    """What an extractor found in a chunk and did not take, for a person to check
+    (kgrag.review_queue): a relation or an entity of a type outside the ontology."""
+
+    ordinal: int  # the chunk
+    what: str  # "Ana Costa -[FRIEND_OF]-> Bruno Lima", "Mars (Planet)"
+    reason: str
+    quote: str = ""
+    extractor: str = ""
+
+
 @dataclass
 class Extraction:
     entities: list[FoundEntity] = field(default_factory=list)
     relations: list[FoundRelation] = field(default_factory=list)
     rejected: Counter[str] = field(default_factory=Counter)
+    set_aside: list[SetAside] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from pgkgrag.ingest.extractors.base import (
     FoundEntity,
     FoundRelation,
     PreparedDocument,
+    SetAside,
     normalized,
     ontology_types,
 )
@@ -46,6 +47,8 @@ from pgkgrag.ingest.extractors.llm_prompt import (
 )
 from pgkgrag.llm.client import LlmSettings, OpenAICompatibleClient, RequestFailed
 from pgkgrag.queries import Q
+
+MAX_SET_ASIDE = 20  # what a chunk's answer may set aside for review; the rest is only counted
 
 
 class LlmExtractor:
@@ -118,12 +121,16 @@ class LlmExtractor:
         results = []
         for (_, chunk, out), text_sq in zip(parsed, chunk_sq, strict=True):
             rejected: Counter[str] = Counter()
+            set_aside: list[dict[str, str]] = []  # outside the ontology: for a person to check
             entities: dict[str, dict[str, str]] = {}
             for entity in out.entities:
                 key = next(name_sq)
                 etype = next(entity_types)
                 if etype is None:
                     rejected["entity type outside the ontology"] += 1
+                    set_aside.append(
+                        {"what": f"{entity.name} ({entity.type})", "reason": "entity type outside the ontology"}
+                    )
                 elif not key or key not in text_sq:
                     rejected["entity not in the source text"] += 1
                 else:
@@ -144,6 +151,13 @@ class LlmExtractor:
                 rel = next(relation_types)
                 if rel is None:
                     rejected["relation type outside the ontology"] += 1
+                    set_aside.append(
+                        {
+                            "what": f"{relation.source} -[{relation.type}]-> {relation.target}",
+                            "reason": "relation type outside the ontology",
+                            "quote": relation.quote if relation.quote and relation.quote in chunk.text else "",
+                        }
+                    )
                 elif src is None or dst is None:
                     rejected["relation endpoint is not an extracted entity"] += 1
                 elif not relation.quote or relation.quote not in chunk.text:
@@ -161,7 +175,14 @@ class LlmExtractor:
                             "confidence": relation.confidence,
                         }
                     )
-            results.append({"entities": list(entities.values()), "relations": relations, "rejected": dict(rejected)})
+            results.append(
+                {
+                    "entities": list(entities.values()),
+                    "relations": relations,
+                    "rejected": dict(rejected),
+                    "set_aside": set_aside[:MAX_SET_ASIDE],
+                }
+            )
         return results
 
     def _merge(
@@ -179,6 +200,10 @@ class LlmExtractor:
                 return ExtractionFailed(f"chunk {prepared.document.doc_id}#{chunk.ordinal}: {result}")
             assert result is not None
             out.rejected.update(result.get("rejected", {}))
+            out.set_aside += [
+                SetAside(chunk.ordinal, s["what"], s["reason"], s.get("quote", ""), self.name)
+                for s in result.get("set_aside", [])
+            ]
             for e in result["entities"]:
                 found = by_key.setdefault(
                     (e["name"].casefold(), e["type"]), FoundEntity(e["name"], e["type"], ordinals=[])
