@@ -574,6 +574,10 @@ BEGIN
         END IF;
         RETURN NEXT;
     END LOOP;
+    -- the curator's one write, as Citus sends it to the shards (kgrag_private.grant_curation_on_shards)
+    IF NOT dry_run THEN
+        PERFORM kgrag_private.grant_curation_on_shards();
+    END IF;
     -- the rows a table held were copied to its shards: the coordinator's own copy goes (children first)
     FOR i IN REVERSE COALESCE(pg_catalog.array_length(made, 1), 0) .. 1 LOOP
         PERFORM pg_catalog.truncate_local_data_after_distributing_table(made[i]::regclass);
@@ -596,7 +600,7 @@ ALTER FUNCTION kgrag.distribute(dry_run boolean) OWNER TO <owner>;
 -- Name: FUNCTION distribute(dry_run boolean); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.distribute(dry_run boolean) IS 'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so: settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document, but for the two logs (answer_log, query_log: written as kgrag_logger, they form a co-location group of their own, so that a transaction may search again after a search logged). Rows already there are moved to the shards. The owners of the SECURITY DEFINER helpers (kgrag_probe, kgrag_logger) get LOGIN, without a password, as Citus logs in to the workers as them (docs/scale-out.md: allow them from the coordinator only). Tables already distributed are left as they are, so a second call changes nothing. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';
+COMMENT ON FUNCTION kgrag.distribute(dry_run boolean) IS 'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so (and lets the shards of kgrag.curation take a curator''s decisions as Citus writes them; call it again after moving or splitting shards): settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document, but for the two logs (answer_log, query_log: written as kgrag_logger, they form a co-location group of their own, so that a transaction may search again after a search logged). Rows already there are moved to the shards. The owners of the SECURITY DEFINER helpers (kgrag_probe, kgrag_logger) get LOGIN, without a password, as Citus logs in to the workers as them (docs/scale-out.md: allow them from the coordinator only). Tables already distributed are left as they are, so a second call changes nothing. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';
 
 --
 -- Name: edge_rank_depth(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -4087,6 +4091,36 @@ ALTER FUNCTION kgrag_private.global_rows(question_vec public.vector, question te
 --
 
 COMMENT ON FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb) IS 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight; each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
+
+--
+-- Name: grant_curation_on_shards(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.grant_curation_on_shards() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    propagation text := pg_catalog.current_setting('citus.enable_ddl_propagation', true);
+BEGIN
+    -- A curator's decision names only what it decides; who and when are the columns' defaults.
+    -- Citus evaluates the defaults on the coordinator and writes them to the shard as values, so
+    -- the shards must take decided_by and decided_at from the curator, the coordinator not: the
+    -- grant goes to the shards (DDL propagation), the revoke stays on the coordinator.
+    EXECUTE 'GRANT INSERT (decided_by, decided_at) ON kgrag.curation TO kgrag_curator';
+    PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
+    EXECUTE 'REVOKE INSERT (decided_by, decided_at) ON kgrag.curation FROM kgrag_curator';
+    PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', COALESCE(propagation, 'on'), true);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.grant_curation_on_shards() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION grant_curation_on_shards(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.grant_curation_on_shards() IS 'Private. On a Citus coordinator, lets the shards of kgrag.curation take the rows a curator''s decision writes (Citus evaluates the defaults decided_by and decided_at on the coordinator and writes them as values) while the coordinator still refuses a curator who names them: granted on the shards, revoked on the coordinator alone. kgrag.distribute() calls it (run it again after moving or splitting shards), and so does revision 0034 on a schema distributed before. Returns nothing.';
 
 --
 -- Name: identified_key(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

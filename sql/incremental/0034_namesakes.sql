@@ -10,6 +10,8 @@
 --   (what one document says under a name is its own entity) and correct_relation (a stated
 --   relation is of another type).
 -- - Settings namesake_types (["Person"]) and namesake_shared_neighbours (1).
+-- - On Citus, the shards of kgrag.curation take a curator's decision as Citus writes it (with who
+--   and when as values); the coordinator still refuses a curator who names them.
 -- - kgrag.set_aside: what an extractor found in a chunk and did not take (a relation or an entity
 --   of a type outside the ontology), for the review queue; it goes with its chunk.
 --
@@ -36,6 +38,13 @@ CREATE TABLE kgrag.set_aside (
 )$q$;
     IF distributed THEN  -- a new table of the graph goes where kgrag.alias is (kgrag.distribute())
         EXECUTE $q$SELECT pg_catalog.create_distributed_table('kgrag.set_aside', 'tenant_id', colocate_with => 'kgrag.alias')$q$;
+        -- Citus writes a curator's decision to the shard with decided_by and decided_at as values
+        -- (the defaults, evaluated on the coordinator): the shards take them from the curator, the
+        -- coordinator still not (as kgrag_private.grant_curation_on_shards does)
+        EXECUTE 'GRANT INSERT (decided_by, decided_at) ON kgrag.curation TO kgrag_curator';
+        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
+        EXECUTE 'REVOKE INSERT (decided_by, decided_at) ON kgrag.curation FROM kgrag_curator';
+        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'on', true);
     ELSE
         EXECUTE 'ALTER TABLE kgrag.set_aside ALTER COLUMN tenant_id SET STATISTICS 1';
     END IF;

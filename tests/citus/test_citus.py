@@ -67,10 +67,10 @@ def watched(dsn: str, spread: list[str]) -> psycopg.Connection:
     return conn
 
 
-def load(dsn: str, tenants: tuple[str, str], tmp: Path, spread: list[str]) -> None:
+def load(dsn: str, curator: str, tenants: tuple[str, str], tmp: Path, spread: list[str]) -> None:
     """The same steps on either database, as a writer login role: both tenants ingest (the second
     with two connections at once, two namesakes among its documents), one changed document is
-    ingested again, one is deleted, the namesakes are merged, both build."""
+    ingested again, one is deleted, the namesakes are merged by a curator login, both build."""
     sample = [json.loads(line) for line in Path(SAMPLE_CORPUS).read_text().splitlines()]
     a, b = tenants
     tmp.mkdir()
@@ -83,11 +83,22 @@ def load(dsn: str, tenants: tuple[str, str], tmp: Path, spread: list[str]) -> No
         ingest(conn, tmp, [changed], tenant=a)
         with tenant_transaction(conn, b):
             conn.execute("SELECT kgrag.delete_documents(%s)", [[sample[1]["doc_id"]]])
-            merged = (
-                "SELECT kgrag.merge_entities(min(entity_id), max(entity_id)) FROM kgrag.entity"
-                " WHERE tenant_id = %s AND name = %s"
-            )
-            conn.execute(merged, [b, "João Souza"])  # applied by the build: documents move on the worker
+        merged = (
+            "SELECT kgrag.merge_entities(min(entity_id), max(entity_id)) FROM kgrag.entity"
+            " WHERE tenant_id = %s AND name = %s"
+        )
+        with watched(curator, spread) as own, tenant_transaction(own, b):
+            own.execute(merged, [b, "João Souza"])  # applied by the build: documents move on the worker
+        forged = (
+            "INSERT INTO kgrag.curation (tenant_id, kind, target, decided_by) VALUES (%s, 'approve', 'x', 'nobody')"
+        )
+        # who decided is never the curator's to say, on a cluster too
+        with (
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+            psycopg.connect(curator) as own,
+            tenant_transaction(own, b),
+        ):
+            own.execute(forged, [b])
         with tenant_transaction(conn, a):  # so that the build stores common words (kgrag.lexeme_stats)
             conn.execute(
                 "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'lexical_candidates', '5')", [a]
@@ -178,10 +189,17 @@ def test_two_tenants_on_two_workers_answer_as_on_a_single_node(
                 login(admin, "citus_t_writer", "kgrag_writer", [a, b])
                 login(admin, "citus_t_reader", "kgrag_reader", [a, b])
                 login(admin, "citus_t_other", "kgrag_reader", [b])
+                login(admin, "citus_t_curator", "kgrag_curator", [b])
                 if dsn == cluster:
-                    for role in ("citus_t_writer", "citus_t_reader"):
+                    for role in ("citus_t_writer", "citus_t_reader", "citus_t_curator"):
                         admin.execute(f"ALTER ROLE {role} SET citus.multi_task_query_log_level = warning")
-            load(as_role(dsn, "citus_t_writer"), (a, b), tmp_path / ("c" if dsn == cluster else "s"), spread)
+            load(
+                as_role(dsn, "citus_t_writer"),
+                as_role(dsn, "citus_t_curator"),
+                (a, b),
+                tmp_path / ("c" if dsn == cluster else "s"),
+                spread,
+            )
         written = sorted(set(spread))
         spread.clear()
         for tenant in (a, b):

@@ -18,6 +18,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from pgkgrag import migrations
+from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.db.server import EmbeddedServer
 from pgkgrag.resources import SAMPLE_CORPUS
 
@@ -136,6 +137,15 @@ def test_two_owners_install_upgrade_ingest_and_search(cluster: Server) -> None:
     writer2, reader2 = app_roles(two, "2", "globex")
     ingest_and_search(writer1, reader1, "acme")
     ingest_and_search(writer2, reader2, "globex")
+    # the second owner gives its team a curator, who works the queue and nothing else
+    as_owner(two, "CREATE ROLE app_c2 LOGIN", "GRANT kgrag_curator TO app_c2")
+    as_owner(two, "SELECT kgrag.grant_tenant('app_c2', 'globex')")
+    with psycopg.connect(make_conninfo(two, user="app_c2")) as curator, tenant_transaction(curator, "globex"):
+        item = curator.execute("SELECT target FROM kgrag.review_queue WHERE item = 'namesakes' LIMIT 1").fetchone()
+        assert item is not None
+        curator.execute("SELECT kgrag.approve(%s, 'two people')", [item[0]])
+        decided = curator.execute("SELECT kind, decided_by FROM kgrag.decisions").fetchall()
+    assert decided == [("approve", "app_c2")]
     # a tenant of one database is nothing to the other database's roles (the kgrag roles are shared)
     elsewhere = make_conninfo(cluster.dsn("db_owner1"), user="app_r2")
     crossed = run("search", QUESTION, "--tenant", "acme", dsn=elsewhere)
