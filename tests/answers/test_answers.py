@@ -240,6 +240,12 @@ def test_ask_from_the_cli_and_over_http(demo: str, dconn: psycopg.Connection, fa
     shown = run("ask", APPROVES, dsn=demo, **env)
     assert shown.returncode == 0 and "contract-payflow#0" in shown.stdout and "1 LLM calls" in shown.stdout
 
+    # a count question: the answer says how many match and that the list may be incomplete
+    counted = run("ask", "How many contracts are there?", "--json", dsn=demo, **env)
+    assert counted.returncode == 0, counted.stderr
+    reason = json.loads(counted.stdout)["reason"]
+    assert "3 entities of type Contract" in reason and "may be incomplete" in reason, reason
+
     refused = run("ask", APPROVES, dsn=demo, KGRAG_TENANT=DEMO_TENANT)
     assert refused.returncode == 1 and "KGRAG_LLM_URL" in refused.stderr and "Traceback" not in refused.stderr
 
