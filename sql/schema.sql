@@ -104,6 +104,11 @@ BEGIN
                OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = target)) THEN
         RAISE EXCEPTION 'no review item or entity is %', quote_literal(target) USING ERRCODE = '22023';
     END IF;
+    IF target LIKE 'set_aside:%' THEN  -- about the document of its chunk: forgotten with it
+        docs := ARRAY(SELECT c.doc_id FROM kgrag.set_aside AS s
+                        JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = s.chunk_id
+                       WHERE s.tenant_id = t AND 'set_aside:' || md5(s.chunk_id || '|' || s.what) = target LIMIT 1);
+    END IF;
     PERFORM kgrag_private.decide('approve', target, NULL, CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
     RETURN format('approved %s', target);
 END
@@ -494,7 +499,14 @@ BEGIN
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     PERFORM kgrag_private.forget_aliases(named);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
-    DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);  -- decisions about them
+    -- decisions about them go; the relations of the pairs they corrected are recomputed without them
+    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+    SELECT DISTINCT p.src, p.dst, r.rel, 0
+      FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 3) AS dst
+              FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids) AND c.kind = 'correct_relation') AS p
+     CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, p.src, p.dst, kgrag_private.corrections(t))) AS r(rel);
+    DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
     -- the namesakes the documents joined or kept apart are resolved again without them
@@ -2516,6 +2528,7 @@ DECLARE
     relations integer;
     keys text[];
     moved integer;
+    fixes jsonb;
 BEGIN
     -- namesakes merged or split first (their name keys are the first locks every writer of them
     -- takes): their names resolved again, what moves noted for the refresh (the keys are read
@@ -2537,24 +2550,23 @@ BEGIN
              WHERE c.tenant_id = t AND c.kind = 'rename_entity' ORDER BY c.target, c.decided_at DESC) AS d
      WHERE e.tenant_id = t AND e.entity_id = d.target AND e.name IS DISTINCT FROM d.value;
     GET DIAGNOSTICS renamed = ROW_COUNT;
-    -- relations whose edge disagrees with the latest decision (rejected and present, or taken
-    -- back and absent): the graph refresh recomputes them from their evidence
-    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
-    SELECT x.src, x.dst, x.rel, 0
-      FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,
-                   split_part(c.target, '|', 3) AS dst
-              FROM kgrag.curation AS c
-             WHERE c.tenant_id = t AND c.kind IN ('reject_relation', 'approve', 'correct_relation')
-               AND c.target LIKE '%|%|%') AS x
-     WHERE kgrag_private.rejected(t, x.src, x.rel, x.dst)
-           = EXISTS (SELECT 1 FROM kgrag.edge AS g
-                      WHERE g.tenant_id = t AND g.src = x.src AND g.dst = x.dst AND g.rel = x.rel);
-    GET DIAGNOSTICS relations = ROW_COUNT;
-    -- and what corrections name, corrected now or taken back: the graph refresh builds them from
-    -- the evidence the decisions give them (kgrag_private.relation_sources)
-    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
-    SELECT DISTINCT split_part(c.target, '|', 1), split_part(c.target, '|', 3), c.value, 0
-      FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.kind = 'correct_relation';
+    -- the pairs a relation decision names whose edges differ from what the decisions make of
+    -- their evidence (rejected and present, corrected, taken back): the graph refresh recomputes
+    -- every typed relation of each
+    fixes := kgrag_private.corrections(t);
+    WITH pairs AS MATERIALIZED (
+        SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 3) AS dst
+          FROM kgrag.curation AS c
+         WHERE c.tenant_id = t AND c.kind IN ('reject_relation', 'approve', 'correct_relation')
+           AND c.target LIKE '%|%|%'
+    ), differing AS MATERIALIZED (
+        SELECT p.* FROM pairs AS p WHERE kgrag_private.pair_differs(t, p.src, p.dst, fixes)
+    ), noted AS (
+        INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+        SELECT d.src, d.dst, r.rel, 0
+          FROM differing AS d CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, d.src, d.dst, fixes)) AS r(rel)
+    )
+    SELECT count(*) INTO relations FROM differing;
     IF relations > 0 OR moved > 0 THEN
         PERFORM kgrag_private.refresh_graph();
     ELSE
@@ -2570,7 +2582,7 @@ ALTER FUNCTION kgrag_private.apply_decisions() OWNER TO <owner>;
 -- Name: FUNCTION apply_decisions(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.apply_decisions() IS 'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, each relation whose edge disagrees with the latest decision on it (a rejected edge still there goes; an approved one that was rejected comes back from its evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n, "namesakes_moved": n}.';
+COMMENT ON FUNCTION kgrag_private.apply_decisions() IS 'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, the typed relations of each pair a relation decision names whose edges differ from what the decisions make of its evidence (a rejected edge still there goes, a corrected one is built as the type decided, one taken back comes back from its evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n (pairs recomputed), "namesakes_moved": n}.';
 
 --
 -- Name: apply_documents(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -2770,12 +2782,12 @@ BEGIN
     DROP TABLE pg_temp.kgrag_resolved;
     -- what the extractor set aside for a person to check, with its chunk (the old went with the old chunks)
     INSERT INTO kgrag.set_aside AS a (tenant_id, chunk_id, what, reason, quote, extractor)
-    SELECT DISTINCT ON (s.doc_id, s.ordinal, left(s.what, 1000)) t, s.doc_id || '#' || s.ordinal, left(s.what, 1000),
+    SELECT DISTINCT ON (s.doc_id, s.ordinal, left(s.what, 200)) t, s.doc_id || '#' || s.ordinal, left(s.what, 200),
            left(s.reason, 200), left(s.quote, kgrag.setting('max_quote_chars')::integer), left(s.extractor, 100)
       FROM pg_temp.kgrag_stage_set_aside AS s
       JOIN pg_temp.kgrag_stage_chunk AS c ON c.doc_id = s.doc_id AND c.ordinal = s.ordinal
      WHERE btrim(s.what) <> ''
-     ORDER BY s.doc_id, s.ordinal, left(s.what, 1000)
+     ORDER BY s.doc_id, s.ordinal, left(s.what, 200)
     ON CONFLICT (tenant_id, chunk_id, what) DO NOTHING;
     RETURN jsonb_build_object('relations', n_relations, 'rejected', rejected);
 END
@@ -3476,6 +3488,40 @@ ALTER FUNCTION kgrag_private.edge_scratch() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.edge_scratch() IS 'Private. Returns nothing; creates the temporary table kgrag_private.rewrite_edges() reads.';
+
+--
+-- Name: effective_relation(text, text, text, text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.effective_relation(t text, src text, rel text, dst text, fixes jsonb) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    r text := rel;
+BEGIN
+    -- corrections are followed (MANAGES -> WORKS_AT -> EMPLOYED_BY); a rejection anywhere on the
+    -- way, or a cycle (ten steps), builds nothing
+    FOR step IN 1..10 LOOP
+        IF fixes ? kgrag_private.relation_target(src, r, dst) THEN
+            r := fixes ->> kgrag_private.relation_target(src, r, dst);
+        ELSIF kgrag_private.rejected(t, src, r, dst) THEN
+            RETURN NULL;
+        ELSE
+            RETURN r;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.effective_relation(t text, src text, rel text, dst text, fixes jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION effective_relation(t text, src text, rel text, dst text, fixes jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.effective_relation(t text, src text, rel text, dst text, fixes jsonb) IS 'Private. Returns the relation a stated relation src -[rel]-> dst of tenant t is built as, after the people''s decisions (fixes: kgrag_private.corrections): rel itself, the type it was corrected to (corrections followed, at most ten), or NULL when it, or a type it was corrected to, is rejected (or the corrections make a cycle).';
 
 --
 -- Name: entity_rows(jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5018,6 +5064,41 @@ ALTER FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], 
 COMMENT ON FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, dated boolean) IS 'Private. Returns Personalized PageRank''s subgraph as arrays: the nodes (''e'' || entity_id in the order given, then ''c'' || chunk_id by id: the chunks citing the entities, at most max_edges mentions, nearest entities first, and the seed chunks), the reset weight of each (an entity seed: its weight, else 1 / the chunks citing it; a seed chunk: its weight, else 1), and the steps (source, destination, probability: an entity-chunk link weighs 1, an entity-entity link the edge''s weight summed over relation types, at most max_edges pairs, the strongest first).';
 
 --
+-- Name: pair_differs(text, text, text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.pair_differs(t text, src text, dst text, fixes jsonb) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    want text[];
+    have text[];
+BEGIN
+    -- the typed edges the decisions make of the pair's evidence (type and weight), against the edges there are
+    want := ARRAY(SELECT x.e || ':' || count(*)
+                    FROM (SELECT kgrag_private.effective_relation(t, pair_differs.src, r.rel, pair_differs.dst, fixes) AS e
+                            FROM kgrag.relation_evidence AS r
+                           WHERE r.tenant_id = t AND r.src = pair_differs.src AND r.dst = pair_differs.dst
+                             AND NOT r.negated) AS x
+                   WHERE x.e IS NOT NULL GROUP BY x.e ORDER BY 1);
+    have := ARRAY(SELECT g.rel || ':' || g.weight::bigint FROM kgrag.edge AS g
+                   WHERE g.tenant_id = t AND g.src = pair_differs.src AND g.dst = pair_differs.dst
+                     AND g.rel <> 'CO_OCCURS'
+                   ORDER BY 1);
+    RETURN want IS DISTINCT FROM have;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.pair_differs(t text, src text, dst text, fixes jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION pair_differs(t text, src text, dst text, fixes jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.pair_differs(t text, src text, dst text, fixes jsonb) IS 'Private. Returns whether the typed edges between src and dst (tenant t) differ, in type or weight, from what the people''s decisions make of the pair''s stated relations (fixes: kgrag_private.corrections): the build then recomputes the pair.';
+
+--
 -- Name: pair_holds(text, text, text, timestamp with time zone); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5046,6 +5127,38 @@ ALTER FUNCTION kgrag_private.pair_holds(t text, a text, b text, at timestamp wit
 --
 
 COMMENT ON FUNCTION kgrag_private.pair_holds(t text, a text, b text, at timestamp with time zone) IS 'Private. Returns whether the co-occurrence of entities a and b may be walked at time at: false when a dated relation stated between them (either way) does not hold at that time (an employer of the past, or of the future: walking their co-occurrence would re-admit it) and no relation stated between them holds then (a past internship beside a current job keeps the pair).';
+
+--
+-- Name: pair_relations(text, text, text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.pair_relations(t text, src text, dst text, fixes jsonb) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    -- every typed relation of the pair that a decision can make or unmake: the edges there are,
+    -- the relations stated, the types they are corrected to
+    RETURN ARRAY(SELECT g.rel FROM kgrag.edge AS g
+                  WHERE g.tenant_id = t AND g.src = pair_relations.src AND g.dst = pair_relations.dst
+                    AND g.rel <> 'CO_OCCURS'
+                  UNION
+                 SELECT r.rel FROM kgrag.relation_evidence AS r
+                  WHERE r.tenant_id = t AND r.src = pair_relations.src AND r.dst = pair_relations.dst
+                  UNION
+                 SELECT f.value FROM jsonb_each_text(fixes) AS f
+                  WHERE split_part(f.key, '|', 1) = pair_relations.src AND split_part(f.key, '|', 3) = pair_relations.dst
+                  ORDER BY 1);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.pair_relations(t text, src text, dst text, fixes jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION pair_relations(t text, src text, dst text, fixes jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.pair_relations(t text, src text, dst text, fixes jsonb) IS 'Private. Returns the typed relations between src and dst (tenant t) whose edge a decision can make or unmake: the edges there are, the relations stated, and the types corrections (fixes) turn them into. The graph refresh recomputes them all when one of them is touched and the pair has a correction, and the build when a decision about the pair changes what it should hold.';
 
 --
 -- Name: path_length(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5586,13 +5699,17 @@ BEGIN
     SELECT c.b, c.a, 'CO_OCCURS', c.weight FROM counted AS c;
 
     -- A relation a person corrected (kgrag.correct_relation) is built as the relation decided,
-    -- from its evidence: touching one touches the other.
+    -- from its evidence: a pair with a correction has all its typed relations recomputed when one
+    -- of them is touched (kgrag_private.pair_relations).
     fixes := kgrag_private.corrections(t);
     IF fixes <> '{}' THEN
         INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
-        SELECT DISTINCT k.a, k.b, fixes ->> kgrag_private.relation_target(k.a, k.rel, k.b), 0
-          FROM pg_temp.kgrag_touched AS k
-         WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY') AND fixes ? kgrag_private.relation_target(k.a, k.rel, k.b);
+        SELECT DISTINCT p.a, p.b, r.rel, 0
+          FROM (SELECT DISTINCT k.a, k.b FROM pg_temp.kgrag_touched AS k
+                 WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY')
+                   AND EXISTS (SELECT 1 FROM jsonb_object_keys(fixes) AS f(key)
+                                WHERE split_part(f.key, '|', 1) = k.a AND split_part(f.key, '|', 3) = k.b)) AS p
+         CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, p.a, p.b, fixes)) AS r(rel);
     END IF;
 
     -- Typed edges: aggregated from the non-negated evidence of each touched triple (one index
@@ -5820,13 +5937,21 @@ COMMENT ON FUNCTION kgrag_private.relation_documents(src text, rel text, dst tex
 --
 
 CREATE FUNCTION kgrag_private.relation_sources(t text, src text, rel text, dst text, fixes jsonb) RETURNS text[]
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    SELECT CASE WHEN kgrag_private.rejected(t, src, rel, dst) THEN '{}'::text[] ELSE ARRAY[rel] END
-           || ARRAY(SELECT split_part(f.key, '|', 2) FROM jsonb_each_text(fixes) AS f
-                     WHERE f.value = rel AND split_part(f.key, '|', 1) = src AND split_part(f.key, '|', 3) = dst
-                     ORDER BY 1)
+BEGIN
+    IF fixes = '{}' THEN  -- no correction: the relation's own evidence, unless it is rejected
+        RETURN CASE WHEN kgrag_private.rejected(t, relation_sources.src, relation_sources.rel, relation_sources.dst)
+                    THEN '{}'::text[] ELSE ARRAY[relation_sources.rel] END;
+    END IF;
+    RETURN ARRAY(SELECT x.rel FROM (SELECT DISTINCT r.rel FROM kgrag.relation_evidence AS r
+                                     WHERE r.tenant_id = t AND r.src = relation_sources.src
+                                       AND r.dst = relation_sources.dst) AS x
+                  WHERE kgrag_private.effective_relation(t, relation_sources.src, x.rel, relation_sources.dst, fixes)
+                        = relation_sources.rel
+                  ORDER BY 1);
+END
 $$;
 
 ALTER FUNCTION kgrag_private.relation_sources(t text, src text, rel text, dst text, fixes jsonb) OWNER TO <owner>;
@@ -5835,7 +5960,7 @@ ALTER FUNCTION kgrag_private.relation_sources(t text, src text, rel text, dst te
 -- Name: FUNCTION relation_sources(t text, src text, rel text, dst text, fixes jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.relation_sources(t text, src text, rel text, dst text, fixes jsonb) IS 'Private. Returns the relation keys whose evidence builds the edge src -[rel]-> dst of tenant t: rel itself unless a person rejected or corrected it, and each relation between the same entities corrected into rel (fixes: kgrag_private.corrections).';
+COMMENT ON FUNCTION kgrag_private.relation_sources(t text, src text, rel text, dst text, fixes jsonb) IS 'Private. Returns the relation keys whose evidence builds the edge src -[rel]-> dst of tenant t: each relation stated between the two entities whose effective relation (kgrag_private.effective_relation, fixes: kgrag_private.corrections) is rel.';
 
 --
 -- Name: relation_target(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8423,7 +8548,7 @@ CREATE TABLE kgrag.set_aside (
     reason text NOT NULL,
     quote text DEFAULT ''::text NOT NULL,
     extractor text DEFAULT ''::text NOT NULL,
-    CONSTRAINT set_aside_what_check CHECK (((length(what) >= 1) AND (length(what) <= 1000)))
+    CONSTRAINT set_aside_what_check CHECK (((length(what) >= 1) AND (length(what) <= 200)))
 );
 ALTER TABLE ONLY kgrag.set_aside ALTER COLUMN tenant_id SET STATISTICS 1;
 

@@ -439,12 +439,12 @@ BEGIN
     DROP TABLE pg_temp.kgrag_resolved;
     -- what the extractor set aside for a person to check, with its chunk (the old went with the old chunks)
     INSERT INTO kgrag.set_aside AS a (tenant_id, chunk_id, what, reason, quote, extractor)
-    SELECT DISTINCT ON (s.doc_id, s.ordinal, left(s.what, 1000)) t, s.doc_id || '#' || s.ordinal, left(s.what, 1000),
+    SELECT DISTINCT ON (s.doc_id, s.ordinal, left(s.what, 200)) t, s.doc_id || '#' || s.ordinal, left(s.what, 200),
            left(s.reason, 200), left(s.quote, kgrag.setting('max_quote_chars')::integer), left(s.extractor, 100)
       FROM pg_temp.kgrag_stage_set_aside AS s
       JOIN pg_temp.kgrag_stage_chunk AS c ON c.doc_id = s.doc_id AND c.ordinal = s.ordinal
      WHERE btrim(s.what) <> ''
-     ORDER BY s.doc_id, s.ordinal, left(s.what, 1000)
+     ORDER BY s.doc_id, s.ordinal, left(s.what, 200)
     ON CONFLICT (tenant_id, chunk_id, what) DO NOTHING;
     RETURN jsonb_build_object('relations', n_relations, 'rejected', rejected);
 END

@@ -229,13 +229,17 @@ BEGIN
     SELECT c.b, c.a, 'CO_OCCURS', c.weight FROM counted AS c;
 
     -- A relation a person corrected (kgrag.correct_relation) is built as the relation decided,
-    -- from its evidence: touching one touches the other.
+    -- from its evidence: a pair with a correction has all its typed relations recomputed when one
+    -- of them is touched (kgrag_private.pair_relations).
     fixes := kgrag_private.corrections(t);
     IF fixes <> '{}' THEN
         INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
-        SELECT DISTINCT k.a, k.b, fixes ->> kgrag_private.relation_target(k.a, k.rel, k.b), 0
-          FROM pg_temp.kgrag_touched AS k
-         WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY') AND fixes ? kgrag_private.relation_target(k.a, k.rel, k.b);
+        SELECT DISTINCT p.a, p.b, r.rel, 0
+          FROM (SELECT DISTINCT k.a, k.b FROM pg_temp.kgrag_touched AS k
+                 WHERE k.rel NOT IN ('CO_OCCURS', 'ENTITY')
+                   AND EXISTS (SELECT 1 FROM jsonb_object_keys(fixes) AS f(key)
+                                WHERE split_part(f.key, '|', 1) = k.a AND split_part(f.key, '|', 3) = k.b)) AS p
+         CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, p.a, p.b, fixes)) AS r(rel);
     END IF;
 
     -- Typed edges: aggregated from the non-negated evidence of each touched triple (one index
@@ -318,7 +322,14 @@ BEGIN
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     PERFORM kgrag_private.forget_aliases(named);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
-    DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);  -- decisions about them
+    -- decisions about them go; the relations of the pairs they corrected are recomputed without them
+    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+    SELECT DISTINCT p.src, p.dst, r.rel, 0
+      FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 3) AS dst
+              FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids) AND c.kind = 'correct_relation') AS p
+     CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, p.src, p.dst, kgrag_private.corrections(t))) AS r(rel);
+    DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
     -- the namesakes the documents joined or kept apart are resolved again without them

@@ -289,6 +289,11 @@ BEGIN
                OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = target)) THEN
         RAISE EXCEPTION 'no review item or entity is %', quote_literal(target) USING ERRCODE = '22023';
     END IF;
+    IF target LIKE 'set_aside:%' THEN  -- about the document of its chunk: forgotten with it
+        docs := ARRAY(SELECT c.doc_id FROM kgrag.set_aside AS s
+                        JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = s.chunk_id
+                       WHERE s.tenant_id = t AND 'set_aside:' || md5(s.chunk_id || '|' || s.what) = target LIMIT 1);
+    END IF;
     PERFORM kgrag_private.decide('approve', target, NULL, CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
     RETURN format('approved %s', target);
 END
@@ -325,18 +330,98 @@ $$;
 COMMENT ON FUNCTION kgrag_private.corrections(text) IS
 'Private. Returns the stated relations of tenant t (the current one) whose latest decision corrects them (kgrag.correct_relation), as {"src|OLD|dst": "NEW"}: the graph refresh builds each as the relation decided.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.relation_sources(t text, src text, rel text, dst text, fixes jsonb)
-RETURNS text[]
-LANGUAGE sql STABLE SECURITY INVOKER
+CREATE OR REPLACE FUNCTION kgrag_private.effective_relation(t text, src text, rel text, dst text, fixes jsonb)
+RETURNS text
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    SELECT CASE WHEN kgrag_private.rejected(t, src, rel, dst) THEN '{}'::text[] ELSE ARRAY[rel] END
-           || ARRAY(SELECT split_part(f.key, '|', 2) FROM jsonb_each_text(fixes) AS f
-                     WHERE f.value = rel AND split_part(f.key, '|', 1) = src AND split_part(f.key, '|', 3) = dst
-                     ORDER BY 1)
+DECLARE
+    r text := rel;
+BEGIN
+    -- corrections are followed (MANAGES -> WORKS_AT -> EMPLOYED_BY); a rejection anywhere on the
+    -- way, or a cycle (ten steps), builds nothing
+    FOR step IN 1..10 LOOP
+        IF fixes ? kgrag_private.relation_target(src, r, dst) THEN
+            r := fixes ->> kgrag_private.relation_target(src, r, dst);
+        ELSIF kgrag_private.rejected(t, src, r, dst) THEN
+            RETURN NULL;
+        ELSE
+            RETURN r;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.effective_relation(text, text, text, text, jsonb) IS
+'Private. Returns the relation a stated relation src -[rel]-> dst of tenant t is built as, after the people''s decisions (fixes: kgrag_private.corrections): rel itself, the type it was corrected to (corrections followed, at most ten), or NULL when it, or a type it was corrected to, is rejected (or the corrections make a cycle).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.relation_sources(t text, src text, rel text, dst text, fixes jsonb)
+RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF fixes = '{}' THEN  -- no correction: the relation's own evidence, unless it is rejected
+        RETURN CASE WHEN kgrag_private.rejected(t, relation_sources.src, relation_sources.rel, relation_sources.dst)
+                    THEN '{}'::text[] ELSE ARRAY[relation_sources.rel] END;
+    END IF;
+    RETURN ARRAY(SELECT x.rel FROM (SELECT DISTINCT r.rel FROM kgrag.relation_evidence AS r
+                                     WHERE r.tenant_id = t AND r.src = relation_sources.src
+                                       AND r.dst = relation_sources.dst) AS x
+                  WHERE kgrag_private.effective_relation(t, relation_sources.src, x.rel, relation_sources.dst, fixes)
+                        = relation_sources.rel
+                  ORDER BY 1);
+END
 $$;
 COMMENT ON FUNCTION kgrag_private.relation_sources(text, text, text, text, jsonb) IS
-'Private. Returns the relation keys whose evidence builds the edge src -[rel]-> dst of tenant t: rel itself unless a person rejected or corrected it, and each relation between the same entities corrected into rel (fixes: kgrag_private.corrections).';
+'Private. Returns the relation keys whose evidence builds the edge src -[rel]-> dst of tenant t: each relation stated between the two entities whose effective relation (kgrag_private.effective_relation, fixes: kgrag_private.corrections) is rel.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.pair_relations(t text, src text, dst text, fixes jsonb) RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    -- every typed relation of the pair that a decision can make or unmake: the edges there are,
+    -- the relations stated, the types they are corrected to
+    RETURN ARRAY(SELECT g.rel FROM kgrag.edge AS g
+                  WHERE g.tenant_id = t AND g.src = pair_relations.src AND g.dst = pair_relations.dst
+                    AND g.rel <> 'CO_OCCURS'
+                  UNION
+                 SELECT r.rel FROM kgrag.relation_evidence AS r
+                  WHERE r.tenant_id = t AND r.src = pair_relations.src AND r.dst = pair_relations.dst
+                  UNION
+                 SELECT f.value FROM jsonb_each_text(fixes) AS f
+                  WHERE split_part(f.key, '|', 1) = pair_relations.src AND split_part(f.key, '|', 3) = pair_relations.dst
+                  ORDER BY 1);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.pair_relations(text, text, text, jsonb) IS
+'Private. Returns the typed relations between src and dst (tenant t) whose edge a decision can make or unmake: the edges there are, the relations stated, and the types corrections (fixes) turn them into. The graph refresh recomputes them all when one of them is touched and the pair has a correction, and the build when a decision about the pair changes what it should hold.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.pair_differs(t text, src text, dst text, fixes jsonb) RETURNS boolean
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    want text[];
+    have text[];
+BEGIN
+    -- the typed edges the decisions make of the pair's evidence (type and weight), against the edges there are
+    want := ARRAY(SELECT x.e || ':' || count(*)
+                    FROM (SELECT kgrag_private.effective_relation(t, pair_differs.src, r.rel, pair_differs.dst, fixes) AS e
+                            FROM kgrag.relation_evidence AS r
+                           WHERE r.tenant_id = t AND r.src = pair_differs.src AND r.dst = pair_differs.dst
+                             AND NOT r.negated) AS x
+                   WHERE x.e IS NOT NULL GROUP BY x.e ORDER BY 1);
+    have := ARRAY(SELECT g.rel || ':' || g.weight::bigint FROM kgrag.edge AS g
+                   WHERE g.tenant_id = t AND g.src = pair_differs.src AND g.dst = pair_differs.dst
+                     AND g.rel <> 'CO_OCCURS'
+                   ORDER BY 1);
+    RETURN want IS DISTINCT FROM have;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.pair_differs(text, text, text, jsonb) IS
+'Private. Returns whether the typed edges between src and dst (tenant t) differ, in type or weight, from what the people''s decisions make of the pair''s stated relations (fixes: kgrag_private.corrections): the build then recomputes the pair.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.apply_decisions() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -348,6 +433,7 @@ DECLARE
     relations integer;
     keys text[];
     moved integer;
+    fixes jsonb;
 BEGIN
     -- namesakes merged or split first (their name keys are the first locks every writer of them
     -- takes): their names resolved again, what moves noted for the refresh (the keys are read
@@ -369,24 +455,23 @@ BEGIN
              WHERE c.tenant_id = t AND c.kind = 'rename_entity' ORDER BY c.target, c.decided_at DESC) AS d
      WHERE e.tenant_id = t AND e.entity_id = d.target AND e.name IS DISTINCT FROM d.value;
     GET DIAGNOSTICS renamed = ROW_COUNT;
-    -- relations whose edge disagrees with the latest decision (rejected and present, or taken
-    -- back and absent): the graph refresh recomputes them from their evidence
-    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
-    SELECT x.src, x.dst, x.rel, 0
-      FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,
-                   split_part(c.target, '|', 3) AS dst
-              FROM kgrag.curation AS c
-             WHERE c.tenant_id = t AND c.kind IN ('reject_relation', 'approve', 'correct_relation')
-               AND c.target LIKE '%|%|%') AS x
-     WHERE kgrag_private.rejected(t, x.src, x.rel, x.dst)
-           = EXISTS (SELECT 1 FROM kgrag.edge AS g
-                      WHERE g.tenant_id = t AND g.src = x.src AND g.dst = x.dst AND g.rel = x.rel);
-    GET DIAGNOSTICS relations = ROW_COUNT;
-    -- and what corrections name, corrected now or taken back: the graph refresh builds them from
-    -- the evidence the decisions give them (kgrag_private.relation_sources)
-    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
-    SELECT DISTINCT split_part(c.target, '|', 1), split_part(c.target, '|', 3), c.value, 0
-      FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.kind = 'correct_relation';
+    -- the pairs a relation decision names whose edges differ from what the decisions make of
+    -- their evidence (rejected and present, corrected, taken back): the graph refresh recomputes
+    -- every typed relation of each
+    fixes := kgrag_private.corrections(t);
+    WITH pairs AS MATERIALIZED (
+        SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 3) AS dst
+          FROM kgrag.curation AS c
+         WHERE c.tenant_id = t AND c.kind IN ('reject_relation', 'approve', 'correct_relation')
+           AND c.target LIKE '%|%|%'
+    ), differing AS MATERIALIZED (
+        SELECT p.* FROM pairs AS p WHERE kgrag_private.pair_differs(t, p.src, p.dst, fixes)
+    ), noted AS (
+        INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+        SELECT d.src, d.dst, r.rel, 0
+          FROM differing AS d CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, d.src, d.dst, fixes)) AS r(rel)
+    )
+    SELECT count(*) INTO relations FROM differing;
     IF relations > 0 OR moved > 0 THEN
         PERFORM kgrag_private.refresh_graph();
     ELSE
@@ -396,4 +481,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.apply_decisions() IS
-'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, each relation whose edge disagrees with the latest decision on it (a rejected edge still there goes; an approved one that was rejected comes back from its evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n, "namesakes_moved": n}.';
+'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, the typed relations of each pair a relation decision names whose edges differ from what the decisions make of its evidence (a rejected edge still there goes, a corrected one is built as the type decided, one taken back comes back from its evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n (pairs recomputed), "namesakes_moved": n}.';

@@ -20,6 +20,7 @@ DO $$
 DECLARE
     distributed boolean := EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus')
                            AND pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL;
+    propagation text;
 BEGIN
     IF distributed THEN  -- (nested: the catalog exists only where Citus is installed)
         EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = ''kgrag.alias''::regclass)'
@@ -29,7 +30,7 @@ BEGIN
 CREATE TABLE kgrag.set_aside (
     tenant_id text NOT NULL,
     chunk_id  text NOT NULL,
-    what      text NOT NULL CHECK (length(what) BETWEEN 1 AND 1000),
+    what      text NOT NULL CHECK (length(what) BETWEEN 1 AND 200),  -- a key: 800 bytes at most
     reason    text NOT NULL,
     quote     text NOT NULL DEFAULT '',
     extractor text NOT NULL DEFAULT '',
@@ -41,10 +42,11 @@ CREATE TABLE kgrag.set_aside (
         -- Citus writes a curator's decision to the shard with decided_by and decided_at as values
         -- (the defaults, evaluated on the coordinator): the shards take them from the curator, the
         -- coordinator still not (as kgrag_private.grant_curation_on_shards does)
+        propagation := pg_catalog.current_setting('citus.enable_ddl_propagation', true);
         EXECUTE 'GRANT INSERT (decided_by, decided_at) ON kgrag.curation TO kgrag_curator';
         PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
         EXECUTE 'REVOKE INSERT (decided_by, decided_at) ON kgrag.curation FROM kgrag_curator';
-        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'on', true);
+        PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', COALESCE(propagation, 'on'), true);
     ELSE
         EXECUTE 'ALTER TABLE kgrag.set_aside ALTER COLUMN tenant_id SET STATISTICS 1';
     END IF;
