@@ -112,7 +112,7 @@ $$;
 COMMENT ON FUNCTION kgrag_private.decide(text, text, text, text, text) IS
 'Private. Records one decision of the current tenant in kgrag.curation (who: the login role, when: now); a note is at most 2,000 characters (22023).';
 
-CREATE OR REPLACE FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text DEFAULT '')
+CREATE OR REPLACE FUNCTION kgrag_private.decide_relation(kind text, src text, rel text, dst text, value text, note text)
 RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -129,10 +129,22 @@ BEGIN
             USING ERRCODE = '22023', HINT = 'SELECT * FROM kgrag.edges WHERE src_name ILIKE ... lists the relations.';
     END IF;
     -- about one document: forgotten with it; about several: it stands until withdrawn
-    PERFORM kgrag_private.decide('reject_relation', kgrag_private.relation_target(a, key, b), NULL,
+    PERFORM kgrag_private.decide(kind, kgrag_private.relation_target(a, key, b), value,
                                  CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
-    RETURN format('rejected %s -[%s]-> %s: pgkgrag build (or the next ingestion of its documents) removes it, and it does not come back',
-                  a, key, b);
+    RETURN format('%s -[%s]-> %s', a, key, b);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.decide_relation(text, text, text, text, text, text) IS
+'Private. Records a decision of a kind about a stated relation (src and dst by id, name or alias; rel whatever its case; value as the kind needs), about its document when one states it; returns the relation as "a -[REL]-> b". 22023 for a relation nobody stated.';
+
+CREATE OR REPLACE FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text DEFAULT '')
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    RETURN format('rejected %s: pgkgrag build (or the next ingestion of its documents) removes it, and it does not come back',
+                  kgrag_private.decide_relation('reject_relation', src, rel, dst, NULL, note));
 END
 $$;
 COMMENT ON FUNCTION kgrag.reject_relation(text, text, text, text) IS
@@ -144,26 +156,16 @@ LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    a text := (kgrag.resolve_entities(ARRAY[src]))[1];
-    b text := (kgrag.resolve_entities(ARRAY[dst]))[1];
     key text := kgrag.relation_key(rel);
     new_key text := kgrag.relation_key(COALESCE(new_rel, ''));
     longest integer := kgrag.setting('max_alias_chars')::integer;
-    docs text[];
 BEGIN
     IF new_key IN ('', 'CO_OCCURS') OR new_key = key OR length(new_key) > longest THEN
         RAISE EXCEPTION 'the corrected relation is another type of 1 to % characters, not % (and not CO_OCCURS), got %',
             longest, quote_literal(key), quote_literal(COALESCE(new_rel, 'NULL')) USING ERRCODE = '22023';
     END IF;
-    docs := kgrag_private.relation_documents(a, key, b);
-    IF cardinality(docs) = 0 THEN
-        RAISE EXCEPTION 'no relation % -[%]-> % is stated', src, rel, dst
-            USING ERRCODE = '22023', HINT = 'SELECT * FROM kgrag.edges WHERE src_name ILIKE ... lists the relations.';
-    END IF;
-    PERFORM kgrag_private.decide('correct_relation', kgrag_private.relation_target(a, key, b), new_key,
-                                 CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
-    RETURN format('corrected %s -[%s]-> %s to -[%s]->: pgkgrag build (or the next ingestion of its documents) builds it so, from the same evidence',
-                  a, key, b, new_key);
+    RETURN format('corrected %s to -[%s]->: pgkgrag build (or the next ingestion of its documents) builds it so, from the same evidence',
+                  kgrag_private.decide_relation('correct_relation', src, rel, dst, new_key, note), new_key);
 END
 $$;
 COMMENT ON FUNCTION kgrag.correct_relation(text, text, text, text, text) IS
