@@ -108,23 +108,44 @@ BEGIN
     -- Two occurrences sharing `shared` neighbours are one entity. A neighbour is another entity
     -- cited in a chunk that cites the occurrence, by its name key when it is a namesake itself
     -- (so what it resolves to does not matter). An occurrence a curator split off has none.
+    -- Each document's neighbours are computed once, when it comes (kgrag.namesake_context; ''
+    -- alone: none), and read after that: a batch computes its own documents', not every document
+    -- of its names again.
     -- (every read of a scratch table is a MATERIALIZED CTE: Citus joins its result, never the table)
-    WITH own AS MATERIALIZED (
-        SELECT n.* FROM pg_temp.kgrag_namesake AS n
-         WHERE n.comp <> ''
-           AND ('namesake:' || n.name_key || '@' || n.doc_id) <> ALL (split_off)
-    ), context AS MATERIALIZED (
+    DELETE FROM kgrag.namesake_context AS x WHERE x.tenant_id = t AND x.doc_id = ANY (COALESCE(batch_docs, '{}'));
+    WITH todo AS MATERIALIZED (
+        SELECT n.* FROM pg_temp.kgrag_namesake AS n WHERE n.comp <> ''
+    ), missing AS MATERIALIZED (
+        SELECT n.* FROM todo AS n
+         WHERE NOT EXISTS (SELECT 1 FROM kgrag.namesake_context AS x
+                            WHERE x.tenant_id = t AND x.name_key = n.name_key AND x.doc_id = n.doc_id)
+    ), found AS MATERIALIZED (
         SELECT DISTINCT n.name_key, n.doc_id, COALESCE(o.name_key, m2.entity_id) AS token
-          FROM own AS n
+          FROM missing AS n
           JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = n.doc_id
           JOIN kgrag.mention AS m ON m.tenant_id = t AND m.chunk_id = c.chunk_id AND m.entity_id = n.entity_id
           JOIN kgrag.mention AS m2 ON m2.tenant_id = t AND m2.chunk_id = c.chunk_id AND m2.entity_id <> n.entity_id
           LEFT JOIN kgrag.entity_source AS o ON o.tenant_id = t AND o.entity_id = m2.entity_id AND o.doc_id = n.doc_id
     )
+    INSERT INTO kgrag.namesake_context (tenant_id, name_key, doc_id, token)
+    SELECT t, f.name_key, f.doc_id, f.token FROM found AS f WHERE f.token <> f.name_key
+    UNION
+    SELECT t, n.name_key, n.doc_id, '' FROM missing AS n
+    ON CONFLICT DO NOTHING;
+    WITH own AS MATERIALIZED (
+        SELECT n.name_key, n.doc_id FROM pg_temp.kgrag_namesake AS n
+         WHERE n.comp <> ''
+           AND ('namesake:' || n.name_key || '@' || n.doc_id) <> ALL (split_off)
+    ), context AS MATERIALIZED (
+        SELECT x.name_key, x.doc_id, x.token
+          FROM kgrag.namesake_context AS x
+         WHERE x.tenant_id = t AND x.name_key = ANY (keys) AND x.token <> ''
+    )
     INSERT INTO pg_temp.kgrag_namesake_link (name_key, a, b)
     SELECT x.name_key, x.doc_id, y.doc_id
       FROM context AS x JOIN context AS y ON y.name_key = x.name_key AND y.token = x.token AND y.doc_id > x.doc_id
-     WHERE x.token <> x.name_key
+     WHERE (x.name_key, x.doc_id) IN (SELECT o.name_key, o.doc_id FROM own AS o)
+       AND (y.name_key, y.doc_id) IN (SELECT o.name_key, o.doc_id FROM own AS o)
      GROUP BY x.name_key, x.doc_id, y.doc_id
     HAVING count(*) >= shared;
     -- a curator's merge joins two occurrences, unless either was split off after it
@@ -231,4 +252,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.resolve_namesakes(text[], text[]) IS
-'Private. Resolves the documents that give these name keys (kgrag.entity_source.name_key) into entities: two documents'' namesakes are one entity where they share the setting namesake_shared_neighbours of neighbours (other entities cited in the same chunks; a namesake neighbour by its name key) or a curator merged them (kgrag.merge_entities), unless one was split off later (kgrag.split_entity); a name of a type namesake_types no longer lists is one entity again; linked documents are one entity through any chain. The entity of the most documents keeps the name key as its id, each other one the key marked with its least document ("person:joao souza@1f3a9c2e"): the same ids for the same documents and decisions, whatever the order they came in. A name given by more than 500 documents is one entity. The caller holds the names'' locks (kgrag_private.lock_keys kind namesake, taken before the documents''): no other writer changes an occurrence meanwhile. Moves each document''s mentions, evidence, source and aliases to its entity, and notes in pg_temp.kgrag_touched what the graph refresh must recompute (documents not in batch_docs are counted out and in). Returns the number of documents moved.';
+'Private. Resolves the documents that give these name keys (kgrag.entity_source.name_key) into entities (their neighbours computed once per document, kgrag.namesake_context; those of batch_docs again): two documents'' namesakes are one entity where they share the setting namesake_shared_neighbours of neighbours (other entities cited in the same chunks; a namesake neighbour by its name key) or a curator merged them (kgrag.merge_entities), unless one was split off later (kgrag.split_entity); a name of a type namesake_types no longer lists is one entity again; linked documents are one entity through any chain. The entity of the most documents keeps the name key as its id, each other one the key marked with its least document ("person:joao souza@1f3a9c2e"): the same ids for the same documents and decisions, whatever the order they came in. A name given by more than 500 documents is one entity. The caller holds the names'' locks (kgrag_private.lock_keys kind namesake, taken before the documents''): no other writer changes an occurrence meanwhile. Moves each document''s mentions, evidence, source and aliases to its entity, and notes in pg_temp.kgrag_touched what the graph refresh must recompute (documents not in batch_docs are counted out and in). Returns the number of documents moved.';

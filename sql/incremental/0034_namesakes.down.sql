@@ -12,6 +12,7 @@ BEGIN
         CHECK (kind IN ('reject_relation', 'rename_entity', 'approve'))$q$;
     EXECUTE 'DROP INDEX kgrag.entity_source_name_key_idx';
     EXECUTE 'DROP TABLE kgrag.set_aside';
+    EXECUTE 'DROP TABLE kgrag.namesake_context';
     EXECUTE 'ALTER TABLE kgrag.entity_source DROP COLUMN name_key';
 END
 $$;

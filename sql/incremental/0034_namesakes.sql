@@ -12,6 +12,8 @@
 -- - Settings namesake_types (["Person"]) and namesake_shared_neighbours (1).
 -- - On Citus, the shards of kgrag.curation take a curator's decision as Citus writes it (with who
 --   and when as values); the coordinator still refuses a curator who names them.
+-- - kgrag.namesake_context: the neighbours each document gives a namesake, kept so that a batch
+--   reads the other documents' instead of computing them again.
 -- - kgrag.set_aside: what an extractor found in a chunk and did not take (a relation or an entity
 --   of a type outside the ontology), for the review queue; it goes with its chunk.
 --
@@ -57,6 +59,27 @@ CREATE TABLE kgrag.set_aside (
         USING (tenant_id = kgrag.current_tenant()) WITH CHECK (tenant_id = kgrag.current_tenant())$q$;
     EXECUTE 'GRANT SELECT ON kgrag.set_aside TO kgrag_reader, kgrag_curator';
     EXECUTE 'GRANT SELECT, INSERT, UPDATE, DELETE ON kgrag.set_aside TO kgrag_writer';
+    EXECUTE $q$
+CREATE TABLE kgrag.namesake_context (
+    tenant_id text NOT NULL,
+    name_key  text NOT NULL,
+    doc_id    text NOT NULL,
+    token     text NOT NULL,
+    PRIMARY KEY (tenant_id, name_key, doc_id, token),
+    FOREIGN KEY (tenant_id, doc_id) REFERENCES kgrag.document (tenant_id, doc_id) ON DELETE CASCADE
+)$q$;
+    IF distributed THEN
+        EXECUTE $q$SELECT pg_catalog.create_distributed_table('kgrag.namesake_context', 'tenant_id', colocate_with => 'kgrag.alias')$q$;
+    ELSE
+        EXECUTE 'ALTER TABLE kgrag.namesake_context ALTER COLUMN tenant_id SET STATISTICS 1';
+    END IF;
+    EXECUTE $q$COMMENT ON TABLE kgrag.namesake_context IS 'What each document gives a namesake besides its name: the neighbours of the name key there (a namesake neighbour by its name key, another by its entity id; '''' alone for none). kgrag_private.resolve_namesakes joins the documents of a name on them; written when the document comes, gone with it.'$q$;
+    EXECUTE 'ALTER TABLE kgrag.namesake_context ENABLE ROW LEVEL SECURITY';
+    EXECUTE 'ALTER TABLE kgrag.namesake_context FORCE ROW LEVEL SECURITY';
+    EXECUTE $q$CREATE POLICY tenant_isolation ON kgrag.namesake_context
+        USING (tenant_id = kgrag.current_tenant()) WITH CHECK (tenant_id = kgrag.current_tenant())$q$;
+    EXECUTE 'GRANT SELECT ON kgrag.namesake_context TO kgrag_reader, kgrag_curator';
+    EXECUTE 'GRANT SELECT, INSERT, UPDATE, DELETE ON kgrag.namesake_context TO kgrag_writer';
     EXECUTE 'ALTER TABLE kgrag.entity_source ADD COLUMN name_key text';
     -- the people stored so far note their name key, every tenant's (row-level security lifted for
     -- the owner meanwhile): the next change of a document of a name resolves all of its documents
