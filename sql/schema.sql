@@ -9170,6 +9170,12 @@ CREATE INDEX llm_cache_content_idx ON kgrag.llm_cache USING btree (tenant_id, co
 CREATE INDEX mention_chunk_idx ON kgrag.mention USING btree (tenant_id, chunk_id);
 
 --
+-- Name: namesake_context_doc_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
+--
+
+CREATE INDEX namesake_context_doc_idx ON kgrag.namesake_context USING btree (tenant_id, doc_id);
+
+--
 -- Name: query_log_time_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
 --
 

@@ -73,6 +73,7 @@ CREATE TABLE kgrag.namesake_context (
     ELSE
         EXECUTE 'ALTER TABLE kgrag.namesake_context ALTER COLUMN tenant_id SET STATISTICS 1';
     END IF;
+    EXECUTE 'CREATE INDEX namesake_context_doc_idx ON kgrag.namesake_context (tenant_id, doc_id)';
     EXECUTE $q$COMMENT ON TABLE kgrag.namesake_context IS 'What each document gives a namesake besides its name: the neighbours of the name key there (a namesake neighbour by its name key, another by its entity id; '''' alone for none). kgrag_private.resolve_namesakes joins the documents of a name on them; written when the document comes, gone with it.'$q$;
     EXECUTE 'ALTER TABLE kgrag.namesake_context ENABLE ROW LEVEL SECURITY';
     EXECUTE 'ALTER TABLE kgrag.namesake_context FORCE ROW LEVEL SECURITY';
