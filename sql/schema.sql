@@ -2667,7 +2667,7 @@ BEGIN
            CASE WHEN NULLIF(btrim(s.answer), '') IS NOT NULL THEN
                 COALESCE(s.doc_id || '#' || s.answer_ordinal,
                          s.doc_id || '#' || (SELECT min(o.ordinal) FROM unnest(s.ordinals) AS o(ordinal))) END,
-           CASE WHEN s.identifier IS NULL AND kgrag.canonical_name(s.type) = ANY (kinds) THEN s.entity_id END
+           CASE WHEN kgrag_private.is_namesake(s.type, s.identifier, kinds) THEN s.entity_id END
       FROM pg_temp.kgrag_stage_entity AS s
      ORDER BY s.entity_id, s.doc_id, length(s.description) DESC, s.name COLLATE "C"
     ON CONFLICT (tenant_id, entity_id, doc_id) DO NOTHING;  -- as for the chunks: deleted above, and no COPY
@@ -4262,6 +4262,25 @@ ALTER FUNCTION kgrag_private.installation() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.installation() IS 'Private. Returns the identity of this installation of the schema, frozen when revision 0019 ran (the database''s name and the schema''s oid then): the tenant roles are named from it, on every node of a cluster.';
+
+--
+-- Name: is_namesake(text, text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.is_namesake(entity_type text, identifier text, kinds text[]) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT identifier IS NULL AND kgrag.canonical_name(entity_type) = ANY (kinds)
+$$;
+
+ALTER FUNCTION kgrag_private.is_namesake(entity_type text, identifier text, kinds text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION is_namesake(entity_type text, identifier text, kinds text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.is_namesake(entity_type text, identifier text, kinds text[]) IS 'Private. Returns whether an entity given with this type and identifier is a namesake, resolved by kgrag_private.resolve_namesakes rather than by its name alone: no identifier, and a type among kinds (kgrag_private.namesake_kinds()).';
 
 --
 -- Name: is_tenant_name(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -7015,9 +7034,11 @@ CREATE FUNCTION kgrag_private.staged_namesakes() RETURNS text[]
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
+DECLARE
+    kinds text[] := kgrag_private.namesake_kinds();
 BEGIN
     RETURN ARRAY(SELECT DISTINCT s.entity_id FROM pg_temp.kgrag_stage_entity AS s
-                  WHERE s.identifier IS NULL AND kgrag.canonical_name(s.type) = ANY (kgrag_private.namesake_kinds())
+                  WHERE kgrag_private.is_namesake(s.type, s.identifier, kinds)
                   ORDER BY 1);
 END
 $$;

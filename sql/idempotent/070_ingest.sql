@@ -357,7 +357,7 @@ BEGIN
            CASE WHEN NULLIF(btrim(s.answer), '') IS NOT NULL THEN
                 COALESCE(s.doc_id || '#' || s.answer_ordinal,
                          s.doc_id || '#' || (SELECT min(o.ordinal) FROM unnest(s.ordinals) AS o(ordinal))) END,
-           CASE WHEN s.identifier IS NULL AND kgrag.canonical_name(s.type) = ANY (kinds) THEN s.entity_id END
+           CASE WHEN kgrag_private.is_namesake(s.type, s.identifier, kinds) THEN s.entity_id END
       FROM pg_temp.kgrag_stage_entity AS s
      ORDER BY s.entity_id, s.doc_id, length(s.description) DESC, s.name COLLATE "C"
     ON CONFLICT (tenant_id, entity_id, doc_id) DO NOTHING;  -- as for the chunks: deleted above, and no COPY

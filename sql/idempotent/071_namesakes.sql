@@ -48,13 +48,24 @@ $$;
 COMMENT ON FUNCTION kgrag_private.namesakes_of(text[]) IS
 'Private. Returns the name keys (sorted) of the namesakes these documents give: the ones whose resolution (kgrag_private.resolve_namesakes) a change of these documents can move.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.is_namesake(entity_type text, identifier text, kinds text[]) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT identifier IS NULL AND kgrag.canonical_name(entity_type) = ANY (kinds)
+$$;
+COMMENT ON FUNCTION kgrag_private.is_namesake(text, text, text[]) IS
+'Private. Returns whether an entity given with this type and identifier is a namesake, resolved by kgrag_private.resolve_namesakes rather than by its name alone: no identifier, and a type among kinds (kgrag_private.namesake_kinds()).';
+
 CREATE OR REPLACE FUNCTION kgrag_private.staged_namesakes() RETURNS text[]
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    kinds text[] := kgrag_private.namesake_kinds();
 BEGIN
     RETURN ARRAY(SELECT DISTINCT s.entity_id FROM pg_temp.kgrag_stage_entity AS s
-                  WHERE s.identifier IS NULL AND kgrag.canonical_name(s.type) = ANY (kgrag_private.namesake_kinds())
+                  WHERE kgrag_private.is_namesake(s.type, s.identifier, kinds)
                   ORDER BY 1);
 END
 $$;

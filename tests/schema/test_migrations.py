@@ -420,3 +420,44 @@ def test_views_are_dropped_before_the_views_they_read(admin: psycopg.Connection)
     ]
     for kind, identity in order[:2]:
         admin.execute(f"DROP {kind} {identity}")  # each in turn, no CASCADE: it succeeds
+
+
+def test_revision_0034_notes_the_name_key_of_the_people_stored_before(empty_dsn: str) -> None:
+    """Up: the sources of people (not of other types) note their name key, every tenant's, so the
+    next change of a document of that name resolves it; down: the column goes."""
+    migrations.upgrade(empty_dsn, "0033")
+    with psycopg.connect(empty_dsn) as conn:  # the installing superuser: no tenant policy applies
+        for tenant in ("t", "u"):
+            conn.execute(
+                "INSERT INTO kgrag.document (tenant_id, doc_id, content_hash) VALUES (%s, 'a', 'h'), (%s, 'b', 'h')",
+                [tenant, tenant],
+            )
+            conn.execute(
+                "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type) VALUES"
+                " (%s, 'person:joao souza', 'João Souza', 'Person'), (%s, 'organization:acme', 'Acme', 'Organization')",
+                [tenant, tenant],
+            )
+            conn.execute(
+                "INSERT INTO kgrag.entity_source (tenant_id, entity_id, doc_id, name) VALUES"
+                " (%s, 'person:joao souza', 'a', 'João Souza'), (%s, 'person:joao souza', 'b', 'João Souza'),"
+                " (%s, 'organization:acme', 'a', 'Acme')",
+                [tenant, tenant, tenant],
+            )
+    migrations.upgrade(empty_dsn, "0034")
+    with psycopg.connect(empty_dsn) as conn:
+        noted = conn.execute(
+            "SELECT tenant_id, entity_id, doc_id, name_key FROM kgrag.entity_source ORDER BY 1, 2, 3"
+        ).fetchall()
+    assert noted == [
+        (tenant, entity, doc, entity if entity.startswith("person:") else None)
+        for tenant in ("t", "u")
+        for entity, doc in (("organization:acme", "a"), ("person:joao souza", "a"), ("person:joao souza", "b"))
+    ]
+    migrations.downgrade(empty_dsn, "0033")
+    with psycopg.connect(empty_dsn) as conn:
+        column = (
+            "SELECT count(*) FROM pg_attribute"
+            " WHERE attrelid = 'kgrag.entity_source'::regclass AND attname = 'name_key'"
+        )
+        assert conn.execute(column).fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM kgrag.entity_source").fetchone() == (6,)
