@@ -81,7 +81,7 @@ COMMENT ON TYPE kgrag.search_row IS 'One result of kgrag_search: rank, ref_id, k
 CREATE FUNCTION kgrag.approve(target text, note text DEFAULT ''::text) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 DECLARE
     t text := kgrag.current_tenant();
     parts text[] := string_to_array(target, '|');
@@ -101,6 +101,10 @@ BEGIN
                OR (target LIKE 'set_aside:%' AND EXISTS (SELECT 1 FROM kgrag.set_aside AS s
                                                          WHERE s.tenant_id = t
                                                            AND 'set_aside:' || md5(s.chunk_id || '|' || s.what) = target))
+               OR (target LIKE 'answer:%' AND EXISTS (
+                       SELECT 1 FROM kgrag.entity AS e
+                        WHERE e.tenant_id = t AND e.entity_id = substring(target FROM '^answer:(.*)@[0-9a-f]{8}$')
+                          AND kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer) = target))
                OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = target)) THEN
         RAISE EXCEPTION 'no review item or entity is %', quote_literal(target) USING ERRCODE = '22023';
     END IF;
@@ -109,10 +113,14 @@ BEGIN
                         JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = s.chunk_id
                        WHERE s.tenant_id = t AND 'set_aside:' || md5(s.chunk_id || '|' || s.what) = target LIMIT 1);
     END IF;
+    IF target LIKE 'answer:%' THEN  -- about the document of the answer before: forgotten with it
+        docs := ARRAY(SELECT e.answer_before_doc FROM kgrag.entity AS e
+                       WHERE e.tenant_id = t AND e.entity_id = substring(target FROM '^answer:(.*)@[0-9a-f]{8}$'));
+    END IF;
     PERFORM kgrag_private.decide('approve', target, NULL, CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
     RETURN format('approved %s', target);
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag.approve(target text, note text) OWNER TO <owner>;
 
@@ -120,7 +128,7 @@ ALTER FUNCTION kgrag.approve(target text, note text) OWNER TO <owner>;
 -- Name: FUNCTION approve(target text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.approve(target text, note text) IS 'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", an entity id) was checked and is right, with an optional note: it leaves the queue; on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
+COMMENT ON FUNCTION kgrag.approve(target text, note text) IS 'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
 
 --
 -- Name: canonical_name(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -388,6 +396,52 @@ ALTER FUNCTION kgrag.context_blocks(question_vec public.vector, route text, ques
 COMMENT ON FUNCTION kgrag.context_blocks(question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb) IS 'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path (and their validity where they have one), and chunks tagged [source | chunk_id] (kgrag.source_tag: the document, and the page and headings where the chunk has them), each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
 
 --
+-- Name: correct_evidence(text, text, text, text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text DEFAULT ''::text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    a text := (kgrag.resolve_entities(ARRAY[src]))[1];
+    b text := (kgrag.resolve_entities(ARRAY[dst]))[1];
+    key text := kgrag.relation_key(rel);
+    doc text;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM kgrag.edge AS g
+                    WHERE g.tenant_id = t AND g.src = a AND g.rel = key AND g.dst = b AND key <> 'CO_OCCURS') THEN
+        RAISE EXCEPTION 'no relation % -[%]-> % is in the graph', src, rel, dst
+            USING ERRCODE = '22023', HINT = 'SELECT * FROM kgrag.edges WHERE src_name ILIKE ... lists the relations.';
+    END IF;
+    IF quote IS NULL OR btrim(quote) = '' OR length(quote) > 500 THEN
+        RAISE EXCEPTION 'a quote has 1 to 500 characters, got %', COALESCE(length(quote)::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    SELECT c.doc_id INTO doc FROM kgrag.chunk AS c
+     WHERE c.tenant_id = t AND c.chunk_id = correct_evidence.chunk_id AND strpos(c.text, quote) > 0;
+    IF doc IS NULL THEN
+        RAISE EXCEPTION 'chunk % does not say %', quote_literal(COALESCE(chunk_id, 'NULL')), quote_literal(left(quote, 80))
+            USING ERRCODE = '22023', HINT = 'The quote is a passage of the chunk''s text, as it stands (kgrag.chunk.text).';
+    END IF;
+    -- about the chunk's document: forgotten with it
+    PERFORM kgrag_private.decide('correct_evidence', kgrag_private.relation_target(a, key, b),
+                                 jsonb_build_object('chunk_id', chunk_id, 'quote', quote)::text, doc, note);
+    RETURN format('%s -[%s]-> %s shows %s, %s, from the next pgkgrag build on (and as long as the chunk says it)',
+                  a, key, b, chunk_id, quote_literal(left(quote, 80)));
+END
+$$;
+
+ALTER FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text) IS 'Records the evidence a relation of the graph should show (src and dst by id, name or alias; rel whatever its case): a chunk and a quote of 1 to 500 characters that its text holds as it stands, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every refresh of the relation after it show that chunk and quote instead of the most confident evidence, as long as the chunk holds the quote; its weight, confidence and dates stay those of its evidence. Forgotten with the chunk''s document. 22023 for a relation the graph does not hold (or CO_OCCURS), or a chunk that does not say the quote.';
+
+--
 -- Name: correct_relation(text, text, text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -496,6 +550,9 @@ BEGIN
               FROM kgrag.curation AS c
              WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids) AND c.kind = 'correct_relation') AS p
      CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, p.src, p.dst, kgrag_private.corrections(t))) AS r(rel);
+    -- the answers a person saw that came from them go too (kgrag_private.release_chunks noted them)
+    UPDATE kgrag.entity AS e SET answer_before = NULL, answer_before_doc = NULL
+     WHERE e.tenant_id = t AND e.answer_before_doc = ANY (doc_ids);
     DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
@@ -516,7 +573,7 @@ ALTER FUNCTION kgrag.delete_documents(doc_ids text[]) OWNER TO <owner>;
 -- Name: FUNCTION delete_documents(doc_ids text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), and the communities they fed (titles and reports, until the next build). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), the answers a person saw that came from them (kgrag.entity.answer_before), and the communities they fed (titles and reports, until the next build). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
 
 --
 -- Name: dimension(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1344,7 +1401,7 @@ ALTER FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double pre
 -- Name: FUNCTION personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer, as_of timestamp with time zone, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer, as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight (summed over relation types); the edges are the current facts above min_confidence, as kgrag.k_hop follows them (as_of, history, min_confidence). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
+COMMENT ON FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer, as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight times its confidence (summed over relation types; a co-occurrence is sure, 1); the edges are the current facts above min_confidence, as kgrag.k_hop follows them (as_of, history, min_confidence). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
 
 --
 -- Name: refresh_alias_trigram_stats(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2384,7 +2441,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0034'::text$$;
+    AS $$SELECT '0035'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -2492,6 +2549,25 @@ ALTER FUNCTION kgrag_private.among_strongest(tenant text, src text, dst text, re
 COMMENT ON FUNCTION kgrag_private.among_strongest(tenant text, src text, dst text, rel text, degree_cap integer) IS 'Private. Returns whether the edge (src, dst, rel) of the tenant is among the degree_cap strongest edges of its source (weight desc, ties by dst then rel in byte order; true for a NULL cap): how a walk caps the edges it follows against their direction. Reads at most degree_cap index entries.';
 
 --
+-- Name: answer_target(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.answer_target(entity_id text, before text, answer text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT 'answer:' || entity_id || '@' || left(md5(before || chr(10) || answer), 8)
+$$;
+
+ALTER FUNCTION kgrag_private.answer_target(entity_id text, before text, answer text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION answer_target(entity_id text, before text, answer text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.answer_target(entity_id text, before text, answer text) IS 'Private. Returns how a decision names one change of an entity''s answer: "answer:ENTITY@HASH", the hash of the answer before and the answer after (approving one change leaves the next one in the queue).';
+
+--
 -- Name: apply_decisions(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -2544,6 +2620,22 @@ BEGIN
           FROM differing AS d CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, d.src, d.dst, fixes)) AS r(rel)
     )
     SELECT count(*) INTO relations FROM differing;
+    -- the relations whose edge shows other evidence than the one a person chose (an ingestion
+    -- refreshes them when the chunk's document changes: kgrag_private.touch_documents)
+    WITH chosen AS MATERIALIZED (
+        SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,
+               split_part(c.target, '|', 3) AS dst
+          FROM kgrag.curation AS c
+         WHERE c.tenant_id = t AND c.kind = 'correct_evidence'
+    ), differing AS MATERIALIZED (
+        SELECT x.* FROM chosen AS x
+          JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = x.src AND g.rel = x.rel AND g.dst = x.dst
+          LEFT JOIN LATERAL kgrag_private.decided_evidence(t, x.src, x.rel, x.dst) AS v ON true
+         WHERE v.chunk_id IS NOT NULL AND (g.evidence_chunk_id, g.evidence_quote) IS DISTINCT FROM (v.chunk_id, v.quote)
+    ), noted AS (
+        INSERT INTO pg_temp.kgrag_touched (a, b, rel, n) SELECT d.src, d.dst, d.rel, 0 FROM differing AS d
+    )
+    SELECT relations + count(*) INTO relations FROM differing;
     IF relations > 0 OR moved > 0 THEN
         PERFORM kgrag_private.refresh_graph();
     ELSE
@@ -2559,7 +2651,7 @@ ALTER FUNCTION kgrag_private.apply_decisions() OWNER TO <owner>;
 -- Name: FUNCTION apply_decisions(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.apply_decisions() IS 'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, the typed relations of each pair a relation decision names whose edges differ from what the decisions make of its evidence (a rejected edge still there goes, a corrected one is built as the type decided, one taken back comes back from its evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n (pairs recomputed), "namesakes_moved": n}.';
+COMMENT ON FUNCTION kgrag_private.apply_decisions() IS 'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, the typed relations of each pair a relation decision names whose edges differ from what the decisions make of its evidence (a rejected edge still there goes, a corrected one is built as the type decided, one taken back comes back from its evidence), recomputes the relations whose edge shows other evidence than the one a person chose (kgrag.correct_evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n (pairs recomputed), "namesakes_moved": n}.';
 
 --
 -- Name: apply_documents(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3298,6 +3390,34 @@ ALTER FUNCTION kgrag_private.decide_relation(kind text, src text, rel text, dst 
 COMMENT ON FUNCTION kgrag_private.decide_relation(kind text, src text, rel text, dst text, value text, note text) IS 'Private. Records a decision of a kind about a stated relation (src and dst by id, name or alias; rel whatever its case; value as the kind needs), about its document when one states it; returns the relation as "a -[REL]-> b". 22023 for a relation nobody stated.';
 
 --
+-- Name: decided_evidence(text, text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.decided_evidence(t text, src text, rel text, dst text) RETURNS TABLE(chunk_id text, quote text)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- the latest evidence decision on the relation, while its chunk holds the quote (the tenant a
+    -- bound value: on Citus the query runs where the tenant's shards are)
+    SELECT v.chunk_id, v.quote
+      FROM (SELECT c.value::jsonb ->> 'chunk_id' AS chunk_id, c.value::jsonb ->> 'quote' AS quote
+              FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.kind = 'correct_evidence'
+               AND c.target = kgrag_private.relation_target(src, rel, dst)
+             ORDER BY c.decided_at DESC LIMIT 1) AS v
+     WHERE EXISTS (SELECT 1 FROM kgrag.chunk AS k
+                    WHERE k.tenant_id = t AND k.chunk_id = v.chunk_id AND strpos(k.text, v.quote) > 0)
+$$;
+
+ALTER FUNCTION kgrag_private.decided_evidence(t text, src text, rel text, dst text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION decided_evidence(t text, src text, rel text, dst text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.decided_evidence(t text, src text, rel text, dst text) IS 'Private. Returns the evidence a person chose for a relation of tenant t (the current one; kgrag.correct_evidence): (chunk_id, quote) of the latest decision, while the chunk holds the quote; no row otherwise.';
+
+--
 -- Name: default_search_options(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -3334,7 +3454,7 @@ COMMENT ON FUNCTION kgrag_private.default_search_options() IS 'Private. Returns 
 CREATE FUNCTION kgrag_private.derive_entities(entity_ids text[]) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 DECLARE
     t text := kgrag.current_tenant();
 BEGIN
@@ -3373,7 +3493,13 @@ BEGIN
            embedding = CASE WHEN (COALESCE(d.decided, d.name, e.name), d.description) IS DISTINCT FROM (e.name, e.description)
                             THEN NULL ELSE e.embedding END,
            answer = d.answer, answer_chunk_id = d.answer_chunk_id, answer_hash = d.answer_hash,
-           answer_stale = d.answer IS NULL, updated_at = now()
+           answer_stale = d.answer IS NULL, updated_at = now(),
+           -- the answer a person saw, noted when it changes (kgrag.review_queue, answer_changed)
+           answer_before = CASE WHEN e.answer_before IS NULL AND e.answer_chunk_id IS NOT NULL AND e.answer IS NOT NULL
+                                     AND e.answer IS DISTINCT FROM d.answer THEN e.answer ELSE e.answer_before END,
+           answer_before_doc = CASE WHEN e.answer_before IS NULL AND e.answer_chunk_id IS NOT NULL AND e.answer IS NOT NULL
+                                         AND e.answer IS DISTINCT FROM d.answer
+                                    THEN regexp_replace(e.answer_chunk_id, '#[0-9]+$', '') ELSE e.answer_before_doc END
       FROM (SELECT x.*, (SELECT c.value FROM kgrag.curation AS c
                           WHERE c.tenant_id = t AND c.kind = 'rename_entity' AND c.target = x.entity_id
                           ORDER BY c.decided_at DESC LIMIT 1) AS decided
@@ -3382,7 +3508,7 @@ BEGIN
        AND (COALESCE(d.decided, d.name, e.name), d.description, d.answer, d.answer_chunk_id, d.answer_hash, d.answer IS NULL)
            IS DISTINCT FROM (e.name, e.description, e.answer, e.answer_chunk_id, e.answer_hash, e.answer_stale);
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag_private.derive_entities(entity_ids text[]) OWNER TO <owner>;
 
@@ -3549,7 +3675,7 @@ BEGIN
     SELECT NULL::integer, r.entity_id, 'entity', 'graph', 1.0::float8 / (1 + r.hop), NULL::text, NULL::text,
            jsonb_build_object(
                'name', e.name, 'type', e.type, 'seed', r.seed, 'hop', r.hop, 'path', to_jsonb(r.path),
-               'directions', to_jsonb(r.directions),
+               'directions', to_jsonb(r.directions), 'confidence', r.confidence,
                'answer', e.answer,
                'evidence_refs', to_jsonb(ARRAY(
                    SELECT y.chunk_id FROM (
@@ -3568,7 +3694,7 @@ BEGIN
                      FROM kgrag.path_relations(r.path, (opts ->> 'as_of')::timestamptz, (opts ->> 'history')::boolean,
                                                (opts ->> 'min_confidence')::float8) AS p), '[]'))
       FROM jsonb_to_recordset(reached)
-           AS r(entity_id text, hop integer, path text[], directions text[], seed text, position integer)
+           AS r(entity_id text, hop integer, path text[], directions text[], seed text, confidence float8, position integer)
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
      WHERE r.position <= (opts ->> 'entities')::integer
      ORDER BY r.position;
@@ -3581,7 +3707,7 @@ ALTER FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) OWNER TO <ow
 -- Name: FUNCTION entity_rows(reached jsonb, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) IS 'Private. Returns the first (option entities) reached entities as search rows (kind entity, source graph, score 1 / (1 + hop)), payload: name, type, seed, hop, path, directions, answer, evidence_refs (the answer chunk, then the first citing chunks, three in all) and the relations along the path ({src, rel, dst}, with valid_from and valid_to where the relation has them).';
+COMMENT ON FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) IS 'Private. Returns the first (option entities) reached entities as search rows (kind entity, source graph, score 1 / (1 + hop)), payload: name, type, seed, hop, path, directions, confidence (the path''s, kgrag_private.reached_entities), answer, evidence_refs (the answer chunk, then the first citing chunks, three in all) and the relations along the path ({src, rel, dst}, with valid_from and valid_to where the relation has them).';
 
 --
 -- Name: fold_short_forms(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5036,7 +5162,8 @@ BEGIN
                                                      UNION SELECT s.id FROM unnest(seed_chunks) AS s(id)) AS c) AS x
     ), pair AS (  -- one weight per pair of entities: every relation type, a co-occurrence counted once
         SELECT y.a, y.b, sum(y.w) AS w
-          FROM (SELECT LEAST(g.src, g.dst) AS a, GREATEST(g.src, g.dst) AS b, g.rel, max(g.weight) AS w
+          FROM (SELECT LEAST(g.src, g.dst) AS a, GREATEST(g.src, g.dst) AS b, g.rel,
+                       max(g.weight * g.confidence) AS w  -- a stated relation counts as much as it is sure
                   FROM kgrag.edge AS g
                   JOIN ent AS s ON s.id = g.src
                   JOIN ent AS r ON r.id = g.dst
@@ -5091,7 +5218,7 @@ ALTER FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], 
 -- Name: FUNCTION pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, dated boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, dated boolean) IS 'Private. Returns Personalized PageRank''s subgraph as arrays: the nodes (''e'' || entity_id in the order given, then ''c'' || chunk_id by id: the chunks citing the entities, at most max_edges mentions, nearest entities first, and the seed chunks), the reset weight of each (an entity seed: its weight, else 1 / the chunks citing it; a seed chunk: its weight, else 1), and the steps (source, destination, probability: an entity-chunk link weighs 1, an entity-entity link the edge''s weight summed over relation types, at most max_edges pairs, the strongest first).';
+COMMENT ON FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, dated boolean) IS 'Private. Returns Personalized PageRank''s subgraph as arrays: the nodes (''e'' || entity_id in the order given, then ''c'' || chunk_id by id: the chunks citing the entities, at most max_edges mentions, nearest entities first, and the seed chunks), the reset weight of each (an entity seed: its weight, else 1 / the chunks citing it; a seed chunk: its weight, else 1), and the steps (source, destination, probability: an entity-chunk link weighs 1, an entity-entity link the edge''s weight times its confidence summed over relation types, at most max_edges pairs, the strongest first).';
 
 --
 -- Name: pair_differs(text, text, text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5566,26 +5693,58 @@ CREATE FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) RETURNS
     AS $$
 DECLARE
     t text := kgrag.current_tenant();
+    rels text[] := CASE WHEN jsonb_typeof(opts -> 'relations') = 'array'
+                        THEN ARRAY(SELECT jsonb_array_elements_text(opts -> 'relations')) END;
+    rel_keys text[] := ARRAY(SELECT kgrag.relation_key(r) FROM unnest(rels) AS r WHERE r IS NOT NULL);
+    f record;  -- the relations the walk follows: kgrag_private.walk_filter
     reached jsonb;
 BEGIN
-    -- closest first, then the strongest link, then the seed order
-    SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', w.entity_id, 'hop', w.hop, 'path', w.path,
-                                                 'directions', w.directions, 'seed', w.seed, 'position', w.position)
-                              ORDER BY w.position), '[]')
+    SELECT * INTO f FROM kgrag_private.walk_filter((opts ->> 'as_of')::timestamptz, (opts ->> 'history')::boolean,
+                                                   (opts ->> 'min_confidence')::float8);
+    -- closest first, then the surest path, then the strongest last step, then the seed order
+    WITH walked AS MATERIALIZED (
+        SELECT x.* FROM kgrag.k_hop(seeds, (opts ->> 'hops')::integer, (opts ->> 'degree_cap')::integer, rels,
+                                    (opts ->> 'as_of')::timestamptz, opts ->> 'direction', (opts ->> 'history')::boolean,
+                                    (opts ->> 'min_confidence')::float8) AS x
+    ), step AS (  -- every step of the paths, each pair of entities looked up once
+        SELECT DISTINCT w.path[i] AS a, w.path[i + 1] AS b, w.directions[i] AS way
+          FROM walked AS w CROSS JOIN LATERAL generate_series(1, cardinality(w.path) - 1) AS i
+    ), linked AS (
+        SELECT s.a, s.b, s.way, l.weight, l.confidence
+          FROM step AS s
+         CROSS JOIN LATERAL (
+               SELECT max(g.weight) AS weight,  -- the strength of the link, either way, every relation
+                      -- the surest edge the walk could take for this step (kgrag_private.walk_filter)
+                      max(g.confidence) FILTER (
+                          WHERE CASE s.way WHEN 'out' THEN g.src = s.a ELSE g.src = s.b END
+                            AND (rels IS NULL OR g.rel = ANY (rel_keys))
+                            AND g.confidence >= f.min_conf
+                            AND (f.at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= f.at)
+                                                  AND (g.valid_to IS NULL OR g.valid_to > f.at)))
+                            AND (NOT f.dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, f.at)))
+                          AS confidence
+                 FROM kgrag.edge AS g
+                WHERE g.tenant_id = t
+                  AND ((g.src = s.a AND g.dst = s.b) OR (g.dst = s.a AND g.src = s.b))) AS l
+    ), scored AS (
+        SELECT w.*,
+               COALESCE((SELECT l.weight FROM linked AS l
+                          WHERE l.a = w.path[w.hop] AND l.b = w.entity_id AND l.way = w.directions[w.hop]), 0) AS weight,
+               -- the product of the steps' confidences (rounded: the same product whatever the order)
+               (SELECT CASE WHEN bool_or(l.confidence = 0) THEN 0
+                            ELSE COALESCE(round(exp(sum(ln(l.confidence)))::numeric, 12)::float8, 1) END
+                  FROM generate_series(1, w.hop) AS i
+                  JOIN linked AS l ON l.a = w.path[i] AND l.b = w.path[i + 1] AND l.way = w.directions[i]) AS confidence
+          FROM walked AS w
+    )
+    SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', r.entity_id, 'hop', r.hop, 'path', r.path,
+                                                 'directions', r.directions, 'seed', r.seed,
+                                                 'confidence', r.confidence, 'position', r.position)
+                              ORDER BY r.position), '[]')
       INTO reached
-      FROM (SELECT r.entity_id, r.hop, r.path, r.directions, r.seed,
-                   row_number() OVER (ORDER BY r.hop, r.weight DESC, array_position(seeds, r.seed),
-                                      r.entity_id COLLATE "C") AS position
-              FROM (SELECT x.*, COALESCE((SELECT max(g.weight) FROM kgrag.edge AS g  -- the last step, either way
-                                           WHERE g.tenant_id = t
-                                             AND ((g.src = x.path[cardinality(x.path) - 1] AND g.dst = x.entity_id)
-                                                  OR (g.dst = x.path[cardinality(x.path) - 1] AND g.src = x.entity_id))),
-                                         0) AS weight
-                      FROM kgrag.k_hop(seeds, (opts ->> 'hops')::integer, (opts ->> 'degree_cap')::integer,
-                                       CASE WHEN jsonb_typeof(opts -> 'relations') = 'array'
-                                            THEN ARRAY(SELECT jsonb_array_elements_text(opts -> 'relations')) END,
-                                       (opts ->> 'as_of')::timestamptz, opts ->> 'direction', (opts ->> 'history')::boolean,
-                                       (opts ->> 'min_confidence')::float8) AS x) AS r) AS w;
+      FROM (SELECT s.*, row_number() OVER (ORDER BY s.hop, s.confidence DESC, s.weight DESC,
+                                                    array_position(seeds, s.seed), s.entity_id COLLATE "C") AS position
+              FROM scored AS s) AS r;
     RETURN reached;
 END
 $$;
@@ -5596,7 +5755,7 @@ ALTER FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) OWNER TO
 -- Name: FUNCTION reached_entities(seeds text[], opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) IS 'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of, direction, history and min_confidence) as a jsonb array of {entity_id, hop, path, directions, seed, position}, by position: the nearest first, then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
+COMMENT ON FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) IS 'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of, direction, history and min_confidence) as a jsonb array of {entity_id, hop, path, directions, seed, confidence, position}, by position: the nearest first, then the surest path (confidence: the product of its steps'' confidences, each the highest confidence of the edges the walk could take for that step: a co-occurrence is sure, 1, a stated relation as sure as its best evidence), then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
 
 --
 -- Name: record_ingest_failure(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5627,7 +5786,7 @@ COMMENT ON FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_has
 CREATE FUNCTION kgrag_private.refresh_answers() RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 DECLARE
     t text := kgrag.current_tenant();
     n integer;
@@ -5672,14 +5831,27 @@ BEGIN
          ORDER BY x.entity_id, x.own DESC, x.names_it DESC, x.preference, x.pos
     )
     UPDATE kgrag.entity AS e
-       SET answer = left(regexp_replace(b.sentence, '\s+', ' ', 'g'), 400), answer_chunk_id = b.chunk_id,
-           answer_hash = b.content_hash, answer_stale = false
-      FROM best AS b
+       SET answer = b.answer, answer_chunk_id = b.chunk_id, answer_hash = b.content_hash, answer_stale = false,
+           -- the answer a person saw before (noted when it changed, kept until approved; the old
+           -- values of e here), forgotten when the same answer comes back
+           answer_before = NULLIF(COALESCE(e.answer_before, CASE WHEN e.answer_chunk_id IS NOT NULL THEN e.answer END), b.answer),
+           answer_before_doc = CASE WHEN COALESCE(e.answer_before, CASE WHEN e.answer_chunk_id IS NOT NULL THEN e.answer END)
+                                         IS DISTINCT FROM b.answer
+                                    THEN COALESCE(e.answer_before_doc, regexp_replace(e.answer_chunk_id, '#[0-9]+$', '')) END
+      FROM (SELECT x.entity_id, x.chunk_id, x.content_hash, left(regexp_replace(x.sentence, '\s+', ' ', 'g'), 400) AS answer
+              FROM best AS x) AS b
      WHERE e.tenant_id = t AND e.entity_id = b.entity_id;
     GET DIAGNOSTICS n = ROW_COUNT;
+    -- a change a person approved (kgrag.approve on its review item) is the answer they saw now
+    UPDATE kgrag.entity AS e SET answer_before = NULL, answer_before_doc = NULL
+      FROM (SELECT DISTINCT substring(c.target FROM '^answer:(.*)@[0-9a-f]{8}$') AS entity_id, c.target
+              FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.kind = 'approve' AND c.target LIKE 'answer:%') AS a
+     WHERE e.tenant_id = t AND e.entity_id = a.entity_id AND e.answer_before IS NOT NULL
+       AND kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer) = a.target;
     RETURN n;
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag_private.refresh_answers() OWNER TO <owner>;
 
@@ -5687,7 +5859,7 @@ ALTER FUNCTION kgrag_private.refresh_answers() OWNER TO <owner>;
 -- Name: FUNCTION refresh_answers(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.refresh_answers() IS 'Private. Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash: from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Returns the number of answers written.';
+COMMENT ON FUNCTION kgrag_private.refresh_answers() IS 'Private. Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash: from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Notes the answer a person saw before a change (answer_before, until a person approves the new one: kgrag.review_queue, item answer_changed) and forgets it when the same answer comes back. Returns the number of answers written.';
 
 --
 -- Name: refresh_graph(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5744,11 +5916,12 @@ BEGIN
 
     -- Typed edges: aggregated from the non-negated evidence of each touched triple (one index
     -- range each), its own unless a person rejected or corrected it, and that of the relations
-    -- corrected into it; the quote of the most confident evidence is shown; a triple left without
-    -- evidence gets weight 0 (removed).
+    -- corrected into it; the quote of the most confident evidence is shown, unless a person chose
+    -- the evidence (kgrag.correct_evidence); a triple left without evidence gets weight 0 (removed).
     INSERT INTO pg_temp.kgrag_edge_want (src, dst, rel, weight, confidence, evidence_chunk_id, evidence_quote,
                                          extractor, valid_from, valid_to)
-    SELECT x.src, x.dst, x.rel, COALESCE(e.weight, 0), COALESCE(e.confidence, 1), e.chunk_id, e.quote,
+    SELECT x.src, x.dst, x.rel, COALESCE(e.weight, 0), COALESCE(e.confidence, 1),
+           COALESCE(v.chunk_id, e.chunk_id), COALESCE(v.quote, e.quote),
            COALESCE(e.extractor, ''), e.valid_from, e.valid_to
       FROM (SELECT y.*, kgrag_private.relation_sources(t, y.src, y.rel, y.dst, fixes) AS sources
               FROM (SELECT DISTINCT k.a AS src, k.b AS dst, k.rel FROM pg_temp.kgrag_touched AS k
@@ -5762,7 +5935,8 @@ BEGIN
             WHERE r.tenant_id = t AND r.src = x.src AND r.dst = x.dst AND r.rel = ANY (x.sources) AND NOT r.negated
            WINDOW w AS ()
             ORDER BY r.confidence DESC, r.chunk_id COLLATE "C"
-            LIMIT 1) AS e ON true;
+            LIMIT 1) AS e ON true
+      LEFT JOIN LATERAL kgrag_private.decided_evidence(t, x.src, x.rel, x.dst) AS v ON e.weight > 0;
 
     PERFORM kgrag_private.rewrite_edges();
 
@@ -6018,7 +6192,7 @@ COMMENT ON FUNCTION kgrag_private.relation_target(src text, rel text, dst text) 
 CREATE FUNCTION kgrag_private.release_chunks(doc_ids text[]) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 DECLARE
     t text := kgrag.current_tenant();
     ids text[] := kgrag_private.document_chunks(doc_ids);
@@ -6032,12 +6206,17 @@ BEGIN
       ORDER BY c.chunk_id COLLATE "C" FOR UPDATE;
     -- what a foreign key's ON DELETE SET NULL did before revision 0019 (Citus refuses it on a
     -- key holding the distribution column); the graph refresh after the change fills them again
-    UPDATE kgrag.entity AS e SET answer_chunk_id = NULL
+    -- (the answer stays until derive_entities; the one a person saw is noted first, with its document)
+    UPDATE kgrag.entity AS e
+       SET answer_chunk_id = NULL,
+           answer_before = COALESCE(e.answer_before, e.answer),
+           answer_before_doc = CASE WHEN e.answer_before IS NULL AND e.answer IS NOT NULL
+                                    THEN regexp_replace(e.answer_chunk_id, '#[0-9]+$', '') ELSE e.answer_before_doc END
      WHERE e.tenant_id = t AND e.answer_chunk_id = ANY (ids);
     UPDATE kgrag.edge AS g SET evidence_chunk_id = NULL
      WHERE g.tenant_id = t AND g.evidence_chunk_id = ANY (ids);
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag_private.release_chunks(doc_ids text[]) OWNER TO <owner>;
 
@@ -7383,7 +7562,11 @@ BEGIN
     SELECT DISTINCT r.src, r.dst, r.rel, 0
       FROM docs AS c
      CROSS JOIN LATERAL (SELECT x.src, x.dst, x.rel FROM kgrag.relation_evidence AS x
-                          WHERE x.tenant_id = t AND x.chunk_id = c.chunk_id OFFSET 0) AS r;
+                          WHERE x.tenant_id = t AND x.chunk_id = c.chunk_id OFFSET 0) AS r
+    UNION ALL  -- and the relations whose evidence a person chose in them (kgrag.correct_evidence)
+    SELECT DISTINCT split_part(c.target, '|', 1), split_part(c.target, '|', 3), split_part(c.target, '|', 2), 0
+      FROM kgrag.curation AS c
+     WHERE c.tenant_id = t AND c.kind = 'correct_evidence' AND c.doc_id = ANY (doc_ids);
     ANALYZE pg_temp.kgrag_touched;
 END
 $$;
@@ -7394,7 +7577,7 @@ ALTER FUNCTION kgrag_private.touch_documents(doc_ids text[], sign integer) OWNER
 -- Name: FUNCTION touch_documents(doc_ids text[], sign integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.touch_documents(doc_ids text[], sign integer) IS 'Private. Returns nothing; adds to pg_temp.kgrag_touched the entities, co-occurring pairs (with sign x the number of chunks citing both) and typed relations the chunks of these documents currently contribute: sign -1 before the chunks go, 1 after they came.';
+COMMENT ON FUNCTION kgrag_private.touch_documents(doc_ids text[], sign integer) IS 'Private. Returns nothing; adds to pg_temp.kgrag_touched the entities, co-occurring pairs (with sign x the number of chunks citing both) and typed relations the chunks of these documents currently contribute, and the relations whose evidence a person chose in them (kgrag.correct_evidence): sign -1 before the chunks go, 1 after they came.';
 
 --
 -- Name: touched_scratch(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8164,6 +8347,8 @@ CREATE TABLE kgrag.entity (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     embedding public.vector(512),
+    answer_before text,
+    answer_before_doc text,
     CONSTRAINT entity_entity_id_check CHECK ((strpos(entity_id, '|'::text) = 0))
 );
 ALTER TABLE ONLY kgrag.entity ALTER COLUMN tenant_id SET STATISTICS 1;
@@ -8177,6 +8362,18 @@ ALTER TABLE kgrag.entity OWNER TO <owner>;
 --
 
 COMMENT ON TABLE kgrag.entity IS 'A node of the graph. entity_id = kgrag.entity_key(type, name). answer is a short sentence taken from answer_chunk_id when that chunk had hash answer_hash.';
+
+--
+-- Name: COLUMN entity.answer_before; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.entity.answer_before IS 'The answer the entity had before it last changed, until a person approves the new one (kgrag.review_queue, item answer_changed) or it comes back; NULL when nothing changed.';
+
+--
+-- Name: COLUMN entity.answer_before_doc; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.entity.answer_before_doc IS 'The document answer_before came from: deleting it clears answer_before.';
 
 --
 -- Name: communities; Type: VIEW; Schema: kgrag; Owner: <owner>
@@ -8224,7 +8421,7 @@ CREATE TABLE kgrag.curation (
     note text DEFAULT ''::text NOT NULL,
     decided_by text DEFAULT SESSION_USER NOT NULL,
     decided_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
-    CONSTRAINT curation_kind_check CHECK ((kind = ANY (ARRAY['reject_relation'::text, 'rename_entity'::text, 'approve'::text, 'merge_entities'::text, 'split_entity'::text, 'correct_relation'::text]))),
+    CONSTRAINT curation_kind_check CHECK ((kind = ANY (ARRAY['reject_relation'::text, 'rename_entity'::text, 'approve'::text, 'merge_entities'::text, 'split_entity'::text, 'correct_relation'::text, 'correct_evidence'::text]))),
     CONSTRAINT curation_note_check CHECK ((length(note) <= 2000)),
     CONSTRAINT curation_target_check CHECK (((length(target) >= 1) AND (length(target) <= 2000))),
     CONSTRAINT curation_value_check CHECK ((length(value) <= 1000))
@@ -8262,7 +8459,7 @@ ALTER VIEW kgrag.decisions OWNER TO <owner>;
 -- Name: VIEW decisions; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.decisions IS 'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, correct_relation, rename_entity, merge_entities, split_entity or approve; target: "src|REL|dst" for a relation, an entity id, "namesake:KEY@DOC" for what a document says under a name (a merge: "namesake:KEY@DOC+DOC"), or a review item; value: the new name of a rename; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
+COMMENT ON VIEW kgrag.decisions IS 'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, correct_relation, correct_evidence, rename_entity, merge_entities, split_entity or approve; target: "src|REL|dst" for a relation, an entity id, "namesake:KEY@DOC" for what a document says under a name (a merge: "namesake:KEY@DOC+DOC"), or a review item; value: the new name of a rename, the new type of a corrected relation, {"chunk_id", "quote"} of corrected evidence; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
 
 --
 -- Name: edge; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -8698,6 +8895,15 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
           GROUP BY x.name_key
          HAVING (count(*) > 1)
         UNION ALL
+         SELECT 'answer_changed'::text,
+            kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer) AS answer_target,
+            "left"(format('%s: the answer was "%s", it is now "%s"'::text, e.name, e.answer_before, e.answer), 2000) AS "left",
+            NULL::double precision,
+            e.answer_chunk_id,
+            e.answer
+           FROM kgrag.entity e
+          WHERE ((e.answer_before IS NOT NULL) AND (e.answer IS NOT NULL) AND (e.answer <> e.answer_before))
+        UNION ALL
          SELECT 'outside_ontology'::text,
             ('set_aside:'::text || md5(((s.chunk_id || '|'::text) || s.what))),
             ((s.what || ': '::text) || s.reason),
@@ -8724,7 +8930,7 @@ ALTER VIEW kgrag.review_queue OWNER TO <owner>;
 -- Name: VIEW review_queue; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 
 --
 -- Name: router_rule; Type: TABLE; Schema: kgrag; Owner: <owner>

@@ -128,8 +128,13 @@ def ingest(
     return ingestor.run([path])
 
 
+# What records the history for a person, not the graph: the answer an entity had before it changed
+# (kgrag.review_queue, item answer_changed) differs by history by design.
+HISTORY_COLUMNS = ("answer_before", "answer_before_doc")
+
+
 def checksums(conn: psycopg.Connection, tenant: str) -> dict[str, str]:
-    """md5 of each kgrag table's rows for one tenant, leaving out timestamps."""
+    """md5 of each kgrag table's rows for one tenant, leaving out timestamps and HISTORY_COLUMNS."""
     tables = catalog_tables(conn)
     out = {}
     conn.execute("SELECT kgrag.use_tenant(%s)", [tenant])
@@ -138,8 +143,8 @@ def checksums(conn: psycopg.Connection, tenant: str) -> dict[str, str]:
             r[0]
             for r in conn.execute(
                 "SELECT quote_ident(attname) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
-                " AND NOT attisdropped AND atttypid <> 'timestamptz'::regtype ORDER BY attnum",
-                [f"kgrag.{table}"],
+                " AND NOT attisdropped AND atttypid <> 'timestamptz'::regtype AND attname <> ALL (%s) ORDER BY attnum",
+                [f"kgrag.{table}", list(HISTORY_COLUMNS)],
             )
         ]
         query = (

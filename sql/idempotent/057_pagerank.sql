@@ -1,6 +1,6 @@
 -- Personalized PageRank over the tenant's graph of entities and chunks (HippoRAG's retrieval):
 -- a chunk is linked to the entities it cites (weight 1), an entity to the entities it shares an
--- edge with (the edge's weight, every relation type, either way). Power iteration on the part of
+-- edge with (the edge's weight times its confidence, every relation type, either way). Power iteration on the part of
 -- the graph within hops of the seeds: bounded work, the same answer every run.
 
 CREATE OR REPLACE FUNCTION kgrag_private.check_pagerank_args(
@@ -116,7 +116,8 @@ BEGIN
                                                      UNION SELECT s.id FROM unnest(seed_chunks) AS s(id)) AS c) AS x
     ), pair AS (  -- one weight per pair of entities: every relation type, a co-occurrence counted once
         SELECT y.a, y.b, sum(y.w) AS w
-          FROM (SELECT LEAST(g.src, g.dst) AS a, GREATEST(g.src, g.dst) AS b, g.rel, max(g.weight) AS w
+          FROM (SELECT LEAST(g.src, g.dst) AS a, GREATEST(g.src, g.dst) AS b, g.rel,
+                       max(g.weight * g.confidence) AS w  -- a stated relation counts as much as it is sure
                   FROM kgrag.edge AS g
                   JOIN ent AS s ON s.id = g.src
                   JOIN ent AS r ON r.id = g.dst
@@ -165,7 +166,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.pagerank_subgraph(text[], text[], text[], double precision[], text[], double precision[], integer, timestamptz, double precision, boolean) IS
-'Private. Returns Personalized PageRank''s subgraph as arrays: the nodes (''e'' || entity_id in the order given, then ''c'' || chunk_id by id: the chunks citing the entities, at most max_edges mentions, nearest entities first, and the seed chunks), the reset weight of each (an entity seed: its weight, else 1 / the chunks citing it; a seed chunk: its weight, else 1), and the steps (source, destination, probability: an entity-chunk link weighs 1, an entity-entity link the edge''s weight summed over relation types, at most max_edges pairs, the strongest first).';
+'Private. Returns Personalized PageRank''s subgraph as arrays: the nodes (''e'' || entity_id in the order given, then ''c'' || chunk_id by id: the chunks citing the entities, at most max_edges mentions, nearest entities first, and the seed chunks), the reset weight of each (an entity seed: its weight, else 1 / the chunks citing it; a seed chunk: its weight, else 1), and the steps (source, destination, probability: an entity-chunk link weighs 1, an entity-entity link the edge''s weight times its confidence summed over relation types, at most max_edges pairs, the strongest first).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.power_iteration(
     reset double precision[], esrc integer[], edst integer[], eprob double precision[], damping double precision,
@@ -266,4 +267,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.personalized_pagerank(text[], double precision[], text[], double precision[], double precision, integer, integer, timestamptz, boolean, double precision) IS
-'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight (summed over relation types); the edges are the current facts above min_confidence, as kgrag.k_hop follows them (as_of, history, min_confidence). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
+'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight times its confidence (summed over relation types; a co-occurrence is sure, 1); the edges are the current facts above min_confidence, as kgrag.k_hop follows them (as_of, history, min_confidence). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';

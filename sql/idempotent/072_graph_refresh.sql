@@ -73,12 +73,16 @@ BEGIN
     SELECT DISTINCT r.src, r.dst, r.rel, 0
       FROM docs AS c
      CROSS JOIN LATERAL (SELECT x.src, x.dst, x.rel FROM kgrag.relation_evidence AS x
-                          WHERE x.tenant_id = t AND x.chunk_id = c.chunk_id OFFSET 0) AS r;
+                          WHERE x.tenant_id = t AND x.chunk_id = c.chunk_id OFFSET 0) AS r
+    UNION ALL  -- and the relations whose evidence a person chose in them (kgrag.correct_evidence)
+    SELECT DISTINCT split_part(c.target, '|', 1), split_part(c.target, '|', 3), split_part(c.target, '|', 2), 0
+      FROM kgrag.curation AS c
+     WHERE c.tenant_id = t AND c.kind = 'correct_evidence' AND c.doc_id = ANY (doc_ids);
     ANALYZE pg_temp.kgrag_touched;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.touch_documents(text[], integer) IS
-'Private. Returns nothing; adds to pg_temp.kgrag_touched the entities, co-occurring pairs (with sign x the number of chunks citing both) and typed relations the chunks of these documents currently contribute: sign -1 before the chunks go, 1 after they came.';
+'Private. Returns nothing; adds to pg_temp.kgrag_touched the entities, co-occurring pairs (with sign x the number of chunks citing both) and typed relations the chunks of these documents currently contribute, and the relations whose evidence a person chose in them (kgrag.correct_evidence): sign -1 before the chunks go, 1 after they came.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.release_chunks(doc_ids text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -97,7 +101,12 @@ BEGIN
       ORDER BY c.chunk_id COLLATE "C" FOR UPDATE;
     -- what a foreign key's ON DELETE SET NULL did before revision 0019 (Citus refuses it on a
     -- key holding the distribution column); the graph refresh after the change fills them again
-    UPDATE kgrag.entity AS e SET answer_chunk_id = NULL
+    -- (the answer stays until derive_entities; the one a person saw is noted first, with its document)
+    UPDATE kgrag.entity AS e
+       SET answer_chunk_id = NULL,
+           answer_before = COALESCE(e.answer_before, e.answer),
+           answer_before_doc = CASE WHEN e.answer_before IS NULL AND e.answer IS NOT NULL
+                                    THEN regexp_replace(e.answer_chunk_id, '#[0-9]+$', '') ELSE e.answer_before_doc END
      WHERE e.tenant_id = t AND e.answer_chunk_id = ANY (ids);
     UPDATE kgrag.edge AS g SET evidence_chunk_id = NULL
      WHERE g.tenant_id = t AND g.evidence_chunk_id = ANY (ids);
@@ -180,7 +189,13 @@ BEGIN
            embedding = CASE WHEN (COALESCE(d.decided, d.name, e.name), d.description) IS DISTINCT FROM (e.name, e.description)
                             THEN NULL ELSE e.embedding END,
            answer = d.answer, answer_chunk_id = d.answer_chunk_id, answer_hash = d.answer_hash,
-           answer_stale = d.answer IS NULL, updated_at = now()
+           answer_stale = d.answer IS NULL, updated_at = now(),
+           -- the answer a person saw, noted when it changes (kgrag.review_queue, answer_changed)
+           answer_before = CASE WHEN e.answer_before IS NULL AND e.answer_chunk_id IS NOT NULL AND e.answer IS NOT NULL
+                                     AND e.answer IS DISTINCT FROM d.answer THEN e.answer ELSE e.answer_before END,
+           answer_before_doc = CASE WHEN e.answer_before IS NULL AND e.answer_chunk_id IS NOT NULL AND e.answer IS NOT NULL
+                                         AND e.answer IS DISTINCT FROM d.answer
+                                    THEN regexp_replace(e.answer_chunk_id, '#[0-9]+$', '') ELSE e.answer_before_doc END
       FROM (SELECT x.*, (SELECT c.value FROM kgrag.curation AS c
                           WHERE c.tenant_id = t AND c.kind = 'rename_entity' AND c.target = x.entity_id
                           ORDER BY c.decided_at DESC LIMIT 1) AS decided
@@ -244,11 +259,12 @@ BEGIN
 
     -- Typed edges: aggregated from the non-negated evidence of each touched triple (one index
     -- range each), its own unless a person rejected or corrected it, and that of the relations
-    -- corrected into it; the quote of the most confident evidence is shown; a triple left without
-    -- evidence gets weight 0 (removed).
+    -- corrected into it; the quote of the most confident evidence is shown, unless a person chose
+    -- the evidence (kgrag.correct_evidence); a triple left without evidence gets weight 0 (removed).
     INSERT INTO pg_temp.kgrag_edge_want (src, dst, rel, weight, confidence, evidence_chunk_id, evidence_quote,
                                          extractor, valid_from, valid_to)
-    SELECT x.src, x.dst, x.rel, COALESCE(e.weight, 0), COALESCE(e.confidence, 1), e.chunk_id, e.quote,
+    SELECT x.src, x.dst, x.rel, COALESCE(e.weight, 0), COALESCE(e.confidence, 1),
+           COALESCE(v.chunk_id, e.chunk_id), COALESCE(v.quote, e.quote),
            COALESCE(e.extractor, ''), e.valid_from, e.valid_to
       FROM (SELECT y.*, kgrag_private.relation_sources(t, y.src, y.rel, y.dst, fixes) AS sources
               FROM (SELECT DISTINCT k.a AS src, k.b AS dst, k.rel FROM pg_temp.kgrag_touched AS k
@@ -262,7 +278,8 @@ BEGIN
             WHERE r.tenant_id = t AND r.src = x.src AND r.dst = x.dst AND r.rel = ANY (x.sources) AND NOT r.negated
            WINDOW w AS ()
             ORDER BY r.confidence DESC, r.chunk_id COLLATE "C"
-            LIMIT 1) AS e ON true;
+            LIMIT 1) AS e ON true
+      LEFT JOIN LATERAL kgrag_private.decided_evidence(t, x.src, x.rel, x.dst) AS v ON e.weight > 0;
 
     PERFORM kgrag_private.rewrite_edges();
 
@@ -329,6 +346,9 @@ BEGIN
               FROM kgrag.curation AS c
              WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids) AND c.kind = 'correct_relation') AS p
      CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, p.src, p.dst, kgrag_private.corrections(t))) AS r(rel);
+    -- the answers a person saw that came from them go too (kgrag_private.release_chunks noted them)
+    UPDATE kgrag.entity AS e SET answer_before = NULL, answer_before_doc = NULL
+     WHERE e.tenant_id = t AND e.answer_before_doc = ANY (doc_ids);
     DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
@@ -343,4 +363,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.delete_documents(text[]) IS
-'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), and the communities they fed (titles and reports, until the next build). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), the answers a person saw that came from them (kgrag.entity.answer_before), and the communities they fed (titles and reports, until the next build). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';

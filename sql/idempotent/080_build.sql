@@ -172,16 +172,29 @@ BEGIN
          ORDER BY x.entity_id, x.own DESC, x.names_it DESC, x.preference, x.pos
     )
     UPDATE kgrag.entity AS e
-       SET answer = left(regexp_replace(b.sentence, '\s+', ' ', 'g'), 400), answer_chunk_id = b.chunk_id,
-           answer_hash = b.content_hash, answer_stale = false
-      FROM best AS b
+       SET answer = b.answer, answer_chunk_id = b.chunk_id, answer_hash = b.content_hash, answer_stale = false,
+           -- the answer a person saw before (noted when it changed, kept until approved; the old
+           -- values of e here), forgotten when the same answer comes back
+           answer_before = NULLIF(COALESCE(e.answer_before, CASE WHEN e.answer_chunk_id IS NOT NULL THEN e.answer END), b.answer),
+           answer_before_doc = CASE WHEN COALESCE(e.answer_before, CASE WHEN e.answer_chunk_id IS NOT NULL THEN e.answer END)
+                                         IS DISTINCT FROM b.answer
+                                    THEN COALESCE(e.answer_before_doc, regexp_replace(e.answer_chunk_id, '#[0-9]+$', '')) END
+      FROM (SELECT x.entity_id, x.chunk_id, x.content_hash, left(regexp_replace(x.sentence, '\s+', ' ', 'g'), 400) AS answer
+              FROM best AS x) AS b
      WHERE e.tenant_id = t AND e.entity_id = b.entity_id;
     GET DIAGNOSTICS n = ROW_COUNT;
+    -- a change a person approved (kgrag.approve on its review item) is the answer they saw now
+    UPDATE kgrag.entity AS e SET answer_before = NULL, answer_before_doc = NULL
+      FROM (SELECT DISTINCT substring(c.target FROM '^answer:(.*)@[0-9a-f]{8}$') AS entity_id, c.target
+              FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.kind = 'approve' AND c.target LIKE 'answer:%') AS a
+     WHERE e.tenant_id = t AND e.entity_id = a.entity_id AND e.answer_before IS NOT NULL
+       AND kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer) = a.target;
     RETURN n;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.refresh_answers() IS
-'Private. Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash: from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Returns the number of answers written.';
+'Private. Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash: from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Notes the answer a person saw before a change (answer_before, until a person approves the new one: kgrag.review_queue, item answer_changed) and forgets it when the same answer comes back. Returns the number of answers written.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.reports_overtaken() RETURNS text[]
 LANGUAGE plpgsql STABLE SECURITY INVOKER

@@ -8,31 +8,63 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
+    rels text[] := CASE WHEN jsonb_typeof(opts -> 'relations') = 'array'
+                        THEN ARRAY(SELECT jsonb_array_elements_text(opts -> 'relations')) END;
+    rel_keys text[] := ARRAY(SELECT kgrag.relation_key(r) FROM unnest(rels) AS r WHERE r IS NOT NULL);
+    f record;  -- the relations the walk follows: kgrag_private.walk_filter
     reached jsonb;
 BEGIN
-    -- closest first, then the strongest link, then the seed order
-    SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', w.entity_id, 'hop', w.hop, 'path', w.path,
-                                                 'directions', w.directions, 'seed', w.seed, 'position', w.position)
-                              ORDER BY w.position), '[]')
+    SELECT * INTO f FROM kgrag_private.walk_filter((opts ->> 'as_of')::timestamptz, (opts ->> 'history')::boolean,
+                                                   (opts ->> 'min_confidence')::float8);
+    -- closest first, then the surest path, then the strongest last step, then the seed order
+    WITH walked AS MATERIALIZED (
+        SELECT x.* FROM kgrag.k_hop(seeds, (opts ->> 'hops')::integer, (opts ->> 'degree_cap')::integer, rels,
+                                    (opts ->> 'as_of')::timestamptz, opts ->> 'direction', (opts ->> 'history')::boolean,
+                                    (opts ->> 'min_confidence')::float8) AS x
+    ), step AS (  -- every step of the paths, each pair of entities looked up once
+        SELECT DISTINCT w.path[i] AS a, w.path[i + 1] AS b, w.directions[i] AS way
+          FROM walked AS w CROSS JOIN LATERAL generate_series(1, cardinality(w.path) - 1) AS i
+    ), linked AS (
+        SELECT s.a, s.b, s.way, l.weight, l.confidence
+          FROM step AS s
+         CROSS JOIN LATERAL (
+               SELECT max(g.weight) AS weight,  -- the strength of the link, either way, every relation
+                      -- the surest edge the walk could take for this step (kgrag_private.walk_filter)
+                      max(g.confidence) FILTER (
+                          WHERE CASE s.way WHEN 'out' THEN g.src = s.a ELSE g.src = s.b END
+                            AND (rels IS NULL OR g.rel = ANY (rel_keys))
+                            AND g.confidence >= f.min_conf
+                            AND (f.at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= f.at)
+                                                  AND (g.valid_to IS NULL OR g.valid_to > f.at)))
+                            AND (NOT f.dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, f.at)))
+                          AS confidence
+                 FROM kgrag.edge AS g
+                WHERE g.tenant_id = t
+                  AND ((g.src = s.a AND g.dst = s.b) OR (g.dst = s.a AND g.src = s.b))) AS l
+    ), scored AS (
+        SELECT w.*,
+               COALESCE((SELECT l.weight FROM linked AS l
+                          WHERE l.a = w.path[w.hop] AND l.b = w.entity_id AND l.way = w.directions[w.hop]), 0) AS weight,
+               -- the product of the steps' confidences (rounded: the same product whatever the order)
+               (SELECT CASE WHEN bool_or(l.confidence = 0) THEN 0
+                            ELSE COALESCE(round(exp(sum(ln(l.confidence)))::numeric, 12)::float8, 1) END
+                  FROM generate_series(1, w.hop) AS i
+                  JOIN linked AS l ON l.a = w.path[i] AND l.b = w.path[i + 1] AND l.way = w.directions[i]) AS confidence
+          FROM walked AS w
+    )
+    SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', r.entity_id, 'hop', r.hop, 'path', r.path,
+                                                 'directions', r.directions, 'seed', r.seed,
+                                                 'confidence', r.confidence, 'position', r.position)
+                              ORDER BY r.position), '[]')
       INTO reached
-      FROM (SELECT r.entity_id, r.hop, r.path, r.directions, r.seed,
-                   row_number() OVER (ORDER BY r.hop, r.weight DESC, array_position(seeds, r.seed),
-                                      r.entity_id COLLATE "C") AS position
-              FROM (SELECT x.*, COALESCE((SELECT max(g.weight) FROM kgrag.edge AS g  -- the last step, either way
-                                           WHERE g.tenant_id = t
-                                             AND ((g.src = x.path[cardinality(x.path) - 1] AND g.dst = x.entity_id)
-                                                  OR (g.dst = x.path[cardinality(x.path) - 1] AND g.src = x.entity_id))),
-                                         0) AS weight
-                      FROM kgrag.k_hop(seeds, (opts ->> 'hops')::integer, (opts ->> 'degree_cap')::integer,
-                                       CASE WHEN jsonb_typeof(opts -> 'relations') = 'array'
-                                            THEN ARRAY(SELECT jsonb_array_elements_text(opts -> 'relations')) END,
-                                       (opts ->> 'as_of')::timestamptz, opts ->> 'direction', (opts ->> 'history')::boolean,
-                                       (opts ->> 'min_confidence')::float8) AS x) AS r) AS w;
+      FROM (SELECT s.*, row_number() OVER (ORDER BY s.hop, s.confidence DESC, s.weight DESC,
+                                                    array_position(seeds, s.seed), s.entity_id COLLATE "C") AS position
+              FROM scored AS s) AS r;
     RETURN reached;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.reached_entities(text[], jsonb) IS
-'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of, direction, history and min_confidence) as a jsonb array of {entity_id, hop, path, directions, seed, position}, by position: the nearest first, then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
+'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of, direction, history and min_confidence) as a jsonb array of {entity_id, hop, path, directions, seed, confidence, position}, by position: the nearest first, then the surest path (confidence: the product of its steps'' confidences, each the highest confidence of the edges the walk could take for that step: a co-occurrence is sure, 1, a stated relation as sure as its best evidence), then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.pagerank_list(question_vec vector, seeds text[], k integer, opts jsonb)
 RETURNS jsonb
@@ -184,7 +216,7 @@ BEGIN
     SELECT NULL::integer, r.entity_id, 'entity', 'graph', 1.0::float8 / (1 + r.hop), NULL::text, NULL::text,
            jsonb_build_object(
                'name', e.name, 'type', e.type, 'seed', r.seed, 'hop', r.hop, 'path', to_jsonb(r.path),
-               'directions', to_jsonb(r.directions),
+               'directions', to_jsonb(r.directions), 'confidence', r.confidence,
                'answer', e.answer,
                'evidence_refs', to_jsonb(ARRAY(
                    SELECT y.chunk_id FROM (
@@ -203,14 +235,14 @@ BEGIN
                      FROM kgrag.path_relations(r.path, (opts ->> 'as_of')::timestamptz, (opts ->> 'history')::boolean,
                                                (opts ->> 'min_confidence')::float8) AS p), '[]'))
       FROM jsonb_to_recordset(reached)
-           AS r(entity_id text, hop integer, path text[], directions text[], seed text, position integer)
+           AS r(entity_id text, hop integer, path text[], directions text[], seed text, confidence float8, position integer)
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
      WHERE r.position <= (opts ->> 'entities')::integer
      ORDER BY r.position;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.entity_rows(jsonb, jsonb) IS
-'Private. Returns the first (option entities) reached entities as search rows (kind entity, source graph, score 1 / (1 + hop)), payload: name, type, seed, hop, path, directions, answer, evidence_refs (the answer chunk, then the first citing chunks, three in all) and the relations along the path ({src, rel, dst}, with valid_from and valid_to where the relation has them).';
+'Private. Returns the first (option entities) reached entities as search rows (kind entity, source graph, score 1 / (1 + hop)), payload: name, type, seed, hop, path, directions, confidence (the path''s, kgrag_private.reached_entities), answer, evidence_refs (the answer chunk, then the first citing chunks, three in all) and the relations along the path ({src, rel, dst}, with valid_from and valid_to where the relation has them).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.local_rows(
     question_vec vector, question text, seeds text[], named text[], k integer, opts jsonb)

@@ -8,7 +8,7 @@ SELECT DISTINCT ON (c.kind, c.target) c.kind, c.target, c.value, c.doc_id, c.not
   FROM kgrag.curation AS c
  ORDER BY c.kind, c.target, c.decided_at DESC;
 COMMENT ON VIEW kgrag.decisions IS
-'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, correct_relation, rename_entity, merge_entities, split_entity or approve; target: "src|REL|dst" for a relation, an entity id, "namesake:KEY@DOC" for what a document says under a name (a merge: "namesake:KEY@DOC+DOC"), or a review item; value: the new name of a rename; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
+'The decision that counts on each target of the current tenant (the latest of its kind): (kind reject_relation, correct_relation, correct_evidence, rename_entity, merge_entities, split_entity or approve; target: "src|REL|dst" for a relation, an entity id, "namesake:KEY@DOC" for what a document says under a name (a merge: "namesake:KEY@DOC+DOC"), or a review item; value: the new name of a rename, the new type of a corrected relation, {"chunk_id", "quote"} of corrected evidence; doc_id: the document it is about, forgotten with it; note, decided_by, decided_at). kgrag.curation keeps every decision.';
 GRANT SELECT ON kgrag.decisions TO kgrag_reader, kgrag_writer, kgrag_curator;
 
 CREATE OR REPLACE FUNCTION kgrag_private.relation_target(src text, rel text, dst text) RETURNS text
@@ -19,6 +19,15 @@ AS $$
 $$;
 COMMENT ON FUNCTION kgrag_private.relation_target(text, text, text) IS
 'Private. Returns how a decision names a stated relation: "src|REL|dst" (entity ids and the relation key).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.answer_target(entity_id text, before text, answer text) RETURNS text
+LANGUAGE sql IMMUTABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT 'answer:' || entity_id || '@' || left(md5(before || chr(10) || answer), 8)
+$$;
+COMMENT ON FUNCTION kgrag_private.answer_target(text, text, text) IS
+'Private. Returns how a decision names one change of an entity''s answer: "answer:ENTITY@HASH", the hash of the answer before and the answer after (approving one change leaves the next one in the queue).';
 
 CREATE OR REPLACE VIEW kgrag.review_queue WITH (security_invoker = true) AS
 WITH relations AS (
@@ -65,6 +74,13 @@ WITH relations AS (
      GROUP BY x.name_key
     HAVING count(*) > 1
     UNION ALL
+    -- an answer changed since a person last saw it: a document changed, or another became its source
+    SELECT 'answer_changed', kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer),
+           left(format('%s: the answer was "%s", it is now "%s"', e.name, e.answer_before, e.answer), 2000), NULL,
+           e.answer_chunk_id, e.answer
+      FROM kgrag.entity AS e
+     WHERE e.answer_before IS NOT NULL AND e.answer IS NOT NULL AND e.answer <> e.answer_before
+    UNION ALL
     -- what an extractor found and did not take: a type outside the ontology (kgrag.set_aside)
     SELECT 'outside_ontology', 'set_aside:' || md5(s.chunk_id || '|' || s.what), s.what || ': ' || s.reason, NULL,
            s.chunk_id, NULLIF(s.quote, '')
@@ -75,7 +91,7 @@ SELECT i.item, i.target, i.what, i.confidence, i.chunk_id, i.quote
  WHERE NOT EXISTS (SELECT 1 FROM kgrag.curation AS c WHERE c.target = i.target)
  ORDER BY (i.item = 'sample'), i.item, i.target COLLATE "C";
 COMMENT ON VIEW kgrag.review_queue IS
-'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 GRANT SELECT ON kgrag.review_queue TO kgrag_reader, kgrag_writer, kgrag_curator;
 
 CREATE OR REPLACE FUNCTION kgrag_private.relation_documents(src text, rel text, dst text) RETURNS text[]
@@ -170,6 +186,44 @@ END
 $$;
 COMMENT ON FUNCTION kgrag.correct_relation(text, text, text, text, text) IS
 'Records that a stated relation (src and dst by id, name or alias; rel whatever its case) is of another type (new_rel: "WORKS_AT" where the extractor said "MANAGES"), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it build the relation decided from the stated one''s evidence (its quotes, confidence and dates) and not the stated one, until a later decision on it (kgrag.approve, kgrag.reject_relation) replaces this one. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated, or a new type that is empty, the same, CO_OCCURS or longer than max_alias_chars.';
+
+CREATE OR REPLACE FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id text, quote text,
+                                                  note text DEFAULT '')
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    a text := (kgrag.resolve_entities(ARRAY[src]))[1];
+    b text := (kgrag.resolve_entities(ARRAY[dst]))[1];
+    key text := kgrag.relation_key(rel);
+    doc text;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM kgrag.edge AS g
+                    WHERE g.tenant_id = t AND g.src = a AND g.rel = key AND g.dst = b AND key <> 'CO_OCCURS') THEN
+        RAISE EXCEPTION 'no relation % -[%]-> % is in the graph', src, rel, dst
+            USING ERRCODE = '22023', HINT = 'SELECT * FROM kgrag.edges WHERE src_name ILIKE ... lists the relations.';
+    END IF;
+    IF quote IS NULL OR btrim(quote) = '' OR length(quote) > 500 THEN
+        RAISE EXCEPTION 'a quote has 1 to 500 characters, got %', COALESCE(length(quote)::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    SELECT c.doc_id INTO doc FROM kgrag.chunk AS c
+     WHERE c.tenant_id = t AND c.chunk_id = correct_evidence.chunk_id AND strpos(c.text, quote) > 0;
+    IF doc IS NULL THEN
+        RAISE EXCEPTION 'chunk % does not say %', quote_literal(COALESCE(chunk_id, 'NULL')), quote_literal(left(quote, 80))
+            USING ERRCODE = '22023', HINT = 'The quote is a passage of the chunk''s text, as it stands (kgrag.chunk.text).';
+    END IF;
+    -- about the chunk's document: forgotten with it
+    PERFORM kgrag_private.decide('correct_evidence', kgrag_private.relation_target(a, key, b),
+                                 jsonb_build_object('chunk_id', chunk_id, 'quote', quote)::text, doc, note);
+    RETURN format('%s -[%s]-> %s shows %s, %s, from the next pgkgrag build on (and as long as the chunk says it)',
+                  a, key, b, chunk_id, quote_literal(left(quote, 80)));
+END
+$$;
+COMMENT ON FUNCTION kgrag.correct_evidence(text, text, text, text, text, text) IS
+'Records the evidence a relation of the graph should show (src and dst by id, name or alias; rel whatever its case): a chunk and a quote of 1 to 500 characters that its text holds as it stands, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every refresh of the relation after it show that chunk and quote instead of the most confident evidence, as long as the chunk holds the quote; its weight, confidence and dates stay those of its evidence. Forgotten with the chunk''s document. 22023 for a relation the graph does not hold (or CO_OCCURS), or a chunk that does not say the quote.';
 
 CREATE OR REPLACE FUNCTION kgrag.rename_entity(entity text, new_name text, note text DEFAULT '')
 RETURNS text
@@ -288,6 +342,10 @@ BEGIN
                OR (target LIKE 'set_aside:%' AND EXISTS (SELECT 1 FROM kgrag.set_aside AS s
                                                          WHERE s.tenant_id = t
                                                            AND 'set_aside:' || md5(s.chunk_id || '|' || s.what) = target))
+               OR (target LIKE 'answer:%' AND EXISTS (
+                       SELECT 1 FROM kgrag.entity AS e
+                        WHERE e.tenant_id = t AND e.entity_id = substring(target FROM '^answer:(.*)@[0-9a-f]{8}$')
+                          AND kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer) = target))
                OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = target)) THEN
         RAISE EXCEPTION 'no review item or entity is %', quote_literal(target) USING ERRCODE = '22023';
     END IF;
@@ -296,12 +354,16 @@ BEGIN
                         JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = s.chunk_id
                        WHERE s.tenant_id = t AND 'set_aside:' || md5(s.chunk_id || '|' || s.what) = target LIMIT 1);
     END IF;
+    IF target LIKE 'answer:%' THEN  -- about the document of the answer before: forgotten with it
+        docs := ARRAY(SELECT e.answer_before_doc FROM kgrag.entity AS e
+                       WHERE e.tenant_id = t AND e.entity_id = substring(target FROM '^answer:(.*)@[0-9a-f]{8}$'));
+    END IF;
     PERFORM kgrag_private.decide('approve', target, NULL, CASE WHEN cardinality(docs) = 1 THEN docs[1] END, note);
     RETURN format('approved %s', target);
 END
 $$;
 COMMENT ON FUNCTION kgrag.approve(text, text) IS
-'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", an entity id) was checked and is right, with an optional note: it leaves the queue; on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
+'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) RETURNS boolean
 LANGUAGE sql STABLE SECURITY INVOKER
@@ -425,6 +487,25 @@ $$;
 COMMENT ON FUNCTION kgrag_private.pair_differs(text, text, text, jsonb) IS
 'Private. Returns whether the typed edges between src and dst (tenant t) differ, in type or weight, from what the people''s decisions make of the pair''s stated relations (fixes: kgrag_private.corrections): the build then recomputes the pair.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.decided_evidence(t text, src text, rel text, dst text)
+RETURNS TABLE (chunk_id text, quote text)
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- the latest evidence decision on the relation, while its chunk holds the quote (the tenant a
+    -- bound value: on Citus the query runs where the tenant's shards are)
+    SELECT v.chunk_id, v.quote
+      FROM (SELECT c.value::jsonb ->> 'chunk_id' AS chunk_id, c.value::jsonb ->> 'quote' AS quote
+              FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.kind = 'correct_evidence'
+               AND c.target = kgrag_private.relation_target(src, rel, dst)
+             ORDER BY c.decided_at DESC LIMIT 1) AS v
+     WHERE EXISTS (SELECT 1 FROM kgrag.chunk AS k
+                    WHERE k.tenant_id = t AND k.chunk_id = v.chunk_id AND strpos(k.text, v.quote) > 0)
+$$;
+COMMENT ON FUNCTION kgrag_private.decided_evidence(text, text, text, text) IS
+'Private. Returns the evidence a person chose for a relation of tenant t (the current one; kgrag.correct_evidence): (chunk_id, quote) of the latest decision, while the chunk holds the quote; no row otherwise.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.apply_decisions() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -474,6 +555,22 @@ BEGIN
           FROM differing AS d CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, d.src, d.dst, fixes)) AS r(rel)
     )
     SELECT count(*) INTO relations FROM differing;
+    -- the relations whose edge shows other evidence than the one a person chose (an ingestion
+    -- refreshes them when the chunk's document changes: kgrag_private.touch_documents)
+    WITH chosen AS MATERIALIZED (
+        SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 2) AS rel,
+               split_part(c.target, '|', 3) AS dst
+          FROM kgrag.curation AS c
+         WHERE c.tenant_id = t AND c.kind = 'correct_evidence'
+    ), differing AS MATERIALIZED (
+        SELECT x.* FROM chosen AS x
+          JOIN kgrag.edge AS g ON g.tenant_id = t AND g.src = x.src AND g.rel = x.rel AND g.dst = x.dst
+          LEFT JOIN LATERAL kgrag_private.decided_evidence(t, x.src, x.rel, x.dst) AS v ON true
+         WHERE v.chunk_id IS NOT NULL AND (g.evidence_chunk_id, g.evidence_quote) IS DISTINCT FROM (v.chunk_id, v.quote)
+    ), noted AS (
+        INSERT INTO pg_temp.kgrag_touched (a, b, rel, n) SELECT d.src, d.dst, d.rel, 0 FROM differing AS d
+    )
+    SELECT relations + count(*) INTO relations FROM differing;
     IF relations > 0 OR moved > 0 THEN
         PERFORM kgrag_private.refresh_graph();
     ELSE
@@ -483,4 +580,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.apply_decisions() IS
-'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, the typed relations of each pair a relation decision names whose edges differ from what the decisions make of its evidence (a rejected edge still there goes, a corrected one is built as the type decided, one taken back comes back from its evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n (pairs recomputed), "namesakes_moved": n}.';
+'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, the typed relations of each pair a relation decision names whose edges differ from what the decisions make of its evidence (a rejected edge still there goes, a corrected one is built as the type decided, one taken back comes back from its evidence), recomputes the relations whose edge shows other evidence than the one a person chose (kgrag.correct_evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n (pairs recomputed), "namesakes_moved": n}.';

@@ -216,6 +216,38 @@ def test_the_degree_cap_counts_the_relations_that_hold(tconn: psycopg.Connection
     assert tconn.execute(walk.format(", as_of => '2016-06-01Z'"), ["org:northwind"]).fetchall() == []
 
 
+def test_the_surest_path_ranks_first(tconn: psycopg.Connection) -> None:
+    """Among entities as near, the surest path ranks first (the product of its steps' confidences,
+    in the payload), whatever the weights; Personalized PageRank weighs a stated relation by its
+    confidence too. Ana advises Acme twice as strongly as Zeta, but is less sure of it."""
+    with tconn.acting() as conn, conn.cursor() as cur:  # type: ignore[attr-defined]
+        ids = ["person:ana", "org:acme", "org:zeta", "person:zoe"]
+        cur.executemany(
+            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type) VALUES ('t1', %s, %s, 'x')",
+            [(i, i.split(":")[1]) for i in ids],
+        )
+        cur.executemany(
+            "INSERT INTO kgrag.edge (tenant_id, src, dst, rel, weight, confidence) VALUES ('t1', %s, %s, %s, %s, %s)",
+            [
+                ("person:ana", "org:acme", "ADVISES", 2, 0.3),
+                ("person:ana", "org:zeta", "ADVISES", 1, 0.9),
+                ("org:zeta", "person:zoe", "EMPLOYS", 1, 0.5),
+            ],
+        )
+    tconn.execute("SELECT kgrag.refresh_edge_ranks(%s)", [ids])
+    found = tconn.execute(
+        "SELECT ref_id, payload -> 'confidence' FROM kgrag.kgrag_search(question => 'Whom does Ana advise?',"
+        " route => 'local', options => '{\"seed_entities\": [\"person:ana\"], \"hops\": 2}') WHERE kind = 'entity'"
+        " ORDER BY rank"
+    ).fetchall()
+    assert found == [("person:ana", 1), ("org:zeta", 0.9), ("org:acme", 0.3), ("person:zoe", 0.45)]
+    mass = tconn.execute(
+        "SELECT node_id FROM kgrag.personalized_pagerank(ARRAY['person:ana'], hops => 1)"
+        " WHERE kind = 'entity' AND node_id LIKE 'org:%' ORDER BY mass DESC"
+    ).fetchall()
+    assert mass == [("org:zeta",), ("org:acme",)]  # by weight alone: Acme, 2 against 1
+
+
 def test_reports_state_the_current_facts_and_say_when_time_made_them_old(
     conn: psycopg.Connection, admin: psycopg.Connection, reader: psycopg.Connection
 ) -> None:

@@ -186,7 +186,9 @@ def test_a_curator_in_psql_runs_the_readme_and_the_decisions_last(
     assert f'merge_entities|namesake:{JOAO}@acme-staff+beta-clinic|["beta-clinic"]|acme-staff' in out.stdout
 
     built = build(conn, "t1", HashEmbedder(512))
-    assert (built.renamed, built.relations_decided, built.namesakes_moved) == (1, 2, 1)
+    assert (built.renamed, built.relations_decided, built.namesakes_moved) == (1, 3, 1)
+    mentors = f"SELECT evidence_quote FROM kgrag.edge WHERE src = '{ANA}' AND rel = 'MENTORS'"
+    assert q(conn, mentors) == [("and she may be mentoring Bruno Lima",)]
     merged = {JOAO}
     assert set(owners_of(conn, "João Souza").values()) == merged
     assert ("organization:beta clinic",) in q(conn, "SELECT entity_id FROM kgrag.k_hop(ARRAY[%s], 1)", JOAO)
@@ -202,6 +204,7 @@ def test_a_curator_in_psql_runs_the_readme_and_the_decisions_last(
         (JOAO, "WORKS_AT", "organization:beta clinic"),
     ]
     assert q(conn, "SELECT name FROM kgrag.entity WHERE entity_id = %s", BRUNO) == [("Bruno A. Lima",)]
+    assert q(conn, mentors) == [("and she may be mentoring Bruno Lima",)]
 
     # a split takes one document's namesake apart again, and lasts as well
     with psycopg.connect(as_role(dsn, curator)) as own, tenant_transaction(own, "t1"):
@@ -244,3 +247,106 @@ def test_namesake_decisions_are_checked(conn: psycopg.Connection, tmp_path: Path
     with tenant_transaction(conn, "t1"):
         conn.execute("SELECT kgrag.approve(%s, 'two people indeed')", [f"namesake:{JOAO}"])
     assert q(conn, "SELECT item FROM kgrag.review_queue WHERE item = 'namesakes'") == []
+
+
+def profile(text: str) -> dict:
+    """Ana Costa's own page (titled with her name): her answer is its first sentence naming her."""
+    return {"doc_id": "ana-profile", "title": "Ana Costa", "text": text, "entities": ENTITIES[:2], "relations": []}
+
+
+def test_a_changed_answer_waits_for_a_curator(
+    conn: psycopg.Connection, admin: psycopg.Connection, dsn: str, login_roles: Callable[[str], str], tmp_path: Path
+) -> None:
+    # (FIRST names her too: she stays when her page goes)
+    assert ingest(conn, tmp_path, [FIRST, profile("Ana Costa is an accountant at Contoso. She joined in 2015.")]).ok
+    build(conn, "t1", HashEmbedder(512))
+    # (Contoso's answer comes from the same sentence: an item of its own)
+    changed = (
+        f"SELECT target, what FROM kgrag.review_queue WHERE item = 'answer_changed' AND strpos(target, '{ANA}') > 0"
+    )
+    assert q(conn, changed) == []  # a first answer is no change
+    # the same text again, then a rebuild: no change either
+    ingest(conn, tmp_path, [profile("Ana Costa is an accountant at Contoso. She joined in 2015.")])
+    build(conn, "t1", HashEmbedder(512), force=True)
+    assert q(conn, changed) == []
+
+    assert ingest(conn, tmp_path, [profile("Ana Costa is the chief wombat officer of Contoso.")]).written == 1
+    build(conn, "t1", HashEmbedder(512))
+    [(target, what)] = q(conn, changed)
+    assert target.startswith(f"answer:{ANA}@")
+    assert 'was "Ana Costa is an accountant at Contoso."' in what and "chief wombat officer" in what
+
+    curator = login_roles("kgrag_curator")
+    admin.execute("SELECT kgrag.grant_tenant(%s, 't1')", [curator])
+    admin.commit()
+    with psycopg.connect(as_role(dsn, curator)) as own, tenant_transaction(own, "t1"):
+        own.execute("SELECT kgrag.approve(%s, 'promoted')", [target])
+        assert own.execute(changed).fetchall() == []
+    build(conn, "t1", HashEmbedder(512))  # the approved answer is the one seen now
+    assert q(conn, "SELECT answer_before FROM kgrag.entity WHERE entity_id = %s", ANA) == [(None,)]
+
+    # the next change is an item of its own, from the answer approved
+    assert ingest(conn, tmp_path, [profile("Ana Costa is the chief wombat officer of Initech.")]).written == 1
+    build(conn, "t1", HashEmbedder(512))
+    [(again, what)] = q(conn, changed)
+    assert again != target and 'was "Ana Costa is the chief wombat officer of Contoso."' in what
+
+    # deleting the document forgets the answers seen in it and the decisions about them
+    with tenant_transaction(conn, "t1"):
+        conn.execute("SELECT kgrag.delete_documents(ARRAY['ana-profile'])")
+    build(conn, "t1", HashEmbedder(512))
+    assert q(conn, "SELECT count(*) FROM kgrag.curation") == [(0,)]
+    assert q(conn, "SELECT entity_id FROM kgrag.entity WHERE entity_id = %s", ANA) == [(ANA,)]
+    assert q(conn, "SELECT count(*) FROM kgrag.entity WHERE strpos(answer_before || answer, 'wombat') > 0") == [(0,)]
+
+
+def test_a_curator_corrects_the_evidence_and_it_lasts(
+    conn: psycopg.Connection, admin: psycopg.Connection, dsn: str, login_roles: Callable[[str], str], tmp_path: Path
+) -> None:
+    chart = {
+        "doc_id": "org-chart",
+        "text": "Org chart, May. Contoso is managed by Ana Costa since January.",
+        "entities": ENTITIES[:2],
+        "relations": [],
+    }
+    assert ingest(conn, tmp_path, [FIRST, chart]).ok
+    build(conn, "t1", HashEmbedder(512))
+    [(chunk,)] = q(conn, "SELECT chunk_id FROM kgrag.chunk WHERE doc_id = 'org-chart'")
+    shown = f"SELECT evidence_chunk_id, evidence_quote FROM kgrag.edge WHERE src = '{ANA}' AND rel = 'MANAGES'"
+    own_evidence = q(conn, shown)
+    [(team_chunk,)] = q(conn, "SELECT chunk_id FROM kgrag.chunk WHERE doc_id = 'team'")
+    assert own_evidence == [(team_chunk, "Ana Costa manages Contoso")]
+
+    curator = login_roles("kgrag_curator")
+    admin.execute("SELECT kgrag.grant_tenant(%s, 't1')", [curator])
+    admin.commit()
+    with psycopg.connect(as_role(dsn, curator)) as own:
+        for args, message in (
+            (("Ana Costa", "MANAGES", "Contoso", chunk, "managed by Bruno"), "does not say"),
+            (("Ana Costa", "MANAGES", "Contoso", "no-such#0", "managed"), "does not say"),
+            (("Ana Costa", "OWNS", "Contoso", chunk, "managed"), "no relation Ana Costa -\\[OWNS\\]-> Contoso"),
+            (("Ana Costa", "MANAGES", "Contoso", chunk, ""), "a quote has 1 to 500 characters"),
+        ):
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match=message), tenant_transaction(own, "t1"):
+                own.execute("SELECT kgrag.correct_evidence(%s, %s, %s, %s, %s)", list(args))
+        with tenant_transaction(own, "t1"):
+            own.execute(
+                "SELECT kgrag.correct_evidence('Ana Costa', 'manages', 'Contoso', %s, %s, 'clearer')",
+                [chunk, "managed by Ana Costa"],
+            )
+    decided = [(chunk, "managed by Ana Costa")]
+    assert q(conn, shown) == own_evidence  # decided, applied by the next build
+    assert build(conn, "t1", HashEmbedder(512)).relations_decided == 1
+    assert q(conn, shown) == decided
+    # the relation's own document changes and the graph is rebuilt: the evidence chosen stays
+    assert ingest(conn, tmp_path, [CHANGED]).written == 1
+    assert q(conn, shown) == decided
+    build(conn, "t1", HashEmbedder(512), force=True)
+    assert q(conn, shown) == decided
+    # the chosen chunk no longer says it: the relation shows its own evidence again
+    assert ingest(conn, tmp_path, [dict(chart, text="Org chart, June. Contoso is run by Ana Costa.")]).written == 1
+    assert q(conn, shown) == own_evidence
+    # deleting that document forgets the decision
+    with tenant_transaction(conn, "t1"):
+        conn.execute("SELECT kgrag.delete_documents(ARRAY['org-chart'])")
+    assert q(conn, "SELECT kind FROM kgrag.curation") == []
