@@ -174,6 +174,10 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
             "SELECT kgrag.correct_relation(%s, 'CO_OCCURS', %s, 'OWNS', 'attack')",
             [entities[0], entities[-1]],
         ),
+        "correct_evidence": (  # the other tenant's entities and chunk (refused: not found)
+            "SELECT kgrag.correct_evidence(%s, 'CO_OCCURS', %s, %s, 'attack')",
+            [entities[0], entities[-1], (others["chunks"] or ["none#0"])[0]],
+        ),
         "approve": ("SELECT kgrag.approve(%s, 'attack')", [entities[0]]),
         "merge_entities": ("SELECT kgrag.merge_entities(%s, %s, 'attack')", [entities[0], entities[-1]]),
         "split_entity": ("SELECT kgrag.split_entity(%s, %s, 'attack')", [entities[0], others["docs"][0]]),

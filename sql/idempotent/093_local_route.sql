@@ -31,7 +31,7 @@ BEGIN
                SELECT max(g.weight) AS weight,  -- the strength of the link, either way, every relation
                       -- the surest edge the walk could take for this step (kgrag_private.walk_filter)
                       max(g.confidence) FILTER (
-                          WHERE CASE s.way WHEN 'out' THEN g.src = s.a ELSE g.src = s.b END
+                          WHERE CASE WHEN s.way = 'out' THEN g.src = s.a ELSE g.src = s.b END
                             AND (rels IS NULL OR g.rel = ANY (rel_keys))
                             AND g.confidence >= f.min_conf
                             AND (f.at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= f.at)
