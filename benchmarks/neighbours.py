@@ -46,7 +46,7 @@ def main() -> None:
                     r2.append(recall(ranked, gold, 2))
                     r5.append(recall(ranked, gold, 5))
                     added.append(sum(row.source == "neighbour" for row in result.rows))
-                    vector = embedder.embed([question])[0]
+                    vector = embedder.embed_queries([question])[0]
                     with tenant_transaction(conn, "bench"):
                         packed = conn.execute(
                             Q["context"], [vector, "auto", question, args.max_chars, args.k, json.dumps(options)]

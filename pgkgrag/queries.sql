@@ -246,7 +246,19 @@ ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value;
 SELECT kgrag.dimension(), kgrag.setting('embedder') #>> '{}';
 
 -- name: use_embedder
-SELECT kgrag.use_embedder(%s);
+-- name, the model's dimension
+SELECT kgrag.use_embedder(%s, %s);
+
+-- name: reembed_todo
+-- embedder, kind, after (the last id of the previous page, or NULL), how many.
+SELECT ref_id, body, body_hash FROM kgrag.reembed_todo(%s, %s, %s, %s);
+
+-- name: reembed_store
+-- embedder, its dimension, kind, ids, vectors, text hashes.
+SELECT kgrag.reembed_store(%s, %s, %s, %s, %s, %s);
+
+-- name: reembed_switch
+SELECT kgrag.reembed_switch(%s, %s);
 
 -- name: embedding_todo
 -- kind, after (the last id of the previous page, or NULL), how many.
@@ -291,6 +303,10 @@ COPY {table} ({columns}) FROM STDIN;
 
 -- name: copy_binary
 COPY {table} ({columns}) FROM STDIN (FORMAT BINARY);
+
+-- name: batch_embedder
+-- The embedder of the batch's vectors, for kgrag_private.ingest_apply to check against the tenant's.
+SELECT set_config('kgrag.batch_embedder', %s, true);
 
 -- name: ingest_apply
 SELECT kgrag_private.ingest_apply();

@@ -976,6 +976,7 @@ DECLARE
     counted record;
 BEGIN
     PERFORM kgrag.current_tenant();  -- fails closed before anything else is read
+    question_vec := kgrag_private.fit_vector(question_vec);  -- a narrower model's, zero-padded
     PERFORM kgrag_private.check_search_input(question_vec, route, question, k);
     opts := kgrag_private.search_options(options);
     PERFORM set_config('kgrag.paths_walked', '0', true);
@@ -1404,6 +1405,134 @@ ALTER FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double pre
 COMMENT ON FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer, as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight times its confidence (summed over relation types; a co-occurrence is sure, 1); the edges are the current facts above min_confidence, as kgrag.k_hop follows them (as_of, history, min_confidence). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
 
 --
+-- Name: reembed_store(text, integer, text, text[], public.vector[], text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.reembed_store(embedder text, dimension integer, kind text, ids text[], vectors public.vector[], text_hashes text[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n integer;
+BEGIN
+    PERFORM kgrag_private.check_reembed(embedder, COALESCE(kind, 'none'), COALESCE(dimension, 0));
+    IF ids IS NULL OR vectors IS NULL OR text_hashes IS NULL OR cardinality(ids) > 10000
+       OR cardinality(ids) <> cardinality(vectors) OR cardinality(ids) <> cardinality(text_hashes) THEN
+        RAISE EXCEPTION 'ids, vectors and text_hashes must be arrays of one length (at most 10,000), got %, % and %',
+            COALESCE(cardinality(ids)::text, 'NULL'), COALESCE(cardinality(vectors)::text, 'NULL'),
+            COALESCE(cardinality(text_hashes)::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(vectors) AS v WHERE v IS NULL OR vector_dims(v) <> dimension) THEN
+        RAISE EXCEPTION 'every vector must have the embedder''s % dimensions', dimension USING ERRCODE = '22000';
+    END IF;
+    PERFORM kgrag.check_embedding(v) FROM unnest(vectors) AS v;  -- a zero vector has no direction
+    -- only what still holds the text that was embedded
+    INSERT INTO kgrag.reembedding AS r (tenant_id, kind, ref_id, embedder, body_hash, embedding)
+    SELECT t, kind, u.id, embedder, u.h, kgrag_private.pad_vector(u.v)
+      FROM unnest(ids, vectors, text_hashes) AS u(id, v, h)
+      JOIN kgrag_private.reembed_bodies(kind, ids, NULL, NULL, embedder) AS b ON b.ref_id = u.id AND md5(b.body) = u.h
+    ON CONFLICT ON CONSTRAINT reembedding_pkey DO UPDATE
+       SET embedder = excluded.embedder, body_hash = excluded.body_hash, embedding = excluded.embedding;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+ALTER FUNCTION kgrag.reembed_store(embedder text, dimension integer, kind text, ids text[], vectors public.vector[], text_hashes text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION reembed_store(embedder text, dimension integer, kind text, ids text[], vectors public.vector[], text_hashes text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.reembed_store(embedder text, dimension integer, kind text, ids text[], vectors public.vector[], text_hashes text[]) IS 'Stores vectors of the embedder the current tenant is moving to (embedder, its dimension: at most kgrag.dimension(), stored zero-padded) for chunks, entities or reports (kind): ids, vectors and text_hashes (the body_hash kgrag.reembed_todo gave) are arrays of one length, at most 10,000. A row whose text no longer has that hash is left alone. Returns the number stored.';
+
+--
+-- Name: reembed_switch(text, integer); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.reembed_switch(embedder text, dimension integer) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    missing jsonb;
+    chunks integer;
+    entities integer;
+    reports integer;
+BEGIN
+    PERFORM kgrag_private.check_reembed(embedder, NULL, COALESCE(dimension, 0));
+    -- no ingestion batch writes vectors of the old model meanwhile (kgrag_private.ingest_apply
+    -- takes this lock shared, and checks the embedder it embedded with)
+    PERFORM pg_advisory_xact_lock(hashtextextended('kgrag.embedder:' || t, 0));
+    SELECT jsonb_object_agg(k.kind, k.n) INTO missing
+      FROM (SELECT x.kind, (SELECT count(*) FROM kgrag_private.reembed_bodies(x.kind, NULL, NULL, NULL, embedder)) AS n
+              FROM unnest(ARRAY['chunk', 'entity', 'report']) AS x(kind)) AS k
+     WHERE k.n > 0;
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'tenant % has texts with no % vector yet: %', quote_literal(t), embedder, missing
+            USING ERRCODE = '55000',
+                  HINT = format('Run pgkgrag reembed --tenant %s --embedder %s again: it embeds only what is missing.', t, embedder);
+    END IF;
+    UPDATE kgrag.chunk AS c SET embedding = r.embedding
+      FROM kgrag.reembedding AS r
+     WHERE c.tenant_id = t AND r.tenant_id = t AND r.kind = 'chunk' AND r.ref_id = c.chunk_id;
+    GET DIAGNOSTICS chunks = ROW_COUNT;
+    PERFORM kgrag_private.lock_keys('entity', ARRAY(SELECT r.ref_id FROM kgrag.reembedding AS r
+                                                     WHERE r.tenant_id = t AND r.kind = 'entity'));
+    UPDATE kgrag.entity AS e SET embedding = r.embedding
+      FROM kgrag.reembedding AS r
+     WHERE e.tenant_id = t AND r.tenant_id = t AND r.kind = 'entity' AND r.ref_id = e.entity_id;
+    GET DIAGNOSTICS entities = ROW_COUNT;
+    UPDATE kgrag.community_report AS x SET embedding = r.embedding
+      FROM kgrag.reembedding AS r
+     WHERE x.tenant_id = t AND r.tenant_id = t AND r.kind = 'report' AND r.ref_id = x.community_id;
+    GET DIAGNOSTICS reports = ROW_COUNT;
+    PERFORM kgrag_private.record_embedder(embedder, dimension);
+    DELETE FROM kgrag.reembedding AS r WHERE r.tenant_id = t;
+    RETURN jsonb_build_object('embedder', embedder, 'dimension', dimension, 'chunks', chunks, 'entities', entities,
+                              'reports', reports);
+END
+$$;
+
+ALTER FUNCTION kgrag.reembed_switch(embedder text, dimension integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION reembed_switch(embedder text, dimension integer); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.reembed_switch(embedder text, dimension integer) IS 'Moves the current tenant to another embedder (its name and dimension) in one transaction: every chunk, entity and report takes the vector of that embedder made for it (kgrag.reembed_store), the tenant''s embedder becomes that one, and kgrag.reembedding is emptied. Raises SQLSTATE 55000, leaving everything as it was, while a text has no such vector (a text that changed meanwhile: run pgkgrag reembed again). Searches keep answering from the vectors in use until it commits; ingestion batches wait for it, and one that embedded with the old model meanwhile is refused. Returns {embedder, dimension, chunks, entities, reports}.';
+
+--
+-- Name: reembed_todo(text, text, text, integer); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.reembed_todo(embedder text, kind text, after text DEFAULT NULL::text, max_rows integer DEFAULT 256) RETURNS TABLE(ref_id text, body text, body_hash text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM kgrag_private.check_reembed(embedder, COALESCE(kind, 'none'), NULL);
+    IF max_rows IS NULL OR max_rows NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_rows must be between 1 and 10000, got %', COALESCE(max_rows::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+    SELECT b.ref_id, b.body, md5(b.body) FROM kgrag_private.reembed_bodies(kind, NULL, after, max_rows, embedder) AS b;
+END
+$$;
+
+ALTER FUNCTION kgrag.reembed_todo(embedder text, kind text, after text, max_rows integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION reembed_todo(embedder text, kind text, after text, max_rows integer); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.reembed_todo(embedder text, kind text, after text, max_rows integer) IS 'Returns up to max_rows (1..10000) chunks, entities or reports (kind) of the current tenant that have no vector of the embedder it is moving to yet (kgrag.reembedding, for the text they hold now), after the id `after` in C order: (ref_id, body = the text to embed, body_hash = its md5, for kgrag.reembed_store). What pgkgrag reembed embeds, a page at a time.';
+
+--
 -- Name: refresh_alias_trigram_stats(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -1811,6 +1940,7 @@ DECLARE
     named text;
 BEGIN
     PERFORM kgrag_private.check_question(question);
+    question_vec := kgrag_private.fit_vector(question_vec);  -- a narrower model's, zero-padded
     linked := '{}';
     named_seeds := '{}';
     IF question IS NOT NULL THEN
@@ -2227,6 +2357,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM unnest(vectors) AS v WHERE v IS NULL) THEN
         RAISE EXCEPTION 'vectors must not hold NULL' USING ERRCODE = '22004';
     END IF;
+    vectors := ARRAY(SELECT kgrag_private.fit_vector(v) FROM unnest(vectors) WITH ORDINALITY AS u(v, o) ORDER BY u.o);
     PERFORM kgrag.check_embedding(v) FROM unnest(vectors) AS v;  -- a zero vector is refused, stored or not
     -- A row whose text changed since it was read (another writer) keeps no embedding of the old text.
     IF kind = 'entity' THEN
@@ -2252,7 +2383,7 @@ ALTER FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors public.vect
 -- Name: FUNCTION store_embeddings(kind text, ids text[], vectors public.vector[], text_hashes text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors public.vector[], text_hashes text[]) IS 'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length. A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag_private.lock_keys), so the two never deadlock. Returns the number of rows updated.';
+COMMENT ON FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors public.vector[], text_hashes text[]) IS 'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length; a vector of a model narrower than the columns is stored zero-padded (kgrag_private.fit_vector). A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag_private.lock_keys), so the two never deadlock. Returns the number of rows updated.';
 
 --
 -- Name: tenants(); Type: FUNCTION; Schema: kgrag; Owner: kgrag_probe
@@ -2323,45 +2454,51 @@ ALTER FUNCTION kgrag.trigrams(t text) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag.trigrams(t text) IS 'Returns the sorted distinct character trigrams of the squashed text (padded as pg_trgm pads a word). Used with a GIN index for typo-tolerant entity linking without the pg_trgm extension.';
 
 --
--- Name: use_embedder(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+-- Name: use_embedder(text, integer); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag.use_embedder(embedder text) RETURNS text
+CREATE FUNCTION kgrag.use_embedder(embedder text, dimension integer DEFAULT NULL::integer) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $_$
 DECLARE
     t text := kgrag.current_tenant();
     recorded text := kgrag.setting('embedder') #>> '{}';
+    d integer := kgrag.dimension();
+    own integer := COALESCE((kgrag.setting('embedder_dimension') #>> '{}')::integer, d);
 BEGIN
     IF embedder IS NULL OR embedder !~ '^[a-z][a-z0-9_-]{0,63}$' THEN
-        RAISE EXCEPTION 'embedder must be a name like use, hash or openai, got %', COALESCE(quote_literal(embedder), 'NULL')
+        RAISE EXCEPTION 'embedder must be a name like use, e5, hash or openai, got %', COALESCE(quote_literal(embedder), 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    -- Vectors of two models do not compare: once something is embedded, the choice is fixed.
-    IF recorded IS DISTINCT FROM embedder AND (
+    dimension := COALESCE(dimension, d);
+    IF dimension NOT BETWEEN 1 AND d THEN
+        RAISE EXCEPTION 'the embedder % makes % dimensions: this database stores at most % (installed with --dim %)',
+            embedder, dimension, d, d USING ERRCODE = '22023';
+    END IF;
+    -- Vectors of two models do not compare: once something is embedded, the choice is fixed
+    -- (kgrag.reembed_switch moves a tenant to another).
+    IF (recorded IS DISTINCT FROM embedder OR own <> dimension) AND (
            EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.embedding IS NOT NULL)
         OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.embedding IS NOT NULL)) THEN
-        RAISE EXCEPTION 'tenant % was embedded with %, not %', quote_literal(t), quote_literal(recorded),
-                        quote_literal(embedder)
+        RAISE EXCEPTION 'tenant % was embedded with % (% dimensions), not % (% dimensions)', quote_literal(t),
+                        quote_literal(recorded), own, quote_literal(embedder), dimension
             USING ERRCODE = '55000',
-                  HINT = format('Use the embedder %s (pgkgrag: --embedder %s), or delete the tenant''s documents first '
-                                'to start over with another embedder.', recorded, recorded);
+                  HINT = format('Use the embedder %s (pgkgrag: --embedder %s), or move the tenant to %s with '
+                                'pgkgrag reembed --tenant %s --embedder %s.', recorded, recorded, embedder, t, embedder);
     END IF;
-    INSERT INTO kgrag.settings AS s (tenant_id, key, value, description)
-    VALUES (t, 'embedder', to_jsonb(embedder), 'The embedder of this tenant''s vectors; questions must be embedded with it.')
-    ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value WHERE s.value IS DISTINCT FROM excluded.value;
+    PERFORM kgrag_private.record_embedder(embedder, dimension);
     RETURN embedder;
 END
 $_$;
 
-ALTER FUNCTION kgrag.use_embedder(embedder text) OWNER TO <owner>;
+ALTER FUNCTION kgrag.use_embedder(embedder text, dimension integer) OWNER TO <owner>;
 
 --
--- Name: FUNCTION use_embedder(embedder text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+-- Name: FUNCTION use_embedder(embedder text, dimension integer); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.use_embedder(embedder text) IS 'Records the embedder of the current tenant''s vectors and returns it. A tenant keeps the embedder it started with: once any of its chunks or entities is embedded, naming another raises SQLSTATE 55000 with the one to use. Read it back with kgrag.setting(''embedder'') (default: the ''*'' row).';
+COMMENT ON FUNCTION kgrag.use_embedder(embedder text, dimension integer) IS 'Records the embedder of the current tenant''s vectors and the dimension of its vectors (default kgrag.dimension(); a narrower one is stored zero-padded, kgrag_private.fit_vector) and returns it. A tenant keeps the embedder it started with: once any of its chunks or entities is embedded, naming another raises SQLSTATE 55000 with the one to use (pgkgrag reembed moves it: kgrag.reembed_switch). Read it back with kgrag.setting(''embedder'') and kgrag.setting(''embedder_dimension'') (default: the ''*'' row, and kgrag.dimension()).';
 
 --
 -- Name: use_tenant(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2441,7 +2578,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0035'::text$$;
+    AS $$SELECT '0036'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -2698,7 +2835,7 @@ BEGIN
     INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, title, text, content_hash,
                              lang, embedding, page, headings)
     SELECT t, s.doc_id || '#' || s.ordinal, s.doc_id, s.ordinal, s.char_start, s.char_end, s.title, s.text,
-           s.content_hash, d.lang::regconfig, s.embedding, s.page, s.headings
+           s.content_hash, d.lang::regconfig, kgrag_private.fit_vector(s.embedding), s.page, s.headings
       FROM pg_temp.kgrag_stage_chunk AS s JOIN pg_temp.kgrag_stage_document AS d USING (doc_id)
      ORDER BY s.doc_id COLLATE "C", s.ordinal
     -- no row conflicts (the documents' chunks were deleted above): the clause makes Citus write
@@ -2871,6 +3008,37 @@ ALTER FUNCTION kgrag_private.apply_relations() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.apply_relations() IS 'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. What the extractor set aside (pg_temp.kgrag_stage_set_aside) goes into kgrag.set_aside with its chunk. Returns {"relations": n, "rejected": {reason: n}}.';
 
 --
+-- Name: check_batch_embedder(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.check_batch_embedder() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    batch text := NULLIF(current_setting('kgrag.batch_embedder', true), '');
+    own text := kgrag.setting('embedder') #>> '{}';
+BEGIN
+    -- a move to another embedder (kgrag.reembed_switch, which takes this lock alone) is either
+    -- committed, and seen below, or waits for this batch
+    PERFORM pg_advisory_xact_lock_shared(hashtextextended('kgrag.embedder:' || t, 0));
+    IF batch IS DISTINCT FROM own AND batch IS NOT NULL THEN
+        RAISE EXCEPTION 'tenant % embeds with % now, and this batch''s vectors are of %', quote_literal(t), own, batch
+            USING ERRCODE = '55000', HINT = format('Ingest again with --embedder %s.', own);
+    END IF;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.check_batch_embedder() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION check_batch_embedder(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.check_batch_embedder() IS 'Private. Returns nothing; waits while the current tenant moves to another embedder (kgrag.reembed_switch) and raises SQLSTATE 55000 when the batch''s vectors (the setting kgrag.batch_embedder, set by the driver) are of another embedder than the tenant''s.';
+
+--
 -- Name: check_embedding_kind(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -3018,6 +3186,37 @@ ALTER FUNCTION kgrag_private.check_question_vector(q public.vector) OWNER TO <ow
 --
 
 COMMENT ON FUNCTION kgrag_private.check_question_vector(q public.vector) IS 'Private. Returns nothing; raises a clear error when the question vector is NULL, its dimension is not kgrag.dimension(), or it has zero length (kgrag.check_embedding).';
+
+--
+-- Name: check_reembed(text, text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.check_reembed(embedder text, kind text, dimension integer) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+BEGIN
+    IF embedder IS NULL OR embedder !~ '^[a-z][a-z0-9_-]{0,63}$' THEN
+        RAISE EXCEPTION 'embedder must be a name like use, e5, hash or openai, got %', COALESCE(quote_literal(embedder), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF kind IS NOT NULL AND kind NOT IN ('chunk', 'entity', 'report') THEN
+        RAISE EXCEPTION 'kind must be chunk, entity or report, got %', quote_literal(kind) USING ERRCODE = '22023';
+    END IF;
+    IF dimension IS NOT NULL AND dimension NOT BETWEEN 1 AND kgrag.dimension() THEN
+        RAISE EXCEPTION 'the embedder % makes % dimensions: this database stores at most % (installed with --dim %)',
+            embedder, dimension, kgrag.dimension(), kgrag.dimension() USING ERRCODE = '22023';
+    END IF;
+END
+$_$;
+
+ALTER FUNCTION kgrag_private.check_reembed(embedder text, kind text, dimension integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION check_reembed(embedder text, kind text, dimension integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.check_reembed(embedder text, kind text, dimension integer) IS 'Private. Returns nothing; raises SQLSTATE 22023 for an embedder name that is not one (lower case letters, digits, _ and -), a kind other than chunk, entity or report, or a dimension outside 1..kgrag.dimension().';
 
 --
 -- Name: check_search_input(public.vector, text, text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3710,6 +3909,44 @@ ALTER FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) OWNER TO <ow
 COMMENT ON FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) IS 'Private. Returns the first (option entities) reached entities as search rows (kind entity, source graph, score 1 / (1 + hop)), payload: name, type, seed, hop, path, directions, confidence (the path''s, kgrag_private.reached_entities), answer, evidence_refs (the answer chunk, then the first citing chunks, three in all) and the relations along the path ({src, rel, dst}, with valid_from and valid_to where the relation has them).';
 
 --
+-- Name: fit_vector(public.vector); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.fit_vector(v public.vector) RETURNS public.vector
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    d integer := kgrag.dimension();
+    own integer := COALESCE((kgrag.setting('embedder_dimension') #>> '{}')::integer, d);
+    given integer := vector_dims(v);
+BEGIN
+    -- A model narrower than the columns is stored zero-padded: the zeros change no dot product
+    -- and no norm (cosine stays exact) and quantize to 0 bits on both sides (Hamming distances
+    -- stay exact), so tenants of several models share the columns and their indexes.
+    IF v IS NULL OR (given = d AND (own = d OR NOT EXISTS (
+            SELECT 1 FROM unnest((v::real[])[own + 1:d]) AS x WHERE x <> 0))) THEN
+        RETURN v;
+    END IF;
+    IF given <> own THEN
+        RAISE EXCEPTION 'the vector has % dimensions, but tenant % embeds with % (% dimensions)', given,
+            quote_literal(kgrag.current_tenant()), COALESCE(kgrag.setting('embedder') #>> '{}', 'its embedder'), own
+            USING ERRCODE = '22000',
+                  HINT = 'Embed with the tenant''s embedder: SELECT kgrag.setting(''embedder'');';
+    END IF;
+    RETURN kgrag_private.pad_vector(v);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.fit_vector(v public.vector) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION fit_vector(v public.vector); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.fit_vector(v public.vector) IS 'Private. Returns a vector of the tenant''s embedder (setting embedder_dimension, else kgrag.dimension()) as the columns store it: zero-padded to kgrag.dimension() when the model is narrower (cosine similarity and binary quantization stay exact), as given when it already has the columns'' dimension (and zeros past the model''s). Another dimension raises SQLSTATE 22000 naming the tenant''s embedder. Every function that takes a vector passes it through here.';
+
+--
 -- Name: fold_short_forms(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4340,6 +4577,7 @@ DECLARE
     counts jsonb;
 BEGIN
     PERFORM kgrag.current_tenant();  -- fails closed before anything is read
+    PERFORM kgrag_private.check_batch_embedder();
     screened := kgrag_private.screen_staged();
     PERFORM kgrag_private.fold_short_forms();
     SELECT array_agg(d.doc_id ORDER BY d.doc_id COLLATE "C") INTO docs FROM pg_temp.kgrag_stage_document AS d;
@@ -4988,6 +5226,7 @@ DECLARE
     filter text;
     n bigint;
 BEGIN
+    q := kgrag_private.fit_vector(q);
     PERFORM kgrag_private.check_question_vector(q);
     SELECT x.source, x.id_column INTO source, id_column
       FROM (VALUES ('chunk', 'chunk', 'chunk_id'), ('entity', 'entity', 'entity_id'),
@@ -5041,6 +5280,26 @@ ALTER FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, over
 --
 
 COMMENT ON FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, overfetch integer, ef_search integer, level integer) IS 'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors; a tenant with no more rows than that candidate count is ranked exactly, whole. level (reports only) keeps reports of communities of that level.';
+
+--
+-- Name: pad_vector(public.vector); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.pad_vector(v public.vector) RETURNS public.vector
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT CASE WHEN vector_dims(v) >= kgrag.dimension() THEN v
+                ELSE (v::real[] || array_fill(0::real, ARRAY[kgrag.dimension() - vector_dims(v)]))::vector END
+$$;
+
+ALTER FUNCTION kgrag_private.pad_vector(v public.vector) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION pad_vector(v public.vector); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.pad_vector(v public.vector) IS 'Private. Returns the vector zero-padded to kgrag.dimension() (as given when it has that many dimensions or more).';
 
 --
 -- Name: pagerank_entities(text[], integer, integer, integer, timestamp with time zone, integer, timestamp with time zone, double precision, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5758,6 +6017,32 @@ ALTER FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) OWNER TO
 COMMENT ON FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) IS 'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of, direction, history and min_confidence) as a jsonb array of {entity_id, hop, path, directions, seed, confidence, position}, by position: the nearest first, then the surest path (confidence: the product of its steps'' confidences, each the highest confidence of the edges the walk could take for that step: a co-occurrence is sure, 1, a stated relation as sure as its best evidence), then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
 
 --
+-- Name: record_embedder(text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.record_embedder(embedder text, dimension integer) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    INSERT INTO kgrag.settings AS s (tenant_id, key, value, description)
+    VALUES (t, 'embedder', to_jsonb(embedder), 'The embedder of this tenant''s vectors; questions must be embedded with it.'),
+           (t, 'embedder_dimension', to_jsonb(dimension), 'The dimension of this tenant''s embedder (its vectors are stored zero-padded to kgrag.dimension()).')
+    ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value WHERE s.value IS DISTINCT FROM excluded.value;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.record_embedder(embedder text, dimension integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION record_embedder(embedder text, dimension integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.record_embedder(embedder text, dimension integer) IS 'Private. Returns nothing; records the current tenant''s embedder and its dimension (settings embedder, embedder_dimension).';
+
+--
 -- Name: record_ingest_failure(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5778,6 +6063,72 @@ ALTER FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash tex
 --
 
 COMMENT ON FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text) IS 'Private. Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';
+
+--
+-- Name: reembed_bodies(text, text[], text, integer, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.reembed_bodies(kind text, ids text[], after text, max_rows integer, embedder text) RETURNS TABLE(ref_id text, body text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    -- ids given: those rows; else, in id order after `after`, the first max_rows with no vector of
+    -- the embedder for their text now (max_rows NULL: all of them)
+    IF kind = 'chunk' THEN
+        RETURN QUERY SELECT c.chunk_id, c.text FROM kgrag.chunk AS c
+                      WHERE c.tenant_id = t AND (ids IS NULL OR c.chunk_id = ANY (ids))
+                        AND (ids IS NOT NULL OR kgrag_private.reembed_missing(t, 'chunk', c.chunk_id, c.text, embedder))
+                        AND (after IS NULL OR c.chunk_id COLLATE "C" > after)
+                      ORDER BY c.chunk_id COLLATE "C" LIMIT max_rows;
+    ELSIF kind = 'entity' THEN
+        RETURN QUERY SELECT e.entity_id, x.body FROM kgrag.entity AS e
+                      CROSS JOIN LATERAL (SELECT kgrag.embedding_text(e.name, e.description)) AS x(body)
+                      WHERE e.tenant_id = t AND (ids IS NULL OR e.entity_id = ANY (ids))
+                        AND (ids IS NOT NULL OR kgrag_private.reembed_missing(t, 'entity', e.entity_id, x.body, embedder))
+                        AND (after IS NULL OR e.entity_id COLLATE "C" > after)
+                      ORDER BY e.entity_id COLLATE "C" LIMIT max_rows;
+    ELSE
+        RETURN QUERY SELECT r.community_id, x.body FROM kgrag.community_report AS r
+                      CROSS JOIN LATERAL (SELECT kgrag.report_embedding_text(r.report)) AS x(body)
+                      WHERE r.tenant_id = t AND (ids IS NULL OR r.community_id = ANY (ids))
+                        AND (ids IS NOT NULL OR kgrag_private.reembed_missing(t, 'report', r.community_id, x.body, embedder))
+                        AND (after IS NULL OR r.community_id COLLATE "C" > after)
+                      ORDER BY r.community_id COLLATE "C" LIMIT max_rows;
+    END IF;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.reembed_bodies(kind text, ids text[], after text, max_rows integer, embedder text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION reembed_bodies(kind text, ids text[], after text, max_rows integer, embedder text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.reembed_bodies(kind text, ids text[], after text, max_rows integer, embedder text) IS 'Private. Returns chunks, entities or reports (kind) of the current tenant with the text each is embedded from (a chunk''s text, kgrag.embedding_text, kgrag.report_embedding_text): those of ids when given, else, in id order after `after`, the first max_rows (NULL: all) with no vector of the embedder for the text they hold now (kgrag_private.reembed_missing).';
+
+--
+-- Name: reembed_missing(text, text, text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.reembed_missing(t text, kind text, ref_id text, body text, embedder text) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT NOT EXISTS (SELECT 1 FROM kgrag.reembedding AS r  -- its primary key
+                        WHERE r.tenant_id = t AND r.kind = reembed_missing.kind AND r.ref_id = reembed_missing.ref_id
+                          AND r.embedder = reembed_missing.embedder AND r.body_hash = md5(body))
+$$;
+
+ALTER FUNCTION kgrag_private.reembed_missing(t text, kind text, ref_id text, body text, embedder text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION reembed_missing(t text, kind text, ref_id text, body text, embedder text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.reembed_missing(t text, kind text, ref_id text, body text, embedder text) IS 'Private. Returns whether, for tenant t (the current one), a chunk, entity or report (kind, ref_id) holding the text body has no vector of the embedder yet (kgrag.reembedding, the md5 of the text).';
 
 --
 -- Name: refresh_answers(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8779,6 +9130,31 @@ COMMENT ON COLUMN kgrag.query_log.question IS 'The question as asked, kept only 
 COMMENT ON COLUMN kgrag.query_log.context_chars IS 'The characters kgrag.context (or kgrag.context_blocks) packed for this search; NULL for a search alone.';
 
 --
+-- Name: reembedding; Type: TABLE; Schema: kgrag; Owner: <owner>
+--
+
+CREATE TABLE kgrag.reembedding (
+    tenant_id text NOT NULL,
+    kind text NOT NULL,
+    ref_id text NOT NULL,
+    embedder text NOT NULL,
+    body_hash text NOT NULL,
+    embedding public.vector(512) NOT NULL,
+    CONSTRAINT reembedding_kind_check CHECK ((kind = ANY (ARRAY['chunk'::text, 'entity'::text, 'report'::text])))
+);
+ALTER TABLE ONLY kgrag.reembedding ALTER COLUMN tenant_id SET STATISTICS 1;
+
+ALTER TABLE ONLY kgrag.reembedding FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE kgrag.reembedding OWNER TO <owner>;
+
+--
+-- Name: TABLE reembedding; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag.reembedding IS 'The vectors of the embedder a tenant is moving to (pgkgrag reembed), one per chunk, entity and report, with the md5 of the text embedded; kgrag.reembed_switch puts them in place of the vectors in use in one transaction and empties it.';
+
+--
 -- Name: relation_evidence; Type: TABLE; Schema: kgrag; Owner: <owner>
 --
 
@@ -9211,6 +9587,13 @@ ALTER TABLE ONLY kgrag.query_log
 
 ALTER TABLE kgrag.query_log
     ADD CONSTRAINT query_log_question_bounded CHECK (((length(question) <= 2000) AND (context_chars >= 0))) NOT VALID;
+
+--
+-- Name: reembedding reembedding_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag.reembedding
+    ADD CONSTRAINT reembedding_pkey PRIMARY KEY (tenant_id, kind, ref_id);
 
 --
 -- Name: relation_evidence relation_evidence_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
@@ -9693,6 +10076,12 @@ CREATE POLICY probe_read ON kgrag.document FOR SELECT TO kgrag_probe USING (true
 ALTER TABLE kgrag.query_log ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: reembedding; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE kgrag.reembedding ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: relation_evidence; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
 --
 
@@ -9829,6 +10218,12 @@ CREATE POLICY tenant_isolation ON kgrag.namesake_context USING ((tenant_id = kgr
 --
 
 CREATE POLICY tenant_isolation ON kgrag.query_log USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+
+--
+-- Name: reembedding tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY tenant_isolation ON kgrag.reembedding USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
 
 --
 -- Name: relation_evidence tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -10187,6 +10582,12 @@ GRANT SELECT ON TABLE kgrag.query_log TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.query_log TO kgrag_writer;
 GRANT INSERT ON TABLE kgrag.query_log TO kgrag_logger;
 GRANT SELECT ON TABLE kgrag.query_log TO kgrag_curator;
+
+--
+-- Name: TABLE reembedding; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.reembedding TO kgrag_writer;
 
 --
 -- Name: TABLE relation_evidence; Type: ACL; Schema: kgrag; Owner: <owner>

@@ -164,6 +164,12 @@ def use() -> Embedder:
 
 
 @pytest.fixture(scope="session")
+def e5() -> Embedder:
+    """The e5 embedder (multilingual-e5-small, 384 dimensions), loaded once."""
+    return get_embedder("e5", 512)
+
+
+@pytest.fixture(scope="session")
 def demo(server: Server, template: str, use: Embedder) -> Iterator[str]:
     """A database holding the sample corpus as tenant 'demo', ingested and built once for the
     session: tests search it and may add rows of their own, and put back what they change."""

@@ -11,7 +11,7 @@ import psycopg
 from catalog import tables as catalog_tables
 
 from pgkgrag.db.connections import tenant_transaction
-from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.embed.embedders import Embedder, HashEmbedder
 from pgkgrag.ingest.extractors.base import Extractor, ProvidedExtractor
 from pgkgrag.ingest.ingestor import Ingestor
 from pgkgrag.ingest.summary import IngestSummary
@@ -118,7 +118,7 @@ def ingest(
     *,
     tenant: str = "t1",
     extractor: Extractor | None = None,
-    embedder: HashEmbedder | None = None,
+    embedder: Embedder | None = None,
     batch_size: int = 100,
 ) -> IngestSummary:
     path = write_jsonl(tmp_path / f"input-{len(list(tmp_path.iterdir()))}.jsonl", docs)

@@ -1,7 +1,9 @@
-"""Searching the sample corpus (the session's demo database, tenant 'demo') from a test."""
+"""Searching from a test: the sample corpus (the session's demo database, tenant 'demo'), or any
+tenant's chunks by a question vector."""
 
 from __future__ import annotations
 
+import numpy as np
 import psycopg
 from conftest import DEMO_TENANT
 
@@ -22,3 +24,12 @@ def sql(conn: psycopg.Connection, query: str, *params: object) -> list[tuple]:
     """One statement in a transaction acting for the demo tenant."""
     with tenant_transaction(conn, DEMO_TENANT):
         return conn.execute(query, list(params)).fetchall()  # type: ignore[arg-type]
+
+
+def first_chunk(conn: psycopg.Connection, tenant: str, vector: np.ndarray) -> str:
+    """The first chunk of the tenant's vector route for a question vector (of any model's dimension)."""
+    with tenant_transaction(conn, tenant):
+        found = conn.execute(
+            "SELECT ref_id FROM kgrag.kgrag_search(%s, 'vector', k => 3) WHERE kind = 'chunk' ORDER BY rank", [vector]
+        )
+        return str(found.fetchall()[0][0])

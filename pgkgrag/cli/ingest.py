@@ -8,6 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import click
+from rich.progress import TaskID
 
 from pgkgrag.cli import render
 from pgkgrag.cli.common import (
@@ -22,6 +23,7 @@ from pgkgrag.cli.common import (
 )
 from pgkgrag.db.connections import WRITER, connect_app, ensure_server
 from pgkgrag.embed.embedders import EMBEDDERS
+from pgkgrag.embed.reembed import reembed
 from pgkgrag.embed.vectors import tenant_embedder
 from pgkgrag.graph.build import build as build_products
 from pgkgrag.graph.totals import graph_totals
@@ -166,3 +168,34 @@ def delete(doc_ids: tuple[str, ...], tenant: str | None) -> None:
     with conn:
         deleted = delete_documents(conn, config.tenant, list(doc_ids))
     console.print(render.delete_line(len(doc_ids), deleted))
+
+
+@click.command(name="reembed")
+@tenant_option
+@click.option("--embedder", type=click.Choice(EMBEDDERS), required=True, help="The embedder to move the tenant to.")
+@click.option(
+    "--batch-size", type=click.IntRange(1, 10_000), default=64, show_default=True, help="Texts embedded per page."
+)
+@friendly_errors
+def reembed_command(tenant: str | None, embedder: str, batch_size: int) -> None:
+    """Move a tenant to another embedder: embed its chunks, entities and reports with it beside the
+    vectors in use (searches keep answering), then switch in one transaction. Run it again after an
+    interruption: it resumes. Until the switch, the tenant keeps its embedder."""
+    config, conn = open_tenant(tenant, WRITER)
+    with conn:
+        target = tenant_embedder(conn, config.tenant, embedder)
+        with progress() as bar:
+            tasks: dict[str, TaskID] = {}
+
+            def advance(step: str, n: int) -> None:
+                if step not in tasks:
+                    tasks[step] = bar.add_task(step, total=None)
+                bar.advance(tasks[step], n)
+
+            moved = reembed(conn, config.tenant, target, batch=batch_size, progress=advance)
+    console.print(
+        f"tenant {config.tenant} embeds with {moved['embedder']} ({moved['dimension']} dimensions) now: "
+        f"{moved['chunks']} chunks, {moved['entities']} entities and {moved['reports']} reports moved, "
+        f"{moved['embedded']} texts embedded by this run",
+        highlight=False,
+    )

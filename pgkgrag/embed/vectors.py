@@ -32,7 +32,7 @@ def tenant_embedder(conn: psycopg.Connection, tenant: str, requested: str | None
 def use_embedder(conn: psycopg.Connection, tenant: str, embedder: Embedder) -> None:
     """Record the tenant's embedder; refused (by kgrag.use_embedder) once it embedded with another."""
     with tenant_transaction(conn, tenant):
-        conn.execute(Q["use_embedder"], [embedder.name])
+        conn.execute(Q["use_embedder"], [embedder.name, embedder.dim])
 
 
 def embed_pending(

@@ -210,6 +210,7 @@ class BatchWork:
             with tenant_transaction(conn, self.tenant):
                 staging.begin(conn)
                 staging.stage_documents(conn, extracted, vectors)
+                conn.execute(Q["batch_embedder"], [self.embedder.name])
                 row = conn.execute(Q["ingest_apply"]).fetchone()
                 assert row is not None
                 return AppliedCounts.model_validate(row[0])

@@ -154,7 +154,7 @@ def ask(
 ) -> Answer:
     """Retrieve for the tenant, answer from what was retrieved only, verify the citations."""
     started = time.perf_counter()
-    vector = embedder.embed([question])[0]
+    vector = embedder.embed_queries([question])[0]
     with tenant_transaction(conn, tenant):
         max_chars, map_reports = conn.execute(Q["answer_settings"]).fetchone()  # type: ignore[misc]
         # one search: the global route's maps are the reports it chose (answer_map_reports of them,

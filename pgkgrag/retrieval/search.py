@@ -31,7 +31,7 @@ def run_search(
     k: int = 10,
     options: dict[str, Any] | None = None,
 ) -> SearchResult:
-    vector = embedder.embed([question])[0]
+    vector = embedder.embed_queries([question])[0]
     with tenant_transaction(conn, tenant):
         reranking = reranker(conn)
         asked = max(k, reranking.candidates) if reranking else k
@@ -60,7 +60,7 @@ def context(
     options: dict[str, Any] | None = None,
 ) -> str:
     """The context block an LLM would get for the question (kgrag.context): empty when nothing answers it."""
-    vector = embedder.embed([question])[0]
+    vector = embedder.embed_queries([question])[0]
     with tenant_transaction(conn, tenant):
         row = conn.execute(Q["context"], [vector, route, question, max_chars, k, json.dumps(options or {})]).fetchone()
     return row[0] if row else ""

@@ -53,6 +53,8 @@ class EmbeddingRequest(BaseModel):
     input: str | list[str] | list[int] | list[list[int]]
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: int | None = Field(default=None, ge=1)
+    # not OpenAI's: what the texts are, for a model that embeds questions and passages apart (e5)
+    input_type: Literal["query", "passage"] = "query"
 
 
 class AskRequest(BaseModel):
@@ -72,7 +74,7 @@ class Models:
         self._loaded: dict[str, Embedder] = {}
         self._lock = threading.Lock()  # one model call at a time (USE uses every core anyway)
 
-    def embed(self, name: str, texts: list[str]) -> np.ndarray:
+    def embed(self, name: str, texts: list[str], queries: bool = True) -> np.ndarray:
         if name not in SERVED:
             raise ApiError(
                 404,
@@ -87,7 +89,8 @@ class Models:
                     self._loaded[name] = get_embedder(name, self.dimension)
                 except KgragError as exc:
                     raise ApiError(400, str(exc), "model", "model_not_usable") from exc
-            return np.asarray(self._loaded[name].embed(texts), dtype=np.float32)
+            model = self._loaded[name]
+            return np.asarray(model.embed_queries(texts) if queries else model.embed(texts), dtype=np.float32)
 
 
 def _texts(request: EmbeddingRequest) -> list[str]:
@@ -185,9 +188,9 @@ def create_app(dsn: str, token: str | None = None) -> FastAPI:
     @app.post("/v1/embeddings")
     def embeddings(request: EmbeddingRequest) -> dict[str, Any]:
         texts = _texts(request)
-        if request.dimensions is not None and request.dimensions != models.dimension:
-            raise ApiError(400, f"this database stores {models.dimension}-dimensional vectors", "dimensions")
-        vectors = models.embed(request.model, texts)
+        vectors = models.embed(request.model, texts, queries=request.input_type == "query")
+        if request.dimensions is not None and request.dimensions != vectors.shape[1]:
+            raise ApiError(400, f"the model {request.model} makes {vectors.shape[1]}-dimensional vectors", "dimensions")
         data = [
             {
                 "object": "embedding",

@@ -26,36 +26,58 @@ $$;
 COMMENT ON FUNCTION kgrag.dimension() IS
 'Returns the embedding dimension chosen at install time (every vector column is vector(dimension)).';
 
-CREATE OR REPLACE FUNCTION kgrag.use_embedder(embedder text) RETURNS text
+CREATE OR REPLACE FUNCTION kgrag.use_embedder(embedder text, dimension integer DEFAULT NULL) RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
     recorded text := kgrag.setting('embedder') #>> '{}';
+    d integer := kgrag.dimension();
+    own integer := COALESCE((kgrag.setting('embedder_dimension') #>> '{}')::integer, d);
 BEGIN
     IF embedder IS NULL OR embedder !~ '^[a-z][a-z0-9_-]{0,63}$' THEN
-        RAISE EXCEPTION 'embedder must be a name like use, hash or openai, got %', COALESCE(quote_literal(embedder), 'NULL')
+        RAISE EXCEPTION 'embedder must be a name like use, e5, hash or openai, got %', COALESCE(quote_literal(embedder), 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    -- Vectors of two models do not compare: once something is embedded, the choice is fixed.
-    IF recorded IS DISTINCT FROM embedder AND (
+    dimension := COALESCE(dimension, d);
+    IF dimension NOT BETWEEN 1 AND d THEN
+        RAISE EXCEPTION 'the embedder % makes % dimensions: this database stores at most % (installed with --dim %)',
+            embedder, dimension, d, d USING ERRCODE = '22023';
+    END IF;
+    -- Vectors of two models do not compare: once something is embedded, the choice is fixed
+    -- (kgrag.reembed_switch moves a tenant to another).
+    IF (recorded IS DISTINCT FROM embedder OR own <> dimension) AND (
            EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.embedding IS NOT NULL)
         OR EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.embedding IS NOT NULL)) THEN
-        RAISE EXCEPTION 'tenant % was embedded with %, not %', quote_literal(t), quote_literal(recorded),
-                        quote_literal(embedder)
+        RAISE EXCEPTION 'tenant % was embedded with % (% dimensions), not % (% dimensions)', quote_literal(t),
+                        quote_literal(recorded), own, quote_literal(embedder), dimension
             USING ERRCODE = '55000',
-                  HINT = format('Use the embedder %s (pgkgrag: --embedder %s), or delete the tenant''s documents first '
-                                'to start over with another embedder.', recorded, recorded);
+                  HINT = format('Use the embedder %s (pgkgrag: --embedder %s), or move the tenant to %s with '
+                                'pgkgrag reembed --tenant %s --embedder %s.', recorded, recorded, embedder, t, embedder);
     END IF;
-    INSERT INTO kgrag.settings AS s (tenant_id, key, value, description)
-    VALUES (t, 'embedder', to_jsonb(embedder), 'The embedder of this tenant''s vectors; questions must be embedded with it.')
-    ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value WHERE s.value IS DISTINCT FROM excluded.value;
+    PERFORM kgrag_private.record_embedder(embedder, dimension);
     RETURN embedder;
 END
 $$;
-COMMENT ON FUNCTION kgrag.use_embedder(text) IS
-'Records the embedder of the current tenant''s vectors and returns it. A tenant keeps the embedder it started with: once any of its chunks or entities is embedded, naming another raises SQLSTATE 55000 with the one to use. Read it back with kgrag.setting(''embedder'') (default: the ''*'' row).';
+COMMENT ON FUNCTION kgrag.use_embedder(text, integer) IS
+'Records the embedder of the current tenant''s vectors and the dimension of its vectors (default kgrag.dimension(); a narrower one is stored zero-padded, kgrag_private.fit_vector) and returns it. A tenant keeps the embedder it started with: once any of its chunks or entities is embedded, naming another raises SQLSTATE 55000 with the one to use (pgkgrag reembed moves it: kgrag.reembed_switch). Read it back with kgrag.setting(''embedder'') and kgrag.setting(''embedder_dimension'') (default: the ''*'' row, and kgrag.dimension()).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.record_embedder(embedder text, dimension integer) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    INSERT INTO kgrag.settings AS s (tenant_id, key, value, description)
+    VALUES (t, 'embedder', to_jsonb(embedder), 'The embedder of this tenant''s vectors; questions must be embedded with it.'),
+           (t, 'embedder_dimension', to_jsonb(dimension), 'The dimension of this tenant''s embedder (its vectors are stored zero-padded to kgrag.dimension()).')
+    ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value WHERE s.value IS DISTINCT FROM excluded.value;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.record_embedder(text, integer) IS
+'Private. Returns nothing; records the current tenant''s embedder and its dimension (settings embedder, embedder_dimension).';
 
 CREATE OR REPLACE FUNCTION kgrag.text_search_config(lang text) RETURNS regconfig
 LANGUAGE sql STABLE SECURITY INVOKER

@@ -31,6 +31,44 @@ $$;
 COMMENT ON FUNCTION kgrag_private.check_k(integer) IS
 'Private. Returns nothing; raises SQLSTATE 22023 unless 1 <= k <= 1000.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.pad_vector(v vector) RETURNS vector
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT CASE WHEN vector_dims(v) >= kgrag.dimension() THEN v
+                ELSE (v::real[] || array_fill(0::real, ARRAY[kgrag.dimension() - vector_dims(v)]))::vector END
+$$;
+COMMENT ON FUNCTION kgrag_private.pad_vector(vector) IS
+'Private. Returns the vector zero-padded to kgrag.dimension() (as given when it has that many dimensions or more).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.fit_vector(v vector) RETURNS vector
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    d integer := kgrag.dimension();
+    own integer := COALESCE((kgrag.setting('embedder_dimension') #>> '{}')::integer, d);
+    given integer := vector_dims(v);
+BEGIN
+    -- A model narrower than the columns is stored zero-padded: the zeros change no dot product
+    -- and no norm (cosine stays exact) and quantize to 0 bits on both sides (Hamming distances
+    -- stay exact), so tenants of several models share the columns and their indexes.
+    IF v IS NULL OR (given = d AND (own = d OR NOT EXISTS (
+            SELECT 1 FROM unnest((v::real[])[own + 1:d]) AS x WHERE x <> 0))) THEN
+        RETURN v;
+    END IF;
+    IF given <> own THEN
+        RAISE EXCEPTION 'the vector has % dimensions, but tenant % embeds with % (% dimensions)', given,
+            quote_literal(kgrag.current_tenant()), COALESCE(kgrag.setting('embedder') #>> '{}', 'its embedder'), own
+            USING ERRCODE = '22000',
+                  HINT = 'Embed with the tenant''s embedder: SELECT kgrag.setting(''embedder'');';
+    END IF;
+    RETURN kgrag_private.pad_vector(v);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.fit_vector(vector) IS
+'Private. Returns a vector of the tenant''s embedder (setting embedder_dimension, else kgrag.dimension()) as the columns store it: zero-padded to kgrag.dimension() when the model is narrower (cosine similarity and binary quantization stay exact), as given when it already has the columns'' dimension (and zeros past the model''s). Another dimension raises SQLSTATE 22000 naming the tenant''s embedder. Every function that takes a vector passes it through here.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.check_question_vector(q vector) RETURNS void
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -120,6 +158,7 @@ DECLARE
     filter text;
     n bigint;
 BEGIN
+    q := kgrag_private.fit_vector(q);
     PERFORM kgrag_private.check_question_vector(q);
     SELECT x.source, x.id_column INTO source, id_column
       FROM (VALUES ('chunk', 'chunk', 'chunk_id'), ('entity', 'entity', 'entity_id'),

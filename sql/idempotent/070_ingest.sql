@@ -306,7 +306,7 @@ BEGIN
     INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, title, text, content_hash,
                              lang, embedding, page, headings)
     SELECT t, s.doc_id || '#' || s.ordinal, s.doc_id, s.ordinal, s.char_start, s.char_end, s.title, s.text,
-           s.content_hash, d.lang::regconfig, s.embedding, s.page, s.headings
+           s.content_hash, d.lang::regconfig, kgrag_private.fit_vector(s.embedding), s.page, s.headings
       FROM pg_temp.kgrag_stage_chunk AS s JOIN pg_temp.kgrag_stage_document AS d USING (doc_id)
      ORDER BY s.doc_id COLLATE "C", s.ordinal
     -- no row conflicts (the documents' chunks were deleted above): the clause makes Citus write
@@ -452,6 +452,27 @@ $$;
 COMMENT ON FUNCTION kgrag_private.apply_relations() IS
 'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. What the extractor set aside (pg_temp.kgrag_stage_set_aside) goes into kgrag.set_aside with its chunk. Returns {"relations": n, "rejected": {reason: n}}.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.check_batch_embedder() RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    batch text := NULLIF(current_setting('kgrag.batch_embedder', true), '');
+    own text := kgrag.setting('embedder') #>> '{}';
+BEGIN
+    -- a move to another embedder (kgrag.reembed_switch, which takes this lock alone) is either
+    -- committed, and seen below, or waits for this batch
+    PERFORM pg_advisory_xact_lock_shared(hashtextextended('kgrag.embedder:' || t, 0));
+    IF batch IS DISTINCT FROM own AND batch IS NOT NULL THEN
+        RAISE EXCEPTION 'tenant % embeds with % now, and this batch''s vectors are of %', quote_literal(t), own, batch
+            USING ERRCODE = '55000', HINT = format('Ingest again with --embedder %s.', own);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.check_batch_embedder() IS
+'Private. Returns nothing; waits while the current tenant moves to another embedder (kgrag.reembed_switch) and raises SQLSTATE 55000 when the batch''s vectors (the setting kgrag.batch_embedder, set by the driver) are of another embedder than the tenant''s.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.ingest_apply() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -463,6 +484,7 @@ DECLARE
     counts jsonb;
 BEGIN
     PERFORM kgrag.current_tenant();  -- fails closed before anything is read
+    PERFORM kgrag_private.check_batch_embedder();
     screened := kgrag_private.screen_staged();
     PERFORM kgrag_private.fold_short_forms();
     SELECT array_agg(d.doc_id ORDER BY d.doc_id COLLATE "C") INTO docs FROM pg_temp.kgrag_stage_document AS d;

@@ -88,6 +88,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM unnest(vectors) AS v WHERE v IS NULL) THEN
         RAISE EXCEPTION 'vectors must not hold NULL' USING ERRCODE = '22004';
     END IF;
+    vectors := ARRAY(SELECT kgrag_private.fit_vector(v) FROM unnest(vectors) WITH ORDINALITY AS u(v, o) ORDER BY u.o);
     PERFORM kgrag.check_embedding(v) FROM unnest(vectors) AS v;  -- a zero vector is refused, stored or not
     -- A row whose text changed since it was read (another writer) keeps no embedding of the old text.
     IF kind = 'entity' THEN
@@ -107,7 +108,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.store_embeddings(text, text[], vector[], text[]) IS
-'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length. A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag_private.lock_keys), so the two never deadlock. Returns the number of rows updated.';
+'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length; a vector of a model narrower than the columns is stored zero-padded (kgrag_private.fit_vector). A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag_private.lock_keys), so the two never deadlock. Returns the number of rows updated.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.chunk_texts_with_vectors(content_hashes text[]) RETURNS SETOF text
 LANGUAGE plpgsql STABLE SECURITY INVOKER

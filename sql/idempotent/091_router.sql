@@ -164,6 +164,7 @@ DECLARE
     named text;
 BEGIN
     PERFORM kgrag_private.check_question(question);
+    question_vec := kgrag_private.fit_vector(question_vec);  -- a narrower model's, zero-padded
     linked := '{}';
     named_seeds := '{}';
     IF question IS NOT NULL THEN

@@ -284,6 +284,7 @@ DECLARE
     counted record;
 BEGIN
     PERFORM kgrag.current_tenant();  -- fails closed before anything else is read
+    question_vec := kgrag_private.fit_vector(question_vec);  -- a narrower model's, zero-padded
     PERFORM kgrag_private.check_search_input(question_vec, route, question, k);
     opts := kgrag_private.search_options(options);
     PERFORM set_config('kgrag.paths_walked', '0', true);

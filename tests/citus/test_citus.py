@@ -21,10 +21,12 @@ from citus_cluster import CITUS_SH, citus, fresh_cluster, login, placement
 from conftest import Server, as_role
 from ingesting import OPS, checksums, ingest, write_jsonl
 from people import ACME_PAYROLL, ACME_STAFF, BETA_CLINIC
+from searching import first_chunk
 from tenant_calls import _graph_ids, _rows, reads
 
 from pgkgrag.db.connections import connect, tenant_transaction
-from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.embed.embedders import Embedder, HashEmbedder
+from pgkgrag.embed.reembed import reembed
 from pgkgrag.graph.build import build
 from pgkgrag.ingest.extractors.base import ProvidedExtractor
 from pgkgrag.ingest.ingestor import Ingestor
@@ -320,3 +322,29 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
     with connect(dsn) as conn, tenant_transaction(conn, "rev2"):
         logged = "SELECT (SELECT count(*) FROM kgrag.query_log), (SELECT count(*) FROM kgrag.answer_log)"
         assert conn.execute(logged).fetchone() == (3, 1)
+
+
+def test_tenants_of_two_dimensions_share_the_cluster_and_one_moves(cluster: str, tmp_path: Path, e5: Embedder) -> None:
+    """On two workers, a tenant embedded with a 512-dimensional model beside one embedded with e5
+    (384, stored zero-padded), each searched with its own model's vectors; then the first moves to
+    e5 with pgkgrag reembed. Every statement on one shard."""
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute("SELECT count(*) FROM kgrag.distribute()")
+        names = [f"dims{i}" for i in range(40)]
+        ports = {n: placement(admin, n) for n in names}
+        a = names[0]
+        b = next(n for n in names if ports[n] != ports[a])
+        login(admin, "citus_t_dims", "kgrag_writer", [a, b])
+        admin.execute("ALTER ROLE citus_t_dims SET citus.multi_task_query_log_level = error")
+    question = "What does the Payment Module call?"
+    with connect(as_role(cluster, "citus_t_dims")) as conn:
+        for tenant, embedder in ((a, EMBEDDER), (b, e5)):
+            assert ingest(conn, tmp_path, OPS, tenant=tenant, embedder=embedder).ok
+            build(conn, tenant, embedder)
+        assert first_chunk(conn, b, e5.embed_queries([question])[0]) == "d2#0"
+        assert first_chunk(conn, a, EMBEDDER.embed_queries([question])[0]).startswith("d")
+        with pytest.raises(psycopg.errors.DataException, match="embeds with hash \\(512"):
+            first_chunk(conn, a, e5.embed_queries([question])[0])
+        moved = reembed(conn, a, e5, batch=8)
+        assert (moved["embedder"], moved["dimension"]) == ("e5", 384)
+        assert first_chunk(conn, a, e5.embed_queries([question])[0]) == "d2#0"

@@ -112,9 +112,15 @@ def test_ingest_build_delete_from_the_command_line(server: Server, template: str
         assert "unchanged (skipped)" in again.stdout
         other = run("ingest", str(good), "--tenant", "acme", "--embedder", "use", dsn=dsn)
         assert other.returncode == 1 and "was embedded with 'hash'" in other.stderr
+        # moved to another embedder (and dimension) with one command; its ingestion goes on with it
+        moved = run("reembed", "--tenant", "acme", "--embedder", "e5", dsn=dsn)
+        assert moved.returncode == 0, moved.stderr
+        assert "tenant acme embeds with e5 (384 dimensions) now: 5 chunks" in moved.stdout
+        good.write_text("".join(json.dumps(d) + "\n" for d in [*OPS, dict(OPS[0], doc_id="d9")]))
+        assert run("ingest", str(good), "--tenant", "acme", dsn=dsn).returncode == 0
         built = run("build", "--tenant", "acme", dsn=dsn)
         assert built.returncode == 0 and "answers written: 0" in built.stdout
-        deleted = run("delete", "d2", "d9", "--tenant", "acme", dsn=dsn)
+        deleted = run("delete", "d2", "d8", "--tenant", "acme", dsn=dsn)
         assert deleted.returncode == 0 and "deleted 1 of 2 documents" in deleted.stdout
         missing = run("ingest", str(tmp_path / "nope.jsonl"), "--tenant", "acme", dsn=dsn)
         assert missing.returncode == 2 and "does not exist" in missing.stderr
