@@ -2,13 +2,13 @@
 for the vector route, the router (auto) and the local route, with the graph's chunks ranked by
 the k-hop paths, by Personalized PageRank, or both (search option graph_ranking), side by side;
 each on two graphs: the paragraph titles as the gazetteer, and the offline keyphrases extractor
-(no names given).
+(no names given); and each with the embedders named (USE and e5 by default), side by side in one run.
 
 Each corpus paragraph is a document (a title's parenthesised qualifier is dropped as an alias:
-"Lilu (mythology)" is also "Lilu"); the embedder is the default (USE). Retrieved paragraphs are
-the documents of the chunk rows, in rank order.
+"Lilu (mythology)" is also "Lilu"). Retrieved paragraphs are the documents of the chunk rows, in
+rank order.
 
-    python benchmarks/multihop.py [--sets hotpotqa musique] [--graphs titles keyphrases] [--k 5]
+    python benchmarks/multihop.py [--sets hotpotqa musique] [--graphs titles keyphrases] [--embedders use e5] [--k 5]
 """
 
 from __future__ import annotations
@@ -88,11 +88,11 @@ def ranked_documents(result: SearchResult) -> list[str]:
 
 @contextmanager
 def ingested(
-    name: str, docs: list[dict[str, str]], extractor: Extractor, sizes: list[list[object]]
+    name: str, docs: list[dict[str, str]], extractor: Extractor, sizes: list[list[object]], embedder_name: str = "use"
 ) -> Iterator[tuple[psycopg.Connection, Embedder]]:
-    """A scratch database holding the set, ingested and built as tenant 'bench', and the embedder;
-    the graph's size and the time it took are appended to `sizes`."""
-    embedder = get_embedder("use", 512)
+    """A scratch database holding the set, ingested and built as tenant 'bench' with the embedder
+    named, and the embedder; the graph's size and the time it took are appended to `sizes`."""
+    embedder = get_embedder(embedder_name, 512)
     with scratch_database(f"kgrag_bench_{name}") as dsn, connect(dsn) as conn, tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.jsonl"
         path.write_text("".join(json.dumps(d) + "\n" for d in docs))
@@ -103,7 +103,7 @@ def ingested(
         totals = graph_totals(conn, "bench")
         graph = "titles" if isinstance(extractor, GazetteerExtractor) else extractor.name
         size = [report.written, totals.chunks, totals.entities, report.counts.mentions, totals.edges]
-        sizes.append([name, graph, *size, totals.communities, f"{seconds:.0f}"])
+        sizes.append([name, graph, embedder_name, *size, totals.communities, f"{seconds:.0f}"])
         print(sizes[-1])
         yield conn, embedder
 
@@ -112,10 +112,16 @@ Questions = list[tuple[str, set[str]]]
 
 
 def run_set(
-    name: str, docs: list[dict[str, str]], questions: Questions, k: int, graph: str, sizes: list[list[object]]
+    name: str,
+    docs: list[dict[str, str]],
+    questions: Questions,
+    k: int,
+    graph: str,
+    sizes: list[list[object]],
+    embedder_name: str,
 ) -> list[list[object]]:
     extractor: Extractor = GazetteerExtractor(gazetteer(docs)) if graph == "titles" else KeyphraseExtractor()
-    with ingested(name, docs, extractor, sizes) as (conn, embedder):
+    with ingested(name, docs, extractor, sizes, embedder_name) as (conn, embedder):
         rows = []
         for label, route, options in VARIANTS:
             r2, r5, ms, routes = [], [], [], {}
@@ -130,7 +136,7 @@ def run_set(
             picked = ", ".join(f"{r} {n}" for r, n in sorted(routes.items(), key=lambda x: -x[1]))
             r2_pct, r5_pct = f"{100 * sum(r2) / len(r2):.1f}", f"{100 * sum(r5) / len(r5):.1f}"
             p50 = f"{sorted(ms)[len(ms) // 2]:.0f}"
-            rows.append([name, graph, label, len(questions), r2_pct, r5_pct, picked, p50])
+            rows.append([name, graph, embedder_name, label, len(questions), r2_pct, r5_pct, picked, p50])
             print(rows[-1])
         return rows
 
@@ -139,6 +145,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", nargs="+", default=["musique", "hotpotqa"], choices=["musique", "hotpotqa"])
     parser.add_argument("--graphs", nargs="+", default=list(GRAPHS), choices=GRAPHS)
+    parser.add_argument("--embedders", nargs="+", default=["use", "e5"], choices=["use", "e5", "hash"])
     parser.add_argument("--k", type=int, default=5)
     args = parser.parse_args()
     loaders = {"musique": musique, "hotpotqa": hotpotqa}
@@ -147,21 +154,37 @@ def main() -> None:
     for name in args.sets:
         docs, questions = loaders[name]()
         for graph in args.graphs:
-            rows += run_set(name, docs, questions, args.k, graph, sizes)
-    table = markdown_table(["set", "graph", "route", "questions", "R@2", "R@5", "routes taken", "p50 ms"], rows)
+            for embedder_name in args.embedders:
+                rows += run_set(name, docs, questions, args.k, graph, sizes, embedder_name)
+    table = markdown_table(
+        ["set", "graph", "embedder", "route", "questions", "R@2", "R@5", "routes taken", "p50 ms"], rows
+    )
     size_table = markdown_table(
-        ["set", "graph", "documents", "chunks", "entities", "mentions", "edges", "communities", "ingest + build s"],
+        [
+            "set",
+            "graph",
+            "embedder",
+            "documents",
+            "chunks",
+            "entities",
+            "mentions",
+            "edges",
+            "communities",
+            "ingest + build s",
+        ],
         sizes,
     )
     body = (
         "Recall of the gold supporting paragraphs among the first 2 and 5 distinct paragraphs of the chunk rows "
         "(k = 5 chunk rows). `vector` is vector + lexical search fused by RRF; `local` forces the graph route; "
-        "`auto` lets the router choose. The graph's chunks are ranked by the k-hop paths (the default), by "
+        "`auto` lets the router choose. `use` is USE multilingual v3 (512 dimensions), `e5` "
+        "multilingual-e5-small 4-bit (384; questions embedded as queries). "
+        "The graph's chunks are ranked by the k-hop paths (the default), by "
         "Personalized PageRank (`ppr`, search option graph_ranking = pagerank) or both fused (`both`). "
         "Graph `titles`: the paragraph titles are the gazetteer; `keyphrases`: the offline extractor, no names "
         "given. The sets are small (100 questions each): differences under ~10 points are noise.\n\n"
         + table
-        + "\n\nThe graphs, and the time to ingest (USE embedding included) and build them:\n\n"
+        + "\n\nThe graphs, and the time to ingest (embedding included) and build them:\n\n"
         + size_table
         + "\n"
     )

@@ -10587,6 +10587,8 @@ GRANT SELECT ON TABLE kgrag.query_log TO kgrag_curator;
 -- Name: TABLE reembedding; Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
+GRANT SELECT ON TABLE kgrag.reembedding TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.reembedding TO kgrag_curator;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.reembedding TO kgrag_writer;
 
 --

@@ -117,6 +117,7 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
             "SELECT kgrag_private.chunk_texts_with_vectors(%s)",
             [others["hashes"] + mine["hashes"]],
         ),
+        "reembed_todo": ("SELECT * FROM kgrag.reembed_todo('e5', 'chunk', NULL, 50)", []),
         "embedding_todo": (
             "SELECT 'entity', * FROM kgrag.embedding_todo('entity') UNION ALL"
             " SELECT 'report', * FROM kgrag.embedding_todo('report')",
@@ -148,6 +149,11 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
             "SELECT kgrag.store_embeddings('entity', %s, %s, %s)",
             [entities, vectors, ["h"] * len(entities)],
         ),
+        "reembed_store": (  # the other tenant's chunks, as if moving them to another model (stores nothing)
+            "SELECT kgrag.reembed_store('hash', 512, 'chunk', %s, %s, %s)",
+            [others["chunks"][:1] or ["none#0"], vectors[:1], ["h"]],
+        ),
+        "reembed_switch": ("SELECT kgrag.reembed_switch('hash', 512)", []),  # its own tenant only (refused: 55000)
         "set_report_text": (  # citing the other tenant's chunks: the citation rule is no shield here
             "SELECT kgrag_private.set_report_text(c, 'taken over ' || %s, 'attacker') FROM unnest(%s::text[]) c",
             [" ".join(f"[{chunk}]" for chunk in others["chunks"]) or "[none#0]", others["communities"] or ["none"]],

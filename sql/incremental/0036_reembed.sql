@@ -40,6 +40,7 @@ CREATE TABLE kgrag.reembedding (
     EXECUTE 'ALTER TABLE kgrag.reembedding FORCE ROW LEVEL SECURITY';
     EXECUTE $q$CREATE POLICY tenant_isolation ON kgrag.reembedding
         USING (tenant_id = kgrag.current_tenant()) WITH CHECK (tenant_id = kgrag.current_tenant())$q$;
+    EXECUTE 'GRANT SELECT ON kgrag.reembedding TO kgrag_reader, kgrag_curator';
     EXECUTE 'GRANT SELECT, INSERT, UPDATE, DELETE ON kgrag.reembedding TO kgrag_writer';
 END
 $$;

@@ -208,7 +208,9 @@ def test_a_tenant_keeps_its_embedder(conn: psycopg.Connection, tmp_path: Path) -
     class Other(HashEmbedder):
         name = "other"
 
-    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="was embedded with 'hash', not 'other'"):
+    with pytest.raises(
+        psycopg.errors.ObjectNotInPrerequisiteState, match="was embedded with 'hash' \\(512 dimensions\\), not 'other'"
+    ):
         ingest(conn, tmp_path, OPS[1:2], embedder=Other(512))
     conn.rollback()
     # the rule is kgrag.use_embedder's, so a client of any language meets it too

@@ -348,7 +348,7 @@ SEARCH_CASES = {
     "wrong vector dimension": (
         "SELECT * FROM kgrag.kgrag_search('[1,2,3]', 'auto', 'q')",
         [],
-        "has 3 dimensions, but this database stores 512",
+        "has 3 dimensions, but tenant 't1' embeds with hash (512 dimensions)",
     ),
     "NaN in a vector": ("SELECT * FROM kgrag.kgrag_search(%s, 'auto', 'q')", [NAN], "NaN"),
     "empty question": ("SELECT * FROM kgrag.kgrag_search(%s, 'auto', '')", [ONES], "the question text is empty"),

@@ -159,7 +159,9 @@ def test_entity_search_agrees_with_brute_force(
 
 @pytest.mark.slow
 def test_bad_question_vectors_are_named(vectors: psycopg.Connection) -> None:
-    with pytest.raises(psycopg.errors.DataException, match="has 3 dimensions, but this database stores 512"):
+    with pytest.raises(
+        psycopg.errors.DataException, match="has 3 dimensions, but tenant 't1' embeds with use \\(512 dimensions\\)"
+    ):
         vectors.execute("SELECT * FROM kgrag.search_chunks_vector('[1,2,3]')")
     with pytest.raises(psycopg.errors.NullValueNotAllowed, match="question vector is NULL"):
         vectors.execute("SELECT * FROM kgrag.search_chunks_vector(NULL)")

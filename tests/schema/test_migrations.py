@@ -323,7 +323,7 @@ def test_above_4000_dimensions_the_index_is_binary_quantized(empty_dsn: str) -> 
     search uses them."""
     migrations.upgrade(empty_dsn, "head", dim=4096)
     with psycopg.connect(empty_dsn) as conn:
-        indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE '%embedding%'")}
+        indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%'")}
         assert indexes == {f"{t}_embedding_bq_idx" for t in ("chunk", "entity", "community_report")}
         assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("bq",)
         overfetch = conn.execute("SELECT value FROM kgrag.settings WHERE tenant_id = '*' AND key = 'vector_overfetch'")
@@ -340,7 +340,7 @@ def test_the_vector_index_is_asked_for_when_0024_runs(empty_dsn: str) -> None:
     migrations.upgrade(empty_dsn, "head", vector_index="halfvec")
     overfetch = "SELECT value FROM kgrag.settings WHERE tenant_id = '*' AND key = 'vector_overfetch'"
     with psycopg.connect(empty_dsn) as conn:
-        indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE '%embedding%'")}
+        indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%'")}
         assert indexes == {f"{t}_embedding_half_idx" for t in ("chunk", "entity", "community_report")}
         assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("halfvec",)
         assert conn.execute(overfetch).fetchone() == (4,)
