@@ -32,6 +32,6 @@ class Config:
         return cls(dsn=dsn, home=home, tenant=chosen)
 
 
-# The schema's dimension when none is chosen at install time: that of the default embedder (setting
-# embedder = use, Universal Sentence Encoder multilingual v3), which pgkgrag.embed.embedders declares with it.
+# The schema's dimension when none is chosen at install time: the widest of the bundled embedders (use,
+# 512); a narrower one (e5, the default, 384) is stored zero-padded (kgrag_private.fit_vector).
 DEFAULT_DIMENSION = 512

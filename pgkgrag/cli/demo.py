@@ -32,7 +32,6 @@ from pgkgrag.retrieval.evaluation import evaluate, read_golden
 from pgkgrag.retrieval.search import cited_chunks, routes, run_search
 
 TENANT = "demo"
-EMBEDDER = "use"
 QUESTIONS = [
     ("local", "What does the Auth Service depend on?"),
     ("local, two hops", "Who approves changes to the PayFlow contract?"),
@@ -55,7 +54,7 @@ def run_demo(dsn: str, console: Console, picture: Path) -> None:
 
 
 def _ingest(conn: psycopg.Connection, console: Console) -> Embedder:
-    embedder = tenant_embedder(conn, TENANT, EMBEDDER)
+    embedder = tenant_embedder(conn, TENANT)  # the default (setting embedder), or the one it started with
     console.rule("ingest the sample corpus")
     summary = Ingestor(conn, TENANT, ProvidedExtractor(), embedder).run([SAMPLE_CORPUS])
     console.print(

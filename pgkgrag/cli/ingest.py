@@ -46,7 +46,10 @@ from pgkgrag.ingest.readers.files import count_inputs
     "(offline); gazetteer: known names found in the text; llm: an OpenAI-compatible endpoint (KGRAG_LLM_URL).",
 )
 @click.option(
-    "--embedder", type=click.Choice(EMBEDDERS), default=None, help="Default: the tenant's embedder, else 'use'."
+    "--embedder",
+    type=click.Choice(EMBEDDERS),
+    default=None,
+    help="Default: the tenant's embedder, else the default (setting embedder: e5).",
 )
 @click.option(
     "--gazetteer",

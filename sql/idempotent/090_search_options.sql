@@ -47,9 +47,9 @@ AS $$
         'hops', kgrag.setting('search_hops'), 'degree_cap', kgrag.setting('search_degree_cap'),
         'entities', kgrag.setting('search_entities'), 'reports', kgrag.setting('search_reports'),
         'seeds', kgrag.setting('search_seeds'), 'level', 0, 'relations', NULL, 'as_of', NULL,
-        'chunk_min_similarity', kgrag.setting('chunk_min_similarity'),
-        'entity_seed_min_similarity', kgrag.setting('entity_seed_min_similarity'),
-        'report_min_similarity', kgrag.setting('report_min_similarity'),
+        'chunk_min_similarity', kgrag_private.floor('chunk_min_similarity'),
+        'entity_seed_min_similarity', kgrag_private.floor('entity_seed_min_similarity'),
+        'report_min_similarity', kgrag_private.floor('report_min_similarity'),
         'lexical_min_coverage', kgrag.setting('lexical_min_coverage'), 'rrf_k', kgrag.setting('rrf_k'),
         'graph_weight', kgrag.setting('rrf_graph_weight'),
         'whole_collection', false, 'neighbours', kgrag.setting('search_neighbours'), 'direction', 'out',
@@ -57,7 +57,7 @@ AS $$
         'log', kgrag.setting('query_log'), 'history', false, 'min_confidence', kgrag.setting('walk_min_confidence'))
 $$;
 COMMENT ON FUNCTION kgrag_private.default_search_options() IS
-'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors, rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter, history false, min_confidence the setting walk_min_confidence.';
+'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors (kgrag_private.floor: for the tenant''s embedder), rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter, history false, min_confidence the setting walk_min_confidence.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.check_search_options(merged jsonb) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY INVOKER

@@ -90,7 +90,7 @@ BEGIN
         reason := 'no entity of the graph is named'
                   || CASE WHEN NOT has_vector THEN ' (no question vector: entity and chunk vector search skipped)'
                           WHEN flat THEN format(' and none stands out (top-1 minus top-4 similarity %s < %s)',
-                                               round(gap::numeric, 3), kgrag.setting('router_flat_gap'))
+                                               round(gap::numeric, 3), kgrag_private.floor('router_flat_gap'))
                           ELSE format(' or close enough (best entity similarity %s < %s)',
                                       COALESCE(round(best::numeric, 3)::text, 'none'), seed_floor) END
                   || CASE WHEN NOT has_vector THEN ': lexical search over the chunks'
@@ -177,7 +177,7 @@ BEGIN
                    SELECT p.similarity FROM kgrag.search_entities_vector(question_vec, 4, profile => true) AS p
                     ORDER BY p.rank) END;
     profile_gap := CASE WHEN cardinality(profile) = 0 THEN 0 ELSE profile[1] - profile[cardinality(profile)] END;
-    flat := cardinality(profile) >= 4 AND profile_gap < kgrag.setting('router_flat_gap')::float8;
+    flat := cardinality(profile) >= 4 AND profile_gap < kgrag_private.floor('router_flat_gap')::float8;
     -- Vector search seeds the traversal when the words name nothing the graph knows, and only
     -- when its profile peaks: a name found in the text is more precise than a neighbour in space.
     IF NOT flat AND cardinality(linked) = 0 AND question_vec IS NOT NULL THEN

