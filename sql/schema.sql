@@ -3918,13 +3918,19 @@ CREATE FUNCTION kgrag_private.fit_vector(v public.vector) RETURNS public.vector
     AS $$
 DECLARE
     d integer := kgrag.dimension();
-    own integer := COALESCE((kgrag.setting('embedder_dimension') #>> '{}')::integer, d);
+    -- the tenant's own (recorded by kgrag.use_embedder), else the default embedder's
+    recorded integer := (SELECT (s.value #>> '{}')::integer FROM kgrag.settings AS s
+                          WHERE s.tenant_id = pg_catalog.current_setting('kgrag.tenant', true)
+                            AND s.key = 'embedder_dimension');
+    own integer := COALESCE(recorded, (kgrag.setting('embedder_dimension') #>> '{}')::integer, d);
     given integer := vector_dims(v);
 BEGIN
     -- A model narrower than the columns is stored zero-padded: the zeros change no dot product
     -- and no norm (cosine stays exact) and quantize to 0 bits on both sides (Hamming distances
-    -- stay exact), so tenants of several models share the columns and their indexes.
-    IF v IS NULL OR (given = d AND (own = d OR NOT EXISTS (
+    -- stay exact), so tenants of several models share the columns and their indexes. A vector
+    -- of the columns' width is taken as given where the tenant recorded no embedder (a client
+    -- writing its own vectors), or recorded one that wide, or its tail past the model's is zero.
+    IF v IS NULL OR (given = d AND (recorded IS NULL OR own = d OR NOT EXISTS (
             SELECT 1 FROM unnest((v::real[])[own + 1:d]) AS x WHERE x <> 0))) THEN
         RETURN v;
     END IF;
@@ -3944,7 +3950,7 @@ ALTER FUNCTION kgrag_private.fit_vector(v public.vector) OWNER TO <owner>;
 -- Name: FUNCTION fit_vector(v public.vector); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.fit_vector(v public.vector) IS 'Private. Returns a vector of the tenant''s embedder (setting embedder_dimension, else kgrag.dimension()) as the columns store it: zero-padded to kgrag.dimension() when the model is narrower (cosine similarity and binary quantization stay exact), as given when it already has the columns'' dimension (and zeros past the model''s). Another dimension raises SQLSTATE 22000 naming the tenant''s embedder. Every function that takes a vector passes it through here.';
+COMMENT ON FUNCTION kgrag_private.fit_vector(v public.vector) IS 'Private. Returns a vector of the tenant''s embedder (its setting embedder_dimension, else the default embedder''s, else kgrag.dimension()) as the columns store it: zero-padded to kgrag.dimension() when the model is narrower (cosine similarity and binary quantization stay exact); as given when it has the columns'' dimension and the tenant recorded no embedder (a client that writes its own vectors), or one of that dimension, or its values past the model''s are zero. Another dimension raises SQLSTATE 22000 naming the tenant''s embedder. Every function that takes a vector passes it through here.';
 
 --
 -- Name: floor(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

@@ -160,7 +160,7 @@ def test_entity_search_agrees_with_brute_force(
 @pytest.mark.slow
 def test_bad_question_vectors_are_named(vectors: psycopg.Connection) -> None:
     with pytest.raises(
-        psycopg.errors.DataException, match="has 3 dimensions, but tenant 't1' embeds with use \\(512 dimensions\\)"
+        psycopg.errors.DataException, match="has 3 dimensions, but tenant 't1' embeds with e5 \\(384 dimensions\\)"
     ):
         vectors.execute("SELECT * FROM kgrag.search_chunks_vector('[1,2,3]')")
     with pytest.raises(psycopg.errors.NullValueNotAllowed, match="question vector is NULL"):
