@@ -234,6 +234,19 @@ def test_the_embeddings_endpoint_answers_like_openai(embeddings_server: str, use
     assert np.allclose(np.frombuffer(base64.b64decode(packed), dtype="<f4"), expected, atol=1e-6)
 
 
+def test_the_embeddings_endpoint_serves_e5_questions_and_passages(embeddings_server: str, e5: Embedder) -> None:
+    """A tenant of e5 (the default) embeds its questions with the server: as queries unless the
+    request says passage, in the model's own 384 dimensions, which kgrag_search takes."""
+    url = f"{embeddings_server}/v1/embeddings"
+    for extra, expected in (
+        ({}, e5.embed_queries([QUESTION])[0]),
+        ({"input_type": "passage"}, e5.embed([QUESTION])[0]),
+    ):
+        body = httpx.post(url, json={"model": "e5", "input": QUESTION, **extra}, headers=AUTH, timeout=60).json()
+        assert len(body["data"][0]["embedding"]) == 384
+        assert np.allclose(body["data"][0]["embedding"], expected, atol=1e-6)
+
+
 @pytest.mark.parametrize(
     ("payload", "headers", "status", "message"),
     [
