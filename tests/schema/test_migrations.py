@@ -461,3 +461,44 @@ def test_revision_0034_notes_the_name_key_of_the_people_stored_before(empty_dsn:
         )
         assert conn.execute(column).fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM kgrag.entity_source").fetchone() == (6,)
+
+
+def test_revision_0036_keeps_every_tenant_on_its_embedder(empty_dsn: str) -> None:
+    """Up: the default embedder becomes e5 (384), and every tenant that embedded (relying on the old
+    default, use) or recorded an embedder keeps it, with the columns' dimension; one that never
+    embedded takes the new default; down: the default is use again, the tenants' own rows stay."""
+    migrations.upgrade(empty_dsn, "0035")
+    with psycopg.connect(empty_dsn) as conn:  # the installing superuser: no tenant policy applies
+        for tenant in ("relied", "recorded", "fresh"):
+            conn.execute("INSERT INTO kgrag.document (tenant_id, doc_id, content_hash) VALUES (%s, 'a', 'h')", [tenant])
+        conn.execute(
+            "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text, content_hash,"
+            " lang, embedding) VALUES ('relied', 'a#0', 'a', 0, 0, 1, 'x', 'h', 'english', %s::vector)",
+            [str([1.0] + [0.0] * 511)],
+        )
+        conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('recorded', 'embedder', '\"hash\"')")
+    migrations.upgrade(empty_dsn, "0036")
+    mine = "SELECT tenant_id, key, value #>> '{}' FROM kgrag.settings WHERE key LIKE 'embedder%%' ORDER BY 1, 2"
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute(mine).fetchall() == [
+            ("*", "embedder", "e5"),
+            ("*", "embedder_dimension", "384"),
+            (
+                "*",
+                "embedder_floors",
+                conn.execute("SELECT value #>> '{}' FROM kgrag.settings WHERE key = 'embedder_floors'").fetchone()[0],
+            ),  # type: ignore[index]
+            ("recorded", "embedder", "hash"),
+            ("recorded", "embedder_dimension", "512"),
+            ("relied", "embedder", "use"),
+            ("relied", "embedder_dimension", "512"),
+        ]
+    migrations.downgrade(empty_dsn, "0035")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute(mine).fetchall() == [
+            ("*", "embedder", "use"),
+            ("recorded", "embedder", "hash"),
+            ("recorded", "embedder_dimension", "512"),
+            ("relied", "embedder", "use"),
+            ("relied", "embedder_dimension", "512"),
+        ]
