@@ -1482,11 +1482,15 @@ BEGIN
     GET DIAGNOSTICS chunks = ROW_COUNT;
     PERFORM kgrag_private.lock_keys('entity', ARRAY(SELECT r.ref_id FROM kgrag.reembedding AS r
                                                      WHERE r.tenant_id = t AND r.kind = 'entity'));
-    UPDATE kgrag.entity AS e SET embedding = r.embedding
+    -- an entity or report whose text changed since the check (a build beside this) has no vector
+    -- of either model after it: the next build embeds it with the new one
+    UPDATE kgrag.entity AS e
+       SET embedding = CASE WHEN md5(kgrag.embedding_text(e.name, e.description)) = r.body_hash THEN r.embedding END
       FROM kgrag.reembedding AS r
      WHERE e.tenant_id = t AND r.tenant_id = t AND r.kind = 'entity' AND r.ref_id = e.entity_id;
     GET DIAGNOSTICS entities = ROW_COUNT;
-    UPDATE kgrag.community_report AS x SET embedding = r.embedding
+    UPDATE kgrag.community_report AS x
+       SET embedding = CASE WHEN md5(kgrag.report_embedding_text(x.report)) = r.body_hash THEN r.embedding END
       FROM kgrag.reembedding AS r
      WHERE x.tenant_id = t AND r.tenant_id = t AND r.kind = 'report' AND r.ref_id = x.community_id;
     GET DIAGNOSTICS reports = ROW_COUNT;
