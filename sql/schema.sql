@@ -1416,18 +1416,12 @@ DECLARE
     t text := kgrag.current_tenant();
     n integer;
 BEGIN
-    PERFORM kgrag_private.check_reembed(embedder, COALESCE(kind, 'none'), COALESCE(dimension, 0));
-    IF ids IS NULL OR vectors IS NULL OR text_hashes IS NULL OR cardinality(ids) > 10000
-       OR cardinality(ids) <> cardinality(vectors) OR cardinality(ids) <> cardinality(text_hashes) THEN
-        RAISE EXCEPTION 'ids, vectors and text_hashes must be arrays of one length (at most 10,000), got %, % and %',
-            COALESCE(cardinality(ids)::text, 'NULL'), COALESCE(cardinality(vectors)::text, 'NULL'),
-            COALESCE(cardinality(text_hashes)::text, 'NULL')
-            USING ERRCODE = '22023';
-    END IF;
-    IF EXISTS (SELECT 1 FROM unnest(vectors) AS v WHERE v IS NULL OR vector_dims(v) <> dimension) THEN
+    PERFORM kgrag_private.check_embedder(embedder, dimension);
+    PERFORM kgrag_private.check_reembed_kind(kind);
+    PERFORM kgrag_private.check_embedding_arrays(ids, vectors, text_hashes);
+    IF EXISTS (SELECT 1 FROM unnest(vectors) AS v WHERE vector_dims(v) <> dimension) THEN
         RAISE EXCEPTION 'every vector must have the embedder''s % dimensions', dimension USING ERRCODE = '22000';
     END IF;
-    PERFORM kgrag.check_embedding(v) FROM unnest(vectors) AS v;  -- a zero vector has no direction
     -- only what still holds the text that was embedded
     INSERT INTO kgrag.reembedding AS r (tenant_id, kind, ref_id, embedder, body_hash, embedding)
     SELECT t, kind, u.id, embedder, u.h, kgrag_private.pad_vector(u.v)
@@ -1463,7 +1457,7 @@ DECLARE
     entities integer;
     reports integer;
 BEGIN
-    PERFORM kgrag_private.check_reembed(embedder, NULL, COALESCE(dimension, 0));
+    PERFORM kgrag_private.check_embedder(embedder, dimension);
     -- no ingestion batch writes vectors of the old model meanwhile (kgrag_private.ingest_apply
     -- takes this lock shared, and checks the embedder it embedded with)
     PERFORM pg_advisory_xact_lock(hashtextextended('kgrag.embedder:' || t, 0));
@@ -1518,7 +1512,8 @@ CREATE FUNCTION kgrag.reembed_todo(embedder text, kind text, after text DEFAULT 
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM kgrag_private.check_reembed(embedder, COALESCE(kind, 'none'), NULL);
+    PERFORM kgrag_private.check_embedder(embedder, kgrag.dimension());  -- the name (any dimension fits)
+    PERFORM kgrag_private.check_reembed_kind(kind);
     IF max_rows IS NULL OR max_rows NOT BETWEEN 1 AND 10000 THEN
         RAISE EXCEPTION 'max_rows must be between 1 and 10000, got %', COALESCE(max_rows::text, 'NULL')
             USING ERRCODE = '22023';
@@ -2351,18 +2346,8 @@ DECLARE
     n integer;
 BEGIN
     PERFORM kgrag_private.check_embedding_kind(kind);
-    IF ids IS NULL OR vectors IS NULL OR text_hashes IS NULL
-       OR cardinality(ids) <> cardinality(vectors) OR cardinality(ids) <> cardinality(text_hashes) THEN
-        RAISE EXCEPTION 'ids, vectors and text_hashes must be arrays of the same length, got %, % and %',
-            COALESCE(cardinality(ids)::text, 'NULL'), COALESCE(cardinality(vectors)::text, 'NULL'),
-            COALESCE(cardinality(text_hashes)::text, 'NULL')
-            USING ERRCODE = '22023';
-    END IF;
-    IF EXISTS (SELECT 1 FROM unnest(vectors) AS v WHERE v IS NULL) THEN
-        RAISE EXCEPTION 'vectors must not hold NULL' USING ERRCODE = '22004';
-    END IF;
+    PERFORM kgrag_private.check_embedding_arrays(ids, vectors, text_hashes);
     vectors := ARRAY(SELECT kgrag_private.fit_vector(v) FROM unnest(vectors) WITH ORDINALITY AS u(v, o) ORDER BY u.o);
-    PERFORM kgrag.check_embedding(v) FROM unnest(vectors) AS v;  -- a zero vector is refused, stored or not
     -- A row whose text changed since it was read (another writer) keeps no embedding of the old text.
     IF kind = 'entity' THEN
         -- the entity stripes first, in order, as an ingestion batch takes them before its row
@@ -2387,7 +2372,7 @@ ALTER FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors public.vect
 -- Name: FUNCTION store_embeddings(kind text, ids text[], vectors public.vector[], text_hashes text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors public.vector[], text_hashes text[]) IS 'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length; a vector of a model narrower than the columns is stored zero-padded (kgrag_private.fit_vector). A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag_private.lock_keys), so the two never deadlock. Returns the number of rows updated.';
+COMMENT ON FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors public.vector[], text_hashes text[]) IS 'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length (at most 10,000); a vector of a model narrower than the columns is stored zero-padded (kgrag_private.fit_vector). A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag_private.lock_keys), so the two never deadlock. Returns the number of rows updated.';
 
 --
 -- Name: tenants(); Type: FUNCTION; Schema: kgrag; Owner: kgrag_probe
@@ -2464,22 +2449,15 @@ COMMENT ON FUNCTION kgrag.trigrams(t text) IS 'Returns the sorted distinct chara
 CREATE FUNCTION kgrag.use_embedder(embedder text, dimension integer DEFAULT NULL::integer) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $_$
+    AS $$
 DECLARE
     t text := kgrag.current_tenant();
     recorded text := kgrag.setting('embedder') #>> '{}';
     d integer := kgrag.dimension();
     own integer := COALESCE((kgrag.setting('embedder_dimension') #>> '{}')::integer, d);
 BEGIN
-    IF embedder IS NULL OR embedder !~ '^[a-z][a-z0-9_-]{0,63}$' THEN
-        RAISE EXCEPTION 'embedder must be a name like use, e5, hash or openai, got %', COALESCE(quote_literal(embedder), 'NULL')
-            USING ERRCODE = '22023';
-    END IF;
     dimension := COALESCE(dimension, d);
-    IF dimension NOT BETWEEN 1 AND d THEN
-        RAISE EXCEPTION 'the embedder % makes % dimensions: this database stores at most % (installed with --dim %)',
-            embedder, dimension, d, d USING ERRCODE = '22023';
-    END IF;
+    PERFORM kgrag_private.check_embedder(embedder, dimension);
     -- Vectors of two models do not compare: once something is embedded, the choice is fixed
     -- (kgrag.reembed_switch moves a tenant to another).
     IF (recorded IS DISTINCT FROM embedder OR own <> dimension) AND (
@@ -2494,7 +2472,7 @@ BEGIN
     PERFORM kgrag_private.record_embedder(embedder, dimension);
     RETURN embedder;
 END
-$_$;
+$$;
 
 ALTER FUNCTION kgrag.use_embedder(embedder text, dimension integer) OWNER TO <owner>;
 
@@ -3043,6 +3021,65 @@ ALTER FUNCTION kgrag_private.check_batch_embedder() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.check_batch_embedder() IS 'Private. Returns nothing; waits while the current tenant moves to another embedder (kgrag.reembed_switch) and raises SQLSTATE 55000 when the batch''s vectors (the setting kgrag.batch_embedder, set by the driver) are of another embedder than the tenant''s.';
 
 --
+-- Name: check_embedder(text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.check_embedder(embedder text, dimension integer) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+BEGIN
+    IF embedder IS NULL OR embedder !~ '^[a-z][a-z0-9_-]{0,63}$' THEN
+        RAISE EXCEPTION 'embedder must be a name like use, e5, hash or openai, got %', COALESCE(quote_literal(embedder), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF dimension IS NULL OR dimension NOT BETWEEN 1 AND kgrag.dimension() THEN
+        RAISE EXCEPTION 'the embedder % makes % dimensions: this database stores at most % (installed with --dim %)',
+            embedder, COALESCE(dimension::text, 'NULL'), kgrag.dimension(), kgrag.dimension() USING ERRCODE = '22023';
+    END IF;
+END
+$_$;
+
+ALTER FUNCTION kgrag_private.check_embedder(embedder text, dimension integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION check_embedder(embedder text, dimension integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.check_embedder(embedder text, dimension integer) IS 'Private. Returns nothing; raises SQLSTATE 22023 for an embedder name that is not one (lower case letters, digits, _ and -, up to 64) or a dimension outside 1..kgrag.dimension(). What kgrag.use_embedder and the reembed functions take.';
+
+--
+-- Name: check_embedding_arrays(text[], public.vector[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.check_embedding_arrays(ids text[], vectors public.vector[], text_hashes text[]) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF ids IS NULL OR vectors IS NULL OR text_hashes IS NULL OR cardinality(ids) > 10000
+       OR cardinality(ids) <> cardinality(vectors) OR cardinality(ids) <> cardinality(text_hashes) THEN
+        RAISE EXCEPTION 'ids, vectors and text_hashes must be arrays of one length (at most 10,000), got %, % and %',
+            COALESCE(cardinality(ids)::text, 'NULL'), COALESCE(cardinality(vectors)::text, 'NULL'),
+            COALESCE(cardinality(text_hashes)::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(vectors) AS v WHERE v IS NULL) THEN
+        RAISE EXCEPTION 'vectors must not hold NULL' USING ERRCODE = '22004';
+    END IF;
+    PERFORM kgrag.check_embedding(v) FROM unnest(vectors) AS v;  -- a zero vector has no direction
+END
+$$;
+
+ALTER FUNCTION kgrag_private.check_embedding_arrays(ids text[], vectors public.vector[], text_hashes text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION check_embedding_arrays(ids text[], vectors public.vector[], text_hashes text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.check_embedding_arrays(ids text[], vectors public.vector[], text_hashes text[]) IS 'Private. Returns nothing; raises SQLSTATE 22023 unless ids, vectors and text_hashes are arrays of one length of at most 10,000, 22004 for a NULL vector, and what kgrag.check_embedding raises for a zero or NaN one. What kgrag.store_embeddings and kgrag.reembed_store take.';
+
+--
 -- Name: check_embedding_kind(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -3192,35 +3229,28 @@ ALTER FUNCTION kgrag_private.check_question_vector(q public.vector) OWNER TO <ow
 COMMENT ON FUNCTION kgrag_private.check_question_vector(q public.vector) IS 'Private. Returns nothing; raises a clear error when the question vector is NULL, its dimension is not kgrag.dimension(), or it has zero length (kgrag.check_embedding).';
 
 --
--- Name: check_reembed(text, text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: check_reembed_kind(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.check_reembed(embedder text, kind text, dimension integer) RETURNS void
-    LANGUAGE plpgsql STABLE
+CREATE FUNCTION kgrag_private.check_reembed_kind(kind text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $_$
+    AS $$
 BEGIN
-    IF embedder IS NULL OR embedder !~ '^[a-z][a-z0-9_-]{0,63}$' THEN
-        RAISE EXCEPTION 'embedder must be a name like use, e5, hash or openai, got %', COALESCE(quote_literal(embedder), 'NULL')
+    IF kind IS NULL OR kind NOT IN ('chunk', 'entity', 'report') THEN
+        RAISE EXCEPTION 'kind must be chunk, entity or report, got %', COALESCE(quote_literal(kind), 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    IF kind IS NOT NULL AND kind NOT IN ('chunk', 'entity', 'report') THEN
-        RAISE EXCEPTION 'kind must be chunk, entity or report, got %', quote_literal(kind) USING ERRCODE = '22023';
-    END IF;
-    IF dimension IS NOT NULL AND dimension NOT BETWEEN 1 AND kgrag.dimension() THEN
-        RAISE EXCEPTION 'the embedder % makes % dimensions: this database stores at most % (installed with --dim %)',
-            embedder, dimension, kgrag.dimension(), kgrag.dimension() USING ERRCODE = '22023';
-    END IF;
 END
-$_$;
+$$;
 
-ALTER FUNCTION kgrag_private.check_reembed(embedder text, kind text, dimension integer) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.check_reembed_kind(kind text) OWNER TO <owner>;
 
 --
--- Name: FUNCTION check_reembed(embedder text, kind text, dimension integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION check_reembed_kind(kind text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.check_reembed(embedder text, kind text, dimension integer) IS 'Private. Returns nothing; raises SQLSTATE 22023 for an embedder name that is not one (lower case letters, digits, _ and -), a kind other than chunk, entity or report, or a dimension outside 1..kgrag.dimension().';
+COMMENT ON FUNCTION kgrag_private.check_reembed_kind(kind text) IS 'Private. Returns nothing; raises SQLSTATE 22023 unless kind is chunk, entity or report.';
 
 --
 -- Name: check_search_input(public.vector, text, text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

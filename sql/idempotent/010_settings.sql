@@ -40,6 +40,24 @@ $$;
 COMMENT ON FUNCTION kgrag.dimension() IS
 'Returns the embedding dimension chosen at install time (every vector column is vector(dimension)).';
 
+CREATE OR REPLACE FUNCTION kgrag_private.check_embedder(embedder text, dimension integer) RETURNS void
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF embedder IS NULL OR embedder !~ '^[a-z][a-z0-9_-]{0,63}$' THEN
+        RAISE EXCEPTION 'embedder must be a name like use, e5, hash or openai, got %', COALESCE(quote_literal(embedder), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF dimension IS NULL OR dimension NOT BETWEEN 1 AND kgrag.dimension() THEN
+        RAISE EXCEPTION 'the embedder % makes % dimensions: this database stores at most % (installed with --dim %)',
+            embedder, COALESCE(dimension::text, 'NULL'), kgrag.dimension(), kgrag.dimension() USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.check_embedder(text, integer) IS
+'Private. Returns nothing; raises SQLSTATE 22023 for an embedder name that is not one (lower case letters, digits, _ and -, up to 64) or a dimension outside 1..kgrag.dimension(). What kgrag.use_embedder and the reembed functions take.';
+
 CREATE OR REPLACE FUNCTION kgrag.use_embedder(embedder text, dimension integer DEFAULT NULL) RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -50,15 +68,8 @@ DECLARE
     d integer := kgrag.dimension();
     own integer := COALESCE((kgrag.setting('embedder_dimension') #>> '{}')::integer, d);
 BEGIN
-    IF embedder IS NULL OR embedder !~ '^[a-z][a-z0-9_-]{0,63}$' THEN
-        RAISE EXCEPTION 'embedder must be a name like use, e5, hash or openai, got %', COALESCE(quote_literal(embedder), 'NULL')
-            USING ERRCODE = '22023';
-    END IF;
     dimension := COALESCE(dimension, d);
-    IF dimension NOT BETWEEN 1 AND d THEN
-        RAISE EXCEPTION 'the embedder % makes % dimensions: this database stores at most % (installed with --dim %)',
-            embedder, dimension, d, d USING ERRCODE = '22023';
-    END IF;
+    PERFORM kgrag_private.check_embedder(embedder, dimension);
     -- Vectors of two models do not compare: once something is embedded, the choice is fixed
     -- (kgrag.reembed_switch moves a tenant to another).
     IF (recorded IS DISTINCT FROM embedder OR own <> dimension) AND (

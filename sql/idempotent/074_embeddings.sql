@@ -68,6 +68,28 @@ $$;
 COMMENT ON FUNCTION kgrag.embedding_todo(text, text, integer) IS
 'Returns up to max_rows (1..10000) entities (kind ''entity'') or community reports (kind ''report'') of the current tenant that have no embedding, after the id `after` in C order: (ref_id, body = the text to embed: kgrag.embedding_text of an entity, kgrag.report_embedding_text of a report; body_hash = md5 of it, for kgrag.store_embeddings).';
 
+CREATE OR REPLACE FUNCTION kgrag_private.check_embedding_arrays(ids text[], vectors vector[], text_hashes text[])
+RETURNS void
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF ids IS NULL OR vectors IS NULL OR text_hashes IS NULL OR cardinality(ids) > 10000
+       OR cardinality(ids) <> cardinality(vectors) OR cardinality(ids) <> cardinality(text_hashes) THEN
+        RAISE EXCEPTION 'ids, vectors and text_hashes must be arrays of one length (at most 10,000), got %, % and %',
+            COALESCE(cardinality(ids)::text, 'NULL'), COALESCE(cardinality(vectors)::text, 'NULL'),
+            COALESCE(cardinality(text_hashes)::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(vectors) AS v WHERE v IS NULL) THEN
+        RAISE EXCEPTION 'vectors must not hold NULL' USING ERRCODE = '22004';
+    END IF;
+    PERFORM kgrag.check_embedding(v) FROM unnest(vectors) AS v;  -- a zero vector has no direction
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.check_embedding_arrays(text[], vector[], text[]) IS
+'Private. Returns nothing; raises SQLSTATE 22023 unless ids, vectors and text_hashes are arrays of one length of at most 10,000, 22004 for a NULL vector, and what kgrag.check_embedding raises for a zero or NaN one. What kgrag.store_embeddings and kgrag.reembed_store take.';
+
 CREATE OR REPLACE FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors vector[], text_hashes text[])
 RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -78,18 +100,8 @@ DECLARE
     n integer;
 BEGIN
     PERFORM kgrag_private.check_embedding_kind(kind);
-    IF ids IS NULL OR vectors IS NULL OR text_hashes IS NULL
-       OR cardinality(ids) <> cardinality(vectors) OR cardinality(ids) <> cardinality(text_hashes) THEN
-        RAISE EXCEPTION 'ids, vectors and text_hashes must be arrays of the same length, got %, % and %',
-            COALESCE(cardinality(ids)::text, 'NULL'), COALESCE(cardinality(vectors)::text, 'NULL'),
-            COALESCE(cardinality(text_hashes)::text, 'NULL')
-            USING ERRCODE = '22023';
-    END IF;
-    IF EXISTS (SELECT 1 FROM unnest(vectors) AS v WHERE v IS NULL) THEN
-        RAISE EXCEPTION 'vectors must not hold NULL' USING ERRCODE = '22004';
-    END IF;
+    PERFORM kgrag_private.check_embedding_arrays(ids, vectors, text_hashes);
     vectors := ARRAY(SELECT kgrag_private.fit_vector(v) FROM unnest(vectors) WITH ORDINALITY AS u(v, o) ORDER BY u.o);
-    PERFORM kgrag.check_embedding(v) FROM unnest(vectors) AS v;  -- a zero vector is refused, stored or not
     -- A row whose text changed since it was read (another writer) keeps no embedding of the old text.
     IF kind = 'entity' THEN
         -- the entity stripes first, in order, as an ingestion batch takes them before its row
@@ -108,7 +120,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.store_embeddings(text, text[], vector[], text[]) IS
-'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length; a vector of a model narrower than the columns is stored zero-padded (kgrag_private.fit_vector). A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag_private.lock_keys), so the two never deadlock. Returns the number of rows updated.';
+'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length (at most 10,000); a vector of a model narrower than the columns is stored zero-padded (kgrag_private.fit_vector). A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag_private.lock_keys), so the two never deadlock. Returns the number of rows updated.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.chunk_texts_with_vectors(content_hashes text[]) RETURNS SETOF text
 LANGUAGE plpgsql STABLE SECURITY INVOKER

@@ -4,26 +4,19 @@
 -- embedder (kgrag.reembed_switch). A run that stops keeps what it made; one that fails before the
 -- switch leaves the tenant on its embedder.
 
-CREATE OR REPLACE FUNCTION kgrag_private.check_reembed(embedder text, kind text, dimension integer) RETURNS void
-LANGUAGE plpgsql STABLE SECURITY INVOKER
+CREATE OR REPLACE FUNCTION kgrag_private.check_reembed_kind(kind text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
-    IF embedder IS NULL OR embedder !~ '^[a-z][a-z0-9_-]{0,63}$' THEN
-        RAISE EXCEPTION 'embedder must be a name like use, e5, hash or openai, got %', COALESCE(quote_literal(embedder), 'NULL')
+    IF kind IS NULL OR kind NOT IN ('chunk', 'entity', 'report') THEN
+        RAISE EXCEPTION 'kind must be chunk, entity or report, got %', COALESCE(quote_literal(kind), 'NULL')
             USING ERRCODE = '22023';
-    END IF;
-    IF kind IS NOT NULL AND kind NOT IN ('chunk', 'entity', 'report') THEN
-        RAISE EXCEPTION 'kind must be chunk, entity or report, got %', quote_literal(kind) USING ERRCODE = '22023';
-    END IF;
-    IF dimension IS NOT NULL AND dimension NOT BETWEEN 1 AND kgrag.dimension() THEN
-        RAISE EXCEPTION 'the embedder % makes % dimensions: this database stores at most % (installed with --dim %)',
-            embedder, dimension, kgrag.dimension(), kgrag.dimension() USING ERRCODE = '22023';
     END IF;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.check_reembed(text, text, integer) IS
-'Private. Returns nothing; raises SQLSTATE 22023 for an embedder name that is not one (lower case letters, digits, _ and -), a kind other than chunk, entity or report, or a dimension outside 1..kgrag.dimension().';
+COMMENT ON FUNCTION kgrag_private.check_reembed_kind(text) IS
+'Private. Returns nothing; raises SQLSTATE 22023 unless kind is chunk, entity or report.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.reembed_bodies(kind text, ids text[], after text, max_rows integer,
                                                          embedder text)
@@ -80,7 +73,8 @@ LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
-    PERFORM kgrag_private.check_reembed(embedder, COALESCE(kind, 'none'), NULL);
+    PERFORM kgrag_private.check_embedder(embedder, kgrag.dimension());  -- the name (any dimension fits)
+    PERFORM kgrag_private.check_reembed_kind(kind);
     IF max_rows IS NULL OR max_rows NOT BETWEEN 1 AND 10000 THEN
         RAISE EXCEPTION 'max_rows must be between 1 and 10000, got %', COALESCE(max_rows::text, 'NULL')
             USING ERRCODE = '22023';
@@ -102,18 +96,12 @@ DECLARE
     t text := kgrag.current_tenant();
     n integer;
 BEGIN
-    PERFORM kgrag_private.check_reembed(embedder, COALESCE(kind, 'none'), COALESCE(dimension, 0));
-    IF ids IS NULL OR vectors IS NULL OR text_hashes IS NULL OR cardinality(ids) > 10000
-       OR cardinality(ids) <> cardinality(vectors) OR cardinality(ids) <> cardinality(text_hashes) THEN
-        RAISE EXCEPTION 'ids, vectors and text_hashes must be arrays of one length (at most 10,000), got %, % and %',
-            COALESCE(cardinality(ids)::text, 'NULL'), COALESCE(cardinality(vectors)::text, 'NULL'),
-            COALESCE(cardinality(text_hashes)::text, 'NULL')
-            USING ERRCODE = '22023';
-    END IF;
-    IF EXISTS (SELECT 1 FROM unnest(vectors) AS v WHERE v IS NULL OR vector_dims(v) <> dimension) THEN
+    PERFORM kgrag_private.check_embedder(embedder, dimension);
+    PERFORM kgrag_private.check_reembed_kind(kind);
+    PERFORM kgrag_private.check_embedding_arrays(ids, vectors, text_hashes);
+    IF EXISTS (SELECT 1 FROM unnest(vectors) AS v WHERE vector_dims(v) <> dimension) THEN
         RAISE EXCEPTION 'every vector must have the embedder''s % dimensions', dimension USING ERRCODE = '22000';
     END IF;
-    PERFORM kgrag.check_embedding(v) FROM unnest(vectors) AS v;  -- a zero vector has no direction
     -- only what still holds the text that was embedded
     INSERT INTO kgrag.reembedding AS r (tenant_id, kind, ref_id, embedder, body_hash, embedding)
     SELECT t, kind, u.id, embedder, u.h, kgrag_private.pad_vector(u.v)
@@ -139,7 +127,7 @@ DECLARE
     entities integer;
     reports integer;
 BEGIN
-    PERFORM kgrag_private.check_reembed(embedder, NULL, COALESCE(dimension, 0));
+    PERFORM kgrag_private.check_embedder(embedder, dimension);
     -- no ingestion batch writes vectors of the old model meanwhile (kgrag_private.ingest_apply
     -- takes this lock shared, and checks the embedder it embedded with)
     PERFORM pg_advisory_xact_lock(hashtextextended('kgrag.embedder:' || t, 0));

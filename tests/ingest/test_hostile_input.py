@@ -202,7 +202,7 @@ def test_every_caller_is_bounded(dsn: str, record_property: Callable[[str, objec
         # null options mean the default, never "no limit"
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="out of range"), conn.transaction():
             conn.execute("""SELECT * FROM kgrag.kgrag_search(question => 'x', options => '{"seeds": 1000}')""")
-        with pytest.raises(psycopg.errors.InvalidParameterValue, match="same length"), conn.transaction():
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="arrays of one length"), conn.transaction():
             conn.execute(
                 "SELECT kgrag.store_embeddings('entity', ARRAY['a', 'b'], ARRAY[%s::vector], ARRAY['h', 'h'])",
                 ["[" + ",".join(["0.1"] * 512) + "]"],
