@@ -12,10 +12,9 @@ from typing import Any, Literal
 
 import psycopg
 
-from pgkgrag.db.connections import tenant_transaction, transaction_retry
+from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.embed.embedders import Embedder
-from pgkgrag.embed.vectors import ProgressCallback
-from pgkgrag.errors import KgragError
+from pgkgrag.embed.vectors import ProgressCallback, embed_pages
 from pgkgrag.queries import Q
 
 Kind = Literal["chunk", "entity", "report"]
@@ -34,48 +33,26 @@ def reembed(
     """Embed every chunk, entity and report of the tenant with `embedder` beside the vectors in
     use, then switch to it in one transaction. Returns what the switch reports, with `embedded`
     (how many texts this run embedded)."""
-    embedded = 0
-    for attempt in range(SWITCH_ATTEMPTS):
+    embedded, attempt = 0, 0
+    while True:
+        attempt += 1
         for kind in KINDS:
             embedded += _embed_kind(conn, tenant, embedder, kind, batch, progress)
         try:
             with tenant_transaction(conn, tenant):
                 row = conn.execute(Q["reembed_switch"], [embedder.name, embedder.dim]).fetchone()
         except psycopg.errors.ObjectNotInPrerequisiteState:
-            if attempt + 1 == SWITCH_ATTEMPTS:
+            if attempt == SWITCH_ATTEMPTS:
                 raise
             continue  # texts changed meanwhile: embed them and try again
         assert row is not None
         return {**row[0], "embedded": embedded}
-    raise KgragError("unreachable")  # pragma: no cover
 
 
 def _embed_kind(
     conn: psycopg.Connection, tenant: str, embedder: Embedder, kind: Kind, batch: int, progress: ProgressCallback | None
 ) -> int:
-    done, after = 0, None
-    while True:
-        with tenant_transaction(conn, tenant):
-            rows = conn.execute(Q["reembed_todo"], [embedder.name, kind, after, batch]).fetchall()
-        if not rows:
-            return done
-        ids, texts, hashes = (list(column) for column in zip(*rows, strict=True))
-        _store(conn, tenant, embedder, kind, ids, list(embedder.embed(texts)), hashes)
-        done += len(rows)
-        after = ids[-1]
-        if progress is not None:
-            progress(f"{kind} vectors ({embedder.name})", len(rows))
-
-
-@transaction_retry()
-def _store(
-    conn: psycopg.Connection,
-    tenant: str,
-    embedder: Embedder,
-    kind: Kind,
-    ids: list[str],
-    vectors: list[Any],
-    hashes: list[str],
-) -> None:
-    with tenant_transaction(conn, tenant):
-        conn.execute(Q["reembed_store"], [embedder.name, embedder.dim, kind, ids, vectors, hashes])
+    todo = (Q["reembed_todo"], [embedder.name, kind])
+    store = (Q["reembed_store"], [embedder.name, embedder.dim, kind])
+    label = f"{kind} vectors ({embedder.name})"
+    return embed_pages(conn, tenant, embedder, todo, store, label, batch=batch, progress=progress)

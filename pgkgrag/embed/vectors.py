@@ -44,28 +44,48 @@ def embed_pending(
     batch: int = 256,
     progress: ProgressCallback | None = None,
 ) -> int:
-    """Embed the tenant's entities or reports that have no vector, a page at a time: each page is
-    read in one transaction, embedded with none open (no lock held while the model runs) and
-    stored in another, retried on a deadlock or a serialization failure (what is stored is only
-    what still has the text that was embedded). Progress hears (f"{kind} embeddings", how many
-    were just stored). Returns how many were embedded."""
+    """Embed the tenant's entities or reports that have no vector (kgrag.embedding_todo,
+    kgrag.store_embeddings), a page at a time (embed_pages). Returns how many were embedded."""
+    todo = (Q["embedding_todo"], [kind])
+    store = (Q["store_embeddings"], [kind])
+    return embed_pages(conn, tenant, embedder, todo, store, f"{kind} embeddings", batch=batch, progress=progress)
+
+
+Call = tuple[str, list[Any]]  # a query and its leading parameters
+
+
+def embed_pages(
+    conn: psycopg.Connection,
+    tenant: str,
+    embedder: Embedder,
+    todo: Call,
+    store: Call,
+    label: str,
+    *,
+    batch: int,
+    progress: ProgressCallback | None = None,
+) -> int:
+    """Embed what SQL hands out, a page at a time: the todo query (its parameters, then the last id
+    of the page before and the page size) read in one transaction, the texts embedded with none
+    open (no lock held while the model runs), the vectors stored by the store query (its
+    parameters, then ids, vectors and text hashes) in another, retried on a deadlock or a
+    serialization failure (SQL stores only what still has the text that was embedded). Progress
+    hears (label, how many were just stored). Returns how many were embedded."""
     done, after = 0, None
     while True:
         with tenant_transaction(conn, tenant):
-            rows = conn.execute(Q["embedding_todo"], [kind, after, batch]).fetchall()
+            rows = conn.execute(todo[0], [*todo[1], after, batch]).fetchall()
         if not rows:
             return done
         ids, texts, hashes = (list(column) for column in zip(*rows, strict=True))
-        _store(conn, tenant, kind, ids, list(embedder.embed(texts)), hashes)
+        _store(conn, tenant, store[0], [*store[1], ids, list(embedder.embed(texts)), hashes])
         done += len(rows)
         after = ids[-1]
         if progress is not None:
-            progress(f"{kind} embeddings", len(rows))
+            progress(label, len(rows))
 
 
 @transaction_retry()
-def _store(
-    conn: psycopg.Connection, tenant: str, kind: Kind, ids: list[str], vectors: list[Any], hashes: list[str]
-) -> None:
+def _store(conn: psycopg.Connection, tenant: str, query: str, params: list[Any]) -> None:
     with tenant_transaction(conn, tenant):
-        conn.execute(Q["store_embeddings"], [kind, ids, vectors, hashes])
+        conn.execute(query, params)
