@@ -26,6 +26,19 @@ SET ROLE {role};
 -- The tenant of this transaction, checked against the session's grants and sealed to it.
 SELECT kgrag.use_tenant(%s);
 
+-- name: use_key
+-- The tenant of a transaction, from an API key (pgkgrag serve): the database checks the key.
+SELECT kgrag.use_key(%s, %s);
+
+-- name: create_key
+SELECT kgrag.create_key(%s, %s, %s);
+
+-- name: list_keys
+SELECT name, tenants, role, created_at, revoked_at FROM kgrag.list_keys();
+
+-- name: revoke_key
+SELECT kgrag.revoke_key(%s);
+
 -- name: current_tenant_setting
 -- The tenant the caller's transaction has set, if any.
 SELECT pg_catalog.current_setting('kgrag.tenant', true);
@@ -240,6 +253,11 @@ ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value;
 -- ---------------------------------------------------------------------------------------------
 -- embeddings (pgkgrag.embed.vectors)
 -- ---------------------------------------------------------------------------------------------
+
+-- name: columns_dimension
+-- The dimension of the vector columns, from the catalog: needs no tenant (kgrag.dimension() does).
+SELECT a.atttypmod FROM pg_catalog.pg_attribute AS a
+ WHERE a.attrelid = 'kgrag.chunk'::regclass AND a.attname = 'embedding';
 
 -- name: tenant_embedder
 -- The dimension of every vector column and the embedder of the tenant's vectors.

@@ -472,6 +472,50 @@ ALTER FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text
 COMMENT ON FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text) IS 'Records that a stated relation (src and dst by id, name or alias; rel whatever its case) is of another type (new_rel: "WORKS_AT" where the extractor said "MANAGES"), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it build the relation decided from the stated one''s evidence (its quotes, confidence and dates) and not the stated one, until a later decision on it (kgrag.approve, kgrag.reject_relation) replaces this one. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated, or a new type that is empty, the same, CO_OCCURS or longer than max_alias_chars.';
 
 --
+-- Name: create_key(text, text[], text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.create_key(name text, tenants text[], role text DEFAULT 'reader'::text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    key text := 'kgk_' || replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '');
+BEGIN
+    IF name IS NULL OR name !~ '^[a-z0-9][a-z0-9_.-]{0,62}$' THEN
+        RAISE EXCEPTION 'a key name is 1-63 lower-case letters, digits or _.- (starting with a letter or digit), got %',
+            COALESCE(quote_literal(name), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF tenants IS NULL OR cardinality(tenants) NOT BETWEEN 1 AND 100
+       OR EXISTS (SELECT 1 FROM unnest(tenants) AS t(x)
+                   WHERE x IS NULL OR x = '*' OR NOT kgrag_private.is_tenant_name(x)) THEN
+        RAISE EXCEPTION 'a key acts for 1 to 100 tenants, each named as kgrag.use_tenant takes it (not ''*''), got %',
+            COALESCE(quote_literal(tenants::text), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF role IS NULL OR role NOT IN ('reader', 'writer') THEN
+        RAISE EXCEPTION 'a key''s role is reader or writer, got %', COALESCE(quote_literal(role), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT 1 FROM kgrag_private.api_key AS k WHERE k.name = create_key.name) THEN
+        RAISE EXCEPTION 'a key named % exists (revoked or not): choose another name', quote_literal(name)
+            USING ERRCODE = '23505';
+    END IF;
+    INSERT INTO kgrag_private.api_key (name, key_hash, tenants, role)
+    SELECT create_key.name, encode(sha256(convert_to(key, 'UTF8')), 'hex'),
+           ARRAY(SELECT DISTINCT x FROM unnest(tenants) AS t(x) ORDER BY x), create_key.role;
+    RETURN key;
+END
+$_$;
+
+ALTER FUNCTION kgrag.create_key(name text, tenants text[], role text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION create_key(name text, tenants text[], role text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.create_key(name text, tenants text[], role text) IS 'Makes an API key and returns it (kgk_ and 64 hex digits, 244 random bits): shown this once, the database keeps its sha256 only. The key acts for the tenants listed (1 to 100, never ''*'') as a reader (default) or a writer, through kgrag.use_key. For the schema owner (pgkgrag keys create).';
+
+--
 -- Name: current_tenant(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -1010,7 +1054,7 @@ BEGIN
         rows_out := counted.result;
     END IF;
     why := kgrag_private.log_search_result(question, question_vec, decided.route, why, decided.seeds,
-                                           cardinality(rows_out), started, ran.over_budget IS NOT NULL, opts);
+                                           rows_out, started, ran.over_budget IS NOT NULL, opts);
     PERFORM set_config('kgrag.last_route', decided.route, true);
     PERFORM set_config('kgrag.last_reason', why, true);
     PERFORM set_config('kgrag.last_reports', ARRAY(SELECT x.ref_id FROM unnest(rows_out) AS x WHERE x.kind = 'community')::text, true);
@@ -1154,6 +1198,25 @@ ALTER FUNCTION kgrag.link_entities(question text, min_ratio double precision, mi
 --
 
 COMMENT ON FUNCTION kgrag.link_entities(question text, min_ratio double precision, min_trigram double precision, include_isolated boolean) IS 'Returns the entities a question names, best first: (entity_id, score, tier). Tiers, strictest first: exact (the whole question is an alias, 10), phrase (a span of 2 to 12 words is an alias, 9), squashed (a span written without spaces, without stop words or with sorted words equals a squashed alias, 8), token (one word is an alias, 7; a capitalized one-word name only where the question capitalizes that word, unless it capitalizes none, and a name so refused is not matched by the weak tiers from that word either), contains (a squashed span holds an alias or is held by one, length ratio >= min_ratio, 3 x ratio), trigram (typos: trigram similarity >= min_trigram, 3 x similarity). A whole-name match inside a longer one of another entity is left out (the longest match wins: "Federation" inside "Thumb Wrestling Federation"). Entities of degree 0 are left out (they cannot seed a traversal) unless include_isolated.';
+
+--
+-- Name: list_keys(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.list_keys() RETURNS TABLE(name text, tenants text[], role text, created_at timestamp with time zone, revoked_at timestamp with time zone)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT k.name, k.tenants, k.role, k.created_at, k.revoked_at FROM kgrag_private.api_key AS k ORDER BY k.name
+$$;
+
+ALTER FUNCTION kgrag.list_keys() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION list_keys(); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.list_keys() IS 'Returns every API key by name: (name, tenants, role, created_at, revoked_at), never the key. For the schema owner (pgkgrag keys list).';
 
 --
 -- Name: log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision); Type: FUNCTION; Schema: kgrag; Owner: kgrag_logger
@@ -1888,6 +1951,31 @@ ALTER FUNCTION kgrag.resolve_entities(names text[]) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag.resolve_entities(names text[]) IS 'Returns the entity ids of up to 100 entities given by id, name or alias (a name or alias matches whatever the case and the accents), in the order given, once each. A name no entity has, or one that several entities have (the error lists them), raises SQLSTATE 22023. What kgrag.k_hop, kgrag.fanout, kgrag.neighbourhood and the search option seed_entities accept.';
 
 --
+-- Name: revoke_key(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.revoke_key(name text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM kgrag_private.api_key AS k WHERE k.name = revoke_key.name) THEN
+        RAISE EXCEPTION 'there is no key named %', COALESCE(quote_literal(name), 'NULL') USING ERRCODE = '42704';
+    END IF;
+    UPDATE kgrag_private.api_key AS k SET revoked_at = now() WHERE k.name = revoke_key.name AND k.revoked_at IS NULL;
+    RETURN FOUND;
+END
+$$;
+
+ALTER FUNCTION kgrag.revoke_key(name text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION revoke_key(name text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.revoke_key(name text) IS 'Revokes an API key: from the next transaction on, kgrag.use_key refuses it (28P01). Returns false when it was revoked already; raises 42704 for a name no key has. The row stays, so the name is not given again. For the schema owner (pgkgrag keys revoke).';
+
+--
 -- Name: revoke_tenant(text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -2483,6 +2571,37 @@ ALTER FUNCTION kgrag.use_embedder(embedder text, dimension integer) OWNER TO <ow
 COMMENT ON FUNCTION kgrag.use_embedder(embedder text, dimension integer) IS 'Records the embedder of the current tenant''s vectors and the dimension of its vectors (default kgrag.dimension(); a narrower one is stored zero-padded, kgrag_private.fit_vector) and returns it. A tenant keeps the embedder it started with: once any of its chunks or entities is embedded, naming another raises SQLSTATE 55000 with the one to use (pgkgrag reembed moves it: kgrag.reembed_switch). Read it back with kgrag.setting(''embedder'') and kgrag.setting(''embedder_dimension'') (default: the ''*'' row, and kgrag.dimension()).';
 
 --
+-- Name: use_key(text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.use_key(key text, tenant text DEFAULT NULL::text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    checked record;
+BEGIN
+    SELECT * INTO checked FROM kgrag_private.check_key(key, tenant, current_user);
+    -- SET LOCAL, as kgrag.use_tenant: on a Citus cluster the settings reach the workers, which check the seal
+    IF to_regprocedure('pg_catalog.citus_backend_gpid()') IS NOT NULL THEN
+        PERFORM set_config('citus.propagate_set_commands', 'local', true);
+    END IF;
+    EXECUTE format('SET LOCAL kgrag.tenant_seal TO %L', kgrag_private.tenant_seal(checked.key_tenant));
+    EXECUTE format('SET LOCAL kgrag.key_role TO %L', checked.key_role);
+    EXECUTE format('SET LOCAL kgrag.key_seal TO %L', checked.key_seal);
+    RETURN kgrag.use_tenant(checked.key_tenant);
+END
+$$;
+
+ALTER FUNCTION kgrag.use_key(key text, tenant text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION use_key(key text, tenant text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.use_key(key text, tenant text) IS 'Names the tenant of the current transaction from an API key (kgrag.create_key) and returns it, as kgrag.use_tenant does for a role''s grant: the key''s only tenant, or the one named, which the key must list. The session acts for that tenant in this transaction only, whatever its login role''s grants; a reader key needs a role that may not write (SET ROLE kgrag_reader). Raises 28P01 for an unknown or revoked key, 42501 for a tenant or role the key does not allow, 22023 for a key of several tenants with none named. pgkgrag serve calls it for every request.';
+
+--
 -- Name: use_tenant(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -2560,7 +2679,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0036'::text$$;
+    AS $$SELECT '0037'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -3126,6 +3245,55 @@ ALTER FUNCTION kgrag_private.check_k(k integer) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.check_k(k integer) IS 'Private. Returns nothing; raises SQLSTATE 22023 unless 1 <= k <= 1000.';
+
+--
+-- Name: check_key(text, text, name); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.check_key(key text, tenant text, acting name) RETURNS TABLE(key_tenant text, key_role text, key_seal text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    k record;
+BEGIN
+    IF key IS NULL OR pg_catalog.length(key) > 200 THEN
+        k := NULL;
+    ELSE
+        SELECT a.name, a.tenants, a.role INTO k FROM kgrag_private.api_key AS a
+         WHERE a.key_hash = pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')), 'hex')
+           AND a.revoked_at IS NULL;
+    END IF;
+    IF k.name IS NULL THEN
+        RAISE EXCEPTION 'the API key is not valid (unknown or revoked)' USING ERRCODE = '28P01';
+    END IF;
+    key_tenant := COALESCE(tenant, CASE WHEN pg_catalog.cardinality(k.tenants) = 1 THEN k.tenants[1] END);
+    IF key_tenant IS NULL THEN
+        RAISE EXCEPTION 'the key % acts for % tenants: name one', k.name, pg_catalog.cardinality(k.tenants)
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT key_tenant = ANY (k.tenants) THEN
+        RAISE EXCEPTION 'the key % may not act for tenant %', k.name, pg_catalog.quote_literal(key_tenant)
+            USING ERRCODE = '42501';
+    END IF;
+    key_role := k.role;
+    IF key_role = 'reader' AND (pg_catalog.pg_has_role(acting, 'kgrag_writer', 'USAGE')
+                                OR pg_catalog.pg_has_role(acting, 'kgrag_curator', 'USAGE')) THEN
+        RAISE EXCEPTION 'the key % is a reader''s, and role % may write', k.name, acting
+            USING ERRCODE = '42501', HINT = 'Act as kgrag_reader first: SET ROLE kgrag_reader;';
+    END IF;
+    key_seal := kgrag_private.key_mac(key_tenant, kgrag_private.tenant_seal(key_tenant), key_role);
+    RETURN NEXT;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.check_key(key text, tenant text, acting name) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION check_key(key text, tenant text, acting name); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) IS 'Private. Returns (key_tenant, key_role, key_seal) for an API key that is not revoked and may act for the tenant (NULL: its only tenant) with the role acting (a reader key: a role that may not write); raises 28P01 for a key that is not valid, 42501 for a tenant or role it may not act for, 22023 when it has several tenants and none was named. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.api_key and the seal''s secret; it returns the seal of this transaction only. kgrag.use_key calls it.';
 
 --
 -- Name: check_pagerank_args(double precision, integer, integer, text[], double precision[], text[], double precision[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4730,6 +4898,59 @@ ALTER FUNCTION kgrag_private.is_tenant_name(tenant text) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.is_tenant_name(tenant text) IS 'Private. Returns whether a text may name a tenant: 1-128 letters, digits or _.:@-, starting with a letter or digit, or ''*'' (the defaults tenant); NULL for NULL. kgrag.use_tenant and kgrag.grant_tenant refuse any other name.';
 
 --
+-- Name: key_mac(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.key_mac(tenant text, seal text, key_role text) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- the secret on both sides of the message: SHA-256 alone would let a message be extended
+    SELECT pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(
+        k.secret || '/' || tenant || '/' || seal || '/' || key_role || '/' || k.secret, 'UTF8')), 'hex')
+      FROM kgrag_private.key_secret AS k
+$$;
+
+ALTER FUNCTION kgrag_private.key_mac(tenant text, seal text, key_role text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION key_mac(tenant text, seal text, key_role text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.key_mac(tenant text, seal text, key_role text) IS 'Private. Returns the seal of an API key checked for a tenant in a transaction (its tenant seal, kgrag_private.tenant_seal) with a role: sha256 of the secret of kgrag_private.key_secret around them. Only the schema owner may call it (through kgrag.use_key and kgrag_private.key_sealed).';
+
+--
+-- Name: key_sealed(text, name); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.key_sealed(tenant text, acting name) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    seal text := pg_catalog.current_setting('kgrag.tenant_seal', true);
+    key_role text := pg_catalog.current_setting('kgrag.key_role', true);
+BEGIN
+    IF seal IS NULL OR key_role IS NULL OR NOT kgrag_private.sealed(tenant, seal)
+       OR pg_catalog.current_setting('kgrag.key_seal', true) IS DISTINCT FROM kgrag_private.key_mac(tenant, seal, key_role) THEN
+        RETURN false;
+    END IF;
+    -- a reader key reads: the role acting may not write (SET ROLE kgrag_reader)
+    RETURN key_role = 'writer'
+        OR NOT (pg_catalog.pg_has_role(acting, 'kgrag_writer', 'USAGE')
+                OR pg_catalog.pg_has_role(acting, 'kgrag_curator', 'USAGE'));
+END
+$$;
+
+ALTER FUNCTION kgrag_private.key_sealed(tenant text, acting name) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION key_sealed(tenant text, acting name); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) IS 'Private. Returns whether an API key was checked for the tenant in this transaction (kgrag.use_key left kgrag.key_seal and kgrag.key_role, sealed with the secret of kgrag_private.key_secret, which no caller reads) and, for a reader key, the role acting (current_user) may not write. SECURITY DEFINER, owned by the schema owner, because it reads the secret; it returns a boolean and nothing of the secret. kgrag_private.may_use_tenant calls it.';
+
+--
 -- Name: known_names(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5010,7 +5231,9 @@ CREATE FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) RETU
     SELECT kgrag_private.log_search(entry ->> 'hash', entry ->> 'route', entry ->> 'reason',
                              ARRAY(SELECT jsonb_array_elements_text(COALESCE(entry -> 'seeds', '[]'))),
                              (entry ->> 'paths')::integer, (entry ->> 'rows')::integer, (entry ->> 'ms')::float8,
-                             (entry ->> 'fallback')::boolean, entry ->> 'question', context_chars)
+                             (entry ->> 'fallback')::boolean, entry ->> 'question', context_chars,
+                             ARRAY(SELECT jsonb_array_elements_text(COALESCE(entry -> 'chunks', '[]'))),
+                             entry ->> 'embedder', entry ->> 'revision')
 $$;
 
 ALTER FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) OWNER TO <owner>;
@@ -5019,13 +5242,13 @@ ALTER FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) OWNER
 -- Name: FUNCTION log_entry(entry jsonb, context_chars integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) IS 'Private. Writes a query log row from the entry kgrag_search made (jsonb: hash, route, reason, seeds, paths, rows, ms, fallback, question) and the characters kgrag.context_blocks packed (NULL for a search alone), through kgrag_private.log_search.';
+COMMENT ON FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) IS 'Private. Writes a query log row from the entry kgrag_search made (jsonb: hash, route, reason, seeds, paths, rows, ms, fallback, question, chunks, embedder, revision) and the characters kgrag.context_blocks packed (NULL for a search alone), through kgrag_private.log_search.';
 
 --
--- Name: log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-CREATE FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer) RETURNS void
+CREATE FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -5033,31 +5256,34 @@ DECLARE
     -- computed first: Citus takes no subquery inside INSERT ... VALUES
     kept_seeds text[] := ARRAY(SELECT left(u.s, 200) FROM unnest(COALESCE(seeds, '{}'::text[])) WITH ORDINALITY AS u(s, o)
                                 ORDER BY u.o LIMIT 100);
+    kept_chunks text[] := ARRAY(SELECT left(u.c, 200) FROM unnest(COALESCE(chunk_ids, '{}'::text[])) WITH ORDINALITY AS u(c, o)
+                                 ORDER BY u.o LIMIT 1000);
 BEGIN
     IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
         RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
     END IF;
     INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms,
-                                 fallback, question, context_chars)
+                                 fallback, question, context_chars, chunk_ids, embedder, schema_revision)
     VALUES (kgrag.current_tenant(), left(COALESCE(question_hash, ''), 64), route, left(COALESCE(reason, ''), 4000),
             kept_seeds, greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0),
-            COALESCE(fallback, false), left(question, 2000), CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END);
+            COALESCE(fallback, false), left(question, 2000), CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END,
+            kept_chunks, left(embedder, 64), left(schema_revision, 16));
 END
 $$;
 
-ALTER FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) OWNER TO kgrag_logger;
 
 --
--- Name: FUNCTION log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-COMMENT ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer) IS 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, question 2,000: the caller passes it only where the setting log_question_text allows), the time and log_id set by the database. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+COMMENT ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) IS 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000: the caller passes it only where the setting log_question_text allows), the time and log_id set by the database. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
 
 --
--- Name: log_search_result(text, public.vector, text, text, text[], integer, timestamp with time zone, boolean, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: log_search_result(text, public.vector, text, text, text[], kgrag.search_row[], timestamp with time zone, boolean, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.log_search_result(question text, question_vec public.vector, route text, reason text, seeds text[], returned integer, started timestamp with time zone, fallback boolean, opts jsonb) RETURNS text
+CREATE FUNCTION kgrag_private.log_search_result(question text, question_vec public.vector, route text, reason text, seeds text[], returned kgrag.search_row[], started timestamp with time zone, fallback boolean, opts jsonb) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -5074,8 +5300,10 @@ BEGIN
         'hash', md5(COALESCE(question, question_vec::text)), 'route', route, 'reason', reason,
         'seeds', to_jsonb(seeds),
         'paths', COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
-        'rows', returned, 'ms', extract(epoch FROM clock_timestamp() - started) * 1000,
+        'rows', cardinality(returned), 'ms', extract(epoch FROM clock_timestamp() - started) * 1000,
         'fallback', fallback,
+        'chunks', to_jsonb(ARRAY(SELECT x.ref_id FROM unnest(returned) AS x WHERE x.kind = 'chunk')),
+        'embedder', kgrag.setting('embedder') #>> '{}', 'revision', kgrag.version(),
         'question', CASE WHEN (kgrag.setting('log_question_text') #>> '{}')::boolean THEN question END);
     IF current_setting('kgrag.defer_log', true) = 'on' THEN
         PERFORM set_config('kgrag.deferred_log', entry::text, true);  -- kgrag.context_blocks logs it
@@ -5086,13 +5314,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.log_search_result(question text, question_vec public.vector, route text, reason text, seeds text[], returned integer, started timestamp with time zone, fallback boolean, opts jsonb) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.log_search_result(question text, question_vec public.vector, route text, reason text, seeds text[], returned kgrag.search_row[], started timestamp with time zone, fallback boolean, opts jsonb) OWNER TO <owner>;
 
 --
--- Name: FUNCTION log_search_result(question text, question_vec public.vector, route text, reason text, seeds text[], returned integer, started timestamp with time zone, fallback boolean, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION log_search_result(question text, question_vec public.vector, route text, reason text, seeds text[], returned kgrag.search_row[], started timestamp with time zone, fallback boolean, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.log_search_result(question text, question_vec public.vector, route text, reason text, seeds text[], returned integer, started timestamp with time zone, fallback boolean, opts jsonb) IS 'Private. Logs a search in kgrag.query_log where the option log says so (the question text only where the setting log_question_text allows; inside kgrag.context_blocks, the entry is left for it to log with the characters it packed) and returns the reason, which says so when a read-only transaction (a hot standby) cannot log.';
+COMMENT ON FUNCTION kgrag_private.log_search_result(question text, question_vec public.vector, route text, reason text, seeds text[], returned kgrag.search_row[], started timestamp with time zone, fallback boolean, opts jsonb) IS 'Private. Logs a search in kgrag.query_log where the option log says so (the chunks returned, the tenant''s embedder and the schema revision, so that a past answer can be explained; the question text only where the setting log_question_text allows; inside kgrag.context_blocks, the entry is left for it to log with the characters it packed) and returns the reason, which says so when a read-only transaction (a hot standby) cannot log.';
 
 --
 -- Name: matching_rules(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5150,8 +5378,14 @@ BEGIN
     -- Role lookups only, no query: this runs once per statement that reads a kgrag table.
     one := pg_catalog.to_regrole(kgrag_private.tenant_role(tenant));
     every := pg_catalog.to_regrole(kgrag_private.tenant_role('*'));
-    RETURN (one IS NOT NULL AND pg_catalog.pg_has_role(session_user, one, 'MEMBER'))
-        OR (every IS NOT NULL AND pg_catalog.pg_has_role(session_user, every, 'MEMBER'));
+    IF (one IS NOT NULL AND pg_catalog.pg_has_role(session_user, one, 'MEMBER'))
+        OR (every IS NOT NULL AND pg_catalog.pg_has_role(session_user, every, 'MEMBER')) THEN
+        RETURN true;
+    END IF;
+    -- An API key checked for this tenant in this transaction (kgrag.use_key): the service's role
+    -- holds no tenant grant of its own.
+    RETURN COALESCE(pg_catalog.current_setting('kgrag.key_seal', true), '') <> ''
+       AND kgrag_private.key_sealed(tenant, current_user);
 END
 $$;
 
@@ -5161,7 +5395,7 @@ ALTER FUNCTION kgrag_private.may_use_tenant(tenant text) OWNER TO <owner>;
 -- Name: FUNCTION may_use_tenant(tenant text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.may_use_tenant(tenant text) IS 'Private. Returns whether the session''s login role may act for the tenant: it owns the schema (CREATE on it), or it is a member of the tenant''s role or of the every-tenant role (kgrag.grant_tenant); on a Citus worker serving another node, also the owners of the SECURITY DEFINER helpers, as which that node logs in there.';
+COMMENT ON FUNCTION kgrag_private.may_use_tenant(tenant text) IS 'Private. Returns whether the session''s login role may act for the tenant: it owns the schema (CREATE on it), or it is a member of the tenant''s role or of the every-tenant role (kgrag.grant_tenant), or an API key was checked for the tenant in this transaction (kgrag.use_key, kgrag_private.key_sealed); on a Citus worker serving another node, also the owners of the SECURITY DEFINER helpers, as which that node logs in there.';
 
 --
 -- Name: named_by(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -9161,7 +9395,10 @@ CREATE TABLE kgrag.query_log (
     log_id uuid DEFAULT gen_random_uuid() NOT NULL,
     fallback boolean DEFAULT false NOT NULL,
     question text,
-    context_chars integer
+    context_chars integer,
+    chunk_ids text[] DEFAULT '{}'::text[] NOT NULL,
+    embedder text,
+    schema_revision text
 );
 ALTER TABLE ONLY kgrag.query_log ALTER COLUMN tenant_id SET STATISTICS 1;
 
@@ -9478,6 +9715,50 @@ ALTER VIEW kgrag.staleness OWNER TO <owner>;
 COMMENT ON VIEW kgrag.staleness IS 'What is stale in the current tenant, one row per kind, with how many and the command that fixes it: stale communities, connected entities in no community (an ingest without a build), stale reports (never served), stale answers, entities and reports without an embedding, reports written before one of their relations expired or began to hold (time passed: the next build writes them again). All zero after pgkgrag build.';
 
 --
+-- Name: api_key; Type: TABLE; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE TABLE kgrag_private.api_key (
+    name text NOT NULL,
+    key_hash text NOT NULL,
+    tenants text[] NOT NULL,
+    role text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    revoked_at timestamp with time zone,
+    CONSTRAINT api_key_key_hash_check CHECK ((key_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT api_key_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9_.-]{0,62}$'::text)),
+    CONSTRAINT api_key_role_check CHECK ((role = ANY (ARRAY['reader'::text, 'writer'::text]))),
+    CONSTRAINT api_key_tenants_check CHECK (((cardinality(tenants) >= 1) AND (cardinality(tenants) <= 100)))
+);
+
+ALTER TABLE kgrag_private.api_key OWNER TO <owner>;
+
+--
+-- Name: TABLE api_key; Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag_private.api_key IS 'The API keys of pgkgrag serve (kgrag.create_key): the sha256 of each key, never the key, the tenants it may act for and its role. The schema owner''s alone.';
+
+--
+-- Name: key_secret; Type: TABLE; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE TABLE kgrag_private.key_secret (
+    one boolean DEFAULT true NOT NULL,
+    secret text NOT NULL,
+    CONSTRAINT key_secret_one_check CHECK (one),
+    CONSTRAINT key_secret_secret_check CHECK ((length(secret) >= 64))
+);
+
+ALTER TABLE kgrag_private.key_secret OWNER TO <owner>;
+
+--
+-- Name: TABLE key_secret; Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag_private.key_secret IS 'The secret with which kgrag.use_key seals the tenant a key was checked for (kgrag_private.key_sealed). The schema owner''s alone.';
+
+--
 -- Name: alias alias_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
 --
 
@@ -9686,6 +9967,27 @@ ALTER TABLE ONLY kgrag.set_aside
 
 ALTER TABLE ONLY kgrag.settings
     ADD CONSTRAINT settings_pkey PRIMARY KEY (tenant_id, key);
+
+--
+-- Name: api_key api_key_key_hash_key; Type: CONSTRAINT; Schema: kgrag_private; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag_private.api_key
+    ADD CONSTRAINT api_key_key_hash_key UNIQUE (key_hash);
+
+--
+-- Name: api_key api_key_pkey; Type: CONSTRAINT; Schema: kgrag_private; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag_private.api_key
+    ADD CONSTRAINT api_key_pkey PRIMARY KEY (name);
+
+--
+-- Name: key_secret key_secret_pkey; Type: CONSTRAINT; Schema: kgrag_private; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag_private.key_secret
+    ADD CONSTRAINT key_secret_pkey PRIMARY KEY (one);
 
 --
 -- Name: alias_fold_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
@@ -10342,6 +10644,12 @@ GRANT USAGE ON SCHEMA kgrag TO kgrag_curator;
 GRANT USAGE ON SCHEMA kgrag_private TO PUBLIC;
 
 --
+-- Name: FUNCTION create_key(name text, tenants text[], role text); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.create_key(name text, tenants text[], role text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION distribute(dry_run boolean); Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
@@ -10354,12 +10662,24 @@ REVOKE ALL ON FUNCTION kgrag.distribute(dry_run boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION kgrag.grant_tenant(role_name text, tenant text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION list_keys(); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.list_keys() FROM PUBLIC;
+
+--
 -- Name: FUNCTION log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision); Type: ACL; Schema: kgrag; Owner: kgrag_logger
 --
 
 REVOKE ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_writer;
+
+--
+-- Name: FUNCTION revoke_key(name text); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.revoke_key(name text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION revoke_tenant(role_name text, tenant text); Type: ACL; Schema: kgrag; Owner: <owner>
@@ -10374,6 +10694,24 @@ REVOKE ALL ON FUNCTION kgrag.revoke_tenant(role_name text, tenant text) FROM PUB
 REVOKE ALL ON FUNCTION kgrag.tenants() FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag.tenants() TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag.tenants() TO kgrag_writer;
+
+--
+-- Name: FUNCTION use_key(key text, tenant text); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.use_key(key text, tenant text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.use_key(key text, tenant text) TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag.use_key(key text, tenant text) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag.use_key(key text, tenant text) TO kgrag_curator;
+
+--
+-- Name: FUNCTION check_key(key text, tenant text, acting name); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) TO kgrag_curator;
 
 --
 -- Name: FUNCTION fts_probe(query tsquery, config regconfig, lim integer); Type: ACL; Schema: kgrag_private; Owner: kgrag_probe
@@ -10392,12 +10730,29 @@ GRANT ALL ON FUNCTION kgrag_private.fuzzy_aliases(form text, min_trigram double 
 GRANT ALL ON FUNCTION kgrag_private.fuzzy_aliases(form text, min_trigram double precision, min_ratio double precision, most integer, common text[], frequency real[]) TO kgrag_writer;
 
 --
--- Name: FUNCTION log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION key_mac(tenant text, seal text, key_role text); Type: ACL; Schema: kgrag_private; Owner: <owner>
 --
 
-REVOKE ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer) TO kgrag_reader;
-GRANT ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer) TO kgrag_writer;
+REVOKE ALL ON FUNCTION kgrag_private.key_mac(tenant text, seal text, key_role text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION key_sealed(tenant text, acting name); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgrag_curator;
+GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgrag_probe;
+GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgrag_logger;
+
+--
+-- Name: FUNCTION log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) TO kgrag_writer;
 
 --
 -- Name: TABLE alias; Type: ACL; Schema: kgrag; Owner: <owner>

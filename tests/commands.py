@@ -57,12 +57,12 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serving(dsn: str, **settings: str) -> Iterator[str]:
-    """`pgkgrag serve` as a user starts it (settings: extra environment variables); yields its base
-    URL once /healthz answers, and stops it after."""
+def serving(dsn: str, *options: str, **settings: str) -> Iterator[str]:
+    """`pgkgrag serve OPTIONS` as a user starts it (settings: extra environment variables); yields
+    its base URL once /healthz answers, and stops it after."""
     port = _free_port()
     proc = subprocess.Popen(
-        [PGKGRAG, "serve", "--port", str(port)],
+        [PGKGRAG, "serve", "--port", str(port), *options],
         env=command_env(dsn, **settings),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from pgkgrag.cli import db, demo, graph, ingest, search, serve
+from pgkgrag.cli import db, demo, graph, ingest, keys, search, serve
 
 
 @click.group()
@@ -14,6 +14,7 @@ def main() -> None:
 
 
 main.add_command(db.db)
+main.add_command(keys.keys_group)
 for command in (
     ingest.ingest,
     ingest.build_command,
@@ -28,6 +29,7 @@ for command in (
     graph.status_command,
     graph.tenants_command,
     serve.serve_command,
+    serve.mcp_command,
     demo.demo_command,
 ):
     main.add_command(command)

@@ -1,12 +1,10 @@
-"""pgkgrag serve: the HTTP service."""
+"""pgkgrag serve: the HTTP and MCP service; pgkgrag mcp: the MCP tools over stdio for one tenant."""
 
 from __future__ import annotations
 
 import click
 
-from pgkgrag.cli.common import (
-    friendly_errors,
-)
+from pgkgrag.cli.common import friendly_errors
 from pgkgrag.config import Config
 from pgkgrag.db.connections import ensure_server
 
@@ -17,15 +15,64 @@ from pgkgrag.db.connections import ensure_server
 )
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
 @click.option(
-    "--token",
-    envvar="KGRAG_SERVE_TOKEN",
+    "--key-rate", default="120/minute", show_default=True, help="Requests per API key (N/second|minute|hour)."
+)
+@click.option("--tenant-rate", default="600/minute", show_default=True, help="Requests per tenant, all its keys.")
+@click.option(
+    "--answers-per-tenant", type=click.IntRange(1, 64), default=2, show_default=True, help="LLM answers in progress."
+)
+@click.option(
+    "--timeout", type=click.FloatRange(0.1, 600), default=30.0, show_default=True, help="Seconds per call (then 408)."
+)
+@click.option("--connections", type=click.IntRange(1, 64), default=4, show_default=True, help="Database connections.")
+@click.option(
+    "--max-body",
+    type=click.IntRange(1024, 256 * 1024 * 1024),
+    default=4 * 1024 * 1024,
+    show_default=True,
+    help="Largest request body in bytes (then 413).",
+)
+@click.option(
+    "--traces",
+    type=click.Choice(["console", "otlp"]),
     default=None,
-    help="Bearer token every request must carry (default: KGRAG_SERVE_TOKEN; none: no token asked).",
+    help="Send OpenTelemetry spans to stdout or over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT); default: none.",
 )
 @friendly_errors
-def serve_command(host: str, port: int, token: str | None) -> None:
-    """Serve the tenants' embedders as an OpenAI-compatible POST /v1/embeddings (and GET /healthz),
-    so a client in any language embeds its question with the model of the documents."""
+def serve_command(
+    host: str,
+    port: int,
+    key_rate: str,
+    tenant_rate: str,
+    answers_per_tenant: int,
+    timeout: float,
+    connections: int,
+    max_body: int,
+    traces: str | None,
+) -> None:
+    """Serve search, context, answers and the graph over HTTP (/v1/...) and MCP (/mcp) for the
+    holders of API keys (pgkgrag keys create), and the tenants' embedders as an OpenAI-compatible
+    POST /v1/embeddings; GET /healthz and GET /metrics (Prometheus) need no key."""
     from pgkgrag.serve.app import serve
+    from pgkgrag.serve.service import Limits, check_rate
 
-    serve(ensure_server(Config.from_env()), host, port, token)
+    limits = Limits(
+        key_rate=check_rate(key_rate, "--key-rate"),
+        tenant_rate=check_rate(tenant_rate, "--tenant-rate"),
+        answers_per_tenant=answers_per_tenant,
+        timeout_s=timeout,
+        connections=connections,
+        max_body_bytes=max_body,
+    )
+    serve(ensure_server(Config.from_env()), host, port, limits, traces)
+
+
+@click.command(name="mcp")
+@click.option("--tenant", envvar="KGRAG_TENANT", required=True, help="The tenant the tools act for.")
+@friendly_errors
+def mcp_command(tenant: str) -> None:
+    """Serve the MCP tools (search, context, ask, entity, neighbourhood) over stdio for one tenant,
+    as the login role of KGRAG_DSN (acting as kgrag_reader): for a desktop agent."""
+    from pgkgrag.serve.mcp import run_stdio
+
+    run_stdio(ensure_server(Config.from_env(tenant)), tenant)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import psycopg
@@ -20,6 +21,8 @@ from pgkgrag.queries import Q
 READER = "kgrag_reader"
 WRITER = "kgrag_writer"
 T = TypeVar("T", bound=Callable[..., Any])
+# the API key a request of `pgkgrag serve` carries: its transactions name their tenant with it
+_api_key: ContextVar[str | None] = ContextVar("kgrag_api_key", default=None)
 
 
 def transaction_retry(on_retry: Callable[[], None] | None = None) -> Callable[[T], T]:
@@ -81,8 +84,9 @@ def use_role(conn: psycopg.Connection, role: str) -> bool:
     return False
 
 
-def connect_app(dsn: str, role: str) -> psycopg.Connection:
-    """A connection for an application command, as its role, after checking the schema revision."""
+def connect_app(dsn: str, role: str | None) -> psycopg.Connection:
+    """A connection for an application command, as its role (None: the login role, for the schema
+    owner's commands), after checking the schema revision."""
     conn = connect(dsn, role=role)
     try:
         require_current(conn)
@@ -93,9 +97,25 @@ def connect_app(dsn: str, role: str) -> psycopg.Connection:
 
 
 @contextmanager
+def acting_with_key(key: str) -> Iterator[None]:
+    """Within the block (this thread or task), every tenant_transaction names its tenant with the
+    API key (kgrag.use_key), so the database, not the caller, decides whether the key may act for it."""
+    token = _api_key.set(key)
+    try:
+        yield
+    finally:
+        _api_key.reset(token)
+
+
+@contextmanager
 def tenant_transaction(conn: psycopg.Connection, tenant: str) -> Iterator[psycopg.Connection]:
     """A transaction acting for `tenant` (kgrag.use_tenant: checked against the login role's grants,
-    and for this transaction only, as row-level security expects)."""
+    and for this transaction only, as row-level security expects; inside acting_with_key,
+    kgrag.use_key: checked against the key)."""
+    key = _api_key.get()
     with conn.transaction():
-        conn.execute(Q["use_tenant"], [tenant])
+        if key is None:
+            conn.execute(Q["use_tenant"], [tenant])
+        else:
+            conn.execute(Q["use_key"], [key, tenant])
         yield conn

@@ -1,50 +1,48 @@
-"""`pgkgrag serve`: the tenant's embedder over HTTP, in the shape of OpenAI's embeddings API,
-and answers with verified citations.
+"""`pgkgrag serve`: search, context and answers over HTTP and MCP, and the tenants' embedders in the
+shape of OpenAI's embeddings API, for applications in any language and for agents.
 
-A client in any language embeds the question here (POST /v1/embeddings, with `model` = the
-tenant's embedder, `SELECT kgrag.setting('embedder')`), then makes one SQL call
-(kgrag.kgrag_search) with the vector: the same model that embedded the documents, without
-Python in the caller. Every OpenAI client library works unchanged (float and base64 encodings).
-POST /v1/ask answers a question from a tenant's documents (pgkgrag.llm.answers, with the chat
-endpoint of KGRAG_LLM_URL). FastAPI validates and routes; uvicorn serves. Errors have OpenAI's
-shape ({"error": {...}}).
+Every request but GET /healthz and GET /metrics carries an API key (Authorization: Bearer KEY,
+made by `pgkgrag keys create`); the database checks it and binds the request to the key's tenant
+(pgkgrag.serve.service). POST /v1/search and /v1/context embed the question with the tenant's
+embedder and call kgrag.kgrag_search and kgrag.context; POST /v1/ask answers with verified
+citations (pgkgrag.llm.answers, the chat endpoint of KGRAG_LLM_URL); POST /v1/entity and
+/v1/neighbourhood show the graph around an entity; POST /v1/embeddings embeds with a named model,
+so a client can make the SQL call itself. /mcp serves the same as MCP tools (pgkgrag.serve.mcp).
+FastAPI validates and routes; uvicorn serves. Errors have OpenAI's shape ({"error": {...}}).
 """
 
 from __future__ import annotations
 
 import base64
-import secrets
-import threading
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Literal
 
-import numpy as np
 import psycopg
 from pydantic import BaseModel, ConfigDict, Field
 
-from pgkgrag.client import Client
-from pgkgrag.config import SHARED_TENANT
-from pgkgrag.db.connections import READER, connect_app, tenant_transaction
-from pgkgrag.embed.embedders import EMBEDDERS, Embedder, get_embedder
-from pgkgrag.errors import KgragError, describe
 from pgkgrag.extras import missing
-from pgkgrag.queries import Q
+from pgkgrag.serve import telemetry
+from pgkgrag.serve.errors import ApiError
+from pgkgrag.serve.service import SERVED, Caller, Limits, Service
 
 try:
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import JSONResponse, Response
 except ImportError as exc:
     raise missing("server") from exc
 
+log = logging.getLogger("pgkgrag.serve")
 MAX_INPUTS = 2048  # texts per request, as OpenAI's API allows
 MAX_INPUT_CHARS = 32_768  # characters per text
-SERVED = tuple(name for name in EMBEDDERS if name != "openai")  # an openai tenant embeds at its own endpoint
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.param, self.code = status, message, param, code
+MAX_QUESTION_CHARS = 8_000  # SQL bounds it too (setting max_question_chars)
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
 
 
 class EmbeddingRequest(BaseModel):
@@ -57,40 +55,102 @@ class EmbeddingRequest(BaseModel):
     input_type: Literal["query", "passage"] = "query"
 
 
-class AskRequest(BaseModel):
+class QuestionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1)
-    tenant: str | None = None
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    tenant: str | None = Field(default=None, description="For a key of several tenants: which one.")
     route: str = "auto"
     k: int = Field(default=10, ge=1, le=1000)
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class Models:
-    """The embedders this server has loaded, one per name, for the database's dimension."""
+class ContextRequest(QuestionRequest):
+    max_chars: int = Field(default=4000, ge=100, le=100_000)
 
-    def __init__(self, dimension: int) -> None:
-        self.dimension = dimension
-        self._loaded: dict[str, Embedder] = {}
-        self._lock = threading.Lock()  # one model call at a time (USE uses every core anyway)
 
-    def embed(self, name: str, texts: list[str], queries: bool = True) -> np.ndarray:
-        if name not in SERVED:
-            raise ApiError(
-                404,
-                f"The model {name!r} does not exist here: this server embeds with {', '.join(SERVED)} "
-                "(a tenant's model is SELECT kgrag.setting('embedder'))",
-                "model",
-                "model_not_found",
-            )
-        with self._lock:
-            if name not in self._loaded:
-                try:
-                    self._loaded[name] = get_embedder(name, self.dimension)
-                except KgragError as exc:
-                    raise ApiError(400, str(exc), "model", "model_not_usable") from exc
-            model = self._loaded[name]
-            return np.asarray(model.embed_queries(texts) if queries else model.embed(texts), dtype=np.float32)
+class EntityRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=500, description="An entity id, name or alias.")
+    tenant: str | None = None
+
+
+class NeighbourhoodRequest(EntityRequest):
+    hops: int = Field(default=2, ge=1, le=4)
+    degree_cap: int | None = Field(default=4, ge=1, le=100)
+    direction: Literal["out", "in", "both"] = "out"
+
+
+class BodyLimit:
+    """Pure ASGI: a request body larger than the limit gets 413 before anything parses it (by its
+    Content-Length, or, for a chunked body, by reading it up to the limit first)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_big = ApiError(413, f"the request body is larger than this server's {self.limit} bytes", code="too_large")
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            await too_big.response()(scope, receive, send)
+            return
+        if length is not None:
+            await self.app(scope, receive, send)
+            return
+        # no Content-Length (a chunked body): read it whole, up to the limit, then hand it on
+        body, more = b"", True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.limit:
+                await too_big.response()(scope, receive, send)
+                return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+class Measured:
+    """Pure ASGI (so that a handler still sees its client go away): each request's span, count by
+    endpoint and status, and latency."""
+
+    def __init__(self, app: Any, metrics: telemetry.Metrics, known: set[str]) -> None:
+        self.app, self.metrics, self.known = app, metrics, known
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        path = str(scope.get("path", "")).rstrip("/") or "/"
+        endpoint = path if path in self.known else "other"
+        status = 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            with telemetry.span("kgrag.request", {"http.route": endpoint}) as current:
+                await self.app(scope, receive, sending)
+                current.set_attribute("http.status_code", status)
+        finally:
+            self.metrics.requests.labels(endpoint, str(status)).inc()
+            self.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
 
 
 def _texts(request: EmbeddingRequest) -> list[str]:
@@ -111,92 +171,108 @@ def _texts(request: EmbeddingRequest) -> list[str]:
     return strings
 
 
-def _error(status: int, message: str, param: str | None = None, code: str | None = None) -> JSONResponse:
-    kind = "invalid_request_error" if status < 500 else "server_error"
-    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
-    return JSONResponse(body, status_code=status)
-
-
-def database_dimension(dsn: str) -> int:
-    with connect_app(dsn, READER) as conn, tenant_transaction(conn, SHARED_TENANT):
-        row = conn.execute(Q["tenant_embedder"]).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
-def create_app(dsn: str, token: str | None = None) -> FastAPI:
-    """The application; `token`, when given, is the bearer token every request must carry."""
-    models = Models(database_dimension(dsn))
+def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
+    """The application, its service and its metrics (app.state.service, app.state.metrics)."""
+    limits = limits or Limits()
+    service = Service(dsn, limits)
+    metrics = telemetry.Metrics()
     app = FastAPI(title="pgkgrag", description=__doc__, docs_url=None, redoc_url=None)
-
-    @app.middleware("http")
-    async def bearer(request: Request, call_next: Any) -> Any:
-        if token is not None and request.url.path != "/healthz":
-            given = request.headers.get("authorization", "")
-            if not secrets.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                return _error(
-                    401, "a valid bearer token is required (Authorization: Bearer ...)", code="invalid_api_key"
-                )
-        return await call_next(request)
+    app.state.service, app.state.metrics = service, metrics
 
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return _error(exc.status, exc.message, exc.param, exc.code)
+        metrics.errors.labels(exc.code or str(exc.status)).inc()
+        return exc.response()
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {"msg": "invalid request", "loc": ()}
         param = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or None
-        return _error(400, f"{param or 'request'}: {first['msg']}", param)
+        metrics.errors.labels("invalid_request").inc()
+        return ApiError(400, f"{param or 'request'}: {first['msg']}", param).response()
+
+    async def caller(request: Request, tenant: str | None) -> Caller:
+        acting = await service.caller(request.headers.get("authorization"), tenant)
+        trace_span = telemetry.trace.get_current_span()
+        trace_span.set_attribute("kgrag.tenant", acting.tenant)
+        trace_span.set_attribute("kgrag.key", acting.key_id)
+        return acting
 
     @app.get("/healthz")
-    def healthz() -> dict[str, Any]:
-        try:
-            database_dimension(dsn)
-        except (KgragError, psycopg.Error) as exc:
-            raise ApiError(503, f"the database is not reachable: {describe(exc).message}") from exc
-        return {"status": "ok", "dimension": models.dimension, "models": list(SERVED)}
+    async def healthz() -> dict[str, Any]:
+        def ping(conn: psycopg.Connection) -> None:
+            conn.execute("SELECT 1")
+            conn.rollback()
 
-    answering: dict[str, Client] = {}  # the Client that asks, made at the first question
-    answering_lock = threading.Lock()
+        try:
+            await service.run(None, None, ping)
+        except ApiError as exc:
+            raise ApiError(503, f"the database is not reachable: {exc.message}") from exc
+        return {"status": "ok", "dimension": service.models.dimension, "models": list(SERVED)}
+
+    @app.get("/metrics")
+    async def prometheus() -> Response:
+        return Response(metrics.exposition(), media_type=metrics.CONTENT_TYPE)
+
+    @app.post("/v1/search")
+    async def search(body: QuestionRequest, request: Request) -> dict[str, Any]:
+        acting = await caller(request, body.tenant)
+        found = await service.search(acting, request.is_disconnected, body.question, body.route, body.k, body.options)
+        _count_search(metrics, "/v1/search", found.route, found.rows)
+        return {
+            "tenant": acting.tenant,
+            "route": found.route,
+            "reason": found.reason,
+            "rows": [dataclasses.asdict(r) for r in found.rows],
+        }
+
+    @app.post("/v1/context")
+    async def context(body: ContextRequest, request: Request) -> dict[str, Any]:
+        acting = await caller(request, body.tenant)
+        block = await service.context(
+            acting, request.is_disconnected, body.question, body.route, body.k, body.max_chars, body.options
+        )
+        if not block:
+            metrics.empty.labels("/v1/context").inc()
+        return {"tenant": acting.tenant, "context": block}
 
     @app.post("/v1/ask")
-    def ask(request: AskRequest) -> dict[str, Any]:
-        from pgkgrag.llm.answers import AskFailed
-
-        try:
-            with answering_lock:
-                if "client" not in answering:
-                    answering["client"] = Client(dsn)
-            client = answering["client"]
-            answer = client.ask(
-                request.question, request.route, request.k, tenant=request.tenant, options=request.options
-            )
-        except AskFailed as exc:
-            raise ApiError(502, str(exc), code="llm_failed") from exc
-        except KgragError as exc:
-            raise ApiError(400, str(exc)) from exc
-        except psycopg.Error as exc:
-            problem = describe(exc)
-            state = problem.sqlstate or ""
-            # a value the client library refuses (a NUL in a text) is the request's fault too
-            bad_value = state.startswith("22") or isinstance(exc, psycopg.DataError)
-            status = 403 if state == "42501" else 400 if bad_value else 500
-            raise ApiError(status, problem.message, code=problem.sqlstate) from exc
+    async def ask(body: QuestionRequest, request: Request) -> dict[str, Any]:
+        acting = await caller(request, body.tenant)
+        answer = await service.ask(acting, request.is_disconnected, body.question, body.route, body.k, body.options)
+        metrics.searches.labels("/v1/ask", answer.route).inc()
+        metrics.llm_calls.inc(answer.cost.calls)
+        metrics.llm_tokens.labels("prompt").inc(answer.cost.prompt_tokens)
+        metrics.llm_tokens.labels("completion").inc(answer.cost.completion_tokens)
+        if answer.not_found:
+            metrics.empty.labels("/v1/ask").inc()
         return answer.to_json()
 
+    @app.post("/v1/entity")
+    async def entity(body: EntityRequest, request: Request) -> dict[str, Any]:
+        acting = await caller(request, body.tenant)
+        return dataclasses.asdict(await service.entity(acting, request.is_disconnected, body.name))
+
+    @app.post("/v1/neighbourhood")
+    async def neighbourhood(body: NeighbourhoodRequest, request: Request) -> dict[str, Any]:
+        acting = await caller(request, body.tenant)
+        return await service.neighbourhood(
+            acting, request.is_disconnected, body.name, body.hops, body.degree_cap, body.direction
+        )
+
     @app.post("/v1/embeddings")
-    def embeddings(request: EmbeddingRequest) -> dict[str, Any]:
-        texts = _texts(request)
-        vectors = models.embed(request.model, texts, queries=request.input_type == "query")
-        if request.dimensions is not None and request.dimensions != vectors.shape[1]:
-            raise ApiError(400, f"the model {request.model} makes {vectors.shape[1]}-dimensional vectors", "dimensions")
+    async def embeddings(body: EmbeddingRequest, request: Request) -> dict[str, Any]:
+        await service.key_holder(request.headers.get("authorization"))
+        texts = _texts(body)
+        vectors = await service.embedding(body.model, texts, body.input_type == "query")
+        if body.dimensions is not None and body.dimensions != vectors.shape[1]:
+            raise ApiError(400, f"the model {body.model} makes {vectors.shape[1]}-dimensional vectors", "dimensions")
         data = [
             {
                 "object": "embedding",
                 "index": i,
                 "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode()
-                if request.encoding_format == "base64"
+                if body.encoding_format == "base64"
                 else v.tolist(),
             }
             for i, v in enumerate(vectors)
@@ -205,17 +281,31 @@ def create_app(dsn: str, token: str | None = None) -> FastAPI:
         return {
             "object": "list",
             "data": data,
-            "model": request.model,
+            "model": body.model,
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
 
+    KNOWN = {route.path for route in app.routes if hasattr(route, "path")} | {"/mcp"}
+    from pgkgrag.serve.mcp import mount_mcp
+
+    mount_mcp(app, service)
+    app.add_middleware(Measured, metrics=metrics, known=KNOWN)  # type: ignore[arg-type]
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)  # type: ignore[arg-type]
     return app
 
 
-def serve(dsn: str, host: str, port: int, token: str | None) -> None:
+def _count_search(metrics: telemetry.Metrics, endpoint: str, route: str, rows: list[Any]) -> None:
+    metrics.searches.labels(endpoint, route).inc()
+    if not rows:
+        metrics.empty.labels(endpoint).inc()
+    if any(r.payload.get("coverage") == "reduced" for r in rows):
+        metrics.fallbacks.inc()
+
+
+def serve(dsn: str, host: str, port: int, limits: Limits, traces: str | None) -> None:
     try:
         import uvicorn
     except ImportError as exc:
         raise missing("server") from exc
-
-    uvicorn.run(create_app(dsn, token), host=host, port=port, log_level="info")
+    telemetry.configure_traces(traces)
+    uvicorn.run(create_app(dsn, limits), host=host, port=port, log_level="info")

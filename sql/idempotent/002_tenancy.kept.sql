@@ -120,12 +120,52 @@ BEGIN
     -- Role lookups only, no query: this runs once per statement that reads a kgrag table.
     one := pg_catalog.to_regrole(kgrag_private.tenant_role(tenant));
     every := pg_catalog.to_regrole(kgrag_private.tenant_role('*'));
-    RETURN (one IS NOT NULL AND pg_catalog.pg_has_role(session_user, one, 'MEMBER'))
-        OR (every IS NOT NULL AND pg_catalog.pg_has_role(session_user, every, 'MEMBER'));
+    IF (one IS NOT NULL AND pg_catalog.pg_has_role(session_user, one, 'MEMBER'))
+        OR (every IS NOT NULL AND pg_catalog.pg_has_role(session_user, every, 'MEMBER')) THEN
+        RETURN true;
+    END IF;
+    -- An API key checked for this tenant in this transaction (kgrag.use_key): the service's role
+    -- holds no tenant grant of its own.
+    RETURN COALESCE(pg_catalog.current_setting('kgrag.key_seal', true), '') <> ''
+       AND kgrag_private.key_sealed(tenant, current_user);
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.may_use_tenant(text) IS
-'Private. Returns whether the session''s login role may act for the tenant: it owns the schema (CREATE on it), or it is a member of the tenant''s role or of the every-tenant role (kgrag.grant_tenant); on a Citus worker serving another node, also the owners of the SECURITY DEFINER helpers, as which that node logs in there.';
+'Private. Returns whether the session''s login role may act for the tenant: it owns the schema (CREATE on it), or it is a member of the tenant''s role or of the every-tenant role (kgrag.grant_tenant), or an API key was checked for the tenant in this transaction (kgrag.use_key, kgrag_private.key_sealed); on a Citus worker serving another node, also the owners of the SECURITY DEFINER helpers, as which that node logs in there.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.key_mac(tenant text, seal text, key_role text) RETURNS text
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- the secret on both sides of the message: SHA-256 alone would let a message be extended
+    SELECT pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(
+        k.secret || '/' || tenant || '/' || seal || '/' || key_role || '/' || k.secret, 'UTF8')), 'hex')
+      FROM kgrag_private.key_secret AS k
+$$;
+REVOKE EXECUTE ON FUNCTION kgrag_private.key_mac(text, text, text) FROM PUBLIC;
+COMMENT ON FUNCTION kgrag_private.key_mac(text, text, text) IS
+'Private. Returns the seal of an API key checked for a tenant in a transaction (its tenant seal, kgrag_private.tenant_seal) with a role: sha256 of the secret of kgrag_private.key_secret around them. Only the schema owner may call it (through kgrag.use_key and kgrag_private.key_sealed).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.key_sealed(tenant text, acting name) RETURNS boolean
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    seal text := pg_catalog.current_setting('kgrag.tenant_seal', true);
+    key_role text := pg_catalog.current_setting('kgrag.key_role', true);
+BEGIN
+    IF seal IS NULL OR key_role IS NULL OR NOT kgrag_private.sealed(tenant, seal)
+       OR pg_catalog.current_setting('kgrag.key_seal', true) IS DISTINCT FROM kgrag_private.key_mac(tenant, seal, key_role) THEN
+        RETURN false;
+    END IF;
+    -- a reader key reads: the role acting may not write (SET ROLE kgrag_reader)
+    RETURN key_role = 'writer'
+        OR NOT (pg_catalog.pg_has_role(acting, 'kgrag_writer', 'USAGE')
+                OR pg_catalog.pg_has_role(acting, 'kgrag_curator', 'USAGE'));
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.key_sealed(text, name) IS
+'Private. Returns whether an API key was checked for the tenant in this transaction (kgrag.use_key left kgrag.key_seal and kgrag.key_role, sealed with the secret of kgrag_private.key_secret, which no caller reads) and, for a reader key, the role acting (current_user) may not write. SECURITY DEFINER, owned by the schema owner, because it reads the secret; it returns a boolean and nothing of the secret. kgrag_private.may_use_tenant calls it.';
 
 CREATE OR REPLACE FUNCTION kgrag.current_tenant() RETURNS text
 LANGUAGE plpgsql STABLE SECURITY INVOKER

@@ -3,7 +3,8 @@
 
 CREATE OR REPLACE FUNCTION kgrag_private.log_search(
     question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer,
-    ms double precision, fallback boolean, question text, context_chars integer)
+    ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text,
+    schema_revision text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
@@ -12,25 +13,28 @@ DECLARE
     -- computed first: Citus takes no subquery inside INSERT ... VALUES
     kept_seeds text[] := ARRAY(SELECT left(u.s, 200) FROM unnest(COALESCE(seeds, '{}'::text[])) WITH ORDINALITY AS u(s, o)
                                 ORDER BY u.o LIMIT 100);
+    kept_chunks text[] := ARRAY(SELECT left(u.c, 200) FROM unnest(COALESCE(chunk_ids, '{}'::text[])) WITH ORDINALITY AS u(c, o)
+                                 ORDER BY u.o LIMIT 1000);
 BEGIN
     IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
         RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
     END IF;
     INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms,
-                                 fallback, question, context_chars)
+                                 fallback, question, context_chars, chunk_ids, embedder, schema_revision)
     VALUES (kgrag.current_tenant(), left(COALESCE(question_hash, ''), 64), route, left(COALESCE(reason, ''), 4000),
             kept_seeds, greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0),
-            COALESCE(fallback, false), left(question, 2000), CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END);
+            COALESCE(fallback, false), left(question, 2000), CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END,
+            kept_chunks, left(embedder, 64), left(schema_revision, 16));
 END
 $$;
 GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text) OWNER TO kgrag_logger;
 REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
-REVOKE EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer)
+REVOKE EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text)
     TO kgrag_reader, kgrag_writer;
-COMMENT ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer) IS
-'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, question 2,000: the caller passes it only where the setting log_question_text allows), the time and log_id set by the database. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+COMMENT ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text) IS
+'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000: the caller passes it only where the setting log_question_text allows), the time and log_id set by the database. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) RETURNS void
 LANGUAGE sql VOLATILE SECURITY INVOKER
@@ -39,10 +43,12 @@ AS $$
     SELECT kgrag_private.log_search(entry ->> 'hash', entry ->> 'route', entry ->> 'reason',
                              ARRAY(SELECT jsonb_array_elements_text(COALESCE(entry -> 'seeds', '[]'))),
                              (entry ->> 'paths')::integer, (entry ->> 'rows')::integer, (entry ->> 'ms')::float8,
-                             (entry ->> 'fallback')::boolean, entry ->> 'question', context_chars)
+                             (entry ->> 'fallback')::boolean, entry ->> 'question', context_chars,
+                             ARRAY(SELECT jsonb_array_elements_text(COALESCE(entry -> 'chunks', '[]'))),
+                             entry ->> 'embedder', entry ->> 'revision')
 $$;
 COMMENT ON FUNCTION kgrag_private.log_entry(jsonb, integer) IS
-'Private. Writes a query log row from the entry kgrag_search made (jsonb: hash, route, reason, seeds, paths, rows, ms, fallback, question) and the characters kgrag.context_blocks packed (NULL for a search alone), through kgrag_private.log_search.';
+'Private. Writes a query log row from the entry kgrag_search made (jsonb: hash, route, reason, seeds, paths, rows, ms, fallback, question, chunks, embedder, revision) and the characters kgrag.context_blocks packed (NULL for a search alone), through kgrag_private.log_search.';
 
 CREATE OR REPLACE VIEW kgrag.search_by_route WITH (security_invoker = true) AS
 SELECT q.route,

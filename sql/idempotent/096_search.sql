@@ -205,8 +205,8 @@ COMMENT ON FUNCTION kgrag_private.search_caveats(text, kgrag.search_row[], text,
 'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents (also raised as a NOTICE, which every client shows) or that nothing cleared the floors (naming them).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.log_search_result(
-    question text, question_vec vector, route text, reason text, seeds text[], returned integer, started timestamptz,
-    fallback boolean, opts jsonb)
+    question text, question_vec vector, route text, reason text, seeds text[], returned kgrag.search_row[],
+    started timestamptz, fallback boolean, opts jsonb)
 RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -224,8 +224,10 @@ BEGIN
         'hash', md5(COALESCE(question, question_vec::text)), 'route', route, 'reason', reason,
         'seeds', to_jsonb(seeds),
         'paths', COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
-        'rows', returned, 'ms', extract(epoch FROM clock_timestamp() - started) * 1000,
+        'rows', cardinality(returned), 'ms', extract(epoch FROM clock_timestamp() - started) * 1000,
         'fallback', fallback,
+        'chunks', to_jsonb(ARRAY(SELECT x.ref_id FROM unnest(returned) AS x WHERE x.kind = 'chunk')),
+        'embedder', kgrag.setting('embedder') #>> '{}', 'revision', kgrag.version(),
         'question', CASE WHEN (kgrag.setting('log_question_text') #>> '{}')::boolean THEN question END);
     IF current_setting('kgrag.defer_log', true) = 'on' THEN
         PERFORM set_config('kgrag.deferred_log', entry::text, true);  -- kgrag.context_blocks logs it
@@ -235,8 +237,8 @@ BEGIN
     RETURN reason;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.log_search_result(text, vector, text, text, text[], integer, timestamptz, boolean, jsonb) IS
-'Private. Logs a search in kgrag.query_log where the option log says so (the question text only where the setting log_question_text allows; inside kgrag.context_blocks, the entry is left for it to log with the characters it packed) and returns the reason, which says so when a read-only transaction (a hot standby) cannot log.';
+COMMENT ON FUNCTION kgrag_private.log_search_result(text, vector, text, text, text[], kgrag.search_row[], timestamptz, boolean, jsonb) IS
+'Private. Logs a search in kgrag.query_log where the option log says so (the chunks returned, the tenant''s embedder and the schema revision, so that a past answer can be explained; the question text only where the setting log_question_text allows; inside kgrag.context_blocks, the entry is left for it to log with the characters it packed) and returns the reason, which says so when a read-only transaction (a hot standby) cannot log.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.count_caveat(count_rule text, subject text, rows_in kgrag.search_row[])
 RETURNS TABLE (said text, result kgrag.search_row[])
@@ -318,7 +320,7 @@ BEGIN
         rows_out := counted.result;
     END IF;
     why := kgrag_private.log_search_result(question, question_vec, decided.route, why, decided.seeds,
-                                           cardinality(rows_out), started, ran.over_budget IS NOT NULL, opts);
+                                           rows_out, started, ran.over_budget IS NOT NULL, opts);
     PERFORM set_config('kgrag.last_route', decided.route, true);
     PERFORM set_config('kgrag.last_reason', why, true);
     PERFORM set_config('kgrag.last_reports', ARRAY(SELECT x.ref_id FROM unnest(rows_out) AS x WHERE x.kind = 'community')::text, true);

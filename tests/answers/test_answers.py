@@ -249,15 +249,21 @@ def test_ask_from_the_cli_and_over_http(demo: str, dconn: psycopg.Connection, fa
     refused = run("ask", APPROVES, dsn=demo, KGRAG_TENANT=DEMO_TENANT)
     assert refused.returncode == 1 and "KGRAG_LLM_URL" in refused.stderr and "Traceback" not in refused.stderr
 
+    made = run("keys", "create", "answers-test", "--tenant", DEMO_TENANT, dsn=demo)
+    assert made.returncode == 0, made.stderr
+    auth = {"Authorization": f"Bearer {made.stdout.splitlines()[-1]}"}
     with serving(demo, **env) as base:
-        answered = httpx.post(f"{base}/v1/ask", json={"question": APPROVES, "tenant": DEMO_TENANT}, timeout=120)
+        answered = httpx.post(f"{base}/v1/ask", json={"question": APPROVES}, headers=auth, timeout=120)
         assert answered.status_code == 200, answered.text
         assert [c["chunk_id"] for c in answered.json()["citations"]] == ["contract-payflow#0"]
-        bad = httpx.post(f"{base}/v1/ask", json={"question": APPROVES, "tenant": DEMO_TENANT, "k": 0}, timeout=60)
+        bad = httpx.post(f"{base}/v1/ask", json={"question": APPROVES, "k": 0}, headers=auth, timeout=60)
         assert bad.status_code == 400 and bad.json()["error"]["param"] == "k"
         fake.responder = lambda messages: ""  # type: ignore[assignment]
-        failed = httpx.post(f"{base}/v1/ask", json={"question": APPROVES, "tenant": DEMO_TENANT}, timeout=120)
+        failed = httpx.post(f"{base}/v1/ask", json={"question": APPROVES}, headers=auth, timeout=120)
         assert failed.status_code == 502 and "empty answer" in failed.json()["error"]["message"]
+        metrics = httpx.get(f"{base}/metrics", timeout=10).text
+        assert 'kgrag_llm_calls_total 1.0' in metrics, metrics  # the answer's one call; the failed one raised
+    run("keys", "revoke", "answers-test", dsn=demo)
     with tenant_transaction(dconn, DEMO_TENANT):
         by_route = dict(dconn.execute("SELECT route, answers FROM kgrag.answers_by_route").fetchall())
     assert by_route.get("local", 0) >= 3  # the CLI's two and the server's one, at least

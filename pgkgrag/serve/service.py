@@ -1,0 +1,390 @@
+"""What `pgkgrag serve` does for a caller, whatever the door (HTTP or MCP): the caller's tenant from
+its API key, the limits, and the calls to SQL on a pooled connection that the database checks.
+
+The key decides the tenant, and the database checks it: every transaction of a request names its
+tenant with kgrag.use_key (pgkgrag.db.connections.acting_with_key), so a key of tenant a cannot act
+for tenant b even through a bug here, when the service's login role holds no tenant grant of its own
+(README, "Running the service"). Limits: requests per key and per tenant in a moving window (the
+`limits` library), answers in progress per tenant, and a deadline per call after which the query is
+cancelled; a call whose client went away is cancelled too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import psycopg
+from limits import RateLimitItem, parse
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
+
+from pgkgrag.db.connections import READER, acting_with_key, connect_app, tenant_transaction
+from pgkgrag.embed.embedders import EMBEDDERS, Embedder, Vectors, get_embedder
+from pgkgrag.errors import KgragError, describe
+from pgkgrag.graph.entities import EntityCard, entity_card
+from pgkgrag.graph.picture import neighbourhood
+from pgkgrag.queries import Q
+from pgkgrag.retrieval.results import SearchResult
+from pgkgrag.retrieval.search import context, run_search
+from pgkgrag.serve import telemetry
+from pgkgrag.serve.errors import ApiError
+
+if TYPE_CHECKING:
+    from pgkgrag.llm.answers import Answer
+    from pgkgrag.llm.client import OpenAICompatibleClient
+
+log = logging.getLogger("pgkgrag.serve")
+T = TypeVar("T")
+Disconnected = Callable[[], Awaitable[bool]]  # whether the client went away
+SERVED = tuple(name for name in EMBEDDERS if name != "openai")  # an openai tenant embeds at its own endpoint
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The service's limits: rates as the `limits` library parses them ("60/minute")."""
+
+    key_rate: str = "120/minute"
+    tenant_rate: str = "600/minute"
+    answers_per_tenant: int = 2  # LLM answers in progress at once
+    timeout_s: float = 30.0  # per call, then the query is cancelled (408)
+    connections: int = 4
+    max_body_bytes: int = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls: the key (kept only to name transactions' tenants; None: the login role's own
+    grant, as `pgkgrag mcp` over stdio acts), an id for limits and logs (a hash prefix, never the
+    key), and the tenant the database said it acts for."""
+
+    key: str | None
+    key_id: str
+    tenant: str
+
+
+class Models:
+    """The embedders this server has loaded, one per name, for the database's dimension; one model
+    call at a time (the models use every core anyway)."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self._loaded: dict[str, Embedder] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> Embedder:
+        if name not in SERVED:
+            raise ApiError(
+                404,
+                f"The model {name!r} does not exist here: this server embeds with {', '.join(SERVED)} "
+                "(a tenant's model is SELECT kgrag.setting('embedder'))",
+                "model",
+                "model_not_found",
+            )
+        with self._lock:
+            if name not in self._loaded:
+                try:
+                    self._loaded[name] = get_embedder(name, self.dimension)
+                except KgragError as exc:
+                    raise ApiError(400, str(exc), "model", "model_not_usable") from exc
+            return _Locked(self._loaded[name], self._lock)
+
+
+class _Locked:
+    """An embedder whose calls take the server's model lock."""
+
+    def __init__(self, inner: Embedder, lock: threading.Lock) -> None:
+        self.name, self.dim = inner.name, inner.dim
+        self._inner, self._lock = inner, lock
+
+    def embed(self, texts: list[str]) -> Vectors:
+        with self._lock, telemetry.span("kgrag.embed", {"kgrag.embedder": self.name, "kgrag.texts": len(texts)}):
+            return self._inner.embed(texts)
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        with self._lock, telemetry.span("kgrag.embed", {"kgrag.embedder": self.name, "kgrag.texts": len(texts)}):
+            return self._inner.embed_queries(texts)
+
+
+class Connections:
+    """A fixed set of connections as kgrag_reader; a call waits for one until its deadline."""
+
+    def __init__(self, dsn: str, size: int) -> None:
+        self._dsn = dsn
+        self._idle: queue.Queue[psycopg.Connection | None] = queue.Queue()
+        for _ in range(size):
+            self._idle.put(None)  # opened at first use
+
+    @contextmanager
+    def take(self, wait_s: float) -> Iterator[psycopg.Connection]:
+        try:
+            conn = self._idle.get(timeout=wait_s)
+        except queue.Empty:
+            raise ApiError(503, "every database connection of this server is busy: try again", code="busy") from None
+        try:
+            if conn is None or conn.closed or conn.broken:
+                conn = connect_app(self._dsn, READER)
+            yield conn
+        finally:
+            self._idle.put(conn)
+
+
+def check_rate(rate: str, option: str) -> str:
+    """A rate as the `limits` library takes it ("60/minute"), or a clear error."""
+    try:
+        parse(rate)
+    except ValueError as exc:
+        raise KgragError(f"{option} {rate!r}: give N/second, N/minute or N/hour (e.g. 60/minute)") from exc
+    return rate
+
+
+def key_id(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def _status_of(exc: psycopg.Error) -> tuple[int, str | None]:
+    state = describe(exc).sqlstate or ""
+    if state == "28P01":
+        return 401, "invalid_api_key"
+    if state == "42501":
+        return 403, "tenant_not_allowed"
+    if state == "57014":
+        return 408, "timeout"
+    # a value the client library refuses (a NUL in a text) is the request's fault too
+    if state.startswith("22") or isinstance(exc, psycopg.DataError):
+        return 400, state or None
+    return 500, state or None
+
+
+class Service:
+    def __init__(self, dsn: str, limits: Limits, llm: OpenAICompatibleClient | None = None) -> None:
+        self.limits = limits
+        self.connections = Connections(dsn, limits.connections)
+        with connect_app(dsn, READER) as conn:
+            row = conn.execute(Q["columns_dimension"]).fetchone()
+        assert row is not None
+        self.models = Models(int(row[0]))
+        self._rates = MovingWindowRateLimiter(MemoryStorage())
+        self._key_rate: RateLimitItem = parse(limits.key_rate)
+        self._tenant_rate: RateLimitItem = parse(limits.tenant_rate)
+        self._answering: dict[str, threading.BoundedSemaphore] = {}
+        self._answering_lock = threading.Lock()
+        self._llm = llm
+
+    # -- who calls ---------------------------------------------------------------------------
+
+    async def caller(self, authorization: str | None, tenant: str | None) -> Caller:
+        """The caller of a request: its key checked by the database, for the tenant it names (or
+        the key's only tenant); 401 without a valid key, 403 for a tenant the key may not act for,
+        429 past a rate."""
+        scheme, _, key = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            raise ApiError(
+                401, "an API key is required: Authorization: Bearer KEY (pgkgrag keys create)", code="invalid_api_key"
+            )
+        key = key.strip()
+        ident = key_id(key)
+        if not self._rates.hit(self._key_rate, "key", ident):
+            raise ApiError(429, f"this key made more than {self.limits.key_rate} requests", code="rate_limit_exceeded")
+
+        def check(conn: psycopg.Connection) -> str:
+            with conn.transaction():
+                row = conn.execute(Q["use_key"], [key, tenant]).fetchone()
+            assert row is not None
+            return str(row[0])
+
+        acting = await self.run(None, None, check)
+        if not self._rates.hit(self._tenant_rate, "tenant", acting):
+            raise ApiError(
+                429, f"tenant {acting} made more than {self.limits.tenant_rate} requests", code="rate_limit_exceeded"
+            )
+        return Caller(key, ident, acting)
+
+    # -- running a call ----------------------------------------------------------------------
+
+    async def run(
+        self,
+        caller: Caller | None,
+        disconnected: Disconnected | None,
+        work: Callable[[psycopg.Connection], T],
+    ) -> T:
+        """work(conn) on a pooled connection in a worker thread, under the caller's key; the query
+        is cancelled when the deadline passes (408) or the client goes away."""
+        deadline = time.monotonic() + self.limits.timeout_s
+        held: dict[str, psycopg.Connection] = {}
+
+        def in_thread() -> T:
+            with self.connections.take(self.limits.timeout_s) as conn:
+                held["conn"] = conn
+                if caller is None or caller.key is None:
+                    return work(conn)
+                with acting_with_key(caller.key):
+                    return work(conn)
+
+        task = asyncio.ensure_future(asyncio.to_thread(in_thread))
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=0.05)
+            if done:
+                break
+            late = time.monotonic() > deadline
+            if late or (disconnected is not None and await disconnected()):
+                if "conn" in held:
+                    held["conn"].cancel_safe()
+                with contextlib.suppress(psycopg.Error, ApiError, KgragError):
+                    await task  # the cancelled query's error: the caller gets 408 or nothing
+                if late:
+                    raise ApiError(408, f"the call ran past this server's {self.limits.timeout_s:g} s", code="timeout")
+                raise ApiError(499, "the client went away", code="client_closed")
+        try:
+            return task.result()
+        except psycopg.Error as exc:
+            status, code = _status_of(exc)
+            if status == 500:
+                log.error("database error: %s", describe(exc).text())
+            raise ApiError(status, describe(exc).message, code=code) from exc
+        except KgragError as exc:
+            raise ApiError(400, str(exc)) from exc
+
+    async def key_holder(self, authorization: str | None) -> str:
+        """The id of a valid key (401 otherwise), whatever its tenants: for what no tenant owns."""
+        try:
+            return (await self.caller(authorization, None)).key_id
+        except ApiError as exc:
+            if exc.code == "22023":  # a valid key of several tenants, none named
+                return key_id((authorization or "").partition(" ")[2].strip())
+            raise
+
+    # -- the calls -----------------------------------------------------------------------------
+
+    async def search(
+        self,
+        caller: Caller,
+        disconnected: Disconnected | None,
+        question: str,
+        route: str,
+        k: int,
+        options: dict[str, Any],
+    ) -> SearchResult:
+        def work(conn: psycopg.Connection) -> SearchResult:
+            embedder = self.embedder_of(conn, caller.tenant)
+            with telemetry.span("kgrag.search", {"kgrag.route_asked": route, "kgrag.k": k}) as current:
+                found = run_search(conn, caller.tenant, embedder, question, route, k, options)
+                current.set_attribute("kgrag.route", found.route)
+                current.set_attribute("kgrag.chunks", found.chunks()[:50])
+                return found
+
+        return await self.run(caller, disconnected, work)
+
+    async def context(
+        self,
+        caller: Caller,
+        disconnected: Disconnected | None,
+        question: str,
+        route: str,
+        k: int,
+        max_chars: int,
+        options: dict[str, Any],
+    ) -> str:
+        def work(conn: psycopg.Connection) -> str:
+            embedder = self.embedder_of(conn, caller.tenant)
+            with telemetry.span("kgrag.context", {"kgrag.route_asked": route, "kgrag.k": k}):
+                return context(conn, caller.tenant, embedder, question, route, k, max_chars, options)
+
+        return await self.run(caller, disconnected, work)
+
+    async def ask(
+        self,
+        caller: Caller,
+        disconnected: Disconnected | None,
+        question: str,
+        route: str,
+        k: int,
+        options: dict[str, Any],
+    ) -> Answer:
+        from pgkgrag.llm.answers import AskFailed, ask
+
+        def work(conn: psycopg.Connection) -> Answer:
+            embedder = self.embedder_of(conn, caller.tenant)
+            with (
+                self.answering(caller.tenant) as llm,
+                telemetry.span("kgrag.ask", {"kgrag.route_asked": route}) as current,
+            ):
+                try:
+                    answer = ask(conn, caller.tenant, embedder, llm, question, route, k, options)
+                except AskFailed as exc:
+                    raise ApiError(502, str(exc), code="llm_failed") from exc
+                current.set_attribute("kgrag.route", answer.route)
+                current.set_attribute("kgrag.llm_calls", answer.cost.calls)
+                current.set_attribute("kgrag.prompt_tokens", answer.cost.prompt_tokens)
+                current.set_attribute("kgrag.completion_tokens", answer.cost.completion_tokens)
+                current.set_attribute("kgrag.model", llm.settings.model)
+                return answer
+
+        return await self.run(caller, disconnected, work)
+
+    async def entity(self, caller: Caller, disconnected: Disconnected | None, name: str) -> EntityCard:
+        return await self.run(caller, disconnected, lambda conn: entity_card(conn, caller.tenant, name))
+
+    async def neighbourhood(
+        self,
+        caller: Caller,
+        disconnected: Disconnected | None,
+        seed: str,
+        hops: int,
+        degree_cap: int | None,
+        direction: str,
+    ) -> dict[str, Any]:
+        def work(conn: psycopg.Connection) -> dict[str, Any]:
+            nodes, edges = neighbourhood(conn, caller.tenant, seed, hops, degree_cap, None, direction)
+            return {"nodes": [dataclasses.asdict(n) for n in nodes], "edges": [dataclasses.asdict(e) for e in edges]}
+
+        return await self.run(caller, disconnected, work)
+
+    async def embedding(self, model: str, texts: list[str], queries: bool) -> np.ndarray:
+        embedder = self.models.get(model)  # 404 for a model this server does not serve, before the thread
+        work = embedder.embed_queries if queries else embedder.embed
+        return np.asarray(await asyncio.to_thread(work, texts), dtype=np.float32)
+
+    def embedder_of(self, conn: psycopg.Connection, tenant: str) -> Embedder:
+        with tenant_transaction(conn, tenant):
+            row = conn.execute(Q["tenant_embedder"]).fetchone()
+        assert row is not None
+        return self.models.get(str(row[1]))
+
+    # -- answering with an LLM ---------------------------------------------------------------
+
+    @contextmanager
+    def answering(self, tenant: str) -> Iterator[OpenAICompatibleClient]:
+        """A slot among the tenant's answers in progress (429 when none is free) and the LLM client."""
+        with self._answering_lock:
+            slots = self._answering.setdefault(tenant, threading.BoundedSemaphore(self.limits.answers_per_tenant))
+            if self._llm is None:
+                from pgkgrag.llm.client import LlmSettings, OpenAICompatibleClient
+
+                self._llm = OpenAICompatibleClient(LlmSettings.from_env())
+            llm = self._llm
+        if not slots.acquire(blocking=False):
+            raise ApiError(
+                429,
+                f"tenant {tenant} has {self.limits.answers_per_tenant} answers in progress already",
+                code="rate_limit_exceeded",
+            )
+        try:
+            yield llm
+        finally:
+            slots.release()
+
+    def close(self) -> None:
+        if self._llm is not None:
+            self._llm.close()
