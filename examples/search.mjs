@@ -7,7 +7,7 @@
 //
 // The second argument, search options as JSON, goes to kgrag_search as they are (see its comment:
 // as_of, history, min_confidence, hops, ...); a count question's rows carry payload.matching.
-// KGRAG_EMBEDDINGS_URL (default http://127.0.0.1:8765/v1/embeddings) and KGRAG_SERVE_TOKEN point
+// KGRAG_EMBEDDINGS_URL (default http://127.0.0.1:8765/v1/embeddings) and KGRAG_API_KEY point
 // at the server; a tenant whose embedder is `openai` embeds at its own OpenAI-compatible endpoint.
 import pg from "pg";
 
@@ -19,7 +19,7 @@ if (!tenant) {
   process.exit(2);
 }
 const url = process.env.KGRAG_EMBEDDINGS_URL ?? "http://127.0.0.1:8765/v1/embeddings";
-const token = process.env.KGRAG_SERVE_TOKEN;
+const token = process.env.KGRAG_API_KEY;
 
 const client = new pg.Client(); // PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD from the environment
 await client.connect();

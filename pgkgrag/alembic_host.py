@@ -38,6 +38,8 @@ from pgkgrag import migrations
 from pgkgrag.errors import KgragError
 from pgkgrag.queries import Q
 
+SCHEMAS = ("kgrag", "kgrag_private")  # pgkgrag's, never part of a team's diff
+
 
 class HostError(KgragError, CommandError):
     """Refused in a team's Alembic: its command line prints the message ("FAILED: ..."), no traceback."""
@@ -57,17 +59,17 @@ def downgrade(connection: Connection, revision: str) -> None:
 
 
 def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
-    """Reflection filter: the kgrag schema and pgkgrag's version table are never read for a diff."""
+    """Reflection filter: the kgrag schemas and pgkgrag's version table are never read for a diff."""
     if type_ == "schema":
-        return name != "kgrag"
+        return name not in SCHEMAS
     return not (type_ == "table" and name == migrations.VERSION_TABLE)
 
 
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
-    """Autogenerate filter: kgrag's schema and version table are pgkgrag's to manage, never a diff."""
+    """Autogenerate filter: kgrag's schemas and version table are pgkgrag's to manage, never a diff."""
     table = obj if type_ == "table" else getattr(obj, "table", None)
     schema = getattr(table, "schema", None) if table is not None else getattr(obj, "schema", None)
-    if schema == "kgrag" or (type_ == "schema" and name == "kgrag"):
+    if schema in SCHEMAS or (type_ == "schema" and name in SCHEMAS):
         return False
     return not (type_ == "table" and name == migrations.VERSION_TABLE)
 

@@ -14,19 +14,22 @@ FastAPI validates and routes; uvicorn serves. Errors have OpenAI's shape ({"erro
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, Literal
 
 import psycopg
 from pydantic import BaseModel, ConfigDict, Field
 
 from pgkgrag.extras import missing
+from pgkgrag.queries import Q
 from pgkgrag.serve import telemetry
 from pgkgrag.serve.errors import ApiError
-from pgkgrag.serve.service import SERVED, Caller, Limits, Service
+from pgkgrag.serve.pool import SERVED
+from pgkgrag.serve.service import Caller, Limits, Service
 
 try:
     from fastapi import FastAPI, Request
@@ -176,7 +179,15 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
     limits = limits or Limits()
     service = Service(dsn, limits)
     metrics = telemetry.Metrics()
-    app = FastAPI(title="pgkgrag", description=__doc__, docs_url=None, redoc_url=None)
+    mcp_running: list[Callable[[], contextlib.AbstractAsyncContextManager[None]]] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with mcp_running[0]():  # the mounted MCP app's own lifespan never runs
+            yield
+        service.close()
+
+    app = FastAPI(title="pgkgrag", description=__doc__, docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.service, app.state.metrics = service, metrics
 
     @app.exception_handler(ApiError)
@@ -192,16 +203,12 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
         return ApiError(400, f"{param or 'request'}: {first['msg']}", param).response()
 
     async def caller(request: Request, tenant: str | None) -> Caller:
-        acting = await service.caller(request.headers.get("authorization"), tenant)
-        trace_span = telemetry.trace.get_current_span()
-        trace_span.set_attribute("kgrag.tenant", acting.tenant)
-        trace_span.set_attribute("kgrag.key", acting.key_id)
-        return acting
+        return await service.caller(request.headers.get("authorization"), tenant)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
         def ping(conn: psycopg.Connection) -> None:
-            conn.execute("SELECT 1")
+            conn.execute(Q["columns_dimension"])
             conn.rollback()
 
         try:
@@ -288,9 +295,9 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
     KNOWN = {route.path for route in app.routes if hasattr(route, "path")} | {"/mcp"}
     from pgkgrag.serve.mcp import mount_mcp
 
-    mount_mcp(app, service)
-    app.add_middleware(Measured, metrics=metrics, known=KNOWN)  # type: ignore[arg-type]
-    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)  # type: ignore[arg-type]
+    mcp_running.append(mount_mcp(app, service))
+    app.add_middleware(Measured, metrics=metrics, known=KNOWN)
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
     return app
 
 

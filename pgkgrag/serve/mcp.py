@@ -1,12 +1,181 @@
-"""placeholder"""
+"""The MCP tools of pgkgrag (the official `mcp` SDK): search, context, ask, entity and neighbourhood,
+for an agent, over streamable HTTP at /mcp/ of `pgkgrag serve` (the same API keys and limits as
+/v1/...) or over stdio (`pgkgrag mcp --tenant T`, as the login role of KGRAG_DSN and its tenant grant).
+
+Each tool calls the service (pgkgrag.serve.service), so the database binds the call to the key's
+tenant; an error (a tenant the key may not act for, a rate passed) comes back as the tool's error.
+"""
 
 from __future__ import annotations
-from typing import Any
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from pgkgrag.extras import missing
+from pgkgrag.serve.errors import ApiError
+from pgkgrag.serve.service import Caller, Limits, Service
+
+try:
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError as exc:
+    raise missing("server") from exc
+
+INSTRUCTIONS = (
+    "Retrieval over one tenant's documents in PostgreSQL (pgkgrag). search returns ranked chunks, "
+    "entities and community reports with the route taken and why; context returns a ready block of "
+    "cited passages for an answer; ask answers with verified citations (needs the server's LLM); "
+    "entity and neighbourhood show what the knowledge graph says around a name. Cite chunk ids."
+)
+Question = Annotated[str, Field(description="The question, in natural language.", min_length=1, max_length=8000)]
+Route = Annotated[
+    Literal["auto", "local", "global", "mixed", "vector"],
+    Field(
+        description="auto lets the router choose; local: entities and their relations; global: "
+        "community reports (themes of the whole collection); mixed: both; vector: passages only."
+    ),
+]
+K = Annotated[int, Field(description="How many results.", ge=1, le=100)]
+Tenant = Annotated[str | None, Field(description="Only for a key of several tenants: which one.")]
+Who = Callable[[Context, str | None], Awaitable[Caller]]
 
 
-def mount_mcp(app: Any, service: Any) -> None:
-    return None
+def _tools(service: Service, who: Who) -> MCPServer:
+    server = MCPServer(name="pgkgrag", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    async def acting(ctx: Context, tenant: str | None) -> Caller:
+        try:
+            return await who(ctx, tenant)
+        except ApiError as exc:
+            raise ToolError(f"{exc.status}: {exc.message}") from exc
+
+    async def call(work: Awaitable[Any]) -> Any:
+        try:
+            return await work
+        except ApiError as exc:
+            raise ToolError(f"{exc.status}: {exc.message}") from exc
+
+    @server.tool()
+    async def search(
+        question: Question, ctx: Context, route: Route = "auto", k: K = 10, tenant: Tenant = None
+    ) -> dict[str, Any]:
+        """Search the tenant's documents: ranked rows (chunks, entities, community reports) with
+        their scores, the route taken and the reason for it. Use it to find evidence."""
+        caller = await acting(ctx, tenant)
+        found = await call(service.search(caller, None, question, route, k, {}))
+        rows = [dataclasses.asdict(r) for r in found.rows]
+        return {"tenant": caller.tenant, "route": found.route, "reason": found.reason, "rows": rows}
+
+    @server.tool()
+    async def context(
+        question: Question,
+        ctx: Context,
+        route: Route = "auto",
+        k: K = 10,
+        max_chars: Annotated[int, Field(description="Longest block.", ge=100, le=100_000)] = 4000,
+        tenant: Tenant = None,
+    ) -> dict[str, Any]:
+        """The block of cited passages an LLM needs to answer the question (empty when nothing in
+        the documents answers it). Use it to answer in your own words, citing the chunk ids."""
+        caller = await acting(ctx, tenant)
+        block = await call(service.context(caller, None, question, route, k, max_chars, {}))
+        return {"tenant": caller.tenant, "context": block}
+
+    @server.tool()
+    async def ask(
+        question: Question, ctx: Context, route: Route = "auto", k: K = 10, tenant: Tenant = None
+    ) -> dict[str, Any]:
+        """An answer from the tenant's documents only, written by the server's LLM, each claim with
+        verified citations; not_found when the documents do not answer it."""
+        caller = await acting(ctx, tenant)
+        answer = await call(service.ask(caller, None, question, route, k, {}))
+        result: dict[str, Any] = json.loads(json.dumps(answer.to_json(), default=str))
+        return result
+
+    @server.tool()
+    async def entity(
+        name: Annotated[str, Field(description="An entity's id, name or alias.", min_length=1, max_length=500)],
+        ctx: Context,
+        tenant: Tenant = None,
+    ) -> dict[str, Any]:
+        """What the knowledge graph says of one entity: type, description, aliases, its answer with
+        the chunk it came from, its community and its strongest relations."""
+        caller = await acting(ctx, tenant)
+        return dataclasses.asdict(await call(service.entity(caller, None, name)))
+
+    @server.tool()
+    async def neighbourhood(
+        name: Annotated[str, Field(description="The entity to start from (id, name or alias).", min_length=1)],
+        ctx: Context,
+        hops: Annotated[int, Field(description="How far to walk.", ge=1, le=4)] = 2,
+        degree_cap: Annotated[int, Field(description="Edges followed per entity.", ge=1, le=100)] = 4,
+        direction: Literal["out", "in", "both"] = "out",
+        tenant: Tenant = None,
+    ) -> dict[str, Any]:
+        """The entities around one entity within some hops, and the relations (with their evidence
+        chunks) that reach them."""
+        caller = await acting(ctx, tenant)
+        around: dict[str, Any] = await call(service.neighbourhood(caller, None, name, hops, degree_cap, direction))
+        return around
+
+    return server
+
+
+class KeyRequired:
+    """Pure ASGI in front of /mcp: a request without a valid key gets 401 (a JSON-RPC error, which
+    the SDK's client reports) before MCP reads it."""
+
+    def __init__(self, app: Any, service: Service) -> None:
+        self.app, self.service = app, service
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            try:
+                await self.service.key_holder(headers.get("authorization"))
+            except ApiError as exc:
+                body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": exc.message}})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": exc.status,
+                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body.encode()})
+                return
+        await self.app(scope, receive, send)
+
+
+def mount_mcp(app: Any, service: Service) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
+    """Mount the tools at /mcp/ of the FastAPI app; returns what its lifespan must run."""
+
+    async def from_key(ctx: Context, tenant: str | None) -> Caller:
+        headers = ctx.headers or {}
+        return await service.caller(headers.get("authorization"), tenant)
+
+    server = _tools(service, from_key)
+    asgi = server.streamable_http_app(streamable_http_path="/", stateless_http=True, json_response=True)
+    app.mount("/mcp", KeyRequired(asgi, service))
+
+    @contextlib.asynccontextmanager
+    async def running() -> AsyncIterator[None]:
+        async with server.session_manager.run():
+            yield
+
+    return running
 
 
 def run_stdio(dsn: str, tenant: str) -> None:
-    raise NotImplementedError
+    """The tools over stdio for one tenant, as the login role's own grant (no key)."""
+    service = Service(dsn, Limits())
+
+    async def fixed(_: Context, named: str | None) -> Caller:
+        return Caller(None, "stdio", named or tenant)
+
+    _tools(service, fixed).run("stdio")

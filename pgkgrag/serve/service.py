@@ -16,7 +16,6 @@ import contextlib
 import dataclasses
 import hashlib
 import logging
-import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -26,20 +25,26 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import psycopg
-from limits import RateLimitItem, parse
-from limits.storage import MemoryStorage
-from limits.strategies import MovingWindowRateLimiter
 
 from pgkgrag.db.connections import READER, acting_with_key, connect_app, tenant_transaction
-from pgkgrag.embed.embedders import EMBEDDERS, Embedder, Vectors, get_embedder
+from pgkgrag.embed.embedders import Embedder
 from pgkgrag.errors import KgragError, describe
+from pgkgrag.extras import missing
 from pgkgrag.graph.entities import EntityCard, entity_card
 from pgkgrag.graph.picture import neighbourhood
 from pgkgrag.queries import Q
 from pgkgrag.retrieval.results import SearchResult
 from pgkgrag.retrieval.search import context, run_search
 from pgkgrag.serve import telemetry
-from pgkgrag.serve.errors import ApiError
+from pgkgrag.serve.errors import ApiError, status_of
+from pgkgrag.serve.pool import Connections, Models
+
+try:
+    from limits import RateLimitItem, parse
+    from limits.storage import MemoryStorage
+    from limits.strategies import MovingWindowRateLimiter
+except ImportError as exc:
+    raise missing("server") from exc
 
 if TYPE_CHECKING:
     from pgkgrag.llm.answers import Answer
@@ -48,7 +53,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("pgkgrag.serve")
 T = TypeVar("T")
 Disconnected = Callable[[], Awaitable[bool]]  # whether the client went away
-SERVED = tuple(name for name in EMBEDDERS if name != "openai")  # an openai tenant embeds at its own endpoint
 
 
 @dataclass(frozen=True)
@@ -73,71 +77,9 @@ class Caller:
     key_id: str
     tenant: str
 
-
-class Models:
-    """The embedders this server has loaded, one per name, for the database's dimension; one model
-    call at a time (the models use every core anyway)."""
-
-    def __init__(self, dimension: int) -> None:
-        self.dimension = dimension
-        self._loaded: dict[str, Embedder] = {}
-        self._lock = threading.Lock()
-
-    def get(self, name: str) -> Embedder:
-        if name not in SERVED:
-            raise ApiError(
-                404,
-                f"The model {name!r} does not exist here: this server embeds with {', '.join(SERVED)} "
-                "(a tenant's model is SELECT kgrag.setting('embedder'))",
-                "model",
-                "model_not_found",
-            )
-        with self._lock:
-            if name not in self._loaded:
-                try:
-                    self._loaded[name] = get_embedder(name, self.dimension)
-                except KgragError as exc:
-                    raise ApiError(400, str(exc), "model", "model_not_usable") from exc
-            return _Locked(self._loaded[name], self._lock)
-
-
-class _Locked:
-    """An embedder whose calls take the server's model lock."""
-
-    def __init__(self, inner: Embedder, lock: threading.Lock) -> None:
-        self.name, self.dim = inner.name, inner.dim
-        self._inner, self._lock = inner, lock
-
-    def embed(self, texts: list[str]) -> Vectors:
-        with self._lock, telemetry.span("kgrag.embed", {"kgrag.embedder": self.name, "kgrag.texts": len(texts)}):
-            return self._inner.embed(texts)
-
-    def embed_queries(self, texts: list[str]) -> Vectors:
-        with self._lock, telemetry.span("kgrag.embed", {"kgrag.embedder": self.name, "kgrag.texts": len(texts)}):
-            return self._inner.embed_queries(texts)
-
-
-class Connections:
-    """A fixed set of connections as kgrag_reader; a call waits for one until its deadline."""
-
-    def __init__(self, dsn: str, size: int) -> None:
-        self._dsn = dsn
-        self._idle: queue.Queue[psycopg.Connection | None] = queue.Queue()
-        for _ in range(size):
-            self._idle.put(None)  # opened at first use
-
-    @contextmanager
-    def take(self, wait_s: float) -> Iterator[psycopg.Connection]:
-        try:
-            conn = self._idle.get(timeout=wait_s)
-        except queue.Empty:
-            raise ApiError(503, "every database connection of this server is busy: try again", code="busy") from None
-        try:
-            if conn is None or conn.closed or conn.broken:
-                conn = connect_app(self._dsn, READER)
-            yield conn
-        finally:
-            self._idle.put(conn)
+    def attributes(self, **more: str | int) -> dict[str, str | int]:
+        """A span's attributes: the tenant, the key's id (never the key) and more, named kgrag.*."""
+        return {"kgrag.tenant": self.tenant, "kgrag.key": self.key_id, **{f"kgrag.{k}": v for k, v in more.items()}}
 
 
 def check_rate(rate: str, option: str) -> str:
@@ -151,20 +93,6 @@ def check_rate(rate: str, option: str) -> str:
 
 def key_id(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:12]
-
-
-def _status_of(exc: psycopg.Error) -> tuple[int, str | None]:
-    state = describe(exc).sqlstate or ""
-    if state == "28P01":
-        return 401, "invalid_api_key"
-    if state == "42501":
-        return 403, "tenant_not_allowed"
-    if state == "57014":
-        return 408, "timeout"
-    # a value the client library refuses (a NUL in a text) is the request's fault too
-    if state.startswith("22") or isinstance(exc, psycopg.DataError):
-        return 400, state or None
-    return 500, state or None
 
 
 class Service:
@@ -249,7 +177,7 @@ class Service:
         try:
             return task.result()
         except psycopg.Error as exc:
-            status, code = _status_of(exc)
+            status, code = status_of(exc)
             if status == 500:
                 log.error("database error: %s", describe(exc).text())
             raise ApiError(status, describe(exc).message, code=code) from exc
@@ -278,7 +206,7 @@ class Service:
     ) -> SearchResult:
         def work(conn: psycopg.Connection) -> SearchResult:
             embedder = self.embedder_of(conn, caller.tenant)
-            with telemetry.span("kgrag.search", {"kgrag.route_asked": route, "kgrag.k": k}) as current:
+            with telemetry.span("kgrag.search", caller.attributes(route_asked=route, k=k)) as current:
                 found = run_search(conn, caller.tenant, embedder, question, route, k, options)
                 current.set_attribute("kgrag.route", found.route)
                 current.set_attribute("kgrag.chunks", found.chunks()[:50])
@@ -298,7 +226,7 @@ class Service:
     ) -> str:
         def work(conn: psycopg.Connection) -> str:
             embedder = self.embedder_of(conn, caller.tenant)
-            with telemetry.span("kgrag.context", {"kgrag.route_asked": route, "kgrag.k": k}):
+            with telemetry.span("kgrag.context", caller.attributes(route_asked=route, k=k)):
                 return context(conn, caller.tenant, embedder, question, route, k, max_chars, options)
 
         return await self.run(caller, disconnected, work)
@@ -318,7 +246,7 @@ class Service:
             embedder = self.embedder_of(conn, caller.tenant)
             with (
                 self.answering(caller.tenant) as llm,
-                telemetry.span("kgrag.ask", {"kgrag.route_asked": route}) as current,
+                telemetry.span("kgrag.ask", caller.attributes(route_asked=route, k=k)) as current,
             ):
                 try:
                     answer = ask(conn, caller.tenant, embedder, llm, question, route, k, options)

@@ -12,11 +12,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from opentelemetry import trace
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
-
 from pgkgrag.errors import KgragError
+from pgkgrag.extras import missing
+
+try:
+    from opentelemetry import trace
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+    from prometheus_client.exposition import CONTENT_TYPE_LATEST
+except ImportError as exc:
+    raise missing("server") from exc
 
 _tracer = trace.get_tracer("pgkgrag.serve")
 TRACE_EXPORTERS = ("console", "otlp")

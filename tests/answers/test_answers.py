@@ -262,7 +262,7 @@ def test_ask_from_the_cli_and_over_http(demo: str, dconn: psycopg.Connection, fa
         failed = httpx.post(f"{base}/v1/ask", json={"question": APPROVES}, headers=auth, timeout=120)
         assert failed.status_code == 502 and "empty answer" in failed.json()["error"]["message"]
         metrics = httpx.get(f"{base}/metrics", timeout=10).text
-        assert 'kgrag_llm_calls_total 1.0' in metrics, metrics  # the answer's one call; the failed one raised
+        assert "kgrag_llm_calls_total 1.0" in metrics, metrics  # the answer's one call; the failed one raised
     run("keys", "revoke", "answers-test", dsn=demo)
     with tenant_transaction(dconn, DEMO_TENANT):
         by_route = dict(dconn.execute("SELECT route, answers FROM kgrag.answers_by_route").fetchall())

@@ -211,14 +211,24 @@ def test_global_before_build_says_to_build(demo: str, tmp_path: Path) -> None:
     assert "run `pgkgrag build`" in searched.stdout
 
 
+API_KEY: dict[str, str] = {}  # the key embeddings_server made for tenant demo
+
+
 @pytest.fixture(scope="module")
 def embeddings_server(demo: str) -> Iterator[str]:
-    """`pgkgrag serve` as a user starts it, with a bearer token; yields its base URL."""
-    with serving(demo, KGRAG_SERVE_TOKEN="s3cret") as base:
-        yield base
+    """`pgkgrag serve` as a user starts it, with an API key of tenant demo; yields its base URL."""
+    made = run("keys", "create", "embeddings-test", "--tenant", DEMO_TENANT, dsn=demo)
+    assert made.returncode == 0, made.stderr
+    API_KEY["key"] = made.stdout.splitlines()[-1]
+    AUTH["Authorization"] = f"Bearer {API_KEY['key']}"
+    try:
+        with serving(demo) as base:
+            yield base
+    finally:
+        run("keys", "revoke", "embeddings-test", dsn=demo)
 
 
-AUTH = {"Authorization": "Bearer s3cret"}
+AUTH: dict[str, str] = {}  # filled by embeddings_server: the parameters below share the dict
 
 
 def test_the_embeddings_endpoint_answers_like_openai(embeddings_server: str, use: Embedder) -> None:
@@ -250,8 +260,8 @@ def test_the_embeddings_endpoint_serves_e5_questions_and_passages(embeddings_ser
 @pytest.mark.parametrize(
     ("payload", "headers", "status", "message"),
     [
-        ({"model": "use", "input": "x"}, {}, 401, "bearer token"),
-        ({"model": "use", "input": "x"}, {"Authorization": "Bearer wrong"}, 401, "bearer token"),
+        ({"model": "use", "input": "x"}, {}, 401, "API key is required"),
+        ({"model": "use", "input": "x"}, {"Authorization": "Bearer wrong"}, 401, "unknown or revoked"),
         ({"model": "ada-002", "input": "x"}, AUTH, 404, "does not exist here"),
         ({"model": "openai", "input": "x"}, AUTH, 404, "does not exist here"),
         ({"model": "use", "input": []}, AUTH, 400, "input is empty"),
@@ -302,7 +312,7 @@ def test_node_embeds_through_serve_and_gets_the_python_clients_rows(
         "PGUSER": str(info["user"]),
         "KGRAG_TENANT": DEMO_TENANT,
         "KGRAG_EMBEDDINGS_URL": f"{embeddings_server}/v1/embeddings",
-        "KGRAG_SERVE_TOKEN": "s3cret",
+        "KGRAG_API_KEY": API_KEY["key"],
     }
     out = subprocess.run(
         ["node", str(script), QUESTION], cwd=node_pg, env=env, capture_output=True, text=True, timeout=120

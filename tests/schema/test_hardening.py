@@ -32,7 +32,8 @@ DEFINER_ALLOWED = {
         "alias candidates through alias_trigrams_idx and alias_sq_idx",
     ),
     "kgrag.tenants()": (PROBE, "the tenants the caller may use and their document counts"),
-    "kgrag_private.log_search(text,text,text,text[],integer,integer,double precision,boolean,text,integer,text[],text,text)": (
+    "kgrag_private.log_search(text,text,text,text[],integer,integer,double precision,boolean,text,integer,"
+    "text[],text,text)": (
         LOGGER,
         "one bounded log row",
     ),

@@ -222,8 +222,8 @@ def test_search_and_context_answer_from_the_key_s_tenant(setup: Setup, base: str
     with connect(setup.owner_dsn) as conn, conn.transaction():
         conn.execute("SELECT kgrag.use_tenant('a')")
         logged = conn.execute(
-            "SELECT chunk_ids, embedder, schema_revision FROM kgrag.query_log WHERE tenant_id = 'a' AND route = 'vector'"
-            " ORDER BY searched_at DESC LIMIT 1"
+            "SELECT chunk_ids, embedder, schema_revision FROM kgrag.query_log"
+            " WHERE tenant_id = 'a' AND route = 'vector' ORDER BY searched_at DESC LIMIT 1"
         ).fetchone()
         revision = conn.execute("SELECT kgrag.version()").fetchone()
     assert logged is not None and revision is not None
@@ -285,7 +285,8 @@ def test_rates_and_body_size_are_limited(setup: Setup) -> None:
 def _waiting_queries(owner_dsn: str, role: str) -> int:
     with psycopg.connect(owner_dsn, autocommit=True) as conn:
         row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE usename = %s AND state = 'active' AND wait_event_type = 'Lock'",
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE usename = %s AND state = 'active' AND wait_event_type = 'Lock'",
             [role],
         ).fetchone()
     assert row is not None
@@ -356,3 +357,132 @@ def test_the_readme_says_how_to_run_the_service() -> None:
     section = readme.split("## Running the service", 1)[1].split("\n## ", 1)[0]
     for needed in ("pgkgrag keys create", "--key-rate", "/metrics", "--traces", "mcpServers", "kgrag_reader"):
         assert needed in section, needed
+
+
+async def _mcp_http(base: str, key: str | None, calls: list[tuple[str, dict[str, object]]]) -> list[object]:
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = bearer(key) if key else {}
+    results: list[object] = []
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=120)) as http,
+        streamable_http_client(f"{base}/mcp/", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        results.append((await session.list_tools()).tools)
+        for name, arguments in calls:
+            results.append(await session.call_tool(name, arguments))
+    return results
+
+
+def test_an_agent_searches_through_mcp_with_its_key(setup: Setup, base: str) -> None:
+    """The official SDK's client: tools an agent can choose by, answers from the key's tenant only,
+    and b refused to a's key; no key, no session."""
+    import asyncio
+
+    tools, searched, other, card, hood = asyncio.run(
+        _mcp_http(
+            base,
+            setup.key_a,
+            [
+                ("search", {"question": "Who approves the Acme contract?", "route": "vector"}),
+                ("search", {"question": "Wombatfrost", "tenant": "b"}),
+                ("entity", {"name": "Maria Silva"}),
+                ("neighbourhood", {"name": "Acme", "hops": 1}),
+            ],
+        )
+    )
+    described = {t.name: t for t in tools}  # type: ignore[attr-defined]
+    assert set(described) == {"search", "context", "ask", "entity", "neighbourhood"}
+    assert all(t.description and t.input_schema["properties"] for t in described.values())
+    assert described["search"].input_schema["required"] == ["question"]
+    assert not searched.is_error and searched.structured_content["tenant"] == "a"  # type: ignore[attr-defined]
+    rows = searched.structured_content["rows"]  # type: ignore[attr-defined]
+    assert rows and all(r["ref_id"].startswith("a.md#") for r in rows if r["kind"] == "chunk")
+    assert other.is_error and "may not act for tenant 'b'" in other.content[0].text  # type: ignore[attr-defined]
+    assert "Wombatfrost" not in str(other.content[0].text).split("tenant")[0]  # type: ignore[attr-defined]
+    assert not card.is_error and card.structured_content["name"] == "Maria Silva"  # type: ignore[attr-defined]
+    assert not hood.is_error and hood.structured_content["nodes"]  # type: ignore[attr-defined]
+    for key in (None, "kgk_" + "1" * 64):
+        with pytest.raises(BaseException) as refused:
+            asyncio.run(_mcp_http(base, key, []))
+        assert "API key" in repr(refused.value) or "unknown or revoked" in repr(refused.value), repr(refused.value)
+
+
+def test_a_desktop_agent_uses_the_tools_over_stdio(setup: Setup, login_roles: Callable[[str], str]) -> None:
+    """`pgkgrag mcp --tenant a` as a desktop client starts it, as a login role granted tenant a."""
+    import asyncio
+
+    from commands import PGKGRAG, command_env
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    role = login_roles(READER)
+    with connect(setup.owner_dsn) as conn:
+        conn.execute("SELECT kgrag.grant_tenant(%s, 'a')", [role])
+        conn.commit()
+
+    async def session() -> tuple[object, object]:
+        params = StdioServerParameters(
+            command=PGKGRAG, args=["mcp", "--tenant", "a"], env=command_env(as_role(setup.owner_dsn, role))
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            mine = await client.call_tool("context", {"question": "Who approves the Acme contract?"})
+            theirs = await client.call_tool("search", {"question": "Wombatfrost", "tenant": "b"})
+            return mine, theirs
+
+    mine, theirs = asyncio.run(session())
+    assert not mine.is_error and "Maria Silva" in mine.structured_content["context"]  # type: ignore[attr-defined]
+    assert theirs.is_error and "may not act for tenant 'b'" in theirs.content[0].text  # type: ignore[attr-defined]
+
+
+def test_traces_reach_a_local_otlp_collector(setup: Setup) -> None:
+    """`--traces otlp` sends the spans of a search (request, search, embedding) to an OTLP/HTTP
+    collector: a local HTTP server that decodes what it receives as the protocol defines it."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    spans: dict[str, dict[str, object]] = {}
+
+    class Collector(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            exported = ExportTraceServiceRequest()
+            exported.ParseFromString(self.rfile.read(int(self.headers["Content-Length"])))
+            for resource in exported.resource_spans:
+                for scope in resource.scope_spans:
+                    for span in scope.spans:
+                        attributes = {a.key: a.value for a in span.attributes}
+                        spans[span.name] = {k: str(v).strip() for k, v in attributes.items()}
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.end_headers()
+
+    collector = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{collector.server_address[1]}"
+    try:
+        with serving(
+            setup.service_dsn, "--traces", "otlp", OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_BSP_SCHEDULE_DELAY="100"
+        ) as url:
+            asked = {"question": "Who approves the Acme contract?", "route": "vector"}
+            assert (
+                httpx.post(f"{url}/v1/search", json=asked, headers=bearer(setup.key_a), timeout=60).status_code == 200
+            )
+            deadline = time.monotonic() + 20
+            while not {"kgrag.request", "kgrag.search", "kgrag.embed"} <= set(spans) and time.monotonic() < deadline:
+                time.sleep(0.2)
+    finally:
+        collector.shutdown()
+    assert {"kgrag.request", "kgrag.search", "kgrag.embed"} <= set(spans), spans
+    assert "vector" in str(spans["kgrag.search"]["kgrag.route"])
+    assert "a.md#0" in str(spans["kgrag.search"]["kgrag.chunks"])
+    assert "hash" in str(spans["kgrag.embed"]["kgrag.embedder"])
+    assert spans["kgrag.search"]["kgrag.tenant"] == 'string_value: "a"', spans
+    assert setup.key_a not in str(spans)  # the key's id is traced, never the key

@@ -186,13 +186,17 @@ def test_readers_write_the_log_only_through_the_search(two_tenants: object, logi
             )
         with tenant_transaction(conn, "a"):
             conn.execute(
-                "SELECT kgrag_private.log_search('h', 'local', repeat('x', 10000), NULL, 1, 1, 1, false, NULL, NULL, NULL, NULL, NULL)"
+                "SELECT kgrag_private.log_search('h', 'local', repeat('x', 10000), NULL, 1, 1, 1, false,"
+                " NULL, NULL, NULL, NULL, NULL)"
             )
             assert conn.execute(
                 "SELECT length(reason), pg_typeof(log_id)::text FROM kgrag.query_log WHERE question_hash = 'h'"
             ).fetchone() == (4000, "uuid")
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="unknown route"), tenant_transaction(conn, "a"):
-            conn.execute("SELECT kgrag_private.log_search('h', 'everything', 'x', NULL, 1, 1, 1, false, NULL, NULL, NULL, NULL, NULL)")
+            conn.execute(
+                "SELECT kgrag_private.log_search('h', 'everything', 'x', NULL, 1, 1, 1, false,"
+                " NULL, NULL, NULL, NULL, NULL)"
+            )
 
 
 def test_grants_are_the_owners_to_give(login: Callable[..., str], admin: psycopg.Connection) -> None:

@@ -1,0 +1,85 @@
+"""What the service holds for its calls: a fixed set of database connections (as kgrag_reader) and
+the embedders it has loaded, one per name, whose calls take turns."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+
+from pgkgrag.db.connections import READER, connect_app
+from pgkgrag.embed.embedders import EMBEDDERS, Embedder, Vectors, get_embedder
+from pgkgrag.errors import KgragError
+from pgkgrag.serve import telemetry
+from pgkgrag.serve.errors import ApiError
+
+SERVED = tuple(name for name in EMBEDDERS if name != "openai")  # an openai tenant embeds at its own endpoint
+
+
+class Models:
+    """The embedders this server has loaded, one per name, for the database's dimension; one model
+    call at a time (the models use every core anyway)."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self._loaded: dict[str, Embedder] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> Embedder:
+        if name not in SERVED:
+            raise ApiError(
+                404,
+                f"The model {name!r} does not exist here: this server embeds with {', '.join(SERVED)} "
+                "(a tenant's model is SELECT kgrag.setting('embedder'))",
+                "model",
+                "model_not_found",
+            )
+        with self._lock:
+            if name not in self._loaded:
+                try:
+                    self._loaded[name] = get_embedder(name, self.dimension)
+                except KgragError as exc:
+                    raise ApiError(400, str(exc), "model", "model_not_usable") from exc
+            return _Locked(self._loaded[name], self._lock)
+
+
+class _Locked:
+    """An embedder whose calls take the server's model lock."""
+
+    def __init__(self, inner: Embedder, lock: threading.Lock) -> None:
+        self.name, self.dim = inner.name, inner.dim
+        self._inner, self._lock = inner, lock
+
+    def embed(self, texts: list[str]) -> Vectors:
+        with self._lock, telemetry.span("kgrag.embed", {"kgrag.embedder": self.name, "kgrag.texts": len(texts)}):
+            return self._inner.embed(texts)
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        with self._lock, telemetry.span("kgrag.embed", {"kgrag.embedder": self.name, "kgrag.texts": len(texts)}):
+            return self._inner.embed_queries(texts)
+
+
+class Connections:
+    """A fixed set of connections as kgrag_reader; a call waits for one until its deadline."""
+
+    def __init__(self, dsn: str, size: int) -> None:
+        self._dsn = dsn
+        self._idle: queue.Queue[psycopg.Connection | None] = queue.Queue()
+        for _ in range(size):
+            self._idle.put(None)  # opened at first use
+
+    @contextmanager
+    def take(self, wait_s: float) -> Iterator[psycopg.Connection]:
+        try:
+            conn = self._idle.get(timeout=wait_s)
+        except queue.Empty:
+            raise ApiError(503, "every database connection of this server is busy: try again", code="busy") from None
+        try:
+            if conn is None or conn.closed or conn.broken:
+                conn = connect_app(self._dsn, READER)
+            yield conn
+        finally:
+            self._idle.put(conn)
