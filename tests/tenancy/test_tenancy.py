@@ -24,7 +24,7 @@ from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ingesting import checksums, ingest
-from tenant_calls import EMBEDDER, OWNER_ONLY, PURE, ROUTES, _graph_ids, answers, reads, writes
+from tenant_calls import EMBEDDER, KEYED, OWNER_ONLY, PURE, ROUTES, _graph_ids, answers, reads, writes
 
 from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
 from pgkgrag.graph.build import build
@@ -212,7 +212,7 @@ def test_the_suite_calls_every_public_function(
     public = {r[0] for r in admin.execute("SELECT proname FROM pg_proc WHERE pronamespace = 'kgrag'::regnamespace")}
     public |= plumbing
     empty: dict[str, list[str]] = {"docs": ["d"], "chunks": [], "entities": [], "communities": [], "hashes": []}
-    called = {name.split("/")[0] for name in reads("q", empty, empty)} | set(writes(empty)) | PURE | OWNER_ONLY
+    called = {name.split("/")[0] for name in reads("q", empty, empty)} | set(writes(empty)) | PURE | OWNER_ONLY | KEYED
     assert public == called, (public - called, called - public)
     record_property("public functions called as each tenant", len(public))
     record_property("kgrag_search routes", ", ".join(ROUTES))
