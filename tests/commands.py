@@ -17,6 +17,15 @@ import httpx
 PGKGRAG = str(Path(sys.executable).parent / "pgkgrag")
 
 
+def psql(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The embedded server's psql, unaligned, tuples only, fields split by |."""
+    from pgkgrag.db.server import _BIN
+
+    return subprocess.run(
+        [str(_BIN / "psql"), "-X", "-A", "-t", "-F", "|", dsn, *args], capture_output=True, text=True, timeout=120
+    )
+
+
 def command_env(dsn: str | None = None, home: Path | None = None, **settings: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KGRAG_")}
     if dsn:

@@ -20,13 +20,19 @@ ProgressCallback = Callable[[str, int], None]  # (what, how many were just done)
 Kind = Literal["entity", "report"]
 
 
-def tenant_embedder(conn: psycopg.Connection, tenant: str, requested: str | None = None) -> Embedder:
-    """The embedder `requested`, else the one the tenant's vectors were made with (setting embedder)."""
+def tenant_embedder(
+    conn: psycopg.Connection,
+    tenant: str,
+    requested: str | None = None,
+    load: Callable[[str, int], Embedder] = get_embedder,
+) -> Embedder:
+    """The embedder `requested`, else the one the tenant's vectors were made with (setting embedder),
+    made by `load` (name, dimension): get_embedder, or a server's cache of loaded models."""
     with tenant_transaction(conn, tenant):
         row = conn.execute(Q["tenant_embedder"]).fetchone()
     assert row is not None
     dimension, recorded = row
-    return get_embedder(requested or recorded, dimension)
+    return load(requested or recorded, dimension)
 
 
 def use_embedder(conn: psycopg.Connection, tenant: str, embedder: Embedder) -> None:

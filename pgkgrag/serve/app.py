@@ -41,7 +41,6 @@ except ImportError as exc:
 log = logging.getLogger("pgkgrag.serve")
 MAX_INPUTS = 2048  # texts per request, as OpenAI's API allows
 MAX_INPUT_CHARS = 32_768  # characters per text
-MAX_QUESTION_CHARS = 8_000  # SQL bounds it too (setting max_question_chars)
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -60,7 +59,7 @@ class EmbeddingRequest(BaseModel):
 
 class QuestionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    question: str = Field(min_length=1)  # its length is bounded in SQL (setting max_question_chars)
     tenant: str | None = Field(default=None, description="For a key of several tenants: which one.")
     route: str = "auto"
     k: int = Field(default=10, ge=1, le=1000)

@@ -32,7 +32,8 @@ INSTRUCTIONS = (
     "cited passages for an answer; ask answers with verified citations (needs the server's LLM); "
     "entity and neighbourhood show what the knowledge graph says around a name. Cite chunk ids."
 )
-Question = Annotated[str, Field(description="The question, in natural language.", min_length=1, max_length=8000)]
+# its length is bounded in SQL (setting max_question_chars), as for every caller
+Question = Annotated[str, Field(description="The question, in natural language.", min_length=1)]
 Route = Annotated[
     Literal["auto", "local", "global", "mixed", "vector"],
     Field(
@@ -157,7 +158,8 @@ def mount_mcp(app: Any, service: Service) -> Callable[[], contextlib.AbstractAsy
 
     async def from_key(ctx: Context, tenant: str | None) -> Caller:
         headers = ctx.headers or {}
-        return await service.caller(headers.get("authorization"), tenant)
+        # KeyRequired counted the request against the key's (and its only tenant's) rate already
+        return await service.caller(headers.get("authorization"), tenant, counted=False)
 
     server = _tools(service, from_key)
     asgi = server.streamable_http_app(streamable_http_path="/", stateless_http=True, json_response=True)

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import psycopg
 
-from pgkgrag.db.connections import READER, acting_with_key, connect_app, tenant_transaction
+from pgkgrag.db.connections import READER, acting_with_key, connect_app
 from pgkgrag.embed.embedders import Embedder
+from pgkgrag.embed.vectors import tenant_embedder
 from pgkgrag.errors import KgragError, describe
 from pgkgrag.extras import missing
 from pgkgrag.graph.entities import EntityCard, entity_card
@@ -112,10 +113,10 @@ class Service:
 
     # -- who calls ---------------------------------------------------------------------------
 
-    async def caller(self, authorization: str | None, tenant: str | None) -> Caller:
+    async def caller(self, authorization: str | None, tenant: str | None, *, counted: bool = True) -> Caller:
         """The caller of a request: its key checked by the database, for the tenant it names (or
         the key's only tenant); 401 without a valid key, 403 for a tenant the key may not act for,
-        429 past a rate."""
+        429 past a rate (counted: False for a call inside a request already counted, an MCP tool's)."""
         scheme, _, key = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
             raise ApiError(
@@ -123,7 +124,7 @@ class Service:
             )
         key = key.strip()
         ident = key_id(key)
-        if not self._rates.hit(self._key_rate, "key", ident):
+        if counted and not self._rates.hit(self._key_rate, "key", ident):
             raise ApiError(429, f"this key made more than {self.limits.key_rate} requests", code="rate_limit_exceeded")
 
         def check(conn: psycopg.Connection) -> str:
@@ -133,7 +134,7 @@ class Service:
             return str(row[0])
 
         acting = await self.run(None, None, check)
-        if not self._rates.hit(self._tenant_rate, "tenant", acting):
+        if counted and not self._rates.hit(self._tenant_rate, "tenant", acting):
             raise ApiError(
                 429, f"tenant {acting} made more than {self.limits.tenant_rate} requests", code="rate_limit_exceeded"
             )
@@ -285,10 +286,7 @@ class Service:
         return np.asarray(await asyncio.to_thread(work, texts), dtype=np.float32)
 
     def embedder_of(self, conn: psycopg.Connection, tenant: str) -> Embedder:
-        with tenant_transaction(conn, tenant):
-            row = conn.execute(Q["tenant_embedder"]).fetchone()
-        assert row is not None
-        return self.models.get(str(row[1]))
+        return tenant_embedder(conn, tenant, load=lambda name, _: self.models.get(name))
 
     # -- answering with an LLM ---------------------------------------------------------------
 

@@ -17,14 +17,13 @@ import httpx
 import numpy as np
 import psycopg
 import pytest
-from commands import run, serving
+from commands import psql, run, serving
 from conftest import DEMO_TENANT, REPO, as_role
 from psycopg.conninfo import conninfo_to_dict
 from standby import hot_standby
 
 import pgkgrag
 from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
-from pgkgrag.db.server import _BIN
 from pgkgrag.embed.embedders import Embedder
 
 QUESTION = "Who approves changes to the PayFlow contract?"
@@ -43,12 +42,6 @@ def reader(demo: str, login_roles: Callable[[str], str]) -> str:
     with psycopg.connect(demo, autocommit=True) as owner:
         owner.execute("SELECT kgrag.grant_tenant(%s, %s)", [role, DEMO_TENANT])
     return as_role(demo, role)
-
-
-def psql(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(_BIN / "psql"), "-X", "-A", "-t", "-F", "|", dsn, *args], capture_output=True, text=True, timeout=120
-    )
 
 
 def test_psql_searches_with_the_question_text_alone(reader: str) -> None:

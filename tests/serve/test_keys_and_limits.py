@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from commands import run, serving
+from commands import psql, run, serving
 from conftest import Server, as_role
 
 from pgkgrag.db.connections import READER, WRITER, connect
@@ -174,12 +174,11 @@ def query_log_rows(dsn: str, tenant: str) -> int:
 @pytest.mark.parametrize(("path", "body"), ROUTES)
 def test_tenant_a_s_key_never_acts_for_b(setup: Setup, base: str, path: str, body: dict[str, str]) -> None:
     logged = query_log_rows(setup.owner_dsn, "b")
-    for extra in ({"tenant": "b"},):
-        response = httpx.post(f"{base}{path}", json={**body, **extra}, headers=bearer(setup.key_a), timeout=60)
-        assert response.status_code == 403, response.text
-        error = response.json()["error"]
-        assert error["code"] == "tenant_not_allowed" and "may not act for tenant 'b'" in error["message"]
-        assert "Wombatfrost" not in response.text.replace(body.get("name", "-"), "")
+    response = httpx.post(f"{base}{path}", json={**body, "tenant": "b"}, headers=bearer(setup.key_a), timeout=60)
+    assert response.status_code == 403, response.text
+    error = response.json()["error"]
+    assert error["code"] == "tenant_not_allowed" and "may not act for tenant 'b'" in error["message"]
+    assert "Ivo Petrov" not in response.text and "b.md" not in response.text  # nothing of b's documents
     for headers, code in (({}, 401), (bearer("kgk_" + "0" * 64), 401), ({"Authorization": "Basic eDp5"}, 401)):
         response = httpx.post(f"{base}{path}", json=body, headers=headers, timeout=60)
         assert response.status_code == code, response.text
@@ -410,6 +409,34 @@ def test_an_agent_searches_through_mcp_with_its_key(setup: Setup, base: str) -> 
         with pytest.raises(BaseException) as refused:
             asyncio.run(_mcp_http(base, key, []))
         assert "API key" in repr(refused.value) or "unknown or revoked" in repr(refused.value), repr(refused.value)
+
+
+def test_an_mcp_request_counts_once_against_the_key_s_rate(setup: Setup) -> None:
+    """A session is a few HTTP requests (initialize, its notification, the tool list) and one per
+    tool call; the guard counts each once, the tool does not count it again."""
+    import asyncio
+
+    calls: list[tuple[str, dict[str, object]]] = [("search", {"question": "Acme", "route": "vector"})] * 3
+    with serving(setup.service_dsn, "--key-rate", "6/minute") as url:
+        _, *found = asyncio.run(_mcp_http(url, setup.key_a, calls))  # 3 + 3 requests: within 6
+        assert found and not any(r.is_error for r in found)  # type: ignore[attr-defined]
+        with pytest.raises(BaseException) as refused:
+            asyncio.run(_mcp_http(url, setup.key_a, []))
+        assert "6/minute" in repr(refused.value), repr(refused.value)
+
+
+def test_psql_acts_for_the_key_s_tenant_alone(setup: Setup, tmp_path: Path) -> None:
+    """The README's SQL form: psql as the service's role, kgrag.use_key in a transaction."""
+    script = tmp_path / "key.sql"
+    script.write_text(
+        "SET ROLE kgrag_reader;\n"
+        "BEGIN;\nSELECT kgrag.use_key(:'key');\n"
+        "SELECT string_agg(DISTINCT tenant_id, ',') FROM kgrag.document;\nCOMMIT;\n"
+        "BEGIN;\nSELECT kgrag.use_key(:'key', 'b');\n"
+    )
+    out = psql(setup.service_dsn, "-q", "-v", f"key={setup.key_a}", "-v", "ON_ERROR_STOP=1", "-f", str(script))
+    assert out.stdout.split() == ["a", "a"], out.stdout
+    assert out.returncode == 3 and "may not act for tenant 'b'" in out.stderr, out.stderr
 
 
 def test_a_desktop_agent_uses_the_tools_over_stdio(setup: Setup, login_roles: Callable[[str], str]) -> None:
