@@ -137,6 +137,14 @@ def test_two_owners_install_upgrade_ingest_and_search(cluster: Server) -> None:
     writer2, reader2 = app_roles(two, "2", "globex")
     ingest_and_search(writer1, reader1, "acme")
     ingest_and_search(writer2, reader2, "globex")
+    # the first owner (no superuser) makes an API key; a service role granted kgrag_reader alone acts with it
+    made = run("keys", "create", "svc", "--tenant", "acme", dsn=one)
+    assert made.returncode == 0, made.stderr
+    as_owner(one, "CREATE ROLE app_svc1 LOGIN", "GRANT kgrag_reader TO app_svc1")
+    with psycopg.connect(make_conninfo(one, user="app_svc1")) as service:
+        service.execute("SET ROLE kgrag_reader")
+        assert service.execute("SELECT kgrag.use_key(%s)", [made.stdout.splitlines()[-1]]).fetchone() == ("acme",)
+        assert service.execute("SELECT DISTINCT tenant_id FROM kgrag.document").fetchall() == [("acme",)]
     # the second owner gives its team a curator, who works the queue and nothing else
     as_owner(two, "CREATE ROLE app_c2 LOGIN", "GRANT kgrag_curator TO app_c2")
     as_owner(two, "SELECT kgrag.grant_tenant('app_c2', 'globex')")
