@@ -1468,6 +1468,26 @@ ALTER FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double pre
 COMMENT ON FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer, as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight times its confidence (summed over relation types; a co-occurrence is sure, 1); the edges are the current facts above min_confidence, as kgrag.k_hop follows them (as_of, history, min_confidence). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
 
 --
+-- Name: quantize(public.vector, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.quantize(v public.vector, embedder text DEFAULT NULL::text) RETURNS bit
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT kgrag_private.quantize(v, CASE WHEN embedder IS NULL THEN kgrag_private.tenant_centre()
+                                          ELSE kgrag_private.centre(embedder) END)
+$$;
+
+ALTER FUNCTION kgrag.quantize(v public.vector, embedder text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION quantize(v public.vector, embedder text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.quantize(v public.vector, embedder text) IS 'Returns the code the binary-quantized index holds for v: its binary quantization less the centre of the embedder (default: the one the current tenant recorded, none if it recorded none; setting embedder_centres), as the column quantized of kgrag.chunk, kgrag.entity and kgrag.community_report stores it beside the embedding (NULL exactly when the embedding is). The ingestion and kgrag.store_embeddings write it; a client that writes embeddings into those tables itself writes quantized = kgrag.quantize(embedding) with them.';
+
+--
 -- Name: reembed_store(text, integer, text, text[], public.vector[], text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -1519,6 +1539,7 @@ DECLARE
     chunks integer;
     entities integer;
     reports integer;
+    centre vector := kgrag_private.centre(embedder);  -- the codes of the new model's vectors
 BEGIN
     PERFORM kgrag_private.check_embedder(embedder, dimension);
     -- no ingestion batch writes vectors of the old model meanwhile (kgrag_private.ingest_apply
@@ -1533,7 +1554,7 @@ BEGIN
             USING ERRCODE = '55000',
                   HINT = format('Run pgkgrag reembed --tenant %s --embedder %s again: it embeds only what is missing.', t, embedder);
     END IF;
-    UPDATE kgrag.chunk AS c SET embedding = r.embedding
+    UPDATE kgrag.chunk AS c SET embedding = r.embedding, quantized = kgrag_private.quantize(r.embedding, centre)
       FROM kgrag.reembedding AS r
      WHERE c.tenant_id = t AND r.tenant_id = t AND r.kind = 'chunk' AND r.ref_id = c.chunk_id;
     GET DIAGNOSTICS chunks = ROW_COUNT;
@@ -1542,12 +1563,16 @@ BEGIN
     -- an entity or report whose text changed since the check (a build beside this) has no vector
     -- of either model after it: the next build embeds it with the new one
     UPDATE kgrag.entity AS e
-       SET embedding = CASE WHEN md5(kgrag.embedding_text(e.name, e.description)) = r.body_hash THEN r.embedding END
+       SET embedding = CASE WHEN md5(kgrag.embedding_text(e.name, e.description)) = r.body_hash THEN r.embedding END,
+           quantized = CASE WHEN md5(kgrag.embedding_text(e.name, e.description)) = r.body_hash
+                            THEN kgrag_private.quantize(r.embedding, centre) END
       FROM kgrag.reembedding AS r
      WHERE e.tenant_id = t AND r.tenant_id = t AND r.kind = 'entity' AND r.ref_id = e.entity_id;
     GET DIAGNOSTICS entities = ROW_COUNT;
     UPDATE kgrag.community_report AS x
-       SET embedding = CASE WHEN md5(kgrag.report_embedding_text(x.report)) = r.body_hash THEN r.embedding END
+       SET embedding = CASE WHEN md5(kgrag.report_embedding_text(x.report)) = r.body_hash THEN r.embedding END,
+           quantized = CASE WHEN md5(kgrag.report_embedding_text(x.report)) = r.body_hash
+                            THEN kgrag_private.quantize(r.embedding, centre) END
       FROM kgrag.reembedding AS r
      WHERE x.tenant_id = t AND r.tenant_id = t AND r.kind = 'report' AND r.ref_id = x.community_id;
     GET DIAGNOSTICS reports = ROW_COUNT;
@@ -2432,6 +2457,7 @@ CREATE FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors public.vec
 DECLARE
     t text := kgrag.current_tenant();
     n integer;
+    centre vector := kgrag_private.tenant_centre();  -- the codes of its vectors
 BEGIN
     PERFORM kgrag_private.check_embedding_kind(kind);
     PERFORM kgrag_private.check_embedding_arrays(ids, vectors, text_hashes);
@@ -2441,11 +2467,11 @@ BEGIN
         -- the entity stripes first, in order, as an ingestion batch takes them before its row
         -- locks: a batch and this update never wait on each other in a cycle
         PERFORM kgrag_private.lock_keys('entity', ids);
-        UPDATE kgrag.entity AS e SET embedding = u.v
+        UPDATE kgrag.entity AS e SET embedding = u.v, quantized = kgrag_private.quantize(u.v, centre)
           FROM unnest(ids, vectors, text_hashes) AS u(id, v, h)
          WHERE e.tenant_id = t AND e.entity_id = u.id AND md5(kgrag.embedding_text(e.name, e.description)) = u.h;
     ELSE
-        UPDATE kgrag.community_report AS r SET embedding = u.v
+        UPDATE kgrag.community_report AS r SET embedding = u.v, quantized = kgrag_private.quantize(u.v, centre)
           FROM unnest(ids, vectors, text_hashes) AS u(id, v, h)
          WHERE r.tenant_id = t AND r.community_id = u.id AND md5(kgrag.report_embedding_text(r.report)) = u.h;
     END IF;
@@ -2679,7 +2705,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0037'::text$$;
+    AS $$SELECT '0038'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -2836,7 +2862,7 @@ BEGIN
          WHERE c.tenant_id = t AND (c.kind = 'rename_entity' OR c.target LIKE '%|%|%')));
     -- names decided, where the entity has another
     -- (kgrag.curation with the tenant bound, not the view: Citus routes each statement to one shard)
-    UPDATE kgrag.entity AS e SET name = d.value, embedding = NULL, updated_at = now()
+    UPDATE kgrag.entity AS e SET name = d.value, embedding = NULL, quantized = NULL, updated_at = now()
       FROM (SELECT DISTINCT ON (c.target) c.target, c.value FROM kgrag.curation AS c
              WHERE c.tenant_id = t AND c.kind = 'rename_entity' ORDER BY c.target, c.decided_at DESC) AS d
      WHERE e.tenant_id = t AND e.entity_id = d.target AND e.name IS DISTINCT FROM d.value;
@@ -2903,6 +2929,7 @@ DECLARE
     t text := kgrag.current_tenant();
     n_chunks integer;
     old_texts text[];
+    centre vector := kgrag_private.tenant_centre();  -- the codes of its vectors
 BEGIN
     -- The document rows are the documents' locks: upserted first, in doc_id order, so a second
     -- writer of the same document waits here (new or not) and then sees the first one's chunks.
@@ -2934,10 +2961,11 @@ BEGIN
     DELETE FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (docs);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (docs);
     INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, title, text, content_hash,
-                             lang, embedding, page, headings)
+                             lang, embedding, quantized, page, headings)
     SELECT t, s.doc_id || '#' || s.ordinal, s.doc_id, s.ordinal, s.char_start, s.char_end, s.title, s.text,
-           s.content_hash, d.lang::regconfig, kgrag_private.fit_vector(s.embedding), s.page, s.headings
+           s.content_hash, d.lang::regconfig, f.v, kgrag_private.quantize(f.v, centre), s.page, s.headings
       FROM pg_temp.kgrag_stage_chunk AS s JOIN pg_temp.kgrag_stage_document AS d USING (doc_id)
+     CROSS JOIN LATERAL (SELECT kgrag_private.fit_vector(s.embedding) AS v) AS f
      ORDER BY s.doc_id COLLATE "C", s.ordinal
     -- no row conflicts (the documents' chunks were deleted above): the clause makes Citus write
     -- the rows with INSERT, where it would COPY them, which row-level security refuses
@@ -3107,6 +3135,27 @@ ALTER FUNCTION kgrag_private.apply_relations() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.apply_relations() IS 'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. What the extractor set aside (pg_temp.kgrag_stage_set_aside) goes into kgrag.set_aside with its chunk. Returns {"relations": n, "rejected": {reason: n}}.';
+
+--
+-- Name: centre(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.centre(embedder text) RETURNS public.vector
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT kgrag_private.pad_vector((s.value -> embedder)::text::vector)
+      FROM kgrag.settings AS s
+     WHERE s.tenant_id = '*' AND s.key = 'embedder_centres' AND s.value ? embedder
+$$;
+
+ALTER FUNCTION kgrag_private.centre(embedder text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION centre(embedder text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.centre(embedder text) IS 'Private. Returns the centre of the embedder''s vectors (setting embedder_centres of tenant ''*'', which only the schema owner writes), zero-padded to kgrag.dimension(); NULL for an embedder with none.';
 
 --
 -- Name: check_batch_embedder(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3893,6 +3942,8 @@ BEGIN
        SET name = COALESCE(d.decided, d.name, e.name), description = d.description,
            embedding = CASE WHEN (COALESCE(d.decided, d.name, e.name), d.description) IS DISTINCT FROM (e.name, e.description)
                             THEN NULL ELSE e.embedding END,
+           quantized = CASE WHEN (COALESCE(d.decided, d.name, e.name), d.description) IS DISTINCT FROM (e.name, e.description)
+                            THEN NULL ELSE e.quantized END,
            answer = d.answer, answer_chunk_id = d.answer_chunk_id, answer_hash = d.answer_hash,
            answer_stale = d.answer IS NULL, updated_at = now(),
            -- the answer a person saw, noted when it changes (kgrag.review_queue, answer_changed)
@@ -5563,10 +5614,11 @@ BEGIN
         CASE WHEN n <= candidates THEN 'AND x.embedding IS NOT NULL'
              WHEN kgrag.vector_index() = 'halfvec'
              THEN format('ORDER BY x.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s)', kgrag.dimension())
-             ELSE format('ORDER BY binary_quantize(x.embedding)::bit(%1$s) <~> binary_quantize($2)::bit(%1$s)',
-                         kgrag.dimension()) END,
+             ELSE format('ORDER BY x.quantized <~> $6::bit(%s)', kgrag.dimension()) END,
         filter)
-    USING t, q, candidates, level, k;
+    USING t, q, candidates, level, k,
+          -- the question coded as the tenant's rows are (kgrag.quantize), for the bq index
+          kgrag_private.quantize(q, kgrag_private.tenant_centre());
     PERFORM kgrag_private.vector_scan_end();
 END
 $_$;
@@ -6127,6 +6179,25 @@ ALTER FUNCTION kgrag_private.probe_trigrams(form text, min_trigram double precis
 --
 
 COMMENT ON FUNCTION kgrag_private.probe_trigrams(form text, min_trigram double precision, common text[], frequency real[]) IS 'Private. Returns the trigrams of a squashed span that every alias the weak tiers of kgrag.link_entities could keep (trigram similarity >= min_trigram, or one holding the span) shares at least one of: the index probe searches with these, not with all of the span''s trigrams. common and frequency (the tenant''s commonest name trigrams and their shares, kgrag.alias_trigram_stats) pick the rarest, so a probe reads the shortest posting lists; they change what is read, never what is found. An alias inside the span is found by kgrag_private.alias_pieces. Exact, not a heuristic: see the comments in the body and tests/routes/test_linking.py.';
+
+--
+-- Name: quantize(public.vector, public.vector); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.quantize(v public.vector, centre public.vector) RETURNS bit
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT binary_quantize(CASE WHEN centre IS NULL THEN v ELSE v - centre END)
+$$;
+
+ALTER FUNCTION kgrag_private.quantize(v public.vector, centre public.vector) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION quantize(v public.vector, centre public.vector); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.quantize(v public.vector, centre public.vector) IS 'Private. Returns the binary quantization of v less centre (of v where centre is NULL): what the quantized columns store, with the centre kgrag_private.centre gives.';
 
 --
 -- Name: question_lexemes(text, regconfig); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6716,7 +6787,7 @@ BEGIN
     ON CONFLICT (tenant_id, community_id) DO UPDATE
        SET title = excluded.title, report = excluded.report, evidence_chunk_ids = excluded.evidence_chunk_ids,
            weight = excluded.weight, generator = excluded.generator, generated_hash = excluded.generated_hash,
-           stale = false, generated_at = excluded.generated_at, embedding = NULL
+           stale = false, generated_at = excluded.generated_at, embedding = NULL, quantized = NULL
      WHERE r.generated_hash <> excluded.generated_hash;
     GET DIAGNOSTICS written = ROW_COUNT;
     DROP TABLE pg_temp.kgrag_report;
@@ -7756,7 +7827,7 @@ BEGIN
         RETURN 'summary cites a chunk the report does not';
     END IF;
     UPDATE kgrag.community_report AS r
-       SET report = summary, generator = set_report_text.generator, embedding = NULL
+       SET report = summary, generator = set_report_text.generator, embedding = NULL, quantized = NULL
      WHERE r.tenant_id = t AND r.community_id = set_report_text.community_id;
     RETURN NULL;
 END
@@ -8087,6 +8158,28 @@ ALTER FUNCTION kgrag_private.template_reports() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.template_reports() IS 'Private. Returns the current tenant''s community reports still in their template form: (community_id, report). An LLM may rewrite them (kgrag_private.set_report_text), keeping their chunk citations.';
+
+--
+-- Name: tenant_centre(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.tenant_centre() RETURNS public.vector
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- the embedder the tenant recorded: vectors a client wrote with none recorded are its own model's
+    SELECT kgrag_private.centre(s.value #>> '{}')
+      FROM kgrag.settings AS s
+     WHERE s.tenant_id = kgrag.current_tenant() AND s.key = 'embedder'
+$$;
+
+ALTER FUNCTION kgrag_private.tenant_centre() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION tenant_centre(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.tenant_centre() IS 'Private. Returns the centre of the embedder the current tenant recorded (kgrag.use_embedder), zero-padded to kgrag.dimension(); NULL when it recorded none (a client writing its own vectors) or its embedder has none.';
 
 --
 -- Name: tenant_languages(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8815,11 +8908,13 @@ CREATE TABLE kgrag.chunk (
     embedding public.vector(512),
     page integer,
     headings text[] DEFAULT '{}'::text[] NOT NULL,
+    quantized bit(512),
     CONSTRAINT chunk_check CHECK ((chunk_id = ((doc_id || '#'::text) || ordinal))),
     CONSTRAINT chunk_check1 CHECK (((char_start >= 0) AND (char_end >= char_start))),
     CONSTRAINT chunk_headings_check CHECK ((cardinality(headings) <= 12)),
     CONSTRAINT chunk_ordinal_check CHECK ((ordinal >= 0)),
-    CONSTRAINT chunk_page_check CHECK ((page >= 1))
+    CONSTRAINT chunk_page_check CHECK ((page >= 1)),
+    CONSTRAINT chunk_quantized_check CHECK (((embedding IS NULL) = (quantized IS NULL)))
 );
 ALTER TABLE ONLY kgrag.chunk ALTER COLUMN tenant_id SET STATISTICS 1;
 
@@ -8844,6 +8939,12 @@ COMMENT ON COLUMN kgrag.chunk.page IS 'The page the chunk starts on (a PDF''s ph
 --
 
 COMMENT ON COLUMN kgrag.chunk.headings IS 'The headings above the chunk in its source, outermost first; empty where it has none.';
+
+--
+-- Name: COLUMN chunk.quantized; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.chunk.quantized IS 'The binary quantization of the embedding less the centre of its tenant''s embedder (kgrag.quantize; setting embedder_centres), NULL exactly when the embedding is: what the bq vector index holds.';
 
 --
 -- Name: document; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -8964,7 +9065,9 @@ CREATE TABLE kgrag.community_report (
     generated_hash text NOT NULL,
     stale boolean DEFAULT false NOT NULL,
     generated_at timestamp with time zone DEFAULT now() NOT NULL,
-    embedding public.vector(512)
+    embedding public.vector(512),
+    quantized bit(512),
+    CONSTRAINT community_report_quantized_check CHECK (((embedding IS NULL) = (quantized IS NULL)))
 );
 ALTER TABLE ONLY kgrag.community_report ALTER COLUMN tenant_id SET STATISTICS 1;
 
@@ -8977,6 +9080,12 @@ ALTER TABLE kgrag.community_report OWNER TO <owner>;
 --
 
 COMMENT ON TABLE kgrag.community_report IS 'One report per community: a map of the community, never evidence. What a report cites is the chunks in evidence_chunk_ids. generated_hash is the hash of the inputs it was written from.';
+
+--
+-- Name: COLUMN community_report.quantized; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.community_report.quantized IS 'The binary quantization of the embedding less the centre of its tenant''s embedder (kgrag.quantize; setting embedder_centres), NULL exactly when the embedding is: what the bq vector index holds.';
 
 --
 -- Name: entity; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -8998,7 +9107,9 @@ CREATE TABLE kgrag.entity (
     embedding public.vector(512),
     answer_before text,
     answer_before_doc text,
-    CONSTRAINT entity_entity_id_check CHECK ((strpos(entity_id, '|'::text) = 0))
+    quantized bit(512),
+    CONSTRAINT entity_entity_id_check CHECK ((strpos(entity_id, '|'::text) = 0)),
+    CONSTRAINT entity_quantized_check CHECK (((embedding IS NULL) = (quantized IS NULL)))
 );
 ALTER TABLE ONLY kgrag.entity ALTER COLUMN tenant_id SET STATISTICS 1;
 
@@ -9023,6 +9134,12 @@ COMMENT ON COLUMN kgrag.entity.answer_before IS 'The answer the entity had befor
 --
 
 COMMENT ON COLUMN kgrag.entity.answer_before_doc IS 'The document answer_before came from: deleting it clears answer_before.';
+
+--
+-- Name: COLUMN entity.quantized; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.entity.quantized IS 'The binary quantization of the embedding less the centre of its tenant''s embedder (kgrag.quantize; setting embedder_centres), NULL exactly when the embedding is: what the bq vector index holds.';
 
 --
 -- Name: communities; Type: VIEW; Schema: kgrag; Owner: <owner>
@@ -10023,7 +10140,7 @@ CREATE INDEX answer_log_time_idx ON kgrag.answer_log USING btree (tenant_id, ans
 -- Name: chunk_embedding_bq_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
 --
 
-CREATE INDEX chunk_embedding_bq_idx ON kgrag.chunk USING hnsw (((public.binary_quantize(embedding))::bit(512)) public.bit_hamming_ops) WITH (m='8', ef_construction='64');
+CREATE INDEX chunk_embedding_bq_idx ON kgrag.chunk USING hnsw (quantized public.bit_hamming_ops) WITH (m='8', ef_construction='64');
 
 --
 -- Name: chunk_hash_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
@@ -10065,7 +10182,7 @@ CREATE INDEX community_parent_idx ON kgrag.community USING btree (tenant_id, par
 -- Name: community_report_embedding_bq_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
 --
 
-CREATE INDEX community_report_embedding_bq_idx ON kgrag.community_report USING hnsw (((public.binary_quantize(embedding))::bit(512)) public.bit_hamming_ops) WITH (m='8', ef_construction='64');
+CREATE INDEX community_report_embedding_bq_idx ON kgrag.community_report USING hnsw (quantized public.bit_hamming_ops) WITH (m='8', ef_construction='64');
 
 --
 -- Name: document_lang_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
@@ -10107,7 +10224,7 @@ CREATE INDEX entity_answer_chunk_idx ON kgrag.entity USING btree (tenant_id, ans
 -- Name: entity_embedding_bq_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
 --
 
-CREATE INDEX entity_embedding_bq_idx ON kgrag.entity USING hnsw (((public.binary_quantize(embedding))::bit(512)) public.bit_hamming_ops) WITH (m='8', ef_construction='64');
+CREATE INDEX entity_embedding_bq_idx ON kgrag.entity USING hnsw (quantized public.bit_hamming_ops) WITH (m='8', ef_construction='64');
 
 --
 -- Name: entity_source_doc_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
@@ -11086,6 +11203,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'co
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'community_seed', '42', 'Seed of hierarchical Leiden: the same graph always gives the same communities.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'edge_rank_depth', '100', 'The largest degree cap a walk may use: a capped walk reads at most this many of a node''s strongest edges.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'embedder', '"e5"', 'The embedder of a tenant''s vectors (e5, use, hash or openai); questions must be embedded with it. A tenant records its own at its first ingestion and keeps it (kgrag.use_embedder; pgkgrag reembed moves it).');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'embedder_centres', '{"e5": [0.01751, -0.02371, -0.04249, -0.04649, 0.04726, -0.041, 0.02629, 0.04021, 0.06382, -0.01161, 0.04204, 0.02629, 0.04957, -0.02593, -0.04483, 0.05876, 0.03727, -0.03953, -0.01192, -0.06863, 0.02912, 0.00962, -0.03614, 0.04201, 0.06295, 0.07294, -0.03168, -0.00602, 0.04052, -0.08184, -0.05625, -0.02523, 0.03417, -0.06994, 0.04221, 0.01714, -0.03562, -0.05611, 0.05088, -0.05649, -0.01548, 0.03747, 0.03311, 0.05629, 0.03199, 0.04228, -0.04031, 0.02285, -0.03773, -0.02868, -0.02277, 0.06232, 0.01238, 0.02216, 0.04398, -0.05886, -0.07631, -0.07118, -0.05579, 0.02528, 0.0473, -0.02977, 0.02929, 0.0297, 0.08975, 0.05916, 0.04782, 0.06223, -0.07485, -0.03009, -0.07137, 0.06136, 0.00436, -0.02342, 0.00699, 0.04314, 0.0258, -0.04853, 0.01484, -0.03372, -0.05279, -0.03632, -0.03551, 0.03269, -0.04941, 0.04688, 0.04379, -0.06967, 0.06482, -0.02112, 0.06389, 0.02487, -0.03499, -0.06111, -0.06831, -0.08228, -0.0341, 0.03582, 0.05003, -0.0386, 0.06192, -0.03656, 0.06814, -0.05049, -0.01826, 0.04754, 0.02375, -0.07402, 0.05522, -0.05301, -0.06657, 0.0393, 0.08265, 0.04465, -0.05406, -0.03434, 0.00395, -0.07409, 0.03269, -0.02193, 0.03706, -0.03003, -0.04817, -0.07421, -0.05714, -0.04862, 0.02607, 0.04367, 0.03147, 0.00253, 0.01164, 0.00935, 0.02861, 0.04446, 0.03981, 0.06095, -0.06965, -0.00543, -0.01625, 0.01001, -0.04462, 0.05287, -0.02746, 0.05911, 0.07248, 0.03266, 0.08621, -0.04326, 0.07389, -0.03285, 0.05522, -0.03095, 0.07647, 0.04533, 0.02609, -0.04116, -0.04927, -0.02194, 0.04574, 0.05239, -0.04384, -0.04579, -0.07065, -0.01963, -0.05479, 0.00419, 0.00567, 0.05223, -0.03053, -0.0254, -0.04491, 0.03484, -0.03137, 0.04748, -0.00669, 0.05864, -0.05839, 0.02516, 0.07274, 0.05359, -0.02442, -0.04686, -0.04859, -0.06894, -0.07271, -0.06527, -0.04762, 0.03906, -0.00781, -0.01503, -0.00686, 0.03041, -0.02286, -0.049, -0.06584, 0.02985, -0.04882, 0.05196, 0.05386, 0.04593, -0.01427, -0.01199, 0.03563, 0.04188, 0.01213, -0.00464, -0.06238, 0.06091, -0.05414, 0.03173, 0.0622, -0.05205, -0.0424, 0.04815, -0.01712, -0.03556, -0.00002, 0.05311, -0.02231, 0.04646, 0.03557, -0.00859, 0.03232, -0.1024, -0.06663, 0.0379, 0.05447, -0.04983, -0.0296, 0.04962, -0.03745, -0.05191, -0.08008, -0.07348, -0.05604, -0.05186, -0.01315, 0.04365, 0.02707, -0.05573, -0.05259, -0.02884, 0.0304, -0.06225, 0.04636, -0.02509, -0.03557, 0.01415, -0.00182, 0.03053, 0.02867, -0.0633, -0.03787, -0.03003, -0.03369, 0.0553, 0.03677, 0.10024, -0.04102, 0.03682, -0.00666, -0.03601, 0.08792, 0.02829, 0.03999, 0.02319, -0.04269, -0.01396, -0.04795, -0.03482, -0.05899, 0.03435, 0.01553, -0.05757, -0.07472, -0.04737, 0.01791, 0.06882, -0.04355, -0.02265, 0.06043, 0.01872, 0.05339, 0.07589, 0.06537, 0.00203, -0.01909, 0.06476, -0.0487, -0.03878, -0.01681, -0.07012, 0.04678, -0.03198, 0.06208, 0.03616, 0.00323, 0.06981, -0.01904, 0.04107, -0.02725, -0.03242, 0.02785, 0.05112, -0.08353, 0.01716, 0.01045, 0.04505, 0.01506, 0.02972, 0.04665, 0.04829, -0.03661, -0.03597, 0.03844, 0.07649, 0.01, 0.04328, -0.03462, -0.05636, -0.04283, -0.05931, 0.00113, -0.03385, 0.0315, 0.04214, -0.05918, -0.04395, 0.02411, -0.00071, 0.0245, -0.04043, -0.03319, 0.05291, -0.06556, -0.02851, -0.01008, 0.05737, -0.04483, -0.06725, 0.02639, 0.04984, -0.05594, 0.0348, -0.02296, -0.05951, 0.04475, -0.03749, -0.01127, 0.02052, 0.08978, -0.09222, 0.01474, 0.04148, -0.03715, 0.05211, -0.03755, -0.02837, 0.05335, 0.05444, -0.05199, -0.0279, 0.04689, 0.03505, 0.05752, 0.05348, -0.02237, 0.01826, 0.02028, -0.0548, 0.06071, 0.04926, -0.03615, -0.01165, -0.03616, -0.05328, -0.03623, 0.05241, -0.0393, -0.05563, 0.0566, 0.05994, 0.03286, 0.06036]}', 'The centre of each embedder whose vectors share a common component: {"embedder": [centre]}. The binary-quantized index codes each vector less its tenant''s embedder''s centre (kgrag.quantize); e5''s is the mean of its vectors of the shipped sample corpus (benchmarks/centre.py). Set by revisions: a centre changed by hand leaves the codes already stored as they were.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'embedder_dimension', '384', 'The dimension of the default embedder''s vectors (stored zero-padded to kgrag.dimension()).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'embedder_floors', '{"e5": {"router_flat_gap": 0.0149, "chunk_min_similarity": 0.802, "entity_min_similarity": 0.865, "report_min_similarity": 0.802, "entity_seed_min_similarity": 0.888}}', 'The similarity floors of each embedder whose similarities spread otherwise than USE''s (the defaults of chunk_min_similarity, report_min_similarity, entity_min_similarity, entity_seed_min_similarity and router_flat_gap are USE''s): {"embedder": {"setting": value}}. A tenant''s own setting wins.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'embedding_dimension', '512', 'Dimension of every embedding column, fixed at install time.');

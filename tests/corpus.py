@@ -36,8 +36,9 @@ def add_chunks(
         ]
         cur.executemany(
             "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text,"
-            " content_hash, lang, embedding) VALUES (%s, %s, %s, 0, 0, %s, %s, md5(%s), %s::regconfig, %s)",
-            rows,
+            " content_hash, lang, embedding, quantized)"
+            " VALUES (%s, %s, %s, 0, 0, %s, %s, md5(%s), %s::regconfig, %s, kgrag.quantize(%s::vector))",
+            [(*row, row[-1]) for row in rows],
         )
 
 

@@ -88,6 +88,7 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         "link_entities": ("SELECT * FROM kgrag.link_entities(%s, include_isolated => true)", [question]),
         "search_chunks_lexical": ("SELECT * FROM kgrag.search_chunks_lexical(%s, 50)", [question]),
         "search_chunks_vector": ("SELECT * FROM kgrag.search_chunks_vector(%s, 50)", [vec]),
+        "quantize": ("SELECT kgrag.quantize(%s)", [vec]),
         "search_entities_vector": ("SELECT * FROM kgrag.search_entities_vector(%s, 50, profile => true)", [vec]),
         "search_reports_vector": ("SELECT * FROM kgrag.search_reports_vector(%s, 50)", [vec]),
         "resolve_entities": ("SELECT kgrag.resolve_entities(%s)", [seeds]),

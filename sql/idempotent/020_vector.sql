@@ -1,11 +1,12 @@
 -- Vector search in two phases: candidates from an HNSW index on a compact form of the vectors,
 -- then an exact cosine re-rank of the candidates on the full vectors.
 --
--- The index (kgrag.vector_index(), chosen when revision 0024 ran) is on
--- binary_quantize(embedding)::bit(D) (Hamming; the default) or on embedding::halfvec(D) (cosine;
--- asked for, up to 4,000 dimensions), D fixed at install time. A query only uses the index when it
--- repeats its expression exactly: kgrag_private.nearest writes it, with D, into the statement it
--- runs, for the chunks, the entities and the reports.
+-- The index (kgrag.vector_index(), chosen when revision 0024 ran) is on the column quantized
+-- (Hamming; the default): the binary quantization of each embedding less its embedder's centre
+-- (kgrag.quantize, revision 0038), or on embedding::halfvec(D) (cosine; asked for, up to 4,000
+-- dimensions), D fixed at install time. A query only uses the index when it repeats its
+-- expression exactly: kgrag_private.nearest writes it, with D, into the statement it runs, for the
+-- chunks, the entities and the reports.
 
 CREATE OR REPLACE FUNCTION kgrag.vector_index() RETURNS text
 LANGUAGE sql STABLE SECURITY INVOKER
@@ -40,6 +41,48 @@ AS $$
 $$;
 COMMENT ON FUNCTION kgrag_private.pad_vector(vector) IS
 'Private. Returns the vector zero-padded to kgrag.dimension() (as given when it has that many dimensions or more).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.centre(embedder text) RETURNS vector
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT kgrag_private.pad_vector((s.value -> embedder)::text::vector)
+      FROM kgrag.settings AS s
+     WHERE s.tenant_id = '*' AND s.key = 'embedder_centres' AND s.value ? embedder
+$$;
+COMMENT ON FUNCTION kgrag_private.centre(text) IS
+'Private. Returns the centre of the embedder''s vectors (setting embedder_centres of tenant ''*'', which only the schema owner writes), zero-padded to kgrag.dimension(); NULL for an embedder with none.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.tenant_centre() RETURNS vector
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- the embedder the tenant recorded: vectors a client wrote with none recorded are its own model's
+    SELECT kgrag_private.centre(s.value #>> '{}')
+      FROM kgrag.settings AS s
+     WHERE s.tenant_id = kgrag.current_tenant() AND s.key = 'embedder'
+$$;
+COMMENT ON FUNCTION kgrag_private.tenant_centre() IS
+'Private. Returns the centre of the embedder the current tenant recorded (kgrag.use_embedder), zero-padded to kgrag.dimension(); NULL when it recorded none (a client writing its own vectors) or its embedder has none.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.quantize(v vector, centre vector) RETURNS bit
+LANGUAGE sql IMMUTABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT binary_quantize(CASE WHEN centre IS NULL THEN v ELSE v - centre END)
+$$;
+COMMENT ON FUNCTION kgrag_private.quantize(vector, vector) IS
+'Private. Returns the binary quantization of v less centre (of v where centre is NULL): what the quantized columns store, with the centre kgrag_private.centre gives.';
+
+CREATE OR REPLACE FUNCTION kgrag.quantize(v vector, embedder text DEFAULT NULL) RETURNS bit
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT kgrag_private.quantize(v, CASE WHEN embedder IS NULL THEN kgrag_private.tenant_centre()
+                                          ELSE kgrag_private.centre(embedder) END)
+$$;
+COMMENT ON FUNCTION kgrag.quantize(vector, text) IS
+'Returns the code the binary-quantized index holds for v: its binary quantization less the centre of the embedder (default: the one the current tenant recorded, none if it recorded none; setting embedder_centres), as the column quantized of kgrag.chunk, kgrag.entity and kgrag.community_report stores it beside the embedding (NULL exactly when the embedding is). The ingestion and kgrag.store_embeddings write it; a client that writes embeddings into those tables itself writes quantized = kgrag.quantize(embedding) with them.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.fit_vector(v vector) RETURNS vector
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -203,10 +246,11 @@ BEGIN
         CASE WHEN n <= candidates THEN 'AND x.embedding IS NOT NULL'
              WHEN kgrag.vector_index() = 'halfvec'
              THEN format('ORDER BY x.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s)', kgrag.dimension())
-             ELSE format('ORDER BY binary_quantize(x.embedding)::bit(%1$s) <~> binary_quantize($2)::bit(%1$s)',
-                         kgrag.dimension()) END,
+             ELSE format('ORDER BY x.quantized <~> $6::bit(%s)', kgrag.dimension()) END,
         filter)
-    USING t, q, candidates, level, k;
+    USING t, q, candidates, level, k,
+          -- the question coded as the tenant's rows are (kgrag.quantize), for the bq index
+          kgrag_private.quantize(q, kgrag_private.tenant_centre());
     PERFORM kgrag_private.vector_scan_end();
 END
 $$;

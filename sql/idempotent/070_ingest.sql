@@ -273,6 +273,7 @@ DECLARE
     t text := kgrag.current_tenant();
     n_chunks integer;
     old_texts text[];
+    centre vector := kgrag_private.tenant_centre();  -- the codes of its vectors
 BEGIN
     -- The document rows are the documents' locks: upserted first, in doc_id order, so a second
     -- writer of the same document waits here (new or not) and then sees the first one's chunks.
@@ -304,10 +305,11 @@ BEGIN
     DELETE FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (docs);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (docs);
     INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, title, text, content_hash,
-                             lang, embedding, page, headings)
+                             lang, embedding, quantized, page, headings)
     SELECT t, s.doc_id || '#' || s.ordinal, s.doc_id, s.ordinal, s.char_start, s.char_end, s.title, s.text,
-           s.content_hash, d.lang::regconfig, kgrag_private.fit_vector(s.embedding), s.page, s.headings
+           s.content_hash, d.lang::regconfig, f.v, kgrag_private.quantize(f.v, centre), s.page, s.headings
       FROM pg_temp.kgrag_stage_chunk AS s JOIN pg_temp.kgrag_stage_document AS d USING (doc_id)
+     CROSS JOIN LATERAL (SELECT kgrag_private.fit_vector(s.embedding) AS v) AS f
      ORDER BY s.doc_id COLLATE "C", s.ordinal
     -- no row conflicts (the documents' chunks were deleted above): the clause makes Citus write
     -- the rows with INSERT, where it would COPY them, which row-level security refuses

@@ -188,6 +188,8 @@ BEGIN
        SET name = COALESCE(d.decided, d.name, e.name), description = d.description,
            embedding = CASE WHEN (COALESCE(d.decided, d.name, e.name), d.description) IS DISTINCT FROM (e.name, e.description)
                             THEN NULL ELSE e.embedding END,
+           quantized = CASE WHEN (COALESCE(d.decided, d.name, e.name), d.description) IS DISTINCT FROM (e.name, e.description)
+                            THEN NULL ELSE e.quantized END,
            answer = d.answer, answer_chunk_id = d.answer_chunk_id, answer_hash = d.answer_hash,
            answer_stale = d.answer IS NULL, updated_at = now(),
            -- the answer a person saw, noted when it changes (kgrag.review_queue, answer_changed)

@@ -98,6 +98,7 @@ AS $$
 DECLARE
     t text := kgrag.current_tenant();
     n integer;
+    centre vector := kgrag_private.tenant_centre();  -- the codes of its vectors
 BEGIN
     PERFORM kgrag_private.check_embedding_kind(kind);
     PERFORM kgrag_private.check_embedding_arrays(ids, vectors, text_hashes);
@@ -107,11 +108,11 @@ BEGIN
         -- the entity stripes first, in order, as an ingestion batch takes them before its row
         -- locks: a batch and this update never wait on each other in a cycle
         PERFORM kgrag_private.lock_keys('entity', ids);
-        UPDATE kgrag.entity AS e SET embedding = u.v
+        UPDATE kgrag.entity AS e SET embedding = u.v, quantized = kgrag_private.quantize(u.v, centre)
           FROM unnest(ids, vectors, text_hashes) AS u(id, v, h)
          WHERE e.tenant_id = t AND e.entity_id = u.id AND md5(kgrag.embedding_text(e.name, e.description)) = u.h;
     ELSE
-        UPDATE kgrag.community_report AS r SET embedding = u.v
+        UPDATE kgrag.community_report AS r SET embedding = u.v, quantized = kgrag_private.quantize(u.v, centre)
           FROM unnest(ids, vectors, text_hashes) AS u(id, v, h)
          WHERE r.tenant_id = t AND r.community_id = u.id AND md5(kgrag.report_embedding_text(r.report)) = u.h;
     END IF;

@@ -126,6 +126,7 @@ DECLARE
     chunks integer;
     entities integer;
     reports integer;
+    centre vector := kgrag_private.centre(embedder);  -- the codes of the new model's vectors
 BEGIN
     PERFORM kgrag_private.check_embedder(embedder, dimension);
     -- no ingestion batch writes vectors of the old model meanwhile (kgrag_private.ingest_apply
@@ -140,7 +141,7 @@ BEGIN
             USING ERRCODE = '55000',
                   HINT = format('Run pgkgrag reembed --tenant %s --embedder %s again: it embeds only what is missing.', t, embedder);
     END IF;
-    UPDATE kgrag.chunk AS c SET embedding = r.embedding
+    UPDATE kgrag.chunk AS c SET embedding = r.embedding, quantized = kgrag_private.quantize(r.embedding, centre)
       FROM kgrag.reembedding AS r
      WHERE c.tenant_id = t AND r.tenant_id = t AND r.kind = 'chunk' AND r.ref_id = c.chunk_id;
     GET DIAGNOSTICS chunks = ROW_COUNT;
@@ -149,12 +150,16 @@ BEGIN
     -- an entity or report whose text changed since the check (a build beside this) has no vector
     -- of either model after it: the next build embeds it with the new one
     UPDATE kgrag.entity AS e
-       SET embedding = CASE WHEN md5(kgrag.embedding_text(e.name, e.description)) = r.body_hash THEN r.embedding END
+       SET embedding = CASE WHEN md5(kgrag.embedding_text(e.name, e.description)) = r.body_hash THEN r.embedding END,
+           quantized = CASE WHEN md5(kgrag.embedding_text(e.name, e.description)) = r.body_hash
+                            THEN kgrag_private.quantize(r.embedding, centre) END
       FROM kgrag.reembedding AS r
      WHERE e.tenant_id = t AND r.tenant_id = t AND r.kind = 'entity' AND r.ref_id = e.entity_id;
     GET DIAGNOSTICS entities = ROW_COUNT;
     UPDATE kgrag.community_report AS x
-       SET embedding = CASE WHEN md5(kgrag.report_embedding_text(x.report)) = r.body_hash THEN r.embedding END
+       SET embedding = CASE WHEN md5(kgrag.report_embedding_text(x.report)) = r.body_hash THEN r.embedding END,
+           quantized = CASE WHEN md5(kgrag.report_embedding_text(x.report)) = r.body_hash
+                            THEN kgrag_private.quantize(r.embedding, centre) END
       FROM kgrag.reembedding AS r
      WHERE x.tenant_id = t AND r.tenant_id = t AND r.kind = 'report' AND r.ref_id = x.community_id;
     GET DIAGNOSTICS reports = ROW_COUNT;

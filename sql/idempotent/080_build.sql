@@ -307,7 +307,7 @@ BEGIN
     ON CONFLICT (tenant_id, community_id) DO UPDATE
        SET title = excluded.title, report = excluded.report, evidence_chunk_ids = excluded.evidence_chunk_ids,
            weight = excluded.weight, generator = excluded.generator, generated_hash = excluded.generated_hash,
-           stale = false, generated_at = excluded.generated_at, embedding = NULL
+           stale = false, generated_at = excluded.generated_at, embedding = NULL, quantized = NULL
      WHERE r.generated_hash <> excluded.generated_hash;
     GET DIAGNOSTICS written = ROW_COUNT;
     DROP TABLE pg_temp.kgrag_report;
@@ -342,7 +342,7 @@ BEGIN
         RETURN 'summary cites a chunk the report does not';
     END IF;
     UPDATE kgrag.community_report AS r
-       SET report = summary, generator = set_report_text.generator, embedding = NULL
+       SET report = summary, generator = set_report_text.generator, embedding = NULL, quantized = NULL
      WHERE r.tenant_id = t AND r.community_id = set_report_text.community_id;
     RETURN NULL;
 END

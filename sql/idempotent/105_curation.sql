@@ -533,7 +533,7 @@ BEGIN
          WHERE c.tenant_id = t AND (c.kind = 'rename_entity' OR c.target LIKE '%|%|%')));
     -- names decided, where the entity has another
     -- (kgrag.curation with the tenant bound, not the view: Citus routes each statement to one shard)
-    UPDATE kgrag.entity AS e SET name = d.value, embedding = NULL, updated_at = now()
+    UPDATE kgrag.entity AS e SET name = d.value, embedding = NULL, quantized = NULL, updated_at = now()
       FROM (SELECT DISTINCT ON (c.target) c.target, c.value FROM kgrag.curation AS c
              WHERE c.tenant_id = t AND c.kind = 'rename_entity' ORDER BY c.target, c.decided_at DESC) AS d
      WHERE e.tenant_id = t AND e.entity_id = d.target AND e.name IS DISTINCT FROM d.value;

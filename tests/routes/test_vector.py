@@ -146,8 +146,9 @@ def test_entity_search_agrees_with_brute_force(
     _, vecs = embedded
     admin.execute("SELECT kgrag.use_tenant('big')")
     admin.execute(
-        "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, embedding)"
-        " SELECT tenant_id, 'e:' || chunk_id, chunk_id, 'e', embedding FROM kgrag.chunk WHERE tenant_id = 'big'"
+        "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, embedding, quantized)"
+        " SELECT tenant_id, 'e:' || chunk_id, chunk_id, 'e', embedding, quantized FROM kgrag.chunk"
+        " WHERE tenant_id = 'big'"
     )
     admin.execute("ANALYZE kgrag.entity")
     admin.commit()
@@ -189,9 +190,9 @@ def test_entity_profile_and_floor(tconn: psycopg.Connection) -> None:
     names = ["Payment service", "Billing team", "Kubernetes cluster", "Authentication service", "Coffee machine"]
     for name, vec in zip(names, use.embed(names), strict=True):
         tconn.execute(
-            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, embedding)"
-            " VALUES ('t1', kgrag.entity_key('x', %s), %s, 'x', %s)",
-            [name, name, vec],
+            "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, embedding, quantized)"
+            " VALUES ('t1', kgrag.entity_key('x', %s), %s, 'x', %s, kgrag.quantize(%s))",
+            [name, name, vec, vec],
         )
     q = use.embed(["payment service"])[0]
     floor = tconn.execute("SELECT entity_id, similarity FROM kgrag.search_entities_vector(%s, 5, 0.6)", [q]).fetchall()

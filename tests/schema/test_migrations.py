@@ -310,8 +310,13 @@ def test_dimension_is_fixed_at_install(empty_dsn: str) -> None:
             " 'kgrag.community_report'::regclass) AND attname = 'embedding'"
         ).fetchall()
         assert types == [("vector(3072)",)] * 3
+        codes = conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = 'kgrag.chunk'::regclass AND attname = 'quantized'"
+        ).fetchone()
+        assert codes == ("bit(3072)",)
         indexdef = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_embedding_bq_idx'").fetchone()
-        assert indexdef is not None and "bit(3072)" in indexdef[0] and "bit_hamming_ops" in indexdef[0]
+        assert indexdef is not None and "(quantized bit_hamming_ops)" in indexdef[0]
         assert conn.execute("SELECT kgrag.vector_index()").fetchone() == ("bq",)
     with pytest.raises(KgragError, match="installed with embedding dimension 3072"):
         migrations.upgrade(empty_dsn, "head", dim=512)
@@ -502,3 +507,60 @@ def test_revision_0036_keeps_every_tenant_on_its_embedder(empty_dsn: str) -> Non
             ("relied", "embedder", "use"),
             ("relied", "embedder_dimension", "512"),
         ]
+
+
+def test_revision_0038_codes_each_tenants_vectors_less_its_embedders_centre(empty_dsn: str) -> None:
+    """Up: every stored vector gets its code, less e5's centre for the tenants that recorded e5 and
+    as it is for the others (use, and a client that recorded nothing), and the bq indexes move to
+    the codes; down: the codes go and the indexes are on binary_quantize(embedding) again."""
+    migrations.upgrade(empty_dsn, "0037")
+    vector = str([0.1 * ((i * 7) % 5 - 2) for i in range(384)] + [0.0] * 128)
+    with psycopg.connect(empty_dsn) as conn:  # the installing superuser: no tenant policy applies
+        for tenant, embedder in (("e", "e5"), ("u", "use"), ("client", None)):
+            conn.execute("INSERT INTO kgrag.document (tenant_id, doc_id, content_hash) VALUES (%s, 'a', 'h')", [tenant])
+            conn.execute(
+                "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text,"
+                " content_hash, lang, embedding) VALUES (%s, 'a#0', 'a', 0, 0, 1, 'x', 'h', 'english', %s::vector)",
+                [tenant, vector],
+            )
+            conn.execute(
+                "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, embedding)"
+                " VALUES (%s, 'x:a', 'a', 'x', %s::vector), (%s, 'x:b', 'b', 'x', NULL)",
+                [tenant, vector, tenant],
+            )
+            if embedder:
+                conn.execute(
+                    "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'embedder', to_jsonb(%s::text))",
+                    [tenant, embedder],
+                )
+    migrations.upgrade(empty_dsn, "0038")
+    codes = (
+        "SELECT x.tenant_id, x.code = binary_quantize(x.embedding), x.code = kgrag_private.quantize(x.embedding,"
+        " kgrag_private.centre('e5')) FROM (SELECT tenant_id, embedding, quantized AS code FROM kgrag.chunk"
+        " UNION ALL SELECT tenant_id, embedding, quantized FROM kgrag.entity) AS x ORDER BY 1, 2 NULLS FIRST"
+    )
+    with psycopg.connect(empty_dsn) as conn:
+        rows = conn.execute(codes).fetchall()
+        assert rows == [
+            ("client", None, None),
+            ("client", True, False),
+            ("client", True, False),
+            ("e", None, None),
+            ("e", False, True),
+            ("e", False, True),
+            ("u", None, None),
+            ("u", True, False),
+            ("u", True, False),
+        ]
+        indexdef = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'entity_embedding_bq_idx'")
+        assert "(quantized bit_hamming_ops)" in indexdef.fetchone()[0]  # type: ignore[index]
+        with pytest.raises(psycopg.errors.CheckViolation, match="entity_quantized_check"):
+            conn.execute("UPDATE kgrag.entity SET embedding = %s::vector WHERE entity_id = 'x:b'", [vector])
+    migrations.downgrade(empty_dsn, "0037")
+    with psycopg.connect(empty_dsn) as conn:
+        gone = "SELECT count(*) FROM pg_attribute WHERE attname = 'quantized' AND NOT attisdropped"
+        assert conn.execute(gone).fetchone() == (0,)
+        indexdef = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_embedding_bq_idx'")
+        assert "binary_quantize(embedding)" in indexdef.fetchone()[0]  # type: ignore[index]
+        centres = "SELECT count(*) FROM kgrag.settings WHERE key = 'embedder_centres'"
+        assert conn.execute(centres).fetchone() == (0,)
