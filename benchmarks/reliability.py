@@ -103,6 +103,23 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
+        "Failures recorded in SQL",
+        "Every input an ingestion could not take (a line with NUL, NaN, bad UTF-8, JSON nested too deep or a"
+        " duplicate doc_id, a document past a limit, a relation to an entity its document does not give) is a"
+        " row of kgrag.ingest_failure with its file, line, document and reason; the good lines are written"
+        " whole; the rows go once the file is read again without those failures.",
+        ["tests/ingest/test_failures_recorded.py"],
+    ),
+    (
+        "Operations a tenant cannot undo",
+        "An attacker holding kgrag_writer cannot lift a limit the owner set (questions, timeouts, hops, question"
+        " text logging, the query log itself), nor insert, update or delete log rows; a reader flooding the log"
+        " through the logging function leaves the tenant's rate of rows and the rest counted; kgrag.purge deletes"
+        " the rows past each tenant's retention and nothing else; a deleted document's entities, names and chunks"
+        " leave the query log (the forgetting test below greps every table, logs included).",
+        ["tests/tenancy/test_limits.py", "tests/tenancy/test_retention.py"],
+    ),
+    (
         "Bounded work",
         "A question past max_question_chars, a path longer than a walk, a walk past max_paths_walked and a search"
         " past search_timeout_ms are refused or cancelled with a message naming the setting; linking grows"

@@ -60,6 +60,15 @@ SELECT 1 FROM pg_catalog.pg_database WHERE datname = %s;
 -- name: create_database
 CREATE DATABASE {database};
 
+-- name: superuser_password
+-- The embedded server's superuser gets its password (scram-sha-256: the server's default); a
+-- literal, as ALTER ROLE takes no parameter.
+ALTER ROLE postgres PASSWORD {password};
+
+-- name: private_socket
+-- The embedded server's socket, its owner's alone (from its next start).
+ALTER SYSTEM SET unix_socket_permissions = '0700';
+
 -- ---------------------------------------------------------------------------------------------
 -- the installer (pgkgrag.db.installer): run by the schema owner during a migration, before the
 -- functions of sql/idempotent exist or while they are created again, so its bookkeeping in
@@ -313,6 +322,12 @@ SELECT doc_id, content_hash FROM kgrag_private.stored_documents(%s);
 -- name: record_ingest_failure
 SELECT kgrag_private.record_ingest_failure(%s, %s, %s);
 
+-- name: record_input_failures
+SELECT kgrag_private.record_input_failures(%s, %s);
+
+-- name: failed_sources
+SELECT kgrag_private.failed_sources();
+
 -- name: stage_begin
 SELECT kgrag_private.stage_begin();
 
@@ -473,3 +488,6 @@ SELECT what, how_many, fix FROM kgrag.staleness;
 -- name: graph_totals
 -- One tenant's counts.
 SELECT documents, chunks, entities, edges, communities, reports FROM kgrag.graph_totals();
+
+-- name: purge
+SELECT kgrag.purge();

@@ -569,6 +569,9 @@ DECLARE
     names text[];  -- and the name keys of their namesakes
     texts text[];
     counts jsonb;
+    gone_chunks text[];  -- what the query log may name, forgotten there if the graph loses it
+    gone_entities text[];
+    gone_names text[];
 BEGIN
     -- namesakes by name key first, then the document rows (the documents' locks), as in
     -- kgrag_private.ingest_apply(); the names read again under them
@@ -583,6 +586,10 @@ BEGIN
                                                     UNION SELECT x FROM unnest(named) AS x
                                                     UNION SELECT x FROM unnest(names) AS x));
     texts := ARRAY(SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
+    gone_chunks := ARRAY(SELECT c.chunk_id FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
+    gone_entities := ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY' UNION SELECT x FROM unnest(named) AS x);
+    gone_names := ARRAY(SELECT e.name FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (gone_entities)
+                        UNION SELECT a.alias FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids));
     PERFORM kgrag_private.release_chunks(doc_ids);
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     PERFORM kgrag_private.forget_aliases(named);
@@ -607,6 +614,13 @@ BEGIN
     -- and reports) go until the next build, and so do the cached extractions of its chunks.
     DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
     PERFORM kgrag_private.forget_extractions(texts);
+    -- nor in the query log: the entities, names and chunks the graph no longer holds
+    gone_entities := ARRAY(SELECT x FROM unnest(gone_entities) AS x
+                            WHERE NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = x));
+    gone_names := ARRAY(SELECT x FROM unnest(gone_names) AS x  -- (every name is an alias of its entity)
+                         WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
+                                            WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)));
+    PERFORM kgrag_private.forget_in_logs(gone_entities, gone_names, gone_chunks);
     RETURN counts;
 END
 $$;
@@ -617,7 +631,7 @@ ALTER FUNCTION kgrag.delete_documents(doc_ids text[]) OWNER TO <owner>;
 -- Name: FUNCTION delete_documents(doc_ids text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), the answers a person saw that came from them (kgrag.entity.answer_before), and the communities they fed (titles and reports, until the next build). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
 
 --
 -- Name: dimension(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1466,6 +1480,60 @@ ALTER FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double pre
 --
 
 COMMENT ON FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer, as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight times its confidence (summed over relation types; a co-occurrence is sure, 1); the edges are the current facts above min_confidence, as kgrag.k_hop follows them (as_of, history, min_confidence). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
+
+--
+-- Name: purge(); Type: FUNCTION; Schema: kgrag; Owner: kgrag_logger
+--
+
+CREATE FUNCTION kgrag.purge() RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    acting text := kgrag.current_tenant();  -- '*' (the schema owner's alone): every tenant
+    t text;
+    days jsonb;
+    n integer;
+    done jsonb := '{}';
+    one jsonb;
+    kept record;
+BEGIN
+    FOR t IN SELECT acting WHERE acting <> '*'
+             UNION ALL
+             (SELECT x.tenant_id  -- every tenant holding such rows
+                FROM (SELECT q.tenant_id FROM kgrag.query_log AS q UNION SELECT a.tenant_id FROM kgrag.answer_log AS a
+                      UNION SELECT f.tenant_id FROM kgrag.ingest_failure AS f
+                      UNION SELECT o.tenant_id FROM kgrag.log_overflow AS o) AS x
+               WHERE acting = '*' ORDER BY 1) LOOP
+        -- the tenant's retention, within the owner's limits (kgrag_private.within_limits)
+        SELECT jsonb_object_agg(k.key, kgrag_private.within_limits(k.key,
+                   (SELECT s.value FROM kgrag.settings AS s WHERE s.tenant_id = t AND s.key = k.key)))
+          INTO days
+          FROM unnest(ARRAY['query_log_days', 'answer_log_days', 'ingest_failure_days']) AS k(key);
+        one := '{}';
+        FOR kept IN SELECT * FROM (VALUES ('query_log', 'query_log_days'), ('log_overflow', 'query_log_days'),
+                                          ('answer_log', 'answer_log_days'), ('ingest_failure', 'ingest_failure_days'))
+                                 AS v(name, key) LOOP
+            EXECUTE format('DELETE FROM kgrag.%I AS x WHERE x.tenant_id = $1 AND x.%I < now() - make_interval(days => $2)',
+                           kept.name, CASE kept.name WHEN 'query_log' THEN 'searched_at' WHEN 'log_overflow' THEN 'minute'
+                                                     WHEN 'answer_log' THEN 'answered_at' ELSE 'failed_at' END)
+              USING t, (days ->> kept.key)::integer;
+            GET DIAGNOSTICS n = ROW_COUNT;
+            one := one || jsonb_build_object(kept.name, n);
+        END LOOP;
+        done := done || jsonb_build_object(t, one);
+    END LOOP;
+    RETURN done;
+END
+$_$;
+
+ALTER FUNCTION kgrag.purge() OWNER TO kgrag_logger;
+
+--
+-- Name: FUNCTION purge(); Type: COMMENT; Schema: kgrag; Owner: kgrag_logger
+--
+
+COMMENT ON FUNCTION kgrag.purge() IS 'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
 
 --
 -- Name: quantize(public.vector, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2359,7 +2427,7 @@ CREATE FUNCTION kgrag.setting(setting_key text) RETURNS jsonb
     AS $$
     -- The policy on kgrag.settings checks the tenant (kgrag.current_tenant()) before a tenant's own
     -- row is read; the setting read here only narrows the index scan, so it is not checked twice.
-    SELECT s.value
+    SELECT CASE WHEN s.tenant_id = '*' THEN s.value ELSE kgrag_private.within_limits(setting_key, s.value) END
       FROM kgrag.settings AS s
      WHERE s.tenant_id IN ('*', pg_catalog.current_setting('kgrag.tenant', true))
        AND s.key = setting_key
@@ -2373,7 +2441,7 @@ ALTER FUNCTION kgrag.setting(setting_key text) OWNER TO <owner>;
 -- Name: FUNCTION setting(setting_key text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.setting(setting_key text) IS 'Returns the jsonb value of a setting for the current tenant: the tenant''s own row when there is one, else the default row (tenant ''*''); NULL when the key is unknown.';
+COMMENT ON FUNCTION kgrag.setting(setting_key text) IS 'Returns the jsonb value of a setting for the current tenant: the tenant''s own row when there is one, within the limits the schema owner set (setting setting_limits: kgrag_private.within_limits), else the default row (tenant ''*''); NULL when the key is unknown.';
 
 --
 -- Name: source_tag(text, integer, text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2705,7 +2773,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0038'::text$$;
+    AS $$SELECT '0039'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -3073,6 +3141,7 @@ DECLARE
     t text := kgrag.current_tenant();
     n_relations integer;
     rejected jsonb;
+    dropped jsonb;
 BEGIN
     -- Relations: endpoints are entities of the same document (the extractor resolved them).
     CREATE TEMP TABLE kgrag_resolved ON COMMIT DROP AS
@@ -3094,6 +3163,18 @@ BEGIN
                count(*) AS n
           FROM pg_temp.kgrag_resolved AS r GROUP BY 1) AS x
      WHERE x.reason IS NOT NULL;
+    -- and which, by document (the driver names the input line): the first 1,000
+    SELECT COALESCE(jsonb_agg(x.drop ORDER BY x.doc_id COLLATE "C", x.ordinal, x.drop ->> 'relation'), '[]') INTO dropped
+      FROM (SELECT r.doc_id, r.ordinal,
+                   jsonb_build_object('doc_id', r.doc_id,
+                                      'relation', format('%s -[%s]-> %s', left(r.source, 200), left(r.rel, 100), left(r.target, 200)),
+                                      'reason', CASE WHEN r.src IS NULL THEN 'its source is not an entity of the document'
+                                                     WHEN r.dst IS NULL THEN 'its target is not an entity of the document'
+                                                     WHEN r.src = r.dst THEN 'from an entity to itself'
+                                                     ELSE 'relation type missing or reserved' END) AS drop
+              FROM pg_temp.kgrag_resolved AS r
+             WHERE r.src IS NULL OR r.dst IS NULL OR r.src = r.dst OR r.rel_key IN ('', 'CO_OCCURS')
+             ORDER BY r.doc_id COLLATE "C", r.ordinal, r.source, r.target LIMIT 1000) AS x;
     WITH placed AS (
         SELECT r.*, r.doc_id || '#' || r.ordinal AS chunk_id
           FROM pg_temp.kgrag_resolved AS r
@@ -3124,7 +3205,7 @@ BEGIN
      WHERE btrim(s.what) <> ''
      ORDER BY s.doc_id, s.ordinal, left(s.what, 200)
     ON CONFLICT (tenant_id, chunk_id, what) DO NOTHING;
-    RETURN jsonb_build_object('relations', n_relations, 'rejected', rejected);
+    RETURN jsonb_build_object('relations', n_relations, 'rejected', rejected, 'dropped', dropped);
 END
 $$;
 
@@ -3134,7 +3215,7 @@ ALTER FUNCTION kgrag_private.apply_relations() OWNER TO <owner>;
 -- Name: FUNCTION apply_relations(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.apply_relations() IS 'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. What the extractor set aside (pg_temp.kgrag_stage_set_aside) goes into kgrag.set_aside with its chunk. Returns {"relations": n, "rejected": {reason: n}}.';
+COMMENT ON FUNCTION kgrag_private.apply_relations() IS 'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason, and the first 1,000 listed with their document. What the extractor set aside (pg_temp.kgrag_stage_set_aside) goes into kgrag.set_aside with its chunk. Returns {"relations": n, "rejected": {reason: n}, "dropped": [{doc_id, relation, reason}]}.';
 
 --
 -- Name: centre(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3997,7 +4078,7 @@ CREATE FUNCTION kgrag_private.distribution_plan() RETURNS TABLE(table_name text,
          WHERE k.conrelid <> k.confrelid AND depth.d < 32
     ), kinds AS (
         SELECT t.name, max(depth.d) AS d, t.name IN ('settings', 'router_rule') AS reference,
-               CASE WHEN t.name IN ('answer_log', 'query_log') THEN t.name END AS log
+               CASE WHEN t.name IN ('answer_log', 'query_log', 'log_overflow') THEN t.name END AS log
           FROM tables AS t JOIN depth ON depth.oid = t.oid
          GROUP BY t.name
     )
@@ -4019,7 +4100,7 @@ ALTER FUNCTION kgrag_private.distribution_plan() OWNER TO <owner>;
 -- Name: FUNCTION distribution_plan(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.distribution_plan() IS 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table is distributed by tenant_id and co-located with kgrag.document, but for the logs (answer_log, query_log), a co-location group of their own; referenced tables before the tables whose foreign keys point at them.';
+COMMENT ON FUNCTION kgrag_private.distribution_plan() IS 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table is distributed by tenant_id and co-located with kgrag.document, but for the logs (answer_log, query_log, log_overflow), a co-location group of their own; referenced tables before the tables whose foreign keys point at them.';
 
 --
 -- Name: document_chunks(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4160,6 +4241,30 @@ ALTER FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) OWNER TO <ow
 --
 
 COMMENT ON FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) IS 'Private. Returns the first (option entities) reached entities as search rows (kind entity, source graph, score 1 / (1 + hop)), payload: name, type, seed, hop, path, directions, confidence (the path''s, kgrag_private.reached_entities), answer, evidence_refs (the answer chunk, then the first citing chunks, three in all) and the relations along the path ({src, rel, dst}, with valid_from and valid_to where the relation has them).';
+
+--
+-- Name: failed_sources(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.failed_sources() RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    RETURN ARRAY(SELECT DISTINCT f.source FROM kgrag.ingest_failure AS f
+                  WHERE f.tenant_id = t AND left(f.doc_id, 1) = '#' AND f.source IS NOT NULL ORDER BY 1);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.failed_sources() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION failed_sources(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.failed_sources() IS 'Private. Returns the files of the current tenant''s failed input lines (kept in kgrag.ingest_failure under ''#'' || file || '':'' || line): an ingestion that reads one of them again passes it to kgrag_private.record_input_failures, which clears the lines that no longer fail.';
 
 --
 -- Name: fit_vector(public.vector); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4400,6 +4505,46 @@ ALTER FUNCTION kgrag_private.forget_extractions(content_hashes text[]) OWNER TO 
 --
 
 COMMENT ON FUNCTION kgrag_private.forget_extractions(content_hashes text[]) IS 'Private. Deletes the cached LLM extractions of these chunk texts that no chunk of the current tenant holds any more; returns how many.';
+
+--
+-- Name: forget_in_logs(text[], text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+CREATE FUNCTION kgrag_private.forget_in_logs(entity_ids text[], names text[], chunk_ids text[]) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n integer;
+BEGIN
+    -- bounded; the caller (kgrag.delete_documents) passes only what the tenant's graph no longer
+    -- holds: the log writer cannot check it on a Citus cluster, where the caller has just changed
+    -- those shards in this transaction and Citus refuses them to another user
+    entity_ids := ARRAY(SELECT DISTINCT x FROM unnest(entity_ids) AS x ORDER BY 1 LIMIT 10000);
+    chunk_ids := ARRAY(SELECT DISTINCT x FROM unnest(chunk_ids) AS x ORDER BY 1 LIMIT 10000);
+    names := ARRAY(SELECT DISTINCT x FROM unnest(names) AS x WHERE length(x) BETWEEN 2 AND 300 ORDER BY 1 LIMIT 1000);
+    UPDATE kgrag.query_log AS q
+       SET seeds = ARRAY(SELECT s FROM unnest(q.seeds) WITH ORDINALITY AS u(s, o) WHERE s <> ALL (entity_ids) ORDER BY u.o),
+           chunk_ids = ARRAY(SELECT c FROM unnest(q.chunk_ids) WITH ORDINALITY AS u(c, o) WHERE c <> ALL (forget_in_logs.chunk_ids) ORDER BY u.o),
+           reason = kgrag_private.redact(q.reason, names),
+           question = kgrag_private.redact(q.question, names)
+     WHERE q.tenant_id = t
+       AND (q.seeds && entity_ids OR q.chunk_ids && forget_in_logs.chunk_ids
+            OR EXISTS (SELECT 1 FROM unnest(names) AS x
+                        WHERE strpos(lower(q.reason), lower(x)) > 0 OR strpos(lower(q.question), lower(x)) > 0));
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.forget_in_logs(entity_ids text[], names text[], chunk_ids text[]) OWNER TO kgrag_logger;
+
+--
+-- Name: FUNCTION forget_in_logs(entity_ids text[], names text[], chunk_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+COMMENT ON FUNCTION kgrag_private.forget_in_logs(entity_ids text[], names text[], chunk_ids text[]) IS 'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents named (kgrag.delete_documents calls it): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten] (at most 10,000 ids and 1,000 names of 2 to 300 characters). kgrag.delete_documents passes what the tenant''s graph no longer holds; a writer calling it itself could redact more of its own tenant''s log, as deleting the documents would (it cannot delete rows or change anything else). Returns the rows changed. SECURITY DEFINER, owned by kgrag_logger (the log''s writer, which alone may change its rows), on the allow-list; for kgrag_writer.';
 
 --
 -- Name: frontier(text[], integer, integer, text[], timestamp with time zone, text, boolean, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5309,13 +5454,23 @@ DECLARE
                                 ORDER BY u.o LIMIT 100);
     kept_chunks text[] := ARRAY(SELECT left(u.c, 200) FROM unnest(COALESCE(chunk_ids, '{}'::text[])) WITH ORDINALITY AS u(c, o)
                                  ORDER BY u.o LIMIT 1000);
+    t text := kgrag.current_tenant();
+    rate integer := (kgrag.setting('log_rate_per_minute') #>> '{}')::integer;
 BEGIN
     IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
         RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
     END IF;
+    -- beyond the tenant's rate, the search is counted for its minute, not logged
+    IF rate IS NOT NULL AND (SELECT count(*) FROM (SELECT 1 FROM kgrag.query_log AS q
+                                                    WHERE q.tenant_id = t AND q.searched_at > now() - interval '1 minute'
+                                                    LIMIT rate) AS r) >= rate THEN
+        INSERT INTO kgrag.log_overflow AS o (tenant_id, minute, searches) VALUES (t, date_trunc('minute', now()), 1)
+        ON CONFLICT (tenant_id, minute) DO UPDATE SET searches = o.searches + 1;
+        RETURN;
+    END IF;
     INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms,
                                  fallback, question, context_chars, chunk_ids, embedder, schema_revision)
-    VALUES (kgrag.current_tenant(), left(COALESCE(question_hash, ''), 64), route, left(COALESCE(reason, ''), 4000),
+    VALUES (t, left(COALESCE(question_hash, ''), 64), route, left(COALESCE(reason, ''), 4000),
             kept_seeds, greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0),
             COALESCE(fallback, false), left(question, 2000), CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END,
             kept_chunks, left(embedder, 64), left(schema_revision, 16));
@@ -5328,7 +5483,7 @@ ALTER FUNCTION kgrag_private.log_search(question_hash text, route text, reason t
 -- Name: FUNCTION log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-COMMENT ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) IS 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000: the caller passes it only where the setting log_question_text allows), the time and log_id set by the database. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+COMMENT ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) IS 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000: the caller passes it only where the setting log_question_text allows), the time and log_id set by the database. Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
 
 --
 -- Name: log_search_result(text, public.vector, text, text, text[], kgrag.search_row[], timestamp with time zone, boolean, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6432,6 +6587,72 @@ ALTER FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash tex
 --
 
 COMMENT ON FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text) IS 'Private. Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';
+
+--
+-- Name: record_input_failures(text[], jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.record_input_failures(sources text[], failures jsonb) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n integer;
+BEGIN
+    IF cardinality(sources) > 100000 OR jsonb_typeof(failures) IS DISTINCT FROM 'array' OR jsonb_array_length(failures) > 100000 THEN
+        RAISE EXCEPTION 'at most 100,000 sources and failures, as arrays' USING ERRCODE = '22023';
+    END IF;
+    -- the lines of the files read again that failed before: fixed, unless they fail again below
+    DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.source = ANY (sources) AND left(f.doc_id, 1) = '#';
+    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, source, line)
+    SELECT DISTINCT ON (x.key) t, x.key, '', x.reason, x.source, x.line
+      FROM (SELECT COALESCE(NULLIF(e ->> 'doc_id', ''), '#' || left(e ->> 'source', 1000) || COALESCE(':' || (e ->> 'line'), '')) AS key,
+                   left(COALESCE(e ->> 'reason', ''), 2000) AS reason, left(e ->> 'source', 1000) AS source,
+                   (e ->> 'line')::integer AS line, u.o
+              FROM jsonb_array_elements(failures) WITH ORDINALITY AS u(e, o)) AS x
+     ORDER BY x.key, x.o DESC
+    ON CONFLICT (tenant_id, doc_id) DO UPDATE
+       SET reason = excluded.reason, source = excluded.source, line = excluded.line, failed_at = excluded.failed_at;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.record_input_failures(sources text[], failures jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION record_input_failures(sources text[], failures jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.record_input_failures(sources text[], failures jsonb) IS 'Private. Records what an ingestion run could not take, each with its file (source), line and reason: failures = [{source, line, doc_id, reason}] (at most 100,000). One with a doc_id is kept under it, until that document is ingested (or deleted); a line without one (not JSON, no doc_id, a duplicate, a dropped relation) is kept under ''#'' || source || '':'' || line, until a run reads that file again without that failure at that line (sources: the files this run read). Returns the rows written; kgrag.purge deletes them after ingest_failure_days.';
+
+--
+-- Name: redact(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.redact(body text, names text[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    name text;
+BEGIN
+    -- longest first: a name inside a longer one goes with it
+    FOR name IN SELECT x FROM unnest(names) AS x ORDER BY length(x) DESC, x LOOP
+        body := regexp_replace(body, regexp_replace(name, '([][(){}.*+?^$|\\-])', '\\\1', 'g'), '[forgotten]', 'gi');
+    END LOOP;
+    RETURN body;
+END
+$_$;
+
+ALTER FUNCTION kgrag_private.redact(body text, names text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION redact(body text, names text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.redact(body text, names text[]) IS 'Private. Returns body with every occurrence of each name (case-insensitive, longest names first) replaced by [forgotten]; NULL for NULL.';
 
 --
 -- Name: reembed_bodies(text, text[], text, integer, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -7842,6 +8063,52 @@ ALTER FUNCTION kgrag_private.set_report_text(community_id text, report text, gen
 COMMENT ON FUNCTION kgrag_private.set_report_text(community_id text, report text, generator text) IS 'Private. Replaces the template text of a community report with a rewritten one (an LLM summary) and records who wrote it, when the summary keeps to the template''s evidence: not empty, citing at least one chunk as [chunk_id], and only chunks the template cites. Returns NULL when it replaced the text, else why not (no template report to replace, empty summary, summary cites no chunk, summary cites a chunk the report does not). The report keeps its generated_hash, so it is regenerated only when its community changes.';
 
 --
+-- Name: setting_allowed(text, text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.setting_allowed(tenant text, setting_key text, value jsonb) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    limits jsonb := (SELECT s.value -> setting_key FROM kgrag.settings AS s
+                      WHERE s.tenant_id = '*' AND s.key = 'setting_limits');
+    hint text := 'The schema owner sets what a tenant may set: the setting setting_limits of tenant ''*''.';
+BEGIN
+    IF tenant = '*' OR limits IS NULL THEN  -- the owner's defaults, and settings with no limit
+        RETURN true;
+    END IF;
+    IF limits ? 'allowed' THEN
+        IF NOT (limits -> 'allowed') @> pg_catalog.jsonb_build_array(value) THEN
+            RAISE EXCEPTION 'a tenant may not set % to %: the schema owner allows % only', setting_key, value,
+                limits -> 'allowed' USING ERRCODE = '42501', HINT = hint;
+        END IF;
+        RETURN true;
+    END IF;
+    IF pg_catalog.jsonb_typeof(value) IS DISTINCT FROM 'number' THEN
+        RAISE EXCEPTION 'setting % takes a number, got %', setting_key, value USING ERRCODE = '22023';
+    END IF;
+    IF limits ? 'max' AND value::numeric > (limits ->> 'max')::numeric THEN
+        RAISE EXCEPTION 'setting % = % is above the ceiling of % the schema owner set', setting_key, value,
+            limits ->> 'max' USING ERRCODE = '42501', HINT = hint;
+    END IF;
+    IF limits ? 'min' AND value::numeric < (limits ->> 'min')::numeric THEN
+        RAISE EXCEPTION 'setting % = % is below the floor of % the schema owner set', setting_key, value,
+            limits ->> 'min' USING ERRCODE = '42501', HINT = hint;
+    END IF;
+    RETURN true;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.setting_allowed(tenant text, setting_key text, value jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION setting_allowed(tenant text, setting_key text, value jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.setting_allowed(tenant text, setting_key text, value jsonb) IS 'Private. Returns true when a tenant may set setting_key to value (always for tenant ''*'', the schema owner''s defaults, and for a setting with no limit); raises SQLSTATE 42501 naming the limit when the setting setting_limits of tenant ''*'' puts it above its max, below its min or outside its allowed values, 22023 for a value that is not a number where a number is limited. The policy tenant_write of kgrag.settings checks every row written with it.';
+
+--
 -- Name: span_forms(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -8716,6 +8983,36 @@ ALTER FUNCTION kgrag_private.with_neighbours(given_rows kgrag.search_row[]) OWNE
 COMMENT ON FUNCTION kgrag_private.with_neighbours(given_rows kgrag.search_row[]) IS 'Private. Returns the search rows given with, after each chunk row, the chunk before and the chunk after it in the same document (search option neighbours): kind chunk, source neighbour, the score of the chunk they stand beside, payload.neighbour_of and payload.side (before | after). A chunk already among the rows, or beside a better ranked one, comes once. At most two rows more per chunk row.';
 
 --
+-- Name: within_limits(text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- a tenant's row written before its limit (or above one the owner lowered since): a number
+    -- is clamped, another value outside the allowed ones gives way to the default
+    SELECT CASE
+        WHEN x.limits IS NULL THEN value
+        WHEN x.limits ? 'allowed' AND (x.limits -> 'allowed') @> jsonb_build_array(value) THEN value
+        WHEN x.limits ? 'allowed' OR jsonb_typeof(value) IS DISTINCT FROM 'number'
+        THEN (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key)
+        WHEN value::numeric > (x.limits ->> 'max')::numeric THEN x.limits -> 'max'
+        WHEN value::numeric < (x.limits ->> 'min')::numeric THEN x.limits -> 'min'
+        ELSE value END
+      FROM (SELECT (SELECT s.value -> setting_key FROM kgrag.settings AS s
+                     WHERE s.tenant_id = '*' AND s.key = 'setting_limits') AS limits) AS x
+$$;
+
+ALTER FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION within_limits(setting_key text, value jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) IS 'Private. Returns a tenant''s value of a setting within the limits of the setting setting_limits of tenant ''*'': a number above its max is the max, below its min the min; a value outside the allowed ones, or not a number where a number is limited, is the default. kgrag.setting reads every tenant row through it; kgrag_private.setting_allowed refuses such a row when it is written.';
+
+--
 -- Name: word_links(text, text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -9391,7 +9688,9 @@ CREATE TABLE kgrag.ingest_failure (
     doc_id text NOT NULL,
     content_hash text NOT NULL,
     reason text NOT NULL,
-    failed_at timestamp with time zone DEFAULT now() NOT NULL
+    failed_at timestamp with time zone DEFAULT now() NOT NULL,
+    source text,
+    line integer
 );
 ALTER TABLE ONLY kgrag.ingest_failure ALTER COLUMN tenant_id SET STATISTICS 1;
 
@@ -9403,7 +9702,7 @@ ALTER TABLE kgrag.ingest_failure OWNER TO <owner>;
 -- Name: TABLE ingest_failure; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON TABLE kgrag.ingest_failure IS 'Documents whose last ingestion failed (nothing of them was written) and why. A later successful ingestion of the document removes its row.';
+COMMENT ON TABLE kgrag.ingest_failure IS 'What an ingestion could not take, and why: a document whose extraction failed or that was refused (kept under its doc_id until it is ingested), a file that could not be read, a line that was not a document or a relation that was dropped (kept under ''#'' || source || '':'' || line until its file is read again without it); with the file (source) and line where known. kgrag.purge deletes rows older than the setting ingest_failure_days.';
 
 --
 -- Name: lexeme_stats; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -9451,6 +9750,28 @@ ALTER TABLE kgrag.llm_cache OWNER TO <owner>;
 --
 
 COMMENT ON TABLE kgrag.llm_cache IS 'Validated LLM extractions keyed by chunk hash + model + prompt version. Only output that passed validation is ever stored here.';
+
+--
+-- Name: log_overflow; Type: TABLE; Schema: kgrag; Owner: <owner>
+--
+
+CREATE TABLE kgrag.log_overflow (
+    tenant_id text NOT NULL,
+    minute timestamp with time zone NOT NULL,
+    searches integer NOT NULL,
+    CONSTRAINT log_overflow_searches_check CHECK ((searches > 0))
+);
+ALTER TABLE ONLY kgrag.log_overflow ALTER COLUMN tenant_id SET STATISTICS 1;
+
+ALTER TABLE ONLY kgrag.log_overflow FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE kgrag.log_overflow OWNER TO <owner>;
+
+--
+-- Name: TABLE log_overflow; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag.log_overflow IS 'The searches a tenant made beyond its setting log_rate_per_minute, counted per minute instead of logged one by one in kgrag.query_log. Written by kgrag_private.log_search.';
 
 --
 -- Name: mention; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -9801,6 +10122,28 @@ ALTER TABLE kgrag.settings OWNER TO <owner>;
 COMMENT ON TABLE kgrag.settings IS 'Settings as data. tenant_id ''*'' holds the defaults of every tenant; a row for a tenant overrides the default of the same key. Read them with kgrag.setting(key).';
 
 --
+-- Name: settings_in_force; Type: VIEW; Schema: kgrag; Owner: <owner>
+--
+
+CREATE VIEW kgrag.settings_in_force WITH (security_invoker='true') AS
+ SELECT s.key,
+    s.value AS own_value,
+    kgrag_private.within_limits(s.key, s.value) AS in_force,
+    (kgrag_private.within_limits(s.key, s.value) IS DISTINCT FROM s.value) AS limited,
+    (l.value -> s.key) AS limits
+   FROM (kgrag.settings s
+     LEFT JOIN kgrag.settings l ON (((l.tenant_id = '*'::text) AND (l.key = 'setting_limits'::text))))
+  WHERE (s.tenant_id = kgrag.current_tenant());
+
+ALTER VIEW kgrag.settings_in_force OWNER TO <owner>;
+
+--
+-- Name: VIEW settings_in_force; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON VIEW kgrag.settings_in_force IS 'The current tenant''s own settings: the value it wrote, the value in force (kgrag.setting: within the limits of the setting setting_limits of tenant ''*''), whether a limit changed it (a row written before the limit, or above one the owner lowered since) and the limits.';
+
+--
 -- Name: staleness; Type: VIEW; Schema: kgrag; Owner: <owner>
 --
 
@@ -10014,6 +10357,13 @@ ALTER TABLE ONLY kgrag.lexeme_stats
 
 ALTER TABLE ONLY kgrag.llm_cache
     ADD CONSTRAINT llm_cache_pkey PRIMARY KEY (tenant_id, cache_key);
+
+--
+-- Name: log_overflow log_overflow_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag.log_overflow
+    ADD CONSTRAINT log_overflow_pkey PRIMARY KEY (tenant_id, minute);
 
 --
 -- Name: mention mention_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
@@ -10523,6 +10873,72 @@ ALTER TABLE kgrag.lexeme_stats ENABLE ROW LEVEL SECURITY;
 ALTER TABLE kgrag.llm_cache ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: log_overflow; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE kgrag.log_overflow ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: answer_log logger_purge; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_purge ON kgrag.answer_log FOR DELETE TO kgrag_logger USING (true);
+
+--
+-- Name: ingest_failure logger_purge; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_purge ON kgrag.ingest_failure FOR DELETE TO kgrag_logger USING (true);
+
+--
+-- Name: log_overflow logger_purge; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_purge ON kgrag.log_overflow FOR DELETE TO kgrag_logger USING (true);
+
+--
+-- Name: query_log logger_purge; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_purge ON kgrag.query_log FOR DELETE TO kgrag_logger USING (true);
+
+--
+-- Name: answer_log logger_read; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_read ON kgrag.answer_log FOR SELECT TO kgrag_logger USING (true);
+
+--
+-- Name: ingest_failure logger_read; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_read ON kgrag.ingest_failure FOR SELECT TO kgrag_logger USING (true);
+
+--
+-- Name: log_overflow logger_read; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_read ON kgrag.log_overflow FOR SELECT TO kgrag_logger USING (true);
+
+--
+-- Name: query_log logger_read; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_read ON kgrag.query_log FOR SELECT TO kgrag_logger USING (true);
+
+--
+-- Name: settings logger_read; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_read ON kgrag.settings FOR SELECT TO kgrag_logger USING (true);
+
+--
+-- Name: query_log logger_redact; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_redact ON kgrag.query_log FOR UPDATE TO kgrag_logger USING (true) WITH CHECK (true);
+
+--
 -- Name: mention; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
 --
 
@@ -10685,6 +11101,12 @@ CREATE POLICY tenant_isolation ON kgrag.lexeme_stats USING ((tenant_id = kgrag.c
 CREATE POLICY tenant_isolation ON kgrag.llm_cache USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
 
 --
+-- Name: log_overflow tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY tenant_isolation ON kgrag.log_overflow USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+
+--
 -- Name: mention tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
@@ -10742,7 +11164,7 @@ CREATE POLICY tenant_write ON kgrag.router_rule USING ((tenant_id = kgrag.curren
 -- Name: settings tenant_write; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_write ON kgrag.settings USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_write ON kgrag.settings USING ((tenant_id = kgrag.current_tenant())) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND kgrag_private.setting_allowed(tenant_id, key, value)));
 
 --
 -- Name: SCHEMA kgrag; Type: ACL; Schema: -; Owner: <owner>
@@ -10793,6 +11215,13 @@ GRANT ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found bool
 GRANT ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_writer;
 
 --
+-- Name: FUNCTION purge(); Type: ACL; Schema: kgrag; Owner: kgrag_logger
+--
+
+REVOKE ALL ON FUNCTION kgrag.purge() FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.purge() TO kgrag_writer;
+
+--
 -- Name: FUNCTION revoke_key(name text); Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
@@ -10829,6 +11258,13 @@ REVOKE ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting nam
 GRANT ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) TO kgrag_writer;
 GRANT ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) TO kgrag_curator;
+
+--
+-- Name: FUNCTION forget_in_logs(entity_ids text[], names text[], chunk_ids text[]); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.forget_in_logs(entity_ids text[], names text[], chunk_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.forget_in_logs(entity_ids text[], names text[], chunk_ids text[]) TO kgrag_writer;
 
 --
 -- Name: FUNCTION fts_probe(query tsquery, config regconfig, lim integer); Type: ACL; Schema: kgrag_private; Owner: kgrag_probe
@@ -10901,8 +11337,8 @@ GRANT SELECT ON TABLE kgrag.alias_trigram_stats TO kgrag_curator;
 --
 
 GRANT SELECT ON TABLE kgrag.answer_log TO kgrag_reader;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.answer_log TO kgrag_writer;
-GRANT INSERT ON TABLE kgrag.answer_log TO kgrag_logger;
+GRANT SELECT ON TABLE kgrag.answer_log TO kgrag_writer;
+GRANT SELECT,INSERT,DELETE ON TABLE kgrag.answer_log TO kgrag_logger;
 GRANT SELECT ON TABLE kgrag.answer_log TO kgrag_curator;
 
 --
@@ -11077,6 +11513,7 @@ GRANT SELECT ON TABLE kgrag.entity_source TO kgrag_curator;
 GRANT SELECT ON TABLE kgrag.ingest_failure TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.ingest_failure TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.ingest_failure TO kgrag_curator;
+GRANT SELECT,DELETE ON TABLE kgrag.ingest_failure TO kgrag_logger;
 
 --
 -- Name: TABLE lexeme_stats; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -11093,6 +11530,15 @@ GRANT SELECT ON TABLE kgrag.lexeme_stats TO kgrag_curator;
 GRANT SELECT ON TABLE kgrag.llm_cache TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.llm_cache TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.llm_cache TO kgrag_curator;
+
+--
+-- Name: TABLE log_overflow; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag.log_overflow TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.log_overflow TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.log_overflow TO kgrag_curator;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.log_overflow TO kgrag_logger;
 
 --
 -- Name: TABLE mention; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -11115,9 +11561,33 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.namesake_context TO kgrag_write
 --
 
 GRANT SELECT ON TABLE kgrag.query_log TO kgrag_reader;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.query_log TO kgrag_writer;
-GRANT INSERT ON TABLE kgrag.query_log TO kgrag_logger;
+GRANT SELECT ON TABLE kgrag.query_log TO kgrag_writer;
+GRANT SELECT,INSERT,DELETE ON TABLE kgrag.query_log TO kgrag_logger;
 GRANT SELECT ON TABLE kgrag.query_log TO kgrag_curator;
+
+--
+-- Name: COLUMN query_log.reason; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT UPDATE(reason) ON TABLE kgrag.query_log TO kgrag_logger;
+
+--
+-- Name: COLUMN query_log.seeds; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT UPDATE(seeds) ON TABLE kgrag.query_log TO kgrag_logger;
+
+--
+-- Name: COLUMN query_log.question; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT UPDATE(question) ON TABLE kgrag.query_log TO kgrag_logger;
+
+--
+-- Name: COLUMN query_log.chunk_ids; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT UPDATE(chunk_ids) ON TABLE kgrag.query_log TO kgrag_logger;
 
 --
 -- Name: TABLE reembedding; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -11173,6 +11643,15 @@ GRANT SELECT ON TABLE kgrag.search_by_route TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.settings TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.settings TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.settings TO kgrag_curator;
+GRANT SELECT ON TABLE kgrag.settings TO kgrag_logger;
+
+--
+-- Name: TABLE settings_in_force; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag.settings_in_force TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.settings_in_force TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.settings_in_force TO kgrag_curator;
 
 --
 -- Name: TABLE staleness; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -11192,6 +11671,7 @@ GRANT SELECT ON TABLE kgrag.staleness TO kgrag_curator;
 -- Settings of the defaults tenant '*'
 --
 
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'answer_log_days', '90', 'kgrag.purge() deletes the rows of kgrag.answer_log older than this many days.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'answer_map_reports', '5', 'How many community reports the global route''s map step reads, one LLM call each.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'answer_max_chars', '6000', 'The context an answer is given (characters, kgrag.context''s max_chars).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'chunk_max_chars', '1200', 'Chunks are cut at paragraph, heading and sentence boundaries into pieces of at most this many characters.');
@@ -11212,6 +11692,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'en
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'graph_chunks_per_entity', '100', 'Local route: the graph list ranks at most this many chunks citing each reached entity (the first by chunk id), besides the chunks the vector and lexical lists hold. Bounds the work of a walk that reaches a hub.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'hnsw_ef_search', '100', 'hnsw.ef_search for vector searches; raised to the candidate count when that is larger.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'hnsw_max_scan_tuples', '20000', 'hnsw.max_scan_tuples: how far an iterative index scan may go to find enough rows of the tenant.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_failure_days', '365', 'kgrag.purge() deletes the rows of kgrag.ingest_failure older than this many days (a document ingested again clears its row at once).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'khop_timeout_ms', '5000', 'A traversal that runs longer than this is cancelled (SQLSTATE 57014) with a message saying how to narrow it.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'language_codes', '{"de": "german", "en": "english", "es": "spanish", "fr": "french", "it": "italian", "pt": "portuguese"}', 'Language codes a document may give (en, pt-BR, ...) and the text search configuration each stands for; a document may also name a configuration directly (kgrag.text_search_config).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'lexical_candidates', '1000', 'Lexical search scores at most this many chunks per text search configuration, drawn by the question''s rarest words; a word more chunks hold than this draws none. Bounds its work on a large corpus (a corpus with fewer matches scores every match).');
@@ -11220,6 +11701,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'li
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'link_min_trigram', '0.5', 'Entity linking, typo tier: minimum trigram similarity (Jaccard) between a squashed question span and a squashed alias.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'link_stopwords', '["a", "an", "and", "as", "at", "by", "de", "da", "das", "do", "dos", "e", "em", "for", "from", "in", "is", "na", "nas", "no", "nos", "o", "os", "of", "on", "or", "para", "por", "the", "to", "with", "um", "uma"]', 'Words that entity linking drops when it joins the tokens of a question span ("servico de autenticacao" -> "servicoautenticacao").');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'log_question_text', 'false', 'Keep the question''s text in kgrag.query_log (off: only its md5; turn on per tenant where that is allowed).');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'log_rate_per_minute', '600', 'A tenant''s searches logged in kgrag.query_log per minute; beyond it they still answer, and are counted in kgrag.log_overflow instead.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_alias_chars', '300', 'A document giving an alias (or an entity name) longer than this is refused.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_aliases_per_entity', '100', 'A document giving an entity more aliases than this is refused.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_document_mb', '5', 'Documents larger than this (MB of UTF-8 text) are rejected with a message.');
@@ -11239,6 +11721,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'pp
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ppr_max_iterations', '50', 'Personalized PageRank: at most this many rounds of power iteration.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ppr_tolerance', '0.000001', 'Personalized PageRank: stop once a round changes the masses by less than this (L1).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'query_log', 'true', 'Log every kgrag_search call in kgrag.query_log.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'query_log_days', '90', 'kgrag.purge() deletes the rows of kgrag.query_log (and kgrag.log_overflow) older than this many days.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'reader_memory_mb', '2048', 'A file whose reader (PDF, HTML, DOCX) needs more memory than this is stopped and refused.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'reader_timeout_s', '120', 'A file whose reader (PDF, HTML, DOCX) runs longer than this is stopped and refused.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'report_evidence_chunks', '5', 'A community report cites this many chunks: those that cite the most members.');
@@ -11261,6 +11744,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'se
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'search_reports', '5', 'Global route: community reports returned (option "reports").');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'search_seeds', '3', 'Seeds taken from entity linking and from entity vector search, each (option "seeds").');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'search_timeout_ms', '10000', 'A kgrag_search that runs longer than this is cancelled (57014); the walk inside it keeps to the same deadline.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'setting_limits', '{"max_hops": {"max": 6}, "ppr_hops": {"max": 4}, "query_log": {"allowed": [true]}, "max_file_mb": {"max": 2000}, "search_hops": {"max": 4}, "search_seeds": {"max": 20}, "ppr_max_edges": {"max": 100000}, "hnsw_ef_search": {"max": 1000}, "query_log_days": {"max": 365, "min": 7}, "search_reports": {"max": 50}, "answer_log_days": {"max": 365, "min": 7}, "edge_rank_depth": {"max": 1000}, "khop_timeout_ms": {"max": 30000}, "max_alias_chars": {"max": 2000}, "max_document_mb": {"max": 50}, "max_quote_chars": {"max": 10000}, "max_title_chars": {"max": 10000}, "search_entities": {"max": 50}, "answer_max_chars": {"max": 50000}, "max_paths_walked": {"max": 2000000}, "reader_memory_mb": {"max": 8192}, "reader_timeout_s": {"max": 600}, "vector_overfetch": {"max": 100}, "log_question_text": {"allowed": [false]}, "rerank_candidates": {"max": 200}, "rerank_timeout_ms": {"max": 10000}, "search_degree_cap": {"max": 100}, "search_timeout_ms": {"max": 30000}, "answer_map_reports": {"max": 20}, "lexical_candidates": {"max": 10000}, "max_question_chars": {"max": 20000}, "ppr_max_iterations": {"max": 200}, "ingest_failure_days": {"max": 3650, "min": 7}, "log_rate_per_minute": {"max": 600, "min": 1}, "hnsw_max_scan_tuples": {"max": 100000}, "vector_min_candidates": {"max": 1000}, "max_aliases_per_entity": {"max": 1000}, "graph_chunks_per_entity": {"max": 1000}}', 'What a tenant may set its own settings to (only the schema owner writes this row): {"setting": {"max": n, "min": n}} for a number, {"setting": {"allowed": [values]}} otherwise. A tenant''s setting outside them is refused when written (kgrag_private.setting_allowed, from the policy of kgrag.settings) and read clamped to them when it was written before (kgrag.setting); kgrag.settings_in_force says which. Raise a limit here to let tenants go further; allowed [true, false] for log_question_text lets them log question text.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'short_form_types', '["Person", "Name"]', 'Entity types whose short forms within a document ("Grace", "Ms. Liu", "G. Liu") are folded into the one longer name of the document they match (ingestion).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'text_search_config', '"english"', 'Default text search configuration for documents that do not name their language.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'vector_index', '"bq"', 'The vector index of the embeddings, chosen when revision 0024 ran (pgkgrag db upgrade --vector-index): bq (HNSW on their binary quantization, the default) or halfvec (HNSW on the vectors cast to halfvec, up to 4,000 dimensions: faster to search, five times the size, slower to insert into). Vector search draws its candidates from it and re-ranks them on the full vectors. Set by the migration: changing it by hand does not build the other index.');

@@ -131,21 +131,25 @@ def ingest(
 # What records the history for a person, not the graph: the answer an entity had before it changed
 # (kgrag.review_queue, item answer_changed) differs by history by design.
 HISTORY_COLUMNS = ("answer_before", "answer_before_doc")
+# A failed line is kept under '#' || its file || ':' || its line: the file's name, not its folder.
+READ_FROM = {("ingest_failure", "doc_id"): "regexp_replace(doc_id, '^#.*/', '#')"}
 
 
 def checksums(conn: psycopg.Connection, tenant: str) -> dict[str, str]:
-    """md5 of each kgrag table's rows for one tenant, leaving out timestamps and HISTORY_COLUMNS."""
+    """md5 of each kgrag table's rows for one tenant, leaving out timestamps, HISTORY_COLUMNS and
+    where a failed input was read from (its folder, and its file and line, which a downgrade drops)."""
     tables = catalog_tables(conn)
     out = {}
     conn.execute("SELECT kgrag.use_tenant(%s)", [tenant])
     for table in tables:
         cols = [
-            r[0]
+            READ_FROM.get((table, r[0]), r[0])
             for r in conn.execute(
                 "SELECT quote_ident(attname) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
                 " AND NOT attisdropped AND atttypid <> 'timestamptz'::regtype AND attname <> ALL (%s) ORDER BY attnum",
                 [f"kgrag.{table}", list(HISTORY_COLUMNS)],
             )
+            if (table, r[0]) not in (("ingest_failure", "source"), ("ingest_failure", "line"))
         ]
         query = (
             f"SELECT md5(COALESCE(string_agg(r, E'\\n' ORDER BY r), '')) FROM (SELECT ROW({', '.join(cols)})::text"

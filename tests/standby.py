@@ -26,8 +26,9 @@ def _as_server_user() -> dict[str, object]:
     return {"user": SERVER_USER}
 
 
-def _run(args: list[str]) -> None:
-    done = subprocess.run(args, capture_output=True, text=True, **_as_server_user())  # type: ignore[call-overload]
+def _run(args: list[str], password: str | None = None) -> None:
+    env = {**os.environ, "PGPASSWORD": password} if password else None
+    done = subprocess.run(args, capture_output=True, text=True, env=env, **_as_server_user())  # type: ignore[call-overload]
     if done.returncode != 0:
         raise RuntimeError(f"{Path(args[0]).name} failed: {done.stderr.strip() or done.stdout.strip()}")
 
@@ -43,8 +44,12 @@ def hot_standby(primary_dsn: str) -> Iterator[str]:
         entry = pwd.getpwnam(SERVER_USER)
         os.chown(directory, entry.pw_uid, entry.pw_gid)
     # -c fast: a spread checkpoint of the primary would make the backup wait for minutes
-    backup = [str(_BIN / "pg_basebackup"), "-D", str(directory), "-R", "-X", "stream", "-c", "fast"]
-    _run([*backup, "-h", str(socket_dir), "-U", "postgres"])
+    backup = [str(_BIN / "pg_basebackup"), "-D", str(directory), "-R", "-X", "stream", "-c", "fast", "-w"]
+    # the superuser's password (the server's system user cannot read the pgpass file): -R keeps it
+    # in the standby's primary_conninfo
+    passfile = conninfo_to_dict(primary_dsn).get("passfile")
+    password = Path(str(passfile)).read_text().strip().rsplit(":", 1)[1] if passfile else None
+    _run([*backup, "-h", str(socket_dir), "-U", "postgres"], password)
     # the primary keeps its socket in its data folder: its lock file came along, and is not ours
     for copied in [*directory.glob(".s.PGSQL.*"), directory / "log"]:
         copied.unlink(missing_ok=True)

@@ -164,6 +164,12 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         ),
         "refresh_edge_ranks": ("SELECT kgrag.refresh_edge_ranks(%s)", [entities]),
         "record_ingest_failure": ("SELECT kgrag_private.record_ingest_failure(%s, 'h', 'attack')", [others["docs"][0]]),
+        "record_input_failures": (  # the other tenant's document named: kept under the caller's tenant only
+            "SELECT kgrag_private.record_input_failures('{}', jsonb_build_array(jsonb_build_object("
+            "'source', 'x.jsonl', 'line', 1, 'doc_id', %s::text, 'reason', 'attack')))",
+            [others["docs"][0]],
+        ),
+        "failed_sources": ("SELECT kgrag_private.failed_sources()", []),
         "refresh_answers": ("SELECT kgrag_private.refresh_answers()", []),
         "refresh_reports": ("SELECT kgrag_private.refresh_reports()", []),
         "refresh_lexeme_stats": ("SELECT kgrag.refresh_lexeme_stats()", []),
@@ -174,6 +180,7 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         "replace_communities": ("SELECT kgrag_private.replace_communities()", []),
         "use_embedder": ("SELECT kgrag.use_embedder('hash')", []),
         "log_answer": ("SELECT kgrag.log_answer('q', 'local', false, 1, 2, 3, 4, 1, 0, 5)", []),
+        "purge": ("SELECT kgrag.purge()", []),  # the current tenant's rows past its retention
         # a curator's decisions on the other tenant's entities and relations (refused: not found)
         "reject_relation": (
             "SELECT kgrag.reject_relation(%s, 'CO_OCCURS', %s, 'attack')",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from pgkgrag.cli import db, demo, graph, ingest, keys, search, serve
+from pgkgrag.cli import db, demo, graph, ingest, keys, purge, search, serve
 
 
 @click.group()
@@ -28,6 +28,7 @@ for command in (
     graph.show_command,
     graph.status_command,
     graph.tenants_command,
+    purge.purge_command,
     serve.serve_command,
     serve.mcp_command,
     demo.demo_command,

@@ -39,6 +39,7 @@ def ingest_table(
         ("written", summary.written),
         ("failed", len(summary.failed)),
         ("rejected input", len(summary.rejected_inputs)),
+        ("relations dropped", len(summary.dropped_relations)),
         ("files not read", len(summary.unreadable)),
         ("chunks", summary.counts.chunks),
         ("mentions", summary.counts.mentions),
@@ -72,6 +73,10 @@ def ingest_problems(summary: IngestSummary) -> Iterator[str]:
         yield f"... and {len(summary.rejected_inputs) - MAX_LISTED} more rejected inputs"
     for doc_id, why in summary.failed[:MAX_LISTED]:
         yield f"[red]failed[/] {doc_id}: {why}"
+    for where, why in summary.dropped_relations[:MAX_LISTED]:
+        yield f"[yellow]dropped[/] {where}: {why}"
+    if len(summary.dropped_relations) > MAX_LISTED:
+        yield f"... and {len(summary.dropped_relations) - MAX_LISTED} more dropped relations"
 
 
 def build_line(built: BuildSummary) -> str:

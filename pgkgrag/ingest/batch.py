@@ -101,6 +101,7 @@ class BatchWork:
         size = len(doc.text.encode("utf-8"))
         if size > self.settings.max_document_bytes:
             limit = self.settings.max_document_bytes / 2**20
+            summary.rejected_doc_ids[item.where] = doc.doc_id  # its failure is kept under it
             summary.rejected_inputs.append(
                 (
                     item.where,
@@ -111,6 +112,7 @@ class BatchWork:
             return None
         lang = languages.get(doc.language)
         if lang is None:
+            summary.rejected_doc_ids[item.where] = doc.doc_id  # its failure is kept under it
             summary.rejected_inputs.append(
                 (
                     item.where,
@@ -148,6 +150,7 @@ class BatchWork:
         start = time.perf_counter()
         with tenant_transaction(conn, self.tenant):
             results = self.extractor.extract(conn, [p for p, _, _ in todo])
+        where = {item.document.doc_id: item.where for item in batch if item.document is not None}
         for p, lang, content_hash in todo:
             result = results[p.document.doc_id]
             if isinstance(result, Exception):
@@ -156,6 +159,7 @@ class BatchWork:
                     conn.execute(Q["record_ingest_failure"], [p.document.doc_id, content_hash, str(result)])
                 continue
             summary.rejected_extractions.update(result.rejected)
+            summary.dropped_relations += [(where[p.document.doc_id], why) for why in result.dropped]
             staged.extracted.append(staging.ExtractedDocument(p, lang, content_hash, result))
         summary.seconds["extract"] += time.perf_counter() - start
         # the chunk texts the tenant has no embedding of yet, by content hash
@@ -188,6 +192,12 @@ class BatchWork:
         where = {item.document.doc_id: item.where for item in staged.batch if item.document is not None}
         summary.rejected_inputs += [
             (where[doc_id], f"document {doc_id!r}: {why}") for doc_id, why in applied.refused.items()
+        ]
+        summary.rejected_doc_ids.update({where[doc_id]: doc_id for doc_id in applied.refused})
+        summary.dropped_relations += [
+            (where[d["doc_id"]], f"relation {d['relation']} dropped: {d['reason']}")
+            for d in applied.dropped
+            if d["doc_id"] in where
         ]
         summary.written += len(staged.extracted) - len(applied.refused)
         summary.counts.add(applied)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
+from psycopg.types.json import Jsonb
 
 from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.embed.embedders import Embedder
@@ -24,7 +25,7 @@ from pgkgrag.ingest.batch import BatchWork, Staged
 from pgkgrag.ingest.extractors.base import Extractor
 from pgkgrag.ingest.inputs import InputItem
 from pgkgrag.ingest.readers.files import read_inputs
-from pgkgrag.ingest.summary import AppliedCounts, IngestSummary
+from pgkgrag.ingest.summary import AppliedCounts, IngestSummary, split_where
 from pgkgrag.queries import Q
 
 BATCH_STEPS = ("read and chunk", "extract", "embed chunks", "write")  # timed per batch, summed over writers
@@ -34,10 +35,12 @@ def _batches(items: Iterable[InputItem], size: int, summary: IngestSummary) -> I
     seen: dict[str, str] = {}
     batch: list[InputItem] = []
     for item in items:
+        summary.sources.add(split_where(item.where)[0])
         if item.document is None:
             summary.rejected_inputs.append((item.where, item.error or "invalid"))
             if item.doc_id is not None:  # a file that could not be read: recorded under its doc_id
                 summary.unreadable.append((item.doc_id, item.content_hash or "", item.error or "invalid"))
+                summary.rejected_doc_ids[item.where] = item.doc_id
             continue
         summary.read += 1
         first = seen.setdefault(item.document.doc_id, item.where)
@@ -91,10 +94,14 @@ class Ingestor:
         use_embedder(self.conn, self.tenant, self.embedder)
         items = read_inputs(paths, self.work.settings.readers)
         self._write_batches(_batches(items, self.batch_size, summary), summary)
-        if summary.unreadable:  # each file that could not be read, under its doc_id, with why
-            with tenant_transaction(self.conn, self.tenant):
-                for doc_id, version, why in summary.unreadable:
-                    self.conn.execute(Q["record_ingest_failure"], [doc_id, version, why])
+        with tenant_transaction(self.conn, self.tenant):
+            for doc_id, version, why in summary.unreadable:  # each file that could not be read, with its version
+                self.conn.execute(Q["record_ingest_failure"], [doc_id, version, why])
+            # every input it could not take, with its file and line; the lines of the files read
+            # that failed before and not now are cleared
+            failed_before = set(self.conn.execute(Q["failed_sources"]).fetchone()[0])  # type: ignore[index]
+            read_again = sorted(failed_before & summary.sources)
+            self.conn.execute(Q["record_input_failures"], [read_again, Jsonb(summary.input_failures())])
         # New and re-described entities are embedded once, after the batches and outside their
         # transactions (no entity lock held while a model runs). An entity without an embedding
         # (say the run was stopped here) is found by lexical linking and embedded by the next

@@ -1,12 +1,32 @@
 -- Settings as data: the tenant's own value, else the default (tenant '*').
 
+CREATE OR REPLACE FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) RETURNS jsonb
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- a tenant's row written before its limit (or above one the owner lowered since): a number
+    -- is clamped, another value outside the allowed ones gives way to the default
+    SELECT CASE
+        WHEN x.limits IS NULL THEN value
+        WHEN x.limits ? 'allowed' AND (x.limits -> 'allowed') @> jsonb_build_array(value) THEN value
+        WHEN x.limits ? 'allowed' OR jsonb_typeof(value) IS DISTINCT FROM 'number'
+        THEN (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key)
+        WHEN value::numeric > (x.limits ->> 'max')::numeric THEN x.limits -> 'max'
+        WHEN value::numeric < (x.limits ->> 'min')::numeric THEN x.limits -> 'min'
+        ELSE value END
+      FROM (SELECT (SELECT s.value -> setting_key FROM kgrag.settings AS s
+                     WHERE s.tenant_id = '*' AND s.key = 'setting_limits') AS limits) AS x
+$$;
+COMMENT ON FUNCTION kgrag_private.within_limits(text, jsonb) IS
+'Private. Returns a tenant''s value of a setting within the limits of the setting setting_limits of tenant ''*'': a number above its max is the max, below its min the min; a value outside the allowed ones, or not a number where a number is limited, is the default. kgrag.setting reads every tenant row through it; kgrag_private.setting_allowed refuses such a row when it is written.';
+
 CREATE OR REPLACE FUNCTION kgrag.setting(setting_key text) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
     -- The policy on kgrag.settings checks the tenant (kgrag.current_tenant()) before a tenant's own
     -- row is read; the setting read here only narrows the index scan, so it is not checked twice.
-    SELECT s.value
+    SELECT CASE WHEN s.tenant_id = '*' THEN s.value ELSE kgrag_private.within_limits(setting_key, s.value) END
       FROM kgrag.settings AS s
      WHERE s.tenant_id IN ('*', pg_catalog.current_setting('kgrag.tenant', true))
        AND s.key = setting_key
@@ -14,7 +34,18 @@ AS $$
      LIMIT 1
 $$;
 COMMENT ON FUNCTION kgrag.setting(text) IS
-'Returns the jsonb value of a setting for the current tenant: the tenant''s own row when there is one, else the default row (tenant ''*''); NULL when the key is unknown.';
+'Returns the jsonb value of a setting for the current tenant: the tenant''s own row when there is one, within the limits the schema owner set (setting setting_limits: kgrag_private.within_limits), else the default row (tenant ''*''); NULL when the key is unknown.';
+
+CREATE OR REPLACE VIEW kgrag.settings_in_force WITH (security_invoker = true) AS
+SELECT s.key, s.value AS own_value, kgrag_private.within_limits(s.key, s.value) AS in_force,
+       kgrag_private.within_limits(s.key, s.value) IS DISTINCT FROM s.value AS limited,
+       l.value -> s.key AS limits
+  FROM kgrag.settings AS s
+  LEFT JOIN kgrag.settings AS l ON l.tenant_id = '*' AND l.key = 'setting_limits'
+ WHERE s.tenant_id = kgrag.current_tenant();
+GRANT SELECT ON kgrag.settings_in_force TO kgrag_reader, kgrag_writer, kgrag_curator;
+COMMENT ON VIEW kgrag.settings_in_force IS
+'The current tenant''s own settings: the value it wrote, the value in force (kgrag.setting: within the limits of the setting setting_limits of tenant ''*''), whether a limit changed it (a row written before the limit, or above one the owner lowered since) and the limits.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.floor(setting_key text) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY INVOKER

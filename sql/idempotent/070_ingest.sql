@@ -397,6 +397,7 @@ DECLARE
     t text := kgrag.current_tenant();
     n_relations integer;
     rejected jsonb;
+    dropped jsonb;
 BEGIN
     -- Relations: endpoints are entities of the same document (the extractor resolved them).
     CREATE TEMP TABLE kgrag_resolved ON COMMIT DROP AS
@@ -418,6 +419,18 @@ BEGIN
                count(*) AS n
           FROM pg_temp.kgrag_resolved AS r GROUP BY 1) AS x
      WHERE x.reason IS NOT NULL;
+    -- and which, by document (the driver names the input line): the first 1,000
+    SELECT COALESCE(jsonb_agg(x.drop ORDER BY x.doc_id COLLATE "C", x.ordinal, x.drop ->> 'relation'), '[]') INTO dropped
+      FROM (SELECT r.doc_id, r.ordinal,
+                   jsonb_build_object('doc_id', r.doc_id,
+                                      'relation', format('%s -[%s]-> %s', left(r.source, 200), left(r.rel, 100), left(r.target, 200)),
+                                      'reason', CASE WHEN r.src IS NULL THEN 'its source is not an entity of the document'
+                                                     WHEN r.dst IS NULL THEN 'its target is not an entity of the document'
+                                                     WHEN r.src = r.dst THEN 'from an entity to itself'
+                                                     ELSE 'relation type missing or reserved' END) AS drop
+              FROM pg_temp.kgrag_resolved AS r
+             WHERE r.src IS NULL OR r.dst IS NULL OR r.src = r.dst OR r.rel_key IN ('', 'CO_OCCURS')
+             ORDER BY r.doc_id COLLATE "C", r.ordinal, r.source, r.target LIMIT 1000) AS x;
     WITH placed AS (
         SELECT r.*, r.doc_id || '#' || r.ordinal AS chunk_id
           FROM pg_temp.kgrag_resolved AS r
@@ -448,11 +461,11 @@ BEGIN
      WHERE btrim(s.what) <> ''
      ORDER BY s.doc_id, s.ordinal, left(s.what, 200)
     ON CONFLICT (tenant_id, chunk_id, what) DO NOTHING;
-    RETURN jsonb_build_object('relations', n_relations, 'rejected', rejected);
+    RETURN jsonb_build_object('relations', n_relations, 'rejected', rejected, 'dropped', dropped);
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.apply_relations() IS
-'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason. What the extractor set aside (pg_temp.kgrag_stage_set_aside) goes into kgrag.set_aside with its chunk. Returns {"relations": n, "rejected": {reason: n}}.';
+'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason, and the first 1,000 listed with their document. What the extractor set aside (pg_temp.kgrag_stage_set_aside) goes into kgrag.set_aside with its chunk. Returns {"relations": n, "rejected": {reason: n}, "dropped": [{doc_id, relation, reason}]}.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.check_batch_embedder() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -541,3 +554,46 @@ AS $$
 $$;
 COMMENT ON FUNCTION kgrag_private.record_ingest_failure(text, text, text) IS
 'Private. Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.failed_sources() RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    RETURN ARRAY(SELECT DISTINCT f.source FROM kgrag.ingest_failure AS f
+                  WHERE f.tenant_id = t AND left(f.doc_id, 1) = '#' AND f.source IS NOT NULL ORDER BY 1);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.failed_sources() IS
+'Private. Returns the files of the current tenant''s failed input lines (kept in kgrag.ingest_failure under ''#'' || file || '':'' || line): an ingestion that reads one of them again passes it to kgrag_private.record_input_failures, which clears the lines that no longer fail.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.record_input_failures(sources text[], failures jsonb) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n integer;
+BEGIN
+    IF cardinality(sources) > 100000 OR jsonb_typeof(failures) IS DISTINCT FROM 'array' OR jsonb_array_length(failures) > 100000 THEN
+        RAISE EXCEPTION 'at most 100,000 sources and failures, as arrays' USING ERRCODE = '22023';
+    END IF;
+    -- the lines of the files read again that failed before: fixed, unless they fail again below
+    DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.source = ANY (sources) AND left(f.doc_id, 1) = '#';
+    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, source, line)
+    SELECT DISTINCT ON (x.key) t, x.key, '', x.reason, x.source, x.line
+      FROM (SELECT COALESCE(NULLIF(e ->> 'doc_id', ''), '#' || left(e ->> 'source', 1000) || COALESCE(':' || (e ->> 'line'), '')) AS key,
+                   left(COALESCE(e ->> 'reason', ''), 2000) AS reason, left(e ->> 'source', 1000) AS source,
+                   (e ->> 'line')::integer AS line, u.o
+              FROM jsonb_array_elements(failures) WITH ORDINALITY AS u(e, o)) AS x
+     ORDER BY x.key, x.o DESC
+    ON CONFLICT (tenant_id, doc_id) DO UPDATE
+       SET reason = excluded.reason, source = excluded.source, line = excluded.line, failed_at = excluded.failed_at;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.record_input_failures(text[], jsonb) IS
+'Private. Records what an ingestion run could not take, each with its file (source), line and reason: failures = [{source, line, doc_id, reason}] (at most 100,000). One with a doc_id is kept under it, until that document is ingested (or deleted); a line without one (not JSON, no doc_id, a duplicate, a dropped relation) is kept under ''#'' || source || '':'' || line, until a run reads that file again without that failure at that line (sources: the files this run read). Returns the rows written; kgrag.purge deletes them after ingest_failure_days.';

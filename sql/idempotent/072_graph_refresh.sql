@@ -323,6 +323,9 @@ DECLARE
     names text[];  -- and the name keys of their namesakes
     texts text[];
     counts jsonb;
+    gone_chunks text[];  -- what the query log may name, forgotten there if the graph loses it
+    gone_entities text[];
+    gone_names text[];
 BEGIN
     -- namesakes by name key first, then the document rows (the documents' locks), as in
     -- kgrag_private.ingest_apply(); the names read again under them
@@ -337,6 +340,10 @@ BEGIN
                                                     UNION SELECT x FROM unnest(named) AS x
                                                     UNION SELECT x FROM unnest(names) AS x));
     texts := ARRAY(SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
+    gone_chunks := ARRAY(SELECT c.chunk_id FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
+    gone_entities := ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY' UNION SELECT x FROM unnest(named) AS x);
+    gone_names := ARRAY(SELECT e.name FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (gone_entities)
+                        UNION SELECT a.alias FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids));
     PERFORM kgrag_private.release_chunks(doc_ids);
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     PERFORM kgrag_private.forget_aliases(named);
@@ -361,8 +368,15 @@ BEGIN
     -- and reports) go until the next build, and so do the cached extractions of its chunks.
     DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
     PERFORM kgrag_private.forget_extractions(texts);
+    -- nor in the query log: the entities, names and chunks the graph no longer holds
+    gone_entities := ARRAY(SELECT x FROM unnest(gone_entities) AS x
+                            WHERE NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = x));
+    gone_names := ARRAY(SELECT x FROM unnest(gone_names) AS x  -- (every name is an alias of its entity)
+                         WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
+                                            WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)));
+    PERFORM kgrag_private.forget_in_logs(gone_entities, gone_names, gone_chunks);
     RETURN counts;
 END
 $$;
 COMMENT ON FUNCTION kgrag.delete_documents(text[]) IS
-'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), the answers a person saw that came from them (kgrag.entity.answer_before), and the communities they fed (titles and reports, until the next build). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';

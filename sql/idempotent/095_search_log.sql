@@ -15,13 +15,23 @@ DECLARE
                                 ORDER BY u.o LIMIT 100);
     kept_chunks text[] := ARRAY(SELECT left(u.c, 200) FROM unnest(COALESCE(chunk_ids, '{}'::text[])) WITH ORDINALITY AS u(c, o)
                                  ORDER BY u.o LIMIT 1000);
+    t text := kgrag.current_tenant();
+    rate integer := (kgrag.setting('log_rate_per_minute') #>> '{}')::integer;
 BEGIN
     IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
         RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
     END IF;
+    -- beyond the tenant's rate, the search is counted for its minute, not logged
+    IF rate IS NOT NULL AND (SELECT count(*) FROM (SELECT 1 FROM kgrag.query_log AS q
+                                                    WHERE q.tenant_id = t AND q.searched_at > now() - interval '1 minute'
+                                                    LIMIT rate) AS r) >= rate THEN
+        INSERT INTO kgrag.log_overflow AS o (tenant_id, minute, searches) VALUES (t, date_trunc('minute', now()), 1)
+        ON CONFLICT (tenant_id, minute) DO UPDATE SET searches = o.searches + 1;
+        RETURN;
+    END IF;
     INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms,
                                  fallback, question, context_chars, chunk_ids, embedder, schema_revision)
-    VALUES (kgrag.current_tenant(), left(COALESCE(question_hash, ''), 64), route, left(COALESCE(reason, ''), 4000),
+    VALUES (t, left(COALESCE(question_hash, ''), 64), route, left(COALESCE(reason, ''), 4000),
             kept_seeds, greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0),
             COALESCE(fallback, false), left(question, 2000), CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END,
             kept_chunks, left(embedder, 64), left(schema_revision, 16));
@@ -34,7 +44,7 @@ REVOKE EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text, text[], in
 GRANT EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text)
     TO kgrag_reader, kgrag_writer;
 COMMENT ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text) IS
-'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000: the caller passes it only where the setting log_question_text allows), the time and log_id set by the database. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000: the caller passes it only where the setting log_question_text allows), the time and log_id set by the database. Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) RETURNS void
 LANGUAGE sql VOLATILE SECURITY INVOKER

@@ -156,7 +156,7 @@ def test_distribute_runs_on_a_real_cluster_and_again_changes_nothing(cluster: st
         assert {t for t, (m, _) in kinds.items() if m == "n"} == {"kgrag.settings", "kgrag.router_rule"}
         # every distributed table in the co-location group of kgrag.document, but for the logs:
         # a group of their own (test_a_schema_revision_runs_on_the_distributed_schema searches twice in one transaction)
-        logs = {"kgrag.answer_log", "kgrag.query_log"}
+        logs = {"kgrag.answer_log", "kgrag.query_log", "kgrag.log_overflow"}
         graph = {c for t, (m, c) in kinds.items() if m == "h" and t not in logs}
         apart = {c for t, (m, c) in kinds.items() if t in logs}
         assert len(graph) == 1 and len(apart) == 1 and graph != apart, kinds
@@ -300,7 +300,9 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
     with psycopg.connect(cluster) as admin:
         groups = _groups(admin)
         assert groups["kgrag.query_log"] == groups["kgrag.answer_log"] != groups["kgrag.document"], groups
-        assert len({c for t, c in groups.items() if t not in ("kgrag.query_log", "kgrag.answer_log")}) == 1
+        logs = ("kgrag.query_log", "kgrag.answer_log", "kgrag.log_overflow")  # 0039 made the third
+        assert groups["kgrag.log_overflow"] == groups["kgrag.answer_log"], groups
+        assert len({c for t, c in groups.items() if t not in logs}) == 1
         # 0023 and 0027 created their tables distributed, co-located with kgrag.alias
         assert groups.get("kgrag.alias_source") == groups.get("kgrag.alias_trigram_stats") == groups["kgrag.alias"]
         assert checksums(admin, "rev2") == before
@@ -348,3 +350,45 @@ def test_tenants_of_two_dimensions_share_the_cluster_and_one_moves(cluster: str,
         moved = reembed(conn, a, e5, batch=8)
         assert (moved["embedder"], moved["dimension"]) == ("e5", 384)
         assert first_chunk(conn, a, e5.embed_queries([question])[0]) == "d2#0"
+
+
+def test_limits_the_log_rate_and_the_purge_hold_on_the_cluster(cluster: str) -> None:
+    """Revision 0039 on the real cluster: a writer's setting above the owner's ceiling is refused,
+    a reader's flood of the log is counted beyond the tenant's rate (kgrag.log_overflow, with the
+    logs), and the owner's `pgkgrag purge` deletes what the retention says, on the workers."""
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute("SELECT count(*) FROM kgrag.distribute()")
+        login(admin, "citus_t_ops_writer", "kgrag_writer", ["ops1"])
+        login(admin, "citus_t_ops_reader", "kgrag_reader", ["ops1"])
+    with connect(as_role(cluster, "citus_t_ops_writer")) as conn:
+        with (
+            pytest.raises(psycopg.errors.InsufficientPrivilege, match="above the ceiling"),
+            tenant_transaction(conn, "ops1"),
+        ):
+            conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('ops1', 'max_hops', '50')")
+        with tenant_transaction(conn, "ops1"):
+            conn.execute(
+                "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('ops1', 'log_rate_per_minute', '3')"
+            )
+    with connect(as_role(cluster, "citus_t_ops_reader")) as conn:
+        with tenant_transaction(conn, "ops1"):
+            for _ in range(10):
+                conn.execute(
+                    "SELECT kgrag_private.log_search('h', 'local', 'x', NULL, 1, 1, 1, false,"
+                    " NULL, NULL, NULL, NULL, NULL)"
+                )
+        with tenant_transaction(conn, "ops1"):
+            logged = conn.execute("SELECT count(*) FROM kgrag.query_log WHERE tenant_id = 'ops1'").fetchone()
+            counted = conn.execute("SELECT sum(searches)::int FROM kgrag.log_overflow WHERE tenant_id = 'ops1'")
+            assert (logged, counted.fetchone()) == ((3,), (7,))
+    with psycopg.connect(cluster, autocommit=True) as admin:  # a month-old row, past a 7-day retention
+        admin.execute("UPDATE kgrag.query_log SET searched_at = now() - interval '30 days' WHERE tenant_id = 'ops1'")
+        admin.execute(
+            "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('ops1', 'query_log_days', '7')"
+            " ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value"
+        )
+    out = commands.run("purge", "--json", dsn=cluster)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["ops1"]["query_log"] == 3
+    with psycopg.connect(cluster) as admin:
+        assert admin.execute("SELECT count(*) FROM kgrag.query_log WHERE tenant_id = 'ops1'").fetchone() == (0,)

@@ -16,7 +16,10 @@ from pgkgrag.db.connections import WRITER, connect
 
 REFERENCE_TABLES = {"settings", "router_rule"}
 # Statements that read every tenant on purpose, with why.
-ACROSS_TENANTS = {"kgrag.tenants()": "lists the tenants and their document counts (an operator's command)"}
+ACROSS_TENANTS = {
+    "kgrag.tenants()": "lists the tenants and their document counts (an operator's command)",
+    "kgrag.purge()": "acting as '*' (the owner), finds every tenant holding log rows to purge (a nightly job)",
+}
 
 
 def test_every_per_tenant_statement_names_the_tenant_on_every_table(admin: psycopg.Connection) -> None:
@@ -71,7 +74,8 @@ def test_distribute_lists_each_table_once_in_foreign_key_order(admin: psycopg.Co
     # the logs (written as kgrag_logger) in a group of their own, every other table with document
     assert kinds["kgrag.answer_log"] == ("distributed by tenant_id", "none")
     assert kinds["kgrag.query_log"] == ("distributed by tenant_id", "kgrag.answer_log")
-    placed = {"kgrag.document", "kgrag.answer_log", "kgrag.query_log"}
+    assert kinds["kgrag.log_overflow"] == ("distributed by tenant_id", "kgrag.answer_log")
+    placed = {"kgrag.document", "kgrag.answer_log", "kgrag.query_log", "kgrag.log_overflow"}
     assert all(c == "kgrag.document" for t, (k, c) in kinds.items() if k != "reference" and t not in placed)
     position = {t: i for i, (t, _, _) in enumerate(plan)}
     for child, parent in admin.execute(

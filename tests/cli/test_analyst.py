@@ -196,12 +196,19 @@ def test_the_last_search_is_a_function(demo: str) -> None:
     assert route == "global" and reports and reports == [ref for kind, ref in rows if kind == "community"]
 
 
-def test_which_questions_came_back_empty_per_route(dsn: str, conn: psycopg.Connection, tmp_path: Path) -> None:
+def test_which_questions_came_back_empty_per_route(
+    dsn: str, conn: psycopg.Connection, admin: psycopg.Connection, tmp_path: Path
+) -> None:
     ingest(conn, tmp_path, OPS, embedder=HashEmbedder(512))
     asked = ["What does the Auth Service depend on?", "How do I bake a carrot cake?"]
     for question in asked:
         sql(dsn, f"SELECT count(*) FROM kgrag.kgrag_search(question => '{question}')", "t1")
     assert sql(dsn, "SELECT count(*) FROM kgrag.query_log WHERE question IS NOT NULL", "t1") == [(0,)]  # off
+    with tenant_transaction(admin, "*"):  # the owner lets tenants keep question text (revision 0039)
+        admin.execute(
+            "UPDATE kgrag.settings SET value = jsonb_set(value, '{log_question_text,allowed}', '[true, false]')"
+            " WHERE tenant_id = '*' AND key = 'setting_limits'"
+        )
     with tenant_transaction(conn, "t1"):
         conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'log_question_text', 'true')")
     for question in asked:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import psutil
 import psycopg
 import pytest
 
-from pgkgrag.db.server import EmbeddedServer
+from pgkgrag.db.server import _BIN, EmbeddedServer
 from pgkgrag.errors import KgragError
 
 
@@ -90,3 +91,43 @@ def test_refuses_a_data_directory_of_another_major_version(home: Path) -> None:
     (data / "PG_VERSION").write_text("15\n")
     with pytest.raises(KgragError, match="PostgreSQL 15 cluster"):
         EmbeddedServer(home).start()
+
+
+def test_the_server_is_not_open_to_every_local_account(home: Path) -> None:
+    """initdb trusts every local connection: the embedded server's superuser asks for its password
+    (kept in a pgpass file only its owner reads), and its socket is its owner's alone, so another
+    local account (nobody) cannot even open it."""
+    server = EmbeddedServer(home)
+    status, _ = server.start()
+    try:
+        assert status.passfile is not None and status.socket_dir is not None
+        assert status.passfile.stat().st_mode & 0o777 == 0o600
+        with psycopg.connect(status.uri()) as conn:
+            assert conn.execute("SELECT current_user").fetchone() == ("postgres",)
+            assert conn.execute("SHOW unix_socket_permissions").fetchone() == ("0700",)
+        without = status.uri().split("&passfile=")[0]
+        with pytest.raises(psycopg.OperationalError, match="password"):
+            psycopg.connect(without, passfile="/dev/null")
+        socket = next(status.socket_dir.glob(".s.PGSQL.*[0-9]"))
+        assert socket.stat().st_mode & 0o777 == 0o700
+        if os.geteuid() != 0:
+            pytest.skip("trying another local account needs root (to run as nobody)")
+        attempt = subprocess.run(  # the server's own psql, which any account may run
+            [str(_BIN / "psql"), without, "-c", "SELECT 1"],
+            user="nobody",
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd="/",
+        )
+        assert attempt.returncode != 0 and "Permission denied" in attempt.stderr, attempt.stderr
+        again, started = server.start()  # a running server is found again, with its pgpass file
+        assert not started and again.passfile == status.passfile
+    finally:
+        server.stop()
+    restarted, _ = server.start()  # locked down once: a restart keeps the password
+    try:
+        with psycopg.connect(restarted.uri()) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        server.stop()

@@ -1,7 +1,8 @@
 """Deleting a document forgets it, and the graph depends on the final input only.
 
 A marker word planted everywhere a document can put text (title, text, metadata, an entity's name,
-alias, description and answer, a relation's quote, the LLM cache) is searched for in every table
+alias, description and answer, a relation's quote, the LLM cache, the query log of a search naming
+it) is searched for in every table
 and in the answers of every public function after the delete: it is nowhere. And the same final
 input gives the same tables whatever the history: changed versions, deletes, concurrent writers.
 """
@@ -25,6 +26,7 @@ from pgkgrag.db.connections import WRITER, connect, tenant_transaction
 from pgkgrag.embed.embedders import HashEmbedder
 from pgkgrag.graph.build import build
 from pgkgrag.ingest.ingestor import delete_documents
+from pgkgrag.retrieval.search import run_search
 
 MARK = "Zyxquorp"
 G1 = {
@@ -102,8 +104,12 @@ def test_a_deleted_document_is_forgotten_everywhere(
             before_vector = conn.execute(
                 "SELECT embedding::text FROM kgrag.entity WHERE entity_id = 'service:auth service'"
             ).fetchone()
+        # a search naming the gateway: the query log keeps its seed, the chunks it returned and
+        # the router's reason, which names it
+        run_search(conn, "m", HashEmbedder(512), f"What does the {MARK} Gateway call?", "auto", 5, {})
         planted = _everywhere(admin, MARK)
         assert {
+            "query_log",
             "document",
             "chunk",
             "entity",

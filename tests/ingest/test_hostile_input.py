@@ -221,7 +221,7 @@ def test_a_walk_past_its_path_budget_or_the_search_deadline_stops(tconn: object,
     session.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'max_paths_walked', '1000')")  # type: ignore[attr-defined]
     with pytest.raises(psycopg.errors.QueryCanceled, match="stopped after 1000 paths"):
         session.execute("SELECT count(*) FROM kgrag.k_hop(ARRAY['k:000'], 4)")  # type: ignore[attr-defined]
-    session.execute("UPDATE kgrag.settings SET value = '100000000' WHERE tenant_id = 't1' AND key = 'max_paths_walked'")  # type: ignore[attr-defined]
+    session.execute("UPDATE kgrag.settings SET value = '2000000' WHERE tenant_id = 't1' AND key = 'max_paths_walked'")  # type: ignore[attr-defined]
     session.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'search_timeout_ms', '100')")  # type: ignore[attr-defined]
     with pytest.raises(psycopg.errors.QueryCanceled, match=r"search_timeout_ms|khop_timeout_ms") as stopped:
         session.execute(  # type: ignore[attr-defined]

@@ -412,4 +412,13 @@ def test_bad_documents_are_named_and_nothing_of_them_is_written(
     record_property("error", rejected[0].split(": ", 1)[1] if rejected else err.strip())
     assert len(rejected) == 1 and message in rejected[0], err
     with connect(dsn) as admin:
-        assert checksums(admin, "t1") == populated
+        after = checksums(admin, "t1")
+        # nothing of it is written; the failure is recorded, with its file and line (revision 0039)
+        assert {t: c for t, c in after.items() if t != "ingest_failure"} == {
+            t: c for t, c in populated.items() if t != "ingest_failure"
+        }
+        with tenant_transaction(admin, "t1"):
+            recorded = admin.execute(
+                "SELECT line, reason FROM kgrag.ingest_failure WHERE source = %s", [str(path)]
+            ).fetchall()
+        assert recorded == [(1, rejected[0].split(": ", 1)[1])], recorded

@@ -141,10 +141,22 @@ def test_the_query_log_can_be_switched_off(dconn: psycopg.Connection, use: Embed
     assert logged[0] == "local" and logged[1] == ["service:auth service"] and logged[2] > 0 and logged[3] > 0
     with tenant_transaction(dconn, TENANT):
         dconn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'query_log', 'false')", [TENANT])
+    ask(dconn, use, "What does the Auth Service depend on?")  # not the tenant's to switch off (revision 0039)
+    assert sql(dconn, "SELECT count(*) FROM kgrag.query_log")[0][0] == before + 2
+    with tenant_transaction(dconn, "*"):  # unless the schema owner allows it
+        dconn.execute(
+            "UPDATE kgrag.settings SET value = jsonb_set(value, '{query_log,allowed}', '[true, false]')"
+            " WHERE tenant_id = '*' AND key = 'setting_limits'"
+        )
     ask(dconn, use, "What does the Auth Service depend on?")
-    assert sql(dconn, "SELECT count(*) FROM kgrag.query_log")[0][0] == before + 1
-    with tenant_transaction(dconn, TENANT):
+    assert sql(dconn, "SELECT count(*) FROM kgrag.query_log")[0][0] == before + 2
+    with tenant_transaction(dconn, TENANT):  # the demo database is shared: as it was
         dconn.execute("DELETE FROM kgrag.settings WHERE tenant_id = %s AND key = 'query_log'", [TENANT])
+    with tenant_transaction(dconn, "*"):
+        dconn.execute(
+            "UPDATE kgrag.settings SET value = jsonb_set(value, '{query_log,allowed}', '[true]')"
+            " WHERE tenant_id = '*' AND key = 'setting_limits'"
+        )
 
 
 @pytest.mark.slow

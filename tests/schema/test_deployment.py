@@ -138,6 +138,8 @@ def host_project(server: Server, tmp_path: Path) -> tuple[Path, str]:
     dsn = server.dsn(name)
     params = conninfo_to_dict(dsn)
     url = f"postgresql+psycopg://{params.get('user', '')}@/{params['dbname']}?host={params['host']}"
+    if params.get("passfile"):  # the embedded server's superuser logs in with its password
+        url += f"&passfile={params['passfile']}"
     (tmp_path / "versions").mkdir()
     (tmp_path / "env.py").write_text(HOST_ENV)
     (tmp_path / "script.py.mako").write_text(HOST_TEMPLATE)

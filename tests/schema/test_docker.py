@@ -109,11 +109,13 @@ def test_the_image_copies_the_repository_sql_and_holds_none_of_its_own() -> None
 
 
 @pytest.fixture
-def socket_database(server: Server) -> tuple[str, str, str]:
+def socket_database(server: Server, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, str]:
     params = conninfo_to_dict(server.admin_dsn)
     host = str(params.get("host", ""))
     if not host.startswith("/"):
         pytest.skip("the init script connects over a unix socket; KGRAG_TEST_DSN names a TCP server")
+    if params.get("passfile"):  # the embedded server's superuser logs in with its password
+        monkeypatch.setenv("PGPASSFILE", str(params["passfile"]))
     name = server.create_database()
     yield host, str(params.get("user", "postgres")), name
     server.drop_database(name)

@@ -82,7 +82,7 @@ def tables_named(query: str) -> set[str]:
     """The kgrag tables a query reads or writes (functions are not tables)."""
     visitor = _Tables()
     # psycopg placeholders and sql.SQL fields are not SQL: give the parser something of their kind
-    fields = {"kind": "FUNCTION", "object": "x()", "body": "'x'"}
+    fields = {"kind": "FUNCTION", "object": "x()", "body": "'x'", "password": "'x'"}
     bound = re.sub(r"%(\(\w+\))?s", "NULL", query).replace("%%", "%")
     parseable = re.sub(r"\{(\w+)\}", lambda m: fields.get(m.group(1), "x"), bound)
     for raw in pglast.parse_sql(parseable):

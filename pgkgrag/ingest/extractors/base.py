@@ -76,6 +76,7 @@ class Extraction:
     relations: list[FoundRelation] = field(default_factory=list)
     rejected: Counter[str] = field(default_factory=Counter)
     set_aside: list[SetAside] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # each relation rejected, and why (the driver names its line)
 
 
 @dataclass(frozen=True)
@@ -195,14 +196,18 @@ class ProvidedExtractor:
             source_key, target_key, source_type, target_type = next(canon), next(canon), next(canon), next(canon)
             src = next((e for e in by_name.get(source_key, []) if not source_type or types[id(e)] == source_type), None)
             dst = next((e for e in by_name.get(target_key, []) if not target_type or types[id(e)] == target_type), None)
+            stated = f"relation {rel.source} -[{rel.type}]-> {rel.target} dropped"
             if src is None or dst is None:
                 out.rejected["relation endpoint is not an entity of the document"] += 1
+                end = "source" if src is None else "target"
+                out.dropped.append(f"{stated}: its {end} is not an entity of the document")
                 continue
             ordinal = None
             if rel.quote:
                 position = doc.text.find(rel.quote)
                 if position < 0:
                     out.rejected["quote not found in the document"] += 1
+                    out.dropped.append(f"{stated}: its quote is not in the document")
                     continue
                 ordinal = _chunk_of(chunks, position)
             if ordinal is None:

@@ -1,0 +1,106 @@
+-- The logs' care: kept as long as each tenant's retention says (kgrag.purge), and forgetting what a
+-- deleted document named (kgrag_private.forget_in_logs). Both are SECURITY DEFINER functions owned
+-- by kgrag_logger, which alone (besides the schema owner) may delete or change log rows: no
+-- tenant's writer can erase or rewrite its log.
+
+CREATE OR REPLACE FUNCTION kgrag_private.redact(body text, names text[]) RETURNS text
+LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    name text;
+BEGIN
+    -- longest first: a name inside a longer one goes with it
+    FOR name IN SELECT x FROM unnest(names) AS x ORDER BY length(x) DESC, x LOOP
+        body := regexp_replace(body, regexp_replace(name, '([][(){}.*+?^$|\\-])', '\\\1', 'g'), '[forgotten]', 'gi');
+    END LOOP;
+    RETURN body;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.redact(text, text[]) IS
+'Private. Returns body with every occurrence of each name (case-insensitive, longest names first) replaced by [forgotten]; NULL for NULL.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.forget_in_logs(entity_ids text[], names text[], chunk_ids text[])
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n integer;
+BEGIN
+    -- bounded; the caller (kgrag.delete_documents) passes only what the tenant's graph no longer
+    -- holds: the log writer cannot check it on a Citus cluster, where the caller has just changed
+    -- those shards in this transaction and Citus refuses them to another user
+    entity_ids := ARRAY(SELECT DISTINCT x FROM unnest(entity_ids) AS x ORDER BY 1 LIMIT 10000);
+    chunk_ids := ARRAY(SELECT DISTINCT x FROM unnest(chunk_ids) AS x ORDER BY 1 LIMIT 10000);
+    names := ARRAY(SELECT DISTINCT x FROM unnest(names) AS x WHERE length(x) BETWEEN 2 AND 300 ORDER BY 1 LIMIT 1000);
+    UPDATE kgrag.query_log AS q
+       SET seeds = ARRAY(SELECT s FROM unnest(q.seeds) WITH ORDINALITY AS u(s, o) WHERE s <> ALL (entity_ids) ORDER BY u.o),
+           chunk_ids = ARRAY(SELECT c FROM unnest(q.chunk_ids) WITH ORDINALITY AS u(c, o) WHERE c <> ALL (forget_in_logs.chunk_ids) ORDER BY u.o),
+           reason = kgrag_private.redact(q.reason, names),
+           question = kgrag_private.redact(q.question, names)
+     WHERE q.tenant_id = t
+       AND (q.seeds && entity_ids OR q.chunk_ids && forget_in_logs.chunk_ids
+            OR EXISTS (SELECT 1 FROM unnest(names) AS x
+                        WHERE strpos(lower(q.reason), lower(x)) > 0 OR strpos(lower(q.question), lower(x)) > 0));
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be able to create in the schema
+ALTER FUNCTION kgrag_private.forget_in_logs(text[], text[], text[]) OWNER TO kgrag_logger;
+REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
+REVOKE EXECUTE ON FUNCTION kgrag_private.forget_in_logs(text[], text[], text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.forget_in_logs(text[], text[], text[]) TO kgrag_writer;
+COMMENT ON FUNCTION kgrag_private.forget_in_logs(text[], text[], text[]) IS
+'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents named (kgrag.delete_documents calls it): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten] (at most 10,000 ids and 1,000 names of 2 to 300 characters). kgrag.delete_documents passes what the tenant''s graph no longer holds; a writer calling it itself could redact more of its own tenant''s log, as deleting the documents would (it cannot delete rows or change anything else). Returns the rows changed. SECURITY DEFINER, owned by kgrag_logger (the log''s writer, which alone may change its rows), on the allow-list; for kgrag_writer.';
+
+CREATE OR REPLACE FUNCTION kgrag.purge() RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+AS $$
+DECLARE
+    acting text := kgrag.current_tenant();  -- '*' (the schema owner's alone): every tenant
+    t text;
+    days jsonb;
+    n integer;
+    done jsonb := '{}';
+    one jsonb;
+    kept record;
+BEGIN
+    FOR t IN SELECT acting WHERE acting <> '*'
+             UNION ALL
+             (SELECT x.tenant_id  -- every tenant holding such rows
+                FROM (SELECT q.tenant_id FROM kgrag.query_log AS q UNION SELECT a.tenant_id FROM kgrag.answer_log AS a
+                      UNION SELECT f.tenant_id FROM kgrag.ingest_failure AS f
+                      UNION SELECT o.tenant_id FROM kgrag.log_overflow AS o) AS x
+               WHERE acting = '*' ORDER BY 1) LOOP
+        -- the tenant's retention, within the owner's limits (kgrag_private.within_limits)
+        SELECT jsonb_object_agg(k.key, kgrag_private.within_limits(k.key,
+                   (SELECT s.value FROM kgrag.settings AS s WHERE s.tenant_id = t AND s.key = k.key)))
+          INTO days
+          FROM unnest(ARRAY['query_log_days', 'answer_log_days', 'ingest_failure_days']) AS k(key);
+        one := '{}';
+        FOR kept IN SELECT * FROM (VALUES ('query_log', 'query_log_days'), ('log_overflow', 'query_log_days'),
+                                          ('answer_log', 'answer_log_days'), ('ingest_failure', 'ingest_failure_days'))
+                                 AS v(name, key) LOOP
+            EXECUTE format('DELETE FROM kgrag.%I AS x WHERE x.tenant_id = $1 AND x.%I < now() - make_interval(days => $2)',
+                           kept.name, CASE kept.name WHEN 'query_log' THEN 'searched_at' WHEN 'log_overflow' THEN 'minute'
+                                                     WHEN 'answer_log' THEN 'answered_at' ELSE 'failed_at' END)
+              USING t, (days ->> kept.key)::integer;
+            GET DIAGNOSTICS n = ROW_COUNT;
+            one := one || jsonb_build_object(kept.name, n);
+        END LOOP;
+        done := done || jsonb_build_object(t, one);
+    END LOOP;
+    RETURN done;
+END
+$$;
+GRANT CREATE ON SCHEMA kgrag TO kgrag_logger;  -- a new owner must be able to create in the schema
+ALTER FUNCTION kgrag.purge() OWNER TO kgrag_logger;
+REVOKE CREATE ON SCHEMA kgrag FROM kgrag_logger;
+REVOKE EXECUTE ON FUNCTION kgrag.purge() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag.purge() TO kgrag_writer;
+COMMENT ON FUNCTION kgrag.purge() IS
+'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
