@@ -491,3 +491,7 @@ SELECT documents, chunks, entities, edges, communities, reports FROM kgrag.graph
 
 -- name: purge
 SELECT kgrag.purge();
+
+-- name: log_llm_calls
+-- The LLM calls made for the current tenant (kgrag.llm_call; kgrag.llm_cost sums them).
+SELECT kgrag_private.log_llm_calls(%s);

@@ -1503,7 +1503,8 @@ BEGIN
              (SELECT x.tenant_id  -- every tenant holding such rows
                 FROM (SELECT q.tenant_id FROM kgrag.query_log AS q UNION SELECT a.tenant_id FROM kgrag.answer_log AS a
                       UNION SELECT f.tenant_id FROM kgrag.ingest_failure AS f
-                      UNION SELECT o.tenant_id FROM kgrag.log_overflow AS o) AS x
+                      UNION SELECT o.tenant_id FROM kgrag.log_overflow AS o
+                      UNION SELECT c.tenant_id FROM kgrag.llm_call AS c) AS x
                WHERE acting = '*' ORDER BY 1) LOOP
         -- the tenant's retention, within the owner's limits (kgrag_private.within_limits)
         SELECT jsonb_object_agg(k.key, kgrag_private.within_limits(k.key,
@@ -1512,11 +1513,13 @@ BEGIN
           FROM unnest(ARRAY['query_log_days', 'answer_log_days', 'ingest_failure_days']) AS k(key);
         one := '{}';
         FOR kept IN SELECT * FROM (VALUES ('query_log', 'query_log_days'), ('log_overflow', 'query_log_days'),
-                                          ('answer_log', 'answer_log_days'), ('ingest_failure', 'ingest_failure_days'))
+                                          ('answer_log', 'answer_log_days'), ('llm_call', 'answer_log_days'),
+                                          ('ingest_failure', 'ingest_failure_days'))
                                  AS v(name, key) LOOP
             EXECUTE format('DELETE FROM kgrag.%I AS x WHERE x.tenant_id = $1 AND x.%I < now() - make_interval(days => $2)',
                            kept.name, CASE kept.name WHEN 'query_log' THEN 'searched_at' WHEN 'log_overflow' THEN 'minute'
-                                                     WHEN 'answer_log' THEN 'answered_at' ELSE 'failed_at' END)
+                                                     WHEN 'answer_log' THEN 'answered_at' WHEN 'llm_call' THEN 'called_at'
+                                                     ELSE 'failed_at' END)
               USING t, (days ->> kept.key)::integer;
             GET DIAGNOSTICS n = ROW_COUNT;
             one := one || jsonb_build_object(kept.name, n);
@@ -1533,7 +1536,7 @@ ALTER FUNCTION kgrag.purge() OWNER TO kgrag_logger;
 -- Name: FUNCTION purge(); Type: COMMENT; Schema: kgrag; Owner: kgrag_logger
 --
 
-COMMENT ON FUNCTION kgrag.purge() IS 'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
+COMMENT ON FUNCTION kgrag.purge() IS 'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log and kgrag.llm_call older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
 
 --
 -- Name: quantize(public.vector, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -4078,7 +4081,7 @@ CREATE FUNCTION kgrag_private.distribution_plan() RETURNS TABLE(table_name text,
          WHERE k.conrelid <> k.confrelid AND depth.d < 32
     ), kinds AS (
         SELECT t.name, max(depth.d) AS d, t.name IN ('settings', 'router_rule') AS reference,
-               CASE WHEN t.name IN ('answer_log', 'query_log', 'log_overflow') THEN t.name END AS log
+               CASE WHEN t.name IN ('answer_log', 'query_log', 'log_overflow', 'llm_call') THEN t.name END AS log
           FROM tables AS t JOIN depth ON depth.oid = t.oid
          GROUP BY t.name
     )
@@ -4100,7 +4103,7 @@ ALTER FUNCTION kgrag_private.distribution_plan() OWNER TO <owner>;
 -- Name: FUNCTION distribution_plan(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.distribution_plan() IS 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table is distributed by tenant_id and co-located with kgrag.document, but for the logs (answer_log, query_log, log_overflow), a co-location group of their own; referenced tables before the tables whose foreign keys point at them.';
+COMMENT ON FUNCTION kgrag_private.distribution_plan() IS 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table is distributed by tenant_id and co-located with kgrag.document, but for the logs (answer_log, query_log, log_overflow, llm_call), a co-location group of their own; referenced tables before the tables whose foreign keys point at them.';
 
 --
 -- Name: document_chunks(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5439,6 +5442,40 @@ ALTER FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) OWNER
 --
 
 COMMENT ON FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) IS 'Private. Writes a query log row from the entry kgrag_search made (jsonb: hash, route, reason, seeds, paths, rows, ms, fallback, question, chunks, embedder, revision) and the characters kgrag.context_blocks packed (NULL for a search alone), through kgrag_private.log_search.';
+
+--
+-- Name: log_llm_calls(jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+CREATE FUNCTION kgrag_private.log_llm_calls(calls jsonb) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n integer;
+BEGIN
+    IF jsonb_typeof(calls) IS DISTINCT FROM 'array' OR jsonb_array_length(calls) > 10000 THEN
+        RAISE EXCEPTION 'calls must be a JSON array of at most 10,000 calls' USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO kgrag.llm_call (tenant_id, purpose, route, model, prompt_tokens, completion_tokens, cached, ms)
+    SELECT t, c ->> 'purpose', left(c ->> 'route', 32), left(COALESCE(c ->> 'model', ''), 200),
+           greatest(COALESCE((c ->> 'prompt_tokens')::integer, 0), 0),
+           greatest(COALESCE((c ->> 'completion_tokens')::integer, 0), 0),
+           COALESCE((c ->> 'cached')::boolean, false), greatest(COALESCE((c ->> 'ms')::float8, 0), 0)
+      FROM jsonb_array_elements(calls) AS c;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.log_llm_calls(calls jsonb) OWNER TO kgrag_logger;
+
+--
+-- Name: FUNCTION log_llm_calls(calls jsonb); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+COMMENT ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) IS 'Private. Records LLM calls made for the current tenant in kgrag.llm_call: calls = [{purpose (extraction, report, answer or rerank), route, model, prompt_tokens, completion_tokens, cached, ms}], at most 10,000 (bounded text, no negative count). The driver calls it after its extraction, report and answer calls. SECURITY DEFINER, owned by kgrag_logger (which alone writes the logs), on the allow-list: a tenant''s roles read the table, never write it. Returns the rows written.';
 
 --
 -- Name: log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
@@ -9752,6 +9789,66 @@ ALTER TABLE kgrag.llm_cache OWNER TO <owner>;
 COMMENT ON TABLE kgrag.llm_cache IS 'Validated LLM extractions keyed by chunk hash + model + prompt version. Only output that passed validation is ever stored here.';
 
 --
+-- Name: llm_call; Type: TABLE; Schema: kgrag; Owner: <owner>
+--
+
+CREATE TABLE kgrag.llm_call (
+    tenant_id text NOT NULL,
+    call_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    called_at timestamp with time zone DEFAULT now() NOT NULL,
+    purpose text NOT NULL,
+    route text,
+    model text NOT NULL,
+    prompt_tokens integer DEFAULT 0 NOT NULL,
+    completion_tokens integer DEFAULT 0 NOT NULL,
+    cached boolean DEFAULT false NOT NULL,
+    ms double precision DEFAULT 0 NOT NULL,
+    CONSTRAINT llm_call_completion_tokens_check CHECK ((completion_tokens >= 0)),
+    CONSTRAINT llm_call_model_check CHECK ((length(model) <= 200)),
+    CONSTRAINT llm_call_ms_check CHECK ((ms >= (0)::double precision)),
+    CONSTRAINT llm_call_prompt_tokens_check CHECK ((prompt_tokens >= 0)),
+    CONSTRAINT llm_call_purpose_check CHECK ((purpose = ANY (ARRAY['extraction'::text, 'report'::text, 'answer'::text, 'rerank'::text]))),
+    CONSTRAINT llm_call_route_check CHECK ((length(route) <= 32))
+);
+ALTER TABLE ONLY kgrag.llm_call ALTER COLUMN tenant_id SET STATISTICS 1;
+
+ALTER TABLE ONLY kgrag.llm_call FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE kgrag.llm_call OWNER TO <owner>;
+
+--
+-- Name: TABLE llm_call; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag.llm_call IS 'One row per LLM call made for a tenant (extraction, community reports, answers; an extraction answered from the cache is a row with cached true and no tokens): purpose, the answer''s route, model, tokens in and out as the endpoint counted them, milliseconds. Written by kgrag_private.log_llm_calls; kgrag.llm_cost sums it; kgrag.purge keeps it answer_log_days.';
+
+--
+-- Name: llm_cost; Type: VIEW; Schema: kgrag; Owner: <owner>
+--
+
+CREATE VIEW kgrag.llm_cost WITH (security_invoker='true') AS
+ SELECT ((called_at AT TIME ZONE 'UTC'::text))::date AS day,
+    purpose,
+    route,
+    model,
+    count(*) FILTER (WHERE (NOT cached)) AS calls,
+    count(*) FILTER (WHERE cached) AS cached,
+    sum(prompt_tokens) AS prompt_tokens,
+    sum(completion_tokens) AS completion_tokens,
+    round((avg(ms) FILTER (WHERE (NOT cached)))::numeric, 1) AS mean_ms
+   FROM kgrag.llm_call c
+  WHERE (tenant_id = kgrag.current_tenant())
+  GROUP BY (((called_at AT TIME ZONE 'UTC'::text))::date), purpose, route, model;
+
+ALTER VIEW kgrag.llm_cost OWNER TO <owner>;
+
+--
+-- Name: VIEW llm_cost; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON VIEW kgrag.llm_cost IS 'What the current tenant''s graph and answers cost in LLM calls, per day (UTC), purpose (extraction and community reports: the graph; answer: the questions served), the answer''s route and model: calls made, chunks answered from the extraction cache, tokens in and out as the endpoint counted them, mean milliseconds a call.';
+
+--
 -- Name: log_overflow; Type: TABLE; Schema: kgrag; Owner: <owner>
 --
 
@@ -10359,6 +10456,13 @@ ALTER TABLE ONLY kgrag.llm_cache
     ADD CONSTRAINT llm_cache_pkey PRIMARY KEY (tenant_id, cache_key);
 
 --
+-- Name: llm_call llm_call_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag.llm_call
+    ADD CONSTRAINT llm_call_pkey PRIMARY KEY (tenant_id, call_id);
+
+--
 -- Name: log_overflow log_overflow_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
 --
 
@@ -10605,6 +10709,12 @@ CREATE INDEX entity_unembedded_idx ON kgrag.entity USING btree (tenant_id) WHERE
 --
 
 CREATE INDEX llm_cache_content_idx ON kgrag.llm_cache USING btree (tenant_id, content_hash);
+
+--
+-- Name: llm_call_time_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
+--
+
+CREATE INDEX llm_call_time_idx ON kgrag.llm_call USING btree (tenant_id, called_at);
 
 --
 -- Name: mention_chunk_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
@@ -10873,6 +10983,12 @@ ALTER TABLE kgrag.lexeme_stats ENABLE ROW LEVEL SECURITY;
 ALTER TABLE kgrag.llm_cache ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: llm_call; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE kgrag.llm_call ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: log_overflow; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
 --
 
@@ -10889,6 +11005,12 @@ CREATE POLICY logger_purge ON kgrag.answer_log FOR DELETE TO kgrag_logger USING 
 --
 
 CREATE POLICY logger_purge ON kgrag.ingest_failure FOR DELETE TO kgrag_logger USING (true);
+
+--
+-- Name: llm_call logger_purge; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_purge ON kgrag.llm_call FOR DELETE TO kgrag_logger USING (true);
 
 --
 -- Name: log_overflow logger_purge; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -10913,6 +11035,12 @@ CREATE POLICY logger_read ON kgrag.answer_log FOR SELECT TO kgrag_logger USING (
 --
 
 CREATE POLICY logger_read ON kgrag.ingest_failure FOR SELECT TO kgrag_logger USING (true);
+
+--
+-- Name: llm_call logger_read; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_read ON kgrag.llm_call FOR SELECT TO kgrag_logger USING (true);
 
 --
 -- Name: log_overflow logger_read; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -11099,6 +11227,12 @@ CREATE POLICY tenant_isolation ON kgrag.lexeme_stats USING ((tenant_id = kgrag.c
 --
 
 CREATE POLICY tenant_isolation ON kgrag.llm_cache USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+
+--
+-- Name: llm_call tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY tenant_isolation ON kgrag.llm_call USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
 
 --
 -- Name: log_overflow tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -11298,6 +11432,14 @@ GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgra
 GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgrag_curator;
 GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgrag_probe;
 GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgrag_logger;
+
+--
+-- Name: FUNCTION log_llm_calls(calls jsonb); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) TO kgrag_writer;
 
 --
 -- Name: FUNCTION log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
@@ -11530,6 +11672,23 @@ GRANT SELECT ON TABLE kgrag.lexeme_stats TO kgrag_curator;
 GRANT SELECT ON TABLE kgrag.llm_cache TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.llm_cache TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.llm_cache TO kgrag_curator;
+
+--
+-- Name: TABLE llm_call; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag.llm_call TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.llm_call TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.llm_call TO kgrag_curator;
+GRANT SELECT,INSERT,DELETE ON TABLE kgrag.llm_call TO kgrag_logger;
+
+--
+-- Name: TABLE llm_cost; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag.llm_cost TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.llm_cost TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.llm_cost TO kgrag_curator;
 
 --
 -- Name: TABLE log_overflow; Type: ACL; Schema: kgrag; Owner: <owner>

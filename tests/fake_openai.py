@@ -15,6 +15,10 @@ It is a reranker too: `POST .../rerank` answers as Text Embeddings Inference doe
 {index, score}) for a body with `texts`, and in Cohere's shape ({results: [{index,
 relevance_score}]}) for a body with `documents`. A text scores 1 for each word of `rerank_prefer`
 it contains. `rerank_delay` (seconds) makes it slow; `rerank_failure` (status, body) makes it fail.
+
+Each chat answer reports usage: 1 prompt and 1 completion token, or, with `word_usage`, the words of
+the messages and of the answer; `usage_reported` lists what it reported, one (prompt, completion)
+per answer sent.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ class FakeOpenAI:
         self.rerank_prefer = ""
         self.rerank_delay = 0.0
         self.rerank_failure: tuple[int, str] | None = None
+        self.word_usage = False
+        self.usage_reported: list[tuple[int, int]] = []
         self._lock = threading.Lock()
         fake = self
 
@@ -92,6 +98,11 @@ class FakeOpenAI:
             return status, content
         if self.raw_reply is not None:
             return 200, self.raw_reply
+        usage = (1, 1)
+        if self.word_usage:
+            usage = (sum(len(str(m["content"]).split()) for m in body["messages"]), len(content.split()))
+        with self._lock:
+            self.usage_reported.append(usage)
         return 200, json.dumps(
             {
                 "id": "chatcmpl-test",
@@ -100,7 +111,7 @@ class FakeOpenAI:
                 "choices": [
                     {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
                 ],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
             }
         )
 

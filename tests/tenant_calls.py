@@ -170,6 +170,10 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
             [others["docs"][0]],
         ),
         "failed_sources": ("SELECT kgrag_private.failed_sources()", []),
+        "log_llm_calls": (  # rows of the caller's tenant only
+            'SELECT kgrag_private.log_llm_calls(\'[{"purpose": "answer", "model": "m"}]\')',
+            [],
+        ),
         "refresh_answers": ("SELECT kgrag_private.refresh_answers()", []),
         "refresh_reports": ("SELECT kgrag_private.refresh_reports()", []),
         "refresh_lexeme_stats": ("SELECT kgrag.refresh_lexeme_stats()", []),

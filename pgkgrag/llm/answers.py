@@ -25,11 +25,12 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import class_row
+from psycopg.types.json import Jsonb
 
 from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.embed.embedders import Embedder
 from pgkgrag.errors import KgragError
-from pgkgrag.llm.client import Completion, OpenAICompatibleClient, RequestFailed
+from pgkgrag.llm.client import Completion, OpenAICompatibleClient, RequestFailed, llm_calls
 from pgkgrag.queries import Q
 
 NOT_FOUND = "not found in the sources"
@@ -108,8 +109,10 @@ class Cost:
     completion_tokens: int = 0
     context_chars: int = 0
     ms: float = 0.0
+    done: list[Completion] = field(default_factory=list)  # each call, for kgrag.llm_call
 
     def add(self, completion: Completion, context: str) -> None:
+        self.done.append(completion)
         self.calls += 1
         self.prompt_tokens += completion.prompt_tokens
         self.completion_tokens += completion.completion_tokens
@@ -311,4 +314,5 @@ def _finish(
                 cost.ms,
             ],
         )
+        conn.execute(Q["log_llm_calls"], [Jsonb(llm_calls("answer", cost.done, route))])
     return answer

@@ -13,6 +13,8 @@ for the `openai` embedder (default: the LLM URL and text-embedding-3-small).
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +50,25 @@ class Completion:
     text: str
     prompt_tokens: int  # as the endpoint reports them (0 when it does not)
     completion_tokens: int
+    model: str = ""
+    ms: float = 0.0  # the request's time, retries included
+
+
+def llm_calls(purpose: str, done: Iterable[Completion], route: str | None = None) -> list[dict[str, Any]]:
+    """The calls made for one purpose (extraction, report, answer), as kgrag_private.log_llm_calls
+    records them: model, tokens in and out, milliseconds."""
+    return [
+        {
+            "purpose": purpose,
+            "route": route,
+            "model": c.model,
+            "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens,
+            "cached": False,
+            "ms": round(c.ms, 1),
+        }
+        for c in done
+    ]
 
 
 class RequestFailed(Exception):
@@ -139,7 +160,9 @@ class OpenAICompatibleClient:
         payload: dict[str, Any] = {"model": self.settings.model, "messages": messages, "temperature": 0}
         if response_format:
             payload["response_format"] = response_format
+        started = time.perf_counter()
         body = self.post("/chat/completions", payload)
+        ms = (time.perf_counter() - started) * 1000
         try:
             content = body["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError) as exc:
@@ -151,7 +174,7 @@ class OpenAICompatibleClient:
             usage.get(key) if isinstance(usage, dict) else None for key in ("prompt_tokens", "completion_tokens")
         ]
         prompt, completion = (n if isinstance(n, int) and n >= 0 else 0 for n in counted)
-        return Completion(content, prompt, completion)
+        return Completion(content, prompt, completion, self.settings.model, ms)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         body = self.post("/embeddings", {"model": self.settings.model, "input": texts})

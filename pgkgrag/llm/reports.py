@@ -15,8 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import psycopg
+from psycopg.types.json import Jsonb
 
-from pgkgrag.llm.client import OpenAICompatibleClient, RequestFailed
+from pgkgrag.llm.client import Completion, OpenAICompatibleClient, RequestFailed, llm_calls
 from pgkgrag.queries import Q
 
 PROMPT = (
@@ -37,18 +38,20 @@ def rewrite_reports(conn: psycopg.Connection, client: OpenAICompatibleClient) ->
     result = ReportRewrite()
     rows = conn.execute(Q["template_reports"]).fetchall()
 
-    def ask(template: str) -> str | Exception:
+    def ask(template: str) -> Completion | Exception:
         try:
-            return client.chat([{"role": "system", "content": PROMPT}, {"role": "user", "content": template}])
+            return client.complete([{"role": "system", "content": PROMPT}, {"role": "user", "content": template}])
         except RequestFailed as exc:
             return exc
 
     with ThreadPoolExecutor(max_workers=client.settings.concurrency) as pool:
-        answers = list(pool.map(ask, [report for _, report in rows]))
-    for (community_id, _template), answer in zip(rows, answers, strict=True):
-        if isinstance(answer, Exception):
+        done = list(pool.map(ask, [report for _, report in rows]))
+    conn.execute(Q["log_llm_calls"], [Jsonb(llm_calls("report", [d for d in done if isinstance(d, Completion)]))])
+    for (community_id, _template), completion in zip(rows, done, strict=True):
+        if isinstance(completion, Exception):
             result.rejected["LLM request failed"] += 1
             continue
+        answer = completion.text
         writer = f"llm:{client.settings.model}"
         (refused,) = conn.execute(Q["set_report_text"], [community_id, answer, writer]).fetchone()  # type: ignore[misc]
         if refused:

@@ -74,7 +74,8 @@ BEGIN
              (SELECT x.tenant_id  -- every tenant holding such rows
                 FROM (SELECT q.tenant_id FROM kgrag.query_log AS q UNION SELECT a.tenant_id FROM kgrag.answer_log AS a
                       UNION SELECT f.tenant_id FROM kgrag.ingest_failure AS f
-                      UNION SELECT o.tenant_id FROM kgrag.log_overflow AS o) AS x
+                      UNION SELECT o.tenant_id FROM kgrag.log_overflow AS o
+                      UNION SELECT c.tenant_id FROM kgrag.llm_call AS c) AS x
                WHERE acting = '*' ORDER BY 1) LOOP
         -- the tenant's retention, within the owner's limits (kgrag_private.within_limits)
         SELECT jsonb_object_agg(k.key, kgrag_private.within_limits(k.key,
@@ -83,11 +84,13 @@ BEGIN
           FROM unnest(ARRAY['query_log_days', 'answer_log_days', 'ingest_failure_days']) AS k(key);
         one := '{}';
         FOR kept IN SELECT * FROM (VALUES ('query_log', 'query_log_days'), ('log_overflow', 'query_log_days'),
-                                          ('answer_log', 'answer_log_days'), ('ingest_failure', 'ingest_failure_days'))
+                                          ('answer_log', 'answer_log_days'), ('llm_call', 'answer_log_days'),
+                                          ('ingest_failure', 'ingest_failure_days'))
                                  AS v(name, key) LOOP
             EXECUTE format('DELETE FROM kgrag.%I AS x WHERE x.tenant_id = $1 AND x.%I < now() - make_interval(days => $2)',
                            kept.name, CASE kept.name WHEN 'query_log' THEN 'searched_at' WHEN 'log_overflow' THEN 'minute'
-                                                     WHEN 'answer_log' THEN 'answered_at' ELSE 'failed_at' END)
+                                                     WHEN 'answer_log' THEN 'answered_at' WHEN 'llm_call' THEN 'called_at'
+                                                     ELSE 'failed_at' END)
               USING t, (days ->> kept.key)::integer;
             GET DIAGNOSTICS n = ROW_COUNT;
             one := one || jsonb_build_object(kept.name, n);
@@ -103,4 +106,47 @@ REVOKE CREATE ON SCHEMA kgrag FROM kgrag_logger;
 REVOKE EXECUTE ON FUNCTION kgrag.purge() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.purge() TO kgrag_writer;
 COMMENT ON FUNCTION kgrag.purge() IS
-'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
+'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log and kgrag.llm_call older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.log_llm_calls(calls jsonb) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    n integer;
+BEGIN
+    IF jsonb_typeof(calls) IS DISTINCT FROM 'array' OR jsonb_array_length(calls) > 10000 THEN
+        RAISE EXCEPTION 'calls must be a JSON array of at most 10,000 calls' USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO kgrag.llm_call (tenant_id, purpose, route, model, prompt_tokens, completion_tokens, cached, ms)
+    SELECT t, c ->> 'purpose', left(c ->> 'route', 32), left(COALESCE(c ->> 'model', ''), 200),
+           greatest(COALESCE((c ->> 'prompt_tokens')::integer, 0), 0),
+           greatest(COALESCE((c ->> 'completion_tokens')::integer, 0), 0),
+           COALESCE((c ->> 'cached')::boolean, false), greatest(COALESCE((c ->> 'ms')::float8, 0), 0)
+      FROM jsonb_array_elements(calls) AS c;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be able to create in the schema
+ALTER FUNCTION kgrag_private.log_llm_calls(jsonb) OWNER TO kgrag_logger;
+REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
+REVOKE EXECUTE ON FUNCTION kgrag_private.log_llm_calls(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.log_llm_calls(jsonb) TO kgrag_reader, kgrag_writer;
+COMMENT ON FUNCTION kgrag_private.log_llm_calls(jsonb) IS
+'Private. Records LLM calls made for the current tenant in kgrag.llm_call: calls = [{purpose (extraction, report, answer or rerank), route, model, prompt_tokens, completion_tokens, cached, ms}], at most 10,000 (bounded text, no negative count). The driver calls it after its extraction, report and answer calls. SECURITY DEFINER, owned by kgrag_logger (which alone writes the logs), on the allow-list: a tenant''s roles read the table, never write it. Returns the rows written.';
+
+CREATE OR REPLACE VIEW kgrag.llm_cost WITH (security_invoker = true) AS
+SELECT (c.called_at AT TIME ZONE 'UTC')::date AS day, c.purpose, c.route, c.model,
+       count(*) FILTER (WHERE NOT c.cached) AS calls,
+       count(*) FILTER (WHERE c.cached) AS cached,
+       sum(c.prompt_tokens) AS prompt_tokens,
+       sum(c.completion_tokens) AS completion_tokens,
+       round(avg(c.ms) FILTER (WHERE NOT c.cached)::numeric, 1) AS mean_ms
+  FROM kgrag.llm_call AS c
+ WHERE c.tenant_id = kgrag.current_tenant()
+ GROUP BY 1, 2, 3, 4;
+GRANT SELECT ON kgrag.llm_cost TO kgrag_reader, kgrag_writer, kgrag_curator;
+COMMENT ON VIEW kgrag.llm_cost IS
+'What the current tenant''s graph and answers cost in LLM calls, per day (UTC), purpose (extraction and community reports: the graph; answer: the questions served), the answer''s route and model: calls made, chunks answered from the extraction cache, tokens in and out as the endpoint counted them, mean milliseconds a call.';

@@ -26,7 +26,7 @@ AS $$
          WHERE k.conrelid <> k.confrelid AND depth.d < 32
     ), kinds AS (
         SELECT t.name, max(depth.d) AS d, t.name IN ('settings', 'router_rule') AS reference,
-               CASE WHEN t.name IN ('answer_log', 'query_log', 'log_overflow') THEN t.name END AS log
+               CASE WHEN t.name IN ('answer_log', 'query_log', 'log_overflow', 'llm_call') THEN t.name END AS log
           FROM tables AS t JOIN depth ON depth.oid = t.oid
          GROUP BY t.name
     )
@@ -42,7 +42,7 @@ AS $$
      ORDER BY k.reference DESC, k.name = 'document' DESC, k.name = 'answer_log' DESC, k.d, k.name
 $$;
 COMMENT ON FUNCTION kgrag_private.distribution_plan() IS
-'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table is distributed by tenant_id and co-located with kgrag.document, but for the logs (answer_log, query_log, log_overflow), a co-location group of their own; referenced tables before the tables whose foreign keys point at them.';
+'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table is distributed by tenant_id and co-located with kgrag.document, but for the logs (answer_log, query_log, log_overflow, llm_call), a co-location group of their own; referenced tables before the tables whose foreign keys point at them.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.grant_curation_on_shards() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

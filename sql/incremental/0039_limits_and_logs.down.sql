@@ -5,6 +5,7 @@ DECLARE
     t text;
 BEGIN
     EXECUTE 'DROP TABLE kgrag.log_overflow';
+    EXECUTE 'DROP TABLE kgrag.llm_call';
     EXECUTE 'ALTER TABLE kgrag.ingest_failure DROP COLUMN line';
     EXECUTE 'ALTER TABLE kgrag.ingest_failure DROP COLUMN source';
     EXECUTE $q$COMMENT ON TABLE kgrag.ingest_failure IS 'Documents whose last ingestion failed (nothing of them was written) and why. A later successful ingestion of the document removes its row.'$q$;

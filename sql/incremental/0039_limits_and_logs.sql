@@ -15,6 +15,9 @@
 -- - Settings query_log_days, answer_log_days, ingest_failure_days: how long kgrag.purge() keeps
 --   the rows of the logs (and of kgrag.log_overflow) and of kgrag.ingest_failure, per tenant
 --   within the owner's limits.
+-- - kgrag.llm_call: every LLM call (extraction, community reports, answers): its purpose, the
+--   answer's route, model, tokens in and out, cached or not, milliseconds; written by
+--   kgrag_private.log_llm_calls (the log writer), summed per day, purpose and route by kgrag.llm_cost.
 -- - kgrag.ingest_failure gains source and line: every input an ingestion could not take (a line
 --   that is not JSON, a document refused, a relation dropped) is a row, with its file and line
 --   (kgrag_private.record_input_failures).
@@ -99,6 +102,35 @@ CREATE TABLE kgrag.log_overflow (
     EXECUTE $q$CREATE POLICY tenant_isolation ON kgrag.log_overflow
         USING (tenant_id = kgrag.current_tenant()) WITH CHECK (tenant_id = kgrag.current_tenant())$q$;
     EXECUTE 'GRANT SELECT ON kgrag.log_overflow TO kgrag_reader, kgrag_writer, kgrag_curator';
+    EXECUTE $q$
+CREATE TABLE kgrag.llm_call (
+    tenant_id         text NOT NULL,
+    call_id           uuid NOT NULL DEFAULT pg_catalog.gen_random_uuid(),
+    called_at         timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    purpose           text NOT NULL CHECK (purpose IN ('extraction', 'report', 'answer', 'rerank')),
+    route             text CHECK (pg_catalog.length(route) <= 32),
+    model             text NOT NULL CHECK (pg_catalog.length(model) <= 200),
+    prompt_tokens     integer NOT NULL DEFAULT 0 CHECK (prompt_tokens >= 0),
+    completion_tokens integer NOT NULL DEFAULT 0 CHECK (completion_tokens >= 0),
+    cached            boolean NOT NULL DEFAULT false,
+    ms                double precision NOT NULL DEFAULT 0 CHECK (ms >= 0),
+    PRIMARY KEY (tenant_id, call_id)
+)$q$;
+    EXECUTE $q$COMMENT ON TABLE kgrag.llm_call IS 'One row per LLM call made for a tenant (extraction, community reports, answers; an extraction answered from the cache is a row with cached true and no tokens): purpose, the answer''s route, model, tokens in and out as the endpoint counted them, milliseconds. Written by kgrag_private.log_llm_calls; kgrag.llm_cost sums it; kgrag.purge keeps it answer_log_days.'$q$;
+    EXECUTE 'CREATE INDEX llm_call_time_idx ON kgrag.llm_call (tenant_id, called_at)';
+    IF distributed THEN  -- with the logs (kgrag.distribute())
+        EXECUTE $q$SELECT pg_catalog.create_distributed_table('kgrag.llm_call', 'tenant_id', colocate_with => 'kgrag.answer_log')$q$;
+    ELSE
+        EXECUTE 'ALTER TABLE kgrag.llm_call ALTER COLUMN tenant_id SET STATISTICS 1';
+    END IF;
+    EXECUTE 'ALTER TABLE kgrag.llm_call ENABLE ROW LEVEL SECURITY';
+    EXECUTE 'ALTER TABLE kgrag.llm_call FORCE ROW LEVEL SECURITY';
+    EXECUTE $q$CREATE POLICY tenant_isolation ON kgrag.llm_call
+        USING (tenant_id = kgrag.current_tenant()) WITH CHECK (tenant_id = kgrag.current_tenant())$q$;
+    EXECUTE 'GRANT SELECT ON kgrag.llm_call TO kgrag_reader, kgrag_writer, kgrag_curator';
+    EXECUTE 'GRANT SELECT, INSERT, DELETE ON kgrag.llm_call TO kgrag_logger';
+    EXECUTE 'CREATE POLICY logger_read ON kgrag.llm_call FOR SELECT TO kgrag_logger USING (true)';
+    EXECUTE 'CREATE POLICY logger_purge ON kgrag.llm_call FOR DELETE TO kgrag_logger USING (true)';
     EXECUTE 'ALTER TABLE kgrag.ingest_failure ADD COLUMN source text';
     EXECUTE 'ALTER TABLE kgrag.ingest_failure ADD COLUMN line integer';
     EXECUTE $q$COMMENT ON TABLE kgrag.ingest_failure IS 'What an ingestion could not take, and why: a document whose extraction failed or that was refused (kept under its doc_id until it is ingested), a file that could not be read, a line that was not a document or a relation that was dropped (kept under ''#'' || source || '':'' || line until its file is read again without it); with the file (source) and line where known. kgrag.purge deletes rows older than the setting ingest_failure_days.'$q$;

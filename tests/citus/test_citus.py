@@ -156,7 +156,7 @@ def test_distribute_runs_on_a_real_cluster_and_again_changes_nothing(cluster: st
         assert {t for t, (m, _) in kinds.items() if m == "n"} == {"kgrag.settings", "kgrag.router_rule"}
         # every distributed table in the co-location group of kgrag.document, but for the logs:
         # a group of their own (test_a_schema_revision_runs_on_the_distributed_schema searches twice in one transaction)
-        logs = {"kgrag.answer_log", "kgrag.query_log", "kgrag.log_overflow"}
+        logs = {"kgrag.answer_log", "kgrag.query_log", "kgrag.log_overflow", "kgrag.llm_call"}
         graph = {c for t, (m, c) in kinds.items() if m == "h" and t not in logs}
         apart = {c for t, (m, c) in kinds.items() if t in logs}
         assert len(graph) == 1 and len(apart) == 1 and graph != apart, kinds
@@ -300,8 +300,8 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
     with psycopg.connect(cluster) as admin:
         groups = _groups(admin)
         assert groups["kgrag.query_log"] == groups["kgrag.answer_log"] != groups["kgrag.document"], groups
-        logs = ("kgrag.query_log", "kgrag.answer_log", "kgrag.log_overflow")  # 0039 made the third
-        assert groups["kgrag.log_overflow"] == groups["kgrag.answer_log"], groups
+        logs = ("kgrag.query_log", "kgrag.answer_log", "kgrag.log_overflow", "kgrag.llm_call")  # 0039: the last two
+        assert groups["kgrag.log_overflow"] == groups["kgrag.llm_call"] == groups["kgrag.answer_log"], groups
         assert len({c for t, c in groups.items() if t not in logs}) == 1
         # 0023 and 0027 created their tables distributed, co-located with kgrag.alias
         assert groups.get("kgrag.alias_source") == groups.get("kgrag.alias_trigram_stats") == groups["kgrag.alias"]

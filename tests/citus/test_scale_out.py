@@ -74,8 +74,8 @@ def test_distribute_lists_each_table_once_in_foreign_key_order(admin: psycopg.Co
     # the logs (written as kgrag_logger) in a group of their own, every other table with document
     assert kinds["kgrag.answer_log"] == ("distributed by tenant_id", "none")
     assert kinds["kgrag.query_log"] == ("distributed by tenant_id", "kgrag.answer_log")
-    assert kinds["kgrag.log_overflow"] == ("distributed by tenant_id", "kgrag.answer_log")
-    placed = {"kgrag.document", "kgrag.answer_log", "kgrag.query_log", "kgrag.log_overflow"}
+    assert kinds["kgrag.log_overflow"] == kinds["kgrag.llm_call"] == ("distributed by tenant_id", "kgrag.answer_log")
+    placed = {"kgrag.document", "kgrag.answer_log", "kgrag.query_log", "kgrag.log_overflow", "kgrag.llm_call"}
     assert all(c == "kgrag.document" for t, (k, c) in kinds.items() if k != "reference" and t not in placed)
     position = {t: i for i, (t, _, _) in enumerate(plan)}
     for child, parent in admin.execute(

@@ -43,6 +43,7 @@ DEFINER_ALLOWED = {
         "one bounded answer log row",
     ),
     "kgrag.purge()": (LOGGER, "deletes the log and failure rows past their tenant's retention"),
+    "kgrag_private.log_llm_calls(jsonb)": (LOGGER, "bounded rows of the LLM calls made for the current tenant"),
     "kgrag_private.forget_in_logs(text[],text[],text[])": (
         LOGGER,
         "redacts from the query log the entities, names and chunks the graph no longer holds",
@@ -112,6 +113,9 @@ def test_the_probe_role_reads_three_tables_and_the_logger_writes_one(admin: psyc
         ("answer_log", "SELECT"),
         ("ingest_failure", "DELETE"),
         ("ingest_failure", "SELECT"),
+        ("llm_call", "DELETE"),
+        ("llm_call", "INSERT"),
+        ("llm_call", "SELECT"),
         ("log_overflow", "DELETE"),
         ("log_overflow", "INSERT"),
         ("log_overflow", "SELECT"),
@@ -137,6 +141,8 @@ def test_the_probe_role_reads_three_tables_and_the_logger_writes_one(admin: psyc
         ("answer_log", "SELECT", "true"),
         ("ingest_failure", "DELETE", "true"),
         ("ingest_failure", "SELECT", "true"),
+        ("llm_call", "DELETE", "true"),
+        ("llm_call", "SELECT", "true"),
         ("log_overflow", "DELETE", "true"),
         ("log_overflow", "SELECT", "true"),
         ("query_log", "DELETE", "true"),
@@ -230,7 +236,7 @@ def test_application_roles_cannot_bypass_row_level_security(admin: psycopg.Conne
 
 
 # The logs are written by the SECURITY DEFINER log functions alone (revision 0039): a writer reads them.
-LOGS = {"query_log", "answer_log", "log_overflow"}
+LOGS = {"query_log", "answer_log", "log_overflow", "llm_call"}
 
 
 def test_every_table_is_granted_to_the_application_roles(admin: psycopg.Connection) -> None:

@@ -20,6 +20,7 @@ TABLES = {
     "answer_log": "answered_at",
     "ingest_failure": "failed_at",
     "log_overflow": "minute",
+    "llm_call": "called_at",
 }
 
 
@@ -44,6 +45,10 @@ def plant(admin: psycopg.Connection, tenant: str) -> None:
             [tenant, f"d{days}"],
         )
         admin.execute(f"INSERT INTO kgrag.log_overflow (tenant_id, minute, searches) VALUES (%s, {at}, 3)", [tenant])
+        admin.execute(
+            f"INSERT INTO kgrag.llm_call (tenant_id, purpose, model, called_at) VALUES (%s, 'answer', 'm', {at})",
+            [tenant],
+        )
     admin.commit()
 
 
@@ -79,25 +84,27 @@ def test_purge_deletes_what_the_settings_say_and_nothing_else(
             conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('a', 'query_log_days', '30')")
         with tenant_transaction(conn, "a"):  # a's writer purges a alone
             purged = conn.execute("SELECT kgrag.purge()").fetchone()[0]  # type: ignore[index]
-    assert purged == {"a": {"query_log": 3, "log_overflow": 3, "answer_log": 2, "ingest_failure": 1}}
+    assert purged == {"a": {"query_log": 3, "log_overflow": 3, "answer_log": 2, "llm_call": 2, "ingest_failure": 1}}
     assert ages(admin, "a") == {
         "query_log": [1, 10],
         "answer_log": [1, 10, 40],
         "ingest_failure": [1, 10, 40, 100],
         "log_overflow": [1, 10],
+        "llm_call": [1, 10, 40],
     }
     assert ages(admin, "b") == {table: list(AGES) for table in TABLES}
     out = run("purge", "--json", dsn=dsn)  # the owner: every tenant (what a nightly job runs)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {
-        "a": {"query_log": 0, "log_overflow": 0, "answer_log": 0, "ingest_failure": 0},
-        "b": {"query_log": 2, "log_overflow": 2, "answer_log": 2, "ingest_failure": 1},
+        "a": {"query_log": 0, "log_overflow": 0, "answer_log": 0, "llm_call": 0, "ingest_failure": 0},
+        "b": {"query_log": 2, "log_overflow": 2, "answer_log": 2, "llm_call": 2, "ingest_failure": 1},
     }
     assert ages(admin, "b") == {
         "query_log": [1, 10, 40],
         "answer_log": [1, 10, 40],
         "ingest_failure": [1, 10, 40, 100],
         "log_overflow": [1, 10, 40],
+        "llm_call": [1, 10, 40],
     }
     again = run("purge", dsn=dsn)
     assert again.returncode == 0 and "a: deleted answer_log 0" in again.stdout, again.stdout

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
 from pgkgrag.db.connections import tenant_transaction
@@ -45,7 +46,7 @@ from pgkgrag.ingest.extractors.llm_prompt import (
     output_schema,
     parse_json_object,
 )
-from pgkgrag.llm.client import LlmSettings, OpenAICompatibleClient, RequestFailed
+from pgkgrag.llm.client import Completion, LlmSettings, OpenAICompatibleClient, RequestFailed, llm_calls
 from pgkgrag.queries import Q
 
 MAX_SET_ASIDE = 20  # what a chunk's answer may set aside for review; the rest is only counted
@@ -77,6 +78,10 @@ class LlmExtractor:
         todo = [(key, chunk) for key, chunk in keys.items() if key not in cached]
         with ThreadPoolExecutor(max_workers=self.client.settings.concurrency) as pool:
             answers = list(pool.map(self._ask, [chunk.text for _, chunk in todo]))
+        # each call made, and each chunk answered from the cache, for kgrag.llm_call
+        calls = llm_calls("extraction", [a for a in answers if isinstance(a, Completion)])
+        calls += [{"purpose": "extraction", "model": self.client.settings.model, "cached": True}] * len(cached)
+        conn.execute(Q["log_llm_calls"], [Jsonb(calls)])
         fresh: dict[str, dict[str, Any] | Exception] = {}
         parsed: list[tuple[str, Chunk, ExtractionOutput]] = []
         for (key, chunk), answer in zip(todo, answers, strict=True):
@@ -84,7 +89,7 @@ class LlmExtractor:
                 fresh[key] = answer
                 continue
             try:
-                parsed.append((key, chunk, ExtractionOutput.model_validate(parse_json_object(answer))))
+                parsed.append((key, chunk, ExtractionOutput.model_validate(parse_json_object(answer.text))))
             except MalformedOutput as exc:
                 fresh[key] = exc
             except ValidationError as exc:
@@ -100,9 +105,9 @@ class LlmExtractor:
             results[prepared.document.doc_id] = self._merge(prepared, cached, fresh)
         return results
 
-    def _ask(self, text: str) -> str | Exception:
+    def _ask(self, text: str) -> Completion | Exception:
         try:
-            return self.client.chat(chunk_messages(text, self.ontology), output_schema(self.ontology))
+            return self.client.complete(chunk_messages(text, self.ontology), output_schema(self.ontology))
         except RequestFailed as exc:
             return exc
 
