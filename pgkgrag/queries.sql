@@ -323,7 +323,7 @@ SELECT doc_id, content_hash FROM kgrag_private.stored_documents(%s);
 SELECT kgrag_private.record_ingest_failure(%s, %s, %s);
 
 -- name: record_input_failures
-SELECT kgrag_private.record_input_failures(%s, %s);
+SELECT kgrag_private.record_input_failures(%s, %s, %s);
 
 -- name: failed_sources
 SELECT kgrag_private.failed_sources();

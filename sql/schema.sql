@@ -1520,7 +1520,7 @@ BEGIN
                            kept.name, CASE kept.name WHEN 'query_log' THEN 'searched_at' WHEN 'log_overflow' THEN 'minute'
                                                      WHEN 'answer_log' THEN 'answered_at' WHEN 'llm_call' THEN 'called_at'
                                                      ELSE 'failed_at' END)
-              USING t, (days ->> kept.key)::integer;
+              USING t, floor((days ->> kept.key)::numeric)::integer;
             GET DIAGNOSTICS n = ROW_COUNT;
             one := one || jsonb_build_object(kept.name, n);
         END LOOP;
@@ -3623,6 +3623,10 @@ BEGIN
                                             '*_similarity and lexical_min_coverage numbers; as_of a timestamp; '
                                             'relations and seed_entities arrays of text; direction out, in or both; whole_collection, neighbours, log and history booleans; min_confidence a number.';
     END;
+    IF NOT (merged ->> 'log')::boolean AND kgrag_private.within_limits('query_log', 'false') <> 'false' THEN
+        RAISE EXCEPTION 'option log = false: the schema owner keeps the query log on (setting setting_limits)'
+            USING ERRCODE = '42501';
+    END IF;
     IF (merged ->> 'hops')::integer NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
         RAISE EXCEPTION 'option hops = % is outside 0..% (setting max_hops)', merged ->> 'hops',
             kgrag.setting('max_hops') USING ERRCODE = '22023';
@@ -5455,8 +5459,8 @@ DECLARE
     t text := kgrag.current_tenant();
     n integer;
 BEGIN
-    IF jsonb_typeof(calls) IS DISTINCT FROM 'array' OR jsonb_array_length(calls) > 10000 THEN
-        RAISE EXCEPTION 'calls must be a JSON array of at most 10,000 calls' USING ERRCODE = '22023';
+    IF jsonb_typeof(calls) IS DISTINCT FROM 'array' OR jsonb_array_length(calls) > 1000 THEN
+        RAISE EXCEPTION 'calls must be a JSON array of at most 1,000 calls (the driver sends pages)' USING ERRCODE = '22023';
     END IF;
     INSERT INTO kgrag.llm_call (tenant_id, purpose, route, model, prompt_tokens, completion_tokens, cached, ms)
     SELECT t, c ->> 'purpose', left(c ->> 'route', 32), left(COALESCE(c ->> 'model', ''), 200),
@@ -5492,7 +5496,7 @@ DECLARE
     kept_chunks text[] := ARRAY(SELECT left(u.c, 200) FROM unnest(COALESCE(chunk_ids, '{}'::text[])) WITH ORDINALITY AS u(c, o)
                                  ORDER BY u.o LIMIT 1000);
     t text := kgrag.current_tenant();
-    rate integer := (kgrag.setting('log_rate_per_minute') #>> '{}')::integer;
+    rate integer := floor((kgrag.setting('log_rate_per_minute') #>> '{}')::numeric)::integer;
 BEGIN
     IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
         RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
@@ -5509,7 +5513,8 @@ BEGIN
                                  fallback, question, context_chars, chunk_ids, embedder, schema_revision)
     VALUES (t, left(COALESCE(question_hash, ''), 64), route, left(COALESCE(reason, ''), 4000),
             kept_seeds, greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0),
-            COALESCE(fallback, false), left(question, 2000), CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END,
+            COALESCE(fallback, false),
+            CASE WHEN (kgrag.setting('log_question_text') #>> '{}')::boolean THEN left(question, 2000) END, CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END,
             kept_chunks, left(embedder, 64), left(schema_revision, 16));
 END
 $$;
@@ -5520,7 +5525,7 @@ ALTER FUNCTION kgrag_private.log_search(question_hash text, route text, reason t
 -- Name: FUNCTION log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-COMMENT ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) IS 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000: the caller passes it only where the setting log_question_text allows), the time and log_id set by the database. Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+COMMENT ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) IS 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000, kept only where the setting log_question_text allows, within the owner''s limits), the time and log_id set by the database. Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
 
 --
 -- Name: log_search_result(text, public.vector, text, text, text[], kgrag.search_row[], timestamp with time zone, boolean, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6626,10 +6631,10 @@ ALTER FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash tex
 COMMENT ON FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text) IS 'Private. Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';
 
 --
--- Name: record_input_failures(text[], jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: record_input_failures(text[], text[], jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.record_input_failures(sources text[], failures jsonb) RETURNS integer
+CREATE FUNCTION kgrag_private.record_input_failures(sources text[], kept text[], failures jsonb) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -6637,18 +6642,22 @@ DECLARE
     t text := kgrag.current_tenant();
     n integer;
 BEGIN
-    IF cardinality(sources) > 100000 OR jsonb_typeof(failures) IS DISTINCT FROM 'array' OR jsonb_array_length(failures) > 100000 THEN
-        RAISE EXCEPTION 'at most 100,000 sources and failures, as arrays' USING ERRCODE = '22023';
+    IF cardinality(sources) > 100000 OR cardinality(kept) > 1000000 OR jsonb_typeof(failures) IS DISTINCT FROM 'array'
+       OR jsonb_array_length(failures) > 100000 THEN
+        RAISE EXCEPTION 'at most 100,000 sources and failures and 1,000,000 kept lines, as arrays' USING ERRCODE = '22023';
     END IF;
     -- the lines of the files read again that failed before: fixed, unless they fail again below
-    DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.source = ANY (sources) AND left(f.doc_id, 1) = '#';
+    -- (but for the lines of the documents skipped as unchanged, which were not looked at again)
+    DELETE FROM kgrag.ingest_failure AS f
+     WHERE f.tenant_id = t AND f.source = ANY (sources) AND left(f.doc_id, 1) = '#' AND f.doc_id <> ALL (kept);
+    -- one row per key: the reasons of one line (several dropped relations) together
     INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, source, line)
-    SELECT DISTINCT ON (x.key) t, x.key, '', x.reason, x.source, x.line
+    SELECT t, x.key, '', left(string_agg(x.reason, '; ' ORDER BY x.o), 2000), min(x.source), min(x.line)
       FROM (SELECT COALESCE(NULLIF(e ->> 'doc_id', ''), '#' || left(e ->> 'source', 1000) || COALESCE(':' || (e ->> 'line'), '')) AS key,
                    left(COALESCE(e ->> 'reason', ''), 2000) AS reason, left(e ->> 'source', 1000) AS source,
                    (e ->> 'line')::integer AS line, u.o
               FROM jsonb_array_elements(failures) WITH ORDINALITY AS u(e, o)) AS x
-     ORDER BY x.key, x.o DESC
+     GROUP BY x.key
     ON CONFLICT (tenant_id, doc_id) DO UPDATE
        SET reason = excluded.reason, source = excluded.source, line = excluded.line, failed_at = excluded.failed_at;
     GET DIAGNOSTICS n = ROW_COUNT;
@@ -6656,13 +6665,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.record_input_failures(sources text[], failures jsonb) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.record_input_failures(sources text[], kept text[], failures jsonb) OWNER TO <owner>;
 
 --
--- Name: FUNCTION record_input_failures(sources text[], failures jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION record_input_failures(sources text[], kept text[], failures jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.record_input_failures(sources text[], failures jsonb) IS 'Private. Records what an ingestion run could not take, each with its file (source), line and reason: failures = [{source, line, doc_id, reason}] (at most 100,000). One with a doc_id is kept under it, until that document is ingested (or deleted); a line without one (not JSON, no doc_id, a duplicate, a dropped relation) is kept under ''#'' || source || '':'' || line, until a run reads that file again without that failure at that line (sources: the files this run read). Returns the rows written; kgrag.purge deletes them after ingest_failure_days.';
+COMMENT ON FUNCTION kgrag_private.record_input_failures(sources text[], kept text[], failures jsonb) IS 'Private. Records what an ingestion run could not take, each with its file (source), line and reason: failures = [{source, line, doc_id, reason}] (at most 100,000). One with a doc_id is kept under it, until that document is ingested (or deleted); a line without one (not JSON, no doc_id, a duplicate, a dropped relation) is kept under ''#'' || source || '':'' || line, until a run reads that file again without that failure at that line (sources: the files this run read; kept: the keys of the lines it skipped as unchanged, left as they were). The reasons of one line (several dropped relations) are one row. Returns the rows written; kgrag.purge deletes them after ingest_failure_days.';
 
 --
 -- Name: redact(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6677,7 +6686,8 @@ DECLARE
 BEGIN
     -- longest first: a name inside a longer one goes with it
     FOR name IN SELECT x FROM unnest(names) AS x ORDER BY length(x) DESC, x LOOP
-        body := regexp_replace(body, regexp_replace(name, '([][(){}.*+?^$|\\-])', '\\\1', 'g'), '[forgotten]', 'gi');
+        body := regexp_replace(body, '(^|\W)' || regexp_replace(name, '([][(){}.*+?^$|\\-])', '\\\1', 'g') || '(?=\W|$)',
+                               '\1[forgotten]', 'gi');
     END LOOP;
     RETURN body;
 END
@@ -6689,7 +6699,7 @@ ALTER FUNCTION kgrag_private.redact(body text, names text[]) OWNER TO <owner>;
 -- Name: FUNCTION redact(body text, names text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.redact(body text, names text[]) IS 'Private. Returns body with every occurrence of each name (case-insensitive, longest names first) replaced by [forgotten]; NULL for NULL.';
+COMMENT ON FUNCTION kgrag_private.redact(body text, names text[]) IS 'Private. Returns body with every occurrence of each name as a whole word or phrase (case-insensitive, not inside a longer word; longest names first) replaced by [forgotten]; NULL for NULL.';
 
 --
 -- Name: reembed_bodies(text, text[], text, integer, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8116,7 +8126,7 @@ BEGIN
         RETURN true;
     END IF;
     IF limits ? 'allowed' THEN
-        IF NOT (limits -> 'allowed') @> pg_catalog.jsonb_build_array(value) THEN
+        IF NOT EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(limits -> 'allowed') AS a(v) WHERE a.v = value) THEN
             RAISE EXCEPTION 'a tenant may not set % to %: the schema owner allows % only', setting_key, value,
                 limits -> 'allowed' USING ERRCODE = '42501', HINT = hint;
         END IF;
@@ -9031,7 +9041,8 @@ CREATE FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) RETUR
     -- is clamped, another value outside the allowed ones gives way to the default
     SELECT CASE
         WHEN x.limits IS NULL THEN value
-        WHEN x.limits ? 'allowed' AND (x.limits -> 'allowed') @> jsonb_build_array(value) THEN value
+        WHEN x.limits ? 'allowed' AND EXISTS (SELECT 1 FROM jsonb_array_elements(x.limits -> 'allowed') AS a(v)
+                                              WHERE a.v = value) THEN value
         WHEN x.limits ? 'allowed' OR jsonb_typeof(value) IS DISTINCT FROM 'number'
         THEN (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key)
         WHEN value::numeric > (x.limits ->> 'max')::numeric THEN x.limits -> 'max'

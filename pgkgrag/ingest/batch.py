@@ -140,6 +140,8 @@ class BatchWork:
                 conn.execute(Q["stored_documents"], [[p.document.doc_id for p, _, _ in prepared]]).fetchall()
             )
         todo = [(p, lang, h) for p, lang, h in prepared if stored.get(p.document.doc_id) != h]
+        at = {item.document.doc_id: item.where for item in batch if item.document is not None}
+        summary.unchanged_at += [at[p.document.doc_id] for p, _, h in prepared if stored.get(p.document.doc_id) == h]
         summary.unchanged += len(prepared) - len(todo)
         summary.seconds["read and chunk"] += time.perf_counter() - start
         self.progress("documents", len(batch) - len(todo))

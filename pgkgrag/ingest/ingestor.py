@@ -29,6 +29,7 @@ from pgkgrag.ingest.summary import AppliedCounts, IngestSummary, split_where
 from pgkgrag.queries import Q
 
 BATCH_STEPS = ("read and chunk", "extract", "embed chunks", "write")  # timed per batch, summed over writers
+FAILURES_PAGE = 10_000  # failures recorded per call (kgrag_private.record_input_failures takes 100,000)
 
 
 def _batches(items: Iterable[InputItem], size: int, summary: IngestSummary) -> Iterator[list[InputItem]]:
@@ -101,7 +102,12 @@ class Ingestor:
             # that failed before and not now are cleared
             failed_before = set(self.conn.execute(Q["failed_sources"]).fetchone()[0])  # type: ignore[index]
             read_again = sorted(failed_before & summary.sources)
-            self.conn.execute(Q["record_input_failures"], [read_again, Jsonb(summary.input_failures())])
+            kept = [key for key in summary.kept_lines() if split_where(key[1:])[0] in failed_before]
+            failures = summary.input_failures()
+            for first in range(0, max(len(failures), 1), FAILURES_PAGE):  # the clearing with the first page
+                page = failures[first : first + FAILURES_PAGE]
+                clear, keep = (read_again, kept) if first == 0 else ([], [])
+                self.conn.execute(Q["record_input_failures"], [clear, keep, Jsonb(page)])
         # New and re-described entities are embedded once, after the batches and outside their
         # transactions (no entity lock held while a model runs). An entity without an embedding
         # (say the run was stopped here) is found by lexical linking and embedded by the next

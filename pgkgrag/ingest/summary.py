@@ -63,6 +63,12 @@ class IngestSummary:
     # relations dropped from documents that were written: (where, why)
     dropped_relations: list[tuple[str, str]] = field(default_factory=list)
     sources: set[str] = field(default_factory=set)  # the files read
+    unchanged_at: list[str] = field(default_factory=list)  # where the documents skipped as unchanged are
+
+    def kept_lines(self) -> list[str]:
+        """The failed-line keys a run leaves as they were: the lines of the documents it skipped as
+        unchanged (their dropped relations were not looked at again)."""
+        return sorted(f"#{where}" for where in self.unchanged_at)
 
     def input_failures(self) -> list[dict[str, Any]]:
         """Every input this run could not take, for kgrag_private.record_input_failures: its file,
@@ -99,6 +105,7 @@ class IngestSummary:
         self.rejected_doc_ids.update(part.rejected_doc_ids)
         self.dropped_relations += part.dropped_relations
         self.sources |= part.sources
+        self.unchanged_at += part.unchanged_at
 
 
 def storable(text: str) -> str:

@@ -25,12 +25,11 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import class_row
-from psycopg.types.json import Jsonb
 
 from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.embed.embedders import Embedder
 from pgkgrag.errors import KgragError
-from pgkgrag.llm.client import Completion, OpenAICompatibleClient, RequestFailed, llm_calls
+from pgkgrag.llm.client import Completion, OpenAICompatibleClient, RequestFailed, llm_calls, log_llm_calls
 from pgkgrag.queries import Q
 
 NOT_FOUND = "not found in the sources"
@@ -314,5 +313,5 @@ def _finish(
                 cost.ms,
             ],
         )
-        conn.execute(Q["log_llm_calls"], [Jsonb(llm_calls("answer", cost.done, route))])
+        log_llm_calls(conn, llm_calls("answer", cost.done, route))
     return answer

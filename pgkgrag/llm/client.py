@@ -18,10 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+from psycopg.types.json import Jsonb
 from tenacity import RetryCallState, retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from pgkgrag.errors import KgragError
 from pgkgrag.extras import missing
+from pgkgrag.queries import Q
 
 try:
     import httpx
@@ -45,6 +48,9 @@ def _retry_after(value: str | None) -> float:
         return 0.0
 
 
+CALLS_PAGE = 1000  # calls recorded per statement (kgrag_private.log_llm_calls's bound)
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
@@ -52,6 +58,13 @@ class Completion:
     completion_tokens: int
     model: str = ""
     ms: float = 0.0  # the request's time, retries included
+
+
+def log_llm_calls(conn: psycopg.Connection, calls: list[dict[str, Any]]) -> None:
+    """Record the calls (llm_calls' rows) for the current tenant, in pages of what
+    kgrag_private.log_llm_calls takes at once."""
+    for start in range(0, len(calls), CALLS_PAGE):
+        conn.execute(Q["log_llm_calls"], [Jsonb(calls[start : start + CALLS_PAGE])])
 
 
 def llm_calls(purpose: str, done: Iterable[Completion], route: str | None = None) -> list[dict[str, Any]]:

@@ -15,9 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import psycopg
-from psycopg.types.json import Jsonb
 
-from pgkgrag.llm.client import Completion, OpenAICompatibleClient, RequestFailed, llm_calls
+from pgkgrag.llm.client import Completion, OpenAICompatibleClient, RequestFailed, llm_calls, log_llm_calls
 from pgkgrag.queries import Q
 
 PROMPT = (
@@ -46,7 +45,7 @@ def rewrite_reports(conn: psycopg.Connection, client: OpenAICompatibleClient) ->
 
     with ThreadPoolExecutor(max_workers=client.settings.concurrency) as pool:
         done = list(pool.map(ask, [report for _, report in rows]))
-    conn.execute(Q["log_llm_calls"], [Jsonb(llm_calls("report", [d for d in done if isinstance(d, Completion)]))])
+    log_llm_calls(conn, llm_calls("report", [d for d in done if isinstance(d, Completion)]))
     for (community_id, _template), completion in zip(rows, done, strict=True):
         if isinstance(completion, Exception):
             result.rejected["LLM request failed"] += 1

@@ -16,7 +16,7 @@ BEGIN
         RETURN true;
     END IF;
     IF limits ? 'allowed' THEN
-        IF NOT (limits -> 'allowed') @> pg_catalog.jsonb_build_array(value) THEN
+        IF NOT EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(limits -> 'allowed') AS a(v) WHERE a.v = value) THEN
             RAISE EXCEPTION 'a tenant may not set % to %: the schema owner allows % only', setting_key, value,
                 limits -> 'allowed' USING ERRCODE = '42501', HINT = hint;
         END IF;

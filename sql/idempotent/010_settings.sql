@@ -8,7 +8,8 @@ AS $$
     -- is clamped, another value outside the allowed ones gives way to the default
     SELECT CASE
         WHEN x.limits IS NULL THEN value
-        WHEN x.limits ? 'allowed' AND (x.limits -> 'allowed') @> jsonb_build_array(value) THEN value
+        WHEN x.limits ? 'allowed' AND EXISTS (SELECT 1 FROM jsonb_array_elements(x.limits -> 'allowed') AS a(v)
+                                              WHERE a.v = value) THEN value
         WHEN x.limits ? 'allowed' OR jsonb_typeof(value) IS DISTINCT FROM 'number'
         THEN (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key)
         WHEN value::numeric > (x.limits ->> 'max')::numeric THEN x.limits -> 'max'

@@ -569,7 +569,7 @@ $$;
 COMMENT ON FUNCTION kgrag_private.failed_sources() IS
 'Private. Returns the files of the current tenant''s failed input lines (kept in kgrag.ingest_failure under ''#'' || file || '':'' || line): an ingestion that reads one of them again passes it to kgrag_private.record_input_failures, which clears the lines that no longer fail.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.record_input_failures(sources text[], failures jsonb) RETURNS integer
+CREATE OR REPLACE FUNCTION kgrag_private.record_input_failures(sources text[], kept text[], failures jsonb) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -577,23 +577,27 @@ DECLARE
     t text := kgrag.current_tenant();
     n integer;
 BEGIN
-    IF cardinality(sources) > 100000 OR jsonb_typeof(failures) IS DISTINCT FROM 'array' OR jsonb_array_length(failures) > 100000 THEN
-        RAISE EXCEPTION 'at most 100,000 sources and failures, as arrays' USING ERRCODE = '22023';
+    IF cardinality(sources) > 100000 OR cardinality(kept) > 1000000 OR jsonb_typeof(failures) IS DISTINCT FROM 'array'
+       OR jsonb_array_length(failures) > 100000 THEN
+        RAISE EXCEPTION 'at most 100,000 sources and failures and 1,000,000 kept lines, as arrays' USING ERRCODE = '22023';
     END IF;
     -- the lines of the files read again that failed before: fixed, unless they fail again below
-    DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.source = ANY (sources) AND left(f.doc_id, 1) = '#';
+    -- (but for the lines of the documents skipped as unchanged, which were not looked at again)
+    DELETE FROM kgrag.ingest_failure AS f
+     WHERE f.tenant_id = t AND f.source = ANY (sources) AND left(f.doc_id, 1) = '#' AND f.doc_id <> ALL (kept);
+    -- one row per key: the reasons of one line (several dropped relations) together
     INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, source, line)
-    SELECT DISTINCT ON (x.key) t, x.key, '', x.reason, x.source, x.line
+    SELECT t, x.key, '', left(string_agg(x.reason, '; ' ORDER BY x.o), 2000), min(x.source), min(x.line)
       FROM (SELECT COALESCE(NULLIF(e ->> 'doc_id', ''), '#' || left(e ->> 'source', 1000) || COALESCE(':' || (e ->> 'line'), '')) AS key,
                    left(COALESCE(e ->> 'reason', ''), 2000) AS reason, left(e ->> 'source', 1000) AS source,
                    (e ->> 'line')::integer AS line, u.o
               FROM jsonb_array_elements(failures) WITH ORDINALITY AS u(e, o)) AS x
-     ORDER BY x.key, x.o DESC
+     GROUP BY x.key
     ON CONFLICT (tenant_id, doc_id) DO UPDATE
        SET reason = excluded.reason, source = excluded.source, line = excluded.line, failed_at = excluded.failed_at;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.record_input_failures(text[], jsonb) IS
-'Private. Records what an ingestion run could not take, each with its file (source), line and reason: failures = [{source, line, doc_id, reason}] (at most 100,000). One with a doc_id is kept under it, until that document is ingested (or deleted); a line without one (not JSON, no doc_id, a duplicate, a dropped relation) is kept under ''#'' || source || '':'' || line, until a run reads that file again without that failure at that line (sources: the files this run read). Returns the rows written; kgrag.purge deletes them after ingest_failure_days.';
+COMMENT ON FUNCTION kgrag_private.record_input_failures(text[], text[], jsonb) IS
+'Private. Records what an ingestion run could not take, each with its file (source), line and reason: failures = [{source, line, doc_id, reason}] (at most 100,000). One with a doc_id is kept under it, until that document is ingested (or deleted); a line without one (not JSON, no doc_id, a duplicate, a dropped relation) is kept under ''#'' || source || '':'' || line, until a run reads that file again without that failure at that line (sources: the files this run read; kept: the keys of the lines it skipped as unchanged, left as they were). The reasons of one line (several dropped relations) are one row. Returns the rows written; kgrag.purge deletes them after ingest_failure_days.';

@@ -87,6 +87,10 @@ BEGIN
                                             '*_similarity and lexical_min_coverage numbers; as_of a timestamp; '
                                             'relations and seed_entities arrays of text; direction out, in or both; whole_collection, neighbours, log and history booleans; min_confidence a number.';
     END;
+    IF NOT (merged ->> 'log')::boolean AND kgrag_private.within_limits('query_log', 'false') <> 'false' THEN
+        RAISE EXCEPTION 'option log = false: the schema owner keeps the query log on (setting setting_limits)'
+            USING ERRCODE = '42501';
+    END IF;
     IF (merged ->> 'hops')::integer NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
         RAISE EXCEPTION 'option hops = % is outside 0..% (setting max_hops)', merged ->> 'hops',
             kgrag.setting('max_hops') USING ERRCODE = '22023';

@@ -12,13 +12,14 @@ DECLARE
 BEGIN
     -- longest first: a name inside a longer one goes with it
     FOR name IN SELECT x FROM unnest(names) AS x ORDER BY length(x) DESC, x LOOP
-        body := regexp_replace(body, regexp_replace(name, '([][(){}.*+?^$|\\-])', '\\\1', 'g'), '[forgotten]', 'gi');
+        body := regexp_replace(body, '(^|\W)' || regexp_replace(name, '([][(){}.*+?^$|\\-])', '\\\1', 'g') || '(?=\W|$)',
+                               '\1[forgotten]', 'gi');
     END LOOP;
     RETURN body;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.redact(text, text[]) IS
-'Private. Returns body with every occurrence of each name (case-insensitive, longest names first) replaced by [forgotten]; NULL for NULL.';
+'Private. Returns body with every occurrence of each name as a whole word or phrase (case-insensitive, not inside a longer word; longest names first) replaced by [forgotten]; NULL for NULL.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.forget_in_logs(entity_ids text[], names text[], chunk_ids text[])
 RETURNS integer
@@ -91,7 +92,7 @@ BEGIN
                            kept.name, CASE kept.name WHEN 'query_log' THEN 'searched_at' WHEN 'log_overflow' THEN 'minute'
                                                      WHEN 'answer_log' THEN 'answered_at' WHEN 'llm_call' THEN 'called_at'
                                                      ELSE 'failed_at' END)
-              USING t, (days ->> kept.key)::integer;
+              USING t, floor((days ->> kept.key)::numeric)::integer;
             GET DIAGNOSTICS n = ROW_COUNT;
             one := one || jsonb_build_object(kept.name, n);
         END LOOP;
@@ -116,8 +117,8 @@ DECLARE
     t text := kgrag.current_tenant();
     n integer;
 BEGIN
-    IF jsonb_typeof(calls) IS DISTINCT FROM 'array' OR jsonb_array_length(calls) > 10000 THEN
-        RAISE EXCEPTION 'calls must be a JSON array of at most 10,000 calls' USING ERRCODE = '22023';
+    IF jsonb_typeof(calls) IS DISTINCT FROM 'array' OR jsonb_array_length(calls) > 1000 THEN
+        RAISE EXCEPTION 'calls must be a JSON array of at most 1,000 calls (the driver sends pages)' USING ERRCODE = '22023';
     END IF;
     INSERT INTO kgrag.llm_call (tenant_id, purpose, route, model, prompt_tokens, completion_tokens, cached, ms)
     SELECT t, c ->> 'purpose', left(c ->> 'route', 32), left(COALESCE(c ->> 'model', ''), 200),

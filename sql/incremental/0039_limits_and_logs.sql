@@ -7,7 +7,8 @@
 --   kgrag.settings (kgrag_private.setting_allowed, created here: sql/idempotent/004_limits.kept.sql
 --   holds its body), and one written before, or above a limit the owner lowered since, is read
 --   clamped (kgrag.setting). Question text stays out of the log unless the owner allows it, and
---   no tenant turns its query log off.
+--   neither a tenant's setting query_log nor the search option log turns the log off unless the
+--   owner allows it.
 -- - The logs are the owner's: kgrag_writer no longer inserts, updates or deletes rows of
 --   kgrag.query_log and kgrag.answer_log (the SECURITY DEFINER log writers insert them).
 -- - Setting log_rate_per_minute: a tenant's searches beyond it in a minute still answer, and are

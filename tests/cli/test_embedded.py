@@ -125,7 +125,10 @@ def test_the_server_is_not_open_to_every_local_account(home: Path) -> None:
         assert not started and again.passfile == status.passfile
     finally:
         server.stop()
-    restarted, _ = server.start()  # locked down once: a restart keeps the password
+    hba = server.data_dir / "pg_hba.conf"  # an operator's own line, kept through restarts
+    hba.write_text(hba.read_text() + "# my own rule\n")
+    restarted, _ = server.start()  # locked down once: a restart keeps the password and the file
+    assert hba.read_text().endswith("# my own rule\n")
     try:
         with psycopg.connect(restarted.uri()) as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)

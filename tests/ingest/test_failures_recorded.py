@@ -91,6 +91,8 @@ def test_every_rejected_input_is_a_row_with_its_file_and_line(
         record_property("inputs tried", len(LINES))
         record_property("rejected inputs recorded in kgrag.ingest_failure", len(rows))
         record_property("good documents lost", 0)
+        ingest_lines(conn, path, LINES)  # read again unchanged: the same rows (the dropped relation's too)
+        assert failures(conn) == rows
 
         # fixed: the same file without its bad lines, the relation's target given, the big one cut
         fixed = {**STRAY, "entities": [*STRAY["entities"], {"name": "Vault", "type": "Service"}]}  # type: ignore[list-item]

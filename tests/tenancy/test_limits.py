@@ -61,6 +61,39 @@ def test_a_writer_cannot_lift_a_ceiling(login: Callable[[str], str]) -> None:
             assert conn.execute("SELECT kgrag.setting('max_question_chars')::int").fetchone() == (15000,)
 
 
+def test_the_log_keeps_what_the_owner_says_whatever_the_caller_passes(login: Callable[[str], str]) -> None:
+    """Question text reaches the log only where the owner allows it, even through the logging
+    function called directly; a search cannot switch its own logging off; a number that is not
+    whole (30.0 days, 600.0 a minute) is read as whole; a deleted name is redacted as a word only."""
+    with connect(login(READER)) as conn:
+        with tenant_transaction(conn, "a"):
+            conn.execute(
+                "SELECT kgrag_private.log_search('h', 'local', 'x', NULL, 1, 1, 1, false,"
+                " 'the salary of Grace Park', NULL, NULL, NULL, NULL)"
+            )
+            assert conn.execute("SELECT question FROM kgrag.query_log").fetchall() == [(None,)]
+        with (
+            pytest.raises(psycopg.errors.InsufficientPrivilege, match="keeps the query log on"),
+            tenant_transaction(conn, "a"),
+        ):
+            conn.execute("SELECT * FROM kgrag.kgrag_search(NULL, 'vector', 'anything', options => '{\"log\": false}')")
+        with tenant_transaction(conn, "a"):
+            redacted = conn.execute(
+                "SELECT kgrag_private.redact('It is with IT, not with item: it.', ARRAY['it', 'with it'])"
+            ).fetchone()
+            assert redacted == ("[forgotten] is [forgotten], not with item: [forgotten].",)  # whole words only
+    with connect(login(WRITER)) as conn:
+        with tenant_transaction(conn, "a"):
+            conn.execute(SET, ["log_rate_per_minute", "600.0"])
+            conn.execute(SET, ["query_log_days", "30.0"])
+        with tenant_transaction(conn, "a"):
+            conn.execute(LOG)  # logged: the rate is read as 600
+            assert conn.execute("SELECT count(*) FROM kgrag.query_log").fetchone() == (2,)
+            assert conn.execute("SELECT kgrag.purge()").fetchone() == (  # and the retention as 30 days
+                {"a": {"query_log": 0, "log_overflow": 0, "answer_log": 0, "llm_call": 0, "ingest_failure": 0}},
+            )
+
+
 def test_a_setting_above_a_ceiling_lowered_since_is_read_clamped(
     login: Callable[[str], str], admin: psycopg.Connection
 ) -> None:

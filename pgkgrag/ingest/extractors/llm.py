@@ -22,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
 from pgkgrag.db.connections import tenant_transaction
@@ -46,7 +45,14 @@ from pgkgrag.ingest.extractors.llm_prompt import (
     output_schema,
     parse_json_object,
 )
-from pgkgrag.llm.client import Completion, LlmSettings, OpenAICompatibleClient, RequestFailed, llm_calls
+from pgkgrag.llm.client import (
+    Completion,
+    LlmSettings,
+    OpenAICompatibleClient,
+    RequestFailed,
+    llm_calls,
+    log_llm_calls,
+)
 from pgkgrag.queries import Q
 
 MAX_SET_ASIDE = 20  # what a chunk's answer may set aside for review; the rest is only counted
@@ -78,10 +84,6 @@ class LlmExtractor:
         todo = [(key, chunk) for key, chunk in keys.items() if key not in cached]
         with ThreadPoolExecutor(max_workers=self.client.settings.concurrency) as pool:
             answers = list(pool.map(self._ask, [chunk.text for _, chunk in todo]))
-        # each call made, and each chunk answered from the cache, for kgrag.llm_call
-        calls = llm_calls("extraction", [a for a in answers if isinstance(a, Completion)])
-        calls += [{"purpose": "extraction", "model": self.client.settings.model, "cached": True}] * len(cached)
-        conn.execute(Q["log_llm_calls"], [Jsonb(calls)])
         fresh: dict[str, dict[str, Any] | Exception] = {}
         parsed: list[tuple[str, Chunk, ExtractionOutput]] = []
         for (key, chunk), answer in zip(todo, answers, strict=True):
@@ -100,6 +102,10 @@ class LlmExtractor:
         for (key, chunk, _), result in zip(parsed, self._validate(conn, parsed), strict=True):
             fresh[key] = result
             conn.execute(Q["llm_cache_put"], [key, self.client.settings.model, json.dumps(result), chunk.content_hash])
+        # each call made, and each chunk answered from the cache, for kgrag.llm_call
+        calls = llm_calls("extraction", [a for a in answers if isinstance(a, Completion)])
+        calls += [{"purpose": "extraction", "model": self.client.settings.model, "cached": True}] * len(cached)
+        log_llm_calls(conn, calls)
         results: dict[str, Extraction | Exception] = {}
         for prepared in docs:
             results[prepared.document.doc_id] = self._merge(prepared, cached, fresh)
