@@ -3599,6 +3599,8 @@ CREATE FUNCTION kgrag_private.check_search_options(merged jsonb) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $_$
+DECLARE
+    above record;  -- (option, value, ceiling) of an option above its setting's ceiling
 BEGIN
     -- a date alone is that day's midnight UTC, whatever the session's time zone
     IF merged ->> 'as_of' ~ '^\d{4}-\d{2}-\d{2}$' THEN
@@ -3652,6 +3654,17 @@ BEGIN
                         '100 seed_entities, direction out, in or both, graph_ranking paths, pagerank or both, min_confidence 0..1'
             USING ERRCODE = '22023';
     END IF;
+    -- a call's options within the ceilings the owner set on the settings they stand for
+    SELECT x.option, merged ->> x.option AS value, l.ceilings -> x.setting ->> 'max' AS ceiling INTO above
+      FROM (SELECT s.value AS ceilings FROM kgrag.settings AS s WHERE s.tenant_id = '*' AND s.key = 'setting_limits') AS l
+     CROSS JOIN (VALUES ('seeds', 'search_seeds'), ('entities', 'search_entities'), ('reports', 'search_reports'),
+                        ('degree_cap', 'search_degree_cap'), ('hops', 'search_hops')) AS x(option, setting)
+     WHERE (merged ->> x.option)::numeric > (l.ceilings -> x.setting ->> 'max')::numeric
+     ORDER BY x.option LIMIT 1;
+    IF above.option IS NOT NULL THEN
+        RAISE EXCEPTION 'option % = % is above the ceiling of % the schema owner set (setting_limits)',
+            above.option, above.value, above.ceiling USING ERRCODE = '22023';
+    END IF;
     RETURN merged;
 END
 $_$;
@@ -3662,7 +3675,7 @@ ALTER FUNCTION kgrag_private.check_search_options(merged jsonb) OWNER TO <owner>
 -- Name: FUNCTION check_search_options(merged jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.check_search_options(merged jsonb) IS 'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops); raises SQLSTATE 22023 saying which rule a value breaks.';
+COMMENT ON FUNCTION kgrag_private.check_search_options(merged jsonb) IS 'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops; seeds, entities, reports, degree_cap and hops within the ceilings setting_limits puts on search_seeds, search_entities, search_reports, search_degree_cap and search_hops; log false only where the owner allows query_log false); raises SQLSTATE 22023 saying which rule a value breaks (42501 for the log).';
 
 --
 -- Name: chunk_lists(public.vector, text, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -11914,7 +11927,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'se
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'search_reports', '5', 'Global route: community reports returned (option "reports").');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'search_seeds', '3', 'Seeds taken from entity linking and from entity vector search, each (option "seeds").');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'search_timeout_ms', '10000', 'A kgrag_search that runs longer than this is cancelled (57014); the walk inside it keeps to the same deadline.');
-INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'setting_limits', '{"max_hops": {"max": 6}, "ppr_hops": {"max": 4}, "query_log": {"allowed": [true]}, "max_file_mb": {"max": 2000}, "search_hops": {"max": 4}, "search_seeds": {"max": 20}, "ppr_max_edges": {"max": 100000}, "hnsw_ef_search": {"max": 1000}, "query_log_days": {"max": 365, "min": 7}, "search_reports": {"max": 50}, "answer_log_days": {"max": 365, "min": 7}, "edge_rank_depth": {"max": 1000}, "khop_timeout_ms": {"max": 30000}, "max_alias_chars": {"max": 2000}, "max_document_mb": {"max": 50}, "max_quote_chars": {"max": 10000}, "max_title_chars": {"max": 10000}, "search_entities": {"max": 50}, "answer_max_chars": {"max": 50000}, "max_paths_walked": {"max": 2000000}, "reader_memory_mb": {"max": 8192}, "reader_timeout_s": {"max": 600}, "vector_overfetch": {"max": 100}, "log_question_text": {"allowed": [false]}, "rerank_candidates": {"max": 200}, "rerank_timeout_ms": {"max": 10000}, "search_degree_cap": {"max": 100}, "search_timeout_ms": {"max": 30000}, "answer_map_reports": {"max": 20}, "lexical_candidates": {"max": 10000}, "max_question_chars": {"max": 20000}, "ppr_max_iterations": {"max": 200}, "ingest_failure_days": {"max": 3650, "min": 7}, "log_rate_per_minute": {"max": 600, "min": 1}, "hnsw_max_scan_tuples": {"max": 100000}, "vector_min_candidates": {"max": 1000}, "max_aliases_per_entity": {"max": 1000}, "graph_chunks_per_entity": {"max": 1000}}', 'What a tenant may set its own settings to (only the schema owner writes this row): {"setting": {"max": n, "min": n}} for a number, {"setting": {"allowed": [values]}} otherwise. A tenant''s setting outside them is refused when written (kgrag_private.setting_allowed, from the policy of kgrag.settings) and read clamped to them when it was written before (kgrag.setting); kgrag.settings_in_force says which. Raise a limit here to let tenants go further; allowed [true, false] for log_question_text lets them log question text.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'setting_limits', '{"max_hops": {"max": 6}, "ppr_hops": {"max": 4}, "query_log": {"allowed": [true]}, "max_file_mb": {"max": 2000}, "search_hops": {"max": 6}, "search_seeds": {"max": 100}, "ppr_max_edges": {"max": 100000}, "hnsw_ef_search": {"max": 1000}, "query_log_days": {"max": 365, "min": 7}, "search_reports": {"max": 1000}, "answer_log_days": {"max": 365, "min": 7}, "edge_rank_depth": {"max": 1000}, "khop_timeout_ms": {"max": 30000}, "max_alias_chars": {"max": 2000}, "max_document_mb": {"max": 50}, "max_quote_chars": {"max": 10000}, "max_title_chars": {"max": 10000}, "search_entities": {"max": 100}, "answer_max_chars": {"max": 50000}, "max_paths_walked": {"max": 2000000}, "reader_memory_mb": {"max": 8192}, "reader_timeout_s": {"max": 600}, "vector_overfetch": {"max": 100}, "log_question_text": {"allowed": [false]}, "rerank_candidates": {"max": 200}, "rerank_timeout_ms": {"max": 10000}, "search_degree_cap": {"max": 100}, "search_timeout_ms": {"max": 30000}, "answer_map_reports": {"max": 20}, "lexical_candidates": {"max": 10000}, "max_question_chars": {"max": 20000}, "ppr_max_iterations": {"max": 200}, "ingest_failure_days": {"max": 3650, "min": 7}, "log_rate_per_minute": {"max": 600, "min": 1}, "hnsw_max_scan_tuples": {"max": 100000}, "vector_min_candidates": {"max": 1000}, "max_aliases_per_entity": {"max": 1000}, "graph_chunks_per_entity": {"max": 1000}}', 'What a tenant may set its own settings to (only the schema owner writes this row): {"setting": {"max": n, "min": n}} for a number, {"setting": {"allowed": [values]}} otherwise. A tenant''s setting outside them is refused when written (kgrag_private.setting_allowed, from the policy of kgrag.settings) and read clamped to them when it was written before (kgrag.setting); kgrag.settings_in_force says which. Raise a limit here to let tenants go further; allowed [true, false] for log_question_text lets them log question text.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'short_form_types', '["Person", "Name"]', 'Entity types whose short forms within a document ("Grace", "Ms. Liu", "G. Liu") are folded into the one longer name of the document they match (ingestion).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'text_search_config', '"english"', 'Default text search configuration for documents that do not name their language.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'vector_index', '"bq"', 'The vector index of the embeddings, chosen when revision 0024 ran (pgkgrag db upgrade --vector-index): bq (HNSW on their binary quantization, the default) or halfvec (HNSW on the vectors cast to halfvec, up to 4,000 dimensions: faster to search, five times the size, slower to insert into). Vector search draws its candidates from it and re-ranks them on the full vectors. Set by the migration: changing it by hand does not build the other index.');

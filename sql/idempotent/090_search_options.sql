@@ -63,6 +63,8 @@ CREATE OR REPLACE FUNCTION kgrag_private.check_search_options(merged jsonb) RETU
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    above record;  -- (option, value, ceiling) of an option above its setting's ceiling
 BEGIN
     -- a date alone is that day's midnight UTC, whatever the session's time zone
     IF merged ->> 'as_of' ~ '^\d{4}-\d{2}-\d{2}$' THEN
@@ -116,11 +118,22 @@ BEGIN
                         '100 seed_entities, direction out, in or both, graph_ranking paths, pagerank or both, min_confidence 0..1'
             USING ERRCODE = '22023';
     END IF;
+    -- a call's options within the ceilings the owner set on the settings they stand for
+    SELECT x.option, merged ->> x.option AS value, l.ceilings -> x.setting ->> 'max' AS ceiling INTO above
+      FROM (SELECT s.value AS ceilings FROM kgrag.settings AS s WHERE s.tenant_id = '*' AND s.key = 'setting_limits') AS l
+     CROSS JOIN (VALUES ('seeds', 'search_seeds'), ('entities', 'search_entities'), ('reports', 'search_reports'),
+                        ('degree_cap', 'search_degree_cap'), ('hops', 'search_hops')) AS x(option, setting)
+     WHERE (merged ->> x.option)::numeric > (l.ceilings -> x.setting ->> 'max')::numeric
+     ORDER BY x.option LIMIT 1;
+    IF above.option IS NOT NULL THEN
+        RAISE EXCEPTION 'option % = % is above the ceiling of % the schema owner set (setting_limits)',
+            above.option, above.value, above.ceiling USING ERRCODE = '22023';
+    END IF;
     RETURN merged;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.check_search_options(jsonb) IS
-'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops); raises SQLSTATE 22023 saying which rule a value breaks.';
+'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops; seeds, entities, reports, degree_cap and hops within the ceilings setting_limits puts on search_seeds, search_entities, search_reports, search_degree_cap and search_hops; log false only where the owner allows query_log false); raises SQLSTATE 22023 saying which rule a value breaks (42501 for the log).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.search_options(options jsonb) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY INVOKER

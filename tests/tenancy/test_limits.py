@@ -61,10 +61,17 @@ def test_a_writer_cannot_lift_a_ceiling(login: Callable[[str], str]) -> None:
             assert conn.execute("SELECT kgrag.setting('max_question_chars')::int").fetchone() == (15000,)
 
 
-def test_the_log_keeps_what_the_owner_says_whatever_the_caller_passes(login: Callable[[str], str]) -> None:
+def test_the_log_keeps_what_the_owner_says_whatever_the_caller_passes(
+    login: Callable[[str], str], admin: psycopg.Connection
+) -> None:
     """Question text reaches the log only where the owner allows it, even through the logging
     function called directly; a search cannot switch its own logging off; a number that is not
     whole (30.0 days, 600.0 a minute) is read as whole; a deleted name is redacted as a word only."""
+    with tenant_transaction(admin, "*"):
+        admin.execute(
+            "UPDATE kgrag.settings SET value = jsonb_set(value, '{search_seeds,max}', '10')"
+            " WHERE tenant_id = '*' AND key = 'setting_limits'"
+        )
     with connect(login(READER)) as conn:
         with tenant_transaction(conn, "a"):
             conn.execute(
@@ -77,6 +84,11 @@ def test_the_log_keeps_what_the_owner_says_whatever_the_caller_passes(login: Cal
             tenant_transaction(conn, "a"),
         ):
             conn.execute("SELECT * FROM kgrag.kgrag_search(NULL, 'vector', 'anything', options => '{\"log\": false}')")
+        with (
+            pytest.raises(psycopg.errors.InvalidParameterValue, match="option seeds = 50 is above the ceiling of 10"),
+            tenant_transaction(conn, "a"),
+        ):  # a call's options stay within the owner's ceilings too (here lowered to 10)
+            conn.execute("SELECT * FROM kgrag.kgrag_search(NULL, 'vector', 'anything', options => '{\"seeds\": 50}')")
         with tenant_transaction(conn, "a"):
             redacted = conn.execute(
                 "SELECT kgrag_private.redact('It is with IT, not with item: it.', ARRAY['it', 'with it'])"
