@@ -3600,7 +3600,7 @@ CREATE FUNCTION kgrag_private.check_search_options(merged jsonb) RETURNS jsonb
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $_$
 DECLARE
-    above record;  -- (option, value, ceiling) of an option above its setting's ceiling
+    above record;  -- (option, value, bound) of an option beyond its setting's limit
 BEGIN
     -- a date alone is that day's midnight UTC, whatever the session's time zone
     IF merged ->> 'as_of' ~ '^\d{4}-\d{2}-\d{2}$' THEN
@@ -3654,16 +3654,18 @@ BEGIN
                         '100 seed_entities, direction out, in or both, graph_ranking paths, pagerank or both, min_confidence 0..1'
             USING ERRCODE = '22023';
     END IF;
-    -- a call's options within the ceilings the owner set on the settings they stand for
-    SELECT x.option, merged ->> x.option AS value, l.ceilings -> x.setting ->> 'max' AS ceiling INTO above
-      FROM (SELECT s.value AS ceilings FROM kgrag.settings AS s WHERE s.tenant_id = '*' AND s.key = 'setting_limits') AS l
-     CROSS JOIN (VALUES ('seeds', 'search_seeds'), ('entities', 'search_entities'), ('reports', 'search_reports'),
-                        ('degree_cap', 'search_degree_cap'), ('hops', 'search_hops')) AS x(option, setting)
-     WHERE (merged ->> x.option)::numeric > (l.ceilings -> x.setting ->> 'max')::numeric
+    -- a call's options within the limits the owner set on the settings they stand for (the rule
+    -- that reads the settings: kgrag_private.within_limits)
+    SELECT x.option, merged -> x.option AS value, kgrag_private.within_limits(x.setting, merged -> x.option) AS bound
+      INTO above
+      FROM (VALUES ('seeds', 'search_seeds'), ('entities', 'search_entities'), ('reports', 'search_reports'),
+                   ('degree_cap', 'search_degree_cap'), ('hops', 'search_hops')) AS x(option, setting)
+     WHERE jsonb_typeof(merged -> x.option) = 'number'
+       AND kgrag_private.within_limits(x.setting, merged -> x.option) IS DISTINCT FROM merged -> x.option
      ORDER BY x.option LIMIT 1;
     IF above.option IS NOT NULL THEN
-        RAISE EXCEPTION 'option % = % is above the ceiling of % the schema owner set (setting_limits)',
-            above.option, above.value, above.ceiling USING ERRCODE = '22023';
+        RAISE EXCEPTION 'option % = % is beyond the limit of % the schema owner set (setting_limits)',
+            above.option, above.value, above.bound USING ERRCODE = '22023';
     END IF;
     RETURN merged;
 END
@@ -8138,25 +8140,20 @@ BEGIN
     IF tenant = '*' OR limits IS NULL THEN  -- the owner's defaults, and settings with no limit
         RETURN true;
     END IF;
-    IF limits ? 'allowed' THEN
-        IF NOT EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(limits -> 'allowed') AS a(v) WHERE a.v = value) THEN
-            RAISE EXCEPTION 'a tenant may not set % to %: the schema owner allows % only', setting_key, value,
-                limits -> 'allowed' USING ERRCODE = '42501', HINT = hint;
-        END IF;
+    IF kgrag_private.within_limits(setting_key, value) IS NOT DISTINCT FROM value THEN
         RETURN true;
     END IF;
-    IF pg_catalog.jsonb_typeof(value) IS DISTINCT FROM 'number' THEN
+    IF limits ? 'allowed' THEN
+        RAISE EXCEPTION 'a tenant may not set % to %: the schema owner allows % only', setting_key, value,
+            limits -> 'allowed' USING ERRCODE = '42501', HINT = hint;
+    ELSIF pg_catalog.jsonb_typeof(value) IS DISTINCT FROM 'number' THEN
         RAISE EXCEPTION 'setting % takes a number, got %', setting_key, value USING ERRCODE = '22023';
-    END IF;
-    IF limits ? 'max' AND value::numeric > (limits ->> 'max')::numeric THEN
+    ELSIF value::numeric > (limits ->> 'max')::numeric THEN
         RAISE EXCEPTION 'setting % = % is above the ceiling of % the schema owner set', setting_key, value,
             limits ->> 'max' USING ERRCODE = '42501', HINT = hint;
     END IF;
-    IF limits ? 'min' AND value::numeric < (limits ->> 'min')::numeric THEN
-        RAISE EXCEPTION 'setting % = % is below the floor of % the schema owner set', setting_key, value,
-            limits ->> 'min' USING ERRCODE = '42501', HINT = hint;
-    END IF;
-    RETURN true;
+    RAISE EXCEPTION 'setting % = % is below the floor of % the schema owner set', setting_key, value,
+        limits ->> 'min' USING ERRCODE = '42501', HINT = hint;
 END
 $$;
 
@@ -8166,7 +8163,7 @@ ALTER FUNCTION kgrag_private.setting_allowed(tenant text, setting_key text, valu
 -- Name: FUNCTION setting_allowed(tenant text, setting_key text, value jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.setting_allowed(tenant text, setting_key text, value jsonb) IS 'Private. Returns true when a tenant may set setting_key to value (always for tenant ''*'', the schema owner''s defaults, and for a setting with no limit); raises SQLSTATE 42501 naming the limit when the setting setting_limits of tenant ''*'' puts it above its max, below its min or outside its allowed values, 22023 for a value that is not a number where a number is limited. The policy tenant_write of kgrag.settings checks every row written with it.';
+COMMENT ON FUNCTION kgrag_private.setting_allowed(tenant text, setting_key text, value jsonb) IS 'Private. Returns true when a tenant may set setting_key to value: kgrag_private.within_limits leaves it as it is (always for tenant ''*'', the schema owner''s defaults, and for a setting with no limit); else raises SQLSTATE 42501 naming the limit when the setting setting_limits of tenant ''*'' puts it above its max, below its min or outside its allowed values, 22023 for a value that is not a number where a number is limited. The policy tenant_write of kgrag.settings checks every row written with it.';
 
 --
 -- Name: span_forms(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

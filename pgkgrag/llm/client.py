@@ -164,10 +164,6 @@ class OpenAICompatibleClient:
         except TransientError as exc:
             raise RequestFailed(f"gave up after {self.settings.attempts} attempts: {exc}") from exc
 
-    def chat(self, messages: list[dict[str, str]], response_format: dict[str, Any] | None = None) -> str:
-        """The text of the first choice."""
-        return self.complete(messages, response_format).text
-
     def complete(self, messages: list[dict[str, str]], response_format: dict[str, Any] | None = None) -> Completion:
         """The text of the first choice and the tokens the endpoint counted."""
         payload: dict[str, Any] = {"model": self.settings.model, "messages": messages, "temperature": 0}

@@ -1,26 +1,5 @@
 -- Settings as data: the tenant's own value, else the default (tenant '*').
 
-CREATE OR REPLACE FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) RETURNS jsonb
-LANGUAGE sql STABLE SECURITY INVOKER
-SET search_path FROM CURRENT
-AS $$
-    -- a tenant's row written before its limit (or above one the owner lowered since): a number
-    -- is clamped, another value outside the allowed ones gives way to the default
-    SELECT CASE
-        WHEN x.limits IS NULL THEN value
-        WHEN x.limits ? 'allowed' AND EXISTS (SELECT 1 FROM jsonb_array_elements(x.limits -> 'allowed') AS a(v)
-                                              WHERE a.v = value) THEN value
-        WHEN x.limits ? 'allowed' OR jsonb_typeof(value) IS DISTINCT FROM 'number'
-        THEN (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key)
-        WHEN value::numeric > (x.limits ->> 'max')::numeric THEN x.limits -> 'max'
-        WHEN value::numeric < (x.limits ->> 'min')::numeric THEN x.limits -> 'min'
-        ELSE value END
-      FROM (SELECT (SELECT s.value -> setting_key FROM kgrag.settings AS s
-                     WHERE s.tenant_id = '*' AND s.key = 'setting_limits') AS limits) AS x
-$$;
-COMMENT ON FUNCTION kgrag_private.within_limits(text, jsonb) IS
-'Private. Returns a tenant''s value of a setting within the limits of the setting setting_limits of tenant ''*'': a number above its max is the max, below its min the min; a value outside the allowed ones, or not a number where a number is limited, is the default. kgrag.setting reads every tenant row through it; kgrag_private.setting_allowed refuses such a row when it is written.';
-
 CREATE OR REPLACE FUNCTION kgrag.setting(setting_key text) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT

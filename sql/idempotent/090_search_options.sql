@@ -64,7 +64,7 @@ LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    above record;  -- (option, value, ceiling) of an option above its setting's ceiling
+    above record;  -- (option, value, bound) of an option beyond its setting's limit
 BEGIN
     -- a date alone is that day's midnight UTC, whatever the session's time zone
     IF merged ->> 'as_of' ~ '^\d{4}-\d{2}-\d{2}$' THEN
@@ -118,16 +118,18 @@ BEGIN
                         '100 seed_entities, direction out, in or both, graph_ranking paths, pagerank or both, min_confidence 0..1'
             USING ERRCODE = '22023';
     END IF;
-    -- a call's options within the ceilings the owner set on the settings they stand for
-    SELECT x.option, merged ->> x.option AS value, l.ceilings -> x.setting ->> 'max' AS ceiling INTO above
-      FROM (SELECT s.value AS ceilings FROM kgrag.settings AS s WHERE s.tenant_id = '*' AND s.key = 'setting_limits') AS l
-     CROSS JOIN (VALUES ('seeds', 'search_seeds'), ('entities', 'search_entities'), ('reports', 'search_reports'),
-                        ('degree_cap', 'search_degree_cap'), ('hops', 'search_hops')) AS x(option, setting)
-     WHERE (merged ->> x.option)::numeric > (l.ceilings -> x.setting ->> 'max')::numeric
+    -- a call's options within the limits the owner set on the settings they stand for (the rule
+    -- that reads the settings: kgrag_private.within_limits)
+    SELECT x.option, merged -> x.option AS value, kgrag_private.within_limits(x.setting, merged -> x.option) AS bound
+      INTO above
+      FROM (VALUES ('seeds', 'search_seeds'), ('entities', 'search_entities'), ('reports', 'search_reports'),
+                   ('degree_cap', 'search_degree_cap'), ('hops', 'search_hops')) AS x(option, setting)
+     WHERE jsonb_typeof(merged -> x.option) = 'number'
+       AND kgrag_private.within_limits(x.setting, merged -> x.option) IS DISTINCT FROM merged -> x.option
      ORDER BY x.option LIMIT 1;
     IF above.option IS NOT NULL THEN
-        RAISE EXCEPTION 'option % = % is above the ceiling of % the schema owner set (setting_limits)',
-            above.option, above.value, above.ceiling USING ERRCODE = '22023';
+        RAISE EXCEPTION 'option % = % is beyond the limit of % the schema owner set (setting_limits)',
+            above.option, above.value, above.bound USING ERRCODE = '22023';
     END IF;
     RETURN merged;
 END

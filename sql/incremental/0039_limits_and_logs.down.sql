@@ -23,6 +23,7 @@ BEGIN
     EXECUTE $q$CREATE POLICY tenant_write ON kgrag.settings USING (tenant_id = kgrag.current_tenant())
         WITH CHECK (tenant_id = kgrag.current_tenant())$q$;
     EXECUTE 'DROP FUNCTION kgrag_private.setting_allowed(text, text, jsonb)';
+    EXECUTE 'DROP FUNCTION kgrag_private.within_limits(text, jsonb)';
     DELETE FROM kgrag.settings WHERE tenant_id = '*' AND key IN ('setting_limits', 'log_rate_per_minute', 'query_log_days', 'answer_log_days', 'ingest_failure_days');
 END
 $$;

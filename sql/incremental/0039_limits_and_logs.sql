@@ -4,8 +4,8 @@
 -- - Setting setting_limits (tenant '*', which only the schema owner writes): for each setting a
 --   tenant may tune, the most it may set ({"max": n}, and {"min": n}) or the values it may take
 --   ({"allowed": [...]}). A tenant's row outside them is refused when written, by the policy of
---   kgrag.settings (kgrag_private.setting_allowed, created here: sql/idempotent/004_limits.kept.sql
---   holds its body), and one written before, or above a limit the owner lowered since, is read
+--   kgrag.settings (kgrag_private.setting_allowed and kgrag_private.within_limits, created here:
+--   sql/idempotent/004_limits.kept.sql holds their bodies), and one written before, or above a limit the owner lowered since, is read
 --   clamped (kgrag.setting). Question text stays out of the log unless the owner allows it, and
 --   neither a tenant's setting query_log nor the search option log turns the log off unless the
 --   owner allows it.
@@ -64,6 +64,12 @@ BEGIN
     ('*', 'query_log_days', '90', 'kgrag.purge() deletes the rows of kgrag.query_log (and kgrag.log_overflow) older than this many days.'),
     ('*', 'answer_log_days', '90', 'kgrag.purge() deletes the rows of kgrag.answer_log older than this many days.'),
     ('*', 'ingest_failure_days', '365', 'kgrag.purge() deletes the rows of kgrag.ingest_failure older than this many days (a document ingested again clears its row at once).');
+    EXECUTE $q$
+CREATE FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) RETURNS jsonb
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $body$ SELECT value $body$
+$q$;
     EXECUTE $q$
 CREATE FUNCTION kgrag_private.setting_allowed(tenant text, setting_key text, value jsonb) RETURNS boolean
 LANGUAGE sql STABLE SECURITY INVOKER

@@ -5,6 +5,7 @@ grant and run everything else through the command line, as a team would."""
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from collections.abc import Iterator
@@ -145,6 +146,11 @@ def test_two_owners_install_upgrade_ingest_and_search(cluster: Server) -> None:
         service.execute("SET ROLE kgrag_reader")
         assert service.execute("SELECT kgrag.use_key(%s)", [made.stdout.splitlines()[-1]]).fetchone() == ("acme",)
         assert service.execute("SELECT DISTINCT tenant_id FROM kgrag.document").fetchall() == [("acme",)]
+    # the first owner's nightly purge (acting as '*', through kgrag_logger's definer): every tenant
+    # with log rows, nothing younger than the retention
+    purged = run("purge", "--json", dsn=one)
+    assert purged.returncode == 0, purged.stderr
+    assert json.loads(purged.stdout)["acme"]["query_log"] == 0, purged.stdout
     # the second owner gives its team a curator, who works the queue and nothing else
     as_owner(two, "CREATE ROLE app_c2 LOGIN", "GRANT kgrag_curator TO app_c2")
     as_owner(two, "SELECT kgrag.grant_tenant('app_c2', 'globex')")

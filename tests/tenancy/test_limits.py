@@ -85,7 +85,7 @@ def test_the_log_keeps_what_the_owner_says_whatever_the_caller_passes(
         ):
             conn.execute("SELECT * FROM kgrag.kgrag_search(NULL, 'vector', 'anything', options => '{\"log\": false}')")
         with (
-            pytest.raises(psycopg.errors.InvalidParameterValue, match="option seeds = 50 is above the ceiling of 10"),
+            pytest.raises(psycopg.errors.InvalidParameterValue, match="option seeds = 50 is beyond the limit of 10"),
             tenant_transaction(conn, "a"),
         ):  # a call's options stay within the owner's ceilings too (here lowered to 10)
             conn.execute("SELECT * FROM kgrag.kgrag_search(NULL, 'vector', 'anything', options => '{\"seeds\": 50}')")
