@@ -126,6 +126,8 @@ def test_a_deleted_document_is_forgotten_everywhere(
         delete_documents(conn, "m", ["g1"])
 
         assert _everywhere(admin, MARK) == {}
+        build(conn, "m", HashEmbedder(512))  # and after the next build, logs included
+        assert _everywhere(admin, MARK) == {}
         record_property("tables holding the marker before the delete (rows)", planted)
         record_property("tables holding it after", 0)
         with tenant_transaction(conn, "m"):
@@ -134,7 +136,7 @@ def test_a_deleted_document_is_forgotten_everywhere(
             ).fetchone()
             assert auth is not None and auth[0] == "issues tokens" and auth[1] != (before_vector or [None])[0]
             assert conn.execute("SELECT count(*) FROM kgrag.llm_cache").fetchone() == (1,)  # g2's stays
-    # nor does any function answer with it, before the next build
+    # nor does any function answer with it
     ids = {
         "docs": ["g1", "g2"],
         "chunks": ["g1#0", "g2#0"],
