@@ -79,6 +79,10 @@ ALTER SYSTEM SET unix_socket_permissions = '0700';
 -- Concurrent migration runs (two pods starting at once) take turns.
 SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext(%s));
 
+-- name: installer_delegate_calls
+-- on a distributed schema, the calls a public function delegates to the tenant's worker (else nothing)
+SELECT kgrag_private.delegate_calls();
+
 -- name: installer_citus_sequential
 -- On a Citus coordinator: the run's DDL reaches each node's shards over one connection, so that the
 -- functions created later in the same transaction can be propagated too (after DDL run on shards

@@ -321,71 +321,20 @@ COMMENT ON FUNCTION kgrag.context(question_vec public.vector, route text, questi
 CREATE FUNCTION kgrag.context_blocks(question_vec public.vector DEFAULT NULL::public.vector, route text DEFAULT 'auto'::text, question text DEFAULT NULL::text, max_chars integer DEFAULT 4000, k integer DEFAULT 10, options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(block integer, kind text, ref_id text, body text, chars integer)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 DECLARE
-    t text := kgrag.current_tenant();
-    r record;
-    candidate text;
-    seen text[] := '{}';
-    pool jsonb := '[]';  -- every block the rows give, in rank order
-    o integer := 0;
-    used integer := 0;
-    taken integer[] := '{}';
+    done record;
 BEGIN
-    IF max_chars IS NULL OR max_chars < 1 THEN
-        RAISE EXCEPTION 'max_chars must be >= 1, got %', COALESCE(max_chars::text, 'NULL') USING ERRCODE = '22023';
-    END IF;
-    -- the search's log row waits for the characters packed (kgrag_search leaves it in kgrag.deferred_log)
-    PERFORM set_config('kgrag.defer_log', 'on', true), set_config('kgrag.deferred_log', '', true);
-    FOR r IN SELECT * FROM kgrag.kgrag_search(question_vec, route, question, k, options) ORDER BY 1 LOOP
-        IF r.kind = 'chunk' THEN
-            CONTINUE WHEN r.ref_id = ANY (seen);
-            seen := seen || r.ref_id;
-            SELECT format('[%s | %s] %s%s', kgrag.source_tag(c.doc_id, c.page, c.headings), c.chunk_id,
-                          CASE WHEN r.source = 'neighbour'
-                               THEN format('(neighbour %s %s) ', r.payload ->> 'side', r.payload ->> 'neighbour_of') END,
-                          c.text) INTO candidate
-              FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = r.ref_id;
-        ELSIF r.kind = 'entity' THEN
-            -- the answer and the relations that led to it count in the same budget
-            candidate := format('[entity %s] %s', r.payload ->> 'name', COALESCE(r.payload ->> 'answer', ''))
-                         || COALESCE(' (' || (r.payload -> 'evidence_refs' ->> 0) || ')', '')
-                         || COALESCE((SELECT string_agg(E'\n  ' || COALESCE(s.name, x.rel ->> 'src') || ' -['
-                                                        || COALESCE(x.rel ->> 'rel', '?') || ']-> '
-                                                        || COALESCE(d.name, x.rel ->> 'dst')
-                                                        || kgrag_private.validity_note(x.rel), '' ORDER BY x.i)
-                                        FROM jsonb_array_elements(r.payload -> 'relations') WITH ORDINALITY AS x(rel, i)
-                                        LEFT JOIN kgrag.entity AS s ON s.tenant_id = t AND s.entity_id = x.rel ->> 'src'
-                                        LEFT JOIN kgrag.entity AS d ON d.tenant_id = t AND d.entity_id = x.rel ->> 'dst'), '');
-        ELSE
-            candidate := format('[map %s] %s', r.ref_id, r.payload ->> 'report');
-        END IF;
-        o := o + 1;
-        pool := pool || jsonb_build_object('o', o, 'kind', r.kind, 'ref_id', r.ref_id, 'body', candidate,
-                                           'neighbour', r.source = 'neighbour');
-    END LOOP;
-    -- What fits, the rows themselves before their neighbours: each block costs its length and the
-    -- blank line before it (the first has none, hence max_chars + 2); one that does not fit is
-    -- skipped and smaller ones after it may still fit. Then in rank order.
-    FOR r IN SELECT p.o, length(p.body) AS n FROM jsonb_to_recordset(pool) AS p(o integer, body text, neighbour boolean)
-              ORDER BY p.neighbour, p.o LOOP
-        IF used + r.n + 2 <= max_chars + 2 THEN
-            used := used + r.n + 2;
-            taken := taken || r.o;
-        END IF;
-    END LOOP;
-    PERFORM set_config('kgrag.defer_log', '', true);
-    IF current_setting('kgrag.deferred_log', true) <> '' THEN
-        PERFORM kgrag_private.log_entry(current_setting('kgrag.deferred_log')::jsonb, greatest(used - 2, 0));
-        PERFORM set_config('kgrag.deferred_log', '', true);
-    END IF;
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    EXECUTE 'SELECT * FROM kgrag_private.context_blocks_at($1, $2, $3, $4, $5, $6, $7)'
+       INTO done USING kgrag.current_tenant(), question_vec, route, question, max_chars, k, options;
+    PERFORM kgrag_private.leave_last_search(done.last_route, done.last_reason, done.last_reports);
     RETURN QUERY
-    SELECT (row_number() OVER (ORDER BY p.o))::integer, p.kind, p.ref_id, p.body, length(p.body)
-      FROM jsonb_to_recordset(pool) AS p(o integer, kind text, ref_id text, body text)
-     WHERE p.o = ANY (taken)
-     ORDER BY p.o;
+    SELECT b.o::integer, b.x ->> 'kind', b.x ->> 'ref_id', b.x ->> 'body', length(b.x ->> 'body')
+      FROM jsonb_array_elements(done.blocks) WITH ORDINALITY AS b(x, o)
+     ORDER BY b.o;
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag.context_blocks(question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb) OWNER TO <owner>;
 
@@ -561,7 +510,7 @@ COMMENT ON FUNCTION kgrag.current_tenant() IS 'Returns the tenant of the current
 CREATE FUNCTION kgrag.delete_documents(doc_ids text[]) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 DECLARE
     t text := kgrag.current_tenant();
     deleted integer;
@@ -620,10 +569,11 @@ BEGIN
     gone_names := ARRAY(SELECT x FROM unnest(gone_names) AS x  -- (every name is an alias of its entity)
                          WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
                                             WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)));
-    PERFORM kgrag_private.forget_in_logs(gone_entities, gone_names, gone_chunks);
+    -- one statement, its values bound: on Citus, run as the log's writer on the tenant's worker
+    EXECUTE 'SELECT FROM kgrag_private.forget_in_logs($1, $2, $3, $4)' USING t, gone_entities, gone_names, gone_chunks;
     RETURN counts;
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag.delete_documents(doc_ids text[]) OWNER TO <owner>;
 
@@ -672,6 +622,11 @@ BEGIN
                          'SELECT citus_add_node(...)); see docs/scale-out.md. '
                          'kgrag.distribute(dry_run => true) lists what it would do.';
     END IF;
+    IF NOT dry_run THEN
+        -- one connection per node for the whole call: Citus creates no (delegated) function in a
+        -- transaction that ran commands on shards in parallel
+        PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    END IF;
     FOR r IN SELECT * FROM kgrag_private.distribution_plan() LOOP
         table_name := r.table_name;
         kind := r.kind;
@@ -695,6 +650,10 @@ BEGIN
     IF NOT dry_run THEN
         PERFORM kgrag_private.grant_curation_on_shards();
     END IF;
+    -- a tenant's calls to the worker holding its shards (kgrag_private.delegate_calls)
+    IF NOT dry_run THEN
+        PERFORM kgrag_private.delegate_calls();
+    END IF;
     -- the rows a table held were copied to its shards: the coordinator's own copy goes (children first)
     FOR i IN REVERSE COALESCE(pg_catalog.array_length(made, 1), 0) .. 1 LOOP
         PERFORM pg_catalog.truncate_local_data_after_distributing_table(made[i]::regclass);
@@ -717,7 +676,7 @@ ALTER FUNCTION kgrag.distribute(dry_run boolean) OWNER TO <owner>;
 -- Name: FUNCTION distribute(dry_run boolean); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.distribute(dry_run boolean) IS 'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so (and lets the shards of kgrag.curation take a curator''s decisions as Citus writes them; call it again after moving or splitting shards): settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document, but for the two logs (answer_log, query_log: written as kgrag_logger, they form a co-location group of their own, so that a transaction may search again after a search logged). Rows already there are moved to the shards. The owners of the SECURITY DEFINER helpers (kgrag_probe, kgrag_logger) get LOGIN, without a password, as Citus logs in to the workers as them (docs/scale-out.md: allow them from the coordinator only). Tables already distributed are left as they are, so a second call changes nothing. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';
+COMMENT ON FUNCTION kgrag.distribute(dry_run boolean) IS 'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so (and lets the shards of kgrag.curation take a curator''s decisions as Citus writes them; call it again after moving or splitting shards): settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document (the logs included). Rows already there are moved to the shards. The functions a public function delegates to get delegated to the tenant''s worker, and the views'' grants reach the workers (kgrag_private.delegate_calls). The owners of the SECURITY DEFINER helpers (kgrag_probe, kgrag_logger) get LOGIN, without a password, as Citus logs in to the workers as them (docs/scale-out.md: allow them from the coordinator only). Tables already distributed are left as they are, so a second call changes nothing. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';
 
 --
 -- Name: edge_rank_depth(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -876,6 +835,7 @@ CREATE FUNCTION kgrag.grant_tenant(role_name text, tenant text) RETURNS boolean
     AS $$
 DECLARE
     tenant_role text;
+    carrier text;
 BEGIN
     IF pg_catalog.to_regrole(pg_catalog.quote_ident(role_name)) IS NULL THEN
         RAISE EXCEPTION 'role % does not exist', COALESCE(pg_catalog.quote_ident(role_name), 'NULL') USING ERRCODE = '42704';
@@ -888,6 +848,32 @@ BEGIN
         EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE', tenant_role);
         EXECUTE pg_catalog.format('COMMENT ON ROLE %I IS %L', tenant_role,
             pg_catalog.format('pgkgrag: may act for tenant %s of database %s', tenant, pg_catalog.current_database()));
+    END IF;
+    -- On a Citus coordinator with workers, a grant reaches them only for a role Citus keeps in step
+    -- there (one it created, after CREATE EXTENSION citus). It takes over any other role as what a
+    -- role it keeps is a member of: a role made for the purpose and dropped at once carries it (the
+    -- role is created, or altered, on every node with its memberships, and from then on every GRANT,
+    -- REVOKE and ALTER of it reaches the workers); a role it still does not keep is refused here,
+    -- not at its first search. (Nested: pg_dist_node exists only where Citus is installed.)
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+        IF EXISTS (SELECT 1 FROM pg_catalog.pg_dist_node AS n WHERE n.groupid > 0)
+           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_object AS o
+                            WHERE o.classid = 'pg_catalog.pg_authid'::pg_catalog.regclass
+                              AND o.objid = pg_catalog.to_regrole(pg_catalog.quote_ident(role_name))) THEN
+            carrier := 'kgrag_carrier_' || pg_catalog.left(pg_catalog.md5(pg_catalog.random()::text), 16);
+            EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN NOINHERIT', carrier);
+            EXECUTE pg_catalog.format('GRANT %I TO %I', role_name, carrier);
+            EXECUTE pg_catalog.format('DROP ROLE %I', carrier);
+            IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_object AS o
+                            WHERE o.classid = 'pg_catalog.pg_authid'::pg_catalog.regclass
+                              AND o.objid = pg_catalog.to_regrole(pg_catalog.quote_ident(role_name))) THEN
+                RAISE EXCEPTION 'role % is not known to the Citus workers, and Citus did not take it there',
+                                pg_catalog.quote_ident(role_name)
+                    USING ERRCODE = '42704',
+                          HINT = 'Is citus.enable_create_role_propagation off? Create the role on every worker as on the '
+                                 'coordinator, or turn the setting on, then grant again (docs/scale-out.md, "Roles").';
+            END IF;
+        END IF;
     END IF;
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_auth_members AS m
                     WHERE m.roleid = pg_catalog.to_regrole(tenant_role)
@@ -905,7 +891,7 @@ ALTER FUNCTION kgrag.grant_tenant(role_name text, tenant text) OWNER TO <owner>;
 -- Name: FUNCTION grant_tenant(role_name text, tenant text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.grant_tenant(role_name text, tenant text) IS 'Lets a role (and every role that is a member of it) act for a tenant of this database: makes it a member of the tenant''s role (kgrag_private.tenant_role, created on the first grant). Tenant ''*'' means every tenant (a service role), never the defaults tenant, which stays the schema owner''s. Returns true when the grant is new. For the schema owner (it needs CREATEROLE).';
+COMMENT ON FUNCTION kgrag.grant_tenant(role_name text, tenant text) IS 'Lets a role (and every role that is a member of it) act for a tenant of this database: makes it a member of the tenant''s role (kgrag_private.tenant_role, created on the first grant). Tenant ''*'' means every tenant (a service role), never the defaults tenant, which stays the schema owner''s. On a Citus coordinator the grant reaches every worker, whenever the role was created: a role Citus does not keep in step yet (made before CREATE EXTENSION citus) is first created or altered on every node with its memberships, and one it cannot take there is refused (42704) here rather than at its first search. Returns true when the grant is new (a repeated grant still takes the role to the workers). For the schema owner (it needs CREATEROLE).';
 
 --
 -- Name: graph_totals(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1021,62 +1007,17 @@ COMMENT ON FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, 
 CREATE FUNCTION kgrag.kgrag_search(question_vec public.vector DEFAULT NULL::public.vector, route text DEFAULT 'auto'::text, question text DEFAULT NULL::text, k integer DEFAULT 10, options jsonb DEFAULT '{}'::jsonb) RETURNS SETOF kgrag.search_row
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 DECLARE
-    started timestamptz := clock_timestamp();
-    budget_ms integer := kgrag.setting('search_timeout_ms')::integer;
-    deadline timestamptz := clock_timestamp() + budget_ms * interval '1 millisecond';
-    opts jsonb;
-    decided record;
-    ran record;
-    rows_out kgrag.search_row[];
-    why text;
-    counted record;
+    done record;
 BEGIN
-    PERFORM kgrag.current_tenant();  -- fails closed before anything else is read
-    question_vec := kgrag_private.fit_vector(question_vec);  -- a narrower model's, zero-padded
-    PERFORM kgrag_private.check_search_input(question_vec, route, question, k);
-    opts := kgrag_private.search_options(options);
-    PERFORM set_config('kgrag.paths_walked', '0', true);
-    PERFORM set_config('kgrag.search_deadline', deadline::text, true);  -- the walk keeps to it too
-
-    SELECT * INTO decided FROM kgrag_private.search_route(question_vec, kgrag_search.route, question, options, opts);
-    SELECT * INTO ran FROM kgrag_private.search_rows(decided.route, kgrag_search.route, question_vec, question,
-                                                     decided.seeds, decided.named_seeds, k, opts, decided.subject,
-                                                     decided.subject_absent);
-    rows_out := ran.result;
-    why := decided.reason || ran.said;
-    IF ran.over_budget IS NOT NULL AND cardinality(rows_out) = 0 THEN  -- nothing to return instead: the error stands
-        RAISE EXCEPTION '%', ran.over_budget
-            USING ERRCODE = '57014',
-                  HINT = 'Vector and lexical search found nothing either. Walk fewer hops, pass a degree cap, or filter relations.';
-    END IF;
-    IF cardinality(rows_out) = 0 THEN
-        PERFORM kgrag_private.search_in_time(deadline, budget_ms);
-    ELSIF clock_timestamp() > deadline THEN  -- what was found is returned rather than thrown away
-        why := why || format('; ran past search_timeout_ms (%s ms)', budget_ms);
-    END IF;
-    PERFORM set_config('kgrag.search_deadline', '', true);
-    IF (opts ->> 'neighbours')::boolean THEN
-        rows_out := ARRAY(SELECT x FROM kgrag_private.with_neighbours(rows_out) AS x);
-    END IF;
-    why := kgrag_private.search_caveats(why, rows_out, decided.route, question_vec IS NOT NULL, opts,
-                                        decided.subject_absent);
-    IF decided.count_rule IS NOT NULL AND decided.subject IS NOT NULL THEN  -- how many match, of which k are shown
-        SELECT c.said, c.result INTO counted FROM kgrag_private.count_caveat(decided.count_rule, decided.subject, rows_out) AS c;
-        why := why || counted.said;
-        rows_out := counted.result;
-    END IF;
-    why := kgrag_private.log_search_result(question, question_vec, decided.route, why, decided.seeds,
-                                           rows_out, started, ran.over_budget IS NOT NULL, opts);
-    PERFORM set_config('kgrag.last_route', decided.route, true);
-    PERFORM set_config('kgrag.last_reason', why, true);
-    PERFORM set_config('kgrag.last_reports', ARRAY(SELECT x.ref_id FROM unnest(rows_out) AS x WHERE x.kind = 'community')::text, true);
-    RETURN QUERY
-    SELECT (row_number() OVER ())::integer, x.ref_id, x.kind, x.source, x.score, decided.route, why, x.payload
-      FROM unnest(rows_out) AS x;
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    EXECUTE 'SELECT * FROM kgrag_private.search_at($1, $2, $3, $4, $5, $6)'
+       INTO done USING kgrag.current_tenant(), question_vec, route, question, k, options;
+    PERFORM kgrag_private.leave_last_search(done.last_route, done.last_reason, done.last_reports);
+    RETURN QUERY SELECT * FROM unnest(done.result_rows);
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag.kgrag_search(question_vec public.vector, route text, question text, k integer, options jsonb) OWNER TO <owner>;
 
@@ -1153,57 +1094,13 @@ COMMENT ON FUNCTION kgrag.lexical_query(question text, config regconfig, mode te
 CREATE FUNCTION kgrag.link_entities(question text, min_ratio double precision DEFAULT NULL::double precision, min_trigram double precision DEFAULT NULL::double precision, include_isolated boolean DEFAULT false) RETURNS TABLE(entity_id text, score double precision, tier text)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    whole text := kgrag.canonical_name(COALESCE(question, ''));
-    ratio_floor float8 := COALESCE(min_ratio, kgrag.setting('link_min_ratio')::float8);
-    trigram_floor float8 := COALESCE(min_trigram, kgrag.setting('link_min_trigram')::float8);
-    stop text[] := ARRAY(SELECT jsonb_array_elements_text(kgrag.setting('link_stopwords')));
-    -- the words the question capitalizes, folded; none when it capitalizes nothing (no case to read)
-    capitalized text[] := kgrag.capitalized_words(COALESCE(question, ''));
-    common text[];  -- the tenant's commonest name trigrams (kgrag.alias_trigram_stats) and their shares
-    frequency real[];
-    words jsonb;
-    strong jsonb;
+    AS $_$
 BEGIN
-    PERFORM kgrag_private.check_question(question);
-    IF whole = '' THEN
-        RETURN;
-    END IF;
-    SELECT s.common, s.frequency INTO common, frequency FROM kgrag.alias_trigram_stats AS s WHERE s.tenant_id = t;
-    words := kgrag_private.word_links(whole, stop, capitalized);
-    strong := kgrag_private.strong_links(whole, stop, words);
-    RETURN QUERY
-    WITH strong AS (
-        SELECT * FROM jsonb_to_recordset(strong) AS s(entity_id text, score float8, tier text, first integer, last integer)
-    ), weak AS (
-        SELECT * FROM kgrag_private.weak_links(whole, stop, strong, words, trigram_floor, ratio_floor, common, frequency)
-    ), ambiguity AS (
-        SELECT w.form, count(DISTINCT w.entity_id) AS entities FROM weak AS w GROUP BY w.form
-    ), matches AS (
-        -- The longest match wins: a name inside a longer name the question holds ("Federation"
-        -- inside "Thumb Wrestling Federation") is a part of it, not a second subject.
-        SELECT s.entity_id, s.score, s.tier FROM strong AS s
-         WHERE NOT EXISTS (SELECT 1 FROM strong AS o
-                            WHERE o.first <= s.first AND s.last <= o.last AND o.last - o.first > s.last - s.first)
-        UNION ALL
-        -- A weak match counts only when its words point at one or two entities ("service" inside
-        -- every "... Service" does not); a single word must have six letters or more.
-        SELECT w.entity_id, w.score, w.tier FROM weak AS w JOIN ambiguity AS n USING (form)
-         WHERE n.entities <= 2
-    ), best AS (
-        SELECT DISTINCT ON (m.entity_id) m.entity_id, m.score, m.tier
-          FROM matches AS m
-         ORDER BY m.entity_id, m.score DESC, m.tier
-    )
-    SELECT b.entity_id, b.score, b.tier
-      FROM best AS b
-      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = b.entity_id
-     WHERE e.degree > 0 OR include_isolated  -- an isolated entity leads nowhere: not a seed
-     ORDER BY b.score DESC, b.entity_id;
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    RETURN QUERY EXECUTE 'SELECT * FROM kgrag_private.link_entities_at($1, $2, $3, $4, $5)'
+       USING kgrag.current_tenant(), question, min_ratio, min_trigram, include_isolated;
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag.link_entities(question text, min_ratio double precision, min_trigram double precision, include_isolated boolean) OWNER TO <owner>;
 
@@ -1233,33 +1130,28 @@ ALTER FUNCTION kgrag.list_keys() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag.list_keys() IS 'Returns every API key by name: (name, tenants, role, created_at, revoked_at), never the key. For the schema owner (pgkgrag keys list).';
 
 --
--- Name: log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision); Type: FUNCTION; Schema: kgrag; Owner: kgrag_logger
+-- Name: log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
 CREATE FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) RETURNS void
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
 BEGIN
-    IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
-        RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
-    END IF;
-    INSERT INTO kgrag.answer_log (tenant_id, question_hash, route, not_found, calls, prompt_tokens, completion_tokens,
-                                  context_chars, citations, dropped, ms)
-    VALUES (kgrag.current_tenant(), md5(COALESCE(question, '')), route, COALESCE(not_found, false),
-            greatest(COALESCE(calls, 0), 0), greatest(COALESCE(prompt_tokens, 0), 0),
-            greatest(COALESCE(completion_tokens, 0), 0), greatest(COALESCE(context_chars, 0), 0),
-            greatest(COALESCE(citations, 0), 0), greatest(COALESCE(dropped, 0), 0), greatest(COALESCE(ms, 0), 0));
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    EXECUTE 'SELECT FROM kgrag_private.log_answer_at($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)'
+      USING kgrag.current_tenant(), question, route, not_found, calls, prompt_tokens, completion_tokens, context_chars,
+            citations, dropped, ms;
 END
-$$;
+$_$;
 
-ALTER FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) OWNER TO <owner>;
 
 --
--- Name: FUNCTION log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision); Type: COMMENT; Schema: kgrag; Owner: kgrag_logger
+-- Name: FUNCTION log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) IS 'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its md5), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. SECURITY DEFINER, owned by kgrag_logger (which may insert into the logs and nothing else): readers may not write the log themselves.';
+COMMENT ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) IS 'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its md5), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. Through kgrag_private.log_answer_at (SECURITY DEFINER, owned by kgrag_logger, which may insert into the logs and nothing else: readers may not write the log themselves; on Citus, one call to the worker holding the tenant''s shards).';
 
 --
 -- Name: merge_entities(text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2107,79 +1999,13 @@ COMMENT ON FUNCTION kgrag.revoke_tenant(role_name text, tenant text) IS 'Takes b
 CREATE FUNCTION kgrag.route(question_vec public.vector DEFAULT NULL::public.vector, question text DEFAULT NULL::text, options jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text, named_seeds text[], subject text, subject_absent boolean, count_rule text)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    opts jsonb := kgrag_private.search_options(options);
-    n_seeds integer := (opts ->> 'seeds')::integer;
-    folded text := kgrag.fold(COALESCE(question, ''));
-    vector_seeds text[] := '{}';
-    profile float8[];
-    flat boolean;
-    global_rule text;
-    global_why text;
-    mixed_rule text;
-    mixed_why text;
-    named text;
+    AS $_$
 BEGIN
-    PERFORM kgrag_private.check_question(question);
-    question_vec := kgrag_private.fit_vector(question_vec);  -- a narrower model's, zero-padded
-    linked := '{}';
-    named_seeds := '{}';
-    IF question IS NOT NULL THEN
-        SELECT s.linked, s.named INTO linked, named_seeds FROM kgrag_private.linked_seeds(question, n_seeds) AS s;
-    END IF;
-    -- The shape of the entity similarity profile: a question naming a subject peaks, a question
-    -- about the whole collection (or about nothing here) is flat.
-    -- Without a question vector (a question given as text only) there is no profile and no vector seed.
-    profile := CASE WHEN question_vec IS NULL THEN '{}'::float8[] ELSE ARRAY(
-                   SELECT p.similarity FROM kgrag.search_entities_vector(question_vec, 4, profile => true) AS p
-                    ORDER BY p.rank) END;
-    profile_gap := CASE WHEN cardinality(profile) = 0 THEN 0 ELSE profile[1] - profile[cardinality(profile)] END;
-    flat := cardinality(profile) >= 4 AND profile_gap < kgrag_private.floor('router_flat_gap')::float8;
-    -- Vector search seeds the traversal when the words name nothing the graph knows, and only
-    -- when its profile peaks: a name found in the text is more precise than a neighbour in space.
-    IF NOT flat AND cardinality(linked) = 0 AND question_vec IS NOT NULL THEN
-        vector_seeds := ARRAY(SELECT s.entity_id FROM kgrag.search_entities_vector(
-                                     question_vec, n_seeds, (opts ->> 'entity_seed_min_similarity')::float8) AS s
-                               ORDER BY s.rank);
-    END IF;
-    seeds := linked || ARRAY(SELECT x FROM unnest(vector_seeds) AS x WHERE x <> ALL (linked));
-
-    SELECT max(m.rule_id) FILTER (WHERE m.route = 'global'), max(m.description) FILTER (WHERE m.route = 'global'),
-           max(m.rule_id) FILTER (WHERE m.route = 'mixed'), max(m.description) FILTER (WHERE m.route = 'mixed'),
-           max(m.rule_id) FILTER (WHERE m.route = 'count')
-      INTO global_rule, global_why, mixed_rule, mixed_why, count_rule
-      FROM kgrag_private.matching_rules(folded) AS m;
-    -- An aggregation without an entity, or a count: what it is about (the words left once the
-    -- markers are out), and for the aggregation, whether any chunk holds it.
-    subject_absent := false;
-    IF global_rule IS NOT NULL AND cardinality(seeds) = 0 OR count_rule IS NOT NULL THEN
-        subject := kgrag_private.question_subject(question);
-    END IF;
-    IF global_rule IS NOT NULL AND cardinality(seeds) = 0 AND subject IS NOT NULL THEN
-        -- absent: not one of its words is in any chunk (a subject some chunk names is ranked against the reports)
-        SELECT m.has_words AND m.chunks = 0 INTO subject_absent FROM kgrag_private.subject_matches(subject, 1, false) AS m;
-        -- in other words than the collection's: a chunk or a report near the question (its
-        -- vector, above the floors) holds it
-        IF subject_absent AND question_vec IS NOT NULL THEN
-            subject_absent := NOT EXISTS (SELECT 1 FROM kgrag.search_chunks_vector(question_vec, 1) AS c
-                                           WHERE c.similarity >= (opts ->> 'chunk_min_similarity')::float8)
-                              AND NOT EXISTS (SELECT 1 FROM kgrag.search_reports_vector(question_vec, 1, (opts ->> 'level')::integer) AS r
-                                               WHERE r.similarity >= (opts ->> 'report_min_similarity')::float8);
-        END IF;
-    END IF;
-    SELECT string_agg(e.name, ', ' ORDER BY array_position(seeds, e.entity_id)) INTO named
-      FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (seeds[1:3]);
-    SELECT d.route, d.rule_id, d.reason INTO route, rule_id, reason
-      FROM kgrag_private.route_decision(cardinality(seeds), named, global_rule, global_why, mixed_rule, mixed_why,
-                                        question_vec IS NOT NULL, flat,
-                                        profile_gap, profile[1], opts ->> 'entity_seed_min_similarity',
-                                        CASE WHEN subject_absent THEN subject END, subject) AS d;
-    reason := reason || kgrag_private.ambiguity_note(question, linked);
-    RETURN NEXT;
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    RETURN QUERY EXECUTE 'SELECT * FROM kgrag_private.route_at($1, $2, $3, $4)'
+       USING kgrag.current_tenant(), question_vec, question, options;
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag.route(question_vec public.vector, question text, options jsonb) OWNER TO <owner>;
 
@@ -2269,37 +2095,13 @@ COMMENT ON FUNCTION kgrag.rrf(lists jsonb, k integer, weights jsonb) IS 'Returns
 CREATE FUNCTION kgrag.search_chunks_lexical(question text, k integer DEFAULT 10, mode text DEFAULT 'any'::text, config regconfig DEFAULT NULL::regconfig, min_coverage double precision DEFAULT 0) RETURNS TABLE(chunk_id text, rank integer, score double precision)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag.current_tenant();
-    cap integer := kgrag.setting('lexical_candidates')::integer;
-    configs regconfig[];
+    AS $_$
 BEGIN
-    PERFORM kgrag_private.check_k(k);
-    -- the languages of the tenant's documents unless config is given
-    configs := CASE WHEN config IS NOT NULL THEN ARRAY[config] ELSE kgrag_private.tenant_languages() END;
-    RETURN QUERY
-    WITH queries AS MATERIALIZED (  -- once per configuration, not per candidate
-        SELECT cfg, kgrag.lexical_query(question, cfg, mode) AS query,
-               ARRAY(SELECT plainto_tsquery('simple', w) FROM unnest(kgrag_private.question_words(question, cfg)) AS w) AS words
-          FROM unnest(COALESCE(configs, '{}')) AS cfg
-    ), hits AS (
-        SELECT c.chunk_id, ts_rank_cd(c.tsv, qs.query)::float8 AS score,
-               -- the share of the question's content words the chunk holds
-               COALESCE((SELECT count(*) FROM unnest(qs.words) AS w WHERE c.tsv @@ w)::float8
-                        / NULLIF(cardinality(qs.words), 0), 0) AS coverage
-          FROM queries AS qs
-         CROSS JOIN LATERAL kgrag_private.lexical_candidates(question, qs.cfg, mode, cap) AS c
-         WHERE numnode(qs.query) > 0
-    ), covered AS (
-        SELECT h.chunk_id, h.score FROM hits AS h WHERE min_coverage <= 0 OR h.coverage >= min_coverage
-    )
-    SELECT v.chunk_id, (row_number() OVER (ORDER BY v.score DESC, v.chunk_id))::integer, v.score
-      FROM covered AS v
-     ORDER BY v.score DESC, v.chunk_id
-     LIMIT k;
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    RETURN QUERY EXECUTE 'SELECT * FROM kgrag_private.search_chunks_lexical_at($1, $2, $3, $4, $5, $6)'
+       USING kgrag.current_tenant(), question, k, mode, config, min_coverage;
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag.search_chunks_lexical(question text, k integer, mode text, config regconfig, min_coverage double precision) OWNER TO <owner>;
 
@@ -2776,7 +2578,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0039'::text$$;
+    AS $$SELECT '0040'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -3271,6 +3073,35 @@ ALTER FUNCTION kgrag_private.check_batch_embedder() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.check_batch_embedder() IS 'Private. Returns nothing; waits while the current tenant moves to another embedder (kgrag.reembed_switch) and raises SQLSTATE 55000 when the batch''s vectors (the setting kgrag.batch_embedder, set by the driver) are of another embedder than the tenant''s.';
+
+--
+-- Name: check_delegated_tenant(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.check_delegated_tenant(tenant text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    acting text := kgrag.current_tenant();  -- fails closed where the transaction acts for no tenant
+BEGIN
+    IF tenant IS DISTINCT FROM acting THEN
+        RAISE EXCEPTION 'this transaction acts for tenant %, not for %', quote_literal(acting),
+                        COALESCE(quote_literal(tenant), 'NULL')
+            USING ERRCODE = '42501',
+                  HINT = 'Call the public function (kgrag.kgrag_search, kgrag.context, ...): it passes the tenant of kgrag.use_tenant.';
+    END IF;
+    RETURN acting;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.check_delegated_tenant(tenant text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION check_delegated_tenant(tenant text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.check_delegated_tenant(tenant text) IS 'Private. Returns the tenant the transaction acts for (kgrag.current_tenant) when it is the tenant named, and raises 42501 otherwise. The functions a public one delegates to (their first argument is the tenant: on a Citus cluster, what sends the call to the worker holding its shards, kgrag_private.delegate_calls) check it first, so that naming another tenant reaches nothing; row-level security holds as well.';
 
 --
 -- Name: check_embedder(text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3802,6 +3633,87 @@ ALTER FUNCTION kgrag_private.community_graph() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.community_graph() IS 'Private. Returns the graph communities are detected on: the current tenant''s co-occurrence edges, each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag_private.replace_communities.';
 
 --
+-- Name: context_blocks_at(text, public.vector, text, text, integer, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.context_blocks_at(tenant text, question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb) RETURNS TABLE(blocks jsonb, last_route text, last_reason text, last_reports text[])
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag_private.check_delegated_tenant(tenant);
+    r record;
+    candidate text;
+    seen text[] := '{}';
+    pool jsonb := '[]';  -- every block the rows give, in rank order
+    o integer := 0;
+    used integer := 0;
+    taken integer[] := '{}';
+BEGIN
+    IF max_chars IS NULL OR max_chars < 1 THEN
+        RAISE EXCEPTION 'max_chars must be >= 1, got %', COALESCE(max_chars::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    -- the search's log row waits for the characters packed (kgrag_search leaves it in kgrag.deferred_log)
+    PERFORM set_config('kgrag.defer_log', 'on', true), set_config('kgrag.deferred_log', '', true);
+    FOR r IN SELECT * FROM kgrag.kgrag_search(question_vec, route, question, k, options) ORDER BY 1 LOOP
+        IF r.kind = 'chunk' THEN
+            CONTINUE WHEN r.ref_id = ANY (seen);
+            seen := seen || r.ref_id;
+            SELECT format('[%s | %s] %s%s', kgrag.source_tag(c.doc_id, c.page, c.headings), c.chunk_id,
+                          CASE WHEN r.source = 'neighbour'
+                               THEN format('(neighbour %s %s) ', r.payload ->> 'side', r.payload ->> 'neighbour_of') END,
+                          c.text) INTO candidate
+              FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = r.ref_id;
+        ELSIF r.kind = 'entity' THEN
+            -- the answer and the relations that led to it count in the same budget
+            candidate := format('[entity %s] %s', r.payload ->> 'name', COALESCE(r.payload ->> 'answer', ''))
+                         || COALESCE(' (' || (r.payload -> 'evidence_refs' ->> 0) || ')', '')
+                         || COALESCE((SELECT string_agg(E'\n  ' || COALESCE(s.name, x.rel ->> 'src') || ' -['
+                                                        || COALESCE(x.rel ->> 'rel', '?') || ']-> '
+                                                        || COALESCE(d.name, x.rel ->> 'dst')
+                                                        || kgrag_private.validity_note(x.rel), '' ORDER BY x.i)
+                                        FROM jsonb_array_elements(r.payload -> 'relations') WITH ORDINALITY AS x(rel, i)
+                                        LEFT JOIN kgrag.entity AS s ON s.tenant_id = t AND s.entity_id = x.rel ->> 'src'
+                                        LEFT JOIN kgrag.entity AS d ON d.tenant_id = t AND d.entity_id = x.rel ->> 'dst'), '');
+        ELSE
+            candidate := format('[map %s] %s', r.ref_id, r.payload ->> 'report');
+        END IF;
+        o := o + 1;
+        pool := pool || jsonb_build_object('o', o, 'kind', r.kind, 'ref_id', r.ref_id, 'body', candidate,
+                                           'neighbour', r.source = 'neighbour');
+    END LOOP;
+    -- What fits, the rows themselves before their neighbours: each block costs its length and the
+    -- blank line before it (the first has none, hence max_chars + 2); one that does not fit is
+    -- skipped and smaller ones after it may still fit. Then in rank order.
+    FOR r IN SELECT p.o, length(p.body) AS n FROM jsonb_to_recordset(pool) AS p(o integer, body text, neighbour boolean)
+              ORDER BY p.neighbour, p.o LOOP
+        IF used + r.n + 2 <= max_chars + 2 THEN
+            used := used + r.n + 2;
+            taken := taken || r.o;
+        END IF;
+    END LOOP;
+    PERFORM set_config('kgrag.defer_log', '', true);
+    IF current_setting('kgrag.deferred_log', true) <> '' THEN
+        PERFORM kgrag_private.log_entry(current_setting('kgrag.deferred_log')::jsonb, greatest(used - 2, 0));
+        PERFORM set_config('kgrag.deferred_log', '', true);
+    END IF;
+    blocks := COALESCE((SELECT jsonb_agg(jsonb_build_object('kind', p.kind, 'ref_id', p.ref_id, 'body', p.body) ORDER BY p.o)
+                          FROM jsonb_to_recordset(pool) AS p(o integer, kind text, ref_id text, body text)
+                         WHERE p.o = ANY (taken)), '[]');
+    SELECT s.route, s.reason, s.reports INTO last_route, last_reason, last_reports FROM kgrag.last_search() AS s;
+    RETURN NEXT;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.context_blocks_at(tenant text, question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION context_blocks_at(tenant text, question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.context_blocks_at(tenant text, question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb) IS 'Private. kgrag.context_blocks itself, for the tenant the transaction acts for (tenant: checked against it), as one row: the blocks (a JSON array of kind, ref_id, body, in order) and what kgrag.last_search() returns after its search. On a Citus cluster a delegated function (kgrag_private.delegate_calls): the public function''s one call runs on the worker holding the tenant''s shards.';
+
+--
 -- Name: corrections(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4001,6 +3913,82 @@ ALTER FUNCTION kgrag_private.default_search_options() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.default_search_options() IS 'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors (kgrag_private.floor: for the tenant''s embedder), rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter, history false, min_confidence the setting walk_min_confidence.';
 
 --
+-- Name: delegate_calls(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.delegate_calls() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    f regprocedure;
+    r record;
+    n integer := 0;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+        RETURN 0;  -- (and pg_dist_partition does not exist: the test below would not plan)
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = 'kgrag.document'::regclass) THEN
+        RETURN 0;  -- not distributed (yet): kgrag.distribute() calls this again
+    END IF;
+    -- Citus sends each call to the worker holding the shards of its first argument's tenant, and
+    -- inside a transaction too (force_delegation), where every statement of the call must then name
+    -- that tenant in kgrag.document's co-location group: one round trip, the walk, the fusion and
+    -- the log next to the shards
+    FOR f IN SELECT * FROM kgrag_private.delegated_calls() LOOP
+        PERFORM pg_catalog.create_distributed_function(f, '$1', colocate_with => 'kgrag.document',
+                                                       force_delegation => true);
+        n := n + 1;
+    END LOOP;
+    -- a view becomes a distributed object (created on the workers) when its tables are
+    -- distributed, without the grants it had: grant them again, which Citus now passes on
+    FOR r IN SELECT c.oid::regclass AS view_name, a.privilege_type,
+                    CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS grantee
+               FROM pg_catalog.pg_class AS c
+              CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) AS a
+              WHERE c.relnamespace IN ('kgrag'::regnamespace, 'kgrag_private'::regnamespace) AND c.relkind = 'v'
+                AND a.grantee <> c.relowner
+              ORDER BY 1, 2, 3 LOOP
+        EXECUTE pg_catalog.format('GRANT %s ON %s TO %s', r.privilege_type, r.view_name, r.grantee);
+    END LOOP;
+    RETURN n;
+END
+$_$;
+
+ALTER FUNCTION kgrag_private.delegate_calls() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION delegate_calls(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.delegate_calls() IS 'Private. On a Citus coordinator whose tables are distributed: makes each of kgrag_private.delegated_calls() a function Citus delegates, by its first argument (the tenant), co-located with kgrag.document, inside transactions too (force_delegation), so that a public function''s call runs on the worker holding the tenant''s shards in one round trip; and grants on the workers what the views grant on the coordinator (a view distributed with its tables reaches the workers without its grants). kgrag.distribute() calls it, and so does every migration run (the installer creates the functions again). Elsewhere it does nothing. Returns the functions delegated. For the schema owner.';
+
+--
+-- Name: delegated_calls(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.delegated_calls() RETURNS SETOF regprocedure
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- the functions a public one calls with the tenant as first argument, each checking it first
+    SELECT p.oid::regprocedure
+      FROM pg_catalog.pg_proc AS p
+     WHERE p.pronamespace = 'kgrag_private'::regnamespace
+       AND p.proargnames[1] = 'tenant' AND p.pronargs >= 1 AND p.proargtypes[0] = 'text'::regtype
+       AND strpos(p.prosrc, 'kgrag_private.check_delegated_tenant(tenant)') > 0
+     ORDER BY p.oid::regprocedure::text
+$$;
+
+ALTER FUNCTION kgrag_private.delegated_calls() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION delegated_calls(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.delegated_calls() IS 'Private. Returns the functions a public function calls, in one statement, with the tenant of the transaction as first argument (named tenant, checked first with kgrag_private.check_delegated_tenant): kgrag_private.search_at, context_blocks_at, link_entities_at, route_at, search_chunks_lexical_at, log_answer_at, log_llm_calls_at and forget_in_logs. On a Citus cluster kgrag_private.delegate_calls makes each a delegated function.';
+
+--
 -- Name: derive_entities(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4082,11 +4070,9 @@ CREATE FUNCTION kgrag_private.distribution_plan() RETURNS TABLE(table_name text,
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
     -- tables holding the defaults of every tenant (tenant '*'), read by every tenant's queries,
-    -- are reference tables; the logs are written as kgrag_logger (SECURITY DEFINER log functions)
-    -- and never joined with the graph: a group of their own, or once a search has logged, Citus
-    -- refuses the rest of its transaction the tenant's other shards (modified there "by a
-    -- different user"). Referenced tables first: a foreign key may only point at a table
-    -- distributed before it.
+    -- are reference tables; every other table, the logs included, is co-located with kgrag.document
+    -- (a tenant's delegated calls, kgrag_private.delegate_calls, write its logs next to its graph).
+    -- Referenced tables first: a foreign key may only point at a table distributed before it.
     WITH RECURSIVE tables AS (
         SELECT c.oid, c.relname::text AS name
           FROM pg_catalog.pg_class AS c
@@ -4099,21 +4085,16 @@ CREATE FUNCTION kgrag_private.distribution_plan() RETURNS TABLE(table_name text,
           JOIN pg_catalog.pg_constraint AS k ON k.confrelid = depth.oid AND k.contype = 'f'
          WHERE k.conrelid <> k.confrelid AND depth.d < 32
     ), kinds AS (
-        SELECT t.name, max(depth.d) AS d, t.name IN ('settings', 'router_rule') AS reference,
-               CASE WHEN t.name IN ('answer_log', 'query_log', 'log_overflow', 'llm_call') THEN t.name END AS log
+        SELECT t.name, max(depth.d) AS d, t.name IN ('settings', 'router_rule') AS reference
           FROM tables AS t JOIN depth ON depth.oid = t.oid
          GROUP BY t.name
     )
     SELECT 'kgrag.' || k.name,
            CASE WHEN k.reference THEN 'reference' ELSE 'distributed by tenant_id' END,
-           CASE WHEN k.reference OR k.name = 'document' THEN NULL
-                WHEN k.log = 'answer_log' THEN 'none'
-                WHEN k.log IS NOT NULL THEN 'kgrag.answer_log'
-                ELSE 'kgrag.document' END
+           CASE WHEN k.reference OR k.name = 'document' THEN NULL ELSE 'kgrag.document' END
       FROM kinds AS k
-     -- reference tables first, then kgrag.document (every other table but the logs is co-located
-     -- with it), then the first log (the other is co-located with it)
-     ORDER BY k.reference DESC, k.name = 'document' DESC, k.name = 'answer_log' DESC, k.d, k.name
+     -- reference tables first, then kgrag.document (every other table is co-located with it)
+     ORDER BY k.reference DESC, k.name = 'document' DESC, k.d, k.name
 $$;
 
 ALTER FUNCTION kgrag_private.distribution_plan() OWNER TO <owner>;
@@ -4122,7 +4103,7 @@ ALTER FUNCTION kgrag_private.distribution_plan() OWNER TO <owner>;
 -- Name: FUNCTION distribution_plan(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.distribution_plan() IS 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table is distributed by tenant_id and co-located with kgrag.document, but for the logs (answer_log, query_log, log_overflow, llm_call), a co-location group of their own; referenced tables before the tables whose foreign keys point at them.';
+COMMENT ON FUNCTION kgrag_private.distribution_plan() IS 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table, the logs included (revision 0040), is distributed by tenant_id and co-located with kgrag.document; referenced tables before the tables whose foreign keys point at them.';
 
 --
 -- Name: document_chunks(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4529,15 +4510,15 @@ ALTER FUNCTION kgrag_private.forget_extractions(content_hashes text[]) OWNER TO 
 COMMENT ON FUNCTION kgrag_private.forget_extractions(content_hashes text[]) IS 'Private. Deletes the cached LLM extractions of these chunk texts that no chunk of the current tenant holds any more; returns how many.';
 
 --
--- Name: forget_in_logs(text[], text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: forget_in_logs(text, text[], text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-CREATE FUNCTION kgrag_private.forget_in_logs(entity_ids text[], names text[], chunk_ids text[]) RETURNS integer
+CREATE FUNCTION kgrag_private.forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    t text := kgrag.current_tenant();
+    t text := kgrag_private.check_delegated_tenant(tenant);
     n integer;
 BEGIN
     -- bounded; the caller (kgrag.delete_documents) passes only what the tenant's graph no longer
@@ -4560,13 +4541,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.forget_in_logs(entity_ids text[], names text[], chunk_ids text[]) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag_private.forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]) OWNER TO kgrag_logger;
 
 --
--- Name: FUNCTION forget_in_logs(entity_ids text[], names text[], chunk_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-COMMENT ON FUNCTION kgrag_private.forget_in_logs(entity_ids text[], names text[], chunk_ids text[]) IS 'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents named (kgrag.delete_documents calls it): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten] (at most 10,000 ids and 1,000 names of 2 to 300 characters). kgrag.delete_documents passes what the tenant''s graph no longer holds; a writer calling it itself could redact more of its own tenant''s log, as deleting the documents would (it cannot delete rows or change anything else). Returns the rows changed. SECURITY DEFINER, owned by kgrag_logger (the log''s writer, which alone may change its rows), on the allow-list; for kgrag_writer.';
+COMMENT ON FUNCTION kgrag_private.forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]) IS 'Private. Redacts from the tenant''s kgrag.query_log (tenant: the one the transaction acts for, checked; on Citus, what sends the call to the worker holding its shards, kgrag_private.delegate_calls) what deleted documents named (kgrag.delete_documents calls it): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten] (at most 10,000 ids and 1,000 names of 2 to 300 characters). kgrag.delete_documents passes what the tenant''s graph no longer holds; a writer calling it itself could redact more of its own tenant''s log, as deleting the documents would (it cannot delete rows or change anything else). Returns the rows changed. SECURITY DEFINER, owned by kgrag_logger (the log''s writer, which alone may change its rows), on the allow-list; for kgrag_writer.';
 
 --
 -- Name: frontier(text[], integer, integer, text[], timestamp with time zone, text, boolean, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5199,6 +5180,27 @@ ALTER FUNCTION kgrag_private.known_names() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.known_names() IS 'Private. Returns the names the current tenant''s graph knows: (name, type, aliases other than the name), one row per entity in entity_id order. The gazetteer extractor looks for these in new text when no names file is given.';
 
 --
+-- Name: leave_last_search(text, text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.leave_last_search(route text, reason text, reports text[]) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    SELECT pg_catalog.set_config('kgrag.last_route', COALESCE(route, ''), true),
+           pg_catalog.set_config('kgrag.last_reason', COALESCE(reason, ''), true),
+           pg_catalog.set_config('kgrag.last_reports', COALESCE(reports, '{}')::text, true)
+$$;
+
+ALTER FUNCTION kgrag_private.leave_last_search(route text, reason text, reports text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION leave_last_search(route text, reason text, reports text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.leave_last_search(route text, reason text, reports text[]) IS 'Private. Leaves, for the rest of the transaction on this node, what kgrag.last_search() returns: the last search''s route, reason and community reports (ids in rank order). kgrag_private.search_at calls it where it runs, and the public functions that call it again where they run (on Citus, the coordinator, while the search ran on a worker).';
+
+--
 -- Name: lexical_candidates(text, regconfig, text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5260,6 +5262,73 @@ ALTER FUNCTION kgrag_private.lexical_candidates(question text, config regconfig,
 --
 
 COMMENT ON FUNCTION kgrag_private.lexical_candidates(question text, config regconfig, mode text, cap integer) IS 'Private. Returns at most cap chunks (chunk_id, tsv) of the current tenant in a text search configuration for lexical search to score. Mode ''any'': every chunk holding one of the question''s rarest terms (those whose chunks, counted up to cap + 1 each, fit in cap together), then, up to cap, chunks holding the next rarest term (smallest chunk_id first, so every copy of the data draws the same) if at most cap chunks hold it; a term more chunks hold draws no candidates (kgrag.lexeme_stats names those without reading their index lists). Mode ''websearch'': up to cap matches (in storage order where more match). The work is bounded by cap per term, not by the number of chunks holding a word; with at most cap chunks per term and in all, every match is a candidate.';
+
+--
+-- Name: link_entities_at(text, text, double precision, double precision, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.link_entities_at(tenant text, question text, min_ratio double precision, min_trigram double precision, include_isolated boolean) RETURNS TABLE(entity_id text, score double precision, tier text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag_private.check_delegated_tenant(tenant);
+    whole text := kgrag.canonical_name(COALESCE(question, ''));
+    ratio_floor float8 := COALESCE(min_ratio, kgrag.setting('link_min_ratio')::float8);
+    trigram_floor float8 := COALESCE(min_trigram, kgrag.setting('link_min_trigram')::float8);
+    stop text[] := ARRAY(SELECT jsonb_array_elements_text(kgrag.setting('link_stopwords')));
+    -- the words the question capitalizes, folded; none when it capitalizes nothing (no case to read)
+    capitalized text[] := kgrag.capitalized_words(COALESCE(question, ''));
+    common text[];  -- the tenant's commonest name trigrams (kgrag.alias_trigram_stats) and their shares
+    frequency real[];
+    words jsonb;
+    strong jsonb;
+BEGIN
+    PERFORM kgrag_private.check_question(question);
+    IF whole = '' THEN
+        RETURN;
+    END IF;
+    SELECT s.common, s.frequency INTO common, frequency FROM kgrag.alias_trigram_stats AS s WHERE s.tenant_id = t;
+    words := kgrag_private.word_links(whole, stop, capitalized);
+    strong := kgrag_private.strong_links(whole, stop, words);
+    RETURN QUERY
+    WITH strong AS (
+        SELECT * FROM jsonb_to_recordset(strong) AS s(entity_id text, score float8, tier text, first integer, last integer)
+    ), weak AS (
+        SELECT * FROM kgrag_private.weak_links(whole, stop, strong, words, trigram_floor, ratio_floor, common, frequency)
+    ), ambiguity AS (
+        SELECT w.form, count(DISTINCT w.entity_id) AS entities FROM weak AS w GROUP BY w.form
+    ), matches AS (
+        -- The longest match wins: a name inside a longer name the question holds ("Federation"
+        -- inside "Thumb Wrestling Federation") is a part of it, not a second subject.
+        SELECT s.entity_id, s.score, s.tier FROM strong AS s
+         WHERE NOT EXISTS (SELECT 1 FROM strong AS o
+                            WHERE o.first <= s.first AND s.last <= o.last AND o.last - o.first > s.last - s.first)
+        UNION ALL
+        -- A weak match counts only when its words point at one or two entities ("service" inside
+        -- every "... Service" does not); a single word must have six letters or more.
+        SELECT w.entity_id, w.score, w.tier FROM weak AS w JOIN ambiguity AS n USING (form)
+         WHERE n.entities <= 2
+    ), best AS (
+        SELECT DISTINCT ON (m.entity_id) m.entity_id, m.score, m.tier
+          FROM matches AS m
+         ORDER BY m.entity_id, m.score DESC, m.tier
+    )
+    SELECT b.entity_id, b.score, b.tier
+      FROM best AS b
+      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = b.entity_id
+     WHERE e.degree > 0 OR include_isolated  -- an isolated entity leads nowhere: not a seed
+     ORDER BY b.score DESC, b.entity_id;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.link_entities_at(tenant text, question text, min_ratio double precision, min_trigram double precision, include_isolated boolean) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION link_entities_at(tenant text, question text, min_ratio double precision, min_trigram double precision, include_isolated boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.link_entities_at(tenant text, question text, min_ratio double precision, min_trigram double precision, include_isolated boolean) IS 'Private. kgrag.link_entities itself, for the tenant the transaction acts for (tenant: checked against it). On a Citus cluster a delegated function (kgrag_private.delegate_calls): the public function''s one call runs on the worker holding the tenant''s shards.';
 
 --
 -- Name: linked_seeds(text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5439,6 +5508,37 @@ ALTER FUNCTION kgrag_private.lock_keys(kind text, keys text[]) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.lock_keys(kind text, keys text[]) IS 'Private. Returns nothing; takes transaction-scoped advisory locks on the stripes (128 per tenant and kind) the keys hash to, in ascending order.';
 
 --
+-- Name: log_answer_at(text, text, text, boolean, integer, integer, integer, integer, integer, integer, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+CREATE FUNCTION kgrag_private.log_answer_at(tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag_private.check_delegated_tenant(tenant);
+BEGIN
+    IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
+        RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO kgrag.answer_log (tenant_id, question_hash, route, not_found, calls, prompt_tokens, completion_tokens,
+                                  context_chars, citations, dropped, ms)
+    VALUES (t, md5(COALESCE(question, '')), route, COALESCE(not_found, false),
+            greatest(COALESCE(calls, 0), 0), greatest(COALESCE(prompt_tokens, 0), 0),
+            greatest(COALESCE(completion_tokens, 0), 0), greatest(COALESCE(context_chars, 0), 0),
+            greatest(COALESCE(citations, 0), 0), greatest(COALESCE(dropped, 0), 0), greatest(COALESCE(ms, 0), 0));
+END
+$$;
+
+ALTER FUNCTION kgrag_private.log_answer_at(tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) OWNER TO kgrag_logger;
+
+--
+-- Name: FUNCTION log_answer_at(tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+COMMENT ON FUNCTION kgrag_private.log_answer_at(tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) IS 'Private. What kgrag.log_answer does, for the tenant the transaction acts for (tenant: checked against it): adds the answer log row. SECURITY DEFINER, owned by kgrag_logger (which may insert into the logs and nothing else), on the allow-list. On a Citus cluster a delegated function (kgrag_private.delegate_calls): it runs, as kgrag_logger, on the worker holding the tenant''s shards, so that the coordinator never writes them as another role than the caller''s.';
+
+--
 -- Name: log_entry(jsonb, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5463,15 +5563,40 @@ ALTER FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) OWNER
 COMMENT ON FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) IS 'Private. Writes a query log row from the entry kgrag_search made (jsonb: hash, route, reason, seeds, paths, rows, ms, fallback, question, chunks, embedder, revision) and the characters kgrag.context_blocks packed (NULL for a search alone), through kgrag_private.log_search.';
 
 --
--- Name: log_llm_calls(jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: log_llm_calls(jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
 CREATE FUNCTION kgrag_private.log_llm_calls(calls jsonb) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    n integer;
+BEGIN
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    EXECUTE 'SELECT * FROM kgrag_private.log_llm_calls_at($1, $2)' INTO n USING kgrag.current_tenant(), calls;
+    RETURN n;
+END
+$_$;
+
+ALTER FUNCTION kgrag_private.log_llm_calls(calls jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION log_llm_calls(calls jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) IS 'Private. Records LLM calls made for the current tenant in kgrag.llm_call: calls = [{purpose (extraction, report, answer or rerank), route, model, prompt_tokens, completion_tokens, cached, ms}], at most 10,000 (bounded text, no negative count). The driver calls it after its extraction, report and answer calls. Through kgrag_private.log_llm_calls_at (SECURITY DEFINER, owned by kgrag_logger, which alone writes the logs, on the allow-list: a tenant''s roles read the table, never write it; on Citus, one call to the worker holding the tenant''s shards). Returns the rows written.';
+
+--
+-- Name: log_llm_calls_at(text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+CREATE FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    t text := kgrag.current_tenant();
+    t text := kgrag_private.check_delegated_tenant(tenant);
     n integer;
 BEGIN
     IF jsonb_typeof(calls) IS DISTINCT FROM 'array' OR jsonb_array_length(calls) > 1000 THEN
@@ -5488,13 +5613,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.log_llm_calls(calls jsonb) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) OWNER TO kgrag_logger;
 
 --
--- Name: FUNCTION log_llm_calls(calls jsonb); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION log_llm_calls_at(tenant text, calls jsonb); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-COMMENT ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) IS 'Private. Records LLM calls made for the current tenant in kgrag.llm_call: calls = [{purpose (extraction, report, answer or rerank), route, model, prompt_tokens, completion_tokens, cached, ms}], at most 10,000 (bounded text, no negative count). The driver calls it after its extraction, report and answer calls. SECURITY DEFINER, owned by kgrag_logger (which alone writes the logs), on the allow-list: a tenant''s roles read the table, never write it. Returns the rows written.';
+COMMENT ON FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) IS 'Private. What kgrag_private.log_llm_calls does, for the tenant the transaction acts for (tenant: checked against it). SECURITY DEFINER, owned by kgrag_logger (which alone writes the logs), on the allow-list. On a Citus cluster a delegated function (kgrag_private.delegate_calls): it runs, as kgrag_logger, on the worker holding the tenant''s shards. Returns the rows written.';
 
 --
 -- Name: log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
@@ -7645,6 +7770,95 @@ ALTER FUNCTION kgrag_private.rewrite_edges() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.rewrite_edges() IS 'Private. Applies pg_temp.kgrag_edge_want (new edge values, weight 0 = remove), writing only the edges whose values change, and moves the degree of each source that gains its first edge to a neighbour or loses its last one. Returns the number of edges inserted or updated.';
 
 --
+-- Name: route_at(text, public.vector, text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.route_at(tenant text, question_vec public.vector, question text, options jsonb) RETURNS TABLE(route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text, named_seeds text[], subject text, subject_absent boolean, count_rule text)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag_private.check_delegated_tenant(tenant);
+    opts jsonb := kgrag_private.search_options(options);
+    n_seeds integer := (opts ->> 'seeds')::integer;
+    folded text := kgrag.fold(COALESCE(question, ''));
+    vector_seeds text[] := '{}';
+    profile float8[];
+    flat boolean;
+    global_rule text;
+    global_why text;
+    mixed_rule text;
+    mixed_why text;
+    named text;
+BEGIN
+    PERFORM kgrag_private.check_question(question);
+    question_vec := kgrag_private.fit_vector(question_vec);  -- a narrower model's, zero-padded
+    linked := '{}';
+    named_seeds := '{}';
+    IF question IS NOT NULL THEN
+        SELECT s.linked, s.named INTO linked, named_seeds FROM kgrag_private.linked_seeds(question, n_seeds) AS s;
+    END IF;
+    -- The shape of the entity similarity profile: a question naming a subject peaks, a question
+    -- about the whole collection (or about nothing here) is flat.
+    -- Without a question vector (a question given as text only) there is no profile and no vector seed.
+    profile := CASE WHEN question_vec IS NULL THEN '{}'::float8[] ELSE ARRAY(
+                   SELECT p.similarity FROM kgrag.search_entities_vector(question_vec, 4, profile => true) AS p
+                    ORDER BY p.rank) END;
+    profile_gap := CASE WHEN cardinality(profile) = 0 THEN 0 ELSE profile[1] - profile[cardinality(profile)] END;
+    flat := cardinality(profile) >= 4 AND profile_gap < kgrag_private.floor('router_flat_gap')::float8;
+    -- Vector search seeds the traversal when the words name nothing the graph knows, and only
+    -- when its profile peaks: a name found in the text is more precise than a neighbour in space.
+    IF NOT flat AND cardinality(linked) = 0 AND question_vec IS NOT NULL THEN
+        vector_seeds := ARRAY(SELECT s.entity_id FROM kgrag.search_entities_vector(
+                                     question_vec, n_seeds, (opts ->> 'entity_seed_min_similarity')::float8) AS s
+                               ORDER BY s.rank);
+    END IF;
+    seeds := linked || ARRAY(SELECT x FROM unnest(vector_seeds) AS x WHERE x <> ALL (linked));
+
+    SELECT max(m.rule_id) FILTER (WHERE m.route = 'global'), max(m.description) FILTER (WHERE m.route = 'global'),
+           max(m.rule_id) FILTER (WHERE m.route = 'mixed'), max(m.description) FILTER (WHERE m.route = 'mixed'),
+           max(m.rule_id) FILTER (WHERE m.route = 'count')
+      INTO global_rule, global_why, mixed_rule, mixed_why, count_rule
+      FROM kgrag_private.matching_rules(folded) AS m;
+    -- An aggregation without an entity, or a count: what it is about (the words left once the
+    -- markers are out), and for the aggregation, whether any chunk holds it.
+    subject_absent := false;
+    IF global_rule IS NOT NULL AND cardinality(seeds) = 0 OR count_rule IS NOT NULL THEN
+        subject := kgrag_private.question_subject(question);
+    END IF;
+    IF global_rule IS NOT NULL AND cardinality(seeds) = 0 AND subject IS NOT NULL THEN
+        -- absent: not one of its words is in any chunk (a subject some chunk names is ranked against the reports)
+        SELECT m.has_words AND m.chunks = 0 INTO subject_absent FROM kgrag_private.subject_matches(subject, 1, false) AS m;
+        -- in other words than the collection's: a chunk or a report near the question (its
+        -- vector, above the floors) holds it
+        IF subject_absent AND question_vec IS NOT NULL THEN
+            subject_absent := NOT EXISTS (SELECT 1 FROM kgrag.search_chunks_vector(question_vec, 1) AS c
+                                           WHERE c.similarity >= (opts ->> 'chunk_min_similarity')::float8)
+                              AND NOT EXISTS (SELECT 1 FROM kgrag.search_reports_vector(question_vec, 1, (opts ->> 'level')::integer) AS r
+                                               WHERE r.similarity >= (opts ->> 'report_min_similarity')::float8);
+        END IF;
+    END IF;
+    SELECT string_agg(e.name, ', ' ORDER BY array_position(seeds, e.entity_id)) INTO named
+      FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (seeds[1:3]);
+    SELECT d.route, d.rule_id, d.reason INTO route, rule_id, reason
+      FROM kgrag_private.route_decision(cardinality(seeds), named, global_rule, global_why, mixed_rule, mixed_why,
+                                        question_vec IS NOT NULL, flat,
+                                        profile_gap, profile[1], opts ->> 'entity_seed_min_similarity',
+                                        CASE WHEN subject_absent THEN subject END, subject) AS d;
+    reason := reason || kgrag_private.ambiguity_note(question, linked);
+    RETURN NEXT;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.route_at(tenant text, question_vec public.vector, question text, options jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION route_at(tenant text, question_vec public.vector, question text, options jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.route_at(tenant text, question_vec public.vector, question text, options jsonb) IS 'Private. kgrag.route itself, for the tenant the transaction acts for (tenant: checked against it). On a Citus cluster a delegated function (kgrag_private.delegate_calls): the public function''s one call runs on the worker holding the tenant''s shards.';
+
+--
 -- Name: route_decision(integer, text, text, text, text, text, boolean, boolean, double precision, double precision, text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -7834,6 +8048,80 @@ ALTER FUNCTION kgrag_private.sealed(tenant text, seal text) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.sealed(tenant text, seal text) IS 'Private. Returns whether a seal is the current transaction''s for this tenant: made by kgrag_private.tenant_seal in this backend and transaction, or, on a Citus worker serving another node''s transaction, made by the backend that transaction started on (same global pid and tenant).';
 
 --
+-- Name: search_at(text, public.vector, text, text, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.search_at(tenant text, question_vec public.vector, route text, question text, k integer, options jsonb) RETURNS TABLE(result_rows kgrag.search_row[], last_route text, last_reason text, last_reports text[])
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    started timestamptz := clock_timestamp();
+    budget_ms integer := kgrag.setting('search_timeout_ms')::integer;
+    deadline timestamptz := clock_timestamp() + budget_ms * interval '1 millisecond';
+    opts jsonb;
+    decided record;
+    ran record;
+    rows_out kgrag.search_row[];
+    why text;
+    counted record;
+BEGIN
+    PERFORM kgrag_private.check_delegated_tenant(tenant);  -- fails closed before anything else is read
+    question_vec := kgrag_private.fit_vector(question_vec);  -- a narrower model's, zero-padded
+    PERFORM kgrag_private.check_search_input(question_vec, route, question, k);
+    opts := kgrag_private.search_options(options);
+    PERFORM set_config('kgrag.paths_walked', '0', true);
+    PERFORM set_config('kgrag.search_deadline', deadline::text, true);  -- the walk keeps to it too
+
+    SELECT * INTO decided FROM kgrag_private.search_route(question_vec, search_at.route, question, options, opts);
+    SELECT * INTO ran FROM kgrag_private.search_rows(decided.route, search_at.route, question_vec, question,
+                                                     decided.seeds, decided.named_seeds, k, opts, decided.subject,
+                                                     decided.subject_absent);
+    rows_out := ran.result;
+    why := decided.reason || ran.said;
+    IF ran.over_budget IS NOT NULL AND cardinality(rows_out) = 0 THEN  -- nothing to return instead: the error stands
+        RAISE EXCEPTION '%', ran.over_budget
+            USING ERRCODE = '57014',
+                  HINT = 'Vector and lexical search found nothing either. Walk fewer hops, pass a degree cap, or filter relations.';
+    END IF;
+    IF cardinality(rows_out) = 0 THEN
+        PERFORM kgrag_private.search_in_time(deadline, budget_ms);
+    ELSIF clock_timestamp() > deadline THEN  -- what was found is returned rather than thrown away
+        why := why || format('; ran past search_timeout_ms (%s ms)', budget_ms);
+    END IF;
+    PERFORM set_config('kgrag.search_deadline', '', true);
+    IF (opts ->> 'neighbours')::boolean THEN
+        rows_out := ARRAY(SELECT x FROM kgrag_private.with_neighbours(rows_out) AS x);
+    END IF;
+    why := kgrag_private.search_caveats(why, rows_out, decided.route, question_vec IS NOT NULL, opts,
+                                        decided.subject_absent);
+    IF decided.count_rule IS NOT NULL AND decided.subject IS NOT NULL THEN  -- how many match, of which k are shown
+        SELECT c.said, c.result INTO counted FROM kgrag_private.count_caveat(decided.count_rule, decided.subject, rows_out) AS c;
+        why := why || counted.said;
+        rows_out := counted.result;
+    END IF;
+    why := kgrag_private.log_search_result(question, question_vec, decided.route, why, decided.seeds,
+                                           rows_out, started, ran.over_budget IS NOT NULL, opts);
+    result_rows := ARRAY(SELECT ((row_number() OVER ())::integer, x.ref_id, x.kind, x.source, x.score, decided.route, why,
+                                 x.payload)::kgrag.search_row
+                           FROM unnest(rows_out) AS x);
+    last_route := decided.route;
+    last_reason := why;
+    last_reports := ARRAY(SELECT x.ref_id FROM unnest(rows_out) AS x WHERE x.kind = 'community');
+    PERFORM kgrag_private.leave_last_search(last_route, last_reason, last_reports);
+    RETURN NEXT;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.search_at(tenant text, question_vec public.vector, route text, question text, k integer, options jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION search_at(tenant text, question_vec public.vector, route text, question text, k integer, options jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.search_at(tenant text, question_vec public.vector, route text, question text, k integer, options jsonb) IS 'Private. kgrag.kgrag_search itself, for the tenant the transaction acts for (tenant: checked against it), as one row: the rows found, and the route, reason and community reports kgrag.last_search() returns. On a Citus cluster a delegated function (kgrag_private.delegate_calls): the public function''s one call runs here on the worker holding the tenant''s shards, the walk, the fusion and the log next to them.';
+
+--
 -- Name: search_caveats(text, kgrag.search_row[], text, boolean, jsonb, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -7889,6 +8177,53 @@ ALTER FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row
 --
 
 COMMENT ON FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb, subject_absent boolean) IS 'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents (also raised as a NOTICE, which every client shows) or that nothing cleared the floors (naming them).';
+
+--
+-- Name: search_chunks_lexical_at(text, text, integer, text, regconfig, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.search_chunks_lexical_at(tenant text, question text, k integer, mode text, config regconfig, min_coverage double precision) RETURNS TABLE(chunk_id text, rank integer, score double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag_private.check_delegated_tenant(tenant);
+    cap integer := kgrag.setting('lexical_candidates')::integer;
+    configs regconfig[];
+BEGIN
+    PERFORM kgrag_private.check_k(k);
+    -- the languages of the tenant's documents unless config is given
+    configs := CASE WHEN config IS NOT NULL THEN ARRAY[config] ELSE kgrag_private.tenant_languages() END;
+    RETURN QUERY
+    WITH queries AS MATERIALIZED (  -- once per configuration, not per candidate
+        SELECT cfg, kgrag.lexical_query(question, cfg, mode) AS query,
+               ARRAY(SELECT plainto_tsquery('simple', w) FROM unnest(kgrag_private.question_words(question, cfg)) AS w) AS words
+          FROM unnest(COALESCE(configs, '{}')) AS cfg
+    ), hits AS (
+        SELECT c.chunk_id, ts_rank_cd(c.tsv, qs.query)::float8 AS score,
+               -- the share of the question's content words the chunk holds
+               COALESCE((SELECT count(*) FROM unnest(qs.words) AS w WHERE c.tsv @@ w)::float8
+                        / NULLIF(cardinality(qs.words), 0), 0) AS coverage
+          FROM queries AS qs
+         CROSS JOIN LATERAL kgrag_private.lexical_candidates(question, qs.cfg, mode, cap) AS c
+         WHERE numnode(qs.query) > 0
+    ), covered AS (
+        SELECT h.chunk_id, h.score FROM hits AS h WHERE min_coverage <= 0 OR h.coverage >= min_coverage
+    )
+    SELECT v.chunk_id, (row_number() OVER (ORDER BY v.score DESC, v.chunk_id))::integer, v.score
+      FROM covered AS v
+     ORDER BY v.score DESC, v.chunk_id
+     LIMIT k;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.search_chunks_lexical_at(tenant text, question text, k integer, mode text, config regconfig, min_coverage double precision) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION search_chunks_lexical_at(tenant text, question text, k integer, mode text, config regconfig, min_coverage double precision); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.search_chunks_lexical_at(tenant text, question text, k integer, mode text, config regconfig, min_coverage double precision) IS 'Private. kgrag.search_chunks_lexical itself, for the tenant the transaction acts for (tenant: checked against it). On a Citus cluster a delegated function (kgrag_private.delegate_calls): the public function''s one call runs on the worker holding the tenant''s shards.';
 
 --
 -- Name: search_in_time(timestamp with time zone, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -11362,10 +11697,9 @@ REVOKE ALL ON FUNCTION kgrag.grant_tenant(role_name text, tenant text) FROM PUBL
 REVOKE ALL ON FUNCTION kgrag.list_keys() FROM PUBLIC;
 
 --
--- Name: FUNCTION log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision); Type: ACL; Schema: kgrag; Owner: kgrag_logger
+-- Name: FUNCTION log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision); Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
-REVOKE ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_writer;
 
@@ -11415,11 +11749,17 @@ GRANT ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name
 GRANT ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) TO kgrag_curator;
 
 --
--- Name: FUNCTION forget_in_logs(entity_ids text[], names text[], chunk_ids text[]); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION delegate_calls(); Type: ACL; Schema: kgrag_private; Owner: <owner>
 --
 
-REVOKE ALL ON FUNCTION kgrag_private.forget_in_logs(entity_ids text[], names text[], chunk_ids text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION kgrag_private.forget_in_logs(entity_ids text[], names text[], chunk_ids text[]) TO kgrag_writer;
+REVOKE ALL ON FUNCTION kgrag_private.delegate_calls() FROM PUBLIC;
+
+--
+-- Name: FUNCTION forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]) TO kgrag_writer;
 
 --
 -- Name: FUNCTION fts_probe(query tsquery, config regconfig, lim integer); Type: ACL; Schema: kgrag_private; Owner: kgrag_probe
@@ -11455,12 +11795,27 @@ GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgra
 GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgrag_logger;
 
 --
--- Name: FUNCTION log_llm_calls(calls jsonb); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION log_answer_at(tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-REVOKE ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION kgrag_private.log_answer_at(tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.log_answer_at(tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag_private.log_answer_at(tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_writer;
+
+--
+-- Name: FUNCTION log_llm_calls(calls jsonb); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
 GRANT ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) TO kgrag_writer;
+
+--
+-- Name: FUNCTION log_llm_calls_at(tenant text, calls jsonb); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) TO kgrag_writer;
 
 --
 -- Name: FUNCTION log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger

@@ -17,6 +17,7 @@ from pathlib import Path
 import core_venv
 import psycopg
 import pytest
+from citus_cluster import CITUS_SH, citus, fresh_cluster
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from tenant_session import TenantSession
@@ -112,6 +113,20 @@ def dsn(server: Server, template: str) -> Iterator[str]:
         yield server.dsn(name)
     finally:
         server.drop_database(name)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """The real Citus cluster of ../shared/citus/citus.sh, for the tests of tests/citus: a clean one
+    per module (a module may take the schema down), its coordinator's DSN; the schema at head installed
+    by the superuser and distributed by docker/citus/setup.sh; stopped after the module."""
+    if not CITUS_SH.exists():
+        pytest.skip(f"no Citus cluster script at {CITUS_SH} (see docs/scale-out.md): the Citus tests need it")
+    dsn = fresh_cluster()
+    try:
+        yield dsn
+    finally:
+        citus("stop")
 
 
 @pytest.fixture

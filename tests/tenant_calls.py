@@ -56,7 +56,7 @@ PURE = {
     "report_embedding_text",
 }
 # Functions for the schema owner only (the application roles may not execute them).
-OWNER_ONLY = {"distribute", "grant_tenant", "revoke_tenant", "create_key", "list_keys", "revoke_key"}
+OWNER_ONLY = {"distribute", "delegate_calls", "grant_tenant", "revoke_tenant", "create_key", "list_keys", "revoke_key"}
 # Functions that need an API key the owner made: tests/serve/test_keys_and_limits.py calls them as
 # the service's login role, for the key's tenant and for another.
 KEYED = {"use_key"}

@@ -226,8 +226,8 @@ def installed_vector_index(conn: psycopg.Connection) -> str | None:
 
 
 def finish(bind: Connection, *, at_head: bool, ran: bool, revision: str | None) -> None:
-    """End of every migration run: record the revision, (re)build the idempotent layer at head,
-    remove it elsewhere."""
+    """End of every migration run: record the revision, (re)build the idempotent layer at head
+    (on a distributed schema, with its delegated calls), remove it elsewhere."""
     conn = driver_connection(bind)
     if not _has_settings(conn):
         return  # downgraded to base: the schema is gone
@@ -246,6 +246,7 @@ def finish(bind: Connection, *, at_head: bool, ran: bool, revision: str | None) 
     created = sorted(_kgrag_objects(conn) - before)
     _put_setting(conn, "idempotent_objects", [list(obj) for obj in created])
     _put_setting(conn, "idempotent_sha256", digest)
+    conn.execute(Q["installer_delegate_calls"])  # created again: delegated again (Citus only)
 
 
 def record_revision(conn: psycopg.Connection, revision: str) -> None:

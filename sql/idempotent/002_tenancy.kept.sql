@@ -243,6 +243,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     tenant_role text;
+    carrier text;
 BEGIN
     IF pg_catalog.to_regrole(pg_catalog.quote_ident(role_name)) IS NULL THEN
         RAISE EXCEPTION 'role % does not exist', COALESCE(pg_catalog.quote_ident(role_name), 'NULL') USING ERRCODE = '42704';
@@ -256,6 +257,32 @@ BEGIN
         EXECUTE pg_catalog.format('COMMENT ON ROLE %I IS %L', tenant_role,
             pg_catalog.format('pgkgrag: may act for tenant %s of database %s', tenant, pg_catalog.current_database()));
     END IF;
+    -- On a Citus coordinator with workers, a grant reaches them only for a role Citus keeps in step
+    -- there (one it created, after CREATE EXTENSION citus). It takes over any other role as what a
+    -- role it keeps is a member of: a role made for the purpose and dropped at once carries it (the
+    -- role is created, or altered, on every node with its memberships, and from then on every GRANT,
+    -- REVOKE and ALTER of it reaches the workers); a role it still does not keep is refused here,
+    -- not at its first search. (Nested: pg_dist_node exists only where Citus is installed.)
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+        IF EXISTS (SELECT 1 FROM pg_catalog.pg_dist_node AS n WHERE n.groupid > 0)
+           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_object AS o
+                            WHERE o.classid = 'pg_catalog.pg_authid'::pg_catalog.regclass
+                              AND o.objid = pg_catalog.to_regrole(pg_catalog.quote_ident(role_name))) THEN
+            carrier := 'kgrag_carrier_' || pg_catalog.left(pg_catalog.md5(pg_catalog.random()::text), 16);
+            EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN NOINHERIT', carrier);
+            EXECUTE pg_catalog.format('GRANT %I TO %I', role_name, carrier);
+            EXECUTE pg_catalog.format('DROP ROLE %I', carrier);
+            IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_object AS o
+                            WHERE o.classid = 'pg_catalog.pg_authid'::pg_catalog.regclass
+                              AND o.objid = pg_catalog.to_regrole(pg_catalog.quote_ident(role_name))) THEN
+                RAISE EXCEPTION 'role % is not known to the Citus workers, and Citus did not take it there',
+                                pg_catalog.quote_ident(role_name)
+                    USING ERRCODE = '42704',
+                          HINT = 'Is citus.enable_create_role_propagation off? Create the role on every worker as on the '
+                                 'coordinator, or turn the setting on, then grant again (docs/scale-out.md, "Roles").';
+            END IF;
+        END IF;
+    END IF;
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_auth_members AS m
                     WHERE m.roleid = pg_catalog.to_regrole(tenant_role)
                       AND m.member = pg_catalog.to_regrole(pg_catalog.quote_ident(role_name))) THEN
@@ -267,7 +294,7 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag.grant_tenant(text, text) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag.grant_tenant(text, text) IS
-'Lets a role (and every role that is a member of it) act for a tenant of this database: makes it a member of the tenant''s role (kgrag_private.tenant_role, created on the first grant). Tenant ''*'' means every tenant (a service role), never the defaults tenant, which stays the schema owner''s. Returns true when the grant is new. For the schema owner (it needs CREATEROLE).';
+'Lets a role (and every role that is a member of it) act for a tenant of this database: makes it a member of the tenant''s role (kgrag_private.tenant_role, created on the first grant). Tenant ''*'' means every tenant (a service role), never the defaults tenant, which stays the schema owner''s. On a Citus coordinator the grant reaches every worker, whenever the role was created: a role Citus does not keep in step yet (made before CREATE EXTENSION citus) is first created or altered on every node with its memberships, and one it cannot take there is refused (42704) here rather than at its first search. Returns true when the grant is new (a repeated grant still takes the role to the workers). For the schema owner (it needs CREATEROLE).';
 
 CREATE OR REPLACE FUNCTION kgrag.revoke_tenant(role_name text, tenant text) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

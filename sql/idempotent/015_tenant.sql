@@ -1,4 +1,23 @@
--- What a tenant holds, counted.
+-- What a tenant holds, counted; and the tenant a delegated call is made for.
+
+CREATE OR REPLACE FUNCTION kgrag_private.check_delegated_tenant(tenant text) RETURNS text
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    acting text := kgrag.current_tenant();  -- fails closed where the transaction acts for no tenant
+BEGIN
+    IF tenant IS DISTINCT FROM acting THEN
+        RAISE EXCEPTION 'this transaction acts for tenant %, not for %', quote_literal(acting),
+                        COALESCE(quote_literal(tenant), 'NULL')
+            USING ERRCODE = '42501',
+                  HINT = 'Call the public function (kgrag.kgrag_search, kgrag.context, ...): it passes the tenant of kgrag.use_tenant.';
+    END IF;
+    RETURN acting;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.check_delegated_tenant(text) IS
+'Private. Returns the tenant the transaction acts for (kgrag.current_tenant) when it is the tenant named, and raises 42501 otherwise. The functions a public one delegates to (their first argument is the tenant: on a Citus cluster, what sends the call to the worker holding its shards, kgrag_private.delegate_calls) check it first, so that naming another tenant reaches nothing; row-level security holds as well.';
 
 CREATE OR REPLACE FUNCTION kgrag.graph_totals()
 RETURNS TABLE (documents bigint, chunks bigint, entities bigint, edges bigint, communities bigint, reports bigint)

@@ -163,15 +163,13 @@ $$;
 COMMENT ON FUNCTION kgrag_private.question_words(text, regconfig) IS
 'Private. Returns the content words of a question in a text search configuration (accents folded): what lexical coverage is counted over.';
 
-CREATE OR REPLACE FUNCTION kgrag.search_chunks_lexical(
-    question text, k integer DEFAULT 10, mode text DEFAULT 'any', config regconfig DEFAULT NULL,
-    min_coverage double precision DEFAULT 0)
+CREATE OR REPLACE FUNCTION kgrag_private.search_chunks_lexical_at(tenant text, question text, k integer, mode text, config regconfig, min_coverage double precision)
 RETURNS TABLE (chunk_id text, rank integer, score double precision)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    t text := kgrag.current_tenant();
+    t text := kgrag_private.check_delegated_tenant(tenant);
     cap integer := kgrag.setting('lexical_candidates')::integer;
     configs regconfig[];
 BEGIN
@@ -198,6 +196,22 @@ BEGIN
       FROM covered AS v
      ORDER BY v.score DESC, v.chunk_id
      LIMIT k;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.search_chunks_lexical_at(text, text, integer, text, regconfig, double precision) IS
+'Private. kgrag.search_chunks_lexical itself, for the tenant the transaction acts for (tenant: checked against it). On a Citus cluster a delegated function (kgrag_private.delegate_calls): the public function''s one call runs on the worker holding the tenant''s shards.';
+
+CREATE OR REPLACE FUNCTION kgrag.search_chunks_lexical(
+    question text, k integer DEFAULT 10, mode text DEFAULT 'any', config regconfig DEFAULT NULL,
+    min_coverage double precision DEFAULT 0)
+RETURNS TABLE (chunk_id text, rank integer, score double precision)
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    RETURN QUERY EXECUTE 'SELECT * FROM kgrag_private.search_chunks_lexical_at($1, $2, $3, $4, $5, $6)'
+       USING kgrag.current_tenant(), question, k, mode, config, min_coverage;
 END
 $$;
 COMMENT ON FUNCTION kgrag.search_chunks_lexical(text, integer, text, regconfig, double precision) IS

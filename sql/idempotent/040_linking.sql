@@ -290,15 +290,13 @@ $$;
 COMMENT ON FUNCTION kgrag_private.weak_links(text, text[], jsonb, jsonb, double precision, double precision, text[], real[]) IS
 'Private. Returns the fuzzy matches of a canonical question: for each squashed span of up to three words (six letters or more for one word, four for more) that no strong match explains, the aliases that hold it or are held by it with a length ratio >= ratio_floor (contains) or share trigrams with it above trigram_floor (trigram), scored 3 x the better of the two, two at most (kgrag_private.fuzzy_aliases); a name the case rule refused for a word of the span is left out.';
 
-CREATE OR REPLACE FUNCTION kgrag.link_entities(
-    question text, min_ratio double precision DEFAULT NULL, min_trigram double precision DEFAULT NULL,
-    include_isolated boolean DEFAULT false)
+CREATE OR REPLACE FUNCTION kgrag_private.link_entities_at(tenant text, question text, min_ratio double precision, min_trigram double precision, include_isolated boolean)
 RETURNS TABLE (entity_id text, score double precision, tier text)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    t text := kgrag.current_tenant();
+    t text := kgrag_private.check_delegated_tenant(tenant);
     whole text := kgrag.canonical_name(COALESCE(question, ''));
     ratio_floor float8 := COALESCE(min_ratio, kgrag.setting('link_min_ratio')::float8);
     trigram_floor float8 := COALESCE(min_trigram, kgrag.setting('link_min_trigram')::float8);
@@ -345,6 +343,22 @@ BEGIN
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = b.entity_id
      WHERE e.degree > 0 OR include_isolated  -- an isolated entity leads nowhere: not a seed
      ORDER BY b.score DESC, b.entity_id;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.link_entities_at(text, text, double precision, double precision, boolean) IS
+'Private. kgrag.link_entities itself, for the tenant the transaction acts for (tenant: checked against it). On a Citus cluster a delegated function (kgrag_private.delegate_calls): the public function''s one call runs on the worker holding the tenant''s shards.';
+
+CREATE OR REPLACE FUNCTION kgrag.link_entities(
+    question text, min_ratio double precision DEFAULT NULL, min_trigram double precision DEFAULT NULL,
+    include_isolated boolean DEFAULT false)
+RETURNS TABLE (entity_id text, score double precision, tier text)
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    RETURN QUERY EXECUTE 'SELECT * FROM kgrag_private.link_entities_at($1, $2, $3, $4, $5)'
+       USING kgrag.current_tenant(), question, min_ratio, min_trigram, include_isolated;
 END
 $$;
 COMMENT ON FUNCTION kgrag.link_entities(text, double precision, double precision, boolean) IS

@@ -374,7 +374,8 @@ BEGIN
     gone_names := ARRAY(SELECT x FROM unnest(gone_names) AS x  -- (every name is an alias of its entity)
                          WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
                                             WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)));
-    PERFORM kgrag_private.forget_in_logs(gone_entities, gone_names, gone_chunks);
+    -- one statement, its values bound: on Citus, run as the log's writer on the tenant's worker
+    EXECUTE 'SELECT FROM kgrag_private.forget_in_logs($1, $2, $3, $4)' USING t, gone_entities, gone_names, gone_chunks;
     RETURN counts;
 END
 $$;

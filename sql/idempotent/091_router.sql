@@ -142,15 +142,14 @@ $$;
 COMMENT ON FUNCTION kgrag_private.ambiguity_note(text, text[]) IS
 'Private. Returns what kgrag.route adds to its reason when a name the question says is a name or alias of several of the entities it linked: ''; the name "grace" is ambiguous: Grace Liu, Grace Park (each is a seed; ...)'', or '''' when none is.';
 
-CREATE OR REPLACE FUNCTION kgrag.route(
-    question_vec vector DEFAULT NULL, question text DEFAULT NULL, options jsonb DEFAULT '{}')
+CREATE OR REPLACE FUNCTION kgrag_private.route_at(tenant text, question_vec vector, question text, options jsonb)
 RETURNS TABLE (route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text,
                named_seeds text[], subject text, subject_absent boolean, count_rule text)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    t text := kgrag.current_tenant();
+    t text := kgrag_private.check_delegated_tenant(tenant);
     opts jsonb := kgrag_private.search_options(options);
     n_seeds integer := (opts ->> 'seeds')::integer;
     folded text := kgrag.fold(COALESCE(question, ''));
@@ -219,6 +218,22 @@ BEGIN
                                         CASE WHEN subject_absent THEN subject END, subject) AS d;
     reason := reason || kgrag_private.ambiguity_note(question, linked);
     RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.route_at(text, vector, text, jsonb) IS
+'Private. kgrag.route itself, for the tenant the transaction acts for (tenant: checked against it). On a Citus cluster a delegated function (kgrag_private.delegate_calls): the public function''s one call runs on the worker holding the tenant''s shards.';
+
+CREATE OR REPLACE FUNCTION kgrag.route(
+    question_vec vector DEFAULT NULL, question text DEFAULT NULL, options jsonb DEFAULT '{}')
+RETURNS TABLE (route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text,
+               named_seeds text[], subject text, subject_absent boolean, count_rule text)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    RETURN QUERY EXECUTE 'SELECT * FROM kgrag_private.route_at($1, $2, $3, $4)'
+       USING kgrag.current_tenant(), question_vec, question, options;
 END
 $$;
 COMMENT ON FUNCTION kgrag.route(vector, text, jsonb) IS

@@ -267,10 +267,20 @@ $$;
 COMMENT ON FUNCTION kgrag_private.count_caveat(text, text, kgrag.search_row[]) IS
 'Private. For a question that asks how many or for every item (a count rule of kgrag.router_rule matched): what the reason adds (how many chunks and documents hold the subject, how many entities of the types it names, and that only the rows shown were returned) and the rows with payload.matching (kgrag_private.subject_count).';
 
-CREATE OR REPLACE FUNCTION kgrag.kgrag_search(
-    question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, k integer DEFAULT 10,
-    options jsonb DEFAULT '{}')
-RETURNS SETOF kgrag.search_row
+CREATE OR REPLACE FUNCTION kgrag_private.leave_last_search(route text, reason text, reports text[]) RETURNS void
+LANGUAGE sql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT pg_catalog.set_config('kgrag.last_route', COALESCE(route, ''), true),
+           pg_catalog.set_config('kgrag.last_reason', COALESCE(reason, ''), true),
+           pg_catalog.set_config('kgrag.last_reports', COALESCE(reports, '{}')::text, true)
+$$;
+COMMENT ON FUNCTION kgrag_private.leave_last_search(text, text, text[]) IS
+'Private. Leaves, for the rest of the transaction on this node, what kgrag.last_search() returns: the last search''s route, reason and community reports (ids in rank order). kgrag_private.search_at calls it where it runs, and the public functions that call it again where they run (on Citus, the coordinator, while the search ran on a worker).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.search_at(
+    tenant text, question_vec vector, route text, question text, k integer, options jsonb)
+RETURNS TABLE (result_rows kgrag.search_row[], last_route text, last_reason text, last_reports text[])
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -285,15 +295,15 @@ DECLARE
     why text;
     counted record;
 BEGIN
-    PERFORM kgrag.current_tenant();  -- fails closed before anything else is read
+    PERFORM kgrag_private.check_delegated_tenant(tenant);  -- fails closed before anything else is read
     question_vec := kgrag_private.fit_vector(question_vec);  -- a narrower model's, zero-padded
     PERFORM kgrag_private.check_search_input(question_vec, route, question, k);
     opts := kgrag_private.search_options(options);
     PERFORM set_config('kgrag.paths_walked', '0', true);
     PERFORM set_config('kgrag.search_deadline', deadline::text, true);  -- the walk keeps to it too
 
-    SELECT * INTO decided FROM kgrag_private.search_route(question_vec, kgrag_search.route, question, options, opts);
-    SELECT * INTO ran FROM kgrag_private.search_rows(decided.route, kgrag_search.route, question_vec, question,
+    SELECT * INTO decided FROM kgrag_private.search_route(question_vec, search_at.route, question, options, opts);
+    SELECT * INTO ran FROM kgrag_private.search_rows(decided.route, search_at.route, question_vec, question,
                                                      decided.seeds, decided.named_seeds, k, opts, decided.subject,
                                                      decided.subject_absent);
     rows_out := ran.result;
@@ -321,12 +331,34 @@ BEGIN
     END IF;
     why := kgrag_private.log_search_result(question, question_vec, decided.route, why, decided.seeds,
                                            rows_out, started, ran.over_budget IS NOT NULL, opts);
-    PERFORM set_config('kgrag.last_route', decided.route, true);
-    PERFORM set_config('kgrag.last_reason', why, true);
-    PERFORM set_config('kgrag.last_reports', ARRAY(SELECT x.ref_id FROM unnest(rows_out) AS x WHERE x.kind = 'community')::text, true);
-    RETURN QUERY
-    SELECT (row_number() OVER ())::integer, x.ref_id, x.kind, x.source, x.score, decided.route, why, x.payload
-      FROM unnest(rows_out) AS x;
+    result_rows := ARRAY(SELECT ((row_number() OVER ())::integer, x.ref_id, x.kind, x.source, x.score, decided.route, why,
+                                 x.payload)::kgrag.search_row
+                           FROM unnest(rows_out) AS x);
+    last_route := decided.route;
+    last_reason := why;
+    last_reports := ARRAY(SELECT x.ref_id FROM unnest(rows_out) AS x WHERE x.kind = 'community');
+    PERFORM kgrag_private.leave_last_search(last_route, last_reason, last_reports);
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.search_at(text, vector, text, text, integer, jsonb) IS
+'Private. kgrag.kgrag_search itself, for the tenant the transaction acts for (tenant: checked against it), as one row: the rows found, and the route, reason and community reports kgrag.last_search() returns. On a Citus cluster a delegated function (kgrag_private.delegate_calls): the public function''s one call runs here on the worker holding the tenant''s shards, the walk, the fusion and the log next to them.';
+
+CREATE OR REPLACE FUNCTION kgrag.kgrag_search(
+    question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, k integer DEFAULT 10,
+    options jsonb DEFAULT '{}')
+RETURNS SETOF kgrag.search_row
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    done record;
+BEGIN
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    EXECUTE 'SELECT * FROM kgrag_private.search_at($1, $2, $3, $4, $5, $6)'
+       INTO done USING kgrag.current_tenant(), question_vec, route, question, k, options;
+    PERFORM kgrag_private.leave_last_search(done.last_route, done.last_reason, done.last_reports);
+    RETURN QUERY SELECT * FROM unnest(done.result_rows);
 END
 $$;
 COMMENT ON FUNCTION kgrag.kgrag_search(vector, text, text, integer, jsonb) IS

@@ -52,15 +52,14 @@ $$;
 COMMENT ON FUNCTION kgrag.cited_chunks(text[]) IS
 'Returns the chunks the references name, in the order given, once each: (chunk_id, doc_id, title of the document, text, page, headings): the page the chunk starts on (a PDF''s, 1-based; NULL elsewhere) and the headings above it in its source. References that do not resolve are left out (see kgrag.citations_resolvable).';
 
-CREATE OR REPLACE FUNCTION kgrag.context_blocks(
-    question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, max_chars integer DEFAULT 4000,
-    k integer DEFAULT 10, options jsonb DEFAULT '{}')
-RETURNS TABLE (block integer, kind text, ref_id text, body text, chars integer)
+CREATE OR REPLACE FUNCTION kgrag_private.context_blocks_at(
+    tenant text, question_vec vector, route text, question text, max_chars integer, k integer, options jsonb)
+RETURNS TABLE (blocks jsonb, last_route text, last_reason text, last_reports text[])
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    t text := kgrag.current_tenant();
+    t text := kgrag_private.check_delegated_tenant(tenant);
     r record;
     candidate text;
     seen text[] := '{}';
@@ -116,11 +115,34 @@ BEGIN
         PERFORM kgrag_private.log_entry(current_setting('kgrag.deferred_log')::jsonb, greatest(used - 2, 0));
         PERFORM set_config('kgrag.deferred_log', '', true);
     END IF;
+    blocks := COALESCE((SELECT jsonb_agg(jsonb_build_object('kind', p.kind, 'ref_id', p.ref_id, 'body', p.body) ORDER BY p.o)
+                          FROM jsonb_to_recordset(pool) AS p(o integer, kind text, ref_id text, body text)
+                         WHERE p.o = ANY (taken)), '[]');
+    SELECT s.route, s.reason, s.reports INTO last_route, last_reason, last_reports FROM kgrag.last_search() AS s;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.context_blocks_at(text, vector, text, text, integer, integer, jsonb) IS
+'Private. kgrag.context_blocks itself, for the tenant the transaction acts for (tenant: checked against it), as one row: the blocks (a JSON array of kind, ref_id, body, in order) and what kgrag.last_search() returns after its search. On a Citus cluster a delegated function (kgrag_private.delegate_calls): the public function''s one call runs on the worker holding the tenant''s shards.';
+
+CREATE OR REPLACE FUNCTION kgrag.context_blocks(
+    question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, max_chars integer DEFAULT 4000,
+    k integer DEFAULT 10, options jsonb DEFAULT '{}')
+RETURNS TABLE (block integer, kind text, ref_id text, body text, chars integer)
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    done record;
+BEGIN
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    EXECUTE 'SELECT * FROM kgrag_private.context_blocks_at($1, $2, $3, $4, $5, $6, $7)'
+       INTO done USING kgrag.current_tenant(), question_vec, route, question, max_chars, k, options;
+    PERFORM kgrag_private.leave_last_search(done.last_route, done.last_reason, done.last_reports);
     RETURN QUERY
-    SELECT (row_number() OVER (ORDER BY p.o))::integer, p.kind, p.ref_id, p.body, length(p.body)
-      FROM jsonb_to_recordset(pool) AS p(o integer, kind text, ref_id text, body text)
-     WHERE p.o = ANY (taken)
-     ORDER BY p.o;
+    SELECT b.o::integer, b.x ->> 'kind', b.x ->> 'ref_id', b.x ->> 'body', length(b.x ->> 'body')
+      FROM jsonb_array_elements(done.blocks) WITH ORDINALITY AS b(x, o)
+     ORDER BY b.o;
 END
 $$;
 COMMENT ON FUNCTION kgrag.context_blocks(vector, text, text, integer, integer, jsonb) IS

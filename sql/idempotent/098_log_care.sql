@@ -21,13 +21,13 @@ $$;
 COMMENT ON FUNCTION kgrag_private.redact(text, text[]) IS
 'Private. Returns body with every occurrence of each name as a whole word or phrase (case-insensitive, not inside a longer word; longest names first) replaced by [forgotten]; NULL for NULL.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.forget_in_logs(entity_ids text[], names text[], chunk_ids text[])
+CREATE OR REPLACE FUNCTION kgrag_private.forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[])
 RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 DECLARE
-    t text := kgrag.current_tenant();
+    t text := kgrag_private.check_delegated_tenant(tenant);
     n integer;
 BEGIN
     -- bounded; the caller (kgrag.delete_documents) passes only what the tenant's graph no longer
@@ -50,12 +50,12 @@ BEGIN
 END
 $$;
 GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag_private.forget_in_logs(text[], text[], text[]) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag_private.forget_in_logs(text, text[], text[], text[]) OWNER TO kgrag_logger;
 REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
-REVOKE EXECUTE ON FUNCTION kgrag_private.forget_in_logs(text[], text[], text[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.forget_in_logs(text[], text[], text[]) TO kgrag_writer;
-COMMENT ON FUNCTION kgrag_private.forget_in_logs(text[], text[], text[]) IS
-'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents named (kgrag.delete_documents calls it): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten] (at most 10,000 ids and 1,000 names of 2 to 300 characters). kgrag.delete_documents passes what the tenant''s graph no longer holds; a writer calling it itself could redact more of its own tenant''s log, as deleting the documents would (it cannot delete rows or change anything else). Returns the rows changed. SECURITY DEFINER, owned by kgrag_logger (the log''s writer, which alone may change its rows), on the allow-list; for kgrag_writer.';
+REVOKE EXECUTE ON FUNCTION kgrag_private.forget_in_logs(text, text[], text[], text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.forget_in_logs(text, text[], text[], text[]) TO kgrag_writer;
+COMMENT ON FUNCTION kgrag_private.forget_in_logs(text, text[], text[], text[]) IS
+'Private. Redacts from the tenant''s kgrag.query_log (tenant: the one the transaction acts for, checked; on Citus, what sends the call to the worker holding its shards, kgrag_private.delegate_calls) what deleted documents named (kgrag.delete_documents calls it): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten] (at most 10,000 ids and 1,000 names of 2 to 300 characters). kgrag.delete_documents passes what the tenant''s graph no longer holds; a writer calling it itself could redact more of its own tenant''s log, as deleting the documents would (it cannot delete rows or change anything else). Returns the rows changed. SECURITY DEFINER, owned by kgrag_logger (the log''s writer, which alone may change its rows), on the allow-list; for kgrag_writer.';
 
 CREATE OR REPLACE FUNCTION kgrag.purge() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -109,12 +109,12 @@ GRANT EXECUTE ON FUNCTION kgrag.purge() TO kgrag_writer;
 COMMENT ON FUNCTION kgrag.purge() IS
 'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log and kgrag.llm_call older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
 
-CREATE OR REPLACE FUNCTION kgrag_private.log_llm_calls(calls jsonb) RETURNS integer
+CREATE OR REPLACE FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 DECLARE
-    t text := kgrag.current_tenant();
+    t text := kgrag_private.check_delegated_tenant(tenant);
     n integer;
 BEGIN
     IF jsonb_typeof(calls) IS DISTINCT FROM 'array' OR jsonb_array_length(calls) > 1000 THEN
@@ -131,12 +131,28 @@ BEGIN
 END
 $$;
 GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag_private.log_llm_calls(jsonb) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag_private.log_llm_calls_at(text, jsonb) OWNER TO kgrag_logger;
 REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
-REVOKE EXECUTE ON FUNCTION kgrag_private.log_llm_calls(jsonb) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION kgrag_private.log_llm_calls_at(text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.log_llm_calls_at(text, jsonb) TO kgrag_reader, kgrag_writer;
+COMMENT ON FUNCTION kgrag_private.log_llm_calls_at(text, jsonb) IS
+'Private. What kgrag_private.log_llm_calls does, for the tenant the transaction acts for (tenant: checked against it). SECURITY DEFINER, owned by kgrag_logger (which alone writes the logs), on the allow-list. On a Citus cluster a delegated function (kgrag_private.delegate_calls): it runs, as kgrag_logger, on the worker holding the tenant''s shards. Returns the rows written.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.log_llm_calls(calls jsonb) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    n integer;
+BEGIN
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    EXECUTE 'SELECT * FROM kgrag_private.log_llm_calls_at($1, $2)' INTO n USING kgrag.current_tenant(), calls;
+    RETURN n;
+END
+$$;
 GRANT EXECUTE ON FUNCTION kgrag_private.log_llm_calls(jsonb) TO kgrag_reader, kgrag_writer;
 COMMENT ON FUNCTION kgrag_private.log_llm_calls(jsonb) IS
-'Private. Records LLM calls made for the current tenant in kgrag.llm_call: calls = [{purpose (extraction, report, answer or rerank), route, model, prompt_tokens, completion_tokens, cached, ms}], at most 10,000 (bounded text, no negative count). The driver calls it after its extraction, report and answer calls. SECURITY DEFINER, owned by kgrag_logger (which alone writes the logs), on the allow-list: a tenant''s roles read the table, never write it. Returns the rows written.';
+'Private. Records LLM calls made for the current tenant in kgrag.llm_call: calls = [{purpose (extraction, report, answer or rerank), route, model, prompt_tokens, completion_tokens, cached, ms}], at most 10,000 (bounded text, no negative count). The driver calls it after its extraction, report and answer calls. Through kgrag_private.log_llm_calls_at (SECURITY DEFINER, owned by kgrag_logger, which alone writes the logs, on the allow-list: a tenant''s roles read the table, never write it; on Citus, one call to the worker holding the tenant''s shards). Returns the rows written.';
 
 CREATE OR REPLACE VIEW kgrag.llm_cost WITH (security_invoker = true) AS
 SELECT (c.called_at AT TIME ZONE 'UTC')::date AS day, c.purpose, c.route, c.model,

@@ -69,35 +69,55 @@ $$;
 COMMENT ON FUNCTION kgrag.report_context(text, integer) IS
 'Returns the context one map step of a global answer reads: (body, chunk_ids) = the community''s report tagged [map community_id], then the chunks it cites, in its order, each tagged [source | chunk_id] (kgrag.source_tag: the document, page and headings), while they fit in max_chars (the report aside; 1..1,000,000), and the ids of those chunks (what its citations may name, see kgrag.check_citations). No row for a community without a report or with a stale one.';
 
-CREATE OR REPLACE FUNCTION kgrag.log_answer(
-    question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer,
+CREATE OR REPLACE FUNCTION kgrag_private.log_answer_at(
+    tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer,
     context_chars integer, citations integer, dropped integer, ms double precision)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
+DECLARE
+    t text := kgrag_private.check_delegated_tenant(tenant);
 BEGIN
     IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
         RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
     END IF;
     INSERT INTO kgrag.answer_log (tenant_id, question_hash, route, not_found, calls, prompt_tokens, completion_tokens,
                                   context_chars, citations, dropped, ms)
-    VALUES (kgrag.current_tenant(), md5(COALESCE(question, '')), route, COALESCE(not_found, false),
+    VALUES (t, md5(COALESCE(question, '')), route, COALESCE(not_found, false),
             greatest(COALESCE(calls, 0), 0), greatest(COALESCE(prompt_tokens, 0), 0),
             greatest(COALESCE(completion_tokens, 0), 0), greatest(COALESCE(context_chars, 0), 0),
             greatest(COALESCE(citations, 0), 0), greatest(COALESCE(dropped, 0), 0), greatest(COALESCE(ms, 0), 0));
 END
 $$;
-GRANT CREATE ON SCHEMA kgrag TO kgrag_logger;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision)
+GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be able to create in the schema
+ALTER FUNCTION kgrag_private.log_answer_at(text, text, text, boolean, integer, integer, integer, integer, integer, integer, double precision)
     OWNER TO kgrag_logger;
-REVOKE CREATE ON SCHEMA kgrag FROM kgrag_logger;
-REVOKE EXECUTE ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision)
+REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
+REVOKE EXECUTE ON FUNCTION kgrag_private.log_answer_at(text, text, text, boolean, integer, integer, integer, integer, integer, integer, double precision)
     FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision)
+GRANT EXECUTE ON FUNCTION kgrag_private.log_answer_at(text, text, text, boolean, integer, integer, integer, integer, integer, integer, double precision)
     TO kgrag_reader, kgrag_writer;
+COMMENT ON FUNCTION kgrag_private.log_answer_at(text, text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) IS
+'Private. What kgrag.log_answer does, for the tenant the transaction acts for (tenant: checked against it): adds the answer log row. SECURITY DEFINER, owned by kgrag_logger (which may insert into the logs and nothing else), on the allow-list. On a Citus cluster a delegated function (kgrag_private.delegate_calls): it runs, as kgrag_logger, on the worker holding the tenant''s shards, so that the coordinator never writes them as another role than the caller''s.';
+
+CREATE OR REPLACE FUNCTION kgrag.log_answer(
+    question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer,
+    context_chars integer, citations integer, dropped integer, ms double precision)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    -- one statement, its values bound (EXECUTE ... USING): on Citus, one call to the tenant's worker
+    EXECUTE 'SELECT FROM kgrag_private.log_answer_at($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)'
+      USING kgrag.current_tenant(), question, route, not_found, calls, prompt_tokens, completion_tokens, context_chars,
+            citations, dropped, ms;
+END
+$$;
+GRANT EXECUTE ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) TO kgrag_reader, kgrag_writer;
 COMMENT ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) IS
-'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its md5), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. SECURITY DEFINER, owned by kgrag_logger (which may insert into the logs and nothing else): readers may not write the log themselves.';
+'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its md5), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. Through kgrag_private.log_answer_at (SECURITY DEFINER, owned by kgrag_logger, which may insert into the logs and nothing else: readers may not write the log themselves; on Citus, one call to the worker holding the tenant''s shards).';
 
 CREATE OR REPLACE VIEW kgrag.answers_by_route WITH (security_invoker = true) AS
 SELECT a.route,

@@ -8,11 +8,9 @@ LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
     -- tables holding the defaults of every tenant (tenant '*'), read by every tenant's queries,
-    -- are reference tables; the logs are written as kgrag_logger (SECURITY DEFINER log functions)
-    -- and never joined with the graph: a group of their own, or once a search has logged, Citus
-    -- refuses the rest of its transaction the tenant's other shards (modified there "by a
-    -- different user"). Referenced tables first: a foreign key may only point at a table
-    -- distributed before it.
+    -- are reference tables; every other table, the logs included, is co-located with kgrag.document
+    -- (a tenant's delegated calls, kgrag_private.delegate_calls, write its logs next to its graph).
+    -- Referenced tables first: a foreign key may only point at a table distributed before it.
     WITH RECURSIVE tables AS (
         SELECT c.oid, c.relname::text AS name
           FROM pg_catalog.pg_class AS c
@@ -25,24 +23,19 @@ AS $$
           JOIN pg_catalog.pg_constraint AS k ON k.confrelid = depth.oid AND k.contype = 'f'
          WHERE k.conrelid <> k.confrelid AND depth.d < 32
     ), kinds AS (
-        SELECT t.name, max(depth.d) AS d, t.name IN ('settings', 'router_rule') AS reference,
-               CASE WHEN t.name IN ('answer_log', 'query_log', 'log_overflow', 'llm_call') THEN t.name END AS log
+        SELECT t.name, max(depth.d) AS d, t.name IN ('settings', 'router_rule') AS reference
           FROM tables AS t JOIN depth ON depth.oid = t.oid
          GROUP BY t.name
     )
     SELECT 'kgrag.' || k.name,
            CASE WHEN k.reference THEN 'reference' ELSE 'distributed by tenant_id' END,
-           CASE WHEN k.reference OR k.name = 'document' THEN NULL
-                WHEN k.log = 'answer_log' THEN 'none'
-                WHEN k.log IS NOT NULL THEN 'kgrag.answer_log'
-                ELSE 'kgrag.document' END
+           CASE WHEN k.reference OR k.name = 'document' THEN NULL ELSE 'kgrag.document' END
       FROM kinds AS k
-     -- reference tables first, then kgrag.document (every other table but the logs is co-located
-     -- with it), then the first log (the other is co-located with it)
-     ORDER BY k.reference DESC, k.name = 'document' DESC, k.name = 'answer_log' DESC, k.d, k.name
+     -- reference tables first, then kgrag.document (every other table is co-located with it)
+     ORDER BY k.reference DESC, k.name = 'document' DESC, k.d, k.name
 $$;
 COMMENT ON FUNCTION kgrag_private.distribution_plan() IS
-'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table is distributed by tenant_id and co-located with kgrag.document, but for the logs (answer_log, query_log, log_overflow, llm_call), a co-location group of their own; referenced tables before the tables whose foreign keys point at them.';
+'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table, the logs included (revision 0040), is distributed by tenant_id and co-located with kgrag.document; referenced tables before the tables whose foreign keys point at them.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.grant_curation_on_shards() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -64,6 +57,63 @@ $$;
 COMMENT ON FUNCTION kgrag_private.grant_curation_on_shards() IS
 'Private. On a Citus coordinator, lets the shards of kgrag.curation take the rows a curator''s decision writes (Citus evaluates the defaults decided_by and decided_at on the coordinator and writes them as values) while the coordinator still refuses a curator who names them: granted on the shards, revoked on the coordinator alone. kgrag.distribute() calls it (run it again after moving or splitting shards), and so does revision 0034 on a schema distributed before. Returns nothing.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.delegated_calls() RETURNS SETOF regprocedure
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- the functions a public one calls with the tenant as first argument, each checking it first
+    SELECT p.oid::regprocedure
+      FROM pg_catalog.pg_proc AS p
+     WHERE p.pronamespace = 'kgrag_private'::regnamespace
+       AND p.proargnames[1] = 'tenant' AND p.pronargs >= 1 AND p.proargtypes[0] = 'text'::regtype
+       AND strpos(p.prosrc, 'kgrag_private.check_delegated_tenant(tenant)') > 0
+     ORDER BY p.oid::regprocedure::text
+$$;
+COMMENT ON FUNCTION kgrag_private.delegated_calls() IS
+'Private. Returns the functions a public function calls, in one statement, with the tenant of the transaction as first argument (named tenant, checked first with kgrag_private.check_delegated_tenant): kgrag_private.search_at, context_blocks_at, link_entities_at, route_at, search_chunks_lexical_at, log_answer_at, log_llm_calls_at and forget_in_logs. On a Citus cluster kgrag_private.delegate_calls makes each a delegated function.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.delegate_calls() RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    f regprocedure;
+    r record;
+    n integer := 0;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+        RETURN 0;  -- (and pg_dist_partition does not exist: the test below would not plan)
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = 'kgrag.document'::regclass) THEN
+        RETURN 0;  -- not distributed (yet): kgrag.distribute() calls this again
+    END IF;
+    -- Citus sends each call to the worker holding the shards of its first argument's tenant, and
+    -- inside a transaction too (force_delegation), where every statement of the call must then name
+    -- that tenant in kgrag.document's co-location group: one round trip, the walk, the fusion and
+    -- the log next to the shards
+    FOR f IN SELECT * FROM kgrag_private.delegated_calls() LOOP
+        PERFORM pg_catalog.create_distributed_function(f, '$1', colocate_with => 'kgrag.document',
+                                                       force_delegation => true);
+        n := n + 1;
+    END LOOP;
+    -- a view becomes a distributed object (created on the workers) when its tables are
+    -- distributed, without the grants it had: grant them again, which Citus now passes on
+    FOR r IN SELECT c.oid::regclass AS view_name, a.privilege_type,
+                    CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS grantee
+               FROM pg_catalog.pg_class AS c
+              CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) AS a
+              WHERE c.relnamespace IN ('kgrag'::regnamespace, 'kgrag_private'::regnamespace) AND c.relkind = 'v'
+                AND a.grantee <> c.relowner
+              ORDER BY 1, 2, 3 LOOP
+        EXECUTE pg_catalog.format('GRANT %s ON %s TO %s', r.privilege_type, r.view_name, r.grantee);
+    END LOOP;
+    RETURN n;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION kgrag_private.delegate_calls() FROM PUBLIC;
+COMMENT ON FUNCTION kgrag_private.delegate_calls() IS
+'Private. On a Citus coordinator whose tables are distributed: makes each of kgrag_private.delegated_calls() a function Citus delegates, by its first argument (the tenant), co-located with kgrag.document, inside transactions too (force_delegation), so that a public function''s call runs on the worker holding the tenant''s shards in one round trip; and grants on the workers what the views grant on the coordinator (a view distributed with its tables reaches the workers without its grants). kgrag.distribute() calls it, and so does every migration run (the installer creates the functions again). Elsewhere it does nothing. Returns the functions delegated. For the schema owner.';
+
 CREATE OR REPLACE FUNCTION kgrag.distribute(dry_run boolean DEFAULT false)
 RETURNS TABLE (table_name text, kind text, colocate_with text)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -79,6 +129,11 @@ BEGIN
                   HINT = 'Run it on a Citus coordinator with its workers added (CREATE EXTENSION citus; '
                          'SELECT citus_add_node(...)); see docs/scale-out.md. '
                          'kgrag.distribute(dry_run => true) lists what it would do.';
+    END IF;
+    IF NOT dry_run THEN
+        -- one connection per node for the whole call: Citus creates no (delegated) function in a
+        -- transaction that ran commands on shards in parallel
+        PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
     END IF;
     FOR r IN SELECT * FROM kgrag_private.distribution_plan() LOOP
         table_name := r.table_name;
@@ -103,6 +158,10 @@ BEGIN
     IF NOT dry_run THEN
         PERFORM kgrag_private.grant_curation_on_shards();
     END IF;
+    -- a tenant's calls to the worker holding its shards (kgrag_private.delegate_calls)
+    IF NOT dry_run THEN
+        PERFORM kgrag_private.delegate_calls();
+    END IF;
     -- the rows a table held were copied to its shards: the coordinator's own copy goes (children first)
     FOR i IN REVERSE COALESCE(pg_catalog.array_length(made, 1), 0) .. 1 LOOP
         PERFORM pg_catalog.truncate_local_data_after_distributing_table(made[i]::regclass);
@@ -120,4 +179,4 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag.distribute(boolean) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag.distribute(boolean) IS
-'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so (and lets the shards of kgrag.curation take a curator''s decisions as Citus writes them; call it again after moving or splitting shards): settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document, but for the two logs (answer_log, query_log: written as kgrag_logger, they form a co-location group of their own, so that a transaction may search again after a search logged). Rows already there are moved to the shards. The owners of the SECURITY DEFINER helpers (kgrag_probe, kgrag_logger) get LOGIN, without a password, as Citus logs in to the workers as them (docs/scale-out.md: allow them from the coordinator only). Tables already distributed are left as they are, so a second call changes nothing. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';
+'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so (and lets the shards of kgrag.curation take a curator''s decisions as Citus writes them; call it again after moving or splitting shards): settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document (the logs included). Rows already there are moved to the shards. The functions a public function delegates to get delegated to the tenant''s worker, and the views'' grants reach the workers (kgrag_private.delegate_calls). The owners of the SECURITY DEFINER helpers (kgrag_probe, kgrag_logger) get LOGIN, without a password, as Citus logs in to the workers as them (docs/scale-out.md: allow them from the coordinator only). Tables already distributed are left as they are, so a second call changes nothing. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';

@@ -10,14 +10,13 @@ Skipped, with the reason, where the cluster script is absent (a user's clone).""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import commands
 import psycopg
 import pytest
 from catalog import tables as catalog_tables
-from citus_cluster import CITUS_SH, citus, fresh_cluster, login, placement
+from citus_cluster import login, placement
 from conftest import Server, as_role
 from ingesting import OPS, checksums, ingest, write_jsonl
 from people import ACME_PAYROLL, ACME_STAFF, BETA_CLINIC
@@ -41,19 +40,6 @@ GOLDEN = Path(SAMPLE_CORPUS).with_name("golden.jsonl").read_text().splitlines()
 QUESTIONS = [*(json.loads(line)["question"] for line in GOLDEN[:6]), "How do I bake a carrot cake?"]
 # reads every tenant on purpose (a directory of tenants): the one multi-shard statement allowed
 ACROSS_TENANTS = {"tenants"}
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[str]:
-    """The coordinator's DSN: a clean database, the schema at head installed by the superuser and
-    distributed by docker/citus/setup.sh."""
-    if not CITUS_SH.exists():
-        pytest.skip(f"no Citus cluster script at {CITUS_SH} (see docs/scale-out.md): the Citus tests need it")
-    dsn = fresh_cluster()
-    try:
-        yield dsn
-    finally:
-        citus("stop")
 
 
 def watched(dsn: str, spread: list[str]) -> psycopg.Connection:
@@ -154,12 +140,24 @@ def test_distribute_runs_on_a_real_cluster_and_again_changes_nothing(cluster: st
         assert sorted(p[0] for p in placed) == sorted(f"kgrag.{t}" for t in catalog_tables(admin))
         kinds = {t: (m, c) for t, m, c in placed}
         assert {t for t, (m, _) in kinds.items() if m == "n"} == {"kgrag.settings", "kgrag.router_rule"}
-        # every distributed table in the co-location group of kgrag.document, but for the logs:
-        # a group of their own (test_a_schema_revision_runs_on_the_distributed_schema searches twice in one transaction)
-        logs = {"kgrag.answer_log", "kgrag.query_log", "kgrag.log_overflow", "kgrag.llm_call"}
-        graph = {c for t, (m, c) in kinds.items() if m == "h" and t not in logs}
-        apart = {c for t, (m, c) in kinds.items() if t in logs}
-        assert len(graph) == 1 and len(apart) == 1 and graph != apart, kinds
+        # every distributed table in the co-location group of kgrag.document, the logs included
+        # (revision 0040: a tenant's delegated search writes its log row next to its graph)
+        assert len({c for t, (m, c) in kinds.items() if m == "h"}) == 1, kinds
+        # the functions the public ones call with the tenant are delegated by it, inside transactions too
+        delegated = admin.execute(
+            "SELECT f::text, o.distribution_argument_index, o.force_delegation, o.colocationid = (SELECT"
+            " colocationid FROM pg_dist_partition WHERE logicalrelid = 'kgrag.document'::regclass)"
+            " FROM kgrag_private.delegated_calls() AS f"
+            " LEFT JOIN pg_dist_object AS o ON o.classid = 'pg_proc'::regclass AND o.objid = f::oid ORDER BY 1"
+        ).fetchall()
+        assert len(delegated) == 8 and all(row[1:] == (0, True, True) for row in delegated), delegated
+        # the views' grants reached the workers (a view distributed with its tables reaches them without)
+        granted = admin.execute(
+            "SELECT result FROM run_command_on_workers($$SELECT count(*) FROM pg_class"
+            " WHERE relkind = 'v' AND relnamespace IN ('kgrag'::regnamespace, 'kgrag_private'::regnamespace)"
+            " AND NOT has_table_privilege('kgrag_reader', oid, 'SELECT')$$)"
+        ).fetchall()
+        assert granted == [("0",), ("0",)], granted
         # the owners of the SECURITY DEFINER helpers may log in (Citus reaches the workers as them)
         assert admin.execute(
             "SELECT bool_and(rolcanlogin) FROM pg_roles WHERE rolname IN ('kgrag_probe', 'kgrag_logger')"
@@ -271,41 +269,51 @@ def test_a_new_release_of_the_functions_installs_on_the_distributed_schema(clust
 
 
 def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path: Path) -> None:
-    """`pgkgrag db downgrade 0019` then `pgkgrag db upgrade` on a distributed database holding a
-    tenant's data: revision 0020 moves the logs out of the graph's co-location group and back
-    (0019's kgrag.distribute() left them in it), 0021 drops and creates an index of the shards
-    of kgrag.edge and changes their fill factor, 0023 and 0027 create tables
-    distributed with kgrag.alias, 0026 turns off the pending lists of the shards' GIN indexes, the
-    idempotent layer goes and comes back through
-    Citus, no row changes, and afterwards a transaction may search twice (at 0019 Citus refused the
-    second search: the first had logged as kgrag_logger)."""
+    """`pgkgrag db downgrade 0018` then `pgkgrag db upgrade` on a distributed database holding a
+    tenant's data: below 0019 (Citus's own revision) the amended down file brings every table back
+    onto the coordinator, rows included (kgrag.query_log, which Citus cannot undistribute, copied),
+    and the schema goes down as on one node; back at head and distributed again, 0020 and 0040 have
+    moved the logs out of the graph's group and back in, 0021 dropped and created an index of the
+    shards of kgrag.edge, 0023 and 0027 created tables distributed with kgrag.alias, 0026 turned off
+    the pending lists of the shards' GIN indexes, no row changed, and a transaction may search three
+    times, log an answer and read the logs it wrote (the log writers run on the worker, inside the
+    caller's delegated calls)."""
     with psycopg.connect(cluster, autocommit=True) as admin:
         admin.execute("SELECT count(*) FROM kgrag.distribute()")
         login(admin, "citus_t_revision", "kgrag_writer", ["rev2"])
     dsn = as_role(cluster, "citus_t_revision")
     with connect(dsn) as conn:
         ingest(conn, tmp_path, OPS, tenant="rev2")
+        with tenant_transaction(conn, "rev2"):
+            conn.execute("SELECT count(*) FROM kgrag.kgrag_search(question => %s, route => 'local')", [QUESTIONS[0]])
     with psycopg.connect(cluster) as admin:
         before = checksums(admin, "rev2")
-    down = commands.run("db", "downgrade", "0019", dsn=cluster)
+        logged_before = admin.execute("SELECT count(*) FROM kgrag.query_log WHERE tenant_id = 'rev2'").fetchone()
+    down = commands.run("db", "downgrade", "0018", dsn=cluster)
     assert down.returncode == 0, down.stderr
     with psycopg.connect(cluster) as admin:
-        groups = _groups(admin)
-        assert groups["kgrag.query_log"] == groups["kgrag.answer_log"] == groups["kgrag.document"], groups
+        assert admin.execute("SELECT count(*) FROM pg_dist_partition").fetchone() == (0,)
+        logged_after = admin.execute("SELECT count(*) FROM kgrag.query_log WHERE tenant_id = 'rev2'").fetchone()
+        assert logged_after == logged_before
         search = "SELECT to_regprocedure('kgrag.kgrag_search(vector,text,text,integer,jsonb)')"
         assert admin.execute(search).fetchone() == (None,)
     up = commands.run("db", "upgrade", dsn=cluster)
     assert up.returncode == 0, up.stderr
-    assert f"0019 -> {head()}" in up.stdout, up.stdout  # 0020 and every revision after it
-    with psycopg.connect(cluster) as admin:
+    assert f"0018 -> {head()}" in up.stdout, up.stdout  # 0019 and every revision after it
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute("SELECT count(*) FROM kgrag.distribute()")
         groups = _groups(admin)
-        assert groups["kgrag.query_log"] == groups["kgrag.answer_log"] != groups["kgrag.document"], groups
-        logs = ("kgrag.query_log", "kgrag.answer_log", "kgrag.log_overflow", "kgrag.llm_call")  # 0039: the last two
-        assert groups["kgrag.log_overflow"] == groups["kgrag.llm_call"] == groups["kgrag.answer_log"], groups
-        assert len({c for t, c in groups.items() if t not in logs}) == 1
+        assert len(set(groups.values())) == 1, groups  # the logs included (0040)
         # 0023 and 0027 created their tables distributed, co-located with kgrag.alias
         assert groups.get("kgrag.alias_source") == groups.get("kgrag.alias_trigram_stats") == groups["kgrag.alias"]
-        assert checksums(admin, "rev2") == before
+        # no row changed: the query log's columns newer than 0018 went down with their revisions
+        after = checksums(admin, "rev2")
+        assert {t: c for t, c in after.items() if t != "query_log"} == {
+            t: c for t, c in before.items() if t != "query_log"
+        }
+        assert (
+            admin.execute("SELECT count(*) FROM kgrag.query_log WHERE tenant_id = 'rev2'").fetchone() == logged_before
+        )
         # 0026: Citus passes ALTER INDEX ... SET (fastupdate = off) on to every shard's GIN index
         shard_gin = admin.execute(
             "SELECT result FROM run_command_on_workers($$SELECT count(*) || '/' || count(*) FILTER (WHERE"
@@ -320,10 +328,8 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
             conn.execute("SELECT count(*) FROM kgrag.kgrag_search(question => %s, route => 'local')", [question])
         conn.execute("SELECT kgrag.log_answer('q', 'local', false, 1, 10, 5, 100, 1, 0, 3.5)")
         assert conn.execute("SELECT count(*) FROM kgrag.chunk").fetchone() != (0,)
-    # the logs themselves, written as kgrag_logger, are read in another transaction (docs/scale-out.md)
-    with connect(dsn) as conn, tenant_transaction(conn, "rev2"):
         logged = "SELECT (SELECT count(*) FROM kgrag.query_log), (SELECT count(*) FROM kgrag.answer_log)"
-        assert conn.execute(logged).fetchone() == (3, 1)
+        assert conn.execute(logged).fetchone() == (logged_before[0] + 3, 1)  # type: ignore[index]
 
 
 def test_tenants_of_two_dimensions_share_the_cluster_and_one_moves(cluster: str, tmp_path: Path, e5: Embedder) -> None:

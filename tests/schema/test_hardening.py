@@ -19,7 +19,7 @@ from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
 # SECURITY DEFINER functions allowed, with their owner and why. Two are index probes: @@ and && are
 # not leakproof, so under the tenant policy their GIN indexes could not be used; the probes filter
 # on kgrag.current_tenant() themselves. kgrag.tenants() lists the tenants the caller may use (names
-# and document counts), and kgrag_private.log_search and log_answer write the logs, which readers may not write
+# and document counts), and kgrag_private.log_search and log_answer_at write the logs, which readers may not write
 # themselves; kgrag.purge and kgrag_private.forget_in_logs delete and redact them, which no tenant may
 # do itself. Two are the schema owner's: they read the API keys' hashes and the secret that seals a
 # checked key (OWNER: the owner's role name, filled in by the test).
@@ -38,13 +38,14 @@ DEFINER_ALLOWED = {
         LOGGER,
         "one bounded log row",
     ),
-    "kgrag.log_answer(text,text,boolean,integer,integer,integer,integer,integer,integer,double precision)": (
+    "kgrag_private.log_answer_at(text,text,text,boolean,integer,integer,integer,integer,integer,integer,"
+    "double precision)": (
         LOGGER,
-        "one bounded answer log row",
+        "one bounded answer log row (kgrag.log_answer's)",
     ),
     "kgrag.purge()": (LOGGER, "deletes the log and failure rows past their tenant's retention"),
-    "kgrag_private.log_llm_calls(jsonb)": (LOGGER, "bounded rows of the LLM calls made for the current tenant"),
-    "kgrag_private.forget_in_logs(text[],text[],text[])": (
+    "kgrag_private.log_llm_calls_at(text,jsonb)": (LOGGER, "bounded rows of the LLM calls made for the tenant"),
+    "kgrag_private.forget_in_logs(text,text[],text[],text[])": (
         LOGGER,
         "redacts from the query log the entities, names and chunks the graph no longer holds",
     ),

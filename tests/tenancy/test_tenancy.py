@@ -220,7 +220,8 @@ def test_the_suite_calls_every_public_function(
     pure = {
         r[0]
         for r in admin.execute(
-            "SELECT proname FROM pg_proc WHERE pronamespace = 'kgrag'::regnamespace AND proname = ANY (%s)"
+            "SELECT proname FROM pg_proc WHERE pronamespace IN ('kgrag'::regnamespace, 'kgrag_private'::regnamespace)"
+            " AND proname = ANY (%s)"
             " AND (provolatile = 'i' OR proname = 'lexical_query')",
             [sorted(PURE)],
         )
@@ -228,7 +229,8 @@ def test_the_suite_calls_every_public_function(
     assert pure == PURE
     for role in (READER, WRITER):
         allowed = admin.execute(
-            "SELECT proname FROM pg_proc WHERE pronamespace = 'kgrag'::regnamespace AND proname = ANY (%s)"
+            "SELECT proname FROM pg_proc WHERE pronamespace IN ('kgrag'::regnamespace, 'kgrag_private'::regnamespace)"
+            " AND proname = ANY (%s)"
             " AND has_function_privilege(%s, oid, 'EXECUTE')",
             [sorted(OWNER_ONLY), role],
         ).fetchall()

@@ -105,6 +105,46 @@ def test_a_role_granted_tenant_a_gets_nothing_of_b(
 NO_TENANT = {"version", "dimension", "tenants", "last_search"}
 
 
+@pytest.mark.parametrize("granted", [READER, WRITER])
+def test_naming_another_tenant_to_a_delegated_call_is_refused(
+    two_tenants: dict[str, dict[str, list[str]]], login: Callable[..., str], admin: psycopg.Connection, granted: str
+) -> None:
+    """The functions a public one calls with the tenant as first argument (on Citus, what sends the
+    call to the tenant's worker) are callable directly: naming tenant b from a transaction acting
+    for a reaches nothing of b, whatever the other arguments."""
+    calls = [
+        (str(f), int(n))
+        for f, n in admin.execute(
+            "SELECT f::text, p.pronargs FROM kgrag_private.delegated_calls() AS f"
+            " JOIN pg_proc AS p ON p.oid = f ORDER BY 1"
+        ).fetchall()
+    ]
+    assert {f.split("(")[0] for f, _ in calls} == {
+        f"kgrag_private.{name}"
+        for name in (
+            "context_blocks_at",
+            "forget_in_logs",
+            "link_entities_at",
+            "log_answer_at",
+            "log_llm_calls_at",
+            "route_at",
+            "search_at",
+            "search_chunks_lexical_at",
+        )
+    }
+    before = checksums(admin, "b")
+    with connect(login(granted, "a")) as conn:
+        for function, arguments in calls:
+            call = f"SELECT * FROM {function.split('(')[0]}('b'{', NULL' * (arguments - 1)})"
+            with tenant_transaction(conn, "a"), pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+                conn.execute(call)
+            assert "not for 'b'" in str(refused.value) or "permission denied" in str(refused.value), (
+                call,
+                refused.value,
+            )
+    assert checksums(admin, "b") == before
+
+
 def test_a_tenant_set_for_the_session_does_not_count(two_tenants: object, login: Callable[..., str]) -> None:
     dsn = login(READER, "a")
     attempts = [

@@ -1,0 +1,142 @@
+"""A tenant's calls on the real Citus cluster (../shared/citus/citus.sh): each public entry point is one
+round trip to the worker holding the tenant's shards (counted with citus.log_remote_commands, as a
+reader login role, inside the transaction the driver opens); a role made before the schema acts for
+its tenant after kgrag.grant_tenant; and the schema goes down to base on the cluster.
+
+Skipped, with the reason, where the cluster script is absent (a user's clone)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import commands
+import psycopg
+import pytest
+from citus_cluster import login, placement
+from conftest import as_role
+from ingesting import OPS, ingest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from pgkgrag.db.connections import connect, tenant_transaction
+from pgkgrag.embed.embedders import HashEmbedder
+
+pytestmark = pytest.mark.citus  # the real cluster of ../shared/citus (skipped, saying why, without it)
+
+QUESTION = "Which service does the billing ledger call?"
+VECTOR = "[" + ",".join(map(str, HashEmbedder(512).embed([QUESTION])[0])) + "]"
+# what a remote transaction costs whatever it does: not a round trip of the call
+BOOKKEEPING = re.compile(
+    r"^(BEGIN|COMMIT|ROLLBACK|PREPARE|SAVEPOINT|RELEASE|SET |SELECT assign_distributed_transaction)"
+)
+ON_WORKERS = "SELECT result FROM run_command_on_workers($${}$$) ORDER BY nodeport"
+CALLS = {
+    "kgrag_search auto": "SELECT count(*) FROM kgrag.kgrag_search(%(v)s::vector, 'auto', %(q)s)",
+    "kgrag_search local": "SELECT count(*) FROM kgrag.kgrag_search(%(v)s::vector, 'local', %(q)s)",
+    "kgrag_search global": "SELECT count(*) FROM kgrag.kgrag_search(%(v)s::vector, 'global', %(q)s)",
+    "kgrag_search vector": "SELECT count(*) FROM kgrag.kgrag_search(%(v)s::vector, 'vector', %(q)s)",
+    "context": "SELECT kgrag.context(%(v)s::vector, 'auto', %(q)s)",
+    "context_blocks": "SELECT count(*) FROM kgrag.context_blocks(%(v)s::vector, 'auto', %(q)s)",
+    "route": "SELECT route FROM kgrag.route(%(v)s::vector, %(q)s)",
+    "link_entities": "SELECT count(*) FROM kgrag.link_entities(%(q)s)",
+    "search_chunks_lexical": "SELECT count(*) FROM kgrag.search_chunks_lexical(%(q)s)",
+    "log_answer": "SELECT kgrag.log_answer(%(q)s, 'local', false, 1, 10, 5, 100, 1, 0, 3.5)",
+    "log_llm_calls": """SELECT kgrag_private.log_llm_calls('[{"purpose": "answer", "model": "m"}]')""",
+}
+
+
+@pytest.fixture(scope="module")
+def tenant(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Tenant 'trips', ingested by a writer login role; a reader login role may act for it."""
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        login(admin, "citus_d_writer", "kgrag_writer", ["trips"])
+        login(admin, "citus_d_reader", "kgrag_reader", ["trips"])
+    with connect(as_role(cluster, "citus_d_writer")) as conn:
+        ingest(conn, tmp_path_factory.mktemp("trips"), OPS, tenant="trips")
+    yield "trips"
+
+
+def remote_commands(conn: psycopg.Connection, query: str) -> list[tuple[str, int]]:
+    """The commands Citus sent to other nodes for one statement, with the port of each (its DETAIL)."""
+    heard: list[tuple[str, int]] = []
+
+    def note(d: psycopg.errors.Diagnostic) -> None:
+        text, where = d.message_primary or "", d.message_detail or ""
+        if text.startswith("issuing "):
+            port = re.search(r":(\d+) connectionId", where)
+            heard.append((text.removeprefix("issuing "), int(port.group(1)) if port else -1))
+
+    conn.add_notice_handler(note)
+    try:
+        conn.execute(query, {"v": VECTOR, "q": QUESTION}).fetchall()
+    finally:
+        conn.remove_notice_handler(note)
+    return heard
+
+
+def test_each_entry_point_is_one_round_trip_to_the_tenants_worker(cluster: str, tenant: str) -> None:
+    with psycopg.connect(cluster) as admin:
+        worker = placement(admin, tenant)
+    with connect(as_role(cluster, "citus_d_reader")) as conn:
+        for name, query in CALLS.items():
+            with tenant_transaction(conn, tenant):
+                conn.execute("SET LOCAL citus.log_remote_commands = on")
+                conn.execute("SET LOCAL client_min_messages = log")
+                sent = remote_commands(conn, query)
+                again = remote_commands(conn, query)  # the same call again in the transaction
+            calls = [(c, port) for c, port in sent + again if not BOOKKEEPING.match(c)]
+            assert len(calls) == 2, (name, sent, again)
+            assert {port for _, port in sent + again} == {worker}, (name, sent)
+            assert all(re.match(r"SELECT .*FROM kgrag_private\.\w+\('trips'::text", c) for c, _ in calls), calls
+
+
+def test_a_role_made_before_the_schema_searches_after_grant_tenant(cluster: str, tenant: str) -> None:
+    """A role created where Citus is not (the postgres database: before CREATE EXTENSION citus, as an
+    application's role usually is) exists on the coordinator alone; grant_tenant takes it, with its
+    membership of kgrag_reader, to the workers. With role propagation off, the grant is refused then
+    and there, saying why."""
+    maintenance = make_conninfo(cluster, dbname="postgres")
+    with psycopg.connect(cluster, autocommit=True) as admin:  # roles outlive the cluster's database
+        admin.execute(ON_WORKERS.format("DROP ROLE IF EXISTS citus_d_before, citus_d_stranded"))
+    with psycopg.connect(maintenance, autocommit=True) as server:
+        for role in ("citus_d_before", "citus_d_stranded"):
+            server.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+            server.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        assert admin.execute(
+            ON_WORKERS.format("SELECT count(*) FROM pg_roles WHERE rolname = 'citus_d_before'")
+        ).fetchall() == [
+            ("0",),
+            ("0",),
+        ]
+        admin.execute("GRANT kgrag_reader TO citus_d_before, citus_d_stranded")
+        assert admin.execute("SELECT kgrag.grant_tenant('citus_d_before', %s)", [tenant]).fetchone() == (True,)
+        (kgrag_role,) = admin.execute("SELECT kgrag_private.tenant_role(%s)", [tenant]).fetchone()  # type: ignore[misc]
+        with admin.transaction():
+            admin.execute("SET LOCAL citus.enable_create_role_propagation = off")
+            with pytest.raises(psycopg.errors.UndefinedObject, match="not known to the Citus workers") as refused:
+                admin.execute("SELECT kgrag.grant_tenant('citus_d_stranded', %s)", [tenant])
+            assert "create the role on every worker" in (refused.value.diag.message_hint or "").lower()
+    with connect(as_role(cluster, "citus_d_before")) as conn, tenant_transaction(conn, tenant):
+        rows = conn.execute("SELECT count(*) FROM kgrag.kgrag_search(question => %s)", [QUESTION]).fetchone()
+        assert rows is not None and rows[0] > 0
+    with psycopg.connect(cluster, autocommit=True) as admin:  # and the revoke reaches the workers too
+        assert admin.execute("SELECT kgrag.revoke_tenant('citus_d_before', %s)", [tenant]).fetchone() == (True,)
+        member = (
+            "SELECT count(*) FROM pg_auth_members AS m WHERE m.member = 'citus_d_before'::regrole"
+            f" AND m.roleid = '{kgrag_role}'::regrole"
+        )
+        assert admin.execute(ON_WORKERS.format(member)).fetchall() == [("0",), ("0",)]
+
+
+def test_the_schema_goes_down_to_base_on_the_cluster(cluster: str, tenant: str) -> None:
+    """Last of the module: `pgkgrag db downgrade base` leaves no kgrag schema on any node."""
+    down = commands.run("db", "downgrade", "base", dsn=cluster)
+    assert down.returncode == 0, down.stderr
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        left = admin.execute(
+            "SELECT result FROM run_command_on_all_nodes("
+            "$$SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'kgrag%'$$)"
+        ).fetchall()
+        assert left == [("0",)] * 3, left
