@@ -84,13 +84,13 @@ def machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
-def write_section(key: str, title: str, body: str, command: str | None = None) -> None:
-    """Replace (or add) the section `key` of docs/benchmarks.md, written by `command` (by default
-    `python benchmarks/<key>.py`)."""
-    REPORT.parent.mkdir(exist_ok=True)
+def write_section(key: str, title: str, body: str, command: str | None = None, report: Path = REPORT) -> None:
+    """Replace (or add) the section `key` of docs/benchmarks.md (or of another markdown file, `report`),
+    written by `command` (by default `python benchmarks/<key>.py`)."""
+    report.parent.mkdir(exist_ok=True)
     text = (
-        REPORT.read_text()
-        if REPORT.exists()
+        report.read_text()
+        if report.exists()
         else (
             "# Benchmarks\n\nEvery figure here is written by a script in `benchmarks/`; rerun it to refresh its"
             " section. Timings on a shared 2-core machine are noisy: compare rows of one table (one run),"
@@ -104,5 +104,5 @@ def write_section(key: str, title: str, body: str, command: str | None = None) -
     )
     pattern = re.compile(rf"<!-- bench:{key} -->.*?<!-- /bench:{key} -->", re.S)
     text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
-    REPORT.write_text(text)
-    print(f"wrote the {key} section of {REPORT.relative_to(ROOT)}")
+    report.write_text(text)
+    print(f"wrote the {key} section of {report.relative_to(ROOT)}")

@@ -1,0 +1,216 @@
+"""For benchmarks/citus.py: searches per second from concurrent clients, the CPU the servers spent on
+them (read from /proc), and the remote commands Citus issues for one search.
+
+A client is a thread with a connection of its own, as a login role; each search is a transaction of
+its own opened by pgkgrag.db.connections.tenant_transaction, as the driver does (BEGIN, use_tenant,
+kgrag_search, COMMIT: the time of all four is the search's latency). The question vectors are made
+beforehand (embedding excluded).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+from common import median, percentile
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from scale import SEARCH
+
+from pgkgrag.config import Config
+from pgkgrag.db.connections import connect, tenant_transaction
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# commands that only carry the transaction and its settings to a node, not a statement of the search
+OVERHEAD = ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "ROLLBACK", "SET ", "PREPARE", "SELECT ASSIGN_DISTRIBUTED")
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One search a client makes: the tenant, the route asked for, the question and its vector."""
+
+    tenant: str
+    route: str
+    question: str
+    vector: str
+
+
+@dataclass
+class Run:
+    """One throughput run: searches done, wall seconds, latencies (ms, with their route), the CPU seconds
+    each server spent (a label per server) and the client's own."""
+
+    clients: int
+    searches: int = 0
+    seconds: float = 0.0
+    latencies: list[tuple[str, float]] = field(default_factory=list)
+    cpu: dict[str, float] = field(default_factory=dict)
+    client_cpu: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.searches / self.seconds if self.seconds else 0.0
+
+    def p50(self, route: str | None = None) -> float:
+        return median([ms for r, ms in self.latencies if route is None or r == route])
+
+    def p95(self) -> float:
+        return percentile([ms for _, ms in self.latencies], 95)
+
+    @property
+    def client_ms(self) -> float:
+        """This process's CPU milliseconds per search (the clients)."""
+        return 1000 * self.client_cpu / max(1, self.searches)
+
+    def cpu_ms(self, prefix: str) -> float:
+        """CPU milliseconds per search of the servers whose label starts with prefix."""
+        spent = sum(s for label, s in self.cpu.items() if label.startswith(prefix))
+        return 1000 * spent / max(1, self.searches)
+
+
+def _stat(pid: str) -> list[str] | None:
+    """The fields of /proc/PID/stat from field 3 on (state, ppid, ...), or None when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def cpu_seconds(data_dir: Path) -> float:
+    """CPU seconds (user + system) of the server of data_dir so far: the postmaster, every live child
+    (backends, background workers), and the children already gone (the postmaster's cutime and cstime:
+    a backend that ends between two readings still counts). A child reaped while the children are read
+    (pids wrap, so it may be read before or after the postmaster) would count twice or not at all: the
+    postmaster is read before and after them, and the reading is made again when its cutime moved."""
+    postmaster = (data_dir / "postmaster.pid").read_text().split()[0]
+    for _ in range(20):
+        first = _stat(postmaster)
+        assert first is not None, f"no postmaster {postmaster} for {data_dir}"
+        children = 0
+        for entry in Path("/proc").iterdir():
+            fields = _stat(entry.name) if entry.name.isdigit() and entry.name != postmaster else None
+            if fields is not None and fields[1] == postmaster:
+                children += int(fields[11]) + int(fields[12])  # utime, stime
+        last = _stat(postmaster)
+        assert last is not None
+        if last[13:15] == first[13:15]:  # cutime, cstime: no child reaped meanwhile
+            return (sum(int(f) for f in last[11:15]) + children) / CLOCK_TICKS
+    raise RuntimeError(f"the children of {postmaster} kept ending while their CPU time was read")
+
+
+def servers(dsn: str, on_citus: bool) -> dict[str, Path]:
+    """The data directory of each server: the embedded one's (KGRAG_HOME), or the coordinator's and the
+    workers' (CITUS_BASE, as ../shared/citus/citus.sh lays them out)."""
+    if not on_citus:
+        return {"server": Config.from_env().home / "data"}
+    base = Path(os.environ.get("CITUS_BASE", "/tmp/pgkgrag-citus"))
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        ports = [r[0] for r in admin.execute("SELECT nodeport FROM pg_dist_node WHERE groupid > 0 ORDER BY 1")]
+    return {
+        "coordinator": base / f"node{conninfo_to_dict(dsn)['port']}",
+        **{f"worker {port}": base / f"node{port}" for port in ports},
+    }
+
+
+def cpu_all(servers: dict[str, Path]) -> dict[str, float]:
+    return {label: cpu_seconds(data_dir) for label, data_dir in servers.items()}
+
+
+def throughput(
+    dsn: str, user: str, plans: list[list[Ask]], servers: dict[str, Path], *, duration: float, warmup: float
+) -> Run:
+    """len(plans) clients at once, client i cycling through plans[i] for `duration` seconds after
+    `warmup` seconds of the same searches untimed; the CPU each server spent in between."""
+    run = Run(clients=len(plans))
+    ready = threading.Barrier(len(plans) + 1)
+    go = threading.Event()
+    deadline = [0.0]
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def client(plan: list[Ask]) -> None:
+        done: list[tuple[str, float]] = []
+        try:
+            with connect(make_conninfo(dsn, user=user)) as conn:
+                i, until = 0, time.perf_counter() + warmup
+                while time.perf_counter() < until:
+                    search(conn, plan[i % len(plan)])
+                    i += 1
+                ready.wait()
+                go.wait()
+                while time.perf_counter() < deadline[0]:
+                    ask = plan[i % len(plan)]
+                    done.append((ask.route, search(conn, ask)))
+                    i += 1
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+            ready.abort()
+        with lock:
+            run.latencies += done
+
+    threads = [threading.Thread(target=client, args=(plan,), daemon=True) for plan in plans]
+    for thread in threads:
+        thread.start()
+    with contextlib.suppress(threading.BrokenBarrierError):  # a client failed: raised below
+        ready.wait()
+    before, client_before = cpu_all(servers), time.process_time()
+    start = time.perf_counter()
+    deadline[0] = start + duration
+    go.set()
+    for thread in threads:
+        thread.join()
+    run.seconds = time.perf_counter() - start
+    if errors:
+        raise RuntimeError(f"a client failed: {errors[0]!r}") from errors[0]
+    after = cpu_all(servers)
+    run.cpu = {label: after[label] - before[label] for label in servers}
+    run.client_cpu = time.process_time() - client_before
+    run.searches = len(run.latencies)
+    return run
+
+
+def search(conn: psycopg.Connection, ask: Ask) -> float:
+    """One search in a transaction of its own; its milliseconds."""
+    start = time.perf_counter()
+    with tenant_transaction(conn, ask.tenant):
+        conn.execute(SEARCH, [ask.vector, ask.route, ask.question]).fetchall()
+    return (time.perf_counter() - start) * 1000
+
+
+def round_trips(dsn: str, user: str, asks: list[Ask]) -> dict[str, tuple[int, ...]]:
+    """Per route: the remote commands Citus issued for one search (citus.log_remote_commands, from
+    use_tenant's return to COMMIT's), those besides transaction control and settings (OVERHEAD), and
+    the nodes and the connections they went to; and the statements Citus ran on a shard in the same
+    process ("executing the command locally": on the coordinator, and on the worker, whose notices Citus
+    passes on with the detail "from <node>"). Each search runs once untimed first, so the connection and
+    the caches are warm."""
+    heard: list[tuple[str, str]] = []  # message and detail: a Diagnostic is only valid in the handler
+    counted: dict[str, tuple[int, ...]] = {}
+    with connect(make_conninfo(dsn, user=user)) as conn:
+        conn.add_notice_handler(lambda d: heard.append((d.message_primary or "", d.message_detail or "")))
+        for ask in asks:
+            search(conn, ask)
+            with tenant_transaction(conn, ask.tenant):
+                conn.execute("SET LOCAL citus.log_remote_commands = on")
+                conn.execute("SET LOCAL client_min_messages = log")
+                heard.clear()
+                conn.execute(SEARCH, [ask.vector, ask.route, ask.question]).fetchall()
+            issued = [(m[8:].lstrip().upper(), d) for m, d in heard if m.startswith("issuing ")]
+            statements = [m for m, _ in issued if not m.startswith(OVERHEAD)]
+            connections = {d for _, d in issued if d.startswith("on server")}
+            nodes = {d.split(" connectionId")[0].rsplit("@", 1)[-1] for d in connections}
+            local = [d for m, d in heard if m.startswith("executing the command locally")]
+            forwarded = sum(1 for d in local if d.startswith("from "))
+            counted[ask.route] = (
+                len(issued),
+                len(statements),
+                len(nodes),
+                len(connections),
+                len(local) - forwarded,
+                forwarded,
+            )
+    return counted
