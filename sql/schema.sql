@@ -3890,18 +3890,26 @@ CREATE FUNCTION kgrag_private.default_search_options() RETURNS jsonb
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
+    -- every setting in two statements (kgrag_private.settings_of, floors_of), not one each
     SELECT jsonb_build_object(
-        'hops', kgrag.setting('search_hops'), 'degree_cap', kgrag.setting('search_degree_cap'),
-        'entities', kgrag.setting('search_entities'), 'reports', kgrag.setting('search_reports'),
-        'seeds', kgrag.setting('search_seeds'), 'level', 0, 'relations', NULL, 'as_of', NULL,
-        'chunk_min_similarity', kgrag_private.floor('chunk_min_similarity'),
-        'entity_seed_min_similarity', kgrag_private.floor('entity_seed_min_similarity'),
-        'report_min_similarity', kgrag_private.floor('report_min_similarity'),
-        'lexical_min_coverage', kgrag.setting('lexical_min_coverage'), 'rrf_k', kgrag.setting('rrf_k'),
-        'graph_weight', kgrag.setting('rrf_graph_weight'),
-        'whole_collection', false, 'neighbours', kgrag.setting('search_neighbours'), 'direction', 'out',
-        'seed_entities', NULL, 'graph_ranking', kgrag.setting('search_graph_ranking'),
-        'log', kgrag.setting('query_log'), 'history', false, 'min_confidence', kgrag.setting('walk_min_confidence'))
+        'hops', v -> 'search_hops', 'degree_cap', v -> 'search_degree_cap',
+        'entities', v -> 'search_entities', 'reports', v -> 'search_reports',
+        'seeds', v -> 'search_seeds', 'level', 0, 'relations', NULL, 'as_of', NULL,
+        'chunk_min_similarity', f -> 'chunk_min_similarity',
+        'entity_seed_min_similarity', f -> 'entity_seed_min_similarity',
+        'report_min_similarity', f -> 'report_min_similarity',
+        'lexical_min_coverage', v -> 'lexical_min_coverage', 'rrf_k', v -> 'rrf_k',
+        'graph_weight', v -> 'rrf_graph_weight',
+        'whole_collection', false, 'neighbours', v -> 'search_neighbours', 'direction', 'out',
+        'seed_entities', NULL, 'graph_ranking', v -> 'search_graph_ranking',
+        'log', v -> 'query_log', 'history', false, 'min_confidence', v -> 'walk_min_confidence')
+      FROM (SELECT kgrag_private.settings_of(ARRAY['search_hops', 'search_degree_cap', 'search_entities',
+                                                   'search_reports', 'search_seeds', 'lexical_min_coverage', 'rrf_k',
+                                                   'rrf_graph_weight', 'search_neighbours', 'search_graph_ranking',
+                                                   'query_log', 'walk_min_confidence']) AS v,
+                   kgrag_private.floors_of(ARRAY['chunk_min_similarity', 'entity_seed_min_similarity',
+                                                 'report_min_similarity']) AS f
+             OFFSET 0) AS d  -- (a fence: each once, not once per reference)
 $$;
 
 ALTER FUNCTION kgrag_private.default_search_options() OWNER TO <owner>;
@@ -4321,12 +4329,7 @@ CREATE FUNCTION kgrag_private.floor(setting_key text) RETURNS jsonb
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    -- the tenant's own value, else the one for its embedder's similarity scale, else the default
-    SELECT COALESCE(
-        (SELECT s.value FROM kgrag.settings AS s
-          WHERE s.tenant_id = pg_catalog.current_setting('kgrag.tenant', true) AND s.key = setting_key),
-        kgrag.setting('embedder_floors') -> (kgrag.setting('embedder') #>> '{}') -> setting_key,
-        kgrag.setting(setting_key))
+    SELECT kgrag_private.floors_of(ARRAY[setting_key]) -> setting_key
 $$;
 
 ALTER FUNCTION kgrag_private.floor(setting_key text) OWNER TO <owner>;
@@ -4335,7 +4338,34 @@ ALTER FUNCTION kgrag_private.floor(setting_key text) OWNER TO <owner>;
 -- Name: FUNCTION floor(setting_key text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.floor(setting_key text) IS 'Private. Returns a similarity floor (chunk_min_similarity, report_min_similarity, entity_min_similarity, entity_seed_min_similarity, router_flat_gap) for the current tenant: its own setting, else the value the setting embedder_floors gives its embedder (another model spreads similarities otherwise: benchmarks/floors.py carries USE''s floors over by quantile), else the default.';
+COMMENT ON FUNCTION kgrag_private.floor(setting_key text) IS 'Private. Returns one similarity floor for the current tenant (kgrag_private.floors_of).';
+
+--
+-- Name: floors_of(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.floors_of(setting_keys text[]) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- the tenant's own value, else the one for its embedder's similarity scale, else the default
+    SELECT COALESCE(jsonb_object_agg(k.key, COALESCE(own.value,
+                                                     d.v -> 'embedder_floors' -> (d.v ->> 'embedder') -> k.key,
+                                                     d.v -> k.key)), '{}')
+      FROM (SELECT kgrag_private.settings_of(setting_keys || ARRAY['embedder_floors', 'embedder']) AS v
+              OFFSET 0) AS d  -- (a fence: once, not once per reference)
+     CROSS JOIN unnest(setting_keys) AS k(key)
+      LEFT JOIN kgrag.settings AS own
+        ON own.tenant_id = pg_catalog.current_setting('kgrag.tenant', true) AND own.key = k.key
+$$;
+
+ALTER FUNCTION kgrag_private.floors_of(setting_keys text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION floors_of(setting_keys text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.floors_of(setting_keys text[]) IS 'Private. Returns, as one jsonb object, each of several similarity floors (chunk_min_similarity, report_min_similarity, entity_min_similarity, entity_seed_min_similarity, router_flat_gap) for the current tenant: its own setting, else the value the setting embedder_floors gives its embedder (another model spreads similarities otherwise: benchmarks/floors.py carries USE''s floors over by quantile), else the default.';
 
 --
 -- Name: fold_short_forms(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8499,6 +8529,34 @@ ALTER FUNCTION kgrag_private.setting_allowed(tenant text, setting_key text, valu
 --
 
 COMMENT ON FUNCTION kgrag_private.setting_allowed(tenant text, setting_key text, value jsonb) IS 'Private. Returns true when a tenant may set setting_key to value: kgrag_private.within_limits leaves it as it is (always for tenant ''*'', the schema owner''s defaults, and for a setting with no limit); else raises SQLSTATE 42501 naming the limit when the setting setting_limits of tenant ''*'' puts it above its max, below its min or outside its allowed values, 22023 for a value that is not a number where a number is limited. The policy tenant_write of kgrag.settings checks every row written with it.';
+
+--
+-- Name: settings_of(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.settings_of(setting_keys text[]) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- kgrag.setting for several keys in one statement (a search reads a few dozen: on a Citus
+    -- worker each statement costs a plan of its own); the same rule: the tenant's own row within
+    -- the owner's limits, else the default; an unknown key is left out
+    SELECT COALESCE(jsonb_object_agg(k.key, k.value), '{}')
+      FROM (SELECT DISTINCT ON (s.key) s.key,
+                   CASE WHEN s.tenant_id = '*' THEN s.value ELSE kgrag_private.within_limits(s.key, s.value) END AS value
+              FROM kgrag.settings AS s
+             WHERE s.tenant_id IN ('*', pg_catalog.current_setting('kgrag.tenant', true))
+               AND s.key = ANY (setting_keys)
+             ORDER BY s.key, (s.tenant_id = '*')) AS k
+$$;
+
+ALTER FUNCTION kgrag_private.settings_of(setting_keys text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION settings_of(setting_keys text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.settings_of(setting_keys text[]) IS 'Private. Returns, as one jsonb object, what kgrag.setting returns for each of several keys (the tenant''s own row within the owner''s limits, else the default; an unknown key is left out), in one statement.';
 
 --
 -- Name: span_forms(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

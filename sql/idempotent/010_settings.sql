@@ -27,19 +27,49 @@ GRANT SELECT ON kgrag.settings_in_force TO kgrag_reader, kgrag_writer, kgrag_cur
 COMMENT ON VIEW kgrag.settings_in_force IS
 'The current tenant''s own settings: the value it wrote, the value in force (kgrag.setting: within the limits of the setting setting_limits of tenant ''*''), whether a limit changed it (a row written before the limit, or above one the owner lowered since) and the limits.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.floor(setting_key text) RETURNS jsonb
+CREATE OR REPLACE FUNCTION kgrag_private.settings_of(setting_keys text[]) RETURNS jsonb
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- kgrag.setting for several keys in one statement (a search reads a few dozen: on a Citus
+    -- worker each statement costs a plan of its own); the same rule: the tenant's own row within
+    -- the owner's limits, else the default; an unknown key is left out
+    SELECT COALESCE(jsonb_object_agg(k.key, k.value), '{}')
+      FROM (SELECT DISTINCT ON (s.key) s.key,
+                   CASE WHEN s.tenant_id = '*' THEN s.value ELSE kgrag_private.within_limits(s.key, s.value) END AS value
+              FROM kgrag.settings AS s
+             WHERE s.tenant_id IN ('*', pg_catalog.current_setting('kgrag.tenant', true))
+               AND s.key = ANY (setting_keys)
+             ORDER BY s.key, (s.tenant_id = '*')) AS k
+$$;
+COMMENT ON FUNCTION kgrag_private.settings_of(text[]) IS
+'Private. Returns, as one jsonb object, what kgrag.setting returns for each of several keys (the tenant''s own row within the owner''s limits, else the default; an unknown key is left out), in one statement.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.floors_of(setting_keys text[]) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
     -- the tenant's own value, else the one for its embedder's similarity scale, else the default
-    SELECT COALESCE(
-        (SELECT s.value FROM kgrag.settings AS s
-          WHERE s.tenant_id = pg_catalog.current_setting('kgrag.tenant', true) AND s.key = setting_key),
-        kgrag.setting('embedder_floors') -> (kgrag.setting('embedder') #>> '{}') -> setting_key,
-        kgrag.setting(setting_key))
+    SELECT COALESCE(jsonb_object_agg(k.key, COALESCE(own.value,
+                                                     d.v -> 'embedder_floors' -> (d.v ->> 'embedder') -> k.key,
+                                                     d.v -> k.key)), '{}')
+      FROM (SELECT kgrag_private.settings_of(setting_keys || ARRAY['embedder_floors', 'embedder']) AS v
+              OFFSET 0) AS d  -- (a fence: once, not once per reference)
+     CROSS JOIN unnest(setting_keys) AS k(key)
+      LEFT JOIN kgrag.settings AS own
+        ON own.tenant_id = pg_catalog.current_setting('kgrag.tenant', true) AND own.key = k.key
+$$;
+COMMENT ON FUNCTION kgrag_private.floors_of(text[]) IS
+'Private. Returns, as one jsonb object, each of several similarity floors (chunk_min_similarity, report_min_similarity, entity_min_similarity, entity_seed_min_similarity, router_flat_gap) for the current tenant: its own setting, else the value the setting embedder_floors gives its embedder (another model spreads similarities otherwise: benchmarks/floors.py carries USE''s floors over by quantile), else the default.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.floor(setting_key text) RETURNS jsonb
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT kgrag_private.floors_of(ARRAY[setting_key]) -> setting_key
 $$;
 COMMENT ON FUNCTION kgrag_private.floor(text) IS
-'Private. Returns a similarity floor (chunk_min_similarity, report_min_similarity, entity_min_similarity, entity_seed_min_similarity, router_flat_gap) for the current tenant: its own setting, else the value the setting embedder_floors gives its embedder (another model spreads similarities otherwise: benchmarks/floors.py carries USE''s floors over by quantile), else the default.';
+'Private. Returns one similarity floor for the current tenant (kgrag_private.floors_of).';
 
 CREATE OR REPLACE FUNCTION kgrag.dimension() RETURNS integer
 LANGUAGE sql STABLE SECURITY INVOKER

@@ -43,18 +43,26 @@ CREATE OR REPLACE FUNCTION kgrag_private.default_search_options() RETURNS jsonb
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+    -- every setting in two statements (kgrag_private.settings_of, floors_of), not one each
     SELECT jsonb_build_object(
-        'hops', kgrag.setting('search_hops'), 'degree_cap', kgrag.setting('search_degree_cap'),
-        'entities', kgrag.setting('search_entities'), 'reports', kgrag.setting('search_reports'),
-        'seeds', kgrag.setting('search_seeds'), 'level', 0, 'relations', NULL, 'as_of', NULL,
-        'chunk_min_similarity', kgrag_private.floor('chunk_min_similarity'),
-        'entity_seed_min_similarity', kgrag_private.floor('entity_seed_min_similarity'),
-        'report_min_similarity', kgrag_private.floor('report_min_similarity'),
-        'lexical_min_coverage', kgrag.setting('lexical_min_coverage'), 'rrf_k', kgrag.setting('rrf_k'),
-        'graph_weight', kgrag.setting('rrf_graph_weight'),
-        'whole_collection', false, 'neighbours', kgrag.setting('search_neighbours'), 'direction', 'out',
-        'seed_entities', NULL, 'graph_ranking', kgrag.setting('search_graph_ranking'),
-        'log', kgrag.setting('query_log'), 'history', false, 'min_confidence', kgrag.setting('walk_min_confidence'))
+        'hops', v -> 'search_hops', 'degree_cap', v -> 'search_degree_cap',
+        'entities', v -> 'search_entities', 'reports', v -> 'search_reports',
+        'seeds', v -> 'search_seeds', 'level', 0, 'relations', NULL, 'as_of', NULL,
+        'chunk_min_similarity', f -> 'chunk_min_similarity',
+        'entity_seed_min_similarity', f -> 'entity_seed_min_similarity',
+        'report_min_similarity', f -> 'report_min_similarity',
+        'lexical_min_coverage', v -> 'lexical_min_coverage', 'rrf_k', v -> 'rrf_k',
+        'graph_weight', v -> 'rrf_graph_weight',
+        'whole_collection', false, 'neighbours', v -> 'search_neighbours', 'direction', 'out',
+        'seed_entities', NULL, 'graph_ranking', v -> 'search_graph_ranking',
+        'log', v -> 'query_log', 'history', false, 'min_confidence', v -> 'walk_min_confidence')
+      FROM (SELECT kgrag_private.settings_of(ARRAY['search_hops', 'search_degree_cap', 'search_entities',
+                                                   'search_reports', 'search_seeds', 'lexical_min_coverage', 'rrf_k',
+                                                   'rrf_graph_weight', 'search_neighbours', 'search_graph_ranking',
+                                                   'query_log', 'walk_min_confidence']) AS v,
+                   kgrag_private.floors_of(ARRAY['chunk_min_similarity', 'entity_seed_min_similarity',
+                                                 'report_min_similarity']) AS f
+             OFFSET 0) AS d  -- (a fence: each once, not once per reference)
 $$;
 COMMENT ON FUNCTION kgrag_private.default_search_options() IS
 'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors (kgrag_private.floor: for the tenant''s embedder), rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter, history false, min_confidence the setting walk_min_confidence.';
