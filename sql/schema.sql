@@ -3639,6 +3639,7 @@ COMMENT ON FUNCTION kgrag_private.community_graph() IS 'Private. Returns the gra
 CREATE FUNCTION kgrag_private.context_blocks_at(tenant text, question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb) RETURNS TABLE(blocks jsonb, last_route text, last_reason text, last_reports text[])
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
     AS $$
 DECLARE
     t text := kgrag_private.check_delegated_tenant(tenant);
@@ -5300,6 +5301,7 @@ COMMENT ON FUNCTION kgrag_private.lexical_candidates(question text, config regco
 CREATE FUNCTION kgrag_private.link_entities_at(tenant text, question text, min_ratio double precision, min_trigram double precision, include_isolated boolean) RETURNS TABLE(entity_id text, score double precision, tier text)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
     AS $$
 DECLARE
     t text := kgrag_private.check_delegated_tenant(tenant);
@@ -7806,6 +7808,7 @@ COMMENT ON FUNCTION kgrag_private.rewrite_edges() IS 'Private. Applies pg_temp.k
 CREATE FUNCTION kgrag_private.route_at(tenant text, question_vec public.vector, question text, options jsonb) RETURNS TABLE(route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text, named_seeds text[], subject text, subject_absent boolean, count_rule text)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
     AS $$
 DECLARE
     t text := kgrag_private.check_delegated_tenant(tenant);
@@ -8084,6 +8087,7 @@ COMMENT ON FUNCTION kgrag_private.sealed(tenant text, seal text) IS 'Private. Re
 CREATE FUNCTION kgrag_private.search_at(tenant text, question_vec public.vector, route text, question text, k integer, options jsonb) RETURNS TABLE(result_rows kgrag.search_row[], last_route text, last_reason text, last_reports text[])
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
     AS $$
 DECLARE
     started timestamptz := clock_timestamp();
@@ -8215,6 +8219,7 @@ COMMENT ON FUNCTION kgrag_private.search_caveats(reason text, result kgrag.searc
 CREATE FUNCTION kgrag_private.search_chunks_lexical_at(tenant text, question text, k integer, mode text, config regconfig, min_coverage double precision) RETURNS TABLE(chunk_id text, rank integer, score double precision)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
     AS $$
 DECLARE
     t text := kgrag_private.check_delegated_tenant(tenant);

@@ -167,6 +167,8 @@ CREATE OR REPLACE FUNCTION kgrag_private.search_chunks_lexical_at(tenant text, q
 RETURNS TABLE (chunk_id text, rank integer, score double precision)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
+SET plan_cache_mode = auto  -- cached plans where it runs (use_tenant forces custom ones on Citus, for the
+                            -- coordinator's UPDATEs; a delegated read runs every statement on one worker)
 AS $$
 DECLARE
     t text := kgrag_private.check_delegated_tenant(tenant);

@@ -294,6 +294,8 @@ CREATE OR REPLACE FUNCTION kgrag_private.link_entities_at(tenant text, question 
 RETURNS TABLE (entity_id text, score double precision, tier text)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
+SET plan_cache_mode = auto  -- cached plans where it runs (use_tenant forces custom ones on Citus, for the
+                            -- coordinator's UPDATEs; a delegated read runs every statement on one worker)
 AS $$
 DECLARE
     t text := kgrag_private.check_delegated_tenant(tenant);

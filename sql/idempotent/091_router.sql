@@ -147,6 +147,8 @@ RETURNS TABLE (route text, reason text, seeds text[], linked text[], profile_gap
                named_seeds text[], subject text, subject_absent boolean, count_rule text)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
+SET plan_cache_mode = auto  -- cached plans where it runs (use_tenant forces custom ones on Citus, for the
+                            -- coordinator's UPDATEs; a delegated read runs every statement on one worker)
 AS $$
 DECLARE
     t text := kgrag_private.check_delegated_tenant(tenant);

@@ -57,6 +57,8 @@ CREATE OR REPLACE FUNCTION kgrag_private.context_blocks_at(
 RETURNS TABLE (blocks jsonb, last_route text, last_reason text, last_reports text[])
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
+SET plan_cache_mode = auto  -- cached plans where it runs (use_tenant forces custom ones on Citus, for the
+                            -- coordinator's UPDATEs; a delegated read runs every statement on one worker)
 AS $$
 DECLARE
     t text := kgrag_private.check_delegated_tenant(tenant);
