@@ -646,12 +646,10 @@ BEGIN
         END IF;
         RETURN NEXT;
     END LOOP;
-    -- the curator's one write, as Citus sends it to the shards (kgrag_private.grant_curation_on_shards)
     IF NOT dry_run THEN
+        -- the curator's one write, as Citus sends it to the shards (kgrag_private.grant_curation_on_shards)
         PERFORM kgrag_private.grant_curation_on_shards();
-    END IF;
-    -- a tenant's calls to the worker holding its shards (kgrag_private.delegate_calls)
-    IF NOT dry_run THEN
+        -- a tenant's calls to the worker holding its shards (kgrag_private.delegate_calls)
         PERFORM kgrag_private.delegate_calls();
     END IF;
     -- the rows a table held were copied to its shards: the coordinator's own copy goes (children first)
@@ -860,6 +858,17 @@ BEGIN
            AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_object AS o
                             WHERE o.classid = 'pg_catalog.pg_authid'::pg_catalog.regclass
                               AND o.objid = pg_catalog.to_regrole(pg_catalog.quote_ident(role_name))) THEN
+            -- (PostgreSQL 16 on: making the role a member of another needs ADMIN OPTION on it)
+            IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS a WHERE a.rolname = current_user AND a.rolsuper)
+               AND NOT pg_catalog.pg_has_role(current_user, pg_catalog.to_regrole(pg_catalog.quote_ident(role_name)),
+                                              'MEMBER WITH ADMIN OPTION') THEN
+                RAISE EXCEPTION 'role % is not known to the Citus workers, and % may not take it there', pg_catalog.quote_ident(role_name),
+                                current_user
+                    USING ERRCODE = '42501',
+                          HINT = pg_catalog.format('Taking it there makes it, for a moment, a member of a role Citus keeps, which '
+                                                   'needs ADMIN OPTION on it: GRANT %I TO %I WITH ADMIN OPTION (as its creator or '
+                                                   'a superuser), then grant the tenant again.', role_name, current_user);
+            END IF;
             carrier := 'kgrag_carrier_' || pg_catalog.left(pg_catalog.md5(pg_catalog.random()::text), 16);
             EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN NOINHERIT', carrier);
             EXECUTE pg_catalog.format('GRANT %I TO %I', role_name, carrier);
@@ -870,8 +879,8 @@ BEGIN
                 RAISE EXCEPTION 'role % is not known to the Citus workers, and Citus did not take it there',
                                 pg_catalog.quote_ident(role_name)
                     USING ERRCODE = '42704',
-                          HINT = 'Is citus.enable_create_role_propagation off? Create the role on every worker as on the '
-                                 'coordinator, or turn the setting on, then grant again (docs/scale-out.md, "Roles").';
+                          HINT = 'Citus takes roles to the workers only with citus.enable_create_role_propagation on: '
+                                 'turn it on, then grant again (docs/scale-out.md, "Roles").';
             END IF;
         END IF;
     END IF;
@@ -1506,7 +1515,8 @@ DECLARE
 BEGIN
     PERFORM kgrag_private.check_embedder(embedder, dimension);
     -- no ingestion batch writes vectors of the old model meanwhile (kgrag_private.ingest_apply
-    -- takes this lock shared, and checks the embedder it embedded with)
+    -- takes this lock shared, and checks the embedder it embedded with), and no search reads the
+    -- two models' state at once (kgrag_private.search_at takes it shared too)
     PERFORM pg_advisory_xact_lock(hashtextextended('kgrag.embedder:' || t, 0));
     SELECT jsonb_object_agg(k.kind, k.n) INTO missing
       FROM (SELECT x.kind, (SELECT count(*) FROM kgrag_private.reembed_bodies(x.kind, NULL, NULL, NULL, embedder)) AS n
@@ -1552,7 +1562,7 @@ ALTER FUNCTION kgrag.reembed_switch(embedder text, dimension integer) OWNER TO <
 -- Name: FUNCTION reembed_switch(embedder text, dimension integer); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.reembed_switch(embedder text, dimension integer) IS 'Moves the current tenant to another embedder (its name and dimension) in one transaction: every chunk, entity and report takes the vector of that embedder made for it (kgrag.reembed_store), the tenant''s embedder becomes that one, and kgrag.reembedding is emptied. Raises SQLSTATE 55000, leaving everything as it was, while a text has no such vector (a text that changed meanwhile: run pgkgrag reembed again). Searches keep answering from the vectors in use until it commits; ingestion batches wait for it, and one that embedded with the old model meanwhile is refused. Returns {embedder, dimension, chunks, entities, reports}.';
+COMMENT ON FUNCTION kgrag.reembed_switch(embedder text, dimension integer) IS 'Moves the current tenant to another embedder (its name and dimension) in one transaction: every chunk, entity and report takes the vector of that embedder made for it (kgrag.reembed_store), the tenant''s embedder becomes that one, and kgrag.reembedding is emptied. Raises SQLSTATE 55000, leaving everything as it was, while a text has no such vector (a text that changed meanwhile: run pgkgrag reembed again). Searches keep answering from the vectors in use until it commits (on one node it waits for those in flight, and a search never sees the two models at once); ingestion batches wait for it, and one that embedded with the old model meanwhile is refused. Returns {embedder, dimension, chunks, entities, reports}.';
 
 --
 -- Name: reembed_todo(text, text, text, integer); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -3524,8 +3534,9 @@ CREATE FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question t
                              WHERE question_vec IS NOT NULL
                                AND v.similarity >= (opts ->> 'chunk_min_similarity')::float8), '[]'),
         'lexical', COALESCE((SELECT jsonb_agg(l.chunk_id ORDER BY l.rank)
-                               FROM kgrag.search_chunks_lexical(question, k, 'any', NULL,
-                                                                (opts ->> 'lexical_min_coverage')::float8) AS l
+                               FROM kgrag_private.search_chunks_lexical_at(  -- (kgrag.search_chunks_lexical)
+                                        kgrag.current_tenant(), question, k, 'any', NULL,
+                                        (opts ->> 'lexical_min_coverage')::float8) AS l
                               WHERE question IS NOT NULL), '[]'))
 $$;
 
@@ -3656,7 +3667,8 @@ BEGIN
     END IF;
     -- the search's log row waits for the characters packed (kgrag_search leaves it in kgrag.deferred_log)
     PERFORM set_config('kgrag.defer_log', 'on', true), set_config('kgrag.deferred_log', '', true);
-    FOR r IN SELECT * FROM kgrag.kgrag_search(question_vec, route, question, k, options) ORDER BY 1 LOOP
+    FOR r IN SELECT x.* FROM kgrag_private.search_at(t, question_vec, route, question, k, options) AS s  -- (kgrag_search)
+              CROSS JOIN LATERAL unnest(s.result_rows) AS x ORDER BY 1 LOOP
         IF r.kind = 'chunk' THEN
             CONTINUE WHEN r.ref_id = ANY (seen);
             seen := seen || r.ref_id;
@@ -3944,6 +3956,13 @@ BEGIN
     -- inside a transaction too (force_delegation), where every statement of the call must then name
     -- that tenant in kgrag.document's co-location group: one round trip, the walk, the fusion and
     -- the log next to the shards
+    -- (Citus delegates only to a worker that has the metadata: say so where one has not)
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_dist_node AS n
+                WHERE n.groupid > 0 AND n.isactive AND NOT (n.hasmetadata AND n.metadatasynced)) THEN
+        RAISE WARNING 'a worker has no Citus metadata (yet): calls for its tenants run statement by statement from the coordinator'
+            USING HINT = 'SELECT start_metadata_sync_to_node(host, port) for it, then SELECT kgrag_private.delegate_calls(); '
+                         'docs/scale-out.md, "One round trip per call".';
+    END IF;
     FOR f IN SELECT * FROM kgrag_private.delegated_calls() LOOP
         PERFORM pg_catalog.create_distributed_function(f, '$1', colocate_with => 'kgrag.document',
                                                        force_delegation => true);
@@ -3970,7 +3989,7 @@ ALTER FUNCTION kgrag_private.delegate_calls() OWNER TO <owner>;
 -- Name: FUNCTION delegate_calls(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.delegate_calls() IS 'Private. On a Citus coordinator whose tables are distributed: makes each of kgrag_private.delegated_calls() a function Citus delegates, by its first argument (the tenant), co-located with kgrag.document, inside transactions too (force_delegation), so that a public function''s call runs on the worker holding the tenant''s shards in one round trip; and grants on the workers what the views grant on the coordinator (a view distributed with its tables reaches the workers without its grants). kgrag.distribute() calls it, and so does every migration run (the installer creates the functions again). Elsewhere it does nothing. Returns the functions delegated. For the schema owner.';
+COMMENT ON FUNCTION kgrag_private.delegate_calls() IS 'Private. On a Citus coordinator whose tables are distributed: makes each of kgrag_private.delegated_calls() a function Citus delegates, by its first argument (the tenant), co-located with kgrag.document, inside transactions too (force_delegation), so that a public function''s call runs on the worker holding the tenant''s shards in one round trip; and grants on the workers what the views grant on the coordinator (a view distributed with its tables reaches the workers without its grants). kgrag.distribute() calls it, and so does every migration run that creates the functions again (the installer). Elsewhere it does nothing. Returns the functions delegated. For the schema owner.';
 
 --
 -- Name: delegated_calls(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5387,7 +5406,7 @@ BEGIN
                                                               WHERE m.tenant_id = t AND m.entity_id = l.entity_id
                                                               LIMIT 1000) AS c),
                                       l.entity_id) AS o
-              FROM kgrag.link_entities(question, include_isolated => true) AS l
+              FROM kgrag_private.link_entities_at(t, question, NULL, NULL, true) AS l  -- (kgrag.link_entities)
               JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = l.entity_id) AS x
      WHERE x.o <= n_seeds;
     RETURN NEXT;
@@ -5617,7 +5636,7 @@ ALTER FUNCTION kgrag_private.log_llm_calls(calls jsonb) OWNER TO <owner>;
 -- Name: FUNCTION log_llm_calls(calls jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) IS 'Private. Records LLM calls made for the current tenant in kgrag.llm_call: calls = [{purpose (extraction, report, answer or rerank), route, model, prompt_tokens, completion_tokens, cached, ms}], at most 10,000 (bounded text, no negative count). The driver calls it after its extraction, report and answer calls. Through kgrag_private.log_llm_calls_at (SECURITY DEFINER, owned by kgrag_logger, which alone writes the logs, on the allow-list: a tenant''s roles read the table, never write it; on Citus, one call to the worker holding the tenant''s shards). Returns the rows written.';
+COMMENT ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) IS 'Private. Records LLM calls made for the current tenant in kgrag.llm_call: calls = [{purpose (extraction, report, answer or rerank), route, model, prompt_tokens, completion_tokens, cached, ms}], at most 1,000 per call (bounded text, no negative count). The driver calls it after its extraction, report and answer calls. Through kgrag_private.log_llm_calls_at (SECURITY DEFINER, owned by kgrag_logger, which alone writes the logs, on the allow-list: a tenant''s roles read the table, never write it; on Citus, one call to the worker holding the tenant''s shards). Returns the rows written.';
 
 --
 -- Name: log_llm_calls_at(text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
@@ -8101,6 +8120,11 @@ DECLARE
     counted record;
 BEGIN
     PERFORM kgrag_private.check_delegated_tenant(tenant);  -- fails closed before anything else is read
+    -- one embedder for the whole search: kgrag.reembed_switch takes this lock exclusively, so it waits
+    -- for the searches in flight, and a search it overtook reads the new embedder throughout (one
+    -- that began before it would otherwise check the question's vector against the old model and
+    -- then compare it with the new model's vectors, finding nothing)
+    PERFORM pg_advisory_xact_lock_shared(hashtextextended('kgrag.embedder:' || tenant, 0));
     question_vec := kgrag_private.fit_vector(question_vec);  -- a narrower model's, zero-padded
     PERFORM kgrag_private.check_search_input(question_vec, route, question, k);
     opts := kgrag_private.search_options(options);
@@ -8317,7 +8341,7 @@ DECLARE
     t text := kgrag.current_tenant();
     decided record;
 BEGIN
-    SELECT * INTO decided FROM kgrag.route(question_vec, question, options);
+    SELECT * INTO decided FROM kgrag_private.route_at(t, question_vec, question, options);  -- (kgrag.route)
     PERFORM kgrag_private.search_in_time(current_setting('kgrag.search_deadline')::timestamptz,
                                          kgrag.setting('search_timeout_ms')::integer);
     IF jsonb_typeof(opts -> 'seed_entities') = 'array' THEN  -- the caller names the seeds
@@ -11763,6 +11787,7 @@ REVOKE ALL ON FUNCTION kgrag.list_keys() FROM PUBLIC;
 -- Name: FUNCTION log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision); Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
+REVOKE ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_writer;
 
@@ -11869,6 +11894,7 @@ GRANT ALL ON FUNCTION kgrag_private.log_answer_at(tenant text, question text, ro
 -- Name: FUNCTION log_llm_calls(calls jsonb); Type: ACL; Schema: kgrag_private; Owner: <owner>
 --
 
+REVOKE ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) TO kgrag_writer;
 

@@ -268,6 +268,17 @@ BEGIN
            AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_object AS o
                             WHERE o.classid = 'pg_catalog.pg_authid'::pg_catalog.regclass
                               AND o.objid = pg_catalog.to_regrole(pg_catalog.quote_ident(role_name))) THEN
+            -- (PostgreSQL 16 on: making the role a member of another needs ADMIN OPTION on it)
+            IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS a WHERE a.rolname = current_user AND a.rolsuper)
+               AND NOT pg_catalog.pg_has_role(current_user, pg_catalog.to_regrole(pg_catalog.quote_ident(role_name)),
+                                              'MEMBER WITH ADMIN OPTION') THEN
+                RAISE EXCEPTION 'role % is not known to the Citus workers, and % may not take it there', pg_catalog.quote_ident(role_name),
+                                current_user
+                    USING ERRCODE = '42501',
+                          HINT = pg_catalog.format('Taking it there makes it, for a moment, a member of a role Citus keeps, which '
+                                                   'needs ADMIN OPTION on it: GRANT %I TO %I WITH ADMIN OPTION (as its creator or '
+                                                   'a superuser), then grant the tenant again.', role_name, current_user);
+            END IF;
             carrier := 'kgrag_carrier_' || pg_catalog.left(pg_catalog.md5(pg_catalog.random()::text), 16);
             EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN NOINHERIT', carrier);
             EXECUTE pg_catalog.format('GRANT %I TO %I', role_name, carrier);
@@ -278,8 +289,8 @@ BEGIN
                 RAISE EXCEPTION 'role % is not known to the Citus workers, and Citus did not take it there',
                                 pg_catalog.quote_ident(role_name)
                     USING ERRCODE = '42704',
-                          HINT = 'Is citus.enable_create_role_propagation off? Create the role on every worker as on the '
-                                 'coordinator, or turn the setting on, then grant again (docs/scale-out.md, "Roles").';
+                          HINT = 'Citus takes roles to the workers only with citus.enable_create_role_propagation on: '
+                                 'turn it on, then grant again (docs/scale-out.md, "Roles").';
             END IF;
         END IF;
     END IF;

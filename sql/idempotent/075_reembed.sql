@@ -130,7 +130,8 @@ DECLARE
 BEGIN
     PERFORM kgrag_private.check_embedder(embedder, dimension);
     -- no ingestion batch writes vectors of the old model meanwhile (kgrag_private.ingest_apply
-    -- takes this lock shared, and checks the embedder it embedded with)
+    -- takes this lock shared, and checks the embedder it embedded with), and no search reads the
+    -- two models' state at once (kgrag_private.search_at takes it shared too)
     PERFORM pg_advisory_xact_lock(hashtextextended('kgrag.embedder:' || t, 0));
     SELECT jsonb_object_agg(k.kind, k.n) INTO missing
       FROM (SELECT x.kind, (SELECT count(*) FROM kgrag_private.reembed_bodies(x.kind, NULL, NULL, NULL, embedder)) AS n
@@ -170,4 +171,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.reembed_switch(text, integer) IS
-'Moves the current tenant to another embedder (its name and dimension) in one transaction: every chunk, entity and report takes the vector of that embedder made for it (kgrag.reembed_store), the tenant''s embedder becomes that one, and kgrag.reembedding is emptied. Raises SQLSTATE 55000, leaving everything as it was, while a text has no such vector (a text that changed meanwhile: run pgkgrag reembed again). Searches keep answering from the vectors in use until it commits; ingestion batches wait for it, and one that embedded with the old model meanwhile is refused. Returns {embedder, dimension, chunks, entities, reports}.';
+'Moves the current tenant to another embedder (its name and dimension) in one transaction: every chunk, entity and report takes the vector of that embedder made for it (kgrag.reembed_store), the tenant''s embedder becomes that one, and kgrag.reembedding is emptied. Raises SQLSTATE 55000, leaving everything as it was, while a text has no such vector (a text that changed meanwhile: run pgkgrag reembed again). Searches keep answering from the vectors in use until it commits (on one node it waits for those in flight, and a search never sees the two models at once); ingestion batches wait for it, and one that embedded with the old model meanwhile is refused. Returns {embedder, dimension, chunks, entities, reports}.';

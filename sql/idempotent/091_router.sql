@@ -36,7 +36,7 @@ BEGIN
                                                               WHERE m.tenant_id = t AND m.entity_id = l.entity_id
                                                               LIMIT 1000) AS c),
                                       l.entity_id) AS o
-              FROM kgrag.link_entities(question, include_isolated => true) AS l
+              FROM kgrag_private.link_entities_at(t, question, NULL, NULL, true) AS l  -- (kgrag.link_entities)
               JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = l.entity_id) AS x
      WHERE x.o <= n_seeds;
     RETURN NEXT;

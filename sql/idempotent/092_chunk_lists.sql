@@ -46,8 +46,9 @@ AS $$
                              WHERE question_vec IS NOT NULL
                                AND v.similarity >= (opts ->> 'chunk_min_similarity')::float8), '[]'),
         'lexical', COALESCE((SELECT jsonb_agg(l.chunk_id ORDER BY l.rank)
-                               FROM kgrag.search_chunks_lexical(question, k, 'any', NULL,
-                                                                (opts ->> 'lexical_min_coverage')::float8) AS l
+                               FROM kgrag_private.search_chunks_lexical_at(  -- (kgrag.search_chunks_lexical)
+                                        kgrag.current_tenant(), question, k, 'any', NULL,
+                                        (opts ->> 'lexical_min_coverage')::float8) AS l
                               WHERE question IS NOT NULL), '[]'))
 $$;
 COMMENT ON FUNCTION kgrag_private.chunk_lists(vector, text, integer, jsonb) IS

@@ -59,7 +59,7 @@ DECLARE
     t text := kgrag.current_tenant();
     decided record;
 BEGIN
-    SELECT * INTO decided FROM kgrag.route(question_vec, question, options);
+    SELECT * INTO decided FROM kgrag_private.route_at(t, question_vec, question, options);  -- (kgrag.route)
     PERFORM kgrag_private.search_in_time(current_setting('kgrag.search_deadline')::timestamptz,
                                          kgrag.setting('search_timeout_ms')::integer);
     IF jsonb_typeof(opts -> 'seed_entities') = 'array' THEN  -- the caller names the seeds
@@ -298,6 +298,11 @@ DECLARE
     counted record;
 BEGIN
     PERFORM kgrag_private.check_delegated_tenant(tenant);  -- fails closed before anything else is read
+    -- one embedder for the whole search: kgrag.reembed_switch takes this lock exclusively, so it waits
+    -- for the searches in flight, and a search it overtook reads the new embedder throughout (one
+    -- that began before it would otherwise check the question's vector against the old model and
+    -- then compare it with the new model's vectors, finding nothing)
+    PERFORM pg_advisory_xact_lock_shared(hashtextextended('kgrag.embedder:' || tenant, 0));
     question_vec := kgrag_private.fit_vector(question_vec);  -- a narrower model's, zero-padded
     PERFORM kgrag_private.check_search_input(question_vec, route, question, k);
     opts := kgrag_private.search_options(options);

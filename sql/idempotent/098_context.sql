@@ -75,7 +75,8 @@ BEGIN
     END IF;
     -- the search's log row waits for the characters packed (kgrag_search leaves it in kgrag.deferred_log)
     PERFORM set_config('kgrag.defer_log', 'on', true), set_config('kgrag.deferred_log', '', true);
-    FOR r IN SELECT * FROM kgrag.kgrag_search(question_vec, route, question, k, options) ORDER BY 1 LOOP
+    FOR r IN SELECT x.* FROM kgrag_private.search_at(t, question_vec, route, question, k, options) AS s  -- (kgrag_search)
+              CROSS JOIN LATERAL unnest(s.result_rows) AS x ORDER BY 1 LOOP
         IF r.kind = 'chunk' THEN
             CONTINUE WHEN r.ref_id = ANY (seen);
             seen := seen || r.ref_id;

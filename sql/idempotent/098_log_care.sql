@@ -150,9 +150,10 @@ BEGIN
     RETURN n;
 END
 $$;
+REVOKE EXECUTE ON FUNCTION kgrag_private.log_llm_calls(jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag_private.log_llm_calls(jsonb) TO kgrag_reader, kgrag_writer;
 COMMENT ON FUNCTION kgrag_private.log_llm_calls(jsonb) IS
-'Private. Records LLM calls made for the current tenant in kgrag.llm_call: calls = [{purpose (extraction, report, answer or rerank), route, model, prompt_tokens, completion_tokens, cached, ms}], at most 10,000 (bounded text, no negative count). The driver calls it after its extraction, report and answer calls. Through kgrag_private.log_llm_calls_at (SECURITY DEFINER, owned by kgrag_logger, which alone writes the logs, on the allow-list: a tenant''s roles read the table, never write it; on Citus, one call to the worker holding the tenant''s shards). Returns the rows written.';
+'Private. Records LLM calls made for the current tenant in kgrag.llm_call: calls = [{purpose (extraction, report, answer or rerank), route, model, prompt_tokens, completion_tokens, cached, ms}], at most 1,000 per call (bounded text, no negative count). The driver calls it after its extraction, report and answer calls. Through kgrag_private.log_llm_calls_at (SECURITY DEFINER, owned by kgrag_logger, which alone writes the logs, on the allow-list: a tenant''s roles read the table, never write it; on Citus, one call to the worker holding the tenant''s shards). Returns the rows written.';
 
 CREATE OR REPLACE VIEW kgrag.llm_cost WITH (security_invoker = true) AS
 SELECT (c.called_at AT TIME ZONE 'UTC')::date AS day, c.purpose, c.route, c.model,

@@ -115,6 +115,7 @@ BEGIN
             citations, dropped, ms;
 END
 $$;
+REVOKE EXECUTE ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) TO kgrag_reader, kgrag_writer;
 COMMENT ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) IS
 'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its md5), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. Through kgrag_private.log_answer_at (SECURITY DEFINER, owned by kgrag_logger, which may insert into the logs and nothing else: readers may not write the log themselves; on Citus, one call to the worker holding the tenant''s shards).';

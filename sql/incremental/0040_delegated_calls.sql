@@ -22,6 +22,23 @@ BEGIN
                     WHERE p.logicalrelid = log_table::pg_catalog.regclass
                       AND p.colocationid <> (SELECT d.colocationid FROM pg_catalog.pg_dist_partition AS d
                                               WHERE d.logicalrelid = 'kgrag.document'::pg_catalog.regclass)) THEN
+            -- metadata only: each log shard must already sit where kgrag.document's shard of the
+            -- same hash range does (as kgrag.distribute() placed them, unless shards were moved)
+            IF (SELECT count(*) FROM pg_catalog.pg_dist_shard AS a WHERE a.logicalrelid = log_table::pg_catalog.regclass)
+               <> (SELECT count(*) FROM pg_catalog.pg_dist_shard AS d WHERE d.logicalrelid = 'kgrag.document'::pg_catalog.regclass)
+               OR EXISTS (SELECT 1
+                            FROM pg_catalog.pg_dist_shard AS a
+                            JOIN pg_catalog.pg_dist_placement AS ap ON ap.shardid = a.shardid
+                            JOIN pg_catalog.pg_dist_shard AS d ON d.logicalrelid = 'kgrag.document'::pg_catalog.regclass
+                                                              AND d.shardminvalue = a.shardminvalue
+                            JOIN pg_catalog.pg_dist_placement AS dp ON dp.shardid = d.shardid
+                           WHERE a.logicalrelid = log_table::pg_catalog.regclass AND ap.groupid <> dp.groupid) THEN
+                RAISE EXCEPTION '% cannot join kgrag.document''s co-location group: its shards are not where kgrag.document''s are',
+                                log_table
+                    USING ERRCODE = '55000',
+                          HINT = 'Move its shards next to kgrag.document''s of the same hash range (citus_move_shard_placement), '
+                                 'or give it as many shards, then run the upgrade again; docs/upgrading.md, revision 0040.';
+            END IF;
             PERFORM pg_catalog.update_distributed_table_colocation(log_table::pg_catalog.regclass,
                                                                    colocate_with => 'kgrag.document');
         END IF;

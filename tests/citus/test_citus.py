@@ -269,8 +269,9 @@ def test_a_new_release_of_the_functions_installs_on_the_distributed_schema(clust
 
 
 def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path: Path) -> None:
-    """`pgkgrag db downgrade 0018` then `pgkgrag db upgrade` on a distributed database holding a
-    tenant's data: below 0019 (Citus's own revision) the amended down file brings every table back
+    """`pgkgrag db downgrade 0039` and `upgrade` (0040 on the distributed schema: the logs out of
+    the graph's group and back), then `pgkgrag db downgrade 0018` and `upgrade` on a distributed
+    database holding a tenant's data: below 0019 (Citus's own revision) the amended down file brings every table back
     onto the coordinator, rows included (kgrag.query_log, which Citus cannot undistribute, copied),
     and the schema goes down as on one node; back at head and distributed again, 0020 and 0040 have
     moved the logs out of the graph's group and back in, 0021 dropped and created an index of the
@@ -289,6 +290,18 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
     with psycopg.connect(cluster) as admin:
         before = checksums(admin, "rev2")
         logged_before = admin.execute("SELECT count(*) FROM kgrag.query_log WHERE tenant_id = 'rev2'").fetchone()
+    # what an existing cluster meets: 0040 down (the logs apart, as 0020 placed them) and up again
+    # on the distributed schema, the search delegated and logged afterwards
+    assert commands.run("db", "downgrade", "0039", dsn=cluster).returncode == 0
+    with psycopg.connect(cluster) as admin:
+        groups = _groups(admin)
+        assert groups["kgrag.query_log"] == groups["kgrag.llm_call"] != groups["kgrag.document"], groups
+    assert commands.run("db", "upgrade", dsn=cluster).returncode == 0
+    with psycopg.connect(cluster) as admin:
+        assert len(set(_groups(admin).values())) == 1
+    with connect(dsn) as conn, tenant_transaction(conn, "rev2"):
+        conn.execute("SELECT count(*) FROM kgrag.kgrag_search(question => %s, route => 'local')", [QUESTIONS[1]])
+        logged_before = conn.execute("SELECT count(*) FROM kgrag.query_log").fetchone()
     down = commands.run("db", "downgrade", "0018", dsn=cluster)
     assert down.returncode == 0, down.stderr
     with psycopg.connect(cluster) as admin:
@@ -297,6 +310,9 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
         assert logged_after == logged_before
         search = "SELECT to_regprocedure('kgrag.kgrag_search(vector,text,text,integer,jsonb)')"
         assert admin.execute(search).fetchone() == (None,)
+        # row-level security forced again on every table that has it (the rows moved with it off)
+        unforced = "SELECT count(*) FROM pg_class WHERE relnamespace = 'kgrag'::regnamespace AND relkind = 'r'"
+        assert admin.execute(unforced + " AND relrowsecurity AND NOT relforcerowsecurity").fetchone() == (0,)
     up = commands.run("db", "upgrade", dsn=cluster)
     assert up.returncode == 0, up.stderr
     assert f"0018 -> {head()}" in up.stdout, up.stdout  # 0019 and every revision after it

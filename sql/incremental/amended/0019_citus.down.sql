@@ -4,8 +4,9 @@
 -- CONSTRAINT is one Citus runs on no distributed table): where kgrag.document is distributed,
 -- every kgrag table becomes a local table of the coordinator again, its rows with it
 -- (undistribute_table, the tables joined by foreign keys at once), and the schema goes down from
--- there as on a single node. Nothing else differs from the released file; without Citus, or with
--- the tables not distributed, nothing differs at all.
+-- there as on a single node (every table's rows counted before and after: a difference undoes the
+-- run). Nothing else differs from the released file; without Citus, or with the tables not
+-- distributed, nothing differs at all.
 
 DO $$
 DECLARE
@@ -14,6 +15,9 @@ DECLARE
     copy text;
     indexes text[];
     r record;
+    forced text[];
+    counted jsonb;
+    t_rows bigint;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
         RETURN;  -- (and pg_dist_partition does not exist: the statements below would not plan)
@@ -23,6 +27,22 @@ BEGIN
         RETURN;
     END IF;
     PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
+    -- The rows move by INSERT ... SELECT as the role running the migration, which acts for tenant
+    -- '*': under forced row-level security it would read that tenant's rows alone. The owner's
+    -- tables are read whole while they move (NO FORCE: a table's owner then bypasses its
+    -- policies), forced again after, and every table must hold as many rows after as before.
+    forced := ARRAY(SELECT c.relname::text FROM pg_catalog.pg_class AS c
+                     WHERE c.relnamespace = 'kgrag'::pg_catalog.regnamespace AND c.relkind = 'r'
+                       AND c.relforcerowsecurity ORDER BY 1);
+    FOR i IN 1 .. COALESCE(pg_catalog.array_length(forced, 1), 0) LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE kgrag.%I NO FORCE ROW LEVEL SECURITY', forced[i]);
+    END LOOP;
+    counted := '{}';
+    FOR r IN SELECT c.relname::text AS rel FROM pg_catalog.pg_class AS c
+              WHERE c.relnamespace = 'kgrag'::pg_catalog.regnamespace AND c.relkind = 'r' ORDER BY 1 LOOP
+        EXECUTE pg_catalog.format('SELECT pg_catalog.jsonb_set(%L::jsonb, ARRAY[%L], pg_catalog.to_jsonb(count(*))) FROM kgrag.%I',
+                                  counted, r.rel, r.rel) INTO counted;
+    END LOOP;
     -- Citus undistributes no table that has, or had, an identity column (a dropped one counts:
     -- kgrag.query_log's first log_id, and no foreign key joins it): such a table is copied into a
     -- local one made like it (columns, defaults, checks, comments), with its rows, policies, row
@@ -55,9 +75,6 @@ BEGIN
                    FROM pg_catalog.pg_class AS c WHERE c.oid = t LOOP
             IF r.relrowsecurity THEN
                 EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', copy);
-            END IF;
-            IF r.relforcerowsecurity THEN
-                EXECUTE pg_catalog.format('ALTER TABLE %s FORCE ROW LEVEL SECURITY', copy);
             END IF;
             EXECUTE pg_catalog.format('ALTER TABLE %s OWNER TO %s', copy, r.owner);
             EXECUTE pg_catalog.format('COMMENT ON TABLE %s IS %L', copy, r.comment);
@@ -96,6 +113,16 @@ BEGIN
          LIMIT 1;
         EXIT WHEN t IS NULL;
         PERFORM pg_catalog.undistribute_table(t, cascade_via_foreign_keys => true);
+    END LOOP;
+    FOR r IN SELECT c.key AS rel, c.value::bigint AS n FROM pg_catalog.jsonb_each_text(counted) AS c ORDER BY 1 LOOP
+        EXECUTE pg_catalog.format('SELECT count(*) FROM kgrag.%I', r.rel) INTO t_rows;
+        IF t_rows <> r.n THEN
+            RAISE EXCEPTION 'kgrag.% held % rows before it left the workers and % after: nothing was changed', r.rel, r.n, t_rows
+                USING ERRCODE = 'XX000';
+        END IF;
+    END LOOP;
+    FOR i IN 1 .. COALESCE(pg_catalog.array_length(forced, 1), 0) LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE kgrag.%I FORCE ROW LEVEL SECURITY', forced[i]);
     END LOOP;
 END
 $$;
