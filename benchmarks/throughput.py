@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
+from citus_cluster import notices, remote
 from common import median, percentile
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from scale import SEARCH
@@ -25,8 +26,6 @@ from pgkgrag.config import Config
 from pgkgrag.db.connections import connect, tenant_transaction
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-# commands that only carry the transaction and its settings to a node, not a statement of the search
-OVERHEAD = ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "ROLLBACK", "SET ", "PREPARE", "SELECT ASSIGN_DISTRIBUTED")
 
 
 @dataclass(frozen=True)
@@ -183,33 +182,28 @@ def search(conn: psycopg.Connection, ask: Ask) -> float:
 
 def round_trips(dsn: str, user: str, asks: list[Ask]) -> dict[str, tuple[int, ...]]:
     """Per route: the remote commands Citus issued for one search (citus.log_remote_commands, from
-    use_tenant's return to COMMIT's), those besides transaction control and settings (OVERHEAD), and
+    use_tenant's return to COMMIT's), those besides transaction control and settings, and
     the nodes and the connections they went to; and the statements Citus ran on a shard in the same
     process ("executing the command locally": on the coordinator, and on the worker, whose notices Citus
     passes on with the detail "from <node>"). Each search runs once untimed first, so the connection and
     the caches are warm."""
-    heard: list[tuple[str, str]] = []  # message and detail: a Diagnostic is only valid in the handler
     counted: dict[str, tuple[int, ...]] = {}
     with connect(make_conninfo(dsn, user=user)) as conn:
-        conn.add_notice_handler(lambda d: heard.append((d.message_primary or "", d.message_detail or "")))
         for ask in asks:
             search(conn, ask)
-            with tenant_transaction(conn, ask.tenant):
+            with notices(conn) as heard, tenant_transaction(conn, ask.tenant):
                 conn.execute("SET LOCAL citus.log_remote_commands = on")
                 conn.execute("SET LOCAL client_min_messages = log")
                 heard.clear()
                 conn.execute(SEARCH, [ask.vector, ask.route, ask.question]).fetchall()
-            issued = [(m[8:].lstrip().upper(), d) for m, d in heard if m.startswith("issuing ")]
-            statements = [m for m, _ in issued if not m.startswith(OVERHEAD)]
-            connections = {d for _, d in issued if d.startswith("on server")}
-            nodes = {d.split(" connectionId")[0].rsplit("@", 1)[-1] for d in connections}
+            issued = remote(heard)
             local = [d for m, d in heard if m.startswith("executing the command locally")]
             forwarded = sum(1 for d in local if d.startswith("from "))
             counted[ask.route] = (
                 len(issued),
-                len(statements),
-                len(nodes),
-                len(connections),
+                sum(1 for r in issued if not r.bookkeeping),
+                len({r.server.rsplit("@", 1)[-1] for r in issued}),
+                len({(r.server, r.connection) for r in issued}),
                 len(local) - forwarded,
                 forwarded,
             )

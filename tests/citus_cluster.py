@@ -4,10 +4,14 @@ for the Citus tests and benchmarks/citus.py."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -83,3 +87,51 @@ def login(admin: psycopg.Connection, name: str, granted: str, tenants: list[str]
     admin.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(granted), sql.Identifier(name)))
     for tenant in tenants:
         admin.execute("SELECT kgrag.grant_tenant(%s, %s)", [name, tenant])
+
+
+# what carries a transaction and its settings to a node, whatever the statement: not a round trip of it
+BOOKKEEPING = ("BEGIN", "COMMIT", "ROLLBACK", "PREPARE", "SAVEPOINT", "RELEASE", "SET ", "SELECT ASSIGN_DISTRIBUTED")
+
+
+@dataclass(frozen=True)
+class Remote:
+    """A command Citus sent to another node (citus.log_remote_commands): its text and where it went."""
+
+    command: str
+    server: str  # user@host:port
+    connection: str
+
+    @property
+    def port(self) -> int:
+        return int(self.server.rsplit(":", 1)[-1])
+
+    @property
+    def bookkeeping(self) -> bool:
+        return self.command.upper().startswith(BOOKKEEPING)
+
+
+@contextmanager
+def notices(conn: psycopg.Connection) -> Iterator[list[tuple[str, str]]]:
+    """The (message, detail) of every notice the server sends meanwhile (a Diagnostic is only valid
+    inside the handler); with citus.log_remote_commands and client_min_messages = log, what Citus
+    sent to other nodes and ran locally."""
+    heard: list[tuple[str, str]] = []
+
+    def note(d: psycopg.errors.Diagnostic) -> None:
+        heard.append((d.message_primary or "", d.message_detail or ""))
+
+    conn.add_notice_handler(note)
+    try:
+        yield heard
+    finally:
+        conn.remove_notice_handler(note)
+
+
+def remote(heard: list[tuple[str, str]]) -> list[Remote]:
+    """The commands Citus issued to other nodes, from notices heard (detail: on server U@H:P connectionId: N)."""
+    found = []
+    for message, detail in heard:
+        where = re.match(r"on server (\S+) connectionId: (\d+)", detail)
+        if message.startswith("issuing ") and where:
+            found.append(Remote(message.removeprefix("issuing "), where.group(1), where.group(2)))
+    return found

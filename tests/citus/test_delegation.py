@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import commands
 import psycopg
 import pytest
-from citus_cluster import login, placement
+from citus_cluster import login, notices, placement, remote
 from conftest import as_role
 from ingesting import OPS, ingest
 from psycopg import sql
@@ -26,10 +26,6 @@ pytestmark = pytest.mark.citus  # the real cluster of ../shared/citus (skipped, 
 
 QUESTION = "Which service does the billing ledger call?"
 VECTOR = "[" + ",".join(map(str, HashEmbedder(512).embed([QUESTION])[0])) + "]"
-# what a remote transaction costs whatever it does: not a round trip of the call
-BOOKKEEPING = re.compile(
-    r"^(BEGIN|COMMIT|ROLLBACK|PREPARE|SAVEPOINT|RELEASE|SET |SELECT assign_distributed_transaction)"
-)
 ON_WORKERS = "SELECT result FROM run_command_on_workers($${}$$) ORDER BY nodeport"
 CALLS = {
     "kgrag_search auto": "SELECT count(*) FROM kgrag.kgrag_search(%(v)s::vector, 'auto', %(q)s)",
@@ -57,38 +53,22 @@ def tenant(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[s
     yield "trips"
 
 
-def remote_commands(conn: psycopg.Connection, query: str) -> list[tuple[str, int]]:
-    """The commands Citus sent to other nodes for one statement, with the port of each (its DETAIL)."""
-    heard: list[tuple[str, int]] = []
-
-    def note(d: psycopg.errors.Diagnostic) -> None:
-        text, where = d.message_primary or "", d.message_detail or ""
-        if text.startswith("issuing "):
-            port = re.search(r":(\d+) connectionId", where)
-            heard.append((text.removeprefix("issuing "), int(port.group(1)) if port else -1))
-
-    conn.add_notice_handler(note)
-    try:
-        conn.execute(query, {"v": VECTOR, "q": QUESTION}).fetchall()
-    finally:
-        conn.remove_notice_handler(note)
-    return heard
-
-
 def test_each_entry_point_is_one_round_trip_to_the_tenants_worker(cluster: str, tenant: str) -> None:
     with psycopg.connect(cluster) as admin:
         worker = placement(admin, tenant)
     with connect(as_role(cluster, "citus_d_reader")) as conn:
         for name, query in CALLS.items():
-            with tenant_transaction(conn, tenant):
+            with notices(conn) as heard, tenant_transaction(conn, tenant):
                 conn.execute("SET LOCAL citus.log_remote_commands = on")
                 conn.execute("SET LOCAL client_min_messages = log")
-                sent = remote_commands(conn, query)
-                again = remote_commands(conn, query)  # the same call again in the transaction
-            calls = [(c, port) for c, port in sent + again if not BOOKKEEPING.match(c)]
-            assert len(calls) == 2, (name, sent, again)
-            assert {port for _, port in sent + again} == {worker}, (name, sent)
-            assert all(re.match(r"SELECT .*FROM kgrag_private\.\w+\('trips'::text", c) for c, _ in calls), calls
+                conn.execute(query, {"v": VECTOR, "q": QUESTION}).fetchall()
+                first = len(heard)
+                conn.execute(query, {"v": VECTOR, "q": QUESTION}).fetchall()  # the same call again
+            sent = remote(heard)
+            calls = [r.command for r in sent if not r.bookkeeping]
+            assert len(calls) == 2 and len([r for r in remote(heard[:first]) if not r.bookkeeping]) == 1, (name, sent)
+            assert {r.port for r in sent} == {worker}, (name, sent)
+            assert all(re.match(r"SELECT .*FROM kgrag_private\.\w+\('trips'::text", c) for c in calls), calls
 
 
 def test_a_role_made_before_the_schema_searches_after_grant_tenant(cluster: str, tenant: str) -> None:
