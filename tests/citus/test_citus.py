@@ -296,6 +296,25 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
     with psycopg.connect(cluster) as admin:
         groups = _groups(admin)
         assert groups["kgrag.query_log"] == groups["kgrag.llm_call"] != groups["kgrag.document"], groups
+    # a log shard moved away from kgrag.document's of the same range: 0040 refuses, saying how
+    moved = (
+        "SELECT citus_move_shard_placement(l.shardid, n.nodename, n.nodeport, o.nodename, o.nodeport,"
+        " shard_transfer_mode => 'block_writes')"
+        " FROM pg_dist_shard AS l JOIN pg_dist_placement AS p ON p.shardid = l.shardid"
+        " JOIN pg_dist_node AS n ON n.groupid = p.groupid"
+        " JOIN pg_dist_node AS o ON o.groupid > 0 AND o.groupid <> p.groupid"
+        " WHERE l.logicalrelid = 'kgrag.query_log'::regclass AND l.shardid = %s"
+    )
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        shard = admin.execute(
+            "SELECT min(shardid) FROM pg_dist_shard WHERE logicalrelid = 'kgrag.query_log'::regclass"
+        ).fetchone()
+        admin.execute(moved, shard)
+    refused = commands.run("db", "upgrade", dsn=cluster)
+    assert refused.returncode != 0 and "cannot join kgrag.document's co-location group" in refused.stderr
+    assert "citus_move_shard_placement" in refused.stderr, refused.stderr
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute(moved, shard)  # back where it was (two workers: the other one)
     assert commands.run("db", "upgrade", dsn=cluster).returncode == 0
     with psycopg.connect(cluster) as admin:
         assert len(set(_groups(admin).values())) == 1
