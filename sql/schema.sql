@@ -5506,7 +5506,7 @@ BEGIN
             reached, ARRAY(SELECT v.id FROM jsonb_each(lists) AS l CROSS JOIN LATERAL jsonb_array_elements_text(l.value) AS v(id)),
             k, opts));
     END IF;
-    lists := lists || kgrag_private.pinned_pages(question_vec, seeds, named, k, opts);
+    lists := lists || kgrag_private.pinned_pages(question_vec, seeds, named, lists -> 'vector' ->> 0, k, opts);
     RETURN QUERY SELECT * FROM kgrag_private.entity_rows(reached, opts);
     RETURN QUERY
     SELECT f.rank, f.ref_id, f.kind, f.source, f.score, f.route, f.reason,
@@ -6402,10 +6402,10 @@ ALTER FUNCTION kgrag_private.paths_list(reached jsonb, others text[], k integer,
 COMMENT ON FUNCTION kgrag_private.paths_list(reached jsonb, others text[], k integer, opts jsonb) IS 'Private. Returns the graph''s chunk list of graph_ranking paths (a jsonb array of chunk ids): the answer chunks of the reached entities (kgrag_private.reached_entities) in the walk''s order, then the chunks citing reached entities (each entity''s first graph_chunks_per_entity, and the chunks of the other lists), nearest first and those citing more of them first; cut after the last chunk that could still be among the k fused rows.';
 
 --
--- Name: pinned_pages(public.vector, text[], text[], integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: pinned_pages(public.vector, text[], text[], text, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.pinned_pages(question_vec public.vector, seeds text[], named text[], k integer, opts jsonb) RETURNS jsonb
+CREATE FUNCTION kgrag_private.pinned_pages(question_vec public.vector, seeds text[], named text[], nearest text, k integer, opts jsonb) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -6419,6 +6419,10 @@ BEGIN
     -- not a seed, the one whose page is nearest the question: the second step of a two-hop
     -- question ("the soap opera Kate Ramsay is from was created by who?"). It follows what the
     -- page names, not the graph's edges, so a walk filtered by relations or as_of gets none.
+    -- A question that names no page ("the initial tornado of the Late-May 1998 outbreak hit a
+    -- state named after which tribes?") takes its one bridge from the chunk nearest it instead
+    -- (nearest: the first of the vector list, which stays where RRF puts it; from k = 2 on, so
+    -- that the nearest chunk keeps a row).
     -- The own pages come first, in the seeds' order, at most half of the k rows; then the
     -- bridge pages in the same order, the two together at most (k + 1) / 2; RRF fills the rest.
     RETURN (
@@ -6432,10 +6436,14 @@ BEGIN
              GROUP BY e.answer_chunk_id) AS p
          ORDER BY p.o
          LIMIT k / 2
+    ), anchor AS (  -- the pages a bridge starts from
+        SELECT w.chunk_id, w.o FROM own AS w
+        UNION ALL
+        SELECT nearest, 1 WHERE nearest IS NOT NULL AND k >= 2 AND NOT EXISTS (SELECT 1 FROM own)
     ), bridge AS (
         SELECT b.chunk_id, min(b.o) AS o FROM (
             SELECT DISTINCT ON (w.o) w.o, n.chunk_id
-              FROM own AS w
+              FROM anchor AS w
              CROSS JOIN LATERAL (
                    SELECT e.answer_chunk_id AS chunk_id, c.embedding <=> question_vec AS distance
                      FROM (SELECT m.entity_id FROM kgrag.mention AS m
@@ -6446,6 +6454,7 @@ BEGIN
                      JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = e.answer_chunk_id
                     WHERE c.embedding IS NOT NULL
                       AND kgrag.is_page_about(c.title, e.name)
+                      AND e.answer_chunk_id <> w.chunk_id
                       AND NOT EXISTS (SELECT 1 FROM own AS x WHERE x.chunk_id = e.answer_chunk_id)) AS n
              WHERE question_vec IS NOT NULL AND opts ->> 'relations' IS NULL AND opts ->> 'as_of' IS NULL
              ORDER BY w.o, n.distance, n.chunk_id COLLATE "C") AS b
@@ -6464,13 +6473,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.pinned_pages(question_vec public.vector, seeds text[], named text[], k integer, opts jsonb) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.pinned_pages(question_vec public.vector, seeds text[], named text[], nearest text, k integer, opts jsonb) OWNER TO <owner>;
 
 --
--- Name: FUNCTION pinned_pages(question_vec public.vector, seeds text[], named text[], k integer, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION pinned_pages(question_vec public.vector, seeds text[], named text[], nearest text, k integer, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.pinned_pages(question_vec public.vector, seeds text[], named text[], k integer, opts jsonb) IS 'Private. Returns the chunk lists the local route puts first, {"own_page": [...], "bridge_page": [...]}: the seeds'' own pages (the answer chunk of a seed in named, the seeds the question names by a whole name, in a document about it, see kgrag.is_page_about: in seed order, at most k / 2), then for each own page a bridge page (the page of the entity it names, among its first 50 by id and not a seed, whose page is nearest question_vec; none without question_vec or with the options relations or as_of), the two at most (k + 1) / 2.';
+COMMENT ON FUNCTION kgrag_private.pinned_pages(question_vec public.vector, seeds text[], named text[], nearest text, k integer, opts jsonb) IS 'Private. Returns the chunk lists the local route puts first, {"own_page": [...], "bridge_page": [...]}: the seeds'' own pages (the answer chunk of a seed in named, the seeds the question names by a whole name, in a document about it, see kgrag.is_page_about: in seed order, at most k / 2), then for each own page a bridge page (the page of the entity it names, among its first 50 by id and not a seed, whose page is nearest question_vec; none without question_vec or with the options relations or as_of), the two at most (k + 1) / 2. Without an own page and with k of 2 or more, one bridge page from the chunk nearest (the first of the vector list), which is not pinned itself.';
 
 --
 -- Name: power_iteration(double precision[], integer[], integer[], double precision[], double precision, timestamp with time zone, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8396,9 +8405,11 @@ BEGIN
                          ELSE '; graph chunks ranked by the k-hop paths from the seeds' END;
             IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'own_page') THEN
                 said := said || '; first the seeds'' own pages (documents titled with their names)';
-            END IF;
-            IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'bridge_page') THEN
-                said := said || ', then the page each names nearest the question';
+                IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'bridge_page') THEN
+                    said := said || ', then the page each names nearest the question';
+                END IF;
+            ELSIF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'bridge_page') THEN
+                said := said || '; first the page the nearest chunk names nearest the question';
             END IF;
         EXCEPTION WHEN query_canceled THEN
             -- Only the walk's own budget (khop_timeout_ms, max_paths_walked, the search's deadline)

@@ -143,7 +143,7 @@ COMMENT ON FUNCTION kgrag_private.paths_list(jsonb, text[], integer, jsonb) IS
 'Private. Returns the graph''s chunk list of graph_ranking paths (a jsonb array of chunk ids): the answer chunks of the reached entities (kgrag_private.reached_entities) in the walk''s order, then the chunks citing reached entities (each entity''s first graph_chunks_per_entity, and the chunks of the other lists), nearest first and those citing more of them first; cut after the last chunk that could still be among the k fused rows.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.pinned_pages(
-    question_vec vector, seeds text[], named text[], k integer, opts jsonb)
+    question_vec vector, seeds text[], named text[], nearest text, k integer, opts jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -158,6 +158,10 @@ BEGIN
     -- not a seed, the one whose page is nearest the question: the second step of a two-hop
     -- question ("the soap opera Kate Ramsay is from was created by who?"). It follows what the
     -- page names, not the graph's edges, so a walk filtered by relations or as_of gets none.
+    -- A question that names no page ("the initial tornado of the Late-May 1998 outbreak hit a
+    -- state named after which tribes?") takes its one bridge from the chunk nearest it instead
+    -- (nearest: the first of the vector list, which stays where RRF puts it; from k = 2 on, so
+    -- that the nearest chunk keeps a row).
     -- The own pages come first, in the seeds' order, at most half of the k rows; then the
     -- bridge pages in the same order, the two together at most (k + 1) / 2; RRF fills the rest.
     RETURN (
@@ -171,10 +175,14 @@ BEGIN
              GROUP BY e.answer_chunk_id) AS p
          ORDER BY p.o
          LIMIT k / 2
+    ), anchor AS (  -- the pages a bridge starts from
+        SELECT w.chunk_id, w.o FROM own AS w
+        UNION ALL
+        SELECT nearest, 1 WHERE nearest IS NOT NULL AND k >= 2 AND NOT EXISTS (SELECT 1 FROM own)
     ), bridge AS (
         SELECT b.chunk_id, min(b.o) AS o FROM (
             SELECT DISTINCT ON (w.o) w.o, n.chunk_id
-              FROM own AS w
+              FROM anchor AS w
              CROSS JOIN LATERAL (
                    SELECT e.answer_chunk_id AS chunk_id, c.embedding <=> question_vec AS distance
                      FROM (SELECT m.entity_id FROM kgrag.mention AS m
@@ -185,6 +193,7 @@ BEGIN
                      JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = e.answer_chunk_id
                     WHERE c.embedding IS NOT NULL
                       AND kgrag.is_page_about(c.title, e.name)
+                      AND e.answer_chunk_id <> w.chunk_id
                       AND NOT EXISTS (SELECT 1 FROM own AS x WHERE x.chunk_id = e.answer_chunk_id)) AS n
              WHERE question_vec IS NOT NULL AND opts ->> 'relations' IS NULL AND opts ->> 'as_of' IS NULL
              ORDER BY w.o, n.distance, n.chunk_id COLLATE "C") AS b
@@ -202,8 +211,8 @@ BEGIN
                'bridge_page', COALESCE((SELECT jsonb_agg(p.chunk_id ORDER BY p.pos) FROM pinned AS p WHERE p.list = 'bridge_page'), '[]')));
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.pinned_pages(vector, text[], text[], integer, jsonb) IS
-'Private. Returns the chunk lists the local route puts first, {"own_page": [...], "bridge_page": [...]}: the seeds'' own pages (the answer chunk of a seed in named, the seeds the question names by a whole name, in a document about it, see kgrag.is_page_about: in seed order, at most k / 2), then for each own page a bridge page (the page of the entity it names, among its first 50 by id and not a seed, whose page is nearest question_vec; none without question_vec or with the options relations or as_of), the two at most (k + 1) / 2.';
+COMMENT ON FUNCTION kgrag_private.pinned_pages(vector, text[], text[], text, integer, jsonb) IS
+'Private. Returns the chunk lists the local route puts first, {"own_page": [...], "bridge_page": [...]}: the seeds'' own pages (the answer chunk of a seed in named, the seeds the question names by a whole name, in a document about it, see kgrag.is_page_about: in seed order, at most k / 2), then for each own page a bridge page (the page of the entity it names, among its first 50 by id and not a seed, whose page is nearest question_vec; none without question_vec or with the options relations or as_of), the two at most (k + 1) / 2. Without an own page and with k of 2 or more, one bridge page from the chunk nearest (the first of the vector list), which is not pinned itself.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.entity_rows(reached jsonb, opts jsonb) RETURNS SETOF kgrag.search_row
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -265,7 +274,7 @@ BEGIN
             reached, ARRAY(SELECT v.id FROM jsonb_each(lists) AS l CROSS JOIN LATERAL jsonb_array_elements_text(l.value) AS v(id)),
             k, opts));
     END IF;
-    lists := lists || kgrag_private.pinned_pages(question_vec, seeds, named, k, opts);
+    lists := lists || kgrag_private.pinned_pages(question_vec, seeds, named, lists -> 'vector' ->> 0, k, opts);
     RETURN QUERY SELECT * FROM kgrag_private.entity_rows(reached, opts);
     RETURN QUERY
     SELECT f.rank, f.ref_id, f.kind, f.source, f.score, f.route, f.reason,

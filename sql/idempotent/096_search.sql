@@ -107,9 +107,11 @@ BEGIN
                          ELSE '; graph chunks ranked by the k-hop paths from the seeds' END;
             IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'own_page') THEN
                 said := said || '; first the seeds'' own pages (documents titled with their names)';
-            END IF;
-            IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'bridge_page') THEN
-                said := said || ', then the page each names nearest the question';
+                IF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'bridge_page') THEN
+                    said := said || ', then the page each names nearest the question';
+                END IF;
+            ELSIF EXISTS (SELECT 1 FROM unnest(rows_out) AS x WHERE x.payload -> 'ranks' ? 'bridge_page') THEN
+                said := said || '; first the page the nearest chunk names nearest the question';
             END IF;
         EXCEPTION WHEN query_canceled THEN
             -- Only the walk's own budget (khop_timeout_ms, max_paths_walked, the search's deadline)

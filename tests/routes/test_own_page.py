@@ -220,3 +220,35 @@ def test_a_page_titled_with_the_name_and_a_qualifier_is_its_own_page(conn: psyco
     local = search(conn, embedder, "local", 4)
     assert local.chunks()[:2] == ["ptero#0", "cotula#0"]
     assert pinned(local) == [("ptero#0", "own_page"), ("cotula#0", "own_page")]
+
+
+TORNADO_QUESTION = "The first tornado of the spring outbreak hit a state named after which tribe?"
+OUTBREAK = {  # the question names no page; the nearest chunk, the outbreak's page, names the state
+    "outbreak": ("Spring 1998 outbreak", "The first tornado of the spring outbreak hit South Dakota near Lake Andes."),
+    "dakota": ("South Dakota", "South Dakota is a state named after the Dakota tribe of the Sioux."),
+    "andes": ("Lake Andes", "Lake Andes is a small town on a lake, with a harbour and a school."),
+} | {
+    f"storm{i}": (f"Storm {i}", f"Storm {i} was a tornado that hit a state in spring, the first of the season.")
+    for i in range(6)
+}
+
+
+def test_a_question_naming_no_page_gets_the_page_its_nearest_chunk_names(
+    conn: psycopg.Connection, tmp_path: Path
+) -> None:
+    """No own page: the bridge starts from the chunk nearest the question, which names two pages;
+    the one nearer the question is pinned first, and the nearest chunk keeps its place by RRF."""
+    docs = [{"doc_id": d, "title": title, "text": text} for d, (title, text) in OUTBREAK.items()]
+    names = [KnownName(title, "Thing") for title, _ in OUTBREAK.values()]
+    embedder = HashEmbedder(512)
+    assert ingest(conn, tmp_path, docs, extractor=GazetteerExtractor(names), embedder=embedder).ok
+    build(conn, "t1", embedder)
+    question, state, town = embedder.embed([TORNADO_QUESTION, OUTBREAK["dakota"][1], OUTBREAK["andes"][1]])
+    assert float(question @ state) > float(question @ town)
+    vector = run_search(conn, "t1", embedder, TORNADO_QUESTION, "vector", 4, {})
+    assert vector.chunks()[0] == "outbreak#0" and "dakota#0" not in vector.chunks()
+    local = run_search(conn, "t1", embedder, TORNADO_QUESTION, "local", 4, {})
+    assert pinned(local) == [("dakota#0", "bridge_page")]
+    assert local.chunks()[:2] == ["dakota#0", "outbreak#0"]
+    assert "first the page the nearest chunk names nearest the question" in local.reason
+    assert pinned(run_search(conn, "t1", embedder, TORNADO_QUESTION, "local", 1, {})) == []  # k = 1: the nearest chunk
