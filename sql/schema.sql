@@ -1287,6 +1287,7 @@ COMMENT ON FUNCTION kgrag.ontology_relation_type(relation text) IS 'Returns the 
 CREATE FUNCTION kgrag.path_relations(path text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, history boolean DEFAULT false, min_confidence double precision DEFAULT NULL::double precision) RETURNS TABLE(step integer, src text, rel text, dst text, valid_from timestamp with time zone, valid_to timestamp with time zone)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes each step's query to one shard
@@ -4742,6 +4743,7 @@ COMMENT ON FUNCTION kgrag_private.frontier_step(front text[], visited text[], h 
 CREATE FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim integer) RETURNS TABLE(chunk_id text, tsv tsvector)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
@@ -5321,7 +5323,7 @@ CREATE FUNCTION kgrag_private.link_entities_at(tenant text, question text, min_r
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     SET plan_cache_mode TO 'auto'
-    AS $$
+    AS $_$
 DECLARE
     t text := kgrag_private.check_delegated_tenant(tenant);
     whole text := kgrag.canonical_name(COALESCE(question, ''));
@@ -5339,7 +5341,8 @@ BEGIN
     IF whole = '' THEN
         RETURN;
     END IF;
-    SELECT s.common, s.frequency INTO common, frequency FROM kgrag.alias_trigram_stats AS s WHERE s.tenant_id = t;
+    EXECUTE 'SELECT s.common, s.frequency FROM kgrag.alias_trigram_stats AS s WHERE s.tenant_id = $1'
+       INTO common, frequency USING t;  -- planned each time: see kgrag_private.search_at
     words := kgrag_private.word_links(whole, stop, capitalized);
     strong := kgrag_private.strong_links(whole, stop, words);
     RETURN QUERY
@@ -5371,7 +5374,7 @@ BEGIN
      WHERE e.degree > 0 OR include_isolated  -- an isolated entity leads nowhere: not a seed
      ORDER BY b.score DESC, b.entity_id;
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag_private.link_entities_at(tenant text, question text, min_ratio double precision, min_trigram double precision, include_isolated boolean) OWNER TO <owner>;
 
@@ -7837,7 +7840,7 @@ CREATE FUNCTION kgrag_private.route_at(tenant text, question_vec public.vector, 
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     SET plan_cache_mode TO 'auto'
-    AS $$
+    AS $_$
 DECLARE
     t text := kgrag_private.check_delegated_tenant(tenant);
     opts jsonb := kgrag_private.search_options(options);
@@ -7899,8 +7902,9 @@ BEGIN
                                                WHERE r.similarity >= (opts ->> 'report_min_similarity')::float8);
         END IF;
     END IF;
-    SELECT string_agg(e.name, ', ' ORDER BY array_position(seeds, e.entity_id)) INTO named
-      FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (seeds[1:3]);
+    EXECUTE 'SELECT string_agg(e.name, '', '' ORDER BY array_position($2, e.entity_id))
+               FROM kgrag.entity AS e WHERE e.tenant_id = $1 AND e.entity_id = ANY ($2[1:3])'
+       INTO named USING t, seeds;  -- planned each time: see kgrag_private.search_at
     SELECT d.route, d.rule_id, d.reason INTO route, rule_id, reason
       FROM kgrag_private.route_decision(cardinality(seeds), named, global_rule, global_why, mixed_rule, mixed_why,
                                         question_vec IS NOT NULL, flat,
@@ -7909,7 +7913,7 @@ BEGIN
     reason := reason || kgrag_private.ambiguity_note(question, linked);
     RETURN NEXT;
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag_private.route_at(tenant text, question_vec public.vector, question text, options jsonb) OWNER TO <owner>;
 

@@ -44,6 +44,7 @@ CREATE OR REPLACE FUNCTION kgrag_private.fts_probe(query tsquery, config regconf
 RETURNS TABLE (chunk_id text, tsv tsvector)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+SET plan_cache_mode = force_custom_plan  -- see kgrag_private.search_at: no generic plan of a one-shard read
 AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard

@@ -314,7 +314,8 @@ BEGIN
     IF whole = '' THEN
         RETURN;
     END IF;
-    SELECT s.common, s.frequency INTO common, frequency FROM kgrag.alias_trigram_stats AS s WHERE s.tenant_id = t;
+    EXECUTE 'SELECT s.common, s.frequency FROM kgrag.alias_trigram_stats AS s WHERE s.tenant_id = $1'
+       INTO common, frequency USING t;  -- planned each time: see kgrag_private.search_at
     words := kgrag_private.word_links(whole, stop, capitalized);
     strong := kgrag_private.strong_links(whole, stop, words);
     RETURN QUERY

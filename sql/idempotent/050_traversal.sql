@@ -416,6 +416,7 @@ CREATE OR REPLACE FUNCTION kgrag.path_relations(
 RETURNS TABLE (step integer, src text, rel text, dst text, valid_from timestamptz, valid_to timestamptz)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
+SET plan_cache_mode = force_custom_plan  -- see kgrag_private.search_at: no generic plan of a one-shard read
 AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes each step's query to one shard

@@ -211,8 +211,9 @@ BEGIN
                                                WHERE r.similarity >= (opts ->> 'report_min_similarity')::float8);
         END IF;
     END IF;
-    SELECT string_agg(e.name, ', ' ORDER BY array_position(seeds, e.entity_id)) INTO named
-      FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (seeds[1:3]);
+    EXECUTE 'SELECT string_agg(e.name, '', '' ORDER BY array_position($2, e.entity_id))
+               FROM kgrag.entity AS e WHERE e.tenant_id = $1 AND e.entity_id = ANY ($2[1:3])'
+       INTO named USING t, seeds;  -- planned each time: see kgrag_private.search_at
     SELECT d.route, d.rule_id, d.reason INTO route, rule_id, reason
       FROM kgrag_private.route_decision(cardinality(seeds), named, global_rule, global_why, mixed_rule, mixed_why,
                                         question_vec IS NOT NULL, flat,

@@ -287,6 +287,12 @@ LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 SET plan_cache_mode = auto  -- cached plans where it runs (use_tenant forces custom ones on Citus, for the
                             -- coordinator's UPDATEs; a delegated read runs every statement on one worker)
+                            -- but never a generic plan of a one-shard read of one table (Citus's fast
+                            -- path): Citus 14.0.1 plans such a plan's shard query again on every run and
+                            -- keeps each plan (citusdata/citus#8783), and a worker's connection grew by
+                            -- about 1 MB a search. The functions holding such a read force custom plans
+                            -- (fts_probe, path_relations), or run it with EXECUTE (route_at, link_entities_at);
+                            -- tests/citus/test_delegation.py finds any other.
 AS $$
 DECLARE
     started timestamptz := clock_timestamp();

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import commands
 import psycopg
@@ -69,6 +70,42 @@ def test_each_entry_point_is_one_round_trip_to_the_tenants_worker(cluster: str, 
             assert len(calls) == 2 and len([r for r in remote(heard[:first]) if not r.bookkeeping]) == 1, (name, sent)
             assert {r.port for r in sent} == {worker}, (name, sent)
             assert all(re.match(r"SELECT .*FROM kgrag_private\.\w+\('trips'::text", c) for c in calls), calls
+
+
+READS = [name for name in CALLS if name not in ("log_answer", "log_llm_calls")]
+
+
+def worker_backend_kb(cluster: str, port: int, role: str) -> int:
+    """The anonymous resident memory of the worker's backend serving the role (the cluster runs on
+    this machine: /proc)."""
+    with psycopg.connect(make_conninfo(cluster, port=port), autocommit=True) as worker:
+        (pid,) = worker.execute("SELECT pid FROM pg_stat_activity WHERE usename = %s", [role]).fetchone() or (None,)
+    assert pid is not None, f"no backend of {role} on worker {port}"
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("RssAnon:")).split()[1])
+
+
+def test_a_workers_connection_does_not_grow_search_after_search(cluster: str, tenant: str) -> None:
+    """Citus 14.0.1 plans the shard query of a cached generic plan of a one-shard read again on every
+    run and keeps each plan (citusdata/citus#8783): a worker's connection grew by about 1 MB a
+    search. With every read entry point warmed past the 5 runs after which plan_cache_mode = auto
+    weighs a generic plan, 10 more rounds of them (90 calls) leave the worker's backend within
+    20 MB of where it was (52 MB before the fix, 7 MB after)."""
+    with psycopg.connect(cluster) as admin:
+        worker = placement(admin, tenant)
+    with connect(as_role(cluster, "citus_d_reader")) as conn:
+
+        def rounds(n: int) -> None:
+            for _ in range(n):
+                for name in READS:
+                    with tenant_transaction(conn, tenant):
+                        conn.execute(CALLS[name], {"v": VECTOR, "q": QUESTION}).fetchall()
+
+        rounds(8)
+        before = worker_backend_kb(cluster, worker, "citus_d_reader")
+        rounds(10)
+        grown = worker_backend_kb(cluster, worker, "citus_d_reader") - before
+    assert grown < 20 * 1024, f"the worker's backend grew by {grown} kB over 90 calls"
 
 
 def test_a_role_made_before_the_schema_searches_after_grant_tenant(cluster: str, tenant: str) -> None:
