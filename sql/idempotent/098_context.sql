@@ -80,11 +80,11 @@ BEGIN
         IF r.kind = 'chunk' THEN
             CONTINUE WHEN r.ref_id = ANY (seen);
             seen := seen || r.ref_id;
-            SELECT format('[%s | %s] %s%s', kgrag.source_tag(c.doc_id, c.page, c.headings), c.chunk_id,
-                          CASE WHEN r.source = 'neighbour'
-                               THEN format('(neighbour %s %s) ', r.payload ->> 'side', r.payload ->> 'neighbour_of') END,
-                          c.text) INTO candidate
-              FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = r.ref_id;
+            EXECUTE 'SELECT format(''[%s | %s] %s%s'', kgrag.source_tag(c.doc_id, c.page, c.headings), c.chunk_id,
+                                   CASE WHEN $3 THEN format(''(neighbour %s %s) '', $4, $5) END, c.text)
+                       FROM kgrag.chunk AS c WHERE c.tenant_id = $1 AND c.chunk_id = $2'
+               INTO candidate  -- planned each time: see kgrag_private.search_at
+              USING t, r.ref_id, r.source = 'neighbour', r.payload ->> 'side', r.payload ->> 'neighbour_of';
         ELSIF r.kind = 'entity' THEN
             -- the answer and the relations that led to it count in the same budget
             candidate := format('[entity %s] %s', r.payload ->> 'name', COALESCE(r.payload ->> 'answer', ''))
