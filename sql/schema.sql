@@ -5527,7 +5527,7 @@ ALTER FUNCTION kgrag_private.local_rows(question_vec public.vector, question tex
 -- Name: FUNCTION local_rows(question_vec public.vector, question text, seeds text[], named text[], k integer, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.local_rows(question_vec public.vector, question text, seeds text[], named text[], k integer, opts jsonb) IS 'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence (kgrag_private.entity_rows); then the pinned chunks (kgrag_private.pinned_pages: the seeds'' own pages, list own_page, then a bridge page for each, list bridge_page); then chunks fused by RRF from vector search, lexical search and the graph (option graph_ranking): paths, the list graph (kgrag_private.paths_list), the answer chunks of the reached entities then the chunks citing them, nearest first; pagerank, the list pagerank (kgrag_private.pagerank_list), the chunks by Personalized PageRank mass from the seeds and the nearest chunks (payload.ppr_mass); both, the two lists.';
+COMMENT ON FUNCTION kgrag_private.local_rows(question_vec public.vector, question text, seeds text[], named text[], k integer, opts jsonb) IS 'Private. The local route: entities within hops of the seeds (degree cap, relation, as_of and direction filters; payload.directions says how each step was walked), nearest first, with their answers, paths and evidence (kgrag_private.entity_rows); then the pinned chunks (kgrag_private.pinned_pages: the seeds'' own pages, list own_page, then a bridge page for each, list bridge_page, or without an own page one bridge page from the nearest chunk); then chunks fused by RRF from vector search, lexical search and the graph (option graph_ranking): paths, the list graph (kgrag_private.paths_list), the answer chunks of the reached entities then the chunks citing them, nearest first; pagerank, the list pagerank (kgrag_private.pagerank_list), the chunks by Personalized PageRank mass from the seeds and the nearest chunks (payload.ppr_mass); both, the two lists.';
 
 --
 -- Name: lock_keys(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6425,7 +6425,7 @@ BEGIN
     -- A question that names no page ("the initial tornado of the Late-May 1998 outbreak hit a
     -- state named after which tribes?") takes its one bridge from the chunk nearest it instead
     -- (nearest: the first of the vector list, which stays where RRF puts it; from k = 2 on, so
-    -- that the nearest chunk keeps a row).
+    -- that one row is left to RRF).
     -- The own pages come first, in the seeds' order, at most half of the k rows; then the
     -- bridge pages in the same order, the two together at most (k + 1) / 2; RRF fills the rest.
     RETURN (

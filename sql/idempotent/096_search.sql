@@ -292,8 +292,9 @@ SET plan_cache_mode = auto  -- cached plans where it runs (use_tenant forces cus
                             -- keeps each plan (citusdata/citus#8783), and a worker's connection grew by
                             -- about 1 MB a search. The functions holding such a read force custom plans
                             -- (fts_probe, path_relations), or run it with EXECUTE (route_at, link_entities_at,
-                            -- context_blocks_at);
-                            -- tests/citus/test_delegation.py finds any other.
+                            -- context_blocks_at).
+                            -- tests/citus/test_delegation.py watches a worker's connection over the read
+                            -- entry points as a reader calls them, within and over the log rate.
 AS $$
 DECLARE
     started timestamptz := clock_timestamp();

@@ -19,6 +19,7 @@ from conftest import as_role
 from ingesting import OPS, ingest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from psycopg.types.json import Jsonb
 
 from pgkgrag.db.connections import connect, tenant_transaction
 from pgkgrag.embed.embedders import HashEmbedder
@@ -75,14 +76,16 @@ def test_each_entry_point_is_one_round_trip_to_the_tenants_worker(cluster: str, 
 READS = [name for name in CALLS if name not in ("log_answer", "log_llm_calls")]
 
 
-def worker_backend_kb(cluster: str, port: int, role: str) -> int:
-    """The anonymous resident memory of the worker's backend serving the role (the cluster runs on
-    this machine: /proc)."""
+def worker_backend(cluster: str, port: int, role: str) -> tuple[int, int]:
+    """The newest backend of the role on the worker (the one the coordinator's session keeps for the
+    calls) and its anonymous resident memory in kB (the cluster runs on this machine: /proc)."""
     with psycopg.connect(make_conninfo(cluster, port=port), autocommit=True) as worker:
-        (pid,) = worker.execute("SELECT pid FROM pg_stat_activity WHERE usename = %s", [role]).fetchone() or (None,)
-    assert pid is not None, f"no backend of {role} on worker {port}"
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("RssAnon:")).split()[1])
+        row = worker.execute(
+            "SELECT pid FROM pg_stat_activity WHERE usename = %s ORDER BY backend_start DESC LIMIT 1", [role]
+        ).fetchone()
+    assert row is not None, f"no backend of {role} on worker {port}"
+    status = Path(f"/proc/{row[0]}/status").read_text()
+    return row[0], int(next(line for line in status.splitlines() if line.startswith("RssAnon:")).split()[1])
 
 
 def test_a_workers_connection_does_not_grow_search_after_search(cluster: str, tenant: str) -> None:
@@ -90,23 +93,46 @@ def test_a_workers_connection_does_not_grow_search_after_search(cluster: str, te
     run and keeps each plan (citusdata/citus#8783): a worker's connection grew by about 1 MB a
     search. With every read entry point warmed past the 5 runs after which plan_cache_mode = auto
     weighs a generic plan, 20 more rounds of them (180 calls) leave the worker's backend within
-    4 MB of where it was (before the fix, 52 MB over 90 calls; 14 MB with context_blocks' chunk read left
-    cached; 0 to 1.3 MB over 900 calls after)."""
+    4 MB of where it was (before the fix, 52 MB over 90 calls; 14 MB with context_blocks' chunk
+    read left cached; 0 to 1.3 MB over 900 calls after); so do 60 searches over the tenant's log
+    rate (each counted by an upsert into kgrag.log_overflow instead of logged: a statement with
+    nothing volatile, which did not grow it before either)."""
     with psycopg.connect(cluster) as admin:
         worker = placement(admin, tenant)
     with connect(as_role(cluster, "citus_d_reader")) as conn:
 
-        def rounds(n: int) -> None:
-            for _ in range(n):
-                for name in READS:
-                    with tenant_transaction(conn, tenant):
-                        conn.execute(CALLS[name], {"v": VECTOR, "q": QUESTION}).fetchall()
+        def grown(names: list[str], warm: int, measured: int) -> int:
+            def rounds(n: int) -> None:
+                for _ in range(n):
+                    for name in names:
+                        with tenant_transaction(conn, tenant):
+                            conn.execute(CALLS[name], {"v": VECTOR, "q": QUESTION}).fetchall()
 
-        rounds(8)
-        before = worker_backend_kb(cluster, worker, "citus_d_reader")
-        rounds(20)
-        grown = worker_backend_kb(cluster, worker, "citus_d_reader") - before
-    assert grown < 4 * 1024, f"the worker's backend grew by {grown} kB over 180 calls"
+            rounds(warm)
+            pid, before = worker_backend(cluster, worker, "citus_d_reader")
+            rounds(measured)
+            same, after = worker_backend(cluster, worker, "citus_d_reader")
+            assert same == pid, "the calls moved to another connection of the worker"
+            return after - before
+
+        within = grown(READS, 8, 20)
+        with psycopg.connect(cluster, autocommit=True) as admin:
+            rate = "SELECT value FROM kgrag.settings WHERE tenant_id = '*' AND key = 'log_rate_per_minute'"
+            (saved,) = admin.execute(rate).fetchone() or (None,)
+            admin.execute("UPDATE kgrag.settings SET value = '1' WHERE tenant_id = '*' AND key = 'log_rate_per_minute'")
+        try:
+            over = grown(["kgrag_search vector"], 10, 60)
+            with psycopg.connect(cluster) as admin:
+                counted = admin.execute("SELECT sum(searches) FROM kgrag.log_overflow WHERE tenant_id = %s", [tenant])
+                assert (counted.fetchone() or (0,))[0] >= 60  # the searches took the overflow's path
+        finally:
+            with psycopg.connect(cluster, autocommit=True) as admin:
+                admin.execute(
+                    "UPDATE kgrag.settings SET value = %s WHERE tenant_id = '*' AND key = 'log_rate_per_minute'",
+                    [Jsonb(saved)],
+                )
+    assert within < 4 * 1024, f"the worker's backend grew by {within} kB over 180 calls"
+    assert over < 4 * 1024, f"the worker's backend grew by {over} kB over 60 searches over the log rate"
 
 
 def test_a_role_made_before_the_schema_searches_after_grant_tenant(cluster: str, tenant: str) -> None:
