@@ -185,7 +185,12 @@ def side(dsn: str, paths: dict[str, Path], order: list[str], args: argparse.Name
             run = throughput(dsn, READER, mine, where, duration=args.duration, warmup=args.warmup)
             out.runs.append(run)
             cpu = {label: f"{1000 * s / max(1, run.searches):.1f}" for label, s in run.cpu.items()}
-            print(f"  {clients} clients: {run.rate:.1f}/s, p50 {run.p50():.1f} ms, CPU ms/search {cpu}", flush=True)
+            grown = {label: f"{kb / 1024:.1f}" for label, kb in run.grown_kb.items()}
+            print(
+                f"  {clients} clients: {run.rate:.1f}/s, p50 {run.p50():.1f} ms, CPU ms/search {cpu}, "
+                f"reader backends grew MB {grown}",
+                flush=True,
+            )
         step("search")
     return out
 
@@ -219,6 +224,16 @@ def report(size: str, chunks_note: str, sides: dict[str, Side], args: argparse.N
                 f"CPU ms/search, {n}: server; coordinator + workers (client)",
                 f"{s.cpu_ms('server'):.1f} ({s.client_ms:.1f})",
                 f"{c.cpu_ms('coordinator'):.1f} + {c.cpu_ms('worker'):.1f} ({c.client_ms:.1f})",
+                "",
+            ]
+        )
+    for s, c in zip(single.runs, cluster.runs, strict=True):
+        n = f"{s.clients} client{'s' * (s.clients > 1)}"
+        rows.append(
+            [
+                f"reader backends' memory growth, MB per 1,000 searches, {n}: server; coordinator + workers",
+                f"{s.grown_mb('server'):.1f}",
+                f"{c.grown_mb('coordinator'):.1f} + {c.grown_mb('worker'):.1f}",
                 "",
             ]
         )
@@ -298,7 +313,10 @@ def main() -> None:
         f"and tenant (benchmarks/scale.py's), clients cycling through them after {args.warmup:g} s untimed, "
         f"{args.duration:g} s measured; a search is a transaction (BEGIN, use_tenant, kgrag_search, COMMIT) timed "
         "whole. CPU: user + system of each server's postmaster and children (/proc), per search done; "
-        "(client): this benchmark's own process.\n\n" + "\n".join(parts)
+        "(client): this benchmark's own process. Memory growth: the anonymous resident memory of the reader "
+        "role's backends on each server (/proc), from the end of the warm-up to the end of the run, per 1,000 "
+        "searches (a backend that keeps every plan it makes grows here; see 'No cached generic plan of a "
+        "one-shard read').\n\n" + "\n".join(parts)
     )
     print(body)
     given = [f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v != parser.get_default(k)]

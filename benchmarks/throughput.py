@@ -49,6 +49,7 @@ class Run:
     latencies: list[tuple[str, float]] = field(default_factory=list)
     cpu: dict[str, float] = field(default_factory=dict)
     client_cpu: float = 0.0
+    grown_kb: dict[str, int] = field(default_factory=dict)  # the clients' backends' memory, after - before
 
     @property
     def rate(self) -> float:
@@ -69,6 +70,12 @@ class Run:
         """CPU milliseconds per search of the servers whose label starts with prefix."""
         spent = sum(s for label, s in self.cpu.items() if label.startswith(prefix))
         return 1000 * spent / max(1, self.searches)
+
+    def grown_mb(self, prefix: str) -> float:
+        """MB per 1,000 searches by which the role's backends of the servers whose label starts with
+        prefix grew while measured."""
+        grown = sum(kb for label, kb in self.grown_kb.items() if label.startswith(prefix))
+        return grown / 1024 * 1000 / max(1, self.searches)
 
 
 def _stat(pid: str) -> list[str] | None:
@@ -99,6 +106,23 @@ def cpu_seconds(data_dir: Path) -> float:
         if last[13:15] == first[13:15]:  # cutime, cstime: no child reaped meanwhile
             return (sum(int(f) for f in last[11:15]) + children) / CLOCK_TICKS
     raise RuntimeError(f"the children of {postmaster} kept ending while their CPU time was read")
+
+
+def backends_kb(data_dir: Path, user: str) -> int:
+    """The anonymous resident memory (kB, /proc) of the server's backends of the user (the process
+    title of a backend starts "postgres: USER "), summed: the clients' own, and on a worker the
+    connections Citus opened for them."""
+    postmaster = (data_dir / "postmaster.pid").read_text().split()[0]
+    total = 0
+    for entry in Path("/proc").iterdir():
+        fields = _stat(entry.name) if entry.name.isdigit() else None
+        if fields is None or fields[1] != postmaster:
+            continue
+        with contextlib.suppress(OSError):  # a backend that ended meanwhile
+            if (entry / "cmdline").read_bytes().startswith(f"postgres: {user} ".encode()):
+                status = (entry / "status").read_text()
+                total += int(next(x for x in status.splitlines() if x.startswith("RssAnon:")).split()[1])
+    return total
 
 
 def servers(dsn: str, on_citus: bool) -> dict[str, Path]:
@@ -156,6 +180,7 @@ def throughput(
         thread.start()
     with contextlib.suppress(threading.BrokenBarrierError):  # a client failed: raised below
         ready.wait()
+    memory = {label: backends_kb(data_dir, user) for label, data_dir in servers.items()}
     before, client_before = cpu_all(servers), time.process_time()
     start = time.perf_counter()
     deadline[0] = start + duration
@@ -167,6 +192,7 @@ def throughput(
         raise RuntimeError(f"a client failed: {errors[0]!r}") from errors[0]
     after = cpu_all(servers)
     run.cpu = {label: after[label] - before[label] for label in servers}
+    run.grown_kb = {label: backends_kb(data_dir, user) - memory[label] for label, data_dir in servers.items()}
     run.client_cpu = time.process_time() - client_before
     run.searches = len(run.latencies)
     return run
