@@ -147,10 +147,12 @@ def throughput(
     dsn: str, user: str, plans: list[list[Ask]], servers: dict[str, Path], *, duration: float, warmup: float
 ) -> Run:
     """len(plans) clients at once, client i cycling through plans[i] for `duration` seconds after
-    `warmup` seconds of the same searches untimed; the CPU each server spent in between."""
+    `warmup` seconds of the same searches untimed; the CPU each server spent in between, and how much
+    the user's backends grew meanwhile (read while the clients, idle, are still connected)."""
     run = Run(clients=len(plans))
     ready = threading.Barrier(len(plans) + 1)
-    go = threading.Event()
+    finished = threading.Barrier(len(plans) + 1)  # the clients idle, still connected: memory is read
+    go, leave = threading.Event(), threading.Event()
     deadline = [0.0]
     lock = threading.Lock()
     errors: list[BaseException] = []
@@ -169,9 +171,12 @@ def throughput(
                     ask = plan[i % len(plan)]
                     done.append((ask.route, search(conn, ask)))
                     i += 1
+                finished.wait()
+                leave.wait()
         except BaseException as exc:  # reported by the main thread
             errors.append(exc)
             ready.abort()
+            finished.abort()
         with lock:
             run.latencies += done
 
@@ -185,14 +190,17 @@ def throughput(
     start = time.perf_counter()
     deadline[0] = start + duration
     go.set()
+    with contextlib.suppress(threading.BrokenBarrierError):  # a client failed: raised below
+        finished.wait()
+    run.seconds = time.perf_counter() - start
+    after = cpu_all(servers)
+    run.grown_kb = {label: backends_kb(data_dir, user) - memory[label] for label, data_dir in servers.items()}
+    leave.set()
     for thread in threads:
         thread.join()
-    run.seconds = time.perf_counter() - start
     if errors:
         raise RuntimeError(f"a client failed: {errors[0]!r}") from errors[0]
-    after = cpu_all(servers)
     run.cpu = {label: after[label] - before[label] for label in servers}
-    run.grown_kb = {label: backends_kb(data_dir, user) - memory[label] for label, data_dir in servers.items()}
     run.client_cpu = time.process_time() - client_before
     run.searches = len(run.latencies)
     return run
