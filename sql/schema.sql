@@ -5682,6 +5682,7 @@ COMMENT ON FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) IS 
 CREATE FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 DECLARE
     -- computed first: Citus takes no subquery inside INSERT ... VALUES

@@ -94,9 +94,10 @@ def test_a_workers_connection_does_not_grow_search_after_search(cluster: str, te
     search. With every read entry point warmed past the 5 runs after which plan_cache_mode = auto
     weighs a generic plan, 20 more rounds of them (180 calls) leave the worker's backend within
     4 MB of where it was (before the fix, 52 MB over 90 calls; 14 MB with context_blocks' chunk
-    read left cached; 0 to 1.3 MB over 900 calls after); so do 60 searches over the tenant's log
-    rate (each counted by an upsert into kgrag.log_overflow instead of logged: a statement with
-    nothing volatile, which did not grow it before either)."""
+    read left cached; 0 to 1.3 MB over 900 calls after); and 150 searches over the tenant's log
+    rate (each counted by an upsert into kgrag.log_overflow instead of logged) stay within 2 MB
+    (about 40 kB a search before log_search forced custom plans: 24 MB in one cached plan after
+    900 searches over the rate at 100k chunks)."""
     with psycopg.connect(cluster) as admin:
         worker = placement(admin, tenant)
     with connect(as_role(cluster, "citus_d_reader")) as conn:
@@ -121,10 +122,10 @@ def test_a_workers_connection_does_not_grow_search_after_search(cluster: str, te
             (saved,) = admin.execute(rate).fetchone() or (None,)
             admin.execute("UPDATE kgrag.settings SET value = '1' WHERE tenant_id = '*' AND key = 'log_rate_per_minute'")
         try:
-            over = grown(["kgrag_search vector"], 10, 60)
+            over = grown(["kgrag_search vector"], 10, 150)
             with psycopg.connect(cluster) as admin:
                 counted = admin.execute("SELECT sum(searches) FROM kgrag.log_overflow WHERE tenant_id = %s", [tenant])
-                assert (counted.fetchone() or (0,))[0] >= 60  # the searches took the overflow's path
+                assert (counted.fetchone() or (0,))[0] >= 150  # the searches took the overflow's path
         finally:
             with psycopg.connect(cluster, autocommit=True) as admin:
                 admin.execute(
@@ -132,7 +133,7 @@ def test_a_workers_connection_does_not_grow_search_after_search(cluster: str, te
                     [Jsonb(saved)],
                 )
     assert within < 4 * 1024, f"the worker's backend grew by {within} kB over 180 calls"
-    assert over < 4 * 1024, f"the worker's backend grew by {over} kB over 60 searches over the log rate"
+    assert over < 2 * 1024, f"the worker's backend grew by {over} kB over 150 searches over the log rate"
 
 
 def test_a_role_made_before_the_schema_searches_after_grant_tenant(cluster: str, tenant: str) -> None:
