@@ -114,9 +114,10 @@ SOAP = {  # Kate's page names the soap opera and the suburb it is set in; charac
 }
 
 
-def load_soap(conn: psycopg.Connection, tmp_path: Path) -> HashEmbedder:
-    docs = [{"doc_id": d, "title": title, "text": text} for d, (title, text) in SOAP.items()]
-    names = [KnownName(title, "Thing") for title, _ in SOAP.values()]
+def load_titled(conn: psycopg.Connection, tmp_path: Path, pages: dict[str, tuple[str, str]] = SOAP) -> HashEmbedder:
+    """The pages given (SOAP by default), every title a name of the gazetteer."""
+    docs = [{"doc_id": d, "title": title, "text": text} for d, (title, text) in pages.items()]
+    names = [KnownName(title, "Thing") for title, _ in pages.values()]
     embedder = HashEmbedder(512)
     assert ingest(conn, tmp_path, docs, extractor=GazetteerExtractor(names), embedder=embedder).ok
     build(conn, "t1", embedder)
@@ -134,7 +135,7 @@ def pinned(result: SearchResult) -> list[tuple[str, str]]:
 
 
 def test_the_page_a_seeds_page_names_comes_next(conn: psycopg.Connection, tmp_path: Path) -> None:
-    embedder = load_soap(conn, tmp_path)
+    embedder = load_titled(conn, tmp_path)
     question, soap, suburb = embedder.embed([BRIDGE_QUESTION, SOAP["neighbours"][1], SOAP["erinsborough"][1]])
     assert float(question @ soap) > float(question @ suburb)  # the soap opera's page is the nearer of the two
     vector = run_search(conn, "t1", embedder, BRIDGE_QUESTION, "vector", 4, {})
@@ -152,7 +153,7 @@ def test_an_analyst_in_psql_gets_the_same_pinned_pages_as_a_reader(
 ) -> None:
     """The same search from psql, as a login role granted kgrag_reader for the tenant, the question's
     vector passed as a psql variable: the own page, then the bridge page, as through the driver."""
-    embedder = load_soap(conn, tmp_path)
+    embedder = load_titled(conn, tmp_path)
     role = login_roles(READER)
     with psycopg.connect(dsn, autocommit=True) as owner:
         owner.execute("SELECT kgrag.grant_tenant(%s, 't1')", [role])
@@ -179,7 +180,7 @@ def test_an_analyst_in_psql_gets_the_same_pinned_pages_as_a_reader(
 
 
 def test_bridge_pages_share_half_of_the_rows_with_the_own_pages(conn: psycopg.Connection, tmp_path: Path) -> None:
-    embedder = load_soap(conn, tmp_path)
+    embedder = load_titled(conn, tmp_path)
     expected = {1: [], 2: [("kate#0", "own_page")], 3: [("kate#0", "own_page"), ("neighbours#0", "bridge_page")]}
     for k, rows in expected.items():
         assert pinned(run_search(conn, "t1", embedder, BRIDGE_QUESTION, "local", k, {})) == rows, k
@@ -191,7 +192,7 @@ def test_a_filtered_walk_or_a_question_without_a_vector_gets_no_bridge_page(
     """A bridge page follows what the page names, not the graph's edges: a walk the caller limits to
     some relations, or to a time, gets none; nor does a search by the text alone (nothing to rank
     the named pages by)."""
-    embedder = load_soap(conn, tmp_path)
+    embedder = load_titled(conn, tmp_path)
     for options in ({"relations": ["CO_OCCURS"]}, {"as_of": "2020-01-01T00:00:00Z"}):
         result = run_search(conn, "t1", embedder, BRIDGE_QUESTION, "local", 4, options)
         assert pinned(result) == [("kate#0", "own_page")], options
@@ -238,11 +239,7 @@ def test_a_question_naming_no_page_gets_the_page_its_nearest_chunk_names(
 ) -> None:
     """No own page: the bridge starts from the chunk nearest the question, which names two pages;
     the one nearer the question is pinned first, and the nearest chunk keeps its place by RRF."""
-    docs = [{"doc_id": d, "title": title, "text": text} for d, (title, text) in OUTBREAK.items()]
-    names = [KnownName(title, "Thing") for title, _ in OUTBREAK.values()]
-    embedder = HashEmbedder(512)
-    assert ingest(conn, tmp_path, docs, extractor=GazetteerExtractor(names), embedder=embedder).ok
-    build(conn, "t1", embedder)
+    embedder = load_titled(conn, tmp_path, OUTBREAK)
     question, state, town = embedder.embed([TORNADO_QUESTION, OUTBREAK["dakota"][1], OUTBREAK["andes"][1]])
     assert float(question @ state) > float(question @ town)
     vector = run_search(conn, "t1", embedder, TORNADO_QUESTION, "vector", 4, {})
