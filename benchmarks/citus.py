@@ -45,6 +45,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -217,26 +218,21 @@ def report(size: str, chunks_note: str, sides: dict[str, Side], args: argparse.N
         n = f"{s.clients} client{'s' * (s.clients > 1)}"
         rows.append([f"searches/s, {n}", f"{s.rate:.1f}", f"{c.rate:.1f}", ratio(s.rate, c.rate)])
         rows.append([f"p50 / p95 ms, {n}", f"{s.p50():.1f} / {s.p95():.1f}", f"{c.p50():.1f} / {c.p95():.1f}", ""])
-    for s, c in zip(single.runs, cluster.runs, strict=True):
-        n = f"{s.clients} client{'s' * (s.clients > 1)}"
-        rows.append(
-            [
-                f"CPU ms/search, {n}: server; coordinator + workers (client)",
-                f"{s.cpu_ms('server'):.1f} ({s.client_ms:.1f})",
-                f"{c.cpu_ms('coordinator'):.1f} + {c.cpu_ms('worker'):.1f} ({c.client_ms:.1f})",
-                "",
-            ]
-        )
-    for s, c in zip(single.runs, cluster.runs, strict=True):
-        n = f"{s.clients} client{'s' * (s.clients > 1)}"
-        rows.append(
-            [
-                f"reader backends' memory growth, MB per 1,000 searches, {n}: server; coordinator + workers",
-                f"{s.grown_mb('server'):.1f}",
-                f"{c.grown_mb('coordinator'):.1f} + {c.grown_mb('worker'):.1f}",
-                "",
-            ]
-        )
+
+    def per_run(label: str, one: Callable[[Run], str], many: Callable[[Run], str]) -> None:
+        for s, c in zip(single.runs, cluster.runs, strict=True):
+            rows.append([label.format(f"{s.clients} client{'s' * (s.clients > 1)}"), one(s), many(c), ""])
+
+    per_run(
+        "CPU ms/search, {}: server; coordinator + workers (client)",
+        lambda s: f"{s.cpu_ms('server'):.1f} ({s.client_ms:.1f})",
+        lambda c: f"{c.cpu_ms('coordinator'):.1f} + {c.cpu_ms('worker'):.1f} ({c.client_ms:.1f})",
+    )
+    per_run(
+        "reader backends' memory growth, MB per 1,000 searches, {}: server; coordinator + workers",
+        lambda s: f"{s.grown_mb('server'):.1f}",
+        lambda c: f"{c.grown_mb('coordinator'):.1f} + {c.grown_mb('worker'):.1f}",
+    )
     routes = sorted({r for r, _ in single.runs[0].latencies})
     for route in routes:
         a, b = single.runs[0].p50(route), cluster.runs[0].p50(route)

@@ -13,11 +13,12 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
-from citus_cluster import notices, remote
+from citus_cluster import notices, remote, rss_anon_kb
 from common import median, percentile
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from scale import SEARCH
@@ -86,21 +87,29 @@ def _stat(pid: str) -> list[str] | None:
         return None
 
 
+def _postmaster(data_dir: Path) -> str:
+    return (data_dir / "postmaster.pid").read_text().split()[0]
+
+
+def _children(postmaster: str) -> Iterator[tuple[str, list[str]]]:
+    """The live children of the postmaster (backends, background workers): pid and /proc stat fields."""
+    for entry in Path("/proc").iterdir():
+        fields = _stat(entry.name) if entry.name.isdigit() and entry.name != postmaster else None
+        if fields is not None and fields[1] == postmaster:
+            yield entry.name, fields
+
+
 def cpu_seconds(data_dir: Path) -> float:
     """CPU seconds (user + system) of the server of data_dir so far: the postmaster, every live child
     (backends, background workers), and the children already gone (the postmaster's cutime and cstime:
     a backend that ends between two readings still counts). A child reaped while the children are read
     (pids wrap, so it may be read before or after the postmaster) would count twice or not at all: the
     postmaster is read before and after them, and the reading is made again when its cutime moved."""
-    postmaster = (data_dir / "postmaster.pid").read_text().split()[0]
+    postmaster = _postmaster(data_dir)
     for _ in range(20):
         first = _stat(postmaster)
         assert first is not None, f"no postmaster {postmaster} for {data_dir}"
-        children = 0
-        for entry in Path("/proc").iterdir():
-            fields = _stat(entry.name) if entry.name.isdigit() and entry.name != postmaster else None
-            if fields is not None and fields[1] == postmaster:
-                children += int(fields[11]) + int(fields[12])  # utime, stime
+        children = sum(int(fields[11]) + int(fields[12]) for _, fields in _children(postmaster))  # utime, stime
         last = _stat(postmaster)
         assert last is not None
         if last[13:15] == first[13:15]:  # cutime, cstime: no child reaped meanwhile
@@ -112,16 +121,11 @@ def backends_kb(data_dir: Path, user: str) -> int:
     """The anonymous resident memory (kB, /proc) of the server's backends of the user (the process
     title of a backend starts "postgres: USER "), summed: the clients' own, and on a worker the
     connections Citus opened for them."""
-    postmaster = (data_dir / "postmaster.pid").read_text().split()[0]
     total = 0
-    for entry in Path("/proc").iterdir():
-        fields = _stat(entry.name) if entry.name.isdigit() else None
-        if fields is None or fields[1] != postmaster:
-            continue
+    for pid, _ in _children(_postmaster(data_dir)):
         with contextlib.suppress(OSError):  # a backend that ended meanwhile
-            if (entry / "cmdline").read_bytes().startswith(f"postgres: {user} ".encode()):
-                status = (entry / "status").read_text()
-                total += int(next(x for x in status.splitlines() if x.startswith("RssAnon:")).split()[1])
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(f"postgres: {user} ".encode()):
+                total += rss_anon_kb(int(pid))
     return total
 
 

@@ -89,6 +89,13 @@ def login(admin: psycopg.Connection, name: str, granted: str, tenants: list[str]
         admin.execute("SELECT kgrag.grant_tenant(%s, %s)", [name, tenant])
 
 
+def rss_anon_kb(pid: int) -> int:
+    """The anonymous resident memory of a process of this machine, kB (/proc/PID/status: RssAnon), what a
+    backend's own allocations (its plans, its caches) take; OSError when it is gone."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("RssAnon:")).split()[1])
+
+
 # what carries a transaction and its settings to a node, whatever the statement: not a round trip of it
 BOOKKEEPING = ("BEGIN", "COMMIT", "ROLLBACK", "PREPARE", "SAVEPOINT", "RELEASE", "SET ", "SELECT ASSIGN_DISTRIBUTED")
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import commands
 import psycopg
 import pytest
-from citus_cluster import login, notices, placement, remote
+from citus_cluster import login, notices, placement, remote, rss_anon_kb
 from conftest import as_role
 from ingesting import OPS, ingest
 from psycopg import sql
@@ -84,8 +83,7 @@ def worker_backend(cluster: str, port: int, role: str) -> tuple[int, int]:
             "SELECT pid FROM pg_stat_activity WHERE usename = %s ORDER BY backend_start DESC LIMIT 1", [role]
         ).fetchone()
     assert row is not None, f"no backend of {role} on worker {port}"
-    status = Path(f"/proc/{row[0]}/status").read_text()
-    return row[0], int(next(line for line in status.splitlines() if line.startswith("RssAnon:")).split()[1])
+    return row[0], rss_anon_kb(row[0])
 
 
 def test_a_workers_connection_does_not_grow_search_after_search(cluster: str, tenant: str) -> None:
