@@ -91,14 +91,17 @@ BEGIN
     -- inside a transaction too (force_delegation), where every statement of the call must then name
     -- that tenant in kgrag.document's co-location group: one round trip, the walk, the fusion and
     -- the log next to the shards
-    -- (Citus delegates only to a worker that has the metadata: say so where one has not)
+    -- (Citus delegates only to a worker that has the metadata, and refuses to make a delegated
+    -- function while any worker lacks it: say so, and leave the calls as they are until then)
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_dist_node AS n
                 WHERE n.groupid > 0 AND n.isactive AND NOT (n.hasmetadata AND n.metadatasynced)) THEN
-        RAISE WARNING 'a worker has no Citus metadata (yet): calls for its tenants run statement by statement from the coordinator'
+        RAISE WARNING 'a worker has no Citus metadata (yet): no call is made a delegated function now, and the calls of a tenant on that worker fail until its metadata is synced'
             USING HINT = 'SELECT start_metadata_sync_to_node(host, port) for it, then SELECT kgrag_private.delegate_calls(); '
                          'docs/scale-out.md, "One round trip per call".';
     END IF;
-    FOR f IN SELECT * FROM kgrag_private.delegated_calls() LOOP
+    FOR f IN SELECT * FROM kgrag_private.delegated_calls()
+              WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_node AS n
+                                 WHERE n.groupid > 0 AND n.isactive AND NOT (n.hasmetadata AND n.metadatasynced)) LOOP
         PERFORM pg_catalog.create_distributed_function(f, '$1', colocate_with => 'kgrag.document',
                                                        force_delegation => true);
         n := n + 1;
@@ -119,7 +122,7 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag_private.delegate_calls() FROM PUBLIC;
 COMMENT ON FUNCTION kgrag_private.delegate_calls() IS
-'Private. On a Citus coordinator whose tables are distributed: makes each of kgrag_private.delegated_calls() a function Citus delegates, by its first argument (the tenant), co-located with kgrag.document, inside transactions too (force_delegation), so that a public function''s call runs on the worker holding the tenant''s shards in one round trip; and grants on the workers what the views grant on the coordinator (a view distributed with its tables reaches the workers without its grants). kgrag.distribute() calls it, and so does every migration run that creates the functions again (the installer). Elsewhere it does nothing. Returns the functions delegated. For the schema owner.';
+'Private. On a Citus coordinator whose tables are distributed: makes each of kgrag_private.delegated_calls() a function Citus delegates, by its first argument (the tenant), co-located with kgrag.document, inside transactions too (force_delegation), so that a public function''s call runs on the worker holding the tenant''s shards in one round trip; and grants on the workers what the views grant on the coordinator (a view distributed with its tables reaches the workers without its grants). kgrag.distribute() calls it, and so does every migration run that creates the functions again (the installer). While an active worker lacks its Citus metadata it delegates nothing (Citus would refuse) and warns: a tenant''s calls on that worker fail until start_metadata_sync_to_node. Elsewhere it does nothing. Returns the functions delegated. For the schema owner.';
 
 CREATE OR REPLACE FUNCTION kgrag.distribute(dry_run boolean DEFAULT false)
 RETURNS TABLE (table_name text, kind text, colocate_with text)

@@ -134,6 +134,37 @@ def test_a_workers_connection_does_not_grow_search_after_search(cluster: str, te
     assert over < 2 * 1024, f"the worker's backend grew by {over} kB over 150 searches over the log rate"
 
 
+def test_a_worker_without_metadata_is_warned_of_until_its_metadata_is_back(cluster: str, tenant: str) -> None:
+    """Citus makes no delegated function while a worker lacks its metadata, and a call already
+    delegated to it fails there (its shell tables are gone). kgrag_private.delegate_calls(), which
+    every migration run and kgrag.distribute() call, then warns, says what to run and goes on (it
+    failed before, and the migration with it); the tenant's search fails until the metadata is
+    synced again, then answers, and the warning is gone."""
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        worker = placement(admin, tenant)
+        node = admin.execute("SELECT nodename FROM pg_dist_node WHERE nodeport = %s", [worker]).fetchone()
+        assert node is not None
+        admin.execute("SELECT stop_metadata_sync_to_node(%s, %s)", [node[0], worker])
+        try:
+            with notices(admin) as heard:
+                admin.execute("SELECT kgrag_private.delegate_calls()")
+            assert any("has no Citus metadata" in m for m, _ in heard), heard
+            with (
+                connect(as_role(cluster, "citus_d_reader")) as conn,
+                pytest.raises(psycopg.errors.UndefinedTable),
+                tenant_transaction(conn, tenant),
+            ):
+                conn.execute(CALLS["kgrag_search local"], {"v": VECTOR, "q": QUESTION})
+        finally:
+            admin.execute("SELECT start_metadata_sync_to_node(%s, %s)", [node[0], worker])
+            with notices(admin) as heard:
+                admin.execute("SELECT kgrag_private.delegate_calls()")
+        assert not any("has no Citus metadata" in m for m, _ in heard), heard
+    with connect(as_role(cluster, "citus_d_reader")) as conn, tenant_transaction(conn, tenant):
+        found = conn.execute(CALLS["kgrag_search local"], {"v": VECTOR, "q": QUESTION}).fetchone()
+    assert found is not None and found[0] > 0
+
+
 def test_a_role_made_before_the_schema_searches_after_grant_tenant(cluster: str, tenant: str) -> None:
     """A role created where Citus is not (the postgres database: before CREATE EXTENSION citus, as an
     application's role usually is) exists on the coordinator alone; grant_tenant takes it, with its
