@@ -1330,10 +1330,12 @@ CREATE FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double pr
     AS $$
 DECLARE
     t text := kgrag.current_tenant();
-    d double precision := COALESCE(damping, kgrag.setting('ppr_damping')::float8);
-    h integer := COALESCE(hops, kgrag.setting('ppr_hops')::integer);
-    max_edges integer := kgrag.setting('ppr_max_edges')::integer;
-    budget_ms integer := kgrag.setting('khop_timeout_ms')::integer;
+    -- one statement for the four (on a Citus worker each statement costs a plan of its own)
+    given jsonb := kgrag_private.settings_of(ARRAY['ppr_damping', 'ppr_hops', 'ppr_max_edges', 'khop_timeout_ms']);
+    d double precision := COALESCE(damping, (given ->> 'ppr_damping')::float8);
+    h integer := COALESCE(hops, (given ->> 'ppr_hops')::integer);
+    max_edges integer := (given ->> 'ppr_max_edges')::integer;
+    budget_ms integer := (given ->> 'khop_timeout_ms')::integer;
     search_deadline text := current_setting('kgrag.search_deadline', true);
     deadline timestamptz;
     seed_ids text[] := kgrag.resolve_entities(COALESCE(seeds, '{}'));
@@ -3434,10 +3436,10 @@ ALTER FUNCTION kgrag_private.check_search_input(question_vec public.vector, rout
 COMMENT ON FUNCTION kgrag_private.check_search_input(question_vec public.vector, route text, question text, k integer) IS 'Private. Returns nothing; raises SQLSTATE 22023 for a kgrag_search input it cannot take: an unknown route, k out of range, neither a question vector nor a text, a vector of the wrong dimension or zero length, an empty or oversized question.';
 
 --
--- Name: check_search_options(jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: check_search_options(jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.check_search_options(merged jsonb) RETURNS jsonb
+CREATE FUNCTION kgrag_private.check_search_options(merged jsonb, given jsonb) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $_$
@@ -3467,9 +3469,11 @@ BEGIN
                                             '*_similarity and lexical_min_coverage numbers; as_of a timestamp; '
                                             'relations and seed_entities arrays of text; direction out, in or both; whole_collection, neighbours, log and history booleans; min_confidence a number.';
     END;
-    IF NOT (merged ->> 'log')::boolean AND kgrag_private.within_limits('query_log', 'false') <> 'false' THEN
-        RAISE EXCEPTION 'option log = false: the schema owner keeps the query log on (setting setting_limits)'
-            USING ERRCODE = '42501';
+    IF NOT (merged ->> 'log')::boolean THEN  -- (nested: the limits are read only for log = false)
+        IF kgrag_private.within_limits('query_log', 'false') <> 'false' THEN
+            RAISE EXCEPTION 'option log = false: the schema owner keeps the query log on (setting setting_limits)'
+                USING ERRCODE = '42501';
+        END IF;
     END IF;
     IF (merged ->> 'hops')::integer NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
         RAISE EXCEPTION 'option hops = % is outside 0..% (setting max_hops)', merged ->> 'hops',
@@ -3496,14 +3500,17 @@ BEGIN
                         '100 seed_entities, direction out, in or both, graph_ranking paths, pagerank or both, min_confidence 0..1'
             USING ERRCODE = '22023';
     END IF;
-    -- a call's options within the limits the owner set on the settings they stand for (the rule
-    -- that reads the settings: kgrag_private.within_limits)
-    SELECT x.option, merged -> x.option AS value, kgrag_private.within_limits(x.setting, merged -> x.option) AS bound
+    -- the options the call gives within the limits the owner set on the settings they stand for
+    -- (the rule that reads the settings: kgrag_private.within_limits); a default is the setting as
+    -- kgrag.setting reads it, within them already, and is not read again (on a Citus worker every
+    -- statement costs a plan of its own)
+    SELECT x.option, merged -> x.option AS value, b.bound
       INTO above
       FROM (VALUES ('seeds', 'search_seeds'), ('entities', 'search_entities'), ('reports', 'search_reports'),
                    ('degree_cap', 'search_degree_cap'), ('hops', 'search_hops')) AS x(option, setting)
-     WHERE jsonb_typeof(merged -> x.option) = 'number'
-       AND kgrag_private.within_limits(x.setting, merged -> x.option) IS DISTINCT FROM merged -> x.option
+     CROSS JOIN LATERAL (SELECT kgrag_private.within_limits(x.setting, merged -> x.option) AS bound) AS b
+     WHERE given ? x.option AND jsonb_typeof(merged -> x.option) = 'number'
+       AND b.bound IS DISTINCT FROM merged -> x.option
      ORDER BY x.option LIMIT 1;
     IF above.option IS NOT NULL THEN
         RAISE EXCEPTION 'option % = % is beyond the limit of % the schema owner set (setting_limits)',
@@ -3513,13 +3520,13 @@ BEGIN
 END
 $_$;
 
-ALTER FUNCTION kgrag_private.check_search_options(merged jsonb) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.check_search_options(merged jsonb, given jsonb) OWNER TO <owner>;
 
 --
--- Name: FUNCTION check_search_options(merged jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION check_search_options(merged jsonb, given jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.check_search_options(merged jsonb) IS 'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops; seeds, entities, reports, degree_cap and hops within the ceilings setting_limits puts on search_seeds, search_entities, search_reports, search_degree_cap and search_hops; log false only where the owner allows query_log false); raises SQLSTATE 22023 saying which rule a value breaks (42501 for the log).';
+COMMENT ON FUNCTION kgrag_private.check_search_options(merged jsonb, given jsonb) IS 'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops; seeds, entities, reports, degree_cap and hops within the ceilings setting_limits puts on search_seeds, search_entities, search_reports, search_degree_cap and search_hops; log false only where the owner allows query_log false); raises SQLSTATE 22023 saying which rule a value breaks (42501 for the log).';
 
 --
 -- Name: chunk_lists(public.vector, text, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4310,14 +4317,21 @@ CREATE FUNCTION kgrag_private.fit_vector(v public.vector) RETURNS public.vector
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    d integer := kgrag.dimension();
-    -- the tenant's own (recorded by kgrag.use_embedder), else the default embedder's
-    recorded integer := (SELECT (s.value #>> '{}')::integer FROM kgrag.settings AS s
-                          WHERE s.tenant_id = pg_catalog.current_setting('kgrag.tenant', true)
-                            AND s.key = 'embedder_dimension');
-    own integer := COALESCE(recorded, (kgrag.setting('embedder_dimension') #>> '{}')::integer, d);
+    d integer;  -- the columns' (kgrag.dimension())
+    recorded integer;  -- the tenant's own, recorded by kgrag.use_embedder
+    own integer;  -- that, else the default embedder's, else the columns'
     given integer := vector_dims(v);
 BEGIN
+    -- one statement for the three (every search passes its vector here, on a Citus worker each
+    -- statement costs a plan of its own)
+    SELECT max((s.value #>> '{}')::integer) FILTER (WHERE s.tenant_id = '*' AND s.key = 'embedding_dimension'),
+           max((s.value #>> '{}')::integer) FILTER (WHERE s.tenant_id <> '*' AND s.key = 'embedder_dimension'),
+           max((s.value #>> '{}')::integer) FILTER (WHERE s.tenant_id = '*' AND s.key = 'embedder_dimension')
+      INTO d, recorded, own
+      FROM kgrag.settings AS s
+     WHERE s.tenant_id IN ('*', pg_catalog.current_setting('kgrag.tenant', true))
+       AND s.key IN ('embedding_dimension', 'embedder_dimension');
+    own := COALESCE(recorded, own, d);
     -- A model narrower than the columns is stored zero-padded: the zeros change no dot product
     -- and no norm (cosine stays exact) and quantize to 0 bits on both sides (Hamming distances
     -- stay exact), so tenants of several models share the columns and their indexes. A vector
@@ -6498,8 +6512,9 @@ CREATE FUNCTION kgrag_private.power_iteration(reset double precision[], esrc int
     SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 DECLARE
-    max_iterations integer := kgrag.setting('ppr_max_iterations')::integer;
-    tolerance double precision := kgrag.setting('ppr_tolerance')::float8;
+    given jsonb := kgrag_private.settings_of(ARRAY['ppr_max_iterations', 'ppr_tolerance']);  -- (one statement)
+    max_iterations integer := (given ->> 'ppr_max_iterations')::integer;
+    tolerance double precision := (given ->> 'ppr_tolerance')::float8;
     n integer := cardinality(reset);
     dangling integer[];
     p double precision[];
@@ -8334,8 +8349,8 @@ CREATE FUNCTION kgrag_private.search_options(options jsonb) RETURNS jsonb
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    SELECT kgrag_private.check_search_options(kgrag_private.default_search_options()
-                                              || kgrag_private.given_search_options(options))
+    SELECT kgrag_private.check_search_options(kgrag_private.default_search_options() || g.given, g.given)
+      FROM (SELECT kgrag_private.given_search_options(options) AS given) AS g
 $$;
 
 ALTER FUNCTION kgrag_private.search_options(options jsonb) OWNER TO <owner>;
@@ -9169,23 +9184,26 @@ CREATE FUNCTION kgrag_private.vector_scan_begin(k integer, overfetch integer, ef
     AS $$
 DECLARE
     candidates integer;
+    -- one statement for the four (on a Citus worker each statement costs a plan of its own)
+    given jsonb := kgrag_private.settings_of(ARRAY['vector_overfetch', 'vector_min_candidates', 'hnsw_ef_search',
+                                                   'hnsw_max_scan_tuples']);
 BEGIN
     PERFORM kgrag_private.check_k(k);
     IF overfetch IS NOT NULL AND overfetch < 1 THEN
         RAISE EXCEPTION 'overfetch must be >= 1, got %', overfetch USING ERRCODE = '22023';
     END IF;
-    candidates := greatest(k * COALESCE(overfetch, kgrag.setting('vector_overfetch')::integer),
-                           kgrag.setting('vector_min_candidates')::integer);
+    candidates := greatest(k * COALESCE(overfetch, (given ->> 'vector_overfetch')::integer),
+                           (given ->> 'vector_min_candidates')::integer);
     -- Remember the caller's values; kgrag_private.vector_scan_end puts them back.
     PERFORM set_config('kgrag.saved_ef_search', COALESCE(current_setting('hnsw.ef_search', true), ''), true);
     PERFORM set_config('kgrag.saved_iterative_scan', COALESCE(current_setting('hnsw.iterative_scan', true), ''), true);
     PERFORM set_config('kgrag.saved_max_scan_tuples', COALESCE(current_setting('hnsw.max_scan_tuples', true), ''), true);
     PERFORM set_config('kgrag.saved_enable_sort', current_setting('enable_sort'), true);
     PERFORM set_config('hnsw.ef_search',
-        least(greatest(candidates, COALESCE(ef_search, kgrag.setting('hnsw_ef_search')::integer)), 1000)::text, true);
+        least(greatest(candidates, COALESCE(ef_search, (given ->> 'hnsw_ef_search')::integer)), 1000)::text, true);
     -- Iterative scans keep walking the index until enough rows pass the tenant filter.
     PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
-    PERFORM set_config('hnsw.max_scan_tuples', kgrag.setting('hnsw_max_scan_tuples') #>> '{}', true);
+    PERFORM set_config('hnsw.max_scan_tuples', given ->> 'hnsw_max_scan_tuples', true);
     -- The index, whatever the planner thinks of a small table: the other plans sort every row of
     -- the tenant by distance, and their cost leaves out the cast of each vector (to halfvec: 2,800
     -- rows of 512 dimensions, 8.7 ms sorted, about 1 ms through the index).
@@ -9320,7 +9338,8 @@ CREATE FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, rela
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    max_hops integer := kgrag.setting('max_hops')::integer;
+    given jsonb := kgrag_private.settings_of(ARRAY['max_hops', 'khop_timeout_ms']);  -- (one statement)
+    max_hops integer := (given ->> 'max_hops')::integer;
     search_deadline text := current_setting('kgrag.search_deadline', true);
 BEGIN
     IF hops IS NULL OR hops < 0 THEN
@@ -9339,7 +9358,7 @@ BEGIN
         RAISE EXCEPTION 'direction must be out, in or both, got %', COALESCE(quote_literal(direction), 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    budget_ms := kgrag.setting('khop_timeout_ms')::integer;
+    budget_ms := (given ->> 'khop_timeout_ms')::integer;
     deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
     IF search_deadline <> '' AND search_deadline::timestamptz < deadline THEN
         -- inside kgrag_search, whose whole time has one budget (setting search_timeout_ms)

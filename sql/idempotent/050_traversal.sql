@@ -112,7 +112,8 @@ LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    max_hops integer := kgrag.setting('max_hops')::integer;
+    given jsonb := kgrag_private.settings_of(ARRAY['max_hops', 'khop_timeout_ms']);  -- (one statement)
+    max_hops integer := (given ->> 'max_hops')::integer;
     search_deadline text := current_setting('kgrag.search_deadline', true);
 BEGIN
     IF hops IS NULL OR hops < 0 THEN
@@ -131,7 +132,7 @@ BEGIN
         RAISE EXCEPTION 'direction must be out, in or both, got %', COALESCE(quote_literal(direction), 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    budget_ms := kgrag.setting('khop_timeout_ms')::integer;
+    budget_ms := (given ->> 'khop_timeout_ms')::integer;
     deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
     IF search_deadline <> '' AND search_deadline::timestamptz < deadline THEN
         -- inside kgrag_search, whose whole time has one budget (setting search_timeout_ms)

@@ -67,7 +67,7 @@ $$;
 COMMENT ON FUNCTION kgrag_private.default_search_options() IS
 'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors (kgrag_private.floor: for the tenant''s embedder), rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter, history false, min_confidence the setting walk_min_confidence.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.check_search_options(merged jsonb) RETURNS jsonb
+CREATE OR REPLACE FUNCTION kgrag_private.check_search_options(merged jsonb, given jsonb) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -97,9 +97,11 @@ BEGIN
                                             '*_similarity and lexical_min_coverage numbers; as_of a timestamp; '
                                             'relations and seed_entities arrays of text; direction out, in or both; whole_collection, neighbours, log and history booleans; min_confidence a number.';
     END;
-    IF NOT (merged ->> 'log')::boolean AND kgrag_private.within_limits('query_log', 'false') <> 'false' THEN
-        RAISE EXCEPTION 'option log = false: the schema owner keeps the query log on (setting setting_limits)'
-            USING ERRCODE = '42501';
+    IF NOT (merged ->> 'log')::boolean THEN  -- (nested: the limits are read only for log = false)
+        IF kgrag_private.within_limits('query_log', 'false') <> 'false' THEN
+            RAISE EXCEPTION 'option log = false: the schema owner keeps the query log on (setting setting_limits)'
+                USING ERRCODE = '42501';
+        END IF;
     END IF;
     IF (merged ->> 'hops')::integer NOT BETWEEN 0 AND kgrag.setting('max_hops')::integer THEN
         RAISE EXCEPTION 'option hops = % is outside 0..% (setting max_hops)', merged ->> 'hops',
@@ -126,14 +128,17 @@ BEGIN
                         '100 seed_entities, direction out, in or both, graph_ranking paths, pagerank or both, min_confidence 0..1'
             USING ERRCODE = '22023';
     END IF;
-    -- a call's options within the limits the owner set on the settings they stand for (the rule
-    -- that reads the settings: kgrag_private.within_limits)
-    SELECT x.option, merged -> x.option AS value, kgrag_private.within_limits(x.setting, merged -> x.option) AS bound
+    -- the options the call gives within the limits the owner set on the settings they stand for
+    -- (the rule that reads the settings: kgrag_private.within_limits); a default is the setting as
+    -- kgrag.setting reads it, within them already, and is not read again (on a Citus worker every
+    -- statement costs a plan of its own)
+    SELECT x.option, merged -> x.option AS value, b.bound
       INTO above
       FROM (VALUES ('seeds', 'search_seeds'), ('entities', 'search_entities'), ('reports', 'search_reports'),
                    ('degree_cap', 'search_degree_cap'), ('hops', 'search_hops')) AS x(option, setting)
-     WHERE jsonb_typeof(merged -> x.option) = 'number'
-       AND kgrag_private.within_limits(x.setting, merged -> x.option) IS DISTINCT FROM merged -> x.option
+     CROSS JOIN LATERAL (SELECT kgrag_private.within_limits(x.setting, merged -> x.option) AS bound) AS b
+     WHERE given ? x.option AND jsonb_typeof(merged -> x.option) = 'number'
+       AND b.bound IS DISTINCT FROM merged -> x.option
      ORDER BY x.option LIMIT 1;
     IF above.option IS NOT NULL THEN
         RAISE EXCEPTION 'option % = % is beyond the limit of % the schema owner set (setting_limits)',
@@ -142,15 +147,15 @@ BEGIN
     RETURN merged;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.check_search_options(jsonb) IS
+COMMENT ON FUNCTION kgrag_private.check_search_options(jsonb, jsonb) IS
 'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops; seeds, entities, reports, degree_cap and hops within the ceilings setting_limits puts on search_seeds, search_entities, search_reports, search_degree_cap and search_hops; log false only where the owner allows query_log false); raises SQLSTATE 22023 saying which rule a value breaks (42501 for the log).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.search_options(options jsonb) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    SELECT kgrag_private.check_search_options(kgrag_private.default_search_options()
-                                              || kgrag_private.given_search_options(options))
+    SELECT kgrag_private.check_search_options(kgrag_private.default_search_options() || g.given, g.given)
+      FROM (SELECT kgrag_private.given_search_options(options) AS given) AS g
 $$;
 COMMENT ON FUNCTION kgrag_private.search_options(jsonb) IS
 'Private. Returns the search options completed with the tenant''s settings; raises a clear error for an unknown option or a value of the wrong type.';
