@@ -1285,30 +1285,12 @@ COMMENT ON FUNCTION kgrag.ontology_relation_type(relation text) IS 'Returns the 
 --
 
 CREATE FUNCTION kgrag.path_relations(path text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, history boolean DEFAULT false, min_confidence double precision DEFAULT NULL::double precision) RETURNS TABLE(step integer, src text, rel text, dst text, valid_from timestamp with time zone, valid_to timestamp with time zone)
-    LANGUAGE plpgsql STABLE
+    LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
-DECLARE
-    t text := kgrag.current_tenant();  -- a bound value: Citus routes each step's query to one shard
-    f record;
-BEGIN
-    SELECT * INTO f FROM kgrag_private.walk_filter(as_of, history, min_confidence);
-    -- one indexed lookup per step (a path is at most max_hops + 1 entities long)
-    FOR i IN 1 .. kgrag_private.path_length(path) - 1 LOOP
-        RETURN QUERY
-        SELECT i, x.src, x.rel, x.dst, x.valid_from, x.valid_to FROM kgrag.edge AS x
-         WHERE x.tenant_id = t
-           AND ((x.src = path[i] AND x.dst = path[i + 1])
-                OR (x.src = path[i + 1] AND x.dst = path[i] AND x.rel <> 'CO_OCCURS'))
-           AND (x.rel = 'CO_OCCURS'  -- the relations a walk at the same time follows (kgrag_private.walk_filter)
-                OR x.confidence >= f.min_conf
-                   AND (f.at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= f.at)
-                                         AND (x.valid_to IS NULL OR x.valid_to > f.at))))
-         ORDER BY (x.rel = 'CO_OCCURS'), x.weight DESC, x.rel, x.src
-         LIMIT 1;
-    END LOOP;
-END
+    SELECT r.step, r.src, r.rel, r.dst, r.valid_from, r.valid_to
+      FROM kgrag_private.paths_relations(jsonb_build_array(to_jsonb(path)), as_of, history, min_confidence) AS r
+     ORDER BY r.step
 $$;
 
 ALTER FUNCTION kgrag.path_relations(path text[], as_of timestamp with time zone, history boolean, min_confidence double precision) OWNER TO <owner>;
@@ -4247,6 +4229,21 @@ DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
 BEGIN
     RETURN QUERY
+    WITH shown AS MATERIALIZED (
+        SELECT r.*, row_number() OVER (ORDER BY r.position) AS path_no
+          FROM jsonb_to_recordset(reached)
+               AS r(entity_id text, hop integer, path text[], directions text[], seed text, confidence float8, position integer)
+         WHERE r.position <= (opts ->> 'entities')::integer
+    ), steps AS MATERIALIZED (  -- the relations along every shown path, in one call
+        SELECT p.path_no, jsonb_agg(jsonb_strip_nulls(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst,
+                                                                         'valid_from', p.valid_from, 'valid_to', p.valid_to))
+                                    ORDER BY p.step) AS relations
+          FROM kgrag_private.paths_relations((SELECT COALESCE(jsonb_agg(to_jsonb(s.path) ORDER BY s.path_no), '[]')
+                                                FROM shown AS s),
+                                             (opts ->> 'as_of')::timestamptz, (opts ->> 'history')::boolean,
+                                             (opts ->> 'min_confidence')::float8) AS p
+         GROUP BY p.path_no
+    )
     SELECT NULL::integer, r.entity_id, 'entity', 'graph', 1.0::float8 / (1 + r.hop), NULL::text, NULL::text,
            jsonb_build_object(
                'name', e.name, 'type', e.type, 'seed', r.seed, 'hop', r.hop, 'path', to_jsonb(r.path),
@@ -4262,16 +4259,10 @@ BEGIN
                              WHERE m.tenant_id = t AND m.entity_id = r.entity_id ORDER BY m.chunk_id LIMIT 3)) AS z
                         ORDER BY z.chunk_id, z.o) AS y
                     ORDER BY y.o, y.chunk_id COLLATE "C" LIMIT 3)),
-               'relations', COALESCE((
-                   SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst,
-                                                                         'valid_from', p.valid_from, 'valid_to', p.valid_to))
-                                    ORDER BY p.step)
-                     FROM kgrag.path_relations(r.path, (opts ->> 'as_of')::timestamptz, (opts ->> 'history')::boolean,
-                                               (opts ->> 'min_confidence')::float8) AS p), '[]'))
-      FROM jsonb_to_recordset(reached)
-           AS r(entity_id text, hop integer, path text[], directions text[], seed text, confidence float8, position integer)
+               'relations', COALESCE(x.relations, '[]'))
+      FROM shown AS r
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
-     WHERE r.position <= (opts ->> 'entities')::integer
+      LEFT JOIN steps AS x ON x.path_no = r.path_no
      ORDER BY r.position;
 END
 $$;
@@ -6421,6 +6412,58 @@ ALTER FUNCTION kgrag_private.paths_list(reached jsonb, others text[], k integer,
 --
 
 COMMENT ON FUNCTION kgrag_private.paths_list(reached jsonb, others text[], k integer, opts jsonb) IS 'Private. Returns the graph''s chunk list of graph_ranking paths (a jsonb array of chunk ids): the answer chunks of the reached entities (kgrag_private.reached_entities) in the walk''s order, then the chunks citing reached entities (each entity''s first graph_chunks_per_entity, and the chunks of the other lists), nearest first and those citing more of them first; cut after the last chunk that could still be among the k fused rows.';
+
+--
+-- Name: paths_relations(jsonb, timestamp with time zone, boolean, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.paths_relations(paths jsonb, as_of timestamp with time zone, history boolean, min_confidence double precision) RETURNS TABLE(path_no integer, step integer, src text, rel text, dst text, valid_from timestamp with time zone, valid_to timestamp with time zone)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+    f record;
+BEGIN
+    IF jsonb_typeof(paths) IS DISTINCT FROM 'array' OR jsonb_array_length(paths) > 1000 THEN
+        RAISE EXCEPTION 'paths must be a jsonb array of at most 1,000 paths' USING ERRCODE = '22023';
+    END IF;
+    -- every path at most max_hops + 1 entities long: the longest one is checked
+    PERFORM kgrag_private.path_length(ARRAY(SELECT jsonb_array_elements_text(p.path)))
+       FROM jsonb_array_elements(paths) AS p(path)
+      WHERE jsonb_typeof(p.path) = 'array'
+      ORDER BY jsonb_array_length(p.path) DESC LIMIT 1;
+    SELECT * INTO f FROM kgrag_private.walk_filter(as_of, history, min_confidence);
+    -- one statement for every step of every path (on a Citus worker each statement costs a plan
+    -- of its own), an indexed lookup per step
+    RETURN QUERY
+    SELECT p.o::integer, s.i, x.src, x.rel, x.dst, x.valid_from, x.valid_to
+      FROM jsonb_array_elements(paths) WITH ORDINALITY AS p(path, o)
+     CROSS JOIN LATERAL generate_series(1, jsonb_array_length(p.path) - 1) AS s(i)
+     CROSS JOIN LATERAL (
+           SELECT y.src, y.rel, y.dst, y.valid_from, y.valid_to FROM kgrag.edge AS y
+            WHERE y.tenant_id = t
+              AND ((y.src = p.path ->> (s.i - 1) AND y.dst = p.path ->> s.i)
+                   OR (y.src = p.path ->> s.i AND y.dst = p.path ->> (s.i - 1) AND y.rel <> 'CO_OCCURS'))
+              AND (y.rel = 'CO_OCCURS'  -- the relations a walk at the same time follows (kgrag_private.walk_filter)
+                   OR y.confidence >= f.min_conf
+                      AND (f.at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= f.at)
+                                            AND (y.valid_to IS NULL OR y.valid_to > f.at))))
+            ORDER BY (y.rel = 'CO_OCCURS'), y.weight DESC, y.rel, y.src
+            LIMIT 1) AS x
+     WHERE jsonb_typeof(p.path) = 'array'
+     ORDER BY p.o, s.i;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.paths_relations(paths jsonb, as_of timestamp with time zone, history boolean, min_confidence double precision) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION paths_relations(paths jsonb, as_of timestamp with time zone, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.paths_relations(paths jsonb, as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Private. kgrag.path_relations for several paths at once (paths: a jsonb array of arrays of entity ids, at most 1,000; an element that is not an array is skipped), in one statement: (path_no = the path''s place in paths, 1-based, step, src, rel, dst, valid_from, valid_to). kgrag_private.entity_rows reads the relations of every entity it shows with one call.';
 
 --
 -- Name: pinned_pages(public.vector, text[], text[], text, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

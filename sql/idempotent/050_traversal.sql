@@ -412,33 +412,59 @@ $$;
 COMMENT ON FUNCTION kgrag_private.path_length(text[]) IS
 'Private. Returns the number of entities in a path; raises SQLSTATE 22023 for a path longer than a walk can be (setting max_hops + 1), which bounds kgrag.path_relations.';
 
-CREATE OR REPLACE FUNCTION kgrag.path_relations(
-    path text[], as_of timestamptz DEFAULT NULL, history boolean DEFAULT false, min_confidence double precision DEFAULT NULL)
-RETURNS TABLE (step integer, src text, rel text, dst text, valid_from timestamptz, valid_to timestamptz)
+CREATE OR REPLACE FUNCTION kgrag_private.paths_relations(
+    paths jsonb, as_of timestamptz, history boolean, min_confidence double precision)
+RETURNS TABLE (path_no integer, step integer, src text, rel text, dst text, valid_from timestamptz, valid_to timestamptz)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 SET plan_cache_mode = force_custom_plan  -- see kgrag_private.search_at: no generic plan of a one-shard read
 AS $$
 DECLARE
-    t text := kgrag.current_tenant();  -- a bound value: Citus routes each step's query to one shard
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
     f record;
 BEGIN
+    IF jsonb_typeof(paths) IS DISTINCT FROM 'array' OR jsonb_array_length(paths) > 1000 THEN
+        RAISE EXCEPTION 'paths must be a jsonb array of at most 1,000 paths' USING ERRCODE = '22023';
+    END IF;
+    -- every path at most max_hops + 1 entities long: the longest one is checked
+    PERFORM kgrag_private.path_length(ARRAY(SELECT jsonb_array_elements_text(p.path)))
+       FROM jsonb_array_elements(paths) AS p(path)
+      WHERE jsonb_typeof(p.path) = 'array'
+      ORDER BY jsonb_array_length(p.path) DESC LIMIT 1;
     SELECT * INTO f FROM kgrag_private.walk_filter(as_of, history, min_confidence);
-    -- one indexed lookup per step (a path is at most max_hops + 1 entities long)
-    FOR i IN 1 .. kgrag_private.path_length(path) - 1 LOOP
-        RETURN QUERY
-        SELECT i, x.src, x.rel, x.dst, x.valid_from, x.valid_to FROM kgrag.edge AS x
-         WHERE x.tenant_id = t
-           AND ((x.src = path[i] AND x.dst = path[i + 1])
-                OR (x.src = path[i + 1] AND x.dst = path[i] AND x.rel <> 'CO_OCCURS'))
-           AND (x.rel = 'CO_OCCURS'  -- the relations a walk at the same time follows (kgrag_private.walk_filter)
-                OR x.confidence >= f.min_conf
-                   AND (f.at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= f.at)
-                                         AND (x.valid_to IS NULL OR x.valid_to > f.at))))
-         ORDER BY (x.rel = 'CO_OCCURS'), x.weight DESC, x.rel, x.src
-         LIMIT 1;
-    END LOOP;
+    -- one statement for every step of every path (on a Citus worker each statement costs a plan
+    -- of its own), an indexed lookup per step
+    RETURN QUERY
+    SELECT p.o::integer, s.i, x.src, x.rel, x.dst, x.valid_from, x.valid_to
+      FROM jsonb_array_elements(paths) WITH ORDINALITY AS p(path, o)
+     CROSS JOIN LATERAL generate_series(1, jsonb_array_length(p.path) - 1) AS s(i)
+     CROSS JOIN LATERAL (
+           SELECT y.src, y.rel, y.dst, y.valid_from, y.valid_to FROM kgrag.edge AS y
+            WHERE y.tenant_id = t
+              AND ((y.src = p.path ->> (s.i - 1) AND y.dst = p.path ->> s.i)
+                   OR (y.src = p.path ->> s.i AND y.dst = p.path ->> (s.i - 1) AND y.rel <> 'CO_OCCURS'))
+              AND (y.rel = 'CO_OCCURS'  -- the relations a walk at the same time follows (kgrag_private.walk_filter)
+                   OR y.confidence >= f.min_conf
+                      AND (f.at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= f.at)
+                                            AND (y.valid_to IS NULL OR y.valid_to > f.at))))
+            ORDER BY (y.rel = 'CO_OCCURS'), y.weight DESC, y.rel, y.src
+            LIMIT 1) AS x
+     WHERE jsonb_typeof(p.path) = 'array'
+     ORDER BY p.o, s.i;
 END
+$$;
+COMMENT ON FUNCTION kgrag_private.paths_relations(jsonb, timestamptz, boolean, double precision) IS
+'Private. kgrag.path_relations for several paths at once (paths: a jsonb array of arrays of entity ids, at most 1,000; an element that is not an array is skipped), in one statement: (path_no = the path''s place in paths, 1-based, step, src, rel, dst, valid_from, valid_to). kgrag_private.entity_rows reads the relations of every entity it shows with one call.';
+
+CREATE OR REPLACE FUNCTION kgrag.path_relations(
+    path text[], as_of timestamptz DEFAULT NULL, history boolean DEFAULT false, min_confidence double precision DEFAULT NULL)
+RETURNS TABLE (step integer, src text, rel text, dst text, valid_from timestamptz, valid_to timestamptz)
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    SELECT r.step, r.src, r.rel, r.dst, r.valid_from, r.valid_to
+      FROM kgrag_private.paths_relations(jsonb_build_array(to_jsonb(path)), as_of, history, min_confidence) AS r
+     ORDER BY r.step
 $$;
 COMMENT ON FUNCTION kgrag.path_relations(text[], timestamptz, boolean, double precision) IS
 'Returns, for each step of a path of entity ids (as kgrag.k_hop gives it), the relation that links the two entities: the strongest stated relation in its own direction that a walk with the same as_of, history and min_confidence follows (by default: one that holds now), else their co-occurrence: (step, src, rel, dst, valid_from, valid_to; the validity NULL where the relation has none).';

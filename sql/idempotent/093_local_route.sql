@@ -222,6 +222,21 @@ DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
 BEGIN
     RETURN QUERY
+    WITH shown AS MATERIALIZED (
+        SELECT r.*, row_number() OVER (ORDER BY r.position) AS path_no
+          FROM jsonb_to_recordset(reached)
+               AS r(entity_id text, hop integer, path text[], directions text[], seed text, confidence float8, position integer)
+         WHERE r.position <= (opts ->> 'entities')::integer
+    ), steps AS MATERIALIZED (  -- the relations along every shown path, in one call
+        SELECT p.path_no, jsonb_agg(jsonb_strip_nulls(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst,
+                                                                         'valid_from', p.valid_from, 'valid_to', p.valid_to))
+                                    ORDER BY p.step) AS relations
+          FROM kgrag_private.paths_relations((SELECT COALESCE(jsonb_agg(to_jsonb(s.path) ORDER BY s.path_no), '[]')
+                                                FROM shown AS s),
+                                             (opts ->> 'as_of')::timestamptz, (opts ->> 'history')::boolean,
+                                             (opts ->> 'min_confidence')::float8) AS p
+         GROUP BY p.path_no
+    )
     SELECT NULL::integer, r.entity_id, 'entity', 'graph', 1.0::float8 / (1 + r.hop), NULL::text, NULL::text,
            jsonb_build_object(
                'name', e.name, 'type', e.type, 'seed', r.seed, 'hop', r.hop, 'path', to_jsonb(r.path),
@@ -237,16 +252,10 @@ BEGIN
                              WHERE m.tenant_id = t AND m.entity_id = r.entity_id ORDER BY m.chunk_id LIMIT 3)) AS z
                         ORDER BY z.chunk_id, z.o) AS y
                     ORDER BY y.o, y.chunk_id COLLATE "C" LIMIT 3)),
-               'relations', COALESCE((
-                   SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object('src', p.src, 'rel', p.rel, 'dst', p.dst,
-                                                                         'valid_from', p.valid_from, 'valid_to', p.valid_to))
-                                    ORDER BY p.step)
-                     FROM kgrag.path_relations(r.path, (opts ->> 'as_of')::timestamptz, (opts ->> 'history')::boolean,
-                                               (opts ->> 'min_confidence')::float8) AS p), '[]'))
-      FROM jsonb_to_recordset(reached)
-           AS r(entity_id text, hop integer, path text[], directions text[], seed text, confidence float8, position integer)
+               'relations', COALESCE(x.relations, '[]'))
+      FROM shown AS r
       JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = r.entity_id
-     WHERE r.position <= (opts ->> 'entities')::integer
+      LEFT JOIN steps AS x ON x.path_no = r.path_no
      ORDER BY r.position;
 END
 $$;

@@ -291,7 +291,7 @@ SET plan_cache_mode = auto  -- cached plans where it runs (use_tenant forces cus
                             -- path): Citus 14.0.1 plans such a plan's shard query again on every run and
                             -- keeps each plan (citusdata/citus#8783), and a worker's connection grew by
                             -- about 1 MB a search. The functions holding such a read force custom plans
-                            -- (fts_probe, path_relations, log_search for the upsert that counts searches over
+                            -- (fts_probe, paths_relations, log_search for the upsert that counts searches over
                             -- the log rate), or run it with EXECUTE (route_at, link_entities_at,
                             -- context_blocks_at).
                             -- tests/citus/test_delegation.py watches a worker's connection over the read
