@@ -148,7 +148,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.check_search_options(jsonb, jsonb) IS
-'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops; seeds, entities, reports, degree_cap and hops within the ceilings setting_limits puts on search_seeds, search_entities, search_reports, search_degree_cap and search_hops; log false only where the owner allows query_log false); raises SQLSTATE 22023 saying which rule a value breaks (42501 for the log).';
+'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops; seeds, entities, reports, degree_cap and hops, where the call gives them (given: the options it gave, kgrag_private.given_search_options; a default is the setting as kgrag.setting reads it, within the limits already), within the ceilings setting_limits puts on search_seeds, search_entities, search_reports, search_degree_cap and search_hops; log false only where the owner allows query_log false); raises SQLSTATE 22023 saying which rule a value breaks (42501 for the log).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.search_options(options jsonb) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY INVOKER

@@ -52,6 +52,12 @@ def test_local_route_rows(dconn: psycopg.Connection, use: Embedder) -> None:
     assert ana.payload["hop"] == 1 and ana.payload["path"][0] == ana.payload["seed"]
     assert "approve" in ana.payload["answer"] and ana.payload["evidence_refs"][0] == "contract-payflow#0"
     assert ana.payload["relations"] and ana.payload["relations"][0]["dst"] == "person:ana costa"
+    # every entity's relations are its own path's, one a step (they are read for all paths at once)
+    assert len({tuple(r.payload["path"]) for r in entities}) > 2
+    for row in entities:
+        path, steps = row.payload["path"], row.payload["relations"]
+        assert len(steps) == row.payload["hop"] == len(path) - 1, row
+        assert all({s["src"], s["dst"]} == {path[i], path[i + 1]} for i, s in enumerate(steps)), row
     assert {r.source for r in chunks} <= {"graph", "vector", "lexical"}
     assert all(set(r.payload["ranks"]) <= {"graph", "vector", "lexical", "own_page", "bridge_page"} for r in chunks)
     # the seed, the PayFlow Processing Agreement, has a page of its own: its answer chunk comes first
