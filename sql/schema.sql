@@ -1285,12 +1285,17 @@ COMMENT ON FUNCTION kgrag.ontology_relation_type(relation text) IS 'Returns the 
 --
 
 CREATE FUNCTION kgrag.path_relations(path text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, history boolean DEFAULT false, min_confidence double precision DEFAULT NULL::double precision) RETURNS TABLE(step integer, src text, rel text, dst text, valid_from timestamp with time zone, valid_to timestamp with time zone)
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
+BEGIN
+    RETURN QUERY
     SELECT r.step, r.src, r.rel, r.dst, r.valid_from, r.valid_to
       FROM kgrag_private.paths_relations(jsonb_build_array(to_jsonb(path)), as_of, history, min_confidence) AS r
-     ORDER BY r.step
+     ORDER BY r.step;
+    -- every element counted, whatever the array's shape (paths_relations counts a path's own)
+    PERFORM kgrag_private.path_length(path);
+END
 $$;
 
 ALTER FUNCTION kgrag.path_relations(path text[], as_of timestamp with time zone, history boolean, min_confidence double precision) OWNER TO <owner>;
@@ -1314,10 +1319,10 @@ DECLARE
     t text := kgrag.current_tenant();
     -- one statement for the four (on a Citus worker each statement costs a plan of its own)
     given jsonb := kgrag_private.settings_of(ARRAY['ppr_damping', 'ppr_hops', 'ppr_max_edges', 'khop_timeout_ms']);
-    d double precision := COALESCE(damping, (given ->> 'ppr_damping')::float8);
-    h integer := COALESCE(hops, (given ->> 'ppr_hops')::integer);
-    max_edges integer := (given ->> 'ppr_max_edges')::integer;
-    budget_ms integer := (given ->> 'khop_timeout_ms')::integer;
+    d double precision := COALESCE(damping, (given -> 'ppr_damping')::float8);
+    h integer := COALESCE(hops, (given -> 'ppr_hops')::integer);
+    max_edges integer := (given -> 'ppr_max_edges')::integer;
+    budget_ms integer := (given -> 'khop_timeout_ms')::integer;
     search_deadline text := current_setting('kgrag.search_deadline', true);
     deadline timestamptz;
     seed_ids text[] := kgrag.resolve_entities(COALESCE(seeds, '{}'));
@@ -3483,16 +3488,18 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
     -- the options the call gives within the limits the owner set on the settings they stand for
-    -- (the rule that reads the settings: kgrag_private.within_limits); a default is the setting as
-    -- kgrag.setting reads it, within them already, and is not read again (on a Citus worker every
-    -- statement costs a plan of its own)
+    -- (the rule that reads the settings: kgrag_private.within_limits), a number given as a string
+    -- ("30") as the number it is used as; a default (the owner's, or the tenant's own row, which
+    -- kgrag.setting reads within them) is not checked again: on a Citus worker every statement
+    -- costs a plan of its own
     SELECT x.option, merged -> x.option AS value, b.bound
       INTO above
       FROM (VALUES ('seeds', 'search_seeds'), ('entities', 'search_entities'), ('reports', 'search_reports'),
                    ('degree_cap', 'search_degree_cap'), ('hops', 'search_hops')) AS x(option, setting)
-     CROSS JOIN LATERAL (SELECT kgrag_private.within_limits(x.setting, merged -> x.option) AS bound) AS b
-     WHERE given ? x.option AND jsonb_typeof(merged -> x.option) = 'number'
-       AND b.bound IS DISTINCT FROM merged -> x.option
+     CROSS JOIN LATERAL (SELECT to_jsonb((merged ->> x.option)::numeric) AS value) AS v
+     CROSS JOIN LATERAL (SELECT kgrag_private.within_limits(x.setting, v.value) AS bound) AS b
+     WHERE given ? x.option AND v.value IS NOT NULL
+       AND b.bound IS DISTINCT FROM v.value
      ORDER BY x.option LIMIT 1;
     IF above.option IS NOT NULL THEN
         RAISE EXCEPTION 'option % = % is beyond the limit of % the schema owner set (setting_limits)',
@@ -3508,7 +3515,7 @@ ALTER FUNCTION kgrag_private.check_search_options(merged jsonb, given jsonb) OWN
 -- Name: FUNCTION check_search_options(merged jsonb, given jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.check_search_options(merged jsonb, given jsonb) IS 'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops; seeds, entities, reports, degree_cap and hops, where the call gives them (given: the options it gave, kgrag_private.given_search_options; a default is the setting as kgrag.setting reads it, within the limits already), within the ceilings setting_limits puts on search_seeds, search_entities, search_reports, search_degree_cap and search_hops; log false only where the owner allows query_log false); raises SQLSTATE 22023 saying which rule a value breaks (42501 for the log).';
+COMMENT ON FUNCTION kgrag_private.check_search_options(merged jsonb, given jsonb) IS 'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops; seeds, entities, reports, degree_cap and hops, where the call gives them (given: the options it gave, kgrag_private.given_search_options; a number given as a string counts as that number; a default, the owner''s or the tenant''s own row as kgrag.setting reads it within the limits, is not checked again), within the ceilings setting_limits puts on search_seeds, search_entities, search_reports, search_degree_cap and search_hops; log false only where the owner allows query_log false); raises SQLSTATE 22023 saying which rule a value breaks (42501 for the log).';
 
 --
 -- Name: chunk_lists(public.vector, text, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4310,19 +4317,22 @@ CREATE FUNCTION kgrag_private.fit_vector(v public.vector) RETURNS public.vector
 DECLARE
     d integer;  -- the columns' (kgrag.dimension())
     recorded integer;  -- the tenant's own, recorded by kgrag.use_embedder
-    own integer;  -- that, else the default embedder's, else the columns'
+    own integer;  -- that (where the tenant has the row), else the default embedder's, else the columns'
     given integer := vector_dims(v);
 BEGIN
     -- one statement for the three (every search passes its vector here, on a Citus worker each
-    -- statement costs a plan of its own)
+    -- statement costs a plan of its own); own: the tenant's row where it has one (a JSON null in it
+    -- means the columns' width), else the default's
     SELECT max((s.value #>> '{}')::integer) FILTER (WHERE s.tenant_id = '*' AND s.key = 'embedding_dimension'),
            max((s.value #>> '{}')::integer) FILTER (WHERE s.tenant_id <> '*' AND s.key = 'embedder_dimension'),
-           max((s.value #>> '{}')::integer) FILTER (WHERE s.tenant_id = '*' AND s.key = 'embedder_dimension')
+           CASE WHEN bool_or(s.tenant_id <> '*' AND s.key = 'embedder_dimension')
+                THEN max((s.value #>> '{}')::integer) FILTER (WHERE s.tenant_id <> '*' AND s.key = 'embedder_dimension')
+                ELSE max((s.value #>> '{}')::integer) FILTER (WHERE s.tenant_id = '*' AND s.key = 'embedder_dimension') END
       INTO d, recorded, own
       FROM kgrag.settings AS s
      WHERE s.tenant_id IN ('*', pg_catalog.current_setting('kgrag.tenant', true))
        AND s.key IN ('embedding_dimension', 'embedder_dimension');
-    own := COALESCE(recorded, own, d);
+    own := COALESCE(own, d);
     -- A model narrower than the columns is stored zero-padded: the zeros change no dot product
     -- and no norm (cosine stays exact) and quantize to 0 bits on both sides (Hamming distances
     -- stay exact), so tenants of several models share the columns and their indexes. A vector
@@ -6429,12 +6439,12 @@ BEGIN
     IF jsonb_typeof(paths) IS DISTINCT FROM 'array' OR jsonb_array_length(paths) > 1000 THEN
         RAISE EXCEPTION 'paths must be a jsonb array of at most 1,000 paths' USING ERRCODE = '22023';
     END IF;
+    SELECT * INTO f FROM kgrag_private.walk_filter(as_of, history, min_confidence);
     -- every path at most max_hops + 1 entities long: the longest one is checked
     PERFORM kgrag_private.path_length(ARRAY(SELECT jsonb_array_elements_text(p.path)))
        FROM jsonb_array_elements(paths) AS p(path)
       WHERE jsonb_typeof(p.path) = 'array'
       ORDER BY jsonb_array_length(p.path) DESC LIMIT 1;
-    SELECT * INTO f FROM kgrag_private.walk_filter(as_of, history, min_confidence);
     -- one statement for every step of every path (on a Citus worker each statement costs a plan
     -- of its own), an indexed lookup per step
     RETURN QUERY
@@ -6556,8 +6566,8 @@ CREATE FUNCTION kgrag_private.power_iteration(reset double precision[], esrc int
     AS $$
 DECLARE
     given jsonb := kgrag_private.settings_of(ARRAY['ppr_max_iterations', 'ppr_tolerance']);  -- (one statement)
-    max_iterations integer := (given ->> 'ppr_max_iterations')::integer;
-    tolerance double precision := (given ->> 'ppr_tolerance')::float8;
+    max_iterations integer := (given -> 'ppr_max_iterations')::integer;
+    tolerance double precision := (given -> 'ppr_tolerance')::float8;
     n integer := cardinality(reset);
     dangling integer[];
     p double precision[];
@@ -9235,18 +9245,18 @@ BEGIN
     IF overfetch IS NOT NULL AND overfetch < 1 THEN
         RAISE EXCEPTION 'overfetch must be >= 1, got %', overfetch USING ERRCODE = '22023';
     END IF;
-    candidates := greatest(k * COALESCE(overfetch, (given ->> 'vector_overfetch')::integer),
-                           (given ->> 'vector_min_candidates')::integer);
+    candidates := greatest(k * COALESCE(overfetch, (given -> 'vector_overfetch')::integer),
+                           (given -> 'vector_min_candidates')::integer);
     -- Remember the caller's values; kgrag_private.vector_scan_end puts them back.
     PERFORM set_config('kgrag.saved_ef_search', COALESCE(current_setting('hnsw.ef_search', true), ''), true);
     PERFORM set_config('kgrag.saved_iterative_scan', COALESCE(current_setting('hnsw.iterative_scan', true), ''), true);
     PERFORM set_config('kgrag.saved_max_scan_tuples', COALESCE(current_setting('hnsw.max_scan_tuples', true), ''), true);
     PERFORM set_config('kgrag.saved_enable_sort', current_setting('enable_sort'), true);
     PERFORM set_config('hnsw.ef_search',
-        least(greatest(candidates, COALESCE(ef_search, (given ->> 'hnsw_ef_search')::integer)), 1000)::text, true);
+        least(greatest(candidates, COALESCE(ef_search, (given -> 'hnsw_ef_search')::integer)), 1000)::text, true);
     -- Iterative scans keep walking the index until enough rows pass the tenant filter.
     PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
-    PERFORM set_config('hnsw.max_scan_tuples', given ->> 'hnsw_max_scan_tuples', true);
+    PERFORM set_config('hnsw.max_scan_tuples', given -> 'hnsw_max_scan_tuples' #>> '{}', true);
     -- The index, whatever the planner thinks of a small table: the other plans sort every row of
     -- the tenant by distance, and their cost leaves out the cast of each vector (to halfvec: 2,800
     -- rows of 512 dimensions, 8.7 ms sorted, about 1 ms through the index).
@@ -9382,7 +9392,7 @@ CREATE FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, rela
     AS $$
 DECLARE
     given jsonb := kgrag_private.settings_of(ARRAY['max_hops', 'khop_timeout_ms']);  -- (one statement)
-    max_hops integer := (given ->> 'max_hops')::integer;
+    max_hops integer := (given -> 'max_hops')::integer;
     search_deadline text := current_setting('kgrag.search_deadline', true);
 BEGIN
     IF hops IS NULL OR hops < 0 THEN
@@ -9401,7 +9411,7 @@ BEGIN
         RAISE EXCEPTION 'direction must be out, in or both, got %', COALESCE(quote_literal(direction), 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    budget_ms := (given ->> 'khop_timeout_ms')::integer;
+    budget_ms := (given -> 'khop_timeout_ms')::integer;
     deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
     IF search_deadline <> '' AND search_deadline::timestamptz < deadline THEN
         -- inside kgrag_search, whose whole time has one budget (setting search_timeout_ms)

@@ -91,19 +91,22 @@ AS $$
 DECLARE
     d integer;  -- the columns' (kgrag.dimension())
     recorded integer;  -- the tenant's own, recorded by kgrag.use_embedder
-    own integer;  -- that, else the default embedder's, else the columns'
+    own integer;  -- that (where the tenant has the row), else the default embedder's, else the columns'
     given integer := vector_dims(v);
 BEGIN
     -- one statement for the three (every search passes its vector here, on a Citus worker each
-    -- statement costs a plan of its own)
+    -- statement costs a plan of its own); own: the tenant's row where it has one (a JSON null in it
+    -- means the columns' width), else the default's
     SELECT max((s.value #>> '{}')::integer) FILTER (WHERE s.tenant_id = '*' AND s.key = 'embedding_dimension'),
            max((s.value #>> '{}')::integer) FILTER (WHERE s.tenant_id <> '*' AND s.key = 'embedder_dimension'),
-           max((s.value #>> '{}')::integer) FILTER (WHERE s.tenant_id = '*' AND s.key = 'embedder_dimension')
+           CASE WHEN bool_or(s.tenant_id <> '*' AND s.key = 'embedder_dimension')
+                THEN max((s.value #>> '{}')::integer) FILTER (WHERE s.tenant_id <> '*' AND s.key = 'embedder_dimension')
+                ELSE max((s.value #>> '{}')::integer) FILTER (WHERE s.tenant_id = '*' AND s.key = 'embedder_dimension') END
       INTO d, recorded, own
       FROM kgrag.settings AS s
      WHERE s.tenant_id IN ('*', pg_catalog.current_setting('kgrag.tenant', true))
        AND s.key IN ('embedding_dimension', 'embedder_dimension');
-    own := COALESCE(recorded, own, d);
+    own := COALESCE(own, d);
     -- A model narrower than the columns is stored zero-padded: the zeros change no dot product
     -- and no norm (cosine stays exact) and quantize to 0 bits on both sides (Hamming distances
     -- stay exact), so tenants of several models share the columns and their indexes. A vector
@@ -162,18 +165,18 @@ BEGIN
     IF overfetch IS NOT NULL AND overfetch < 1 THEN
         RAISE EXCEPTION 'overfetch must be >= 1, got %', overfetch USING ERRCODE = '22023';
     END IF;
-    candidates := greatest(k * COALESCE(overfetch, (given ->> 'vector_overfetch')::integer),
-                           (given ->> 'vector_min_candidates')::integer);
+    candidates := greatest(k * COALESCE(overfetch, (given -> 'vector_overfetch')::integer),
+                           (given -> 'vector_min_candidates')::integer);
     -- Remember the caller's values; kgrag_private.vector_scan_end puts them back.
     PERFORM set_config('kgrag.saved_ef_search', COALESCE(current_setting('hnsw.ef_search', true), ''), true);
     PERFORM set_config('kgrag.saved_iterative_scan', COALESCE(current_setting('hnsw.iterative_scan', true), ''), true);
     PERFORM set_config('kgrag.saved_max_scan_tuples', COALESCE(current_setting('hnsw.max_scan_tuples', true), ''), true);
     PERFORM set_config('kgrag.saved_enable_sort', current_setting('enable_sort'), true);
     PERFORM set_config('hnsw.ef_search',
-        least(greatest(candidates, COALESCE(ef_search, (given ->> 'hnsw_ef_search')::integer)), 1000)::text, true);
+        least(greatest(candidates, COALESCE(ef_search, (given -> 'hnsw_ef_search')::integer)), 1000)::text, true);
     -- Iterative scans keep walking the index until enough rows pass the tenant filter.
     PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
-    PERFORM set_config('hnsw.max_scan_tuples', given ->> 'hnsw_max_scan_tuples', true);
+    PERFORM set_config('hnsw.max_scan_tuples', given -> 'hnsw_max_scan_tuples' #>> '{}', true);
     -- The index, whatever the planner thinks of a small table: the other plans sort every row of
     -- the tenant by distance, and their cost leaves out the cast of each vector (to halfvec: 2,800
     -- rows of 512 dimensions, 8.7 ms sorted, about 1 ms through the index).

@@ -113,7 +113,7 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     given jsonb := kgrag_private.settings_of(ARRAY['max_hops', 'khop_timeout_ms']);  -- (one statement)
-    max_hops integer := (given ->> 'max_hops')::integer;
+    max_hops integer := (given -> 'max_hops')::integer;
     search_deadline text := current_setting('kgrag.search_deadline', true);
 BEGIN
     IF hops IS NULL OR hops < 0 THEN
@@ -132,7 +132,7 @@ BEGIN
         RAISE EXCEPTION 'direction must be out, in or both, got %', COALESCE(quote_literal(direction), 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    budget_ms := (given ->> 'khop_timeout_ms')::integer;
+    budget_ms := (given -> 'khop_timeout_ms')::integer;
     deadline := clock_timestamp() + budget_ms * interval '1 millisecond';
     IF search_deadline <> '' AND search_deadline::timestamptz < deadline THEN
         -- inside kgrag_search, whose whole time has one budget (setting search_timeout_ms)
@@ -426,12 +426,12 @@ BEGIN
     IF jsonb_typeof(paths) IS DISTINCT FROM 'array' OR jsonb_array_length(paths) > 1000 THEN
         RAISE EXCEPTION 'paths must be a jsonb array of at most 1,000 paths' USING ERRCODE = '22023';
     END IF;
+    SELECT * INTO f FROM kgrag_private.walk_filter(as_of, history, min_confidence);
     -- every path at most max_hops + 1 entities long: the longest one is checked
     PERFORM kgrag_private.path_length(ARRAY(SELECT jsonb_array_elements_text(p.path)))
        FROM jsonb_array_elements(paths) AS p(path)
       WHERE jsonb_typeof(p.path) = 'array'
       ORDER BY jsonb_array_length(p.path) DESC LIMIT 1;
-    SELECT * INTO f FROM kgrag_private.walk_filter(as_of, history, min_confidence);
     -- one statement for every step of every path (on a Citus worker each statement costs a plan
     -- of its own), an indexed lookup per step
     RETURN QUERY
@@ -459,12 +459,17 @@ COMMENT ON FUNCTION kgrag_private.paths_relations(jsonb, timestamptz, boolean, d
 CREATE OR REPLACE FUNCTION kgrag.path_relations(
     path text[], as_of timestamptz DEFAULT NULL, history boolean DEFAULT false, min_confidence double precision DEFAULT NULL)
 RETURNS TABLE (step integer, src text, rel text, dst text, valid_from timestamptz, valid_to timestamptz)
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+BEGIN
+    RETURN QUERY
     SELECT r.step, r.src, r.rel, r.dst, r.valid_from, r.valid_to
       FROM kgrag_private.paths_relations(jsonb_build_array(to_jsonb(path)), as_of, history, min_confidence) AS r
-     ORDER BY r.step
+     ORDER BY r.step;
+    -- every element counted, whatever the array's shape (paths_relations counts a path's own)
+    PERFORM kgrag_private.path_length(path);
+END
 $$;
 COMMENT ON FUNCTION kgrag.path_relations(text[], timestamptz, boolean, double precision) IS
 'Returns, for each step of a path of entity ids (as kgrag.k_hop gives it), the relation that links the two entities: the strongest stated relation in its own direction that a walk with the same as_of, history and min_confidence follows (by default: one that holds now), else their co-occurrence: (step, src, rel, dst, valid_from, valid_to; the validity NULL where the relation has none).';

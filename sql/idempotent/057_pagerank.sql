@@ -178,8 +178,8 @@ SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
     given jsonb := kgrag_private.settings_of(ARRAY['ppr_max_iterations', 'ppr_tolerance']);  -- (one statement)
-    max_iterations integer := (given ->> 'ppr_max_iterations')::integer;
-    tolerance double precision := (given ->> 'ppr_tolerance')::float8;
+    max_iterations integer := (given -> 'ppr_max_iterations')::integer;
+    tolerance double precision := (given -> 'ppr_tolerance')::float8;
     n integer := cardinality(reset);
     dangling integer[];
     p double precision[];
@@ -225,10 +225,10 @@ DECLARE
     t text := kgrag.current_tenant();
     -- one statement for the four (on a Citus worker each statement costs a plan of its own)
     given jsonb := kgrag_private.settings_of(ARRAY['ppr_damping', 'ppr_hops', 'ppr_max_edges', 'khop_timeout_ms']);
-    d double precision := COALESCE(damping, (given ->> 'ppr_damping')::float8);
-    h integer := COALESCE(hops, (given ->> 'ppr_hops')::integer);
-    max_edges integer := (given ->> 'ppr_max_edges')::integer;
-    budget_ms integer := (given ->> 'khop_timeout_ms')::integer;
+    d double precision := COALESCE(damping, (given -> 'ppr_damping')::float8);
+    h integer := COALESCE(hops, (given -> 'ppr_hops')::integer);
+    max_edges integer := (given -> 'ppr_max_edges')::integer;
+    budget_ms integer := (given -> 'khop_timeout_ms')::integer;
     search_deadline text := current_setting('kgrag.search_deadline', true);
     deadline timestamptz;
     seed_ids text[] := kgrag.resolve_entities(COALESCE(seeds, '{}'));

@@ -129,16 +129,18 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
     -- the options the call gives within the limits the owner set on the settings they stand for
-    -- (the rule that reads the settings: kgrag_private.within_limits); a default is the setting as
-    -- kgrag.setting reads it, within them already, and is not read again (on a Citus worker every
-    -- statement costs a plan of its own)
+    -- (the rule that reads the settings: kgrag_private.within_limits), a number given as a string
+    -- ("30") as the number it is used as; a default (the owner's, or the tenant's own row, which
+    -- kgrag.setting reads within them) is not checked again: on a Citus worker every statement
+    -- costs a plan of its own
     SELECT x.option, merged -> x.option AS value, b.bound
       INTO above
       FROM (VALUES ('seeds', 'search_seeds'), ('entities', 'search_entities'), ('reports', 'search_reports'),
                    ('degree_cap', 'search_degree_cap'), ('hops', 'search_hops')) AS x(option, setting)
-     CROSS JOIN LATERAL (SELECT kgrag_private.within_limits(x.setting, merged -> x.option) AS bound) AS b
-     WHERE given ? x.option AND jsonb_typeof(merged -> x.option) = 'number'
-       AND b.bound IS DISTINCT FROM merged -> x.option
+     CROSS JOIN LATERAL (SELECT to_jsonb((merged ->> x.option)::numeric) AS value) AS v
+     CROSS JOIN LATERAL (SELECT kgrag_private.within_limits(x.setting, v.value) AS bound) AS b
+     WHERE given ? x.option AND v.value IS NOT NULL
+       AND b.bound IS DISTINCT FROM v.value
      ORDER BY x.option LIMIT 1;
     IF above.option IS NOT NULL THEN
         RAISE EXCEPTION 'option % = % is beyond the limit of % the schema owner set (setting_limits)',
@@ -148,7 +150,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.check_search_options(jsonb, jsonb) IS
-'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops; seeds, entities, reports, degree_cap and hops, where the call gives them (given: the options it gave, kgrag_private.given_search_options; a default is the setting as kgrag.setting reads it, within the limits already), within the ceilings setting_limits puts on search_seeds, search_entities, search_reports, search_degree_cap and search_hops; log false only where the owner allows query_log false); raises SQLSTATE 22023 saying which rule a value breaks (42501 for the log).';
+'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops; seeds, entities, reports, degree_cap and hops, where the call gives them (given: the options it gave, kgrag_private.given_search_options; a number given as a string counts as that number; a default, the owner''s or the tenant''s own row as kgrag.setting reads it within the limits, is not checked again), within the ceilings setting_limits puts on search_seeds, search_entities, search_reports, search_degree_cap and search_hops; log false only where the owner allows query_log false); raises SQLSTATE 22023 saying which rule a value breaks (42501 for the log).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.search_options(options jsonb) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY INVOKER

@@ -66,6 +66,30 @@ def test_local_route_rows(dconn: psycopg.Connection, use: Embedder) -> None:
     assert [r.rank for r in result.rows] == list(range(1, len(result.rows) + 1))
 
 
+DECIMALS = {
+    "khop_timeout_ms": "2000.0",
+    "vector_overfetch": "4.0",
+    "hnsw_ef_search": "40.0",
+    "ppr_max_iterations": "50.0",
+}
+
+
+def test_settings_written_with_decimals_are_whole_numbers_to_a_search(dconn: psycopg.Connection, use: Embedder) -> None:
+    """A tenant's setting written 2000.0 is 2000 where a search reads it, alone or with others in one statement."""
+    insert = "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (kgrag.current_tenant(), %s, %s::jsonb)"
+    try:
+        with tenant_transaction(dconn, TENANT):
+            for key, value in DECIMALS.items():
+                dconn.execute(insert, [key, value])
+        for ranking in ("paths", "pagerank"):
+            assert ask(dconn, use, "What does the Auth Service depend on?", "local", graph_ranking=ranking).rows
+    finally:
+        with tenant_transaction(dconn, TENANT):
+            dconn.execute(
+                "DELETE FROM kgrag.settings WHERE tenant_id = %s AND key = ANY (%s)", [TENANT, list(DECIMALS)]
+            )
+
+
 def test_multi_hop_question_reaches_the_answer_chunk(dconn: psycopg.Connection, use: Embedder) -> None:
     vector = ask(dconn, use, "Who leads the team that owns the Payment Gateway?", "vector", k=5)
     local = ask(dconn, use, "Who leads the team that owns the Payment Gateway?", "local", k=5)

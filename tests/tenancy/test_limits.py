@@ -89,6 +89,17 @@ def test_the_log_keeps_what_the_owner_says_whatever_the_caller_passes(
             tenant_transaction(conn, "a"),
         ):  # a call's options stay within the owner's ceilings too (here lowered to 10)
             conn.execute("SELECT * FROM kgrag.kgrag_search(NULL, 'vector', 'anything', options => '{\"seeds\": 50}')")
+        with (
+            pytest.raises(psycopg.errors.InvalidParameterValue, match='option seeds = "50" is beyond the limit'),
+            tenant_transaction(conn, "a"),
+        ):  # a number written as a string is the number it is used as
+            conn.execute(
+                "SELECT * FROM kgrag.kgrag_search(NULL, 'vector', 'anything', options => '{\"seeds\": \"50\"}')"
+            )
+        with tenant_transaction(conn, "a"):  # within the ceiling, as a string or not
+            for seeds in ("10", '"10"'):
+                options = conn.execute("SELECT kgrag_private.search_options(%s)", [f'{{"seeds": {seeds}}}']).fetchone()
+                assert options is not None and int(options[0]["seeds"]) == 10
         with tenant_transaction(conn, "a"):
             redacted = conn.execute(
                 "SELECT kgrag_private.redact('It is with IT, not with item: it.', ARRAY['it', 'with it'])"
