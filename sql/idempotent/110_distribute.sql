@@ -80,6 +80,7 @@ DECLARE
     f regprocedure;
     r record;
     n integer := 0;
+    unsynced boolean;  -- an active worker lacks its Citus metadata
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
         RETURN 0;  -- (and pg_dist_partition does not exist: the test below would not plan)
@@ -93,15 +94,14 @@ BEGIN
     -- the log next to the shards
     -- (Citus delegates only to a worker that has the metadata, and refuses to make a delegated
     -- function while any worker lacks it: say so, and leave the calls as they are until then)
-    IF EXISTS (SELECT 1 FROM pg_catalog.pg_dist_node AS n
-                WHERE n.groupid > 0 AND n.isactive AND NOT (n.hasmetadata AND n.metadatasynced)) THEN
+    unsynced := EXISTS (SELECT 1 FROM pg_catalog.pg_dist_node AS n
+                         WHERE n.groupid > 0 AND n.isactive AND NOT (n.hasmetadata AND n.metadatasynced));
+    IF unsynced THEN
         RAISE WARNING 'a worker has no Citus metadata (yet): no call is made a delegated function now, and the calls of a tenant on that worker fail until its metadata is synced'
             USING HINT = 'SELECT start_metadata_sync_to_node(host, port) for it, then SELECT kgrag_private.delegate_calls(); '
                          'docs/scale-out.md, "One round trip per call".';
     END IF;
-    FOR f IN SELECT * FROM kgrag_private.delegated_calls()
-              WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_node AS n
-                                 WHERE n.groupid > 0 AND n.isactive AND NOT (n.hasmetadata AND n.metadatasynced)) LOOP
+    FOR f IN SELECT * FROM kgrag_private.delegated_calls() WHERE NOT unsynced LOOP
         PERFORM pg_catalog.create_distributed_function(f, '$1', colocate_with => 'kgrag.document',
                                                        force_delegation => true);
         n := n + 1;
