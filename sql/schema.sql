@@ -79,8 +79,8 @@ COMMENT ON TYPE kgrag.search_row IS 'One result of kgrag_search: rank, ref_id, k
 --
 
 CREATE FUNCTION kgrag.approve(target text, note text DEFAULT ''::text) RETURNS text
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 DECLARE
     t text := kgrag.current_tenant();
@@ -95,7 +95,8 @@ BEGIN
         IF cardinality(docs) = 0 THEN
             RAISE EXCEPTION 'no relation % is stated', quote_literal(target) USING ERRCODE = '22023';
         END IF;
-    ELSIF NOT (target LIKE 'name:%'
+    ELSIF NOT ((target LIKE 'name:%' AND EXISTS (SELECT 1 FROM kgrag.alias AS a
+                                                  WHERE a.tenant_id = t AND a.alias_fold = substr(target, 6)))
                OR (target LIKE 'namesake:%' AND EXISTS (SELECT 1 FROM kgrag.entity_source AS s
                                                         WHERE s.tenant_id = t AND s.name_key = substr(target, 10)))
                OR (target LIKE 'set_aside:%' AND EXISTS (SELECT 1 FROM kgrag.set_aside AS s
@@ -128,7 +129,7 @@ ALTER FUNCTION kgrag.approve(target text, note text) OWNER TO <owner>;
 -- Name: FUNCTION approve(target text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.approve(target text, note text) IS 'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
+COMMENT ON FUNCTION kgrag.approve(target text, note text) IS 'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 --
 -- Name: canonical_name(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -349,8 +350,8 @@ COMMENT ON FUNCTION kgrag.context_blocks(question_vec public.vector, route text,
 --
 
 CREATE FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text DEFAULT ''::text) RETURNS text
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     t text := kgrag.current_tenant();
@@ -388,15 +389,15 @@ ALTER FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id tex
 -- Name: FUNCTION correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text) IS 'Records the evidence a relation of the graph should show (src and dst by id, name or alias; rel whatever its case): a chunk and a quote of 1 to 500 characters that its text holds as it stands, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every refresh of the relation after it show that chunk and quote instead of the most confident evidence, as long as the chunk holds the quote; its weight, confidence and dates stay those of its evidence. Forgotten with the chunk''s document. 22023 for a relation the graph does not hold (or CO_OCCURS), or a chunk that does not say the quote.';
+COMMENT ON FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text) IS 'Records the evidence a relation of the graph should show (src and dst by id, name or alias; rel whatever its case): a chunk and a quote of 1 to 500 characters that its text holds as it stands, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every refresh of the relation after it show that chunk and quote instead of the most confident evidence, as long as the chunk holds the quote; its weight, confidence and dates stay those of its evidence. Forgotten with the chunk''s document. 22023 for a relation the graph does not hold (or CO_OCCURS), or a chunk that does not say the quote. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 --
 -- Name: correct_relation(text, text, text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
 CREATE FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text DEFAULT ''::text) RETURNS text
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     key text := kgrag.relation_key(rel);
@@ -418,7 +419,7 @@ ALTER FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text
 -- Name: FUNCTION correct_relation(src text, rel text, dst text, new_rel text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text) IS 'Records that a stated relation (src and dst by id, name or alias; rel whatever its case) is of another type (new_rel: "WORKS_AT" where the extractor said "MANAGES"), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it build the relation decided from the stated one''s evidence (its quotes, confidence and dates) and not the stated one, until a later decision on it (kgrag.approve, kgrag.reject_relation) replaces this one. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated, or a new type that is empty, the same, CO_OCCURS or longer than max_alias_chars.';
+COMMENT ON FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text) IS 'Records that a stated relation (src and dst by id, name or alias; rel whatever its case) is of another type (new_rel: "WORKS_AT" where the extractor said "MANAGES"), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it build the relation decided from the stated one''s evidence (its quotes, confidence and dates) and not the stated one, until a later decision on it (kgrag.approve, kgrag.reject_relation) replaces this one. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated, or a new type that is empty, the same, CO_OCCURS or longer than max_alias_chars. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 --
 -- Name: create_key(text, text[], text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -518,10 +519,11 @@ DECLARE
     names text[];  -- and the name keys of their namesakes
     texts text[];
     counts jsonb;
-    gone_chunks text[];  -- what the query log may name, forgotten there if the graph loses it
-    gone_entities text[];
-    gone_names text[];
 BEGIN
+    -- what the query log may name, noted from the graph by its writer before anything goes, and
+    -- forgotten there at the end as far as the graph loses it (one statement each, its values
+    -- bound: on Citus, run as the log's writer on the tenant's worker)
+    EXECUTE 'SELECT kgrag_private.note_forgettable_at($1, $2)' USING t, doc_ids;
     -- namesakes by name key first, then the document rows (the documents' locks), as in
     -- kgrag_private.ingest_apply(); the names read again under them
     PERFORM kgrag_private.lock_keys('namesake', kgrag_private.namesakes_of(doc_ids));
@@ -535,10 +537,6 @@ BEGIN
                                                     UNION SELECT x FROM unnest(named) AS x
                                                     UNION SELECT x FROM unnest(names) AS x));
     texts := ARRAY(SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
-    gone_chunks := ARRAY(SELECT c.chunk_id FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
-    gone_entities := ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY' UNION SELECT x FROM unnest(named) AS x);
-    gone_names := ARRAY(SELECT e.name FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (gone_entities)
-                        UNION SELECT a.alias FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids));
     PERFORM kgrag_private.release_chunks(doc_ids);
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     PERFORM kgrag_private.forget_aliases(named);
@@ -553,9 +551,11 @@ BEGIN
     -- the answers a person saw that came from them go too (kgrag_private.release_chunks noted them)
     UPDATE kgrag.entity AS e SET answer_before = NULL, answer_before_doc = NULL
      WHERE e.tenant_id = t AND e.answer_before_doc = ANY (doc_ids);
-    DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
+    -- the decisions about them end, with an entry of who, when and why (no tenant role writes
+    -- kgrag.curation: one statement, its values bound; on Citus, run on the tenant's worker)
+    EXECUTE 'SELECT kgrag_private.forget_decisions_at($1, $2)' USING t, doc_ids;
     -- the namesakes the documents joined or kept apart are resolved again without them
     counts := jsonb_build_object('documents', deleted, 'namesakes_moved', kgrag_private.resolve_namesakes(names, '{}'))
               || kgrag_private.refresh_graph();
@@ -563,14 +563,8 @@ BEGIN
     -- and reports) go until the next build, and so do the cached extractions of its chunks.
     DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
     PERFORM kgrag_private.forget_extractions(texts);
-    -- nor in the query log: the entities, names and chunks the graph no longer holds
-    gone_entities := ARRAY(SELECT x FROM unnest(gone_entities) AS x
-                            WHERE NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = x));
-    gone_names := ARRAY(SELECT x FROM unnest(gone_names) AS x  -- (every name is an alias of its entity)
-                         WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
-                                            WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)));
-    -- one statement, its values bound: on Citus, run as the log's writer on the tenant's worker
-    EXECUTE 'SELECT FROM kgrag_private.forget_in_logs($1, $2, $3, $4)' USING t, gone_entities, gone_names, gone_chunks;
+    -- nor in the query log: the entities, names and chunks noted first that the graph no longer holds
+    EXECUTE 'SELECT kgrag_private.forget_in_logs($1)' USING t;
     RETURN counts;
 END
 $_$;
@@ -581,7 +575,7 @@ ALTER FUNCTION kgrag.delete_documents(doc_ids text[]) OWNER TO <owner>;
 -- Name: FUNCTION delete_documents(doc_ids text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.forget_decisions_at), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
 
 --
 -- Name: dimension(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -647,8 +641,6 @@ BEGIN
         RETURN NEXT;
     END LOOP;
     IF NOT dry_run THEN
-        -- the curator's one write, as Citus sends it to the shards (kgrag_private.grant_curation_on_shards)
-        PERFORM kgrag_private.grant_curation_on_shards();
         -- a tenant's calls to the worker holding its shards (kgrag_private.delegate_calls)
         PERFORM kgrag_private.delegate_calls();
     END IF;
@@ -674,7 +666,7 @@ ALTER FUNCTION kgrag.distribute(dry_run boolean) OWNER TO <owner>;
 -- Name: FUNCTION distribute(dry_run boolean); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.distribute(dry_run boolean) IS 'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so (and lets the shards of kgrag.curation take a curator''s decisions as Citus writes them; call it again after moving or splitting shards): settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document (the logs included). Rows already there are moved to the shards. The functions a public function delegates to get delegated to the tenant''s worker, and the views'' grants reach the workers (kgrag_private.delegate_calls). The owners of the SECURITY DEFINER helpers (kgrag_probe, kgrag_logger) get LOGIN, without a password, as Citus logs in to the workers as them (docs/scale-out.md: allow them from the coordinator only). Tables already distributed are left as they are, so a second call changes nothing. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';
+COMMENT ON FUNCTION kgrag.distribute(dry_run boolean) IS 'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so: settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document (the logs included). Rows already there are moved to the shards. The functions a public function delegates to get delegated to the tenant''s worker, and the views'' grants reach the workers (kgrag_private.delegate_calls). The owners of the SECURITY DEFINER helpers (kgrag_probe, kgrag_logger) get LOGIN, without a password, as Citus logs in to the workers as them (docs/scale-out.md: allow them from the coordinator only). Tables already distributed are left as they are, so a second call changes nothing. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';
 
 --
 -- Name: edge_rank_depth(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1160,15 +1152,15 @@ ALTER FUNCTION kgrag.log_answer(question text, route text, not_found boolean, ca
 -- Name: FUNCTION log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) IS 'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its md5), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. Through kgrag_private.log_answer_at (SECURITY DEFINER, owned by kgrag_logger, which may insert into the logs and nothing else: readers may not write the log themselves; on Citus, one call to the worker holding the tenant''s shards).';
+COMMENT ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) IS 'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its hash keyed with the logs'' secret, kgrag_private.question_mac), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. Through kgrag_private.log_answer_at (SECURITY DEFINER, owned by kgrag_logger, which may insert into the logs and nothing else: readers may not write the log themselves; on Citus, one call to the worker holding the tenant''s shards).';
 
 --
 -- Name: merge_entities(text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
 CREATE FUNCTION kgrag.merge_entities(a text, b text, note text DEFAULT ''::text) RETURNS text
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     ids text[] := kgrag.resolve_entities(ARRAY[a, b]);
@@ -1205,7 +1197,7 @@ ALTER FUNCTION kgrag.merge_entities(a text, b text, note text) OWNER TO <owner>;
 -- Name: FUNCTION merge_entities(a text, b text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.merge_entities(a text, b text, note text) IS 'Records that two namesakes kept apart (entities of one name of a type of the setting namesake_types, by id) are one entity, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it resolve the name with this decision (kgrag_private.resolve_namesakes), until a later kgrag.split_entity of either takes it back; it links a''s first document to b''s documents of the time (up to 20), and is forgotten when a''s first document goes. 22023 for one entity, or for entities that are not namesakes of one name.';
+COMMENT ON FUNCTION kgrag.merge_entities(a text, b text, note text) IS 'Records that two namesakes kept apart (entities of one name of a type of the setting namesake_types, by id) are one entity, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it resolve the name with this decision (kgrag_private.resolve_namesakes), until a later kgrag.split_entity of either takes it back; it links a''s first document to b''s documents of the time (up to 20), and is forgotten when a''s first document goes. 22023 for one entity, or for entities that are not namesakes of one name. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 --
 -- Name: neighbourhood(text[], integer, integer, text[], timestamp with time zone, text, boolean, double precision); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1705,8 +1697,8 @@ COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS 'Counts, for the current ten
 --
 
 CREATE FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text DEFAULT ''::text) RETURNS text
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     RETURN format('rejected %s: pgkgrag build (or the next ingestion of its documents) removes it, and it does not come back',
@@ -1720,7 +1712,7 @@ ALTER FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text) OW
 -- Name: FUNCTION reject_relation(src text, rel text, dst text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text) IS 'Records that a stated relation is wrong (src and dst by id, name or alias; rel whatever its case), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) removes the edge and no ingestion builds it again from its evidence, until a later decision on it (kgrag.approve) takes this one back. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated.';
+COMMENT ON FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text) IS 'Records that a stated relation is wrong (src and dst by id, name or alias; rel whatever its case), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) removes the edge and no ingestion builds it again from its evidence, until a later decision on it (kgrag.approve) takes this one back. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 --
 -- Name: relation_key(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1746,8 +1738,8 @@ COMMENT ON FUNCTION kgrag.relation_key(relation text) IS 'Returns the key a rela
 --
 
 CREATE FUNCTION kgrag.rename_entity(entity text, new_name text, note text DEFAULT ''::text) RETURNS text
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     id text := (kgrag.resolve_entities(ARRAY[entity]))[1];
@@ -1769,7 +1761,7 @@ ALTER FUNCTION kgrag.rename_entity(entity text, new_name text, note text) OWNER 
 -- Name: FUNCTION rename_entity(entity text, new_name text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.rename_entity(entity text, new_name text, note text) IS 'Records the name an entity (by id, name or alias) should have, with an optional note; returns what happens next. The build gives it that name and no ingestion takes it back (kgrag_private.derive_entities); its id stays. 22023 for an empty name or one longer than max_alias_chars.';
+COMMENT ON FUNCTION kgrag.rename_entity(entity text, new_name text, note text) IS 'Records the name an entity (by id, name or alias) should have, with an optional note; returns what happens next. The build gives it that name and no ingestion takes it back (kgrag_private.derive_entities); its id stays. 22023 for an empty name or one longer than max_alias_chars. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 --
 -- Name: report_context(text, integer); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2275,8 +2267,8 @@ COMMENT ON FUNCTION kgrag.source_tag(doc_id text, page integer, headings text[])
 --
 
 CREATE FUNCTION kgrag.split_entity(entity text, doc_id text, note text DEFAULT ''::text) RETURNS text
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     id text := (kgrag.resolve_entities(ARRAY[entity]))[1];
@@ -2298,7 +2290,7 @@ ALTER FUNCTION kgrag.split_entity(entity text, doc_id text, note text) OWNER TO 
 -- Name: FUNCTION split_entity(entity text, doc_id text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.split_entity(entity text, doc_id text, note text) IS 'Records that what one document says under the name of a namesake entity (by id, name or alias) is another entity, with an optional note; returns what happens next. The build and every ingestion after it keep that document''s namesake on its own (no shared neighbour joins it; a later kgrag.merge_entities may). Forgotten with the document. 22023 for a document that gives the entity no namesake (types of the setting namesake_types, without an identifier).';
+COMMENT ON FUNCTION kgrag.split_entity(entity text, doc_id text, note text) IS 'Records that what one document says under the name of a namesake entity (by id, name or alias) is another entity, with an optional note; returns what happens next. The build and every ingestion after it keep that document''s namesake on its own (no shared neighbour joins it; a later kgrag.merge_entities may). Forgotten with the document. 22023 for a document that gives the entity no namesake (types of the setting namesake_types, without an identifier). SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 --
 -- Name: squash(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2481,6 +2473,14 @@ DECLARE
     checked record;
 BEGIN
     SELECT * INTO checked FROM kgrag_private.check_key(key, tenant, current_user);
+    -- one tenant a transaction, whichever way it was named: checked before this key's seal
+    -- replaces the one the transaction's tenant was sealed with
+    IF current_setting('kgrag.tenant', true) IS DISTINCT FROM checked.key_tenant
+       AND current_setting('kgrag.tenant', true) <> ''
+       AND kgrag_private.sealed(current_setting('kgrag.tenant', true), current_setting('kgrag.tenant_seal', true)) THEN
+        RAISE EXCEPTION 'this transaction already acts for tenant %', quote_literal(current_setting('kgrag.tenant', true))
+            USING ERRCODE = '25001', HINT = 'A transaction has one tenant: use another transaction for another tenant.';
+    END IF;
     -- SET LOCAL, as kgrag.use_tenant: on a Citus cluster the settings reach the workers, which check the seal
     IF to_regprocedure('pg_catalog.citus_backend_gpid()') IS NOT NULL THEN
         PERFORM set_config('citus.propagate_set_commands', 'local', true);
@@ -2498,7 +2498,7 @@ ALTER FUNCTION kgrag.use_key(key text, tenant text) OWNER TO <owner>;
 -- Name: FUNCTION use_key(key text, tenant text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.use_key(key text, tenant text) IS 'Names the tenant of the current transaction from an API key (kgrag.create_key) and returns it, as kgrag.use_tenant does for a role''s grant: the key''s only tenant, or the one named, which the key must list. The session acts for that tenant in this transaction only, whatever its login role''s grants; a reader key needs a role that may not write (SET ROLE kgrag_reader). Raises 28P01 for an unknown or revoked key, 42501 for a tenant or role the key does not allow, 22023 for a key of several tenants with none named. pgkgrag serve calls it for every request.';
+COMMENT ON FUNCTION kgrag.use_key(key text, tenant text) IS 'Names the tenant of the current transaction from an API key (kgrag.create_key) and returns it, as kgrag.use_tenant does for a role''s grant: the key''s only tenant, or the one named, which the key must list. The session acts for that tenant in this transaction only, whatever its login role''s grants; a reader key needs a role that may not write (SET ROLE kgrag_reader). Raises 28P01 for an unknown or revoked key (or one not of the shape kgrag.create_key makes), 42501 for a tenant or role the key does not allow, 22023 for a key of several tenants with none named, 25001 when the transaction already acts for another tenant. pgkgrag serve calls it for every request.';
 
 --
 -- Name: use_tenant(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2578,7 +2578,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0040'::text$$;
+    AS $$SELECT '0041'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -3217,17 +3217,16 @@ COMMENT ON FUNCTION kgrag_private.check_k(k integer) IS 'Private. Returns nothin
 CREATE FUNCTION kgrag_private.check_key(key text, tenant text, acting name) RETURNS TABLE(key_tenant text, key_role text, key_seal text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+    AS $_$
 DECLARE
     k record;
 BEGIN
-    IF key IS NULL OR pg_catalog.length(key) > 200 THEN
-        k := NULL;
-    ELSE
-        SELECT a.name, a.tenants, a.role INTO k FROM kgrag_private.api_key AS a
-         WHERE a.key_hash = pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')), 'hex')
-           AND a.revoked_at IS NULL;
-    END IF;
+    -- a key has one shape (kgrag.create_key): anything else is refused, never hashed (a row of
+    -- NULLs when none matches)
+    SELECT a.name, a.tenants, a.role INTO k FROM kgrag_private.api_key AS a
+     WHERE key ~ '^kgk_[0-9a-f]{64}$'
+       AND a.key_hash = pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')), 'hex')
+       AND a.revoked_at IS NULL;
     IF k.name IS NULL THEN
         RAISE EXCEPTION 'the API key is not valid (unknown or revoked)' USING ERRCODE = '28P01';
     END IF;
@@ -3249,7 +3248,7 @@ BEGIN
     key_seal := kgrag_private.key_mac(key_tenant, kgrag_private.tenant_seal(key_tenant), key_role);
     RETURN NEXT;
 END
-$$;
+$_$;
 
 ALTER FUNCTION kgrag_private.check_key(key text, tenant text, acting name) OWNER TO <owner>;
 
@@ -3257,7 +3256,7 @@ ALTER FUNCTION kgrag_private.check_key(key text, tenant text, acting name) OWNER
 -- Name: FUNCTION check_key(key text, tenant text, acting name); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) IS 'Private. Returns (key_tenant, key_role, key_seal) for an API key that is not revoked and may act for the tenant (NULL: its only tenant) with the role acting (a reader key: a role that may not write); raises 28P01 for a key that is not valid, 42501 for a tenant or role it may not act for, 22023 when it has several tenants and none was named. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.api_key and the seal''s secret; it returns the seal of this transaction only. kgrag.use_key calls it.';
+COMMENT ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) IS 'Private. Returns (key_tenant, key_role, key_seal) for an API key that is not revoked and may act for the tenant (NULL: its only tenant) with the role acting (a reader key: a role that may not write); raises 28P01 for a key that is not valid (unknown, revoked, or not of the shape kgrag.create_key makes: kgk_ and 64 hex digits), 42501 for a tenant or role it may not act for, 22023 when it has several tenants and none was named. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.api_key and the seal''s secret; it returns the seal of this transaction only. kgrag.use_key calls it.';
 
 --
 -- Name: check_pagerank_args(double precision, integer, integer, text[], double precision[], text[], double precision[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3816,9 +3815,10 @@ BEGIN
     IF length(COALESCE(note, '')) > 2000 THEN
         RAISE EXCEPTION 'a note is at most 2,000 characters, got %', length(note) USING ERRCODE = '22023';
     END IF;
-    -- who and when are the columns' defaults (session_user, clock_timestamp()): a curator may not set them
-    INSERT INTO kgrag.curation (tenant_id, kind, target, value, doc_id, note)
-    VALUES (kgrag.current_tenant(), kind, target, value, doc_id, COALESCE(note, ''));
+    -- who (the login role, which the database authenticated) and when (its clock): never the caller's
+    -- to say; only the curation functions, SECURITY DEFINER, reach this insert
+    INSERT INTO kgrag.curation (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at)
+    VALUES (kgrag.current_tenant(), kind, target, value, doc_id, COALESCE(note, ''), session_user, clock_timestamp());
 END
 $$;
 
@@ -3828,7 +3828,7 @@ ALTER FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id t
 -- Name: FUNCTION decide(kind text, target text, value text, doc_id text, note text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id text, note text) IS 'Private. Records one decision of the current tenant in kgrag.curation (who: the login role, when: now); a note is at most 2,000 characters (22023).';
+COMMENT ON FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id text, note text) IS 'Private. Records one decision of the current tenant in kgrag.curation (who: the login role, session_user; when: the database''s clock); a note is at most 2,000 characters (22023). Only the curation functions (kgrag.reject_relation and the others, SECURITY DEFINER, owned by the schema owner) call it: no tenant role may write kgrag.curation.';
 
 --
 -- Name: decide_relation(text, text, text, text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4551,6 +4551,46 @@ ALTER FUNCTION kgrag_private.forget_aliases(entity_ids text[]) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.forget_aliases(entity_ids text[]) IS 'Private. Returns nothing; deletes the names of these entities that documents gave (sourced) and no document gives any more (no kgrag.alias_source row). A name written by hand (not sourced) stays.';
 
 --
+-- Name: forget_decisions_at(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.forget_decisions_at(tenant text, doc_ids text[]) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag_private.check_delegated_tenant(tenant);
+    n integer;
+BEGIN
+    -- only the decisions about documents the tenant no longer holds: a writer calling this itself
+    -- cannot end the decisions about a document it keeps
+    WITH gone AS (
+        SELECT x.doc_id FROM unnest(doc_ids[1:100000]) AS x(doc_id)
+         WHERE NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = x.doc_id)
+    ), ended AS (
+        DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id IN (SELECT g.doc_id FROM gone AS g)
+        RETURNING c.*
+    )
+    INSERT INTO kgrag.curation_ended (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at,
+                                      ended_by, ended_at, why)
+    SELECT e.tenant_id, e.kind, e.target, e.value, e.doc_id, e.note, e.decided_by, e.decided_at,
+           session_user, clock_timestamp(), format('its document %s was deleted', quote_literal(e.doc_id))
+      FROM ended AS e
+        ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.forget_decisions_at(tenant text, doc_ids text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION forget_decisions_at(tenant text, doc_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.forget_decisions_at(tenant text, doc_ids text[]) IS 'Private. Ends the decisions of the tenant (the one the transaction acts for, checked) about documents it no longer holds, among doc_ids (at most 100,000): each leaves kgrag.curation for kgrag.curation_ended with who ended it (the login role), when and why (its document was deleted). kgrag.delete_documents calls it after deleting them; a document still there keeps its decisions. Returns the decisions ended. SECURITY DEFINER, owned by the schema owner, on the allow-list, because no tenant role may delete from kgrag.curation; for kgrag_writer. On Citus a delegated function (kgrag_private.delegate_calls): it runs on the worker holding the tenant''s shards.';
+
+--
 -- Name: forget_extractions(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4579,44 +4619,57 @@ ALTER FUNCTION kgrag_private.forget_extractions(content_hashes text[]) OWNER TO 
 COMMENT ON FUNCTION kgrag_private.forget_extractions(content_hashes text[]) IS 'Private. Deletes the cached LLM extractions of these chunk texts that no chunk of the current tenant holds any more; returns how many.';
 
 --
--- Name: forget_in_logs(text, text[], text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: forget_in_logs(text); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-CREATE FUNCTION kgrag_private.forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]) RETURNS integer
+CREATE FUNCTION kgrag_private.forget_in_logs(tenant text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     t text := kgrag_private.check_delegated_tenant(tenant);
+    gone_entities text[];
+    gone_chunks text[];
+    gone_names text[];
     n integer;
 BEGIN
-    -- bounded; the caller (kgrag.delete_documents) passes only what the tenant's graph no longer
-    -- holds: the log writer cannot check it on a Citus cluster, where the caller has just changed
-    -- those shards in this transaction and Citus refuses them to another user
-    entity_ids := ARRAY(SELECT DISTINCT x FROM unnest(entity_ids) AS x ORDER BY 1 LIMIT 10000);
-    chunk_ids := ARRAY(SELECT DISTINCT x FROM unnest(chunk_ids) AS x ORDER BY 1 LIMIT 10000);
-    names := ARRAY(SELECT DISTINCT x FROM unnest(names) AS x WHERE length(x) BETWEEN 2 AND 300 ORDER BY 1 LIMIT 1000);
+    -- what kgrag_private.note_forgettable_at noted that the graph no longer holds (every name is
+    -- an alias of its entity), bounded; the notes go
+    gone_entities := ARRAY(SELECT f.value FROM kgrag.log_forgetting AS f
+                         WHERE f.tenant_id = t AND f.kind = 'entity'
+                           AND NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = f.value)
+                         ORDER BY 1 LIMIT 10000);
+    gone_chunks := ARRAY(SELECT f.value FROM kgrag.log_forgetting AS f
+                        WHERE f.tenant_id = t AND f.kind = 'chunk'
+                          AND NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = f.value)
+                        ORDER BY 1 LIMIT 10000);
+    gone_names := ARRAY(SELECT f.value FROM kgrag.log_forgetting AS f
+                    WHERE f.tenant_id = t AND f.kind = 'name' AND length(f.value) BETWEEN 2 AND 300
+                      AND NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
+                                       WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(f.value))
+                    ORDER BY 1 LIMIT 1000);
+    DELETE FROM kgrag.log_forgetting AS f WHERE f.tenant_id = t;
     UPDATE kgrag.query_log AS q
-       SET seeds = ARRAY(SELECT s FROM unnest(q.seeds) WITH ORDINALITY AS u(s, o) WHERE s <> ALL (entity_ids) ORDER BY u.o),
-           chunk_ids = ARRAY(SELECT c FROM unnest(q.chunk_ids) WITH ORDINALITY AS u(c, o) WHERE c <> ALL (forget_in_logs.chunk_ids) ORDER BY u.o),
-           reason = kgrag_private.redact(q.reason, names),
-           question = kgrag_private.redact(q.question, names)
+       SET seeds = ARRAY(SELECT s FROM unnest(q.seeds) WITH ORDINALITY AS u(s, o) WHERE s <> ALL (gone_entities) ORDER BY u.o),
+           chunk_ids = ARRAY(SELECT c FROM unnest(q.chunk_ids) WITH ORDINALITY AS u(c, o) WHERE c <> ALL (gone_chunks) ORDER BY u.o),
+           reason = kgrag_private.redact(q.reason, gone_names),
+           question = kgrag_private.redact(q.question, gone_names)
      WHERE q.tenant_id = t
-       AND (q.seeds && entity_ids OR q.chunk_ids && forget_in_logs.chunk_ids
-            OR EXISTS (SELECT 1 FROM unnest(names) AS x
+       AND (q.seeds && gone_entities OR q.chunk_ids && gone_chunks
+            OR EXISTS (SELECT 1 FROM unnest(gone_names) AS x
                         WHERE strpos(lower(q.reason), lower(x)) > 0 OR strpos(lower(q.question), lower(x)) > 0));
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
 $$;
 
-ALTER FUNCTION kgrag_private.forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag_private.forget_in_logs(tenant text) OWNER TO kgrag_logger;
 
 --
--- Name: FUNCTION forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION forget_in_logs(tenant text); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-COMMENT ON FUNCTION kgrag_private.forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]) IS 'Private. Redacts from the tenant''s kgrag.query_log (tenant: the one the transaction acts for, checked; on Citus, what sends the call to the worker holding its shards, kgrag_private.delegate_calls) what deleted documents named (kgrag.delete_documents calls it): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten] (at most 10,000 ids and 1,000 names of 2 to 300 characters). kgrag.delete_documents passes what the tenant''s graph no longer holds; a writer calling it itself could redact more of its own tenant''s log, as deleting the documents would (it cannot delete rows or change anything else). Returns the rows changed. SECURITY DEFINER, owned by kgrag_logger (the log''s writer, which alone may change its rows), on the allow-list; for kgrag_writer.';
+COMMENT ON FUNCTION kgrag_private.forget_in_logs(tenant text) IS 'Private. Redacts from the tenant''s kgrag.query_log (tenant: the one the transaction acts for, checked) what deleted documents named, as kgrag_private.note_forgettable_at noted it from the graph before the deletion and as far as the graph no longer holds it: the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten] (at most 10,000 ids and 1,000 names of 2 to 300 characters); the notes go. It takes nothing to redact from its caller, so a writer calling it redacts nothing that deleting the documents would not. Returns the rows changed. kgrag.delete_documents calls it. SECURITY DEFINER, owned by kgrag_logger (the log''s writer, which alone may change its rows), on the allow-list; for kgrag_writer. On Citus a delegated function: it runs on the worker holding the tenant''s shards.';
 
 --
 -- Name: frontier(text[], integer, integer, text[], timestamp with time zone, text, boolean, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5012,36 +5065,6 @@ ALTER FUNCTION kgrag_private.global_rows(question_vec public.vector, question te
 --
 
 COMMENT ON FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb) IS 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight; each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
-
---
--- Name: grant_curation_on_shards(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
---
-
-CREATE FUNCTION kgrag_private.grant_curation_on_shards() RETURNS void
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    propagation text := pg_catalog.current_setting('citus.enable_ddl_propagation', true);
-BEGIN
-    -- A curator's decision names only what it decides; who and when are the columns' defaults.
-    -- Citus evaluates the defaults on the coordinator and writes them to the shard as values, so
-    -- the shards must take decided_by and decided_at from the curator, the coordinator not: the
-    -- grant goes to the shards (DDL propagation), the revoke stays on the coordinator.
-    EXECUTE 'GRANT INSERT (decided_by, decided_at) ON kgrag.curation TO kgrag_curator';
-    PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
-    EXECUTE 'REVOKE INSERT (decided_by, decided_at) ON kgrag.curation FROM kgrag_curator';
-    PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', COALESCE(propagation, 'on'), true);
-END
-$$;
-
-ALTER FUNCTION kgrag_private.grant_curation_on_shards() OWNER TO <owner>;
-
---
--- Name: FUNCTION grant_curation_on_shards(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag_private.grant_curation_on_shards() IS 'Private. On a Citus coordinator, lets the shards of kgrag.curation take the rows a curator''s decision writes (Citus evaluates the defaults decided_by and decided_at on the coordinator and writes them as values) while the coordinator still refuses a curator who names them: granted on the shards, revoked on the coordinator alone. kgrag.distribute() calls it (run it again after moving or splitting shards), and so does revision 0034 on a schema distributed before. Returns nothing.';
 
 --
 -- Name: identified_key(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5595,7 +5618,7 @@ BEGIN
     END IF;
     INSERT INTO kgrag.answer_log (tenant_id, question_hash, route, not_found, calls, prompt_tokens, completion_tokens,
                                   context_chars, citations, dropped, ms)
-    VALUES (t, md5(COALESCE(question, '')), route, COALESCE(not_found, false),
+    VALUES (t, kgrag_private.question_mac(md5(COALESCE(question, ''))), route, COALESCE(not_found, false),
             greatest(COALESCE(calls, 0), 0), greatest(COALESCE(prompt_tokens, 0), 0),
             greatest(COALESCE(completion_tokens, 0), 0), greatest(COALESCE(context_chars, 0), 0),
             greatest(COALESCE(citations, 0), 0), greatest(COALESCE(dropped, 0), 0), greatest(COALESCE(ms, 0), 0));
@@ -5724,7 +5747,7 @@ BEGIN
     END IF;
     INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms,
                                  fallback, question, context_chars, chunk_ids, embedder, schema_revision)
-    VALUES (t, left(COALESCE(question_hash, ''), 64), route, left(COALESCE(reason, ''), 4000),
+    VALUES (t, kgrag_private.question_mac(left(COALESCE(question_hash, ''), 64)), route, left(COALESCE(reason, ''), 4000),
             kept_seeds, greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0),
             COALESCE(fallback, false),
             CASE WHEN (kgrag.setting('log_question_text') #>> '{}')::boolean THEN left(question, 2000) END, CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END,
@@ -5738,7 +5761,7 @@ ALTER FUNCTION kgrag_private.log_search(question_hash text, route text, reason t
 -- Name: FUNCTION log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-COMMENT ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) IS 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the text bounded (hash 64, reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000, kept only where the setting log_question_text allows, within the owner''s limits), the time and log_id set by the database. Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+COMMENT ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) IS 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the question''s digest (question_hash, 64 characters at most) kept keyed with the logs'' secret (kgrag_private.question_mac), the text bounded (reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000, kept only where the setting log_question_text allows, within the owner''s limits), the time and log_id set by the database. Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
 
 --
 -- Name: log_search_result(text, public.vector, text, text, text[], kgrag.search_row[], timestamp with time zone, boolean, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6040,6 +6063,48 @@ ALTER FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, over
 --
 
 COMMENT ON FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, overfetch integer, ef_search integer, level integer) IS 'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors; a tenant with no more rows than that candidate count is ranked exactly, whole. level (reports only) keeps reports of communities of that level.';
+
+--
+-- Name: note_forgettable_at(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+CREATE FUNCTION kgrag_private.note_forgettable_at(tenant text, doc_ids text[]) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag_private.check_delegated_tenant(tenant);
+    n integer;
+BEGIN
+    -- read from the graph, not taken from the caller: the chunks of the documents, the entities
+    -- they mention or name, those entities' names and the aliases the documents gave
+    doc_ids := doc_ids[1:100000];
+    WITH chunks AS MATERIALIZED (
+        SELECT c.chunk_id FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids)
+    ), entities AS MATERIALIZED (
+        SELECT m.entity_id FROM kgrag.mention AS m WHERE m.tenant_id = t AND m.chunk_id IN (SELECT x.chunk_id FROM chunks AS x)
+        UNION
+        SELECT s.entity_id FROM kgrag.alias_source AS s WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids)
+    )
+    INSERT INTO kgrag.log_forgetting (tenant_id, kind, value)
+    SELECT t, 'chunk', x.chunk_id FROM chunks AS x
+    UNION SELECT t, 'entity', x.entity_id FROM entities AS x
+    UNION SELECT t, 'name', e.name FROM kgrag.entity AS e
+           WHERE e.tenant_id = t AND e.entity_id IN (SELECT x.entity_id FROM entities AS x)
+    UNION SELECT t, 'name', s.alias FROM kgrag.alias_source AS s WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids)
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.note_forgettable_at(tenant text, doc_ids text[]) OWNER TO kgrag_logger;
+
+--
+-- Name: FUNCTION note_forgettable_at(tenant text, doc_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+COMMENT ON FUNCTION kgrag_private.note_forgettable_at(tenant text, doc_ids text[]) IS 'Private. Notes in kgrag.log_forgetting, for the tenant the transaction acts for (tenant: checked), what deleting documents (at most 100,000 ids) may make the query log forget, read from the graph before the deletion: their chunks, the entities they mention or name, those entities'' names and the aliases the documents gave. kgrag.delete_documents calls it first, then kgrag_private.forget_in_logs after the deletion, which forgets only what the graph no longer holds: a writer calling the two itself can redact no more than deleting those documents would. Returns the rows noted. SECURITY DEFINER, owned by kgrag_logger (no tenant role writes kgrag.log_forgetting), on the allow-list; for kgrag_writer. On Citus a delegated function: it runs on the worker holding the tenant''s shards.';
 
 --
 -- Name: pad_vector(public.vector); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6689,6 +6754,27 @@ ALTER FUNCTION kgrag_private.question_lexemes(question text, config regconfig) O
 --
 
 COMMENT ON FUNCTION kgrag_private.question_lexemes(question text, config regconfig) IS 'Private. Returns the lexemes of a question in a text search configuration, as written and with accents folded (kgrag.chunk.tsv holds both forms): the terms of lexical mode ''any''.';
+
+--
+-- Name: question_mac(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.question_mac(digest text) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- the secret on both sides of the message, as kgrag_private.key_mac
+    SELECT pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(k.secret || '/' || digest || '/' || k.secret, 'UTF8')), 'hex')
+      FROM kgrag_private.log_secret AS k
+$$;
+
+ALTER FUNCTION kgrag_private.question_mac(digest text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION question_mac(digest text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.question_mac(digest text) IS 'Private. Returns the question hash the logs keep (kgrag.query_log.question_hash, kgrag.answer_log.question_hash): sha256 of the secret of kgrag_private.log_secret around the digest of the question the caller gives (its md5), 64 hex digits. The same question gives the same hash in both logs, so repeated questions can be counted; without the secret, which only kgrag_logger reads (inside the log writers), a reader of the log cannot confirm a guessed question from it.';
 
 --
 -- Name: question_spans(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8614,27 +8700,42 @@ CREATE FUNCTION kgrag_private.setting_allowed(tenant text, setting_key text, val
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    limits jsonb := (SELECT s.value -> setting_key FROM kgrag.settings AS s
-                      WHERE s.tenant_id = '*' AND s.key = 'setting_limits');
+    rule jsonb := kgrag_private.setting_rule(setting_key);
+    fault text;
+    limits jsonb;
     hint text := 'The schema owner sets what a tenant may set: the setting setting_limits of tenant ''*''.';
 BEGIN
-    IF tenant = '*' OR limits IS NULL THEN  -- the owner's defaults, and settings with no limit
-        RETURN true;
+    IF rule IS NULL THEN
+        IF tenant = '*' THEN  -- the owner's own row of a setting a revision adds
+            RETURN true;
+        END IF;
+        RAISE EXCEPTION '% is not a setting', pg_catalog.quote_literal(setting_key) USING ERRCODE = '22023',
+            HINT = 'The settings are the keys of tenant ''*'': SELECT key, value, description FROM kgrag.settings WHERE tenant_id = ''*'';';
     END IF;
-    IF kgrag_private.within_limits(setting_key, value) IS NOT DISTINCT FROM value THEN
-        RETURN true;
+    -- a URL, a model endpoint, a process limit: the schema owner's alone, for '*' or for one tenant
+    IF tenant <> '*' AND (rule ->> 'owner')::boolean
+       AND NOT pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE') THEN
+        RAISE EXCEPTION 'setting % is the schema owner''s alone: a tenant may not set it', setting_key USING ERRCODE = '42501',
+            HINT = 'The schema owner sets it for every tenant (tenant ''*'') or, acting as one tenant, for that tenant.';
     END IF;
-    IF limits ? 'allowed' THEN
+    -- the owner's limits on a tenant's row first (its own floor and ceiling are the narrower ones)
+    limits := CASE WHEN tenant <> '*' THEN (SELECT s.value -> setting_key FROM kgrag.settings AS s
+                                            WHERE s.tenant_id = '*' AND s.key = 'setting_limits') END;
+    IF limits ? 'allowed' AND NOT limits -> 'allowed' @> pg_catalog.jsonb_build_array(value) THEN
         RAISE EXCEPTION 'a tenant may not set % to %: the schema owner allows % only', setting_key, value,
             limits -> 'allowed' USING ERRCODE = '42501', HINT = hint;
-    ELSIF pg_catalog.jsonb_typeof(value) IS DISTINCT FROM 'number' THEN
-        RAISE EXCEPTION 'setting % takes a number, got %', setting_key, value USING ERRCODE = '22023';
-    ELSIF value::numeric > (limits ->> 'max')::numeric THEN
+    ELSIF pg_catalog.jsonb_typeof(value) = 'number' AND value::numeric > (limits ->> 'max')::numeric THEN
         RAISE EXCEPTION 'setting % = % is above the ceiling of % the schema owner set', setting_key, value,
             limits ->> 'max' USING ERRCODE = '42501', HINT = hint;
+    ELSIF pg_catalog.jsonb_typeof(value) = 'number' AND value::numeric < (limits ->> 'min')::numeric THEN
+        RAISE EXCEPTION 'setting % = % is below the floor of % the schema owner set', setting_key, value,
+            limits ->> 'min' USING ERRCODE = '42501', HINT = hint;
     END IF;
-    RAISE EXCEPTION 'setting % = % is below the floor of % the schema owner set', setting_key, value,
-        limits ->> 'min' USING ERRCODE = '42501', HINT = hint;
+    fault := kgrag_private.setting_fault(setting_key, value);
+    IF fault IS NOT NULL THEN
+        RAISE EXCEPTION '%', fault USING ERRCODE = '22023';
+    END IF;
+    RETURN true;
 END
 $$;
 
@@ -8644,7 +8745,175 @@ ALTER FUNCTION kgrag_private.setting_allowed(tenant text, setting_key text, valu
 -- Name: FUNCTION setting_allowed(tenant text, setting_key text, value jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.setting_allowed(tenant text, setting_key text, value jsonb) IS 'Private. Returns true when a tenant may set setting_key to value: kgrag_private.within_limits leaves it as it is (always for tenant ''*'', the schema owner''s defaults, and for a setting with no limit); else raises SQLSTATE 42501 naming the limit when the setting setting_limits of tenant ''*'' puts it above its max, below its min or outside its allowed values, 22023 for a value that is not a number where a number is limited. The policy tenant_write of kgrag.settings checks every row written with it.';
+COMMENT ON FUNCTION kgrag_private.setting_allowed(tenant text, setting_key text, value jsonb) IS 'Private. Returns true when a row of kgrag.settings may be written; else raises. For every row: SQLSTATE 22023 when the value breaks the setting''s rule (kgrag_private.setting_fault: its type, floor, ceiling, values allowed); for a tenant''s row also 22023 for a key that is no setting, 42501 for a setting that is the schema owner''s alone (kgrag_private.setting_rule: a URL, a model endpoint, a process limit) unless the session''s role owns the schema, and 42501 naming the limit when the setting setting_limits of tenant ''*'' puts the value above its max, below its min or outside its allowed values. The owner''s own rows (tenant ''*'') are checked against the rule, not against setting_limits, and may name a setting the rules do not know yet. The policy tenant_write of kgrag.settings checks every row written with it.';
+
+--
+-- Name: setting_fault(text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.setting_fault(setting_key text, value jsonb) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    rule jsonb := kgrag_private.setting_rule(setting_key);
+    kind text := pg_catalog.jsonb_typeof(value);
+    want text := rule ->> 'type';
+BEGIN
+    -- what is wrong with the value as the setting's rule sees it (NULL: nothing)
+    IF rule IS NULL THEN
+        RETURN pg_catalog.format('%s is not a setting', pg_catalog.quote_literal(setting_key));
+    END IF;
+    IF value IS NULL OR kind = 'null' THEN
+        RETURN CASE WHEN (rule ->> 'null')::boolean THEN NULL ELSE pg_catalog.format('setting %s takes a %s, not null', setting_key, want) END;
+    END IF;
+    IF rule ? 'allowed' AND NOT EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(rule -> 'allowed') AS a(v) WHERE a.v = value) THEN
+        RETURN pg_catalog.format('setting %s takes one of %s, got %s', setting_key, rule -> 'allowed', value);
+    END IF;
+    IF want IN ('integer', 'number') THEN
+        IF kind <> 'number' OR (want = 'integer' AND value::numeric <> pg_catalog.trunc(value::numeric)) THEN
+            RETURN pg_catalog.format('setting %s takes a number%s, got %s', setting_key,
+                                     CASE WHEN want = 'integer' THEN ' (a whole one)' ELSE '' END, value);
+        END IF;
+        IF value::numeric < (rule ->> 'min')::numeric OR value::numeric > (rule ->> 'max')::numeric THEN
+            RETURN pg_catalog.format('setting %s = %s is outside the range it may take, %s..%s', setting_key, value,
+                                     rule ->> 'min', rule ->> 'max');
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF want IN ('string', 'url') AND kind <> 'string' OR want NOT IN ('string', 'url') AND kind <> want THEN
+        RETURN pg_catalog.format('setting %s takes %s %s, got %s', setting_key,
+                                 CASE WHEN want IN ('array', 'object') THEN 'an' ELSE 'a' END,
+                                 CASE WHEN want = 'url' THEN 'string (an http(s) URL, or empty)' ELSE want END,
+                                 pg_catalog.left(value::text, 100));
+    END IF;
+    IF want = 'url' AND value #>> '{}' <> '' AND (value #>> '{}' !~ '^https?://[^[:space:]]+$' OR pg_catalog.length(value #>> '{}') > 2000) THEN
+        RETURN pg_catalog.format('setting %s takes an http(s) URL of at most 2,000 characters, or empty, got %s', setting_key,
+                                 pg_catalog.left(value::text, 100));
+    END IF;
+    IF rule ? 'pattern' AND value #>> '{}' !~ (rule ->> 'pattern') THEN
+        RETURN pg_catalog.format('setting %s takes a name matching %s, got %s', setting_key, rule ->> 'pattern',
+                                 pg_catalog.left(value::text, 100));
+    END IF;
+    IF pg_catalog.length(value::text) > 1000000 THEN
+        RETURN pg_catalog.format('setting %s is %s characters of JSON, above 1,000,000', setting_key, pg_catalog.length(value::text));
+    END IF;
+    RETURN NULL;
+END
+$_$;
+
+ALTER FUNCTION kgrag_private.setting_fault(setting_key text, value jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION setting_fault(setting_key text, value jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.setting_fault(setting_key text, value jsonb) IS 'Private. Returns what is wrong with a value of a setting by its rule (kgrag_private.setting_rule): not a setting, null where null is no value, not one of the values allowed, of another type, a fraction where a whole number is wanted, outside the floor and ceiling, not an http(s) URL, not matching the name''s pattern, longer than 1,000,000 characters of JSON; NULL when nothing is.';
+
+--
+-- Name: setting_rule(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.setting_rule(setting_key text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    -- type: integer, number, boolean, string, url, array or object; min and max (numbers, inclusive);
+    -- allowed (the values it may take); null (whether JSON null is a value); owner (the schema
+    -- owner's alone: tenant rows only the owner writes). A key not here is not a setting a tenant has.
+    SELECT $rules${
+      "answer_log_days": {"type": "integer", "min": 1, "max": 36500},
+      "answer_map_reports": {"type": "integer", "min": 1, "max": 1000},
+      "answer_max_chars": {"type": "integer", "min": 100, "max": 10000000},
+      "chunk_max_chars": {"type": "integer", "min": 50, "max": 1000000},
+      "chunk_min_chars": {"type": "integer", "min": 0, "max": 1000000},
+      "chunk_min_similarity": {"type": "number", "min": -1, "max": 1},
+      "chunk_overlap_chars": {"type": "integer", "min": 0, "max": 100000},
+      "community_max_size": {"type": "integer", "min": 2, "max": 10000000},
+      "community_resolution": {"type": "number", "min": 0.0001, "max": 10000},
+      "community_seed": {"type": "integer", "min": 0, "max": 2147483647},
+      "edge_rank_depth": {"type": "integer", "min": 1, "max": 10000000},
+      "embedder": {"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,63}$"},
+      "embedder_centres": {"type": "object", "owner": true},
+      "embedder_dimension": {"type": "integer", "min": 1, "max": 16000, "null": true},
+      "embedder_floors": {"type": "object", "owner": true},
+      "embedding_dimension": {"type": "integer", "min": 1, "max": 16000, "owner": true},
+      "entity_min_similarity": {"type": "number", "min": -1, "max": 1},
+      "entity_seed_min_similarity": {"type": "number", "min": -1, "max": 1},
+      "graph_chunks_per_entity": {"type": "integer", "min": 1, "max": 10000000},
+      "hnsw_ef_search": {"type": "integer", "min": 1, "max": 1000},
+      "hnsw_max_scan_tuples": {"type": "integer", "min": 1, "max": 2147483647},
+      "idempotent_objects": {"type": "array", "owner": true},
+      "idempotent_sha256": {"type": "string", "owner": true},
+      "ingest_failure_days": {"type": "integer", "min": 1, "max": 36500},
+      "khop_timeout_ms": {"type": "integer", "min": 1, "max": 86400000},
+      "language_codes": {"type": "object"},
+      "lexical_candidates": {"type": "integer", "min": 1, "max": 10000000},
+      "lexical_min_coverage": {"type": "number", "min": 0, "max": 1},
+      "link_min_ratio": {"type": "number", "min": 0, "max": 1},
+      "link_min_trigram": {"type": "number", "min": 0, "max": 1},
+      "link_stopwords": {"type": "array"},
+      "log_question_text": {"type": "boolean"},
+      "log_rate_per_minute": {"type": "integer", "min": 1, "max": 10000000},
+      "max_alias_chars": {"type": "integer", "min": 10, "max": 1000000},
+      "max_aliases_per_entity": {"type": "integer", "min": 1, "max": 10000000},
+      "max_document_mb": {"type": "number", "min": 0.001, "max": 100000},
+      "max_file_mb": {"type": "number", "min": 0.001, "max": 1000000},
+      "max_hops": {"type": "integer", "min": 0, "max": 100},
+      "max_paths_walked": {"type": "integer", "min": 1, "max": 2147483647},
+      "max_question_chars": {"type": "integer", "min": 1, "max": 1000000},
+      "max_quote_chars": {"type": "integer", "min": 10, "max": 10000000},
+      "max_title_chars": {"type": "integer", "min": 10, "max": 10000000},
+      "namesake_shared_neighbours": {"type": "integer", "min": 1, "max": 100000},
+      "namesake_types": {"type": "array"},
+      "ontology": {"type": "object"},
+      "ppr_chunk_seed_weight": {"type": "number", "min": 0, "max": 1000000},
+      "ppr_damping": {"type": "number", "min": 0, "max": 0.99},
+      "ppr_hops": {"type": "integer", "min": 1, "max": 100},
+      "ppr_max_edges": {"type": "integer", "min": 1, "max": 2147483647},
+      "ppr_max_iterations": {"type": "integer", "min": 1, "max": 1000000},
+      "ppr_tolerance": {"type": "number", "min": 1e-12, "max": 1},
+      "query_log": {"type": "boolean"},
+      "query_log_days": {"type": "integer", "min": 1, "max": 36500},
+      "reader_memory_mb": {"type": "integer", "min": 64, "max": 1048576, "owner": true},
+      "reader_timeout_s": {"type": "number", "min": 1, "max": 86400, "owner": true},
+      "report_evidence_chunks": {"type": "integer", "min": 0, "max": 100000},
+      "report_min_similarity": {"type": "number", "min": -1, "max": 1},
+      "rerank_api": {"type": "string", "allowed": ["tei", "cohere"], "owner": true},
+      "rerank_candidates": {"type": "integer", "min": 1, "max": 1000},
+      "rerank_model": {"type": "string", "owner": true},
+      "rerank_timeout_ms": {"type": "integer", "min": 1, "max": 60000},
+      "rerank_url": {"type": "url", "owner": true},
+      "review_min_confidence": {"type": "number", "min": 0, "max": 1},
+      "review_sample_percent": {"type": "number", "min": 0, "max": 100},
+      "router_flat_gap": {"type": "number", "min": 0, "max": 2},
+      "rrf_graph_weight": {"type": "number", "min": 0, "max": 100},
+      "rrf_k": {"type": "integer", "min": 0, "max": 1000},
+      "search_degree_cap": {"type": "integer", "min": 1, "max": 10000000, "null": true},
+      "search_entities": {"type": "integer", "min": 0, "max": 100},
+      "search_graph_ranking": {"type": "string", "allowed": ["paths", "pagerank", "both"]},
+      "search_hops": {"type": "integer", "min": 0, "max": 100},
+      "search_neighbours": {"type": "boolean"},
+      "search_reports": {"type": "integer", "min": 1, "max": 1000},
+      "search_seeds": {"type": "integer", "min": 1, "max": 100},
+      "search_timeout_ms": {"type": "integer", "min": 1, "max": 86400000},
+      "setting_limits": {"type": "object", "owner": true},
+      "short_form_types": {"type": "array"},
+      "text_search_config": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,128}$"},
+      "vector_index": {"type": "string", "allowed": ["bq", "halfvec"], "owner": true},
+      "vector_min_candidates": {"type": "integer", "min": 1, "max": 10000000},
+      "vector_overfetch": {"type": "integer", "min": 1, "max": 100000},
+      "walk_min_confidence": {"type": "number", "min": 0, "max": 1}
+    }$rules$::jsonb -> setting_key
+$_$;
+
+ALTER FUNCTION kgrag_private.setting_rule(setting_key text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION setting_rule(setting_key text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.setting_rule(setting_key text) IS 'Private. Returns what a setting may be, as jsonb: its type (integer, number, boolean, string, url: an http(s) URL, array, object), its floor and ceiling (min, max, inclusive) or the values allowed, whether JSON null is a value (null), whether it is the schema owner''s alone (owner: a URL, a model endpoint, a process limit; a tenant''s row only the owner writes), a pattern for a name; NULL for a key that is no setting. kgrag_private.setting_allowed checks every row of kgrag.settings against it when it is written.';
 
 --
 -- Name: settings_of(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -9560,18 +9829,36 @@ CREATE FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) RETUR
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    -- a tenant's row written before its limit (or above one the owner lowered since): a number
-    -- is clamped, another value outside the allowed ones gives way to the default
+    -- a tenant's row written before a rule or a limit (or beyond one the owner moved since): a
+    -- number is clamped, first into the setting's own floor and ceiling (kgrag_private.setting_rule),
+    -- then into the owner's limits; another value outside them gives way to the default
     SELECT CASE
-        WHEN x.limits IS NULL THEN value
+        WHEN x.limits IS NULL THEN r.v
         WHEN x.limits ? 'allowed' AND EXISTS (SELECT 1 FROM jsonb_array_elements(x.limits -> 'allowed') AS a(v)
-                                              WHERE a.v = value) THEN value
-        WHEN x.limits ? 'allowed' OR jsonb_typeof(value) IS DISTINCT FROM 'number'
+                                              WHERE a.v = r.v) THEN r.v
+        WHEN x.limits ? 'allowed' OR jsonb_typeof(r.v) IS DISTINCT FROM 'number'
         THEN (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key)
-        WHEN value::numeric > (x.limits ->> 'max')::numeric THEN x.limits -> 'max'
-        WHEN value::numeric < (x.limits ->> 'min')::numeric THEN x.limits -> 'min'
-        ELSE value END
-      FROM (SELECT (SELECT s.value -> setting_key FROM kgrag.settings AS s
+        WHEN r.v::numeric > (x.limits ->> 'max')::numeric THEN x.limits -> 'max'
+        WHEN r.v::numeric < (x.limits ->> 'min')::numeric THEN x.limits -> 'min'
+        ELSE r.v END
+      FROM (SELECT CASE
+                WHEN g.rule IS NULL THEN value
+                WHEN g.rule ->> 'type' IN ('integer', 'number') AND jsonb_typeof(value) = 'number'
+                THEN CASE WHEN value::numeric BETWEEN (g.rule ->> 'min')::numeric AND (g.rule ->> 'max')::numeric
+                               AND (g.rule ->> 'type' = 'number' OR value::numeric = trunc(value::numeric))
+                          THEN value
+                          ELSE to_jsonb(least(greatest(CASE WHEN g.rule ->> 'type' = 'integer' THEN round(value::numeric)
+                                                            ELSE value::numeric END,
+                                                       (g.rule ->> 'min')::numeric), (g.rule ->> 'max')::numeric)) END
+                WHEN jsonb_typeof(value) = 'null' AND (g.rule ->> 'null')::boolean THEN value
+                WHEN jsonb_typeof(value) = CASE WHEN g.rule ->> 'type' = 'url' THEN 'string'
+                                                WHEN g.rule ->> 'type' = 'integer' THEN 'number'
+                                                ELSE g.rule ->> 'type' END
+                     AND (NOT g.rule ? 'allowed' OR g.rule -> 'allowed' @> jsonb_build_array(value))
+                THEN value
+                ELSE (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key) END AS v
+              FROM (SELECT kgrag_private.setting_rule(setting_key) AS rule) AS g) AS r,
+           (SELECT (SELECT s.value -> setting_key FROM kgrag.settings AS s
                      WHERE s.tenant_id = '*' AND s.key = 'setting_limits') AS limits) AS x
 $$;
 
@@ -9581,7 +9868,7 @@ ALTER FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) OWNER 
 -- Name: FUNCTION within_limits(setting_key text, value jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) IS 'Private. Returns a tenant''s value of a setting within the limits of the setting setting_limits of tenant ''*'': a number above its max is the max, below its min the min; a value outside the allowed ones, or not a number where a number is limited, is the default. kgrag.setting reads every tenant row through it; kgrag_private.setting_allowed refuses such a row when it is written.';
+COMMENT ON FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) IS 'Private. Returns a tenant''s value of a setting within the setting''s own floor and ceiling (kgrag_private.setting_rule) and then within the limits of the setting setting_limits of tenant ''*'': a number above a max is the max, below a min the min (a fraction where a whole number is wanted: rounded); a value of another type, or outside the allowed ones, is the default. kgrag.setting reads every tenant row through it (a row written before a rule or a limit); kgrag_private.setting_allowed refuses such a row when it is written.';
 
 --
 -- Name: word_links(text, text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -10073,6 +10360,88 @@ ALTER TABLE kgrag.curation OWNER TO <owner>;
 COMMENT ON TABLE kgrag.curation IS 'The decisions of the people who check the graph (kgrag.reject_relation, kgrag.rename_entity, kgrag.approve), with who (the login role) and when; the latest decision on a target counts (kgrag.decisions). Ingestion and pgkgrag build apply them every time (kgrag_private.apply_decisions); deleting a document forgets the decisions about it (doc_id).';
 
 --
+-- Name: curation_ended; Type: TABLE; Schema: kgrag; Owner: <owner>
+--
+
+CREATE TABLE kgrag.curation_ended (
+    tenant_id text NOT NULL,
+    kind text NOT NULL,
+    target text NOT NULL,
+    value text,
+    doc_id text,
+    note text DEFAULT ''::text NOT NULL,
+    decided_by text NOT NULL,
+    decided_at timestamp with time zone NOT NULL,
+    ended_by text NOT NULL,
+    ended_at timestamp with time zone NOT NULL,
+    why text NOT NULL,
+    CONSTRAINT curation_ended_why_check CHECK ((length(why) <= 2000))
+);
+ALTER TABLE ONLY kgrag.curation_ended ALTER COLUMN tenant_id SET STATISTICS 1;
+
+ALTER TABLE ONLY kgrag.curation_ended FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE kgrag.curation_ended OWNER TO <owner>;
+
+--
+-- Name: TABLE curation_ended; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag.curation_ended IS 'The decisions that left kgrag.curation because their document was deleted: the decision as it was (kind, target, value, doc_id, note, decided_by, decided_at), who ended it (the login role), when and why. Written by kgrag_private.forget_decisions_at, which kgrag.delete_documents calls; no tenant role writes it. kgrag.decision_history shows these with every decision still in kgrag.curation.';
+
+--
+-- Name: decision_history; Type: VIEW; Schema: kgrag; Owner: <owner>
+--
+
+CREATE VIEW kgrag.decision_history WITH (security_invoker='true') AS
+ SELECT c.kind,
+    c.target,
+    c.value,
+    c.doc_id,
+    c.note,
+    c.decided_by,
+    c.decided_at,
+        CASE
+            WHEN (n.decided_at IS NULL) THEN 'in force'::text
+            ELSE 'replaced'::text
+        END AS state,
+    n.decided_by AS ended_by,
+    n.decided_at AS ended_at,
+        CASE
+            WHEN (n.decided_at IS NOT NULL) THEN format('replaced by %s of %s'::text, n.kind, n.decided_by)
+            ELSE NULL::text
+        END AS why
+   FROM (kgrag.curation c
+     LEFT JOIN LATERAL ( SELECT x.kind,
+            x.decided_by,
+            x.decided_at
+           FROM kgrag.curation x
+          WHERE ((x.target = c.target) AND (x.decided_at > c.decided_at))
+          ORDER BY x.decided_at
+         LIMIT 1) n ON (true))
+UNION ALL
+ SELECT e.kind,
+    e.target,
+    e.value,
+    e.doc_id,
+    e.note,
+    e.decided_by,
+    e.decided_at,
+    'forgotten'::text AS state,
+    e.ended_by,
+    e.ended_at,
+    e.why
+   FROM kgrag.curation_ended e;
+
+ALTER VIEW kgrag.decision_history OWNER TO <owner>;
+
+--
+-- Name: VIEW decision_history; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON VIEW kgrag.decision_history IS 'Every decision of the current tenant, with how it stands: (kind, target, value, doc_id, note, decided_by, decided_at, state, ended_by, ended_at, why). state: in force (the latest on its target), replaced (a later decision on the target took over: a rejection taken back by kgrag.approve, a correction corrected again; ended_by and ended_at are that decision''s), forgotten (its document was deleted: kgrag.curation_ended, ended_by the role that deleted it). For an auditor: \copy (SELECT * FROM kgrag.decision_history ORDER BY decided_at) TO ''decisions.csv'' CSV HEADER.';
+
+--
 -- Name: decisions; Type: VIEW; Schema: kgrag; Owner: <owner>
 --
 
@@ -10381,6 +10750,28 @@ ALTER VIEW kgrag.llm_cost OWNER TO <owner>;
 --
 
 COMMENT ON VIEW kgrag.llm_cost IS 'What the current tenant''s graph and answers cost in LLM calls, per day (UTC), purpose (extraction and community reports: the graph; answer: the questions served), the answer''s route and model: calls made, chunks answered from the extraction cache, tokens in and out as the endpoint counted them, mean milliseconds a call.';
+
+--
+-- Name: log_forgetting; Type: TABLE; Schema: kgrag; Owner: <owner>
+--
+
+CREATE TABLE kgrag.log_forgetting (
+    tenant_id text NOT NULL,
+    kind text NOT NULL,
+    value text NOT NULL,
+    CONSTRAINT log_forgetting_kind_check CHECK ((kind = ANY (ARRAY['entity'::text, 'name'::text, 'chunk'::text])))
+);
+ALTER TABLE ONLY kgrag.log_forgetting ALTER COLUMN tenant_id SET STATISTICS 1;
+
+ALTER TABLE ONLY kgrag.log_forgetting FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE kgrag.log_forgetting OWNER TO <owner>;
+
+--
+-- Name: TABLE log_forgetting; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag.log_forgetting IS 'What a deletion of documents in progress may make the query log forget: the chunks, entities and names the documents gave, noted from the graph by kgrag_private.note_forgettable_at before the deletion, read and emptied by kgrag_private.forget_in_logs after it (which forgets only what the graph no longer holds). Empty between transactions; no tenant role writes it.';
 
 --
 -- Name: log_overflow; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -10850,6 +11241,25 @@ ALTER TABLE kgrag_private.key_secret OWNER TO <owner>;
 COMMENT ON TABLE kgrag_private.key_secret IS 'The secret with which kgrag.use_key seals the tenant a key was checked for (kgrag_private.key_sealed). The schema owner''s alone.';
 
 --
+-- Name: log_secret; Type: TABLE; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE TABLE kgrag_private.log_secret (
+    one boolean DEFAULT true NOT NULL,
+    secret text NOT NULL,
+    CONSTRAINT log_secret_one_check CHECK (one),
+    CONSTRAINT log_secret_secret_check CHECK ((length(secret) >= 64))
+);
+
+ALTER TABLE kgrag_private.log_secret OWNER TO <owner>;
+
+--
+-- Name: TABLE log_secret; Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag_private.log_secret IS 'The secret the question hash of kgrag.query_log and kgrag.answer_log is keyed with (kgrag_private.question_mac). Read by kgrag_logger alone.';
+
+--
 -- Name: alias alias_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
 --
 
@@ -10927,6 +11337,13 @@ ALTER TABLE ONLY kgrag.community_report
     ADD CONSTRAINT community_report_pkey PRIMARY KEY (tenant_id, community_id);
 
 --
+-- Name: curation_ended curation_ended_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag.curation_ended
+    ADD CONSTRAINT curation_ended_pkey PRIMARY KEY (tenant_id, kind, target, decided_at);
+
+--
 -- Name: curation curation_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
 --
 
@@ -10995,6 +11412,13 @@ ALTER TABLE ONLY kgrag.llm_cache
 
 ALTER TABLE ONLY kgrag.llm_call
     ADD CONSTRAINT llm_call_pkey PRIMARY KEY (tenant_id, call_id);
+
+--
+-- Name: log_forgetting log_forgetting_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag.log_forgetting
+    ADD CONSTRAINT log_forgetting_pkey PRIMARY KEY (tenant_id, kind, value);
 
 --
 -- Name: log_overflow log_overflow_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
@@ -11074,6 +11498,13 @@ ALTER TABLE ONLY kgrag.settings
     ADD CONSTRAINT settings_pkey PRIMARY KEY (tenant_id, key);
 
 --
+-- Name: settings settings_value_fits_its_rule; Type: CHECK CONSTRAINT; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE kgrag.settings
+    ADD CONSTRAINT settings_value_fits_its_rule CHECK (((kgrag_private.setting_rule(key) IS NULL) OR (kgrag_private.setting_fault(key, value) IS NULL))) NOT VALID;
+
+--
 -- Name: api_key api_key_key_hash_key; Type: CONSTRAINT; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -11093,6 +11524,13 @@ ALTER TABLE ONLY kgrag_private.api_key
 
 ALTER TABLE ONLY kgrag_private.key_secret
     ADD CONSTRAINT key_secret_pkey PRIMARY KEY (one);
+
+--
+-- Name: log_secret log_secret_pkey; Type: CONSTRAINT; Schema: kgrag_private; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag_private.log_secret
+    ADD CONSTRAINT log_secret_pkey PRIMARY KEY (one);
 
 --
 -- Name: alias_fold_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
@@ -11475,6 +11913,12 @@ ALTER TABLE kgrag.community_report ENABLE ROW LEVEL SECURITY;
 ALTER TABLE kgrag.curation ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: curation_ended; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE kgrag.curation_ended ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: document; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
 --
 
@@ -11521,6 +11965,12 @@ ALTER TABLE kgrag.llm_cache ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE kgrag.llm_call ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: log_forgetting; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE kgrag.log_forgetting ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: log_overflow; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
@@ -11721,6 +12171,12 @@ CREATE POLICY tenant_isolation ON kgrag.community_report USING ((tenant_id = kgr
 CREATE POLICY tenant_isolation ON kgrag.curation USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
 
 --
+-- Name: curation_ended tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY tenant_isolation ON kgrag.curation_ended USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+
+--
 -- Name: document tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
@@ -11767,6 +12223,12 @@ CREATE POLICY tenant_isolation ON kgrag.llm_cache USING ((tenant_id = kgrag.curr
 --
 
 CREATE POLICY tenant_isolation ON kgrag.llm_call USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+
+--
+-- Name: log_forgetting tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY tenant_isolation ON kgrag.log_forgetting USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
 
 --
 -- Name: log_overflow tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -11851,6 +12313,30 @@ GRANT USAGE ON SCHEMA kgrag TO kgrag_curator;
 GRANT USAGE ON SCHEMA kgrag_private TO PUBLIC;
 
 --
+-- Name: FUNCTION approve(target text, note text); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.approve(target text, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.approve(target text, note text) TO kgrag_curator;
+GRANT ALL ON FUNCTION kgrag.approve(target text, note text) TO kgrag_writer;
+
+--
+-- Name: FUNCTION correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text) TO kgrag_curator;
+GRANT ALL ON FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text) TO kgrag_writer;
+
+--
+-- Name: FUNCTION correct_relation(src text, rel text, dst text, new_rel text, note text); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text) TO kgrag_curator;
+GRANT ALL ON FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text) TO kgrag_writer;
+
+--
 -- Name: FUNCTION create_key(name text, tenants text[], role text); Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
@@ -11881,6 +12367,15 @@ REVOKE ALL ON FUNCTION kgrag.list_keys() FROM PUBLIC;
 REVOKE ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_curator;
+
+--
+-- Name: FUNCTION merge_entities(a text, b text, note text); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.merge_entities(a text, b text, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.merge_entities(a text, b text, note text) TO kgrag_curator;
+GRANT ALL ON FUNCTION kgrag.merge_entities(a text, b text, note text) TO kgrag_writer;
 
 --
 -- Name: FUNCTION purge(); Type: ACL; Schema: kgrag; Owner: kgrag_logger
@@ -11888,6 +12383,22 @@ GRANT ALL ON FUNCTION kgrag.log_answer(question text, route text, not_found bool
 
 REVOKE ALL ON FUNCTION kgrag.purge() FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag.purge() TO kgrag_writer;
+
+--
+-- Name: FUNCTION reject_relation(src text, rel text, dst text, note text); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text) TO kgrag_curator;
+GRANT ALL ON FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text) TO kgrag_writer;
+
+--
+-- Name: FUNCTION rename_entity(entity text, new_name text, note text); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.rename_entity(entity text, new_name text, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.rename_entity(entity text, new_name text, note text) TO kgrag_curator;
+GRANT ALL ON FUNCTION kgrag.rename_entity(entity text, new_name text, note text) TO kgrag_writer;
 
 --
 -- Name: FUNCTION revoke_key(name text); Type: ACL; Schema: kgrag; Owner: <owner>
@@ -11902,12 +12413,21 @@ REVOKE ALL ON FUNCTION kgrag.revoke_key(name text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION kgrag.revoke_tenant(role_name text, tenant text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION split_entity(entity text, doc_id text, note text); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.split_entity(entity text, doc_id text, note text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.split_entity(entity text, doc_id text, note text) TO kgrag_curator;
+GRANT ALL ON FUNCTION kgrag.split_entity(entity text, doc_id text, note text) TO kgrag_writer;
+
+--
 -- Name: FUNCTION tenants(); Type: ACL; Schema: kgrag; Owner: kgrag_probe
 --
 
 REVOKE ALL ON FUNCTION kgrag.tenants() FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag.tenants() TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag.tenants() TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag.tenants() TO kgrag_curator;
 
 --
 -- Name: FUNCTION use_key(key text, tenant text); Type: ACL; Schema: kgrag; Owner: <owner>
@@ -11928,17 +12448,30 @@ GRANT ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name
 GRANT ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) TO kgrag_curator;
 
 --
+-- Name: FUNCTION decide(kind text, target text, value text, doc_id text, note text); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id text, note text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION delegate_calls(); Type: ACL; Schema: kgrag_private; Owner: <owner>
 --
 
 REVOKE ALL ON FUNCTION kgrag_private.delegate_calls() FROM PUBLIC;
 
 --
--- Name: FUNCTION forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION forget_decisions_at(tenant text, doc_ids text[]); Type: ACL; Schema: kgrag_private; Owner: <owner>
 --
 
-REVOKE ALL ON FUNCTION kgrag_private.forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION kgrag_private.forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[]) TO kgrag_writer;
+REVOKE ALL ON FUNCTION kgrag_private.forget_decisions_at(tenant text, doc_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.forget_decisions_at(tenant text, doc_ids text[]) TO kgrag_writer;
+
+--
+-- Name: FUNCTION forget_in_logs(tenant text); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.forget_in_logs(tenant text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.forget_in_logs(tenant text) TO kgrag_writer;
 
 --
 -- Name: FUNCTION fts_probe(query tsquery, config regconfig, lim integer); Type: ACL; Schema: kgrag_private; Owner: kgrag_probe
@@ -11947,6 +12480,7 @@ GRANT ALL ON FUNCTION kgrag_private.forget_in_logs(tenant text, entity_ids text[
 REVOKE ALL ON FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim integer) TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim integer) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim integer) TO kgrag_curator;
 
 --
 -- Name: FUNCTION fuzzy_aliases(form text, min_trigram double precision, min_ratio double precision, most integer, common text[], frequency real[]); Type: ACL; Schema: kgrag_private; Owner: kgrag_probe
@@ -11955,6 +12489,7 @@ GRANT ALL ON FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, l
 REVOKE ALL ON FUNCTION kgrag_private.fuzzy_aliases(form text, min_trigram double precision, min_ratio double precision, most integer, common text[], frequency real[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag_private.fuzzy_aliases(form text, min_trigram double precision, min_ratio double precision, most integer, common text[], frequency real[]) TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag_private.fuzzy_aliases(form text, min_trigram double precision, min_ratio double precision, most integer, common text[], frequency real[]) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.fuzzy_aliases(form text, min_trigram double precision, min_ratio double precision, most integer, common text[], frequency real[]) TO kgrag_curator;
 
 --
 -- Name: FUNCTION key_mac(tenant text, seal text, key_role text); Type: ACL; Schema: kgrag_private; Owner: <owner>
@@ -11980,6 +12515,7 @@ GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgra
 REVOKE ALL ON FUNCTION kgrag_private.log_answer_at(tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag_private.log_answer_at(tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag_private.log_answer_at(tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.log_answer_at(tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) TO kgrag_curator;
 
 --
 -- Name: FUNCTION log_llm_calls(calls jsonb); Type: ACL; Schema: kgrag_private; Owner: <owner>
@@ -11988,6 +12524,7 @@ GRANT ALL ON FUNCTION kgrag_private.log_answer_at(tenant text, question text, ro
 REVOKE ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) TO kgrag_curator;
 
 --
 -- Name: FUNCTION log_llm_calls_at(tenant text, calls jsonb); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
@@ -11996,6 +12533,7 @@ GRANT ALL ON FUNCTION kgrag_private.log_llm_calls(calls jsonb) TO kgrag_writer;
 REVOKE ALL ON FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) TO kgrag_curator;
 
 --
 -- Name: FUNCTION log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
@@ -12004,6 +12542,21 @@ GRANT ALL ON FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) T
 REVOKE ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) TO kgrag_reader;
 GRANT ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) TO kgrag_curator;
+
+--
+-- Name: FUNCTION note_forgettable_at(tenant text, doc_ids text[]); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.note_forgettable_at(tenant text, doc_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.note_forgettable_at(tenant text, doc_ids text[]) TO kgrag_writer;
+
+--
+-- Name: FUNCTION question_mac(digest text); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.question_mac(digest text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.question_mac(digest text) TO kgrag_logger;
 
 --
 -- Name: TABLE alias; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12013,6 +12566,7 @@ GRANT SELECT ON TABLE kgrag.alias TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.alias TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.alias TO kgrag_probe;
 GRANT SELECT ON TABLE kgrag.alias TO kgrag_curator;
+GRANT SELECT ON TABLE kgrag.alias TO kgrag_logger;
 
 --
 -- Name: TABLE alias_source; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12021,6 +12575,7 @@ GRANT SELECT ON TABLE kgrag.alias TO kgrag_curator;
 GRANT SELECT ON TABLE kgrag.alias_source TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.alias_source TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.alias_source TO kgrag_curator;
+GRANT SELECT ON TABLE kgrag.alias_source TO kgrag_logger;
 
 --
 -- Name: TABLE alias_trigram_stats; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12045,6 +12600,7 @@ GRANT SELECT ON TABLE kgrag.answer_log TO kgrag_curator;
 
 GRANT SELECT ON TABLE kgrag.answers_by_route TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag.answers_by_route TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.answers_by_route TO kgrag_curator;
 
 --
 -- Name: TABLE chunk; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12054,6 +12610,7 @@ GRANT SELECT ON TABLE kgrag.chunk TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.chunk TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.chunk TO kgrag_probe;
 GRANT SELECT ON TABLE kgrag.chunk TO kgrag_curator;
+GRANT SELECT ON TABLE kgrag.chunk TO kgrag_logger;
 
 --
 -- Name: TABLE document; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12103,6 +12660,7 @@ GRANT SELECT ON TABLE kgrag.community_report TO kgrag_curator;
 GRANT SELECT ON TABLE kgrag.entity TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.entity TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.entity TO kgrag_curator;
+GRANT SELECT ON TABLE kgrag.entity TO kgrag_logger;
 
 --
 -- Name: TABLE communities; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12118,43 +12676,23 @@ GRANT SELECT ON TABLE kgrag.communities TO kgrag_curator;
 
 GRANT SELECT ON TABLE kgrag.curation TO kgrag_curator;
 GRANT SELECT ON TABLE kgrag.curation TO kgrag_reader;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.curation TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.curation TO kgrag_writer;
 
 --
--- Name: COLUMN curation.tenant_id; Type: ACL; Schema: kgrag; Owner: <owner>
+-- Name: TABLE curation_ended; Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
-GRANT INSERT(tenant_id) ON TABLE kgrag.curation TO kgrag_curator;
+GRANT SELECT ON TABLE kgrag.curation_ended TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.curation_ended TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.curation_ended TO kgrag_curator;
 
 --
--- Name: COLUMN curation.kind; Type: ACL; Schema: kgrag; Owner: <owner>
+-- Name: TABLE decision_history; Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
-GRANT INSERT(kind) ON TABLE kgrag.curation TO kgrag_curator;
-
---
--- Name: COLUMN curation.target; Type: ACL; Schema: kgrag; Owner: <owner>
---
-
-GRANT INSERT(target) ON TABLE kgrag.curation TO kgrag_curator;
-
---
--- Name: COLUMN curation.value; Type: ACL; Schema: kgrag; Owner: <owner>
---
-
-GRANT INSERT(value) ON TABLE kgrag.curation TO kgrag_curator;
-
---
--- Name: COLUMN curation.doc_id; Type: ACL; Schema: kgrag; Owner: <owner>
---
-
-GRANT INSERT(doc_id) ON TABLE kgrag.curation TO kgrag_curator;
-
---
--- Name: COLUMN curation.note; Type: ACL; Schema: kgrag; Owner: <owner>
---
-
-GRANT INSERT(note) ON TABLE kgrag.curation TO kgrag_curator;
+GRANT SELECT ON TABLE kgrag.decision_history TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.decision_history TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.decision_history TO kgrag_curator;
 
 --
 -- Name: TABLE decisions; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12247,6 +12785,15 @@ GRANT SELECT ON TABLE kgrag.llm_cost TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.llm_cost TO kgrag_curator;
 
 --
+-- Name: TABLE log_forgetting; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT,INSERT,DELETE ON TABLE kgrag.log_forgetting TO kgrag_logger;
+GRANT SELECT ON TABLE kgrag.log_forgetting TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.log_forgetting TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.log_forgetting TO kgrag_curator;
+
+--
 -- Name: TABLE log_overflow; Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
@@ -12262,6 +12809,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.log_overflow TO kgrag_logger;
 GRANT SELECT ON TABLE kgrag.mention TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.mention TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.mention TO kgrag_curator;
+GRANT SELECT ON TABLE kgrag.mention TO kgrag_logger;
 
 --
 -- Name: TABLE namesake_context; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12350,6 +12898,7 @@ GRANT SELECT ON TABLE kgrag.router_rule TO kgrag_curator;
 
 GRANT SELECT ON TABLE kgrag.search_by_route TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag.search_by_route TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.search_by_route TO kgrag_curator;
 
 --
 -- Name: TABLE settings; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12375,6 +12924,12 @@ GRANT SELECT ON TABLE kgrag.settings_in_force TO kgrag_curator;
 GRANT SELECT ON TABLE kgrag.staleness TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag.staleness TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.staleness TO kgrag_curator;
+
+--
+-- Name: TABLE log_secret; Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag_private.log_secret TO kgrag_logger;
 
 --
 -- PostgreSQL database dump complete

@@ -78,13 +78,12 @@ AS $$
 DECLARE
     k record;
 BEGIN
-    IF key IS NULL OR pg_catalog.length(key) > 200 THEN
-        k := NULL;
-    ELSE
-        SELECT a.name, a.tenants, a.role INTO k FROM kgrag_private.api_key AS a
-         WHERE a.key_hash = pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')), 'hex')
-           AND a.revoked_at IS NULL;
-    END IF;
+    -- a key has one shape (kgrag.create_key): anything else is refused, never hashed (a row of
+    -- NULLs when none matches)
+    SELECT a.name, a.tenants, a.role INTO k FROM kgrag_private.api_key AS a
+     WHERE key ~ '^kgk_[0-9a-f]{64}$'
+       AND a.key_hash = pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')), 'hex')
+       AND a.revoked_at IS NULL;
     IF k.name IS NULL THEN
         RAISE EXCEPTION 'the API key is not valid (unknown or revoked)' USING ERRCODE = '28P01';
     END IF;
@@ -110,7 +109,7 @@ $$;
 REVOKE EXECUTE ON FUNCTION kgrag_private.check_key(text, text, name) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag_private.check_key(text, text, name) TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag_private.check_key(text, text, name) IS
-'Private. Returns (key_tenant, key_role, key_seal) for an API key that is not revoked and may act for the tenant (NULL: its only tenant) with the role acting (a reader key: a role that may not write); raises 28P01 for a key that is not valid, 42501 for a tenant or role it may not act for, 22023 when it has several tenants and none was named. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.api_key and the seal''s secret; it returns the seal of this transaction only. kgrag.use_key calls it.';
+'Private. Returns (key_tenant, key_role, key_seal) for an API key that is not revoked and may act for the tenant (NULL: its only tenant) with the role acting (a reader key: a role that may not write); raises 28P01 for a key that is not valid (unknown, revoked, or not of the shape kgrag.create_key makes: kgk_ and 64 hex digits), 42501 for a tenant or role it may not act for, 22023 when it has several tenants and none was named. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.api_key and the seal''s secret; it returns the seal of this transaction only. kgrag.use_key calls it.';
 
 CREATE OR REPLACE FUNCTION kgrag.use_key(key text, tenant text DEFAULT NULL) RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -120,6 +119,14 @@ DECLARE
     checked record;
 BEGIN
     SELECT * INTO checked FROM kgrag_private.check_key(key, tenant, current_user);
+    -- one tenant a transaction, whichever way it was named: checked before this key's seal
+    -- replaces the one the transaction's tenant was sealed with
+    IF current_setting('kgrag.tenant', true) IS DISTINCT FROM checked.key_tenant
+       AND current_setting('kgrag.tenant', true) <> ''
+       AND kgrag_private.sealed(current_setting('kgrag.tenant', true), current_setting('kgrag.tenant_seal', true)) THEN
+        RAISE EXCEPTION 'this transaction already acts for tenant %', quote_literal(current_setting('kgrag.tenant', true))
+            USING ERRCODE = '25001', HINT = 'A transaction has one tenant: use another transaction for another tenant.';
+    END IF;
     -- SET LOCAL, as kgrag.use_tenant: on a Citus cluster the settings reach the workers, which check the seal
     IF to_regprocedure('pg_catalog.citus_backend_gpid()') IS NOT NULL THEN
         PERFORM set_config('citus.propagate_set_commands', 'local', true);
@@ -133,4 +140,4 @@ $$;
 REVOKE EXECUTE ON FUNCTION kgrag.use_key(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.use_key(text, text) TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag.use_key(text, text) IS
-'Names the tenant of the current transaction from an API key (kgrag.create_key) and returns it, as kgrag.use_tenant does for a role''s grant: the key''s only tenant, or the one named, which the key must list. The session acts for that tenant in this transaction only, whatever its login role''s grants; a reader key needs a role that may not write (SET ROLE kgrag_reader). Raises 28P01 for an unknown or revoked key, 42501 for a tenant or role the key does not allow, 22023 for a key of several tenants with none named. pgkgrag serve calls it for every request.';
+'Names the tenant of the current transaction from an API key (kgrag.create_key) and returns it, as kgrag.use_tenant does for a role''s grant: the key''s only tenant, or the one named, which the key must list. The session acts for that tenant in this transaction only, whatever its login role''s grants; a reader key needs a role that may not write (SET ROLE kgrag_reader). Raises 28P01 for an unknown or revoked key (or one not of the shape kgrag.create_key makes), 42501 for a tenant or role the key does not allow, 22023 for a key of several tenants with none named, 25001 when the transaction already acts for another tenant. pgkgrag serve calls it for every request.';

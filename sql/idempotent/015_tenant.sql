@@ -52,6 +52,6 @@ GRANT CREATE ON SCHEMA kgrag TO kgrag_probe;  -- a new owner must be able to cre
 ALTER FUNCTION kgrag.tenants() OWNER TO kgrag_probe;
 REVOKE CREATE ON SCHEMA kgrag FROM kgrag_probe;
 REVOKE EXECUTE ON FUNCTION kgrag.tenants() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag.tenants() TO kgrag_reader, kgrag_writer;
+GRANT EXECUTE ON FUNCTION kgrag.tenants() TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag.tenants() IS
 'Returns the tenants that hold documents and that the session''s role may act for (kgrag.grant_tenant), with how many documents: (tenant_id, documents). Needs no tenant set. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing tenants reads past the tenant policy; it returns names and counts, nothing of their contents. For a tenant''s own counts, kgrag.graph_totals().';

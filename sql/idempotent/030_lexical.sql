@@ -60,7 +60,7 @@ GRANT CREATE ON SCHEMA kgrag_private TO kgrag_probe;  -- a new owner must be abl
 ALTER FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) OWNER TO kgrag_probe;
 REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_probe;
 REVOKE EXECUTE ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) TO kgrag_reader, kgrag_writer;
+GRANT EXECUTE ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) IS
 'Private. Returns (chunk_id, tsv) of at most lim of the current tenant''s chunks in a text search configuration that match a tsquery, in storage order. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
 

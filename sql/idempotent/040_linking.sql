@@ -60,7 +60,7 @@ ALTER FUNCTION kgrag_private.fuzzy_aliases(text, double precision, double precis
 REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_probe;
 REVOKE EXECUTE ON FUNCTION kgrag_private.fuzzy_aliases(text, double precision, double precision, integer, text[], real[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag_private.fuzzy_aliases(text, double precision, double precision, integer, text[], real[])
-    TO kgrag_reader, kgrag_writer;
+    TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag_private.fuzzy_aliases(text, double precision, double precision, integer, text[], real[]) IS
 'Private. Returns the current tenant''s aliases close to a squashed span, form: (entity_id, contained = the length ratio when one holds the other and the alias has 4 characters or more, else 0; similarity = trigram Jaccard), those with contained >= min_ratio or similarity >= min_trigram. Candidates: the aliases sharing one of kgrag_private.probe_trigrams (alias_trigrams_idx; common and frequency, the tenant''s commonest name trigrams from kgrag.alias_trigram_stats, choose the rarest) or equal to one of kgrag_private.alias_pieces (alias_sq_idx). Stops after the first alias of the (most + 1)-th entity that passes: the caller counts more than most entities as ambiguous. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
 

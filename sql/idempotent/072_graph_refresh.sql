@@ -323,10 +323,11 @@ DECLARE
     names text[];  -- and the name keys of their namesakes
     texts text[];
     counts jsonb;
-    gone_chunks text[];  -- what the query log may name, forgotten there if the graph loses it
-    gone_entities text[];
-    gone_names text[];
 BEGIN
+    -- what the query log may name, noted from the graph by its writer before anything goes, and
+    -- forgotten there at the end as far as the graph loses it (one statement each, its values
+    -- bound: on Citus, run as the log's writer on the tenant's worker)
+    EXECUTE 'SELECT kgrag_private.note_forgettable_at($1, $2)' USING t, doc_ids;
     -- namesakes by name key first, then the document rows (the documents' locks), as in
     -- kgrag_private.ingest_apply(); the names read again under them
     PERFORM kgrag_private.lock_keys('namesake', kgrag_private.namesakes_of(doc_ids));
@@ -340,10 +341,6 @@ BEGIN
                                                     UNION SELECT x FROM unnest(named) AS x
                                                     UNION SELECT x FROM unnest(names) AS x));
     texts := ARRAY(SELECT DISTINCT c.content_hash FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
-    gone_chunks := ARRAY(SELECT c.chunk_id FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids));
-    gone_entities := ARRAY(SELECT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY' UNION SELECT x FROM unnest(named) AS x);
-    gone_names := ARRAY(SELECT e.name FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = ANY (gone_entities)
-                        UNION SELECT a.alias FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids));
     PERFORM kgrag_private.release_chunks(doc_ids);
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     PERFORM kgrag_private.forget_aliases(named);
@@ -358,9 +355,11 @@ BEGIN
     -- the answers a person saw that came from them go too (kgrag_private.release_chunks noted them)
     UPDATE kgrag.entity AS e SET answer_before = NULL, answer_before_doc = NULL
      WHERE e.tenant_id = t AND e.answer_before_doc = ANY (doc_ids);
-    DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
+    -- the decisions about them end, with an entry of who, when and why (no tenant role writes
+    -- kgrag.curation: one statement, its values bound; on Citus, run on the tenant's worker)
+    EXECUTE 'SELECT kgrag_private.forget_decisions_at($1, $2)' USING t, doc_ids;
     -- the namesakes the documents joined or kept apart are resolved again without them
     counts := jsonb_build_object('documents', deleted, 'namesakes_moved', kgrag_private.resolve_namesakes(names, '{}'))
               || kgrag_private.refresh_graph();
@@ -368,16 +367,10 @@ BEGIN
     -- and reports) go until the next build, and so do the cached extractions of its chunks.
     DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
     PERFORM kgrag_private.forget_extractions(texts);
-    -- nor in the query log: the entities, names and chunks the graph no longer holds
-    gone_entities := ARRAY(SELECT x FROM unnest(gone_entities) AS x
-                            WHERE NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = x));
-    gone_names := ARRAY(SELECT x FROM unnest(gone_names) AS x  -- (every name is an alias of its entity)
-                         WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
-                                            WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)));
-    -- one statement, its values bound: on Citus, run as the log's writer on the tenant's worker
-    EXECUTE 'SELECT FROM kgrag_private.forget_in_logs($1, $2, $3, $4)' USING t, gone_entities, gone_names, gone_chunks;
+    -- nor in the query log: the entities, names and chunks noted first that the graph no longer holds
+    EXECUTE 'SELECT kgrag_private.forget_in_logs($1)' USING t;
     RETURN counts;
 END
 $$;
 COMMENT ON FUNCTION kgrag.delete_documents(text[]) IS
-'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.forget_decisions_at), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';

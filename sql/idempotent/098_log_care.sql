@@ -21,8 +21,7 @@ $$;
 COMMENT ON FUNCTION kgrag_private.redact(text, text[]) IS
 'Private. Returns body with every occurrence of each name as a whole word or phrase (case-insensitive, not inside a longer word; longest names first) replaced by [forgotten]; NULL for NULL.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.forget_in_logs(tenant text, entity_ids text[], names text[], chunk_ids text[])
-RETURNS integer
+CREATE OR REPLACE FUNCTION kgrag_private.note_forgettable_at(tenant text, doc_ids text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
@@ -30,32 +29,82 @@ DECLARE
     t text := kgrag_private.check_delegated_tenant(tenant);
     n integer;
 BEGIN
-    -- bounded; the caller (kgrag.delete_documents) passes only what the tenant's graph no longer
-    -- holds: the log writer cannot check it on a Citus cluster, where the caller has just changed
-    -- those shards in this transaction and Citus refuses them to another user
-    entity_ids := ARRAY(SELECT DISTINCT x FROM unnest(entity_ids) AS x ORDER BY 1 LIMIT 10000);
-    chunk_ids := ARRAY(SELECT DISTINCT x FROM unnest(chunk_ids) AS x ORDER BY 1 LIMIT 10000);
-    names := ARRAY(SELECT DISTINCT x FROM unnest(names) AS x WHERE length(x) BETWEEN 2 AND 300 ORDER BY 1 LIMIT 1000);
+    -- read from the graph, not taken from the caller: the chunks of the documents, the entities
+    -- they mention or name, those entities' names and the aliases the documents gave
+    doc_ids := doc_ids[1:100000];
+    WITH chunks AS MATERIALIZED (
+        SELECT c.chunk_id FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids)
+    ), entities AS MATERIALIZED (
+        SELECT m.entity_id FROM kgrag.mention AS m WHERE m.tenant_id = t AND m.chunk_id IN (SELECT x.chunk_id FROM chunks AS x)
+        UNION
+        SELECT s.entity_id FROM kgrag.alias_source AS s WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids)
+    )
+    INSERT INTO kgrag.log_forgetting (tenant_id, kind, value)
+    SELECT t, 'chunk', x.chunk_id FROM chunks AS x
+    UNION SELECT t, 'entity', x.entity_id FROM entities AS x
+    UNION SELECT t, 'name', e.name FROM kgrag.entity AS e
+           WHERE e.tenant_id = t AND e.entity_id IN (SELECT x.entity_id FROM entities AS x)
+    UNION SELECT t, 'name', s.alias FROM kgrag.alias_source AS s WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids)
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be able to create in the schema
+ALTER FUNCTION kgrag_private.note_forgettable_at(text, text[]) OWNER TO kgrag_logger;
+REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
+REVOKE EXECUTE ON FUNCTION kgrag_private.note_forgettable_at(text, text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.note_forgettable_at(text, text[]) TO kgrag_writer;
+COMMENT ON FUNCTION kgrag_private.note_forgettable_at(text, text[]) IS
+'Private. Notes in kgrag.log_forgetting, for the tenant the transaction acts for (tenant: checked), what deleting documents (at most 100,000 ids) may make the query log forget, read from the graph before the deletion: their chunks, the entities they mention or name, those entities'' names and the aliases the documents gave. kgrag.delete_documents calls it first, then kgrag_private.forget_in_logs after the deletion, which forgets only what the graph no longer holds: a writer calling the two itself can redact no more than deleting those documents would. Returns the rows noted. SECURITY DEFINER, owned by kgrag_logger (no tenant role writes kgrag.log_forgetting), on the allow-list; for kgrag_writer. On Citus a delegated function: it runs on the worker holding the tenant''s shards.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.forget_in_logs(tenant text) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+AS $$
+DECLARE
+    t text := kgrag_private.check_delegated_tenant(tenant);
+    gone_entities text[];
+    gone_chunks text[];
+    gone_names text[];
+    n integer;
+BEGIN
+    -- what kgrag_private.note_forgettable_at noted that the graph no longer holds (every name is
+    -- an alias of its entity), bounded; the notes go
+    gone_entities := ARRAY(SELECT f.value FROM kgrag.log_forgetting AS f
+                         WHERE f.tenant_id = t AND f.kind = 'entity'
+                           AND NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = f.value)
+                         ORDER BY 1 LIMIT 10000);
+    gone_chunks := ARRAY(SELECT f.value FROM kgrag.log_forgetting AS f
+                        WHERE f.tenant_id = t AND f.kind = 'chunk'
+                          AND NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = f.value)
+                        ORDER BY 1 LIMIT 10000);
+    gone_names := ARRAY(SELECT f.value FROM kgrag.log_forgetting AS f
+                    WHERE f.tenant_id = t AND f.kind = 'name' AND length(f.value) BETWEEN 2 AND 300
+                      AND NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
+                                       WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(f.value))
+                    ORDER BY 1 LIMIT 1000);
+    DELETE FROM kgrag.log_forgetting AS f WHERE f.tenant_id = t;
     UPDATE kgrag.query_log AS q
-       SET seeds = ARRAY(SELECT s FROM unnest(q.seeds) WITH ORDINALITY AS u(s, o) WHERE s <> ALL (entity_ids) ORDER BY u.o),
-           chunk_ids = ARRAY(SELECT c FROM unnest(q.chunk_ids) WITH ORDINALITY AS u(c, o) WHERE c <> ALL (forget_in_logs.chunk_ids) ORDER BY u.o),
-           reason = kgrag_private.redact(q.reason, names),
-           question = kgrag_private.redact(q.question, names)
+       SET seeds = ARRAY(SELECT s FROM unnest(q.seeds) WITH ORDINALITY AS u(s, o) WHERE s <> ALL (gone_entities) ORDER BY u.o),
+           chunk_ids = ARRAY(SELECT c FROM unnest(q.chunk_ids) WITH ORDINALITY AS u(c, o) WHERE c <> ALL (gone_chunks) ORDER BY u.o),
+           reason = kgrag_private.redact(q.reason, gone_names),
+           question = kgrag_private.redact(q.question, gone_names)
      WHERE q.tenant_id = t
-       AND (q.seeds && entity_ids OR q.chunk_ids && forget_in_logs.chunk_ids
-            OR EXISTS (SELECT 1 FROM unnest(names) AS x
+       AND (q.seeds && gone_entities OR q.chunk_ids && gone_chunks
+            OR EXISTS (SELECT 1 FROM unnest(gone_names) AS x
                         WHERE strpos(lower(q.reason), lower(x)) > 0 OR strpos(lower(q.question), lower(x)) > 0));
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
 $$;
 GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag_private.forget_in_logs(text, text[], text[], text[]) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag_private.forget_in_logs(text) OWNER TO kgrag_logger;
 REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
-REVOKE EXECUTE ON FUNCTION kgrag_private.forget_in_logs(text, text[], text[], text[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.forget_in_logs(text, text[], text[], text[]) TO kgrag_writer;
-COMMENT ON FUNCTION kgrag_private.forget_in_logs(text, text[], text[], text[]) IS
-'Private. Redacts from the tenant''s kgrag.query_log (tenant: the one the transaction acts for, checked; on Citus, what sends the call to the worker holding its shards, kgrag_private.delegate_calls) what deleted documents named (kgrag.delete_documents calls it): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten] (at most 10,000 ids and 1,000 names of 2 to 300 characters). kgrag.delete_documents passes what the tenant''s graph no longer holds; a writer calling it itself could redact more of its own tenant''s log, as deleting the documents would (it cannot delete rows or change anything else). Returns the rows changed. SECURITY DEFINER, owned by kgrag_logger (the log''s writer, which alone may change its rows), on the allow-list; for kgrag_writer.';
+REVOKE EXECUTE ON FUNCTION kgrag_private.forget_in_logs(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.forget_in_logs(text) TO kgrag_writer;
+COMMENT ON FUNCTION kgrag_private.forget_in_logs(text) IS
+'Private. Redacts from the tenant''s kgrag.query_log (tenant: the one the transaction acts for, checked) what deleted documents named, as kgrag_private.note_forgettable_at noted it from the graph before the deletion and as far as the graph no longer holds it: the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten] (at most 10,000 ids and 1,000 names of 2 to 300 characters); the notes go. It takes nothing to redact from its caller, so a writer calling it redacts nothing that deleting the documents would not. Returns the rows changed. kgrag.delete_documents calls it. SECURITY DEFINER, owned by kgrag_logger (the log''s writer, which alone may change its rows), on the allow-list; for kgrag_writer. On Citus a delegated function: it runs on the worker holding the tenant''s shards.';
 
 CREATE OR REPLACE FUNCTION kgrag.purge() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -134,7 +183,7 @@ GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be ab
 ALTER FUNCTION kgrag_private.log_llm_calls_at(text, jsonb) OWNER TO kgrag_logger;
 REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
 REVOKE EXECUTE ON FUNCTION kgrag_private.log_llm_calls_at(text, jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.log_llm_calls_at(text, jsonb) TO kgrag_reader, kgrag_writer;
+GRANT EXECUTE ON FUNCTION kgrag_private.log_llm_calls_at(text, jsonb) TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag_private.log_llm_calls_at(text, jsonb) IS
 'Private. What kgrag_private.log_llm_calls does, for the tenant the transaction acts for (tenant: checked against it). SECURITY DEFINER, owned by kgrag_logger (which alone writes the logs), on the allow-list. On a Citus cluster a delegated function (kgrag_private.delegate_calls): it runs, as kgrag_logger, on the worker holding the tenant''s shards. Returns the rows written.';
 
@@ -151,7 +200,7 @@ BEGIN
 END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag_private.log_llm_calls(jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.log_llm_calls(jsonb) TO kgrag_reader, kgrag_writer;
+GRANT EXECUTE ON FUNCTION kgrag_private.log_llm_calls(jsonb) TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag_private.log_llm_calls(jsonb) IS
 'Private. Records LLM calls made for the current tenant in kgrag.llm_call: calls = [{purpose (extraction, report, answer or rerank), route, model, prompt_tokens, completion_tokens, cached, ms}], at most 1,000 per call (bounded text, no negative count). The driver calls it after its extraction, report and answer calls. Through kgrag_private.log_llm_calls_at (SECURITY DEFINER, owned by kgrag_logger, which alone writes the logs, on the allow-list: a tenant''s roles read the table, never write it; on Citus, one call to the worker holding the tenant''s shards). Returns the rows written.';
 

@@ -84,7 +84,7 @@ BEGIN
     END IF;
     INSERT INTO kgrag.answer_log (tenant_id, question_hash, route, not_found, calls, prompt_tokens, completion_tokens,
                                   context_chars, citations, dropped, ms)
-    VALUES (t, md5(COALESCE(question, '')), route, COALESCE(not_found, false),
+    VALUES (t, kgrag_private.question_mac(md5(COALESCE(question, ''))), route, COALESCE(not_found, false),
             greatest(COALESCE(calls, 0), 0), greatest(COALESCE(prompt_tokens, 0), 0),
             greatest(COALESCE(completion_tokens, 0), 0), greatest(COALESCE(context_chars, 0), 0),
             greatest(COALESCE(citations, 0), 0), greatest(COALESCE(dropped, 0), 0), greatest(COALESCE(ms, 0), 0));
@@ -97,7 +97,7 @@ REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
 REVOKE EXECUTE ON FUNCTION kgrag_private.log_answer_at(text, text, text, boolean, integer, integer, integer, integer, integer, integer, double precision)
     FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag_private.log_answer_at(text, text, text, boolean, integer, integer, integer, integer, integer, integer, double precision)
-    TO kgrag_reader, kgrag_writer;
+    TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag_private.log_answer_at(text, text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) IS
 'Private. What kgrag.log_answer does, for the tenant the transaction acts for (tenant: checked against it): adds the answer log row. SECURITY DEFINER, owned by kgrag_logger (which may insert into the logs and nothing else), on the allow-list. On a Citus cluster a delegated function (kgrag_private.delegate_calls): it runs, as kgrag_logger, on the worker holding the tenant''s shards, so that the coordinator never writes them as another role than the caller''s.';
 
@@ -116,9 +116,9 @@ BEGIN
 END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) TO kgrag_reader, kgrag_writer;
+GRANT EXECUTE ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) IS
-'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its md5), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. Through kgrag_private.log_answer_at (SECURITY DEFINER, owned by kgrag_logger, which may insert into the logs and nothing else: readers may not write the log themselves; on Citus, one call to the worker holding the tenant''s shards).';
+'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its hash keyed with the logs'' secret, kgrag_private.question_mac), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. Through kgrag_private.log_answer_at (SECURITY DEFINER, owned by kgrag_logger, which may insert into the logs and nothing else: readers may not write the log themselves; on Citus, one call to the worker holding the tenant''s shards).';
 
 CREATE OR REPLACE VIEW kgrag.answers_by_route WITH (security_invoker = true) AS
 SELECT a.route,
@@ -134,6 +134,6 @@ SELECT a.route,
   FROM kgrag.answer_log AS a
  WHERE a.tenant_id = kgrag.current_tenant()
  GROUP BY a.route;
-GRANT SELECT ON kgrag.answers_by_route TO kgrag_reader, kgrag_writer;
+GRANT SELECT ON kgrag.answers_by_route TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON VIEW kgrag.answers_by_route IS
 'What answering costs per route, for the current tenant: answers, those not found in the sources, LLM calls, prompt and completion tokens, mean characters of context, citations dropped, p50 and p95 milliseconds.';

@@ -120,13 +120,15 @@ BEGIN
     IF length(COALESCE(note, '')) > 2000 THEN
         RAISE EXCEPTION 'a note is at most 2,000 characters, got %', length(note) USING ERRCODE = '22023';
     END IF;
-    -- who and when are the columns' defaults (session_user, clock_timestamp()): a curator may not set them
-    INSERT INTO kgrag.curation (tenant_id, kind, target, value, doc_id, note)
-    VALUES (kgrag.current_tenant(), kind, target, value, doc_id, COALESCE(note, ''));
+    -- who (the login role, which the database authenticated) and when (its clock): never the caller's
+    -- to say; only the curation functions, SECURITY DEFINER, reach this insert
+    INSERT INTO kgrag.curation (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at)
+    VALUES (kgrag.current_tenant(), kind, target, value, doc_id, COALESCE(note, ''), session_user, clock_timestamp());
 END
 $$;
+REVOKE EXECUTE ON FUNCTION kgrag_private.decide(text, text, text, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag_private.decide(text, text, text, text, text) IS
-'Private. Records one decision of the current tenant in kgrag.curation (who: the login role, when: now); a note is at most 2,000 characters (22023).';
+'Private. Records one decision of the current tenant in kgrag.curation (who: the login role, session_user; when: the database''s clock); a note is at most 2,000 characters (22023). Only the curation functions (kgrag.reject_relation and the others, SECURITY DEFINER, owned by the schema owner) call it: no tenant role may write kgrag.curation.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.decide_relation(kind text, src text, rel text, dst text, value text, note text)
 RETURNS text
@@ -155,21 +157,23 @@ COMMENT ON FUNCTION kgrag_private.decide_relation(text, text, text, text, text, 
 
 CREATE OR REPLACE FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text DEFAULT '')
 RETURNS text
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 BEGIN
     RETURN format('rejected %s: pgkgrag build (or the next ingestion of its documents) removes it, and it does not come back',
                   kgrag_private.decide_relation('reject_relation', src, rel, dst, NULL, note));
 END
 $$;
+REVOKE EXECUTE ON FUNCTION kgrag.reject_relation(text, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag.reject_relation(text, text, text, text) TO kgrag_curator, kgrag_writer;
 COMMENT ON FUNCTION kgrag.reject_relation(text, text, text, text) IS
-'Records that a stated relation is wrong (src and dst by id, name or alias; rel whatever its case), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) removes the edge and no ingestion builds it again from its evidence, until a later decision on it (kgrag.approve) takes this one back. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated.';
+'Records that a stated relation is wrong (src and dst by id, name or alias; rel whatever its case), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) removes the edge and no ingestion builds it again from its evidence, until a later decision on it (kgrag.approve) takes this one back. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 CREATE OR REPLACE FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text DEFAULT '')
 RETURNS text
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 DECLARE
     key text := kgrag.relation_key(rel);
@@ -184,14 +188,16 @@ BEGIN
                   kgrag_private.decide_relation('correct_relation', src, rel, dst, new_key, note), new_key);
 END
 $$;
+REVOKE EXECUTE ON FUNCTION kgrag.correct_relation(text, text, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag.correct_relation(text, text, text, text, text) TO kgrag_curator, kgrag_writer;
 COMMENT ON FUNCTION kgrag.correct_relation(text, text, text, text, text) IS
-'Records that a stated relation (src and dst by id, name or alias; rel whatever its case) is of another type (new_rel: "WORKS_AT" where the extractor said "MANAGES"), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it build the relation decided from the stated one''s evidence (its quotes, confidence and dates) and not the stated one, until a later decision on it (kgrag.approve, kgrag.reject_relation) replaces this one. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated, or a new type that is empty, the same, CO_OCCURS or longer than max_alias_chars.';
+'Records that a stated relation (src and dst by id, name or alias; rel whatever its case) is of another type (new_rel: "WORKS_AT" where the extractor said "MANAGES"), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it build the relation decided from the stated one''s evidence (its quotes, confidence and dates) and not the stated one, until a later decision on it (kgrag.approve, kgrag.reject_relation) replaces this one. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated, or a new type that is empty, the same, CO_OCCURS or longer than max_alias_chars. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 CREATE OR REPLACE FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id text, quote text,
                                                   note text DEFAULT '')
 RETURNS text
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
@@ -222,13 +228,15 @@ BEGIN
                   a, key, b, chunk_id, quote_literal(left(quote, 80)));
 END
 $$;
+REVOKE EXECUTE ON FUNCTION kgrag.correct_evidence(text, text, text, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag.correct_evidence(text, text, text, text, text, text) TO kgrag_curator, kgrag_writer;
 COMMENT ON FUNCTION kgrag.correct_evidence(text, text, text, text, text, text) IS
-'Records the evidence a relation of the graph should show (src and dst by id, name or alias; rel whatever its case): a chunk and a quote of 1 to 500 characters that its text holds as it stands, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every refresh of the relation after it show that chunk and quote instead of the most confident evidence, as long as the chunk holds the quote; its weight, confidence and dates stay those of its evidence. Forgotten with the chunk''s document. 22023 for a relation the graph does not hold (or CO_OCCURS), or a chunk that does not say the quote.';
+'Records the evidence a relation of the graph should show (src and dst by id, name or alias; rel whatever its case): a chunk and a quote of 1 to 500 characters that its text holds as it stands, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every refresh of the relation after it show that chunk and quote instead of the most confident evidence, as long as the chunk holds the quote; its weight, confidence and dates stay those of its evidence. Forgotten with the chunk''s document. 22023 for a relation the graph does not hold (or CO_OCCURS), or a chunk that does not say the quote. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 CREATE OR REPLACE FUNCTION kgrag.rename_entity(entity text, new_name text, note text DEFAULT '')
 RETURNS text
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 DECLARE
     id text := (kgrag.resolve_entities(ARRAY[entity]))[1];
@@ -243,8 +251,10 @@ BEGIN
                   quote_literal(btrim(new_name)));
 END
 $$;
+REVOKE EXECUTE ON FUNCTION kgrag.rename_entity(text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag.rename_entity(text, text, text) TO kgrag_curator, kgrag_writer;
 COMMENT ON FUNCTION kgrag.rename_entity(text, text, text) IS
-'Records the name an entity (by id, name or alias) should have, with an optional note; returns what happens next. The build gives it that name and no ingestion takes it back (kgrag_private.derive_entities); its id stays. 22023 for an empty name or one longer than max_alias_chars.';
+'Records the name an entity (by id, name or alias) should have, with an optional note; returns what happens next. The build gives it that name and no ingestion takes it back (kgrag_private.derive_entities); its id stays. 22023 for an empty name or one longer than max_alias_chars. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.namesake_documents(entity_id text) RETURNS text[]
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -263,8 +273,8 @@ COMMENT ON FUNCTION kgrag_private.namesake_documents(text) IS
 
 CREATE OR REPLACE FUNCTION kgrag.merge_entities(a text, b text, note text DEFAULT '')
 RETURNS text
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 DECLARE
     ids text[] := kgrag.resolve_entities(ARRAY[a, b]);
@@ -294,13 +304,15 @@ BEGIN
     RETURN format('%s and %s are one entity from the next pgkgrag build on, whatever ingestion finds', ids[1], ids[2]);
 END
 $$;
+REVOKE EXECUTE ON FUNCTION kgrag.merge_entities(text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag.merge_entities(text, text, text) TO kgrag_curator, kgrag_writer;
 COMMENT ON FUNCTION kgrag.merge_entities(text, text, text) IS
-'Records that two namesakes kept apart (entities of one name of a type of the setting namesake_types, by id) are one entity, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it resolve the name with this decision (kgrag_private.resolve_namesakes), until a later kgrag.split_entity of either takes it back; it links a''s first document to b''s documents of the time (up to 20), and is forgotten when a''s first document goes. 22023 for one entity, or for entities that are not namesakes of one name.';
+'Records that two namesakes kept apart (entities of one name of a type of the setting namesake_types, by id) are one entity, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it resolve the name with this decision (kgrag_private.resolve_namesakes), until a later kgrag.split_entity of either takes it back; it links a''s first document to b''s documents of the time (up to 20), and is forgotten when a''s first document goes. 22023 for one entity, or for entities that are not namesakes of one name. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 CREATE OR REPLACE FUNCTION kgrag.split_entity(entity text, doc_id text, note text DEFAULT '')
 RETURNS text
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 DECLARE
     id text := (kgrag.resolve_entities(ARRAY[entity]))[1];
@@ -315,13 +327,15 @@ BEGIN
     RETURN format('what %s says of %s is its own entity from the next pgkgrag build on', split_entity.doc_id, id);
 END
 $$;
+REVOKE EXECUTE ON FUNCTION kgrag.split_entity(text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag.split_entity(text, text, text) TO kgrag_curator, kgrag_writer;
 COMMENT ON FUNCTION kgrag.split_entity(text, text, text) IS
-'Records that what one document says under the name of a namesake entity (by id, name or alias) is another entity, with an optional note; returns what happens next. The build and every ingestion after it keep that document''s namesake on its own (no shared neighbour joins it; a later kgrag.merge_entities may). Forgotten with the document. 22023 for a document that gives the entity no namesake (types of the setting namesake_types, without an identifier).';
+'Records that what one document says under the name of a namesake entity (by id, name or alias) is another entity, with an optional note; returns what happens next. The build and every ingestion after it keep that document''s namesake on its own (no shared neighbour joins it; a later kgrag.merge_entities may). Forgotten with the document. 22023 for a document that gives the entity no namesake (types of the setting namesake_types, without an identifier). SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 CREATE OR REPLACE FUNCTION kgrag.approve(target text, note text DEFAULT '')
 RETURNS text
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
@@ -336,7 +350,8 @@ BEGIN
         IF cardinality(docs) = 0 THEN
             RAISE EXCEPTION 'no relation % is stated', quote_literal(target) USING ERRCODE = '22023';
         END IF;
-    ELSIF NOT (target LIKE 'name:%'
+    ELSIF NOT ((target LIKE 'name:%' AND EXISTS (SELECT 1 FROM kgrag.alias AS a
+                                                  WHERE a.tenant_id = t AND a.alias_fold = substr(target, 6)))
                OR (target LIKE 'namesake:%' AND EXISTS (SELECT 1 FROM kgrag.entity_source AS s
                                                         WHERE s.tenant_id = t AND s.name_key = substr(target, 10)))
                OR (target LIKE 'set_aside:%' AND EXISTS (SELECT 1 FROM kgrag.set_aside AS s
@@ -362,8 +377,10 @@ BEGIN
     RETURN format('approved %s', target);
 END
 $$;
+REVOKE EXECUTE ON FUNCTION kgrag.approve(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag.approve(text, text) TO kgrag_curator, kgrag_writer;
 COMMENT ON FUNCTION kgrag.approve(text, text) IS
-'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing.';
+'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) RETURNS boolean
 LANGUAGE sql STABLE SECURITY INVOKER
@@ -581,3 +598,51 @@ END
 $$;
 COMMENT ON FUNCTION kgrag_private.apply_decisions() IS
 'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, the typed relations of each pair a relation decision names whose edges differ from what the decisions make of its evidence (a rejected edge still there goes, a corrected one is built as the type decided, one taken back comes back from its evidence), recomputes the relations whose edge shows other evidence than the one a person chose (kgrag.correct_evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n (pairs recomputed), "namesakes_moved": n}.';
+
+CREATE OR REPLACE VIEW kgrag.decision_history WITH (security_invoker = true) AS
+SELECT c.kind, c.target, c.value, c.doc_id, c.note, c.decided_by, c.decided_at,
+       CASE WHEN n.decided_at IS NULL THEN 'in force' ELSE 'replaced' END AS state,
+       n.decided_by AS ended_by, n.decided_at AS ended_at,
+       CASE WHEN n.decided_at IS NOT NULL THEN format('replaced by %s of %s', n.kind, n.decided_by) END AS why
+  FROM kgrag.curation AS c
+  LEFT JOIN LATERAL (SELECT x.kind, x.decided_by, x.decided_at FROM kgrag.curation AS x
+                      WHERE x.target = c.target AND x.decided_at > c.decided_at
+                      ORDER BY x.decided_at LIMIT 1) AS n ON true
+UNION ALL
+SELECT e.kind, e.target, e.value, e.doc_id, e.note, e.decided_by, e.decided_at, 'forgotten', e.ended_by, e.ended_at, e.why
+  FROM kgrag.curation_ended AS e;
+COMMENT ON VIEW kgrag.decision_history IS
+'Every decision of the current tenant, with how it stands: (kind, target, value, doc_id, note, decided_by, decided_at, state, ended_by, ended_at, why). state: in force (the latest on its target), replaced (a later decision on the target took over: a rejection taken back by kgrag.approve, a correction corrected again; ended_by and ended_at are that decision''s), forgotten (its document was deleted: kgrag.curation_ended, ended_by the role that deleted it). For an auditor: \copy (SELECT * FROM kgrag.decision_history ORDER BY decided_at) TO ''decisions.csv'' CSV HEADER.';
+GRANT SELECT ON kgrag.decision_history TO kgrag_reader, kgrag_writer, kgrag_curator;
+
+CREATE OR REPLACE FUNCTION kgrag_private.forget_decisions_at(tenant text, doc_ids text[]) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+AS $$
+DECLARE
+    t text := kgrag_private.check_delegated_tenant(tenant);
+    n integer;
+BEGIN
+    -- only the decisions about documents the tenant no longer holds: a writer calling this itself
+    -- cannot end the decisions about a document it keeps
+    WITH gone AS (
+        SELECT x.doc_id FROM unnest(doc_ids[1:100000]) AS x(doc_id)
+         WHERE NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = x.doc_id)
+    ), ended AS (
+        DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id IN (SELECT g.doc_id FROM gone AS g)
+        RETURNING c.*
+    )
+    INSERT INTO kgrag.curation_ended (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at,
+                                      ended_by, ended_at, why)
+    SELECT e.tenant_id, e.kind, e.target, e.value, e.doc_id, e.note, e.decided_by, e.decided_at,
+           session_user, clock_timestamp(), format('its document %s was deleted', quote_literal(e.doc_id))
+      FROM ended AS e
+        ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION kgrag_private.forget_decisions_at(text, text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.forget_decisions_at(text, text[]) TO kgrag_writer;
+COMMENT ON FUNCTION kgrag_private.forget_decisions_at(text, text[]) IS
+'Private. Ends the decisions of the tenant (the one the transaction acts for, checked) about documents it no longer holds, among doc_ids (at most 100,000): each leaves kgrag.curation for kgrag.curation_ended with who ended it (the login role), when and why (its document was deleted). kgrag.delete_documents calls it after deleting them; a document still there keeps its decisions. Returns the decisions ended. SECURITY DEFINER, owned by the schema owner, on the allow-list, because no tenant role may delete from kgrag.curation; for kgrag_writer. On Citus a delegated function (kgrag_private.delegate_calls): it runs on the worker holding the tenant''s shards.';

@@ -37,26 +37,6 @@ $$;
 COMMENT ON FUNCTION kgrag_private.distribution_plan() IS
 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table, the logs included (revision 0040), is distributed by tenant_id and co-located with kgrag.document; referenced tables before the tables whose foreign keys point at them.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.grant_curation_on_shards() RETURNS void
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
-AS $$
-DECLARE
-    propagation text := pg_catalog.current_setting('citus.enable_ddl_propagation', true);
-BEGIN
-    -- A curator's decision names only what it decides; who and when are the columns' defaults.
-    -- Citus evaluates the defaults on the coordinator and writes them to the shard as values, so
-    -- the shards must take decided_by and decided_at from the curator, the coordinator not: the
-    -- grant goes to the shards (DDL propagation), the revoke stays on the coordinator.
-    EXECUTE 'GRANT INSERT (decided_by, decided_at) ON kgrag.curation TO kgrag_curator';
-    PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', 'off', true);
-    EXECUTE 'REVOKE INSERT (decided_by, decided_at) ON kgrag.curation FROM kgrag_curator';
-    PERFORM pg_catalog.set_config('citus.enable_ddl_propagation', COALESCE(propagation, 'on'), true);
-END
-$$;
-COMMENT ON FUNCTION kgrag_private.grant_curation_on_shards() IS
-'Private. On a Citus coordinator, lets the shards of kgrag.curation take the rows a curator''s decision writes (Citus evaluates the defaults decided_by and decided_at on the coordinator and writes them as values) while the coordinator still refuses a curator who names them: granted on the shards, revoked on the coordinator alone. kgrag.distribute() calls it (run it again after moving or splitting shards), and so does revision 0034 on a schema distributed before. Returns nothing.';
-
 CREATE OR REPLACE FUNCTION kgrag_private.delegated_calls() RETURNS SETOF regprocedure
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -165,8 +145,6 @@ BEGIN
         RETURN NEXT;
     END LOOP;
     IF NOT dry_run THEN
-        -- the curator's one write, as Citus sends it to the shards (kgrag_private.grant_curation_on_shards)
-        PERFORM kgrag_private.grant_curation_on_shards();
         -- a tenant's calls to the worker holding its shards (kgrag_private.delegate_calls)
         PERFORM kgrag_private.delegate_calls();
     END IF;
@@ -187,4 +165,4 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag.distribute(boolean) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag.distribute(boolean) IS
-'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so (and lets the shards of kgrag.curation take a curator''s decisions as Citus writes them; call it again after moving or splitting shards): settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document (the logs included). Rows already there are moved to the shards. The functions a public function delegates to get delegated to the tenant''s worker, and the views'' grants reach the workers (kgrag_private.delegate_calls). The owners of the SECURITY DEFINER helpers (kgrag_probe, kgrag_logger) get LOGIN, without a password, as Citus logs in to the workers as them (docs/scale-out.md: allow them from the coordinator only). Tables already distributed are left as they are, so a second call changes nothing. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';
+'Returns, per kgrag table in foreign-key order, (table_name, kind, colocate_with), and on a Citus coordinator makes it so: settings and router_rule become reference tables (copied to every node), every other table is distributed by tenant_id, co-located with kgrag.document (the logs included). Rows already there are moved to the shards. The functions a public function delegates to get delegated to the tenant''s worker, and the views'' grants reach the workers (kgrag_private.delegate_calls). The owners of the SECURITY DEFINER helpers (kgrag_probe, kgrag_logger) get LOGIN, without a password, as Citus logs in to the workers as them (docs/scale-out.md: allow them from the coordinator only). Tables already distributed are left as they are, so a second call changes nothing. Without Citus it raises SQLSTATE 0A000 saying so; dry_run => true only lists. For the schema owner.';

@@ -176,7 +176,7 @@ def test_names_bounds_and_the_budget(tconn: TenantSession) -> None:
         assert 0 < kinds["entity"] <= 5 and 0 < kinds["chunk"] <= 5, kinds
         assert len(by_id) > 10  # without the bound
     with tconn.acting() as conn:
-        conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'khop_timeout_ms', '0')")
+        conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'khop_timeout_ms', '1')")
     with pytest.raises(psycopg.errors.QueryCanceled, match="graph traversal"), tconn.acting() as conn:
         conn.execute("SELECT * FROM kgrag.personalized_pagerank(ARRAY['e001'], hops => 3)")
 

@@ -21,11 +21,15 @@ from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
 # on kgrag.current_tenant() themselves. kgrag.tenants() lists the tenants the caller may use (names
 # and document counts), and kgrag_private.log_search and log_answer_at write the logs, which readers may not write
 # themselves; kgrag.purge and kgrag_private.forget_in_logs delete and redact them, which no tenant may
-# do itself. Two are the schema owner's: they read the API keys' hashes and the secret that seals a
-# checked key (OWNER: the owner's role name, filled in by the test).
+# do itself (what to redact is noted from the graph by note_forgettable_at, not given by the caller).
+# The schema owner's: two read the API keys' hashes and the secret that seals a checked key; the
+# curation functions write the decisions, which no tenant role writes itself (revision 0041), and
+# forget_decisions_at ends those about deleted documents (OWNER: the owner's role name, filled in
+# by the test).
 PROBE = "kgrag_probe"
 LOGGER = "kgrag_logger"
 OWNER = "<owner>"
+DECISION = "one checked decision, with the login role and the time"
 DEFINER_ALLOWED = {
     "kgrag_private.fts_probe(tsquery,regconfig,integer)": (PROBE, "full-text matches through chunk_tsv_idx"),
     "kgrag_private.fuzzy_aliases(text,double precision,double precision,integer,text[],real[])": (
@@ -45,10 +49,25 @@ DEFINER_ALLOWED = {
     ),
     "kgrag.purge()": (LOGGER, "deletes the log and failure rows past their tenant's retention"),
     "kgrag_private.log_llm_calls_at(text,jsonb)": (LOGGER, "bounded rows of the LLM calls made for the tenant"),
-    "kgrag_private.forget_in_logs(text,text[],text[],text[])": (
+    "kgrag_private.note_forgettable_at(text,text[])": (
         LOGGER,
-        "redacts from the query log the entities, names and chunks the graph no longer holds",
+        "notes from the graph what deleting documents may make the query log forget",
     ),
+    "kgrag_private.forget_in_logs(text)": (
+        LOGGER,
+        "redacts from the query log what was noted and the graph no longer holds",
+    ),
+    "kgrag_private.forget_decisions_at(text,text[])": (
+        OWNER,
+        "ends the decisions about documents the tenant no longer holds, with an entry",
+    ),
+    "kgrag.reject_relation(text,text,text,text)": (OWNER, DECISION),
+    "kgrag.correct_relation(text,text,text,text,text)": (OWNER, DECISION),
+    "kgrag.correct_evidence(text,text,text,text,text,text)": (OWNER, DECISION),
+    "kgrag.rename_entity(text,text,text)": (OWNER, DECISION),
+    "kgrag.merge_entities(text,text,text)": (OWNER, DECISION),
+    "kgrag.split_entity(text,text,text)": (OWNER, DECISION),
+    "kgrag.approve(text,text)": (OWNER, DECISION),
     "kgrag_private.check_key(text,text,name)": (OWNER, "an API key's tenant, role and this transaction's seal"),
     "kgrag_private.key_sealed(text,name)": (OWNER, "whether this transaction holds a key's seal: a boolean"),
 }
@@ -107,20 +126,30 @@ def test_the_probe_role_reads_three_tables_and_the_logger_writes_one(admin: psyc
         [LOGGER],
     ).fetchall()
     # it writes the logs, and (revision 0039) reads, purges and redacts them, and reads the
-    # settings (rates and retention) and the ids and names the graph still holds
+    # settings (rates and retention); (revision 0041) it notes what a deletion may redact from the
+    # graph (the tenant's rows, through its policies) and reads what the graph still holds
     assert logger == [
+        ("alias", "SELECT"),
+        ("alias_source", "SELECT"),
         ("answer_log", "DELETE"),
         ("answer_log", "INSERT"),
         ("answer_log", "SELECT"),
+        ("chunk", "SELECT"),
+        ("entity", "SELECT"),
         ("ingest_failure", "DELETE"),
         ("ingest_failure", "SELECT"),
         ("llm_call", "DELETE"),
         ("llm_call", "INSERT"),
         ("llm_call", "SELECT"),
+        ("log_forgetting", "DELETE"),
+        ("log_forgetting", "INSERT"),
+        ("log_forgetting", "SELECT"),
         ("log_overflow", "DELETE"),
         ("log_overflow", "INSERT"),
         ("log_overflow", "SELECT"),
         ("log_overflow", "UPDATE"),
+        ("log_secret", "SELECT"),
+        ("mention", "SELECT"),
         ("query_log", "DELETE"),
         ("query_log", "INSERT"),
         ("query_log", "SELECT"),
@@ -128,9 +157,9 @@ def test_the_probe_role_reads_three_tables_and_the_logger_writes_one(admin: psyc
     ]
     columns = admin.execute(
         "SELECT table_name, string_agg(column_name || ' ' || privilege_type, ', ' ORDER BY column_name, privilege_type)"
-        " FROM information_schema.column_privileges WHERE grantee = %s AND table_name IN ('entity', 'chunk', 'alias')"
-        " OR grantee = %s AND table_name = 'query_log' AND privilege_type = 'UPDATE' GROUP BY 1 ORDER BY 1",
-        [LOGGER, LOGGER],
+        " FROM information_schema.column_privileges WHERE grantee = %s AND table_name = 'query_log'"
+        " AND privilege_type = 'UPDATE' GROUP BY 1 ORDER BY 1",
+        [LOGGER],
     ).fetchall()
     assert columns == [("query_log", "chunk_ids UPDATE, question UPDATE, reason UPDATE, seeds UPDATE")]
     logger_policies = admin.execute(
@@ -237,7 +266,17 @@ def test_application_roles_cannot_bypass_row_level_security(admin: psycopg.Conne
 
 
 # The logs are written by the SECURITY DEFINER log functions alone (revision 0039): a writer reads them.
-LOGS = {"query_log", "answer_log", "log_overflow", "llm_call"}
+# what no tenant role writes itself: the logs, and (revision 0041) the decisions and what a deletion
+# may make the log forget
+WRITTEN_BY_THE_DATABASE = {
+    "query_log",
+    "answer_log",
+    "log_overflow",
+    "llm_call",
+    "curation",
+    "curation_ended",
+    "log_forgetting",
+}
 
 
 def test_every_table_is_granted_to_the_application_roles(admin: psycopg.Connection) -> None:
@@ -246,7 +285,7 @@ def test_every_table_is_granted_to_the_application_roles(admin: psycopg.Connecti
         assert admin.execute("SELECT has_table_privilege(%s, %s, 'SELECT')", [READER, name]).fetchone() == (True,)
         for privilege in ("SELECT", "INSERT", "UPDATE", "DELETE"):
             granted = admin.execute("SELECT has_table_privilege(%s, %s, %s)", [WRITER, name, privilege]).fetchone()
-            assert granted == (privilege == "SELECT" or table not in LOGS,), (name, privilege)
+            assert granted == (privilege == "SELECT" or table not in WRITTEN_BY_THE_DATABASE,), (name, privilege)
         may_write = admin.execute("SELECT has_table_privilege(%s, %s, 'INSERT')", [READER, name]).fetchone()
         assert may_write == (False,), f"kgrag_reader may insert into {name}"  # the log: kgrag_private.log_search
 

@@ -123,10 +123,12 @@ def test_naming_another_tenant_to_a_delegated_call_is_refused(
         f"kgrag_private.{name}"
         for name in (
             "context_blocks_at",
+            "forget_decisions_at",
             "forget_in_logs",
             "link_entities_at",
             "log_answer_at",
             "log_llm_calls_at",
+            "note_forgettable_at",
             "route_at",
             "search_at",
             "search_chunks_lexical_at",
@@ -230,8 +232,8 @@ def test_readers_write_the_log_only_through_the_search(two_tenants: object, logi
                 " NULL, NULL, NULL, NULL, NULL)"
             )
             assert conn.execute(
-                "SELECT length(reason), pg_typeof(log_id)::text FROM kgrag.query_log WHERE question_hash = 'h'"
-            ).fetchone() == (4000, "uuid")
+                "SELECT length(reason), pg_typeof(log_id)::text, length(question_hash) FROM kgrag.query_log"
+            ).fetchone() == (4000, "uuid", 64)  # the hash keyed with the logs' secret (revision 0041)
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="unknown route"), tenant_transaction(conn, "a"):
             conn.execute(
                 "SELECT kgrag_private.log_search('h', 'everything', 'x', NULL, 1, 1, 1, false,"
