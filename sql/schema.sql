@@ -509,9 +509,9 @@ COMMENT ON FUNCTION kgrag.current_tenant() IS 'Returns the tenant of the current
 --
 
 CREATE FUNCTION kgrag.delete_documents(doc_ids text[]) RETURNS jsonb
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $_$
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 DECLARE
     t text := kgrag.current_tenant();
     deleted integer;
@@ -519,11 +519,14 @@ DECLARE
     names text[];  -- and the name keys of their namesakes
     texts text[];
     counts jsonb;
+    noted jsonb;  -- what the query log may name, forgotten there if the graph loses it
 BEGIN
-    -- what the query log may name, noted from the graph by its writer before anything goes, and
-    -- forgotten there at the end as far as the graph loses it (one statement each, its values
-    -- bound: on Citus, run as the log's writer on the tenant's worker)
-    EXECUTE 'SELECT kgrag_private.note_forgettable_at($1, $2)' USING t, doc_ids;
+    -- As the schema owner (SECURITY DEFINER): the decisions about the documents and what the query
+    -- log says of them change here, which no tenant role may change itself; the caller names
+    -- documents, nothing else. The scratch tables it writes through are its own.
+    PERFORM kgrag_private.own_scratch();
+    doc_ids := ARRAY(SELECT DISTINCT x FROM unnest(doc_ids) AS x WHERE x IS NOT NULL ORDER BY 1 LIMIT 100000);
+    noted := kgrag_private.forgettable(doc_ids);
     -- namesakes by name key first, then the document rows (the documents' locks), as in
     -- kgrag_private.ingest_apply(); the names read again under them
     PERFORM kgrag_private.lock_keys('namesake', kgrag_private.namesakes_of(doc_ids));
@@ -553,9 +556,8 @@ BEGIN
      WHERE e.tenant_id = t AND e.answer_before_doc = ANY (doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
-    -- the decisions about them end, with an entry of who, when and why (no tenant role writes
-    -- kgrag.curation: one statement, its values bound; on Citus, run on the tenant's worker)
-    EXECUTE 'SELECT kgrag_private.forget_decisions_at($1, $2)' USING t, doc_ids;
+    -- the decisions about them end, each with an entry of who, when and why
+    PERFORM kgrag_private.end_decisions(doc_ids);
     -- the namesakes the documents joined or kept apart are resolved again without them
     counts := jsonb_build_object('documents', deleted, 'namesakes_moved', kgrag_private.resolve_namesakes(names, '{}'))
               || kgrag_private.refresh_graph();
@@ -564,10 +566,10 @@ BEGIN
     DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
     PERFORM kgrag_private.forget_extractions(texts);
     -- nor in the query log: the entities, names and chunks noted first that the graph no longer holds
-    EXECUTE 'SELECT kgrag_private.forget_in_logs($1)' USING t;
+    PERFORM kgrag_private.forget_in_logs(noted);
     RETURN counts;
 END
-$_$;
+$$;
 
 ALTER FUNCTION kgrag.delete_documents(doc_ids text[]) OWNER TO <owner>;
 
@@ -575,7 +577,7 @@ ALTER FUNCTION kgrag.delete_documents(doc_ids text[]) OWNER TO <owner>;
 -- Name: FUNCTION delete_documents(doc_ids text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.forget_decisions_at), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored (at most 100,000 ids a call). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';
 
 --
 -- Name: dimension(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -4014,7 +4016,7 @@ ALTER FUNCTION kgrag_private.delegated_calls() OWNER TO <owner>;
 -- Name: FUNCTION delegated_calls(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.delegated_calls() IS 'Private. Returns the functions a public function calls, in one statement, with the tenant of the transaction as first argument (named tenant, checked first with kgrag_private.check_delegated_tenant): kgrag_private.search_at, context_blocks_at, link_entities_at, route_at, search_chunks_lexical_at, log_answer_at, log_llm_calls_at and forget_in_logs. On a Citus cluster kgrag_private.delegate_calls makes each a delegated function.';
+COMMENT ON FUNCTION kgrag_private.delegated_calls() IS 'Private. Returns the functions a public function calls, in one statement, with the tenant of the transaction as first argument (named tenant, checked first with kgrag_private.check_delegated_tenant): kgrag_private.search_at, context_blocks_at, link_entities_at, route_at, search_chunks_lexical_at, log_answer_at and log_llm_calls_at. On a Citus cluster kgrag_private.delegate_calls makes each a delegated function.';
 
 --
 -- Name: derive_entities(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4101,10 +4103,13 @@ CREATE FUNCTION kgrag_private.distribution_plan() RETURNS TABLE(table_name text,
     -- are reference tables; every other table, the logs included, is co-located with kgrag.document
     -- (a tenant's delegated calls, kgrag_private.delegate_calls, write its logs next to its graph).
     -- Referenced tables first: a foreign key may only point at a table distributed before it.
+    -- The secrets the workers check seals and key question hashes with (kgrag_private.key_secret,
+    -- log_secret) are reference tables too.
     WITH RECURSIVE tables AS (
-        SELECT c.oid, c.relname::text AS name
+        SELECT c.oid, c.relnamespace::regnamespace::text || '.' || c.relname AS name
           FROM pg_catalog.pg_class AS c
-         WHERE c.relnamespace = 'kgrag'::regnamespace AND c.relkind IN ('r', 'p')
+         WHERE (c.relnamespace = 'kgrag'::regnamespace AND c.relkind IN ('r', 'p'))
+            OR c.oid IN (to_regclass('kgrag_private.key_secret'), to_regclass('kgrag_private.log_secret'))
     ), depth AS (
         SELECT t.oid, 0 AS d FROM tables AS t
         UNION ALL
@@ -4113,16 +4118,18 @@ CREATE FUNCTION kgrag_private.distribution_plan() RETURNS TABLE(table_name text,
           JOIN pg_catalog.pg_constraint AS k ON k.confrelid = depth.oid AND k.contype = 'f'
          WHERE k.conrelid <> k.confrelid AND depth.d < 32
     ), kinds AS (
-        SELECT t.name, max(depth.d) AS d, t.name IN ('settings', 'router_rule') AS reference
+        SELECT t.name, max(depth.d) AS d,
+               t.name IN ('kgrag.settings', 'kgrag.router_rule', 'kgrag_private.key_secret', 'kgrag_private.log_secret')
+               AS reference
           FROM tables AS t JOIN depth ON depth.oid = t.oid
          GROUP BY t.name
     )
-    SELECT 'kgrag.' || k.name,
+    SELECT k.name,
            CASE WHEN k.reference THEN 'reference' ELSE 'distributed by tenant_id' END,
-           CASE WHEN k.reference OR k.name = 'document' THEN NULL ELSE 'kgrag.document' END
+           CASE WHEN k.reference OR k.name = 'kgrag.document' THEN NULL ELSE 'kgrag.document' END
       FROM kinds AS k
      -- reference tables first, then kgrag.document (every other table is co-located with it)
-     ORDER BY k.reference DESC, k.name = 'document' DESC, k.d, k.name
+     ORDER BY k.reference DESC, k.name = 'kgrag.document' DESC, k.d, k.name
 $$;
 
 ALTER FUNCTION kgrag_private.distribution_plan() OWNER TO <owner>;
@@ -4131,7 +4138,7 @@ ALTER FUNCTION kgrag_private.distribution_plan() OWNER TO <owner>;
 -- Name: FUNCTION distribution_plan(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.distribution_plan() IS 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table, the logs included (revision 0040), is distributed by tenant_id and co-located with kgrag.document; referenced tables before the tables whose foreign keys point at them.';
+COMMENT ON FUNCTION kgrag_private.distribution_plan() IS 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables, and so are kgrag_private.key_secret and log_secret (the workers check seals and key the logs'' question hashes with them); every other table, the logs included (revision 0040), is distributed by tenant_id and co-located with kgrag.document; referenced tables before the tables whose foreign keys point at them.';
 
 --
 -- Name: document_chunks(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4223,6 +4230,45 @@ ALTER FUNCTION kgrag_private.effective_relation(t text, src text, rel text, dst 
 --
 
 COMMENT ON FUNCTION kgrag_private.effective_relation(t text, src text, rel text, dst text, fixes jsonb) IS 'Private. Returns the relation a stated relation src -[rel]-> dst of tenant t is built as, after the people''s decisions (fixes: kgrag_private.corrections): rel itself, the type it was corrected to (corrections followed, at most ten), or NULL when it, or a type it was corrected to, is rejected (or the corrections make a cycle).';
+
+--
+-- Name: end_decisions(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.end_decisions(doc_ids text[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes each query to one shard
+    n integer;
+BEGIN
+    -- only the decisions about documents the tenant no longer holds
+    WITH gone AS (
+        SELECT x.doc_id FROM unnest(doc_ids) AS x(doc_id)
+         WHERE NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = x.doc_id)
+    ), ended AS (
+        DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id IN (SELECT g.doc_id FROM gone AS g)
+        RETURNING c.*
+    )
+    INSERT INTO kgrag.curation_ended (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at,
+                                      ended_by, ended_at, why)
+    SELECT e.tenant_id, e.kind, e.target, e.value, e.doc_id, e.note, e.decided_by, e.decided_at,
+           session_user, clock_timestamp(), format('its document %s was deleted', quote_literal(e.doc_id))
+      FROM ended AS e
+        ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.end_decisions(doc_ids text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION end_decisions(doc_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.end_decisions(doc_ids text[]) IS 'Private. Ends the current tenant''s decisions about documents it no longer holds, among doc_ids: each leaves kgrag.curation for kgrag.curation_ended with who ended it (the login role), when and why (its document was deleted); a document still there keeps its decisions. Returns the decisions ended. For kgrag.delete_documents (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, nor write kgrag.curation.';
 
 --
 -- Name: entity_rows(jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4551,46 +4597,6 @@ ALTER FUNCTION kgrag_private.forget_aliases(entity_ids text[]) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.forget_aliases(entity_ids text[]) IS 'Private. Returns nothing; deletes the names of these entities that documents gave (sourced) and no document gives any more (no kgrag.alias_source row). A name written by hand (not sourced) stays.';
 
 --
--- Name: forget_decisions_at(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
---
-
-CREATE FUNCTION kgrag_private.forget_decisions_at(tenant text, doc_ids text[]) RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    t text := kgrag_private.check_delegated_tenant(tenant);
-    n integer;
-BEGIN
-    -- only the decisions about documents the tenant no longer holds: a writer calling this itself
-    -- cannot end the decisions about a document it keeps
-    WITH gone AS (
-        SELECT x.doc_id FROM unnest(doc_ids[1:100000]) AS x(doc_id)
-         WHERE NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = x.doc_id)
-    ), ended AS (
-        DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id IN (SELECT g.doc_id FROM gone AS g)
-        RETURNING c.*
-    )
-    INSERT INTO kgrag.curation_ended (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at,
-                                      ended_by, ended_at, why)
-    SELECT e.tenant_id, e.kind, e.target, e.value, e.doc_id, e.note, e.decided_by, e.decided_at,
-           session_user, clock_timestamp(), format('its document %s was deleted', quote_literal(e.doc_id))
-      FROM ended AS e
-        ON CONFLICT DO NOTHING;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    RETURN n;
-END
-$$;
-
-ALTER FUNCTION kgrag_private.forget_decisions_at(tenant text, doc_ids text[]) OWNER TO <owner>;
-
---
--- Name: FUNCTION forget_decisions_at(tenant text, doc_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag_private.forget_decisions_at(tenant text, doc_ids text[]) IS 'Private. Ends the decisions of the tenant (the one the transaction acts for, checked) about documents it no longer holds, among doc_ids (at most 100,000): each leaves kgrag.curation for kgrag.curation_ended with who ended it (the login role), when and why (its document was deleted). kgrag.delete_documents calls it after deleting them; a document still there keeps its decisions. Returns the decisions ended. SECURITY DEFINER, owned by the schema owner, on the allow-list, because no tenant role may delete from kgrag.curation; for kgrag_writer. On Citus a delegated function (kgrag_private.delegate_calls): it runs on the worker holding the tenant''s shards.';
-
---
 -- Name: forget_extractions(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4619,36 +4625,28 @@ ALTER FUNCTION kgrag_private.forget_extractions(content_hashes text[]) OWNER TO 
 COMMENT ON FUNCTION kgrag_private.forget_extractions(content_hashes text[]) IS 'Private. Deletes the cached LLM extractions of these chunk texts that no chunk of the current tenant holds any more; returns how many.';
 
 --
--- Name: forget_in_logs(text); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: forget_in_logs(jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.forget_in_logs(tenant text) RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+CREATE FUNCTION kgrag_private.forget_in_logs(noted jsonb) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    t text := kgrag_private.check_delegated_tenant(tenant);
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes each query to one shard
     gone_entities text[];
     gone_chunks text[];
     gone_names text[];
     n integer;
 BEGIN
-    -- what kgrag_private.note_forgettable_at noted that the graph no longer holds (every name is
-    -- an alias of its entity), bounded; the notes go
-    gone_entities := ARRAY(SELECT f.value FROM kgrag.log_forgetting AS f
-                         WHERE f.tenant_id = t AND f.kind = 'entity'
-                           AND NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = f.value)
-                         ORDER BY 1 LIMIT 10000);
-    gone_chunks := ARRAY(SELECT f.value FROM kgrag.log_forgetting AS f
-                        WHERE f.tenant_id = t AND f.kind = 'chunk'
-                          AND NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = f.value)
-                        ORDER BY 1 LIMIT 10000);
-    gone_names := ARRAY(SELECT f.value FROM kgrag.log_forgetting AS f
-                    WHERE f.tenant_id = t AND f.kind = 'name' AND length(f.value) BETWEEN 2 AND 300
-                      AND NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
-                                       WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(f.value))
-                    ORDER BY 1 LIMIT 1000);
-    DELETE FROM kgrag.log_forgetting AS f WHERE f.tenant_id = t;
+    -- what was noted that the graph no longer holds (every name is an alias of its entity)
+    gone_entities := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'entities') AS x
+                            WHERE NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = x));
+    gone_chunks := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'chunks') AS x
+                          WHERE NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = x));
+    gone_names := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'names') AS x
+                         WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
+                                            WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)));
     UPDATE kgrag.query_log AS q
        SET seeds = ARRAY(SELECT s FROM unnest(q.seeds) WITH ORDINALITY AS u(s, o) WHERE s <> ALL (gone_entities) ORDER BY u.o),
            chunk_ids = ARRAY(SELECT c FROM unnest(q.chunk_ids) WITH ORDINALITY AS u(c, o) WHERE c <> ALL (gone_chunks) ORDER BY u.o),
@@ -4663,13 +4661,58 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.forget_in_logs(tenant text) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag_private.forget_in_logs(noted jsonb) OWNER TO <owner>;
 
 --
--- Name: FUNCTION forget_in_logs(tenant text); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION forget_in_logs(noted jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.forget_in_logs(tenant text) IS 'Private. Redacts from the tenant''s kgrag.query_log (tenant: the one the transaction acts for, checked) what deleted documents named, as kgrag_private.note_forgettable_at noted it from the graph before the deletion and as far as the graph no longer holds it: the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten] (at most 10,000 ids and 1,000 names of 2 to 300 characters); the notes go. It takes nothing to redact from its caller, so a writer calling it redacts nothing that deleting the documents would not. Returns the rows changed. kgrag.delete_documents calls it. SECURITY DEFINER, owned by kgrag_logger (the log''s writer, which alone may change its rows), on the allow-list; for kgrag_writer. On Citus a delegated function: it runs on the worker holding the tenant''s shards.';
+COMMENT ON FUNCTION kgrag_private.forget_in_logs(noted jsonb) IS 'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents named (noted: what kgrag_private.forgettable read before they went), as far as the graph no longer holds it: the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
+
+--
+-- Name: forgettable(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.forgettable(doc_ids text[]) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes each query to one shard
+BEGIN
+    -- what deleting the documents may make the query log forget, read before they go: their
+    -- chunks, the entities they mention or name, those entities' names and the aliases the
+    -- documents gave (bounded as kgrag_private.forget_in_logs takes them)
+    RETURN (
+        WITH chunks AS MATERIALIZED (
+            SELECT c.chunk_id FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids)
+        ), entities AS MATERIALIZED (
+            SELECT m.entity_id FROM kgrag.mention AS m
+             WHERE m.tenant_id = t AND m.chunk_id IN (SELECT x.chunk_id FROM chunks AS x)
+            UNION
+            SELECT s.entity_id FROM kgrag.alias_source AS s WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids)
+        ), names AS MATERIALIZED (
+            SELECT e.name FROM kgrag.entity AS e
+             WHERE e.tenant_id = t AND e.entity_id IN (SELECT x.entity_id FROM entities AS x)
+            UNION
+            SELECT s.alias FROM kgrag.alias_source AS s WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids)
+        )
+        SELECT jsonb_build_object(
+                   'chunks', (SELECT COALESCE(jsonb_agg(x.chunk_id), '[]') FROM (SELECT * FROM chunks ORDER BY 1 LIMIT 10000) AS x),
+                   'entities', (SELECT COALESCE(jsonb_agg(x.entity_id), '[]')
+                                  FROM (SELECT * FROM entities ORDER BY 1 LIMIT 10000) AS x),
+                   'names', (SELECT COALESCE(jsonb_agg(x.name), '[]')
+                               FROM (SELECT * FROM names AS n WHERE length(n.name) BETWEEN 2 AND 300 ORDER BY 1 LIMIT 1000) AS x)));
+END
+$$;
+
+ALTER FUNCTION kgrag_private.forgettable(doc_ids text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION forgettable(doc_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.forgettable(doc_ids text[]) IS 'Private. Returns what deleting documents of the current tenant may make its query log forget, read before they go: {"chunks", "entities", "names"}: their chunks, the entities they mention or name (at most 10,000 each), those entities'' names and the aliases the documents gave (at most 1,000, of 2 to 300 characters). For kgrag.delete_documents (SECURITY DEFINER) alone: no tenant role may call it.';
 
 --
 -- Name: frontier(text[], integer, integer, text[], timestamp with time zone, text, boolean, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6065,46 +6108,36 @@ ALTER FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, over
 COMMENT ON FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, overfetch integer, ef_search integer, level integer) IS 'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors; a tenant with no more rows than that candidate count is ranked exactly, whole. level (reports only) keeps reports of communities of that level.';
 
 --
--- Name: note_forgettable_at(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: own_scratch(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.note_forgettable_at(tenant text, doc_ids text[]) RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+CREATE FUNCTION kgrag_private.own_scratch() RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    t text := kgrag_private.check_delegated_tenant(tenant);
-    n integer;
+    made text;
 BEGIN
-    -- read from the graph, not taken from the caller: the chunks of the documents, the entities
-    -- they mention or name, those entities' names and the aliases the documents gave
-    doc_ids := doc_ids[1:100000];
-    WITH chunks AS MATERIALIZED (
-        SELECT c.chunk_id FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids)
-    ), entities AS MATERIALIZED (
-        SELECT m.entity_id FROM kgrag.mention AS m WHERE m.tenant_id = t AND m.chunk_id IN (SELECT x.chunk_id FROM chunks AS x)
-        UNION
-        SELECT s.entity_id FROM kgrag.alias_source AS s WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids)
-    )
-    INSERT INTO kgrag.log_forgetting (tenant_id, kind, value)
-    SELECT t, 'chunk', x.chunk_id FROM chunks AS x
-    UNION SELECT t, 'entity', x.entity_id FROM entities AS x
-    UNION SELECT t, 'name', e.name FROM kgrag.entity AS e
-           WHERE e.tenant_id = t AND e.entity_id IN (SELECT x.entity_id FROM entities AS x)
-    UNION SELECT t, 'name', s.alias FROM kgrag.alias_source AS s WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids)
-    ON CONFLICT DO NOTHING;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    RETURN n;
+    -- a SECURITY DEFINER caller writes through the scratch tables it creates if missing: one the
+    -- session's own role made first would put that role's rows into its work
+    SELECT string_agg(c.relname, ', ' ORDER BY c.relname) INTO made
+      FROM pg_catalog.pg_class AS c
+     WHERE c.relnamespace = pg_catalog.pg_my_temp_schema() AND c.relname LIKE 'kgrag\_%'
+       AND c.relowner <> pg_catalog.to_regrole(current_user);
+    IF made IS NOT NULL THEN
+        RAISE EXCEPTION 'scratch tables of another role are in the way: %', made
+            USING ERRCODE = '55000', HINT = 'Delete documents in a transaction of their own.';
+    END IF;
 END
 $$;
 
-ALTER FUNCTION kgrag_private.note_forgettable_at(tenant text, doc_ids text[]) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag_private.own_scratch() OWNER TO <owner>;
 
 --
--- Name: FUNCTION note_forgettable_at(tenant text, doc_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION own_scratch(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.note_forgettable_at(tenant text, doc_ids text[]) IS 'Private. Notes in kgrag.log_forgetting, for the tenant the transaction acts for (tenant: checked), what deleting documents (at most 100,000 ids) may make the query log forget, read from the graph before the deletion: their chunks, the entities they mention or name, those entities'' names and the aliases the documents gave. kgrag.delete_documents calls it first, then kgrag_private.forget_in_logs after the deletion, which forgets only what the graph no longer holds: a writer calling the two itself can redact no more than deleting those documents would. Returns the rows noted. SECURITY DEFINER, owned by kgrag_logger (no tenant role writes kgrag.log_forgetting), on the allow-list; for kgrag_writer. On Citus a delegated function: it runs on the worker holding the tenant''s shards.';
+COMMENT ON FUNCTION kgrag_private.own_scratch() IS 'Private. Returns nothing; raises SQLSTATE 55000 when this session''s temporary schema holds a scratch table (pg_temp.kgrag_*) that the role acting (a SECURITY DEFINER function''s owner) does not own: kgrag.delete_documents calls it first, so a caller cannot prepare the scratch tables it writes through.';
 
 --
 -- Name: pad_vector(public.vector); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -10752,28 +10785,6 @@ ALTER VIEW kgrag.llm_cost OWNER TO <owner>;
 COMMENT ON VIEW kgrag.llm_cost IS 'What the current tenant''s graph and answers cost in LLM calls, per day (UTC), purpose (extraction and community reports: the graph; answer: the questions served), the answer''s route and model: calls made, chunks answered from the extraction cache, tokens in and out as the endpoint counted them, mean milliseconds a call.';
 
 --
--- Name: log_forgetting; Type: TABLE; Schema: kgrag; Owner: <owner>
---
-
-CREATE TABLE kgrag.log_forgetting (
-    tenant_id text NOT NULL,
-    kind text NOT NULL,
-    value text NOT NULL,
-    CONSTRAINT log_forgetting_kind_check CHECK ((kind = ANY (ARRAY['entity'::text, 'name'::text, 'chunk'::text])))
-);
-ALTER TABLE ONLY kgrag.log_forgetting ALTER COLUMN tenant_id SET STATISTICS 1;
-
-ALTER TABLE ONLY kgrag.log_forgetting FORCE ROW LEVEL SECURITY;
-
-ALTER TABLE kgrag.log_forgetting OWNER TO <owner>;
-
---
--- Name: TABLE log_forgetting; Type: COMMENT; Schema: kgrag; Owner: <owner>
---
-
-COMMENT ON TABLE kgrag.log_forgetting IS 'What a deletion of documents in progress may make the query log forget: the chunks, entities and names the documents gave, noted from the graph by kgrag_private.note_forgettable_at before the deletion, read and emptied by kgrag_private.forget_in_logs after it (which forgets only what the graph no longer holds). Empty between transactions; no tenant role writes it.';
-
---
 -- Name: log_overflow; Type: TABLE; Schema: kgrag; Owner: <owner>
 --
 
@@ -11414,13 +11425,6 @@ ALTER TABLE ONLY kgrag.llm_call
     ADD CONSTRAINT llm_call_pkey PRIMARY KEY (tenant_id, call_id);
 
 --
--- Name: log_forgetting log_forgetting_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
---
-
-ALTER TABLE ONLY kgrag.log_forgetting
-    ADD CONSTRAINT log_forgetting_pkey PRIMARY KEY (tenant_id, kind, value);
-
---
 -- Name: log_overflow log_overflow_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
 --
 
@@ -11967,12 +11971,6 @@ ALTER TABLE kgrag.llm_cache ENABLE ROW LEVEL SECURITY;
 ALTER TABLE kgrag.llm_call ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: log_forgetting; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
---
-
-ALTER TABLE kgrag.log_forgetting ENABLE ROW LEVEL SECURITY;
-
---
 -- Name: log_overflow; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
 --
 
@@ -12043,12 +12041,6 @@ CREATE POLICY logger_read ON kgrag.query_log FOR SELECT TO kgrag_logger USING (t
 --
 
 CREATE POLICY logger_read ON kgrag.settings FOR SELECT TO kgrag_logger USING (true);
-
---
--- Name: query_log logger_redact; Type: POLICY; Schema: kgrag; Owner: <owner>
---
-
-CREATE POLICY logger_redact ON kgrag.query_log FOR UPDATE TO kgrag_logger USING (true) WITH CHECK (true);
 
 --
 -- Name: mention; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
@@ -12225,12 +12217,6 @@ CREATE POLICY tenant_isolation ON kgrag.llm_cache USING ((tenant_id = kgrag.curr
 CREATE POLICY tenant_isolation ON kgrag.llm_call USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
 
 --
--- Name: log_forgetting tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
---
-
-CREATE POLICY tenant_isolation ON kgrag.log_forgetting USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
-
---
 -- Name: log_overflow tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
@@ -12341,6 +12327,13 @@ GRANT ALL ON FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_r
 --
 
 REVOKE ALL ON FUNCTION kgrag.create_key(name text, tenants text[], role text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION delete_documents(doc_ids text[]); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.delete_documents(doc_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.delete_documents(doc_ids text[]) TO kgrag_writer;
 
 --
 -- Name: FUNCTION distribute(dry_run boolean); Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12460,18 +12453,22 @@ REVOKE ALL ON FUNCTION kgrag_private.decide(kind text, target text, value text, 
 REVOKE ALL ON FUNCTION kgrag_private.delegate_calls() FROM PUBLIC;
 
 --
--- Name: FUNCTION forget_decisions_at(tenant text, doc_ids text[]); Type: ACL; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION end_decisions(doc_ids text[]); Type: ACL; Schema: kgrag_private; Owner: <owner>
 --
 
-REVOKE ALL ON FUNCTION kgrag_private.forget_decisions_at(tenant text, doc_ids text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION kgrag_private.forget_decisions_at(tenant text, doc_ids text[]) TO kgrag_writer;
+REVOKE ALL ON FUNCTION kgrag_private.end_decisions(doc_ids text[]) FROM PUBLIC;
 
 --
--- Name: FUNCTION forget_in_logs(tenant text); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION forget_in_logs(noted jsonb); Type: ACL; Schema: kgrag_private; Owner: <owner>
 --
 
-REVOKE ALL ON FUNCTION kgrag_private.forget_in_logs(tenant text) FROM PUBLIC;
-GRANT ALL ON FUNCTION kgrag_private.forget_in_logs(tenant text) TO kgrag_writer;
+REVOKE ALL ON FUNCTION kgrag_private.forget_in_logs(noted jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION forgettable(doc_ids text[]); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.forgettable(doc_ids text[]) FROM PUBLIC;
 
 --
 -- Name: FUNCTION fts_probe(query tsquery, config regconfig, lim integer); Type: ACL; Schema: kgrag_private; Owner: kgrag_probe
@@ -12545,11 +12542,10 @@ GRANT ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, r
 GRANT ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) TO kgrag_curator;
 
 --
--- Name: FUNCTION note_forgettable_at(tenant text, doc_ids text[]); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION own_scratch(); Type: ACL; Schema: kgrag_private; Owner: <owner>
 --
 
-REVOKE ALL ON FUNCTION kgrag_private.note_forgettable_at(tenant text, doc_ids text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION kgrag_private.note_forgettable_at(tenant text, doc_ids text[]) TO kgrag_writer;
+REVOKE ALL ON FUNCTION kgrag_private.own_scratch() FROM PUBLIC;
 
 --
 -- Name: FUNCTION question_mac(digest text); Type: ACL; Schema: kgrag_private; Owner: <owner>
@@ -12566,7 +12562,6 @@ GRANT SELECT ON TABLE kgrag.alias TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.alias TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.alias TO kgrag_probe;
 GRANT SELECT ON TABLE kgrag.alias TO kgrag_curator;
-GRANT SELECT ON TABLE kgrag.alias TO kgrag_logger;
 
 --
 -- Name: TABLE alias_source; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12575,7 +12570,6 @@ GRANT SELECT ON TABLE kgrag.alias TO kgrag_logger;
 GRANT SELECT ON TABLE kgrag.alias_source TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.alias_source TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.alias_source TO kgrag_curator;
-GRANT SELECT ON TABLE kgrag.alias_source TO kgrag_logger;
 
 --
 -- Name: TABLE alias_trigram_stats; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12610,7 +12604,6 @@ GRANT SELECT ON TABLE kgrag.chunk TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.chunk TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.chunk TO kgrag_probe;
 GRANT SELECT ON TABLE kgrag.chunk TO kgrag_curator;
-GRANT SELECT ON TABLE kgrag.chunk TO kgrag_logger;
 
 --
 -- Name: TABLE document; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12660,7 +12653,6 @@ GRANT SELECT ON TABLE kgrag.community_report TO kgrag_curator;
 GRANT SELECT ON TABLE kgrag.entity TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.entity TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.entity TO kgrag_curator;
-GRANT SELECT ON TABLE kgrag.entity TO kgrag_logger;
 
 --
 -- Name: TABLE communities; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12785,15 +12777,6 @@ GRANT SELECT ON TABLE kgrag.llm_cost TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.llm_cost TO kgrag_curator;
 
 --
--- Name: TABLE log_forgetting; Type: ACL; Schema: kgrag; Owner: <owner>
---
-
-GRANT SELECT,INSERT,DELETE ON TABLE kgrag.log_forgetting TO kgrag_logger;
-GRANT SELECT ON TABLE kgrag.log_forgetting TO kgrag_reader;
-GRANT SELECT ON TABLE kgrag.log_forgetting TO kgrag_writer;
-GRANT SELECT ON TABLE kgrag.log_forgetting TO kgrag_curator;
-
---
 -- Name: TABLE log_overflow; Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
@@ -12809,7 +12792,6 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.log_overflow TO kgrag_logger;
 GRANT SELECT ON TABLE kgrag.mention TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.mention TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.mention TO kgrag_curator;
-GRANT SELECT ON TABLE kgrag.mention TO kgrag_logger;
 
 --
 -- Name: TABLE namesake_context; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12827,30 +12809,6 @@ GRANT SELECT ON TABLE kgrag.query_log TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag.query_log TO kgrag_writer;
 GRANT SELECT,INSERT,DELETE ON TABLE kgrag.query_log TO kgrag_logger;
 GRANT SELECT ON TABLE kgrag.query_log TO kgrag_curator;
-
---
--- Name: COLUMN query_log.reason; Type: ACL; Schema: kgrag; Owner: <owner>
---
-
-GRANT UPDATE(reason) ON TABLE kgrag.query_log TO kgrag_logger;
-
---
--- Name: COLUMN query_log.seeds; Type: ACL; Schema: kgrag; Owner: <owner>
---
-
-GRANT UPDATE(seeds) ON TABLE kgrag.query_log TO kgrag_logger;
-
---
--- Name: COLUMN query_log.question; Type: ACL; Schema: kgrag; Owner: <owner>
---
-
-GRANT UPDATE(question) ON TABLE kgrag.query_log TO kgrag_logger;
-
---
--- Name: COLUMN query_log.chunk_ids; Type: ACL; Schema: kgrag; Owner: <owner>
---
-
-GRANT UPDATE(chunk_ids) ON TABLE kgrag.query_log TO kgrag_logger;
 
 --
 -- Name: TABLE reembedding; Type: ACL; Schema: kgrag; Owner: <owner>

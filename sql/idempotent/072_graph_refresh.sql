@@ -22,6 +22,29 @@ $$;
 COMMENT ON FUNCTION kgrag_private.document_chunks(text[]) IS
 'Private. Returns the ids of the chunks of these documents (current tenant), in byte order.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.own_scratch() RETURNS void
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    made text;
+BEGIN
+    -- a SECURITY DEFINER caller writes through the scratch tables it creates if missing: one the
+    -- session's own role made first would put that role's rows into its work
+    SELECT string_agg(c.relname, ', ' ORDER BY c.relname) INTO made
+      FROM pg_catalog.pg_class AS c
+     WHERE c.relnamespace = pg_catalog.pg_my_temp_schema() AND c.relname LIKE 'kgrag\_%'
+       AND c.relowner <> pg_catalog.to_regrole(current_user);
+    IF made IS NOT NULL THEN
+        RAISE EXCEPTION 'scratch tables of another role are in the way: %', made
+            USING ERRCODE = '55000', HINT = 'Delete documents in a transaction of their own.';
+    END IF;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION kgrag_private.own_scratch() FROM PUBLIC;
+COMMENT ON FUNCTION kgrag_private.own_scratch() IS
+'Private. Returns nothing; raises SQLSTATE 55000 when this session''s temporary schema holds a scratch table (pg_temp.kgrag_*) that the role acting (a SECURITY DEFINER function''s owner) does not own: kgrag.delete_documents calls it first, so a caller cannot prepare the scratch tables it writes through.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.touched_scratch() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -313,8 +336,8 @@ COMMENT ON FUNCTION kgrag_private.refresh_graph() IS
 'Private. For what pg_temp.kgrag_touched names: moves co-occurrence weights by the chunks that came and went (kgrag_touched.n) and recomputes typed edges, marks communities, reports and answers stale, removes entities no chunk cites any more; only the edges that change are written, and the degrees they move (kgrag_private.rewrite_edges). Returns counts as jsonb.';
 
 CREATE OR REPLACE FUNCTION kgrag.delete_documents(doc_ids text[]) RETURNS jsonb
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
@@ -323,11 +346,14 @@ DECLARE
     names text[];  -- and the name keys of their namesakes
     texts text[];
     counts jsonb;
+    noted jsonb;  -- what the query log may name, forgotten there if the graph loses it
 BEGIN
-    -- what the query log may name, noted from the graph by its writer before anything goes, and
-    -- forgotten there at the end as far as the graph loses it (one statement each, its values
-    -- bound: on Citus, run as the log's writer on the tenant's worker)
-    EXECUTE 'SELECT kgrag_private.note_forgettable_at($1, $2)' USING t, doc_ids;
+    -- As the schema owner (SECURITY DEFINER): the decisions about the documents and what the query
+    -- log says of them change here, which no tenant role may change itself; the caller names
+    -- documents, nothing else. The scratch tables it writes through are its own.
+    PERFORM kgrag_private.own_scratch();
+    doc_ids := ARRAY(SELECT DISTINCT x FROM unnest(doc_ids) AS x WHERE x IS NOT NULL ORDER BY 1 LIMIT 100000);
+    noted := kgrag_private.forgettable(doc_ids);
     -- namesakes by name key first, then the document rows (the documents' locks), as in
     -- kgrag_private.ingest_apply(); the names read again under them
     PERFORM kgrag_private.lock_keys('namesake', kgrag_private.namesakes_of(doc_ids));
@@ -357,9 +383,8 @@ BEGIN
      WHERE e.tenant_id = t AND e.answer_before_doc = ANY (doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
-    -- the decisions about them end, with an entry of who, when and why (no tenant role writes
-    -- kgrag.curation: one statement, its values bound; on Citus, run on the tenant's worker)
-    EXECUTE 'SELECT kgrag_private.forget_decisions_at($1, $2)' USING t, doc_ids;
+    -- the decisions about them end, each with an entry of who, when and why
+    PERFORM kgrag_private.end_decisions(doc_ids);
     -- the namesakes the documents joined or kept apart are resolved again without them
     counts := jsonb_build_object('documents', deleted, 'namesakes_moved', kgrag_private.resolve_namesakes(names, '{}'))
               || kgrag_private.refresh_graph();
@@ -368,9 +393,11 @@ BEGIN
     DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
     PERFORM kgrag_private.forget_extractions(texts);
     -- nor in the query log: the entities, names and chunks noted first that the graph no longer holds
-    EXECUTE 'SELECT kgrag_private.forget_in_logs($1)' USING t;
+    PERFORM kgrag_private.forget_in_logs(noted);
     RETURN counts;
 END
 $$;
+REVOKE EXECUTE ON FUNCTION kgrag.delete_documents(text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag.delete_documents(text[]) TO kgrag_writer;
 COMMENT ON FUNCTION kgrag.delete_documents(text[]) IS
-'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.forget_decisions_at), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored.';
+'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored (at most 100,000 ids a call). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';

@@ -1,7 +1,7 @@
--- The logs' care: kept as long as each tenant's retention says (kgrag.purge), and forgetting what a
--- deleted document named (kgrag_private.forget_in_logs). Both are SECURITY DEFINER functions owned
--- by kgrag_logger, which alone (besides the schema owner) may delete or change log rows: no
--- tenant's writer can erase or rewrite its log.
+-- The logs' care: kept as long as each tenant's retention says (kgrag.purge, a SECURITY DEFINER
+-- function owned by kgrag_logger, which alone besides the schema owner may delete log rows), and
+-- forgetting what a deleted document named (kgrag_private.forget_in_logs, which only
+-- kgrag.delete_documents calls, as the schema owner): no tenant's writer can erase or rewrite its log.
 
 CREATE OR REPLACE FUNCTION kgrag_private.redact(body text, names text[]) RETURNS text
 LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER
@@ -21,70 +21,61 @@ $$;
 COMMENT ON FUNCTION kgrag_private.redact(text, text[]) IS
 'Private. Returns body with every occurrence of each name as a whole word or phrase (case-insensitive, not inside a longer word; longest names first) replaced by [forgotten]; NULL for NULL.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.note_forgettable_at(tenant text, doc_ids text[]) RETURNS integer
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+CREATE OR REPLACE FUNCTION kgrag_private.forgettable(doc_ids text[]) RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
 AS $$
 DECLARE
-    t text := kgrag_private.check_delegated_tenant(tenant);
-    n integer;
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes each query to one shard
 BEGIN
-    -- read from the graph, not taken from the caller: the chunks of the documents, the entities
-    -- they mention or name, those entities' names and the aliases the documents gave
-    doc_ids := doc_ids[1:100000];
-    WITH chunks AS MATERIALIZED (
-        SELECT c.chunk_id FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids)
-    ), entities AS MATERIALIZED (
-        SELECT m.entity_id FROM kgrag.mention AS m WHERE m.tenant_id = t AND m.chunk_id IN (SELECT x.chunk_id FROM chunks AS x)
-        UNION
-        SELECT s.entity_id FROM kgrag.alias_source AS s WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids)
-    )
-    INSERT INTO kgrag.log_forgetting (tenant_id, kind, value)
-    SELECT t, 'chunk', x.chunk_id FROM chunks AS x
-    UNION SELECT t, 'entity', x.entity_id FROM entities AS x
-    UNION SELECT t, 'name', e.name FROM kgrag.entity AS e
-           WHERE e.tenant_id = t AND e.entity_id IN (SELECT x.entity_id FROM entities AS x)
-    UNION SELECT t, 'name', s.alias FROM kgrag.alias_source AS s WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids)
-    ON CONFLICT DO NOTHING;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    RETURN n;
+    -- what deleting the documents may make the query log forget, read before they go: their
+    -- chunks, the entities they mention or name, those entities' names and the aliases the
+    -- documents gave (bounded as kgrag_private.forget_in_logs takes them)
+    RETURN (
+        WITH chunks AS MATERIALIZED (
+            SELECT c.chunk_id FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids)
+        ), entities AS MATERIALIZED (
+            SELECT m.entity_id FROM kgrag.mention AS m
+             WHERE m.tenant_id = t AND m.chunk_id IN (SELECT x.chunk_id FROM chunks AS x)
+            UNION
+            SELECT s.entity_id FROM kgrag.alias_source AS s WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids)
+        ), names AS MATERIALIZED (
+            SELECT e.name FROM kgrag.entity AS e
+             WHERE e.tenant_id = t AND e.entity_id IN (SELECT x.entity_id FROM entities AS x)
+            UNION
+            SELECT s.alias FROM kgrag.alias_source AS s WHERE s.tenant_id = t AND s.doc_id = ANY (doc_ids)
+        )
+        SELECT jsonb_build_object(
+                   'chunks', (SELECT COALESCE(jsonb_agg(x.chunk_id), '[]') FROM (SELECT * FROM chunks ORDER BY 1 LIMIT 10000) AS x),
+                   'entities', (SELECT COALESCE(jsonb_agg(x.entity_id), '[]')
+                                  FROM (SELECT * FROM entities ORDER BY 1 LIMIT 10000) AS x),
+                   'names', (SELECT COALESCE(jsonb_agg(x.name), '[]')
+                               FROM (SELECT * FROM names AS n WHERE length(n.name) BETWEEN 2 AND 300 ORDER BY 1 LIMIT 1000) AS x)));
 END
 $$;
-GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag_private.note_forgettable_at(text, text[]) OWNER TO kgrag_logger;
-REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
-REVOKE EXECUTE ON FUNCTION kgrag_private.note_forgettable_at(text, text[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.note_forgettable_at(text, text[]) TO kgrag_writer;
-COMMENT ON FUNCTION kgrag_private.note_forgettable_at(text, text[]) IS
-'Private. Notes in kgrag.log_forgetting, for the tenant the transaction acts for (tenant: checked), what deleting documents (at most 100,000 ids) may make the query log forget, read from the graph before the deletion: their chunks, the entities they mention or name, those entities'' names and the aliases the documents gave. kgrag.delete_documents calls it first, then kgrag_private.forget_in_logs after the deletion, which forgets only what the graph no longer holds: a writer calling the two itself can redact no more than deleting those documents would. Returns the rows noted. SECURITY DEFINER, owned by kgrag_logger (no tenant role writes kgrag.log_forgetting), on the allow-list; for kgrag_writer. On Citus a delegated function: it runs on the worker holding the tenant''s shards.';
+REVOKE EXECUTE ON FUNCTION kgrag_private.forgettable(text[]) FROM PUBLIC;
+COMMENT ON FUNCTION kgrag_private.forgettable(text[]) IS
+'Private. Returns what deleting documents of the current tenant may make its query log forget, read before they go: {"chunks", "entities", "names"}: their chunks, the entities they mention or name (at most 10,000 each), those entities'' names and the aliases the documents gave (at most 1,000, of 2 to 300 characters). For kgrag.delete_documents (SECURITY DEFINER) alone: no tenant role may call it.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.forget_in_logs(tenant text) RETURNS integer
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+CREATE OR REPLACE FUNCTION kgrag_private.forget_in_logs(noted jsonb) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
 AS $$
 DECLARE
-    t text := kgrag_private.check_delegated_tenant(tenant);
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes each query to one shard
     gone_entities text[];
     gone_chunks text[];
     gone_names text[];
     n integer;
 BEGIN
-    -- what kgrag_private.note_forgettable_at noted that the graph no longer holds (every name is
-    -- an alias of its entity), bounded; the notes go
-    gone_entities := ARRAY(SELECT f.value FROM kgrag.log_forgetting AS f
-                         WHERE f.tenant_id = t AND f.kind = 'entity'
-                           AND NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = f.value)
-                         ORDER BY 1 LIMIT 10000);
-    gone_chunks := ARRAY(SELECT f.value FROM kgrag.log_forgetting AS f
-                        WHERE f.tenant_id = t AND f.kind = 'chunk'
-                          AND NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = f.value)
-                        ORDER BY 1 LIMIT 10000);
-    gone_names := ARRAY(SELECT f.value FROM kgrag.log_forgetting AS f
-                    WHERE f.tenant_id = t AND f.kind = 'name' AND length(f.value) BETWEEN 2 AND 300
-                      AND NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
-                                       WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(f.value))
-                    ORDER BY 1 LIMIT 1000);
-    DELETE FROM kgrag.log_forgetting AS f WHERE f.tenant_id = t;
+    -- what was noted that the graph no longer holds (every name is an alias of its entity)
+    gone_entities := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'entities') AS x
+                            WHERE NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = x));
+    gone_chunks := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'chunks') AS x
+                          WHERE NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = x));
+    gone_names := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'names') AS x
+                         WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
+                                            WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)));
     UPDATE kgrag.query_log AS q
        SET seeds = ARRAY(SELECT s FROM unnest(q.seeds) WITH ORDINALITY AS u(s, o) WHERE s <> ALL (gone_entities) ORDER BY u.o),
            chunk_ids = ARRAY(SELECT c FROM unnest(q.chunk_ids) WITH ORDINALITY AS u(c, o) WHERE c <> ALL (gone_chunks) ORDER BY u.o),
@@ -98,13 +89,9 @@ BEGIN
     RETURN n;
 END
 $$;
-GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag_private.forget_in_logs(text) OWNER TO kgrag_logger;
-REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
-REVOKE EXECUTE ON FUNCTION kgrag_private.forget_in_logs(text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.forget_in_logs(text) TO kgrag_writer;
-COMMENT ON FUNCTION kgrag_private.forget_in_logs(text) IS
-'Private. Redacts from the tenant''s kgrag.query_log (tenant: the one the transaction acts for, checked) what deleted documents named, as kgrag_private.note_forgettable_at noted it from the graph before the deletion and as far as the graph no longer holds it: the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten] (at most 10,000 ids and 1,000 names of 2 to 300 characters); the notes go. It takes nothing to redact from its caller, so a writer calling it redacts nothing that deleting the documents would not. Returns the rows changed. kgrag.delete_documents calls it. SECURITY DEFINER, owned by kgrag_logger (the log''s writer, which alone may change its rows), on the allow-list; for kgrag_writer. On Citus a delegated function: it runs on the worker holding the tenant''s shards.';
+REVOKE EXECUTE ON FUNCTION kgrag_private.forget_in_logs(jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION kgrag_private.forget_in_logs(jsonb) IS
+'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents named (noted: what kgrag_private.forgettable read before they went), as far as the graph no longer holds it: the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
 
 CREATE OR REPLACE FUNCTION kgrag.purge() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

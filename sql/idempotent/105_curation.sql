@@ -615,18 +615,17 @@ COMMENT ON VIEW kgrag.decision_history IS
 'Every decision of the current tenant, with how it stands: (kind, target, value, doc_id, note, decided_by, decided_at, state, ended_by, ended_at, why). state: in force (the latest on its target), replaced (a later decision on the target took over: a rejection taken back by kgrag.approve, a correction corrected again; ended_by and ended_at are that decision''s), forgotten (its document was deleted: kgrag.curation_ended, ended_by the role that deleted it). For an auditor: \copy (SELECT * FROM kgrag.decision_history ORDER BY decided_at) TO ''decisions.csv'' CSV HEADER.';
 GRANT SELECT ON kgrag.decision_history TO kgrag_reader, kgrag_writer, kgrag_curator;
 
-CREATE OR REPLACE FUNCTION kgrag_private.forget_decisions_at(tenant text, doc_ids text[]) RETURNS integer
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+CREATE OR REPLACE FUNCTION kgrag_private.end_decisions(doc_ids text[]) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
 AS $$
 DECLARE
-    t text := kgrag_private.check_delegated_tenant(tenant);
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes each query to one shard
     n integer;
 BEGIN
-    -- only the decisions about documents the tenant no longer holds: a writer calling this itself
-    -- cannot end the decisions about a document it keeps
+    -- only the decisions about documents the tenant no longer holds
     WITH gone AS (
-        SELECT x.doc_id FROM unnest(doc_ids[1:100000]) AS x(doc_id)
+        SELECT x.doc_id FROM unnest(doc_ids) AS x(doc_id)
          WHERE NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = x.doc_id)
     ), ended AS (
         DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id IN (SELECT g.doc_id FROM gone AS g)
@@ -642,7 +641,6 @@ BEGIN
     RETURN n;
 END
 $$;
-REVOKE EXECUTE ON FUNCTION kgrag_private.forget_decisions_at(text, text[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.forget_decisions_at(text, text[]) TO kgrag_writer;
-COMMENT ON FUNCTION kgrag_private.forget_decisions_at(text, text[]) IS
-'Private. Ends the decisions of the tenant (the one the transaction acts for, checked) about documents it no longer holds, among doc_ids (at most 100,000): each leaves kgrag.curation for kgrag.curation_ended with who ended it (the login role), when and why (its document was deleted). kgrag.delete_documents calls it after deleting them; a document still there keeps its decisions. Returns the decisions ended. SECURITY DEFINER, owned by the schema owner, on the allow-list, because no tenant role may delete from kgrag.curation; for kgrag_writer. On Citus a delegated function (kgrag_private.delegate_calls): it runs on the worker holding the tenant''s shards.';
+REVOKE EXECUTE ON FUNCTION kgrag_private.end_decisions(text[]) FROM PUBLIC;
+COMMENT ON FUNCTION kgrag_private.end_decisions(text[]) IS
+'Private. Ends the current tenant''s decisions about documents it no longer holds, among doc_ids: each leaves kgrag.curation for kgrag.curation_ended with who ended it (the login role), when and why (its document was deleted); a document still there keeps its decisions. Returns the decisions ended. For kgrag.delete_documents (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, nor write kgrag.curation.';

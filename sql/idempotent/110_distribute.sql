@@ -11,10 +11,13 @@ AS $$
     -- are reference tables; every other table, the logs included, is co-located with kgrag.document
     -- (a tenant's delegated calls, kgrag_private.delegate_calls, write its logs next to its graph).
     -- Referenced tables first: a foreign key may only point at a table distributed before it.
+    -- The secrets the workers check seals and key question hashes with (kgrag_private.key_secret,
+    -- log_secret) are reference tables too.
     WITH RECURSIVE tables AS (
-        SELECT c.oid, c.relname::text AS name
+        SELECT c.oid, c.relnamespace::regnamespace::text || '.' || c.relname AS name
           FROM pg_catalog.pg_class AS c
-         WHERE c.relnamespace = 'kgrag'::regnamespace AND c.relkind IN ('r', 'p')
+         WHERE (c.relnamespace = 'kgrag'::regnamespace AND c.relkind IN ('r', 'p'))
+            OR c.oid IN (to_regclass('kgrag_private.key_secret'), to_regclass('kgrag_private.log_secret'))
     ), depth AS (
         SELECT t.oid, 0 AS d FROM tables AS t
         UNION ALL
@@ -23,19 +26,21 @@ AS $$
           JOIN pg_catalog.pg_constraint AS k ON k.confrelid = depth.oid AND k.contype = 'f'
          WHERE k.conrelid <> k.confrelid AND depth.d < 32
     ), kinds AS (
-        SELECT t.name, max(depth.d) AS d, t.name IN ('settings', 'router_rule') AS reference
+        SELECT t.name, max(depth.d) AS d,
+               t.name IN ('kgrag.settings', 'kgrag.router_rule', 'kgrag_private.key_secret', 'kgrag_private.log_secret')
+               AS reference
           FROM tables AS t JOIN depth ON depth.oid = t.oid
          GROUP BY t.name
     )
-    SELECT 'kgrag.' || k.name,
+    SELECT k.name,
            CASE WHEN k.reference THEN 'reference' ELSE 'distributed by tenant_id' END,
-           CASE WHEN k.reference OR k.name = 'document' THEN NULL ELSE 'kgrag.document' END
+           CASE WHEN k.reference OR k.name = 'kgrag.document' THEN NULL ELSE 'kgrag.document' END
       FROM kinds AS k
      -- reference tables first, then kgrag.document (every other table is co-located with it)
-     ORDER BY k.reference DESC, k.name = 'document' DESC, k.d, k.name
+     ORDER BY k.reference DESC, k.name = 'kgrag.document' DESC, k.d, k.name
 $$;
 COMMENT ON FUNCTION kgrag_private.distribution_plan() IS
-'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables; every other table, the logs included (revision 0040), is distributed by tenant_id and co-located with kgrag.document; referenced tables before the tables whose foreign keys point at them.';
+'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables, and so are kgrag_private.key_secret and log_secret (the workers check seals and key the logs'' question hashes with them); every other table, the logs included (revision 0040), is distributed by tenant_id and co-located with kgrag.document; referenced tables before the tables whose foreign keys point at them.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.delegated_calls() RETURNS SETOF regprocedure
 LANGUAGE sql STABLE SECURITY INVOKER
@@ -50,7 +55,7 @@ AS $$
      ORDER BY p.oid::regprocedure::text
 $$;
 COMMENT ON FUNCTION kgrag_private.delegated_calls() IS
-'Private. Returns the functions a public function calls, in one statement, with the tenant of the transaction as first argument (named tenant, checked first with kgrag_private.check_delegated_tenant): kgrag_private.search_at, context_blocks_at, link_entities_at, route_at, search_chunks_lexical_at, log_answer_at, log_llm_calls_at and forget_in_logs. On a Citus cluster kgrag_private.delegate_calls makes each a delegated function.';
+'Private. Returns the functions a public function calls, in one statement, with the tenant of the transaction as first argument (named tenant, checked first with kgrag_private.check_delegated_tenant): kgrag_private.search_at, context_blocks_at, link_entities_at, route_at, search_chunks_lexical_at, log_answer_at and log_llm_calls_at. On a Citus cluster kgrag_private.delegate_calls makes each a delegated function.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.delegate_calls() RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

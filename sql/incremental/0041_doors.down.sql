@@ -1,5 +1,5 @@
 -- 0041_doors down: the decisions' table writable as revision 0034 left it, the ended decisions,
--- the log's forgetting notes, the settings' rules and the logs' secret gone (the question hashes cleared stay cleared).
+-- the settings' rules and the logs' secret gone (the question hashes cleared stay cleared).
 DO $$
 DECLARE
     distributed boolean := EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus')
@@ -11,9 +11,9 @@ BEGIN
            INTO distributed;
     END IF;
     EXECUTE 'DROP TABLE kgrag.curation_ended';
+    EXECUTE 'GRANT UPDATE (seeds, reason, question, chunk_ids) ON kgrag.query_log TO kgrag_logger';
+    EXECUTE 'CREATE POLICY logger_redact ON kgrag.query_log FOR UPDATE TO kgrag_logger USING (true) WITH CHECK (true)';
     EXECUTE 'DROP TABLE kgrag_private.log_secret';
-    EXECUTE 'DROP TABLE kgrag.log_forgetting';
-    EXECUTE 'REVOKE SELECT ON kgrag.chunk, kgrag.mention, kgrag.entity, kgrag.alias, kgrag.alias_source FROM kgrag_logger';
     -- the settings' policy calls what revision 0040 left (the kept bodies of then) before the rules go
     EXECUTE $q$
 CREATE OR REPLACE FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) RETURNS jsonb

@@ -14,9 +14,9 @@
 --   settings_value_fits_its_rule (for every writer, a superuser too). A
 --   tenant's row of an owner's setting written before this revision goes (it could point the
 --   reranker, with the operator's key, at the tenant's own listener).
--- - kgrag.log_forgetting: what a deletion of documents may redact from the query log, noted from
---   the graph by the log writer before the deletion (kgrag_private.note_forgettable_at) instead of
---   given by the caller: the redaction (kgrag_private.forget_in_logs) is no longer a tenant's to aim.
+-- - kgrag.delete_documents (SECURITY DEFINER from this release) ends the decisions about the
+--   documents and redacts the query log itself: the redaction (kgrag_private.forget_in_logs) is no
+--   longer callable by a tenant's role, so no writer aims it.
 -- - kgrag_private.log_secret: the secret the question hash of the logs is keyed with (sha256 of the
 --   secret around the question, in place of an unsalted md5 anyone could confirm a guess with);
 --   only the log writer (kgrag_logger) reads it. The unsalted hashes already logged are cleared.
@@ -76,29 +76,6 @@ $q$;
     -- floor and ceiling; the rows already there are read within them (kgrag_private.within_limits)
     EXECUTE $q$ALTER TABLE kgrag.settings ADD CONSTRAINT settings_value_fits_its_rule
         CHECK (kgrag_private.setting_rule(key) IS NULL OR kgrag_private.setting_fault(key, value) IS NULL) NOT VALID$q$;
-    -- what a document deletion may redact from the query log, noted from the graph before the
-    -- deletion by the log writer, not given by the caller
-    EXECUTE $q$
-CREATE TABLE kgrag.log_forgetting (
-    tenant_id text NOT NULL,
-    kind      text NOT NULL CHECK (kind IN ('entity', 'name', 'chunk')),
-    value     text NOT NULL,
-    PRIMARY KEY (tenant_id, kind, value)
-)$q$;
-    IF distributed THEN
-        EXECUTE $q$SELECT pg_catalog.create_distributed_table('kgrag.log_forgetting', 'tenant_id', colocate_with => 'kgrag.document')$q$;
-    ELSE
-        EXECUTE 'ALTER TABLE kgrag.log_forgetting ALTER COLUMN tenant_id SET STATISTICS 1';
-    END IF;
-    EXECUTE $q$COMMENT ON TABLE kgrag.log_forgetting IS 'What a deletion of documents in progress may make the query log forget: the chunks, entities and names the documents gave, noted from the graph by kgrag_private.note_forgettable_at before the deletion, read and emptied by kgrag_private.forget_in_logs after it (which forgets only what the graph no longer holds). Empty between transactions; no tenant role writes it.'$q$;
-    EXECUTE 'ALTER TABLE kgrag.log_forgetting ENABLE ROW LEVEL SECURITY';
-    EXECUTE 'ALTER TABLE kgrag.log_forgetting FORCE ROW LEVEL SECURITY';
-    EXECUTE $q$CREATE POLICY tenant_isolation ON kgrag.log_forgetting
-        USING (tenant_id = kgrag.current_tenant()) WITH CHECK (tenant_id = kgrag.current_tenant())$q$;
-    EXECUTE 'GRANT SELECT, INSERT, DELETE ON kgrag.log_forgetting TO kgrag_logger';
-    EXECUTE 'GRANT SELECT ON kgrag.log_forgetting TO kgrag_reader, kgrag_writer, kgrag_curator';
-    -- the log writer reads, for the tenant acting, what a deletion takes from the graph
-    EXECUTE 'GRANT SELECT ON kgrag.chunk, kgrag.mention, kgrag.entity, kgrag.alias, kgrag.alias_source TO kgrag_logger';
     -- a tenant's row of a setting that is now the owner's alone goes (the rows of every tenant)
     EXECUTE 'ALTER TABLE kgrag.settings NO FORCE ROW LEVEL SECURITY';
     DELETE FROM kgrag.settings
@@ -107,6 +84,9 @@ CREATE TABLE kgrag.log_forgetting (
                    'embedding_dimension', 'embedder_centres', 'embedder_floors', 'vector_index', 'setting_limits',
                    'idempotent_objects', 'idempotent_sha256');
     EXECUTE 'ALTER TABLE kgrag.settings FORCE ROW LEVEL SECURITY';
+    -- the log writer no longer redacts (kgrag.delete_documents does, as the schema owner)
+    EXECUTE 'DROP POLICY logger_redact ON kgrag.query_log';
+    EXECUTE 'REVOKE UPDATE ON kgrag.query_log FROM kgrag_logger';
     -- the logs' question hash, keyed
     EXECUTE $q$
 CREATE TABLE kgrag_private.log_secret (

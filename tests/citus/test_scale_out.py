@@ -67,9 +67,13 @@ def test_the_dynamic_vector_statement_names_the_tenant(dsn: str, admin: psycopg.
 
 def test_distribute_lists_each_table_once_in_foreign_key_order(admin: psycopg.Connection) -> None:
     plan = admin.execute("SELECT table_name, kind, colocate_with FROM kgrag.distribute(dry_run => true)").fetchall()
-    assert sorted(t for t, _, _ in plan) == [f"kgrag.{t}" for t in catalog_tables(admin)]
+    # and the secrets the workers check seals and key the logs' question hashes with (revision 0041)
+    secrets = ["kgrag_private.key_secret", "kgrag_private.log_secret"]
+    assert sorted(t for t, _, _ in plan) == sorted([f"kgrag.{t}" for t in catalog_tables(admin)] + secrets)
     kinds = {t: (k, c) for t, k, c in plan}
-    assert {t for t, (k, _) in kinds.items() if k == "reference"} == {f"kgrag.{t}" for t in REFERENCE_TABLES}
+    assert {t for t, (k, _) in kinds.items() if k == "reference"} == {f"kgrag.{t}" for t in REFERENCE_TABLES} | set(
+        secrets
+    )
     assert kinds["kgrag.document"] == ("distributed by tenant_id", None)
     # every table but the reference ones with document, the logs included (revision 0040: a tenant's
     # delegated search writes its log row next to its graph)

@@ -20,12 +20,11 @@ from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
 # not leakproof, so under the tenant policy their GIN indexes could not be used; the probes filter
 # on kgrag.current_tenant() themselves. kgrag.tenants() lists the tenants the caller may use (names
 # and document counts), and kgrag_private.log_search and log_answer_at write the logs, which readers may not write
-# themselves; kgrag.purge and kgrag_private.forget_in_logs delete and redact them, which no tenant may
-# do itself (what to redact is noted from the graph by note_forgettable_at, not given by the caller).
-# The schema owner's: two read the API keys' hashes and the secret that seals a checked key; the
-# curation functions write the decisions, which no tenant role writes itself (revision 0041), and
-# forget_decisions_at ends those about deleted documents (OWNER: the owner's role name, filled in
-# by the test).
+# themselves; kgrag.purge deletes them, which no tenant may do itself. The schema owner's: two read
+# the API keys' hashes and the secret that seals a checked key; the curation functions write the
+# decisions, which no tenant role writes itself (revision 0041), and kgrag.delete_documents ends those
+# about the documents it deletes and redacts what the query log says of them (OWNER: the owner's role
+# name, filled in by the test).
 PROBE = "kgrag_probe"
 LOGGER = "kgrag_logger"
 OWNER = "<owner>"
@@ -49,17 +48,9 @@ DEFINER_ALLOWED = {
     ),
     "kgrag.purge()": (LOGGER, "deletes the log and failure rows past their tenant's retention"),
     "kgrag_private.log_llm_calls_at(text,jsonb)": (LOGGER, "bounded rows of the LLM calls made for the tenant"),
-    "kgrag_private.note_forgettable_at(text,text[])": (
-        LOGGER,
-        "notes from the graph what deleting documents may make the query log forget",
-    ),
-    "kgrag_private.forget_in_logs(text)": (
-        LOGGER,
-        "redacts from the query log what was noted and the graph no longer holds",
-    ),
-    "kgrag_private.forget_decisions_at(text,text[])": (
+    "kgrag.delete_documents(text[])": (
         OWNER,
-        "ends the decisions about documents the tenant no longer holds, with an entry",
+        "deletes the tenant's documents named, ending the decisions about them and redacting the query log",
     ),
     "kgrag.reject_relation(text,text,text,text)": (OWNER, DECISION),
     "kgrag.correct_relation(text,text,text,text,text)": (OWNER, DECISION),
@@ -126,42 +117,33 @@ def test_the_probe_role_reads_three_tables_and_the_logger_writes_one(admin: psyc
         [LOGGER],
     ).fetchall()
     # it writes the logs, and (revision 0039) reads, purges and redacts them, and reads the
-    # settings (rates and retention); (revision 0041) it notes what a deletion may redact from the
-    # graph (the tenant's rows, through its policies) and reads what the graph still holds
+    # settings (rates and retention); (revision 0041) it reads the secret the question hash is keyed
+    # with, and no longer redacts (kgrag.delete_documents does, as the schema owner)
     assert logger == [
-        ("alias", "SELECT"),
-        ("alias_source", "SELECT"),
         ("answer_log", "DELETE"),
         ("answer_log", "INSERT"),
         ("answer_log", "SELECT"),
-        ("chunk", "SELECT"),
-        ("entity", "SELECT"),
         ("ingest_failure", "DELETE"),
         ("ingest_failure", "SELECT"),
         ("llm_call", "DELETE"),
         ("llm_call", "INSERT"),
         ("llm_call", "SELECT"),
-        ("log_forgetting", "DELETE"),
-        ("log_forgetting", "INSERT"),
-        ("log_forgetting", "SELECT"),
         ("log_overflow", "DELETE"),
         ("log_overflow", "INSERT"),
         ("log_overflow", "SELECT"),
         ("log_overflow", "UPDATE"),
         ("log_secret", "SELECT"),
-        ("mention", "SELECT"),
         ("query_log", "DELETE"),
         ("query_log", "INSERT"),
         ("query_log", "SELECT"),
         ("settings", "SELECT"),
     ]
     columns = admin.execute(
-        "SELECT table_name, string_agg(column_name || ' ' || privilege_type, ', ' ORDER BY column_name, privilege_type)"
-        " FROM information_schema.column_privileges WHERE grantee = %s AND table_name = 'query_log'"
-        " AND privilege_type = 'UPDATE' GROUP BY 1 ORDER BY 1",
+        "SELECT table_name, column_name FROM information_schema.column_privileges"
+        " WHERE grantee = %s AND privilege_type = 'UPDATE' AND table_name = 'query_log'",
         [LOGGER],
     ).fetchall()
-    assert columns == [("query_log", "chunk_ids UPDATE, question UPDATE, reason UPDATE, seeds UPDATE")]
+    assert columns == []  # (revision 0041: kgrag.delete_documents redacts, as the schema owner)
     logger_policies = admin.execute(
         "SELECT tablename, cmd, qual FROM pg_policies WHERE schemaname = 'kgrag' AND %s = ANY (roles) ORDER BY 1, 2",
         [LOGGER],
@@ -177,7 +159,6 @@ def test_the_probe_role_reads_three_tables_and_the_logger_writes_one(admin: psyc
         ("log_overflow", "SELECT", "true"),
         ("query_log", "DELETE", "true"),
         ("query_log", "SELECT", "true"),
-        ("query_log", "UPDATE", "true"),
         ("settings", "SELECT", "true"),
     ]
     assert admin.execute(
@@ -266,8 +247,7 @@ def test_application_roles_cannot_bypass_row_level_security(admin: psycopg.Conne
 
 
 # The logs are written by the SECURITY DEFINER log functions alone (revision 0039): a writer reads them.
-# what no tenant role writes itself: the logs, and (revision 0041) the decisions and what a deletion
-# may make the log forget
+# what no tenant role writes itself: the logs, and (revision 0041) the decisions
 WRITTEN_BY_THE_DATABASE = {
     "query_log",
     "answer_log",
@@ -275,7 +255,6 @@ WRITTEN_BY_THE_DATABASE = {
     "llm_call",
     "curation",
     "curation_ended",
-    "log_forgetting",
 }
 
 

@@ -17,6 +17,7 @@ import pytest
 from conftest import as_role
 from ingesting import ingest, q
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.types.json import Jsonb
 
 from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
 from pgkgrag.embed.embedders import HashEmbedder
@@ -90,9 +91,9 @@ def test_a_writer_cannot_forge_rewrite_or_delete_a_decision(login: Callable[[str
         ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege), tenant_transaction(conn, "t1"):
                 conn.execute(attack)
-        # the function that ends decisions ends none about a document the tenant still holds
-        with tenant_transaction(conn, "t1"):
-            assert conn.execute("SELECT kgrag_private.forget_decisions_at('t1', ARRAY['team'])").fetchone() == (0,)
+        # nor may it call what ends the decisions of a deleted document
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), tenant_transaction(conn, "t1"):
+            conn.execute("SELECT kgrag_private.end_decisions(ARRAY['team'])")
         with tenant_transaction(conn, "t1"):
             history = conn.execute("SELECT kind, target, decided_by, state FROM kgrag.decision_history").fetchall()
     assert history == [("reject_relation", MANAGES, role_of(curator), "in force")]
@@ -107,7 +108,8 @@ def test_a_curator_decides_only_through_the_functions_and_can_search(login: Call
             " VALUES ('t1', 'rename_entity', 'person:ana costa', '')",
             "INSERT INTO kgrag.curation (tenant_id, kind, target) VALUES ('t1', 'reject_relation', 'made|UP|target')",
             "SELECT kgrag_private.decide('rename_entity', 'person:ana costa', '', NULL, '')",
-            "SELECT kgrag_private.forget_decisions_at('t1', ARRAY['team'])",
+            "SELECT kgrag_private.end_decisions(ARRAY['team'])",
+            "SELECT kgrag.delete_documents(ARRAY['team'])",
         ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege), tenant_transaction(conn, "t1"):
                 conn.execute(attack)
@@ -297,19 +299,22 @@ def test_a_writer_cannot_aim_the_logs_redaction(conn: psycopg.Connection, login:
             own.execute("SELECT count(*) FROM kgrag.kgrag_search(question => %s)", [question])
     before = q(conn, "SELECT reason, seeds, chunk_ids FROM kgrag.query_log ORDER BY searched_at")
     assert any("Contoso" in reason for reason, _, _ in before)
+    noted = Jsonb({"chunks": [], "entities": [], "names": ["Contoso", "the", "a"]})
     with connect(writer) as own:
-        for attack in (
-            "SELECT kgrag_private.forget_in_logs('t1', ARRAY[]::text[], ARRAY['Contoso', 'the', 'a'], ARRAY[]::text[])",
-            "INSERT INTO kgrag.log_forgetting (tenant_id, kind, value) VALUES ('t1', 'name', 'Contoso')",
-            "UPDATE kgrag.query_log SET reason = '[forgotten]'",
+        for attack, arguments in (
+            ("SELECT kgrag_private.forget_in_logs(%s)", [noted]),
+            ("SELECT kgrag_private.forgettable(ARRAY['team'])", None),
+            ("UPDATE kgrag.query_log SET reason = '[forgotten]'", None),
         ):
-            refused = (psycopg.errors.UndefinedFunction, psycopg.errors.InsufficientPrivilege)
-            with pytest.raises(refused), tenant_transaction(own, "t1"):
-                own.execute(attack)
-        # the redaction takes what to forget from the graph, and forgets only what it no longer holds
-        with tenant_transaction(own, "t1"):
-            own.execute("SELECT kgrag_private.note_forgettable_at('t1', ARRAY['team', 'other'])")
-            assert own.execute("SELECT kgrag_private.forget_in_logs('t1')").fetchone() == (0,)
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), tenant_transaction(own, "t1"):
+                own.execute(attack, arguments)
+        # nor prepare the scratch tables the deletion (run as the schema owner) writes through
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState), tenant_transaction(own, "t1"):
+            own.execute("CREATE TEMP TABLE kgrag_touched (a text, b text, rel text, n integer) ON COMMIT DROP")
+            own.execute(
+                "INSERT INTO kgrag_touched VALUES ('person:ana costa', 'organization:contoso', 'CO_OCCURS', 999)"
+            )
+            own.execute("SELECT kgrag.delete_documents(ARRAY['other'])")
     assert q(conn, "SELECT reason, seeds, chunk_ids FROM kgrag.query_log ORDER BY searched_at") == before
     # deleting a document still forgets what only it named
     with connect(writer) as own, tenant_transaction(own, "t1"):

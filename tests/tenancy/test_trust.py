@@ -123,12 +123,9 @@ def test_naming_another_tenant_to_a_delegated_call_is_refused(
         f"kgrag_private.{name}"
         for name in (
             "context_blocks_at",
-            "forget_decisions_at",
-            "forget_in_logs",
             "link_entities_at",
             "log_answer_at",
             "log_llm_calls_at",
-            "note_forgettable_at",
             "route_at",
             "search_at",
             "search_chunks_lexical_at",
