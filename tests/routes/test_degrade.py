@@ -234,7 +234,12 @@ def test_a_failing_reranker_keeps_the_fused_order(
 
 
 def test_a_reranker_setting_out_of_shape_is_refused(long_docs: psycopg.Connection) -> None:
-    setting(long_docs, "rerank_url", '"http://127.0.0.1:9/rerank"')
-    setting(long_docs, "rerank_api", '"soap"')
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match="rerank_api must be tei or cohere"):
-        search(long_docs, "clause", "vector")
+    # when it is written (revision 0041: every setting has a rule), by the schema owner too
+    for key, value, refusal in (
+        ("rerank_api", '"soap"', r'rerank_api takes one of \["tei", "cohere"\]'),
+        ("rerank_url", '"ftp://127.0.0.1:9/rerank"', "rerank_url takes an http"),
+        ("rerank_timeout_ms", "0", "rerank_timeout_ms = 0 is outside"),
+    ):
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match=refusal):
+            setting(long_docs, key, value)
+        long_docs.rollback()
