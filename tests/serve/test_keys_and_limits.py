@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from commands import psql, run, serving
+from commands import bearer, make_key, psql, run, serving
 from conftest import Server, as_role
 
 from pgkgrag.db.connections import READER, WRITER, connect
@@ -33,12 +33,6 @@ class Setup:
     key_a: str
     key_b: str
     key_ab: str
-
-
-def make_key(dsn: str, name: str, *args: str) -> str:
-    made = run("keys", "create", name, *args, dsn=dsn)
-    assert made.returncode == 0, made.stderr
-    return made.stdout.splitlines()[-1]
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +67,6 @@ def setup(
 def base(setup: Setup) -> Iterator[str]:
     with serving(setup.service_dsn, "--key-rate", "1000/minute") as url:
         yield url
-
-
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
 
 
 def test_keys_are_shown_once_and_kept_hashed(setup: Setup) -> None:
