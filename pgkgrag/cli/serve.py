@@ -72,7 +72,8 @@ def serve_command(
 @friendly_errors
 def mcp_command(tenant: str) -> None:
     """Serve the MCP tools (search, context, ask, entity, neighbourhood) over stdio for one tenant,
-    as the login role of KGRAG_DSN (acting as kgrag_reader): for a desktop agent."""
+    as the login role of KGRAG_DSN (acting as kgrag_reader): for a desktop agent. Every call acts
+    for that tenant, whatever else the login role may act for."""
     from pgkgrag.serve.mcp import run_stdio
 
     run_stdio(ensure_server(Config.from_env(tenant)), tenant)

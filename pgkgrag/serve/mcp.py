@@ -1,9 +1,11 @@
 """The MCP tools of pgkgrag (the official `mcp` SDK): search, context, ask, entity and neighbourhood,
 for an agent, over streamable HTTP at /mcp/ of `pgkgrag serve` (the same API keys and limits as
-/v1/...) or over stdio (`pgkgrag mcp --tenant T`, as the login role of KGRAG_DSN and its tenant grant).
+/v1/...) or over stdio (`pgkgrag mcp --tenant T`, as the login role of KGRAG_DSN, for T alone).
 
 Each tool calls the service (pgkgrag.serve.service), so the database binds the call to the key's
-tenant; an error (a tenant the key may not act for, a rate passed) comes back as the tool's error.
+tenant; over stdio, every call acts for T, whatever else the login role may act for (the schema
+owner may act for all). An error (a tenant the key may not act for, a rate passed) comes back as the
+tool's error.
 """
 
 from __future__ import annotations
@@ -41,7 +43,15 @@ Route = Annotated[
         "community reports (themes of the whole collection); mixed: both; vector: passages only."
     ),
 ]
-K = Annotated[int, Field(description="How many results.", ge=1, le=100)]
+K = Annotated[
+    int,
+    Field(
+        description="The most chunks (passages) returned; the entity and community report rows that explain "
+        "them come besides.",
+        ge=1,
+        le=100,
+    ),
+]
 Tenant = Annotated[str | None, Field(description="Only for a key of several tenants: which one.")]
 Who = Callable[[Context, str | None], Awaitable[Caller]]
 
@@ -111,7 +121,9 @@ def _tools(service: Service, who: Who) -> MCPServer:
 
     @server.tool()
     async def neighbourhood(
-        name: Annotated[str, Field(description="The entity to start from (id, name or alias).", min_length=1)],
+        name: Annotated[
+            str, Field(description="The entity to start from (id, name or alias).", min_length=1, max_length=500)
+        ],
         ctx: Context,
         hops: Annotated[int, Field(description="How far to walk.", ge=1, le=4)] = 2,
         degree_cap: Annotated[int, Field(description="Edges followed per entity.", ge=1, le=100)] = 4,
@@ -174,10 +186,18 @@ def mount_mcp(app: Any, service: Service) -> Callable[[], contextlib.AbstractAsy
 
 
 def run_stdio(dsn: str, tenant: str) -> None:
-    """The tools over stdio for one tenant, as the login role's own grant (no key)."""
+    """The tools over stdio for one tenant, as the login role's own grant (no key): every call acts
+    for that tenant, whatever else the login role may act for; a call that names another is refused."""
     service = Service(dsn, Limits())
 
     async def fixed(_: Context, named: str | None) -> Caller:
-        return Caller(None, "stdio", named or tenant)
+        if named not in (None, tenant):
+            raise ApiError(
+                403,
+                f"pgkgrag mcp --tenant {tenant} acts for tenant {tenant!r} only: it may not act for tenant {named!r}",
+                "tenant",
+                "tenant_not_allowed",
+            )
+        return Caller(None, "stdio", tenant)
 
     _tools(service, fixed).run("stdio")
