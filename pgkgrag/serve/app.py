@@ -8,7 +8,10 @@ embedder and call kgrag.kgrag_search and kgrag.context; POST /v1/ask answers wit
 citations (pgkgrag.llm.answers, the chat endpoint of KGRAG_LLM_URL); POST /v1/entity and
 /v1/neighbourhood show the graph around an entity; POST /v1/embeddings embeds with a named model,
 so a client can make the SQL call itself. /mcp serves the same as MCP tools (pgkgrag.serve.mcp).
-FastAPI validates and routes; uvicorn serves. Errors have OpenAI's shape ({"error": {...}}).
+FastAPI validates and routes; uvicorn serves. Every error, whatever refuses the request (the
+routing, the body's size or parsing, the service, the database), has OpenAI's shape ({"error":
+{message, type, param, code}}) and a code of pgkgrag.serve.errors.CODES; every request is counted
+in /metrics, by endpoint and status, and every error by its code.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
-import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, Literal
@@ -35,10 +37,10 @@ try:
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, Response
+    from starlette.exceptions import HTTPException
 except ImportError as exc:
     raise missing("server") from exc
 
-log = logging.getLogger("pgkgrag.serve")
 MAX_INPUTS = 2048  # texts per request, as OpenAI's API allows
 MAX_INPUT_CHARS = 32_768  # characters per text
 Scope = MutableMapping[str, Any]
@@ -86,8 +88,8 @@ class BodyLimit:
     """Pure ASGI: a request body larger than the limit gets 413 before anything parses it (by its
     Content-Length, or, for a chunked body, by reading it up to the limit first)."""
 
-    def __init__(self, app: Any, limit: int) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app: Any, limit: int, metrics: telemetry.Metrics) -> None:
+        self.app, self.limit, self.metrics = app, limit, metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -96,7 +98,7 @@ class BodyLimit:
         too_big = ApiError(413, f"the request body is larger than this server's {self.limit} bytes", code="too_large")
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limit):
-            await too_big.response()(scope, receive, send)
+            await _refused(self.metrics, too_big)(scope, receive, send)
             return
         if length is not None:
             await self.app(scope, receive, send)
@@ -110,7 +112,7 @@ class BodyLimit:
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > self.limit:
-                await too_big.response()(scope, receive, send)
+                await _refused(self.metrics, too_big)(scope, receive, send)
                 return
         sent = False
 
@@ -155,6 +157,12 @@ class Measured:
             self.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
 
 
+def _refused(metrics: telemetry.Metrics, error: ApiError) -> JSONResponse:
+    """The response of an error, counted by its code."""
+    metrics.errors.labels(error.code).inc()
+    return error.response()
+
+
 def _texts(request: EmbeddingRequest) -> list[str]:
     value = request.input
     texts = [value] if isinstance(value, str) else value
@@ -164,12 +172,17 @@ def _texts(request: EmbeddingRequest) -> list[str]:
         raise ApiError(400, "input must be text: token arrays are not supported", "input")
     strings = [t for t in texts if isinstance(t, str)]
     if len(strings) > MAX_INPUTS:
-        raise ApiError(400, f"input holds {len(strings)} texts, more than {MAX_INPUTS}", "input")
+        raise ApiError(400, f"input holds {len(strings)} texts, more than {MAX_INPUTS}", "input", "too_many_inputs")
     for i, text in enumerate(strings):
         if not text.strip():
             raise ApiError(400, f"input[{i}] is empty", "input")
         if len(text) > MAX_INPUT_CHARS:
-            raise ApiError(400, f"input[{i}] is {len(text)} characters long, more than {MAX_INPUT_CHARS}", "input")
+            raise ApiError(
+                400,
+                f"input[{i}] is {len(text)} characters long, more than {MAX_INPUT_CHARS}",
+                "input",
+                "input_too_long",
+            )
     return strings
 
 
@@ -191,15 +204,24 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
 
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
-        metrics.errors.labels(exc.code or str(exc.status)).inc()
-        return exc.response()
+        return _refused(metrics, exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {"msg": "invalid request", "loc": ()}
+        first = exc.errors()[0] if exc.errors() else {"msg": "invalid request", "loc": (), "type": ""}
+        if first.get("type") == "json_invalid":
+            return _refused(metrics, ApiError(400, f"the body is not JSON: {first['msg']}", code="invalid_json"))
         param = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or None
-        metrics.errors.labels("invalid_request").inc()
-        return ApiError(400, f"{param or 'request'}: {first['msg']}", param).response()
+        return _refused(metrics, ApiError(400, f"{param or 'request'}: {first['msg']}", param))
+
+    @app.exception_handler(HTTPException)
+    async def routing(_: Request, exc: HTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "invalid_request")
+        return _refused(metrics, ApiError(exc.status_code, str(exc.detail), code=code, headers=exc.headers))
+
+    @app.exception_handler(Exception)
+    async def crashed(_: Request, __: Exception) -> JSONResponse:  # raised again after: uvicorn logs it
+        return _refused(metrics, ApiError(500, "the server failed: its log says why", code="internal_error"))
 
     async def caller(request: Request, tenant: str | None) -> Caller:
         return await service.caller(request.headers.get("authorization"), tenant)
@@ -213,7 +235,7 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
         try:
             await service.run(None, None, ping)
         except ApiError as exc:
-            raise ApiError(503, f"the database is not reachable: {exc.message}") from exc
+            raise ApiError(503, f"the database is not reachable: {exc.message}", code="database_unavailable") from exc
         return {"status": "ok", "dimension": service.models.dimension, "models": list(SERVED)}
 
     @app.get("/metrics")
@@ -294,9 +316,9 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
     KNOWN = {route.path for route in app.routes if hasattr(route, "path")} | {"/mcp"}
     from pgkgrag.serve.mcp import mount_mcp
 
-    mcp_running.append(mount_mcp(app, service))
-    app.add_middleware(Measured, metrics=metrics, known=KNOWN)
-    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
+    mcp_running.append(mount_mcp(app, service, metrics))
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes, metrics=metrics)
+    app.add_middleware(Measured, metrics=metrics, known=KNOWN)  # the last added is the outermost: it sees all
     return app
 
 

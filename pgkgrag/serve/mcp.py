@@ -5,7 +5,7 @@ for an agent, over streamable HTTP at /mcp/ of `pgkgrag serve` (the same API key
 Each tool calls the service (pgkgrag.serve.service), so the database binds the call to the key's
 tenant; over stdio, every call acts for T, whatever else the login role may act for (the schema
 owner may act for all). An error (a tenant the key may not act for, a rate passed) comes back as the
-tool's error.
+tool's error, with its code; each call is counted by tool and outcome (kgrag_mcp_tool_calls_total).
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from pgkgrag.extras import missing
+from pgkgrag.serve import telemetry
 from pgkgrag.serve.errors import ApiError
 from pgkgrag.serve.service import Caller, Limits, Service
 
 try:
     from mcp.server.mcpserver import Context, MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 except ImportError as exc:
     raise missing("server") from exc
 
@@ -54,22 +55,55 @@ K = Annotated[
 ]
 Tenant = Annotated[str | None, Field(description="Only for a key of several tenants: which one.")]
 Who = Callable[[Context, str | None], Awaitable[Caller]]
+TOOLS = ("search", "context", "ask", "entity", "neighbourhood")
 
 
-def _tools(service: Service, who: Who) -> MCPServer:
-    server = MCPServer(name="pgkgrag", instructions=INSTRUCTIONS, log_level="WARNING")
+class _Counted(MCPServer):
+    """The tools, each call counted by tool and outcome: ok, or the error's code."""
+
+    def __init__(self, metrics: telemetry.Metrics) -> None:
+        super().__init__(name="pgkgrag", instructions=INSTRUCTIONS, log_level="WARNING")
+        self._metrics = metrics
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        tool = name if name in TOOLS else "unknown"  # the label's values stay few, whatever an agent sends
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            self._metrics.tool_calls.labels(tool, _outcome(exc)).inc()
+            raise
+        self._metrics.tool_calls.labels(tool, "ok").inc()
+        return result
+
+
+def _outcome(error: ToolError) -> str:
+    """The code of a tool's error: the service's own, or what the SDK refused before the tool ran."""
+    if isinstance(error, UnexpectedToolError):
+        return "internal_error"
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, ApiError):
+            return cause.code
+        if isinstance(cause, ValidationError):
+            return "invalid_request"
+        cause = cause.__cause__
+    return "not_found"  # a tool this server does not have
+
+
+def _tools(service: Service, who: Who, metrics: telemetry.Metrics) -> MCPServer:
+    server = _Counted(metrics)
 
     async def acting(ctx: Context, tenant: str | None) -> Caller:
         try:
             return await who(ctx, tenant)
         except ApiError as exc:
-            raise ToolError(f"{exc.status}: {exc.message}") from exc
+            raise _tool_error(exc) from exc
 
     async def call(work: Awaitable[Any]) -> Any:
         try:
             return await work
         except ApiError as exc:
-            raise ToolError(f"{exc.status}: {exc.message}") from exc
+            raise _tool_error(exc) from exc
 
     @server.tool()
     async def search(
@@ -139,12 +173,16 @@ def _tools(service: Service, who: Who) -> MCPServer:
     return server
 
 
+def _tool_error(exc: ApiError) -> ToolError:
+    return ToolError(f"{exc.status} {exc.code}: {exc.message}")
+
+
 class KeyRequired:
     """Pure ASGI in front of /mcp: a request without a valid key gets 401 (a JSON-RPC error, which
     the SDK's client reports) before MCP reads it."""
 
-    def __init__(self, app: Any, service: Service) -> None:
-        self.app, self.service = app, service
+    def __init__(self, app: Any, service: Service, metrics: telemetry.Metrics) -> None:
+        self.app, self.service, self.metrics = app, service, metrics
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -152,12 +190,14 @@ class KeyRequired:
             try:
                 await self.service.key_holder(headers.get("authorization"))
             except ApiError as exc:
+                self.metrics.errors.labels(exc.code).inc()
                 body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": exc.message}})
+                headers = {"content-type": "application/json", **exc.headers}
                 await send(
                     {
                         "type": "http.response.start",
                         "status": exc.status,
-                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
                     }
                 )
                 await send({"type": "http.response.body", "body": body.encode()})
@@ -165,7 +205,9 @@ class KeyRequired:
         await self.app(scope, receive, send)
 
 
-def mount_mcp(app: Any, service: Service) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
+def mount_mcp(
+    app: Any, service: Service, metrics: telemetry.Metrics
+) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
     """Mount the tools at /mcp/ of the FastAPI app; returns what its lifespan must run."""
 
     async def from_key(ctx: Context, tenant: str | None) -> Caller:
@@ -173,9 +215,9 @@ def mount_mcp(app: Any, service: Service) -> Callable[[], contextlib.AbstractAsy
         # KeyRequired counted the request against the key's (and its only tenant's) rate already
         return await service.caller(headers.get("authorization"), tenant, counted=False)
 
-    server = _tools(service, from_key)
+    server = _tools(service, from_key, metrics)
     asgi = server.streamable_http_app(streamable_http_path="/", stateless_http=True, json_response=True)
-    app.mount("/mcp", KeyRequired(asgi, service))
+    app.mount("/mcp", KeyRequired(asgi, service, metrics))
 
     @contextlib.asynccontextmanager
     async def running() -> AsyncIterator[None]:
@@ -200,4 +242,4 @@ def run_stdio(dsn: str, tenant: str) -> None:
             )
         return Caller(None, "stdio", tenant)
 
-    _tools(service, fixed).run("stdio")
+    _tools(service, fixed, telemetry.Metrics()).run("stdio")

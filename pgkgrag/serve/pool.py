@@ -76,10 +76,19 @@ class Connections:
         try:
             conn = self._idle.get(timeout=wait_s)
         except queue.Empty:
-            raise ApiError(503, "every database connection of this server is busy: try again", code="busy") from None
+            raise ApiError(
+                503, "every database connection of this server is busy: try again", code="server_busy"
+            ) from None
         try:
             if conn is None or conn.closed or conn.broken:
-                conn = connect_app(self._dsn, READER)
+                conn = _connected(self._dsn)
             yield conn
         finally:
             self._idle.put(conn)
+
+
+def _connected(dsn: str) -> psycopg.Connection:
+    try:
+        return connect_app(dsn, READER)
+    except KgragError as exc:  # the database cannot be reached, or its schema is not this version's
+        raise ApiError(503, str(exc), code="database_unavailable") from exc

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import hashlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -37,7 +38,7 @@ from pgkgrag.queries import Q
 from pgkgrag.retrieval.results import SearchResult
 from pgkgrag.retrieval.search import context, run_search
 from pgkgrag.serve import telemetry
-from pgkgrag.serve.errors import ApiError, status_of
+from pgkgrag.serve.errors import ApiError, from_database, too_many
 from pgkgrag.serve.pool import Connections, Models
 
 try:
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pgkgrag.serve")
 T = TypeVar("T")
 Disconnected = Callable[[], Awaitable[bool]]  # whether the client went away
+KEY_FORM = re.compile(r"kgk_[0-9a-f]{64}")  # as kgrag.create_key makes keys
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,20 @@ def key_id(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
+def _key(authorization: str | None) -> str:
+    """The API key of an Authorization header, if it has a key's form (kgk_ and 64 hex digits, as
+    kgrag.create_key makes them); 401 otherwise, before any work."""
+    scheme, _, key = (authorization or "").partition(" ")
+    key = key.strip()
+    if scheme.lower() != "bearer" or not key:
+        raise ApiError(
+            401, "an API key is required: Authorization: Bearer KEY (pgkgrag keys create)", code="invalid_api_key"
+        )
+    if not KEY_FORM.fullmatch(key):
+        raise ApiError(401, "the API key is not valid: a key is kgk_ and 64 hex digits", code="invalid_api_key")
+    return key
+
+
 class Service:
     def __init__(self, dsn: str, limits: Limits, llm: OpenAICompatibleClient | None = None) -> None:
         self.limits = limits
@@ -117,15 +133,14 @@ class Service:
         """The caller of a request: its key checked by the database, for the tenant it names (or
         the key's only tenant); 401 without a valid key, 403 for a tenant the key may not act for,
         429 past a rate (counted: False for a call inside a request already counted, an MCP tool's)."""
-        scheme, _, key = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not key.strip():
-            raise ApiError(
-                401, "an API key is required: Authorization: Bearer KEY (pgkgrag keys create)", code="invalid_api_key"
-            )
-        key = key.strip()
+        key = _key(authorization)
         ident = key_id(key)
         if counted and not self._rates.hit(self._key_rate, "key", ident):
-            raise ApiError(429, f"this key made more than {self.limits.key_rate} requests", code="rate_limit_exceeded")
+            raise too_many(
+                f"this key made more than {self.limits.key_rate} requests",
+                "rate_limit_exceeded",
+                self._retry_after(self._key_rate, "key", ident),
+            )
 
         def check(conn: psycopg.Connection) -> str:
             with conn.transaction():
@@ -135,10 +150,16 @@ class Service:
 
         acting = await self.run(None, None, check)
         if counted and not self._rates.hit(self._tenant_rate, "tenant", acting):
-            raise ApiError(
-                429, f"tenant {acting} made more than {self.limits.tenant_rate} requests", code="rate_limit_exceeded"
+            raise too_many(
+                f"tenant {acting} made more than {self.limits.tenant_rate} requests",
+                "rate_limit_exceeded",
+                self._retry_after(self._tenant_rate, "tenant", acting),
             )
         return Caller(key, ident, acting)
+
+    def _retry_after(self, rate: RateLimitItem, *identifiers: str) -> float:
+        """Seconds until the rate's window lets one more request in."""
+        return self._rates.get_window_stats(rate, *identifiers).reset_time - time.time()
 
     # -- running a call ----------------------------------------------------------------------
 
@@ -173,15 +194,15 @@ class Service:
                 with contextlib.suppress(psycopg.Error, ApiError, KgragError):
                     await task  # the cancelled query's error: the caller gets 408 or nothing
                 if late:
-                    raise ApiError(408, f"the call ran past this server's {self.limits.timeout_s:g} s", code="timeout")
+                    raise ApiError(408, f"the call ran past this server's {self.limits.timeout_s:g} s", None, "timeout")
                 raise ApiError(499, "the client went away", code="client_closed")
         try:
             return task.result()
         except psycopg.Error as exc:
-            status, code = status_of(exc)
-            if status == 500:
+            error = from_database(exc)
+            if error.status == 500:
                 log.error("database error: %s", describe(exc).text())
-            raise ApiError(status, describe(exc).message, code=code) from exc
+            raise error from exc
         except KgragError as exc:
             raise ApiError(400, str(exc)) from exc
 
@@ -190,8 +211,8 @@ class Service:
         try:
             return (await self.caller(authorization, None)).key_id
         except ApiError as exc:
-            if exc.code == "22023":  # a valid key of several tenants, none named
-                return key_id((authorization or "").partition(" ")[2].strip())
+            if exc.status == 400:  # a valid key of several tenants, none named
+                return key_id(_key(authorization))
             raise
 
     # -- the calls -----------------------------------------------------------------------------
@@ -243,10 +264,12 @@ class Service:
     ) -> Answer:
         from pgkgrag.llm.answers import AskFailed, ask
 
+        llm = self.chat()
+
         def work(conn: psycopg.Connection) -> Answer:
             embedder = self.embedder_of(conn, caller.tenant)
             with (
-                self.answering(caller.tenant) as llm,
+                self.answering(caller.tenant),
                 telemetry.span("kgrag.ask", caller.attributes(route_asked=route, k=k)) as current,
             ):
                 try:
@@ -290,24 +313,31 @@ class Service:
 
     # -- answering with an LLM ---------------------------------------------------------------
 
+    def chat(self) -> OpenAICompatibleClient:
+        """The LLM client, made once from KGRAG_LLM_*; 503 when this server has none."""
+        from pgkgrag.llm.client import LlmSettings, OpenAICompatibleClient
+
+        with self._answering_lock:
+            if self._llm is None:
+                try:
+                    self._llm = OpenAICompatibleClient(LlmSettings.from_env())
+                except KgragError as exc:
+                    raise ApiError(503, f"this server answers with no LLM: {exc}", code="llm_not_configured") from exc
+            return self._llm
+
     @contextmanager
-    def answering(self, tenant: str) -> Iterator[OpenAICompatibleClient]:
-        """A slot among the tenant's answers in progress (429 when none is free) and the LLM client."""
+    def answering(self, tenant: str) -> Iterator[None]:
+        """A slot among the tenant's answers in progress (429 when none is free)."""
         with self._answering_lock:
             slots = self._answering.setdefault(tenant, threading.BoundedSemaphore(self.limits.answers_per_tenant))
-            if self._llm is None:
-                from pgkgrag.llm.client import LlmSettings, OpenAICompatibleClient
-
-                self._llm = OpenAICompatibleClient(LlmSettings.from_env())
-            llm = self._llm
         if not slots.acquire(blocking=False):
-            raise ApiError(
-                429,
+            raise too_many(
                 f"tenant {tenant} has {self.limits.answers_per_tenant} answers in progress already",
-                code="rate_limit_exceeded",
+                "too_many_in_progress",
+                1,
             )
         try:
-            yield llm
+            yield
         finally:
             slots.release()
 

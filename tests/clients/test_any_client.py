@@ -254,7 +254,8 @@ def test_the_embeddings_endpoint_serves_e5_questions_and_passages(embeddings_ser
     ("payload", "headers", "status", "message"),
     [
         ({"model": "use", "input": "x"}, {}, 401, "API key is required"),
-        ({"model": "use", "input": "x"}, {"Authorization": "Bearer wrong"}, 401, "unknown or revoked"),
+        ({"model": "use", "input": "x"}, {"Authorization": "Bearer wrong"}, 401, "kgk_ and 64 hex digits"),
+        ({"model": "use", "input": "x"}, {"Authorization": f"Bearer kgk_{'0' * 64}"}, 401, "unknown or revoked"),
         ({"model": "ada-002", "input": "x"}, AUTH, 404, "does not exist here"),
         ({"model": "openai", "input": "x"}, AUTH, 404, "does not exist here"),
         ({"model": "use", "input": []}, AUTH, 400, "input is empty"),

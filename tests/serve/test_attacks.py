@@ -15,8 +15,9 @@ import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import httpx
 import pytest
-from commands import PGKGRAG, command_env, make_key, run
+from commands import PGKGRAG, bearer, command_env, make_key, run, serving
 from conftest import Server, as_role
 
 from pgkgrag.db.connections import READER, connect, tenant_transaction
@@ -66,6 +67,126 @@ def tenants(
         yield Tenants(dsn, as_role(dsn, role), role, keys)
     finally:
         server.drop_database(name)
+
+
+@pytest.fixture(scope="module")
+def base(tenants: Tenants) -> Iterator[str]:
+    """The service as the README runs it (no LLM configured), limits at their defaults but the key rate."""
+    with serving(tenants.service_dsn, "--key-rate", "1000/minute") as url:
+        yield url
+
+
+def logged(dsn: str, tenant: str, table: str = "query_log") -> int:
+    """Rows of the tenant's query log (or answer log), read by the owner."""
+    with connect(dsn) as conn, tenant_transaction(conn, tenant):
+        row = conn.execute(f"SELECT count(*) FROM kgrag.{table} WHERE tenant_id = %s", [tenant]).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def post(url: str, key: str, body: dict[str, object], timeout: float = 60) -> httpx.Response:
+    return httpx.post(url, json=body, headers=bearer(key), timeout=timeout)
+
+
+def error_of(response: httpx.Response) -> dict[str, object]:
+    assert set(response.json()) == {"error"}, response.text
+    error: dict[str, object] = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}, error
+    return error
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "code"),
+    [
+        ("GET", "/nowhere", None, 404, "not_found"),
+        ("GET", "/v1/search", None, 405, "method_not_allowed"),
+        ("POST", "/v1/search", b'{"question": "x",', 400, "invalid_json"),
+        ("POST", "/v1/search", b'{"question": 5}', 400, "invalid_request"),
+        ("POST", "/v1/search", b'{"question": "x", "k": 0}', 400, "invalid_request"),
+        ("POST", "/v1/search", b'{"question": "x", "options": {"bogus": 1}}', 400, "invalid_value"),
+        ("POST", "/v1/entity", b'{"name": "nobody at all"}', 400, "invalid_value"),
+        ("POST", "/v1/ask", b'{"question": "Who approves the Acme contract?"}', 503, "llm_not_configured"),
+    ],
+)
+def test_every_error_has_openai_s_shape_and_a_stable_code(
+    tenants: Tenants, base: str, method: str, path: str, body: bytes | None, status: int, code: str
+) -> None:
+    headers = bearer(tenants.keys["a"]) | {"Content-Type": "application/json"}
+    response = httpx.request(method, f"{base}{path}", content=body, headers=headers, timeout=60)
+    assert response.status_code == status, response.text
+    error = error_of(response)
+    assert error["code"] == code and error["message"], error
+    assert error["type"] == ("invalid_request_error" if status < 500 else "server_error")
+
+
+def test_an_ask_without_an_llm_is_refused_before_it_searches(tenants: Tenants, base: str) -> None:
+    before = logged(tenants.owner_dsn, "a")
+    refused = post(f"{base}/v1/ask", tenants.keys["a"], {"question": "Who approves the Acme contract?"})
+    assert refused.status_code == 503 and "KGRAG_LLM_URL" in str(error_of(refused)["message"])
+    assert logged(tenants.owner_dsn, "a") == before
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "kgk_" + "a" * 300,  # longer than any key (SQL said: record "k" is not assigned yet, a 500)
+        "kgk_" + "g" * 64,  # not hex
+        "kgk_" + "A" * 64,  # hex, but not as keys are made
+        "sk-" + "0" * 64,  # another service's key
+        "kgk_" + "é" * 64,
+    ],
+)
+def test_a_malformed_key_is_a_401(tenants: Tenants, base: str, key: str) -> None:
+    response = httpx.post(
+        f"{base}/v1/search",
+        json={"question": "Acme"},
+        headers={"Authorization": f"Bearer {key}".encode()},  # type: ignore[dict-item]
+        timeout=60,
+    )
+    assert response.status_code == 401, response.text
+    assert error_of(response)["code"] == "invalid_api_key"
+    assert response.headers["WWW-Authenticate"] == "Bearer"
+
+
+async def _mcp_http(base: str, key: str, calls: list[tuple[str, dict[str, object]]]) -> list[object]:
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(headers=bearer(key), timeout=httpx2.Timeout(60, read=120)) as http,
+        streamable_http_client(f"{base}/mcp/", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return [await session.call_tool(name, arguments) for name, arguments in calls]
+
+
+def test_metrics_count_every_request_and_every_tool_call(tenants: Tenants, base: str) -> None:
+    key = tenants.keys["a"]
+    httpx.post(f"{base}/v1/search", content=b"x" * (5 * 1024 * 1024), headers=bearer(key), timeout=60)  # 413
+    httpx.get(f"{base}/nowhere", timeout=60)
+    httpx.post(f"{base}/mcp/", json={}, timeout=60)  # no key: 401
+    found, refused = asyncio.run(
+        _mcp_http(
+            base,
+            key,
+            [("search", {"question": "Acme", "route": "vector"}), ("search", {"question": "Acme", "tenant": "b"})],
+        )
+    )
+    assert not found.is_error and refused.is_error  # type: ignore[attr-defined]
+    text = httpx.get(f"{base}/metrics", timeout=10).text
+    for line in (
+        'kgrag_requests_total{endpoint="/v1/search",status="413"}',
+        'kgrag_requests_total{endpoint="other",status="404"}',
+        'kgrag_requests_total{endpoint="/mcp",status="401"}',
+        'kgrag_errors_total{code="too_large"}',
+        'kgrag_errors_total{code="not_found"}',
+        'kgrag_errors_total{code="invalid_api_key"}',
+        'kgrag_mcp_tool_calls_total{outcome="ok",tool="search"}',
+        'kgrag_mcp_tool_calls_total{outcome="tenant_not_allowed",tool="search"}',
+    ):
+        assert line in text, line
 
 
 def test_mcp_tenant_binds_the_schema_owner_to_its_tenant(tenants: Tenants) -> None:

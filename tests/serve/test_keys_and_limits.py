@@ -20,6 +20,7 @@ from commands import bearer, make_key, psql, run, serving
 from conftest import Server, as_role
 
 from pgkgrag.db.connections import READER, WRITER, connect
+from pgkgrag.serve.errors import CODES
 
 A_TEXT = "# Acme contract\n\nThe Acme contract is approved by Maria Silva, head of procurement. It renews in March.\n"
 B_TEXT = "# Zeta project\n\nWombatfrost is the secret project of Zeta, run by Ivo Petrov since 2019.\n"
@@ -240,8 +241,10 @@ def test_rates_and_body_size_are_limited(setup: Setup) -> None:
             for _ in range(7)
         ]
         assert codes[:5] == [200] * 5 and codes[5:] == [429, 429], codes
-        limited = httpx.post(f"{url}/v1/search", json=asked, headers=bearer(setup.key_a), timeout=60).json()
-        assert limited["error"]["code"] == "rate_limit_exceeded" and "5/minute" in limited["error"]["message"]
+        limited = httpx.post(f"{url}/v1/search", json=asked, headers=bearer(setup.key_a), timeout=60)
+        error = limited.json()["error"]
+        assert error["code"] == "rate_limit_exceeded" and "5/minute" in error["message"]
+        assert 1 <= int(limited.headers["Retry-After"]) <= 60  # when the window lets the key in again
         # the limit is the key's: another key still gets answers
         other = httpx.post(f"{url}/v1/search", json=asked, headers=bearer(setup.key_b), timeout=60)
         assert other.status_code == 200, other.text
@@ -346,6 +349,8 @@ def test_the_readme_says_how_to_run_the_service() -> None:
     section = readme.split("## Running the service", 1)[1].split("\n## ", 1)[0]
     for needed in ("pgkgrag keys create", "--key-rate", "/metrics", "--traces", "mcpServers", "kgrag_reader"):
         assert needed in section, needed
+    for code in CODES:  # every error code the service gives, documented
+        assert f"`{code}`" in section, code
 
 
 async def _mcp_http(base: str, key: str | None, calls: list[tuple[str, dict[str, object]]]) -> list[object]:
