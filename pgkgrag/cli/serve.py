@@ -33,6 +33,24 @@ from pgkgrag.db.connections import ensure_server
     help="Largest request body in bytes (then 413).",
 )
 @click.option(
+    "--max-question-chars",
+    type=click.IntRange(1, 1_000_000),
+    default=20_000,
+    show_default=True,
+    help="Longest question, refused before the database is asked (the tenant's max_question_chars still applies).",
+)
+@click.option("--max-inputs", type=click.IntRange(1, 2048), default=128, show_default=True, help="Texts per embedding.")
+@click.option(
+    "--max-input-chars", type=click.IntRange(1, 1_000_000), default=8192, show_default=True, help="Characters per text."
+)
+@click.option(
+    "--max-embedding-chars",
+    type=click.IntRange(1, 10_000_000),
+    default=32_768,
+    show_default=True,
+    help="Characters of all the texts of one /v1/embeddings request.",
+)
+@click.option(
     "--traces",
     type=click.Choice(["console", "otlp"]),
     default=None,
@@ -48,6 +66,10 @@ def serve_command(
     timeout: float,
     connections: int,
     max_body: int,
+    max_question_chars: int,
+    max_inputs: int,
+    max_input_chars: int,
+    max_embedding_chars: int,
     traces: str | None,
 ) -> None:
     """Serve search, context, answers and the graph over HTTP (/v1/...) and MCP (/mcp) for the
@@ -63,6 +85,10 @@ def serve_command(
         timeout_s=timeout,
         connections=connections,
         max_body_bytes=max_body,
+        max_question_chars=max_question_chars,
+        max_inputs=max_inputs,
+        max_input_chars=max_input_chars,
+        max_embedding_chars=max_embedding_chars,
     )
     serve(ensure_server(Config.from_env()), host, port, limits, traces)
 

@@ -31,7 +31,7 @@ from pgkgrag.queries import Q
 from pgkgrag.serve import telemetry
 from pgkgrag.serve.errors import ApiError
 from pgkgrag.serve.pool import SERVED
-from pgkgrag.serve.service import Caller, Limits, Service
+from pgkgrag.serve.service import Caller, Limits, RouteName, Service
 
 try:
     from fastapi import FastAPI, Request
@@ -41,8 +41,6 @@ try:
 except ImportError as exc:
     raise missing("server") from exc
 
-MAX_INPUTS = 2048  # texts per request, as OpenAI's API allows
-MAX_INPUT_CHARS = 32_768  # characters per text
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -61,9 +59,9 @@ class EmbeddingRequest(BaseModel):
 
 class QuestionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1)  # its length is bounded in SQL (setting max_question_chars)
+    question: str = Field(min_length=1)  # its length is checked before it is embedded (Service)
     tenant: str | None = Field(default=None, description="For a key of several tenants: which one.")
-    route: str = "auto"
+    route: RouteName = "auto"
     k: int = Field(default=10, ge=1, le=1000)
     options: dict[str, Any] = Field(default_factory=dict)
 
@@ -163,7 +161,8 @@ def _refused(metrics: telemetry.Metrics, error: ApiError) -> JSONResponse:
     return error.response()
 
 
-def _texts(request: EmbeddingRequest) -> list[str]:
+def _texts(request: EmbeddingRequest, limits: Limits) -> list[str]:
+    """The texts to embed, within the limits of a request (before any is embedded)."""
     value = request.input
     texts = [value] if isinstance(value, str) else value
     if not texts:
@@ -171,18 +170,28 @@ def _texts(request: EmbeddingRequest) -> list[str]:
     if not all(isinstance(t, str) for t in texts):
         raise ApiError(400, "input must be text: token arrays are not supported", "input")
     strings = [t for t in texts if isinstance(t, str)]
-    if len(strings) > MAX_INPUTS:
-        raise ApiError(400, f"input holds {len(strings)} texts, more than {MAX_INPUTS}", "input", "too_many_inputs")
+    if len(strings) > limits.max_inputs:
+        raise ApiError(
+            400, f"input holds {len(strings)} texts, more than {limits.max_inputs}", "input", "too_many_inputs"
+        )
     for i, text in enumerate(strings):
         if not text.strip():
             raise ApiError(400, f"input[{i}] is empty", "input")
-        if len(text) > MAX_INPUT_CHARS:
+        if len(text) > limits.max_input_chars:
             raise ApiError(
                 400,
-                f"input[{i}] is {len(text)} characters long, more than {MAX_INPUT_CHARS}",
+                f"input[{i}] is {len(text)} characters long, more than {limits.max_input_chars}",
                 "input",
                 "input_too_long",
             )
+    total = sum(len(t) for t in strings)
+    if total > limits.max_embedding_chars:
+        raise ApiError(
+            400,
+            f"input holds {total} characters in all, more than {limits.max_embedding_chars}",
+            "input",
+            "input_too_long",
+        )
     return strings
 
 
@@ -291,7 +300,7 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
     @app.post("/v1/embeddings")
     async def embeddings(body: EmbeddingRequest, request: Request) -> dict[str, Any]:
         await service.key_holder(request.headers.get("authorization"))
-        texts = _texts(body)
+        texts = _texts(body, limits)
         vectors = await service.embedding(body.model, texts, body.input_type == "query")
         if body.dimensions is not None and body.dimensions != vectors.shape[1]:
             raise ApiError(400, f"the model {body.model} makes {vectors.shape[1]}-dimensional vectors", "dimensions")

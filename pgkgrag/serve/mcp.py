@@ -21,7 +21,7 @@ from pydantic import Field, ValidationError
 from pgkgrag.extras import missing
 from pgkgrag.serve import telemetry
 from pgkgrag.serve.errors import ApiError
-from pgkgrag.serve.service import Caller, Limits, Service
+from pgkgrag.serve.service import Caller, Limits, RouteName, Service
 
 try:
     from mcp.server.mcpserver import Context, MCPServer
@@ -38,7 +38,7 @@ INSTRUCTIONS = (
 # its length is bounded in SQL (setting max_question_chars), as for every caller
 Question = Annotated[str, Field(description="The question, in natural language.", min_length=1)]
 Route = Annotated[
-    Literal["auto", "local", "global", "mixed", "vector"],
+    RouteName,
     Field(
         description="auto lets the router choose; local: entities and their relations; global: "
         "community reports (themes of the whole collection); mixed: both; vector: passages only."

@@ -4,9 +4,10 @@ its API key, the limits, and the calls to SQL on a pooled connection that the da
 The key decides the tenant, and the database checks it: every transaction of a request names its
 tenant with kgrag.use_key (pgkgrag.db.connections.acting_with_key), so a key of tenant a cannot act
 for tenant b even through a bug here, when the service's login role holds no tenant grant of its own
-(README, "Running the service"). Limits: requests per key and per tenant in a moving window (the
-`limits` library), answers in progress per tenant, and a deadline per call after which the query is
-cancelled; a call whose client went away is cancelled too.
+(README, "Running the service"). Limits: a key's form; requests per key and per tenant in a moving
+window (the `limits` library); answers in progress per tenant; a question's length (the server's
+ceiling, then the tenant's setting and the search options, in SQL) before it is embedded; and a
+deadline per call after which the query is cancelled; a call whose client went away is cancelled too.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
+import json
 import logging
 import re
 import threading
@@ -22,12 +24,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import psycopg
 
-from pgkgrag.db.connections import READER, acting_with_key, connect_app
+from pgkgrag.db.connections import READER, acting_with_key, connect_app, tenant_transaction
 from pgkgrag.embed.embedders import Embedder
 from pgkgrag.embed.vectors import tenant_embedder
 from pgkgrag.errors import KgragError, describe
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pgkgrag.serve")
 T = TypeVar("T")
 Disconnected = Callable[[], Awaitable[bool]]  # whether the client went away
+RouteName = Literal["auto", "local", "global", "mixed", "vector"]  # kgrag.routes() and auto
 KEY_FORM = re.compile(r"kgk_[0-9a-f]{64}")  # as kgrag.create_key makes keys
 
 
@@ -68,6 +71,10 @@ class Limits:
     timeout_s: float = 30.0  # per call, then the query is cancelled (408)
     connections: int = 4
     max_body_bytes: int = 4 * 1024 * 1024
+    max_question_chars: int = 20_000  # the owner's ceiling on max_question_chars, which SQL checks
+    max_inputs: int = 128  # texts per embeddings request
+    max_input_chars: int = 8192  # characters per text
+    max_embedding_chars: int = 32_768  # characters per embeddings request
 
 
 @dataclass(frozen=True)
@@ -217,6 +224,41 @@ class Service:
 
     # -- the calls -----------------------------------------------------------------------------
 
+    async def _about(
+        self,
+        caller: Caller,
+        disconnected: Disconnected | None,
+        question: str,
+        options: dict[str, Any],
+        work: Callable[[psycopg.Connection, Embedder], T],
+    ) -> T:
+        """work(conn, embedder) for a question, once its length and the options were checked, all
+        before it is embedded: against the server's ceiling here, then, in the request's
+        transaction, against the tenant's setting max_question_chars and as kgrag_search checks
+        its options."""
+        if len(question) > self.limits.max_question_chars:
+            raise ApiError(
+                400,
+                f"the question is {len(question)} characters long, above this server's limit of "
+                f"{self.limits.max_question_chars}",
+                "question",
+                "question_too_long",
+            )
+
+        def checked(conn: psycopg.Connection) -> T:
+            with tenant_transaction(conn, caller.tenant):
+                try:
+                    conn.execute(Q["check_question"], [question])
+                except psycopg.errors.InvalidParameterValue as exc:
+                    raise ApiError(400, describe(exc).message, "question", "question_too_long") from exc
+                try:
+                    conn.execute(Q["check_search_options"], [json.dumps(options)])
+                except psycopg.errors.InvalidParameterValue as exc:
+                    raise ApiError(400, describe(exc).message, "options", "invalid_value") from exc
+            return work(conn, self.embedder_of(conn, caller.tenant))
+
+        return await self.run(caller, disconnected, checked)
+
     async def search(
         self,
         caller: Caller,
@@ -226,15 +268,14 @@ class Service:
         k: int,
         options: dict[str, Any],
     ) -> SearchResult:
-        def work(conn: psycopg.Connection) -> SearchResult:
-            embedder = self.embedder_of(conn, caller.tenant)
+        def work(conn: psycopg.Connection, embedder: Embedder) -> SearchResult:
             with telemetry.span("kgrag.search", caller.attributes(route_asked=route, k=k)) as current:
                 found = run_search(conn, caller.tenant, embedder, question, route, k, options)
                 current.set_attribute("kgrag.route", found.route)
                 current.set_attribute("kgrag.chunks", found.chunks()[:50])
                 return found
 
-        return await self.run(caller, disconnected, work)
+        return await self._about(caller, disconnected, question, options, work)
 
     async def context(
         self,
@@ -246,12 +287,11 @@ class Service:
         max_chars: int,
         options: dict[str, Any],
     ) -> str:
-        def work(conn: psycopg.Connection) -> str:
-            embedder = self.embedder_of(conn, caller.tenant)
+        def work(conn: psycopg.Connection, embedder: Embedder) -> str:
             with telemetry.span("kgrag.context", caller.attributes(route_asked=route, k=k)):
                 return context(conn, caller.tenant, embedder, question, route, k, max_chars, options)
 
-        return await self.run(caller, disconnected, work)
+        return await self._about(caller, disconnected, question, options, work)
 
     async def ask(
         self,
@@ -266,8 +306,7 @@ class Service:
 
         llm = self.chat()
 
-        def work(conn: psycopg.Connection) -> Answer:
-            embedder = self.embedder_of(conn, caller.tenant)
+        def work(conn: psycopg.Connection, embedder: Embedder) -> Answer:
             with (
                 self.answering(caller.tenant),
                 telemetry.span("kgrag.ask", caller.attributes(route_asked=route, k=k)) as current,
@@ -283,7 +322,7 @@ class Service:
                 current.set_attribute("kgrag.model", llm.settings.model)
                 return answer
 
-        return await self.run(caller, disconnected, work)
+        return await self._about(caller, disconnected, question, options, work)
 
     async def entity(self, caller: Caller, disconnected: Disconnected | None, name: str) -> EntityCard:
         return await self.run(caller, disconnected, lambda conn: entity_card(conn, caller.tenant, name))

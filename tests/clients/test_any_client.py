@@ -260,7 +260,7 @@ def test_the_embeddings_endpoint_serves_e5_questions_and_passages(embeddings_ser
         ({"model": "openai", "input": "x"}, AUTH, 404, "does not exist here"),
         ({"model": "use", "input": []}, AUTH, 400, "input is empty"),
         ({"model": "use", "input": ["ok", "  "]}, AUTH, 400, "input[1] is empty"),
-        ({"model": "use", "input": "x" * 40_000}, AUTH, 400, "more than 32768"),
+        ({"model": "use", "input": "x" * 40_000}, AUTH, 400, "more than 8192"),
         ({"model": "use", "input": [[1, 2, 3]]}, AUTH, 400, "token arrays"),
         ({"model": "use", "input": "x", "dimensions": 8}, AUTH, 400, "512-dimensional"),
         ({"input": "x"}, AUTH, 400, "model"),

@@ -12,6 +12,7 @@ default (2,000).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -76,6 +77,13 @@ def base(tenants: Tenants) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def short(tenants: Tenants) -> Iterator[str]:
+    """A service with a short deadline (2 s)."""
+    with serving(tenants.service_dsn, "--key-rate", "1000/minute", "--timeout", "2") as url:
+        yield url
+
+
 def logged(dsn: str, tenant: str, table: str = "query_log") -> int:
     """Rows of the tenant's query log (or answer log), read by the owner."""
     with connect(dsn) as conn, tenant_transaction(conn, tenant):
@@ -93,6 +101,41 @@ def error_of(response: httpx.Response) -> dict[str, object]:
     error: dict[str, object] = response.json()["error"]
     assert set(error) == {"message", "type", "param", "code"}, error
     return error
+
+
+def test_sizes_and_options_are_refused_before_the_question_is_embedded(tenants: Tenants, short: str) -> None:
+    """Each of these would embed for seconds (or, 1 MB, for minutes) before its refusal; the
+    deadline is 2 s, so a refusal after the embedding would be a 408."""
+    search = f"{short}/v1/search"
+    started = time.monotonic()
+    huge = post(search, tenants.keys["long"], {"question": question(1_000_000)})
+    assert huge.status_code == 400, huge.text
+    assert time.monotonic() - started < 30  # a generous bound: before the fix, minutes
+    assert error_of(huge)["code"] == "question_too_long" and error_of(huge)["param"] == "question"
+    over_tenant = post(search, tenants.keys["slow"], {"question": question(LONG)})  # its limit is 2,000
+    assert over_tenant.status_code == 400, over_tenant.text
+    assert error_of(over_tenant)["code"] == "question_too_long"
+    assert "max_question_chars" in str(error_of(over_tenant)["message"])
+    bad_option = post(search, tenants.keys["long"], {"question": question(LONG), "options": {"bogus": 1}})
+    assert bad_option.status_code == 400 and error_of(bad_option)["code"] == "invalid_value", bad_option.text
+    bad_route = post(search, tenants.keys["long"], {"question": question(LONG), "route": "sideways"})
+    assert bad_route.status_code == 400 and error_of(bad_route)["param"] == "route", bad_route.text
+    over_k = post(f"{short}/v1/context", tenants.keys["long"], {"question": question(LONG), "k": 5000})
+    assert over_k.status_code == 400 and error_of(over_k)["param"] == "k", over_k.text
+
+
+def test_embeddings_are_bounded_in_count_and_characters(tenants: Tenants, base: str) -> None:
+    """Two texts of 30,800 characters embedded for 47 s; now the count, each text and the whole
+    request are bounded before the model runs."""
+    url, key = f"{base}/v1/embeddings", tenants.keys["slow"]
+    for inputs, code in (
+        (["y" * 30_800] * 2, "input_too_long"),  # each above --max-input-chars (8,192)
+        (["y" * 8_000] * 5, "input_too_long"),  # 40,000 in all, above --max-embedding-chars (32,768)
+        (["y"] * 129, "too_many_inputs"),  # above --max-inputs (128)
+    ):
+        refused = post(url, key, {"model": "e5", "input": inputs})
+        assert refused.status_code == 400, refused.text
+        assert error_of(refused)["code"] == code and error_of(refused)["param"] == "input"
 
 
 @pytest.mark.parametrize(
@@ -167,14 +210,19 @@ def test_metrics_count_every_request_and_every_tool_call(tenants: Tenants, base:
     httpx.post(f"{base}/v1/search", content=b"x" * (5 * 1024 * 1024), headers=bearer(key), timeout=60)  # 413
     httpx.get(f"{base}/nowhere", timeout=60)
     httpx.post(f"{base}/mcp/", json={}, timeout=60)  # no key: 401
-    found, refused = asyncio.run(
+    found, refused, huge = asyncio.run(
         _mcp_http(
             base,
             key,
-            [("search", {"question": "Acme", "route": "vector"}), ("search", {"question": "Acme", "tenant": "b"})],
+            [
+                ("search", {"question": "Acme", "route": "vector"}),
+                ("search", {"question": "Acme", "tenant": "b"}),
+                ("search", {"question": question(1_000_000)}),
+            ],
         )
     )
-    assert not found.is_error and refused.is_error  # type: ignore[attr-defined]
+    assert not found.is_error and refused.is_error and huge.is_error  # type: ignore[attr-defined]
+    assert "question_too_long" in huge.content[0].text  # type: ignore[attr-defined]
     text = httpx.get(f"{base}/metrics", timeout=10).text
     for line in (
         'kgrag_requests_total{endpoint="/v1/search",status="413"}',
@@ -185,6 +233,7 @@ def test_metrics_count_every_request_and_every_tool_call(tenants: Tenants, base:
         'kgrag_errors_total{code="invalid_api_key"}',
         'kgrag_mcp_tool_calls_total{outcome="ok",tool="search"}',
         'kgrag_mcp_tool_calls_total{outcome="tenant_not_allowed",tool="search"}',
+        'kgrag_mcp_tool_calls_total{outcome="question_too_long",tool="search"}',
     ):
         assert line in text, line
 
