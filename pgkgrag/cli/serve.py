@@ -22,7 +22,19 @@ from pgkgrag.db.connections import ensure_server
     "--answers-per-tenant", type=click.IntRange(1, 64), default=2, show_default=True, help="LLM answers in progress."
 )
 @click.option(
-    "--timeout", type=click.FloatRange(0.1, 600), default=30.0, show_default=True, help="Seconds per call (then 408)."
+    "--concurrent-per-tenant",
+    type=click.IntRange(1, 64),
+    default=2,
+    show_default=True,
+    help="Requests of a tenant in progress at once (per key for /v1/embeddings); more get 429. "
+    "Keep it below --connections, so one tenant leaves connections to the others.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1, 600),
+    default=30.0,
+    show_default=True,
+    help="Seconds per request, embedding included; then its work is cancelled (408).",
 )
 @click.option("--connections", type=click.IntRange(1, 64), default=4, show_default=True, help="Database connections.")
 @click.option(
@@ -51,6 +63,13 @@ from pgkgrag.db.connections import ensure_server
     help="Characters of all the texts of one /v1/embeddings request.",
 )
 @click.option(
+    "--shutdown-timeout",
+    type=click.IntRange(0, 3600),
+    default=10,
+    show_default=True,
+    help="Seconds the requests in progress get to end after SIGTERM; then they are cancelled.",
+)
+@click.option(
     "--traces",
     type=click.Choice(["console", "otlp"]),
     default=None,
@@ -63,6 +82,7 @@ def serve_command(
     key_rate: str,
     tenant_rate: str,
     answers_per_tenant: int,
+    concurrent_per_tenant: int,
     timeout: float,
     connections: int,
     max_body: int,
@@ -70,6 +90,7 @@ def serve_command(
     max_inputs: int,
     max_input_chars: int,
     max_embedding_chars: int,
+    shutdown_timeout: int,
     traces: str | None,
 ) -> None:
     """Serve search, context, answers and the graph over HTTP (/v1/...) and MCP (/mcp) for the
@@ -82,6 +103,7 @@ def serve_command(
         key_rate=check_rate(key_rate, "--key-rate"),
         tenant_rate=check_rate(tenant_rate, "--tenant-rate"),
         answers_per_tenant=answers_per_tenant,
+        in_progress_per_tenant=concurrent_per_tenant,
         timeout_s=timeout,
         connections=connections,
         max_body_bytes=max_body,
@@ -90,7 +112,7 @@ def serve_command(
         max_input_chars=max_input_chars,
         max_embedding_chars=max_embedding_chars,
     )
-    serve(ensure_server(Config.from_env()), host, port, limits, traces)
+    serve(ensure_server(Config.from_env()), host, port, limits, traces, shutdown_timeout)
 
 
 @click.command(name="mcp")

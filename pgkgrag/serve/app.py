@@ -237,9 +237,8 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
-        def ping(conn: psycopg.Connection) -> None:
+        def ping(conn: psycopg.Connection, _: object) -> None:
             conn.execute(Q["columns_dimension"])
-            conn.rollback()
 
         try:
             await service.run(None, None, ping)
@@ -299,9 +298,11 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
 
     @app.post("/v1/embeddings")
     async def embeddings(body: EmbeddingRequest, request: Request) -> dict[str, Any]:
-        await service.key_holder(request.headers.get("authorization"))
+        holder = await service.key_holder(request.headers.get("authorization"))
         texts = _texts(body, limits)
-        vectors = await service.embedding(body.model, texts, body.input_type == "query")
+        vectors = await service.embedding(
+            holder, request.is_disconnected, body.model, texts, body.input_type == "query"
+        )
         if body.dimensions is not None and body.dimensions != vectors.shape[1]:
             raise ApiError(400, f"the model {body.model} makes {vectors.shape[1]}-dimensional vectors", "dimensions")
         data = [
@@ -339,10 +340,13 @@ def _count_search(metrics: telemetry.Metrics, endpoint: str, route: str, rows: l
         metrics.fallbacks.inc()
 
 
-def serve(dsn: str, host: str, port: int, limits: Limits, traces: str | None) -> None:
+def serve(dsn: str, host: str, port: int, limits: Limits, traces: str | None, shutdown_s: int) -> None:
+    """Serve until SIGTERM (or SIGINT): then new connections are refused, the requests in progress
+    have shutdown_s seconds to end, and those still running are cancelled (their queries with them)."""
     try:
         import uvicorn
     except ImportError as exc:
         raise missing("server") from exc
     telemetry.configure_traces(traces)
-    uvicorn.run(create_app(dsn, limits), host=host, port=port, log_level="info")
+    app = create_app(dsn, limits)
+    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=shutdown_s)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, Literal
 
@@ -240,6 +241,6 @@ def run_stdio(dsn: str, tenant: str) -> None:
                 "tenant",
                 "tenant_not_allowed",
             )
-        return Caller(None, "stdio", tenant)
+        return Caller(None, "stdio", tenant, time.monotonic() + service.limits.timeout_s)
 
     _tools(service, fixed, telemetry.Metrics()).run("stdio")

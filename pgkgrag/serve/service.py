@@ -4,10 +4,15 @@ its API key, the limits, and the calls to SQL on a pooled connection that the da
 The key decides the tenant, and the database checks it: every transaction of a request names its
 tenant with kgrag.use_key (pgkgrag.db.connections.acting_with_key), so a key of tenant a cannot act
 for tenant b even through a bug here, when the service's login role holds no tenant grant of its own
-(README, "Running the service"). Limits: a key's form; requests per key and per tenant in a moving
-window (the `limits` library); answers in progress per tenant; a question's length (the server's
-ceiling, then the tenant's setting and the search options, in SQL) before it is embedded; and a
-deadline per call after which the query is cancelled; a call whose client went away is cancelled too.
+(README, "Running the service").
+
+Limits, all checked before the work they bound: a key's form; requests per key and per tenant in a
+moving window (the `limits` library); requests in progress per tenant (per key for embeddings) and
+answers in progress per tenant; a question's length (the server's ceiling, then the tenant's setting
+and the search options, in SQL) before it is embedded. A request's work runs in a thread, in one
+transaction, within a deadline: past it, or when the client goes away or the server stops, the query
+running is cancelled, the work ends at its next step and the transaction, its logs with it, is
+rolled back.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import numpy as np
 import psycopg
 
 from pgkgrag.db.connections import READER, acting_with_key, connect_app, tenant_transaction
-from pgkgrag.embed.embedders import Embedder
+from pgkgrag.embed.embedders import Embedder, Vectors
 from pgkgrag.embed.vectors import tenant_embedder
 from pgkgrag.errors import KgragError, describe
 from pgkgrag.extras import missing
@@ -68,7 +73,8 @@ class Limits:
     key_rate: str = "120/minute"
     tenant_rate: str = "600/minute"
     answers_per_tenant: int = 2  # LLM answers in progress at once
-    timeout_s: float = 30.0  # per call, then the query is cancelled (408)
+    in_progress_per_tenant: int = 2  # requests in progress at once (per key for embeddings)
+    timeout_s: float = 30.0  # per request, its embedding included; then its work is cancelled (408)
     connections: int = 4
     max_body_bytes: int = 4 * 1024 * 1024
     max_question_chars: int = 20_000  # the owner's ceiling on max_question_chars, which SQL checks
@@ -81,11 +87,13 @@ class Limits:
 class Caller:
     """Who calls: the key (kept only to name transactions' tenants; None: the login role's own
     grant, as `pgkgrag mcp` over stdio acts), an id for limits and logs (a hash prefix, never the
-    key), and the tenant the database said it acts for."""
+    key), the tenant the database said it acts for, and when its request must be done by
+    (time.monotonic(): the key's check and the work share one --timeout)."""
 
     key: str | None
     key_id: str
     tenant: str
+    deadline: float
 
     def attributes(self, **more: str | int) -> dict[str, str | int]:
         """A span's attributes: the tenant, the key's id (never the key) and more, named kgrag.*."""
@@ -119,6 +127,78 @@ def _key(authorization: str | None) -> str:
     return key
 
 
+class Stopped(Exception):
+    """The request was stopped (past its deadline, its client gone, the server stopping): its work
+    ends here and its transaction is rolled back."""
+
+
+class Call:
+    """One request's work in its thread, as the request's coroutine stops it: stop() cancels the
+    query running on the call's connection and makes the work end at its next check(); once the
+    work commits, it is no longer stopped."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection | None = None
+        self._stopped = False
+        self._committing = False
+
+    @contextmanager
+    def holding(self, conn: psycopg.Connection) -> Iterator[None]:
+        """The connection the work runs on, within the block: the one stop() cancels the query of."""
+        with self._lock:
+            self._conn = conn
+        try:
+            self.check()
+            yield
+        finally:
+            with self._lock:
+                self._conn = None
+
+    def check(self) -> None:
+        with self._lock:
+            if self._stopped:
+                raise Stopped
+
+    def commit(self) -> None:
+        """Say the work's transaction commits now (Stopped if the work was stopped before)."""
+        with self._lock:
+            if self._stopped:
+                raise Stopped
+            self._committing = True
+
+    def stop(self) -> bool:
+        """Stop the work; False when it is committing already (its result is on its way)."""
+        with self._lock:
+            if self._committing:
+                return False
+            self._stopped = True
+            if self._conn is not None:
+                self._conn.cancel_safe()
+            return True
+
+
+class _Watched:
+    """An embedder that checks its call before and after it embeds: a request stopped while its
+    question was embedded goes no further."""
+
+    def __init__(self, inner: Embedder, call: Call) -> None:
+        self.name, self.dim = inner.name, inner.dim
+        self._inner, self._call = inner, call
+
+    def embed(self, texts: list[str]) -> Vectors:
+        self._call.check()
+        vectors = self._inner.embed(texts)
+        self._call.check()
+        return vectors
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        self._call.check()
+        vectors = self._inner.embed_queries(texts)
+        self._call.check()
+        return vectors
+
+
 class Service:
     def __init__(self, dsn: str, limits: Limits, llm: OpenAICompatibleClient | None = None) -> None:
         self.limits = limits
@@ -130,6 +210,7 @@ class Service:
         self._rates = MovingWindowRateLimiter(MemoryStorage())
         self._key_rate: RateLimitItem = parse(limits.key_rate)
         self._tenant_rate: RateLimitItem = parse(limits.tenant_rate)
+        self._in_progress: dict[str, int] = {}  # by "tenant T" or "key ID": requests whose work runs
         self._answering: dict[str, threading.BoundedSemaphore] = {}
         self._answering_lock = threading.Lock()
         self._llm = llm
@@ -140,6 +221,7 @@ class Service:
         """The caller of a request: its key checked by the database, for the tenant it names (or
         the key's only tenant); 401 without a valid key, 403 for a tenant the key may not act for,
         429 past a rate (counted: False for a call inside a request already counted, an MCP tool's)."""
+        deadline = time.monotonic() + self.limits.timeout_s
         key = _key(authorization)
         ident = key_id(key)
         if counted and not self._rates.hit(self._key_rate, "key", ident):
@@ -149,9 +231,8 @@ class Service:
                 self._retry_after(self._key_rate, "key", ident),
             )
 
-        def check(conn: psycopg.Connection) -> str:
-            with conn.transaction():
-                row = conn.execute(Q["use_key"], [key, tenant]).fetchone()
+        def check(conn: psycopg.Connection, _: Call) -> str:
+            row = conn.execute(Q["use_key"], [key, tenant]).fetchone()
             assert row is not None
             return str(row[0])
 
@@ -162,56 +243,11 @@ class Service:
                 "rate_limit_exceeded",
                 self._retry_after(self._tenant_rate, "tenant", acting),
             )
-        return Caller(key, ident, acting)
+        return Caller(key, ident, acting, deadline)
 
     def _retry_after(self, rate: RateLimitItem, *identifiers: str) -> float:
         """Seconds until the rate's window lets one more request in."""
         return self._rates.get_window_stats(rate, *identifiers).reset_time - time.time()
-
-    # -- running a call ----------------------------------------------------------------------
-
-    async def run(
-        self,
-        caller: Caller | None,
-        disconnected: Disconnected | None,
-        work: Callable[[psycopg.Connection], T],
-    ) -> T:
-        """work(conn) on a pooled connection in a worker thread, under the caller's key; the query
-        is cancelled when the deadline passes (408) or the client goes away."""
-        deadline = time.monotonic() + self.limits.timeout_s
-        held: dict[str, psycopg.Connection] = {}
-
-        def in_thread() -> T:
-            with self.connections.take(self.limits.timeout_s) as conn:
-                held["conn"] = conn
-                if caller is None or caller.key is None:
-                    return work(conn)
-                with acting_with_key(caller.key):
-                    return work(conn)
-
-        task = asyncio.ensure_future(asyncio.to_thread(in_thread))
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=0.05)
-            if done:
-                break
-            late = time.monotonic() > deadline
-            if late or (disconnected is not None and await disconnected()):
-                if "conn" in held:
-                    held["conn"].cancel_safe()
-                with contextlib.suppress(psycopg.Error, ApiError, KgragError):
-                    await task  # the cancelled query's error: the caller gets 408 or nothing
-                if late:
-                    raise ApiError(408, f"the call ran past this server's {self.limits.timeout_s:g} s", None, "timeout")
-                raise ApiError(499, "the client went away", code="client_closed")
-        try:
-            return task.result()
-        except psycopg.Error as exc:
-            error = from_database(exc)
-            if error.status == 500:
-                log.error("database error: %s", describe(exc).text())
-            raise error from exc
-        except KgragError as exc:
-            raise ApiError(400, str(exc)) from exc
 
     async def key_holder(self, authorization: str | None) -> str:
         """The id of a valid key (401 otherwise), whatever its tenants: for what no tenant owns."""
@@ -221,6 +257,87 @@ class Service:
             if exc.status == 400:  # a valid key of several tenants, none named
                 return key_id(_key(authorization))
             raise
+
+    # -- running a call ----------------------------------------------------------------------
+
+    async def run(
+        self,
+        caller: Caller | None,
+        disconnected: Disconnected | None,
+        work: Callable[[psycopg.Connection, Call], T],
+        *,
+        counted_as: str | None = None,
+    ) -> T:
+        """work(conn, call) on a pooled connection in a worker thread, in one transaction, under
+        the caller's key, by the caller's deadline (counted_as: among the requests in progress of whom)."""
+        deadline = caller.deadline if caller else time.monotonic() + self.limits.timeout_s
+        call = Call()
+
+        def in_thread() -> T:
+            with (
+                self.connections.take(max(0.0, deadline - time.monotonic())) as conn,
+                call.holding(conn),
+                acting_with_key(caller.key) if caller and caller.key else contextlib.nullcontext(),
+                conn.transaction(),
+            ):
+                result = work(conn, call)
+                call.commit()
+            return result
+
+        return await self._in_time(call, deadline, disconnected, in_thread, counted_as)
+
+    async def _in_time(
+        self,
+        call: Call,
+        deadline: float,
+        disconnected: Disconnected | None,
+        work: Callable[[], T],
+        counted_as: str | None,
+    ) -> T:
+        """work() in a worker thread, stopped past the deadline (408), when the client goes away
+        (499) or when this coroutine is cancelled (the server stops); counted among the requests in
+        progress of counted_as until the thread ends (429 when they are as many as allowed)."""
+        if counted_as is not None:
+            self._begin(counted_as)
+        running = asyncio.ensure_future(asyncio.to_thread(work))
+        running.add_done_callback(lambda done: self._end(counted_as, done))
+        try:
+            while not running.done():
+                await asyncio.wait({running}, timeout=0.05)
+                if running.done():
+                    break
+                if time.monotonic() > deadline:
+                    why = ApiError(
+                        408, f"the request ran past this server's {self.limits.timeout_s:g} s", code="timeout"
+                    )
+                elif disconnected is not None and await disconnected():
+                    why = ApiError(499, "the client went away", code="client_closed")
+                else:
+                    continue
+                if call.stop():
+                    raise why
+                await asyncio.wait({running})  # it was committing: its result is on its way
+        except asyncio.CancelledError:
+            call.stop()
+            raise
+        return _result(running)
+
+    def _begin(self, who: str) -> None:
+        if self._in_progress.get(who, 0) >= self.limits.in_progress_per_tenant:
+            raise too_many(
+                f"{who} has {self.limits.in_progress_per_tenant} requests in progress already",
+                "too_many_in_progress",
+                1,
+            )
+        self._in_progress[who] = self._in_progress.get(who, 0) + 1
+
+    def _end(self, who: str | None, done: asyncio.Future[Any]) -> None:
+        if who is not None:
+            self._in_progress[who] -= 1
+            if not self._in_progress[who]:
+                del self._in_progress[who]
+        if not done.cancelled():
+            done.exception()  # retrieved: the error of a stopped request's work is expected
 
     # -- the calls -----------------------------------------------------------------------------
 
@@ -245,7 +362,7 @@ class Service:
                 "question_too_long",
             )
 
-        def checked(conn: psycopg.Connection) -> T:
+        def checked(conn: psycopg.Connection, call: Call) -> T:
             with tenant_transaction(conn, caller.tenant):
                 try:
                     conn.execute(Q["check_question"], [question])
@@ -255,9 +372,9 @@ class Service:
                     conn.execute(Q["check_search_options"], [json.dumps(options)])
                 except psycopg.errors.InvalidParameterValue as exc:
                     raise ApiError(400, describe(exc).message, "options", "invalid_value") from exc
-            return work(conn, self.embedder_of(conn, caller.tenant))
+            return work(conn, _Watched(self.embedder_of(conn, caller.tenant), call))
 
-        return await self.run(caller, disconnected, checked)
+        return await self.run(caller, disconnected, checked, counted_as=f"tenant {caller.tenant}")
 
     async def search(
         self,
@@ -325,7 +442,12 @@ class Service:
         return await self._about(caller, disconnected, question, options, work)
 
     async def entity(self, caller: Caller, disconnected: Disconnected | None, name: str) -> EntityCard:
-        return await self.run(caller, disconnected, lambda conn: entity_card(conn, caller.tenant, name))
+        return await self.run(
+            caller,
+            disconnected,
+            lambda conn, _: entity_card(conn, caller.tenant, name),
+            counted_as=f"tenant {caller.tenant}",
+        )
 
     async def neighbourhood(
         self,
@@ -336,16 +458,21 @@ class Service:
         degree_cap: int | None,
         direction: str,
     ) -> dict[str, Any]:
-        def work(conn: psycopg.Connection) -> dict[str, Any]:
+        def work(conn: psycopg.Connection, _: Call) -> dict[str, Any]:
             nodes, edges = neighbourhood(conn, caller.tenant, seed, hops, degree_cap, None, direction)
             return {"nodes": [dataclasses.asdict(n) for n in nodes], "edges": [dataclasses.asdict(e) for e in edges]}
 
-        return await self.run(caller, disconnected, work)
+        return await self.run(caller, disconnected, work, counted_as=f"tenant {caller.tenant}")
 
-    async def embedding(self, model: str, texts: list[str], queries: bool) -> np.ndarray:
+    async def embedding(
+        self, holder: str, disconnected: Disconnected | None, model: str, texts: list[str], queries: bool
+    ) -> np.ndarray:
+        """The texts embedded with the model, for the key of id holder, within the deadline."""
         embedder = self.models.get(model)  # 404 for a model this server does not serve, before the thread
         work = embedder.embed_queries if queries else embedder.embed
-        return np.asarray(await asyncio.to_thread(work, texts), dtype=np.float32)
+        deadline = time.monotonic() + self.limits.timeout_s
+        vectors = await self._in_time(Call(), deadline, disconnected, lambda: work(texts), f"key {holder}")
+        return np.asarray(vectors, dtype=np.float32)
 
     def embedder_of(self, conn: psycopg.Connection, tenant: str) -> Embedder:
         return tenant_embedder(conn, tenant, load=lambda name, _: self.models.get(name))
@@ -383,3 +510,16 @@ class Service:
     def close(self) -> None:
         if self._llm is not None:
             self._llm.close()
+
+
+def _result(done: asyncio.Future[T]) -> T:
+    """The result of a request's work, its errors as the client gets them."""
+    try:
+        return done.result()
+    except psycopg.Error as exc:
+        error = from_database(exc)
+        if error.status == 500:
+            log.error("database error: %s", describe(exc).text())
+        raise error from exc
+    except KgragError as exc:
+        raise ApiError(400, str(exc)) from exc

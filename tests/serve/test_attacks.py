@@ -12,14 +12,19 @@ default (2,000).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import httpx
+import psycopg
 import pytest
-from commands import PGKGRAG, bearer, command_env, make_key, run, serving
+from commands import PGKGRAG, bearer, command_env, make_key, run, serving, serving_process
 from conftest import Server, as_role
+from fake_openai import FakeOpenAI
 
 from pgkgrag.db.connections import READER, connect, tenant_transaction
 
@@ -78,9 +83,17 @@ def base(tenants: Tenants) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def short(tenants: Tenants) -> Iterator[str]:
-    """A service with a short deadline (2 s)."""
-    with serving(tenants.service_dsn, "--key-rate", "1000/minute", "--timeout", "2") as url:
+def llm() -> Iterator[FakeOpenAI]:
+    fake = FakeOpenAI()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture(scope="module")
+def short(tenants: Tenants, llm: FakeOpenAI) -> Iterator[str]:
+    """A service with a short deadline (2 s), one request of a tenant at a time, and an LLM."""
+    options = ("--key-rate", "1000/minute", "--timeout", "2", "--concurrent-per-tenant", "1")
+    with serving(tenants.service_dsn, *options, KGRAG_LLM_URL=llm.url, KGRAG_LLM_RETRIES="1") as url:
         yield url
 
 
@@ -94,6 +107,17 @@ def logged(dsn: str, tenant: str, table: str = "query_log") -> int:
 
 def post(url: str, key: str, body: dict[str, object], timeout: float = 60) -> httpx.Response:
     return httpx.post(url, json=body, headers=bearer(key), timeout=timeout)
+
+
+def once_its_work_ended(url: str, key: str, body: dict[str, object]) -> httpx.Response:
+    """The tenant's next request, sent again while the server says the tenant is busy (429,
+    `--concurrent-per-tenant 1`): the answer comes once the work of the request before it ended."""
+    deadline = time.monotonic() + 120
+    while True:
+        response = post(url, key, body)
+        if response.status_code != 429 or time.monotonic() > deadline:
+            return response
+        time.sleep(float(response.headers["Retry-After"]) / 4)
 
 
 def error_of(response: httpx.Response) -> dict[str, object]:
@@ -124,9 +148,9 @@ def test_sizes_and_options_are_refused_before_the_question_is_embedded(tenants: 
     assert over_k.status_code == 400 and error_of(over_k)["param"] == "k", over_k.text
 
 
-def test_embeddings_are_bounded_in_count_and_characters(tenants: Tenants, base: str) -> None:
+def test_embeddings_are_bounded_in_count_and_characters(tenants: Tenants, base: str, short: str) -> None:
     """Two texts of 30,800 characters embedded for 47 s; now the count, each text and the whole
-    request are bounded before the model runs."""
+    request are bounded before the model runs, and the deadline bounds what is allowed."""
     url, key = f"{base}/v1/embeddings", tenants.keys["slow"]
     for inputs, code in (
         (["y" * 30_800] * 2, "input_too_long"),  # each above --max-input-chars (8,192)
@@ -136,6 +160,106 @@ def test_embeddings_are_bounded_in_count_and_characters(tenants: Tenants, base: 
         refused = post(url, key, {"model": "e5", "input": inputs})
         assert refused.status_code == 400, refused.text
         assert error_of(refused)["code"] == code and error_of(refused)["param"] == "input"
+    allowed = post(f"{short}/v1/embeddings", key, {"model": "e5", "input": ["y" * 8_000] * 4})  # seconds of e5
+    assert allowed.status_code == 408 and error_of(allowed)["code"] == "timeout", allowed.text
+
+
+def test_a_search_past_its_time_is_cancelled_and_logs_nothing(tenants: Tenants, short: str) -> None:
+    """long's 20,000 characters embed for longer than the 2 s deadline: 408, then the search that
+    would have followed never runs. The next request of the tenant is logged, alone."""
+    key, before = tenants.keys["long"], logged(tenants.owner_dsn, "long")
+    late = post(f"{short}/v1/search", key, {"question": question(LONG), "route": "vector"})
+    assert late.status_code == 408 and error_of(late)["code"] == "timeout", late.text
+    after = once_its_work_ended(f"{short}/v1/search", key, {"question": "crane", "route": "vector"})
+    assert after.status_code == 200, after.text
+    assert logged(tenants.owner_dsn, "long") == before + 1
+
+
+def test_a_search_whose_client_hung_up_is_cancelled_and_logs_nothing(tenants: Tenants, short: str) -> None:
+    key, before = tenants.keys["long"], logged(tenants.owner_dsn, "long")
+    with pytest.raises(httpx.ReadTimeout):
+        post(f"{short}/v1/context", key, {"question": question(LONG)}, timeout=0.5)
+    after = once_its_work_ended(f"{short}/v1/search", key, {"question": "crane", "route": "vector"})
+    assert after.status_code == 200, after.text
+    assert logged(tenants.owner_dsn, "long") == before + 1
+
+
+def test_an_answer_past_its_time_logs_neither_its_search_nor_its_answer(
+    tenants: Tenants, short: str, llm: FakeOpenAI
+) -> None:
+    """The LLM answers after 4 s, past the 2 s deadline: 408, and the answer's transaction, its
+    search's query log row and its answer log row with it, is rolled back."""
+    key = tenants.keys["a"]
+    searched, answered = logged(tenants.owner_dsn, "a"), logged(tenants.owner_dsn, "a", "answer_log")
+    llm.chat_delay = 4.0
+    try:
+        late = post(f"{short}/v1/ask", key, {"question": "Who approves the Acme contract?"})
+        assert late.status_code == 408 and error_of(late)["code"] == "timeout", late.text
+        after = once_its_work_ended(f"{short}/v1/search", key, {"question": "Acme", "route": "vector"})
+    finally:
+        llm.chat_delay = 0.0
+    assert after.status_code == 200, after.text
+    assert llm.chat_requests() >= 1  # the answer was asked for: the rollback is what left no trace
+    assert logged(tenants.owner_dsn, "a", "answer_log") == answered
+    assert logged(tenants.owner_dsn, "a") == searched + 1
+
+
+def test_one_tenant_s_flood_leaves_the_others_served(tenants: Tenants, base: str) -> None:
+    """long sends 6 searches of 10,000 characters at once (seconds of e5 each): the tenant's
+    requests beyond --concurrent-per-tenant (2) get 429 with Retry-After at once, and b's search
+    is answered while long's are still running."""
+    ended: list[tuple[str, int, str | None]] = []
+
+    def send(tenant: str, chars: int) -> None:
+        response = post(f"{base}/v1/search", tenants.keys[tenant], {"question": question(chars), "route": "vector"})
+        ended.append((tenant, response.status_code, response.headers.get("Retry-After")))
+
+    flood = [threading.Thread(target=send, args=("long", 10_000)) for _ in range(6)]
+    for thread in flood:
+        thread.start()
+    time.sleep(0.5)
+    send("b", 20)
+    for thread in flood:
+        thread.join()
+    statuses = [status for tenant, status, _ in ended if tenant == "long"]
+    assert sorted(statuses) == [200, 200, 429, 429, 429, 429], ended
+    assert all(after and int(after) >= 1 for _, status, after in ended if status == 429), ended
+    order = [(tenant, status) for tenant, status, _ in ended]
+    assert order.index(("b", 200)) < len(order) - 1 - order[::-1].index(("long", 200)), ended
+
+
+def _waiting_queries(owner_dsn: str, role: str) -> int:
+    with psycopg.connect(owner_dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = %s AND wait_event_type = 'Lock'", [role]
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_sigterm_stops_the_server_mid_request(tenants: Tenants) -> None:
+    """A search blocked on a lock the owner holds, a --timeout of 10 minutes, and SIGTERM: the
+    server drains for --shutdown-timeout (2 s), cancels the query in PostgreSQL and exits."""
+    options = ("--timeout", "600", "--shutdown-timeout", "2")
+    with (
+        serving_process(tenants.service_dsn, *options) as (url, proc),
+        psycopg.connect(tenants.owner_dsn) as holder,
+    ):
+        holder.execute("LOCK TABLE kgrag.chunk IN ACCESS EXCLUSIVE MODE")
+
+        def blocked() -> None:
+            with contextlib.suppress(httpx.HTTPError):  # whatever it gets as the server stops
+                post(f"{url}/v1/search", tenants.keys["a"], {"question": "Acme", "route": "vector"})
+
+        threading.Thread(target=blocked, daemon=True).start()
+        deadline = time.monotonic() + 30
+        while not _waiting_queries(tenants.owner_dsn, tenants.service_role) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _waiting_queries(tenants.owner_dsn, tenants.service_role) == 1
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) is not None  # a generous bound: before the fix, never while the lock held
+        assert _waiting_queries(tenants.owner_dsn, tenants.service_role) == 0  # cancelled, not left waiting
+        holder.rollback()
 
 
 @pytest.mark.parametrize(
