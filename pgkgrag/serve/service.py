@@ -179,22 +179,24 @@ class Call:
 
 
 class _Watched:
-    """An embedder that checks its call before and after it embeds: a request stopped while its
-    question was embedded goes no further."""
+    """An embedder that embeds in its requester's turn, and checks its call before and after: a
+    request stopped while its question waited or was embedded goes no further."""
 
-    def __init__(self, inner: Embedder, call: Call) -> None:
+    def __init__(self, inner: Embedder, call: Call, turn: threading.Lock) -> None:
         self.name, self.dim = inner.name, inner.dim
-        self._inner, self._call = inner, call
+        self._inner, self._call, self._turn = inner, call, turn
 
     def embed(self, texts: list[str]) -> Vectors:
-        self._call.check()
-        vectors = self._inner.embed(texts)
+        with self._turn:
+            self._call.check()
+            vectors = self._inner.embed(texts)
         self._call.check()
         return vectors
 
     def embed_queries(self, texts: list[str]) -> Vectors:
-        self._call.check()
-        vectors = self._inner.embed_queries(texts)
+        with self._turn:
+            self._call.check()
+            vectors = self._inner.embed_queries(texts)
         self._call.check()
         return vectors
 
@@ -212,7 +214,8 @@ class Service:
         self._tenant_rate: RateLimitItem = parse(limits.tenant_rate)
         self._in_progress: dict[str, int] = {}  # by "tenant T" or "key ID": requests whose work runs
         self._answering: dict[str, threading.BoundedSemaphore] = {}
-        self._answering_lock = threading.Lock()
+        self._turns: dict[str, threading.Lock] = {}  # by "tenant T" or "key ID": its turn to embed
+        self._lock = threading.Lock()  # for the dicts above and the LLM client
         self._llm = llm
 
     # -- who calls ---------------------------------------------------------------------------
@@ -362,6 +365,8 @@ class Service:
                 "question_too_long",
             )
 
+        who = f"tenant {caller.tenant}"
+
         def checked(conn: psycopg.Connection, call: Call) -> T:
             with tenant_transaction(conn, caller.tenant):
                 try:
@@ -372,9 +377,9 @@ class Service:
                     conn.execute(Q["check_search_options"], [json.dumps(options)])
                 except psycopg.errors.InvalidParameterValue as exc:
                     raise ApiError(400, describe(exc).message, "options", "invalid_value") from exc
-            return work(conn, _Watched(self.embedder_of(conn, caller.tenant), call))
+            return work(conn, _Watched(self.embedder_of(conn, caller.tenant), call, self._turn(who)))
 
-        return await self.run(caller, disconnected, checked, counted_as=f"tenant {caller.tenant}")
+        return await self.run(caller, disconnected, checked, counted_as=who)
 
     async def search(
         self,
@@ -469,10 +474,19 @@ class Service:
     ) -> np.ndarray:
         """The texts embedded with the model, for the key of id holder, within the deadline."""
         embedder = self.models.get(model)  # 404 for a model this server does not serve, before the thread
-        work = embedder.embed_queries if queries else embedder.embed
+        who, call = f"key {holder}", Call()
+        watched = _Watched(embedder, call, self._turn(who))
+        work = watched.embed_queries if queries else watched.embed
         deadline = time.monotonic() + self.limits.timeout_s
-        vectors = await self._in_time(Call(), deadline, disconnected, lambda: work(texts), f"key {holder}")
+        vectors = await self._in_time(call, deadline, disconnected, lambda: work(texts), who)
         return np.asarray(vectors, dtype=np.float32)
+
+    def _turn(self, who: str) -> threading.Lock:
+        """The requester's turn to embed: a tenant (or a key) has one embedding waiting for a model
+        at a time, and a model serves its callers in the order they came (pgkgrag.serve.pool), so a
+        tenant's flood keeps another tenant's question waiting for one of its embeddings at most."""
+        with self._lock:
+            return self._turns.setdefault(who, threading.Lock())
 
     def embedder_of(self, conn: psycopg.Connection, tenant: str) -> Embedder:
         return tenant_embedder(conn, tenant, load=lambda name, _: self.models.get(name))
@@ -483,7 +497,7 @@ class Service:
         """The LLM client, made once from KGRAG_LLM_*; 503 when this server has none."""
         from pgkgrag.llm.client import LlmSettings, OpenAICompatibleClient
 
-        with self._answering_lock:
+        with self._lock:
             if self._llm is None:
                 try:
                     self._llm = OpenAICompatibleClient(LlmSettings.from_env())
@@ -494,7 +508,7 @@ class Service:
     @contextmanager
     def answering(self, tenant: str) -> Iterator[None]:
         """A slot among the tenant's answers in progress (429 when none is free)."""
-        with self._answering_lock:
+        with self._lock:
             slots = self._answering.setdefault(tenant, threading.BoundedSemaphore(self.limits.answers_per_tenant))
         if not slots.acquire(blocking=False):
             raise too_many(

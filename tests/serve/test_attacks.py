@@ -228,6 +228,26 @@ def test_one_tenant_s_flood_leaves_the_others_served(tenants: Tenants, base: str
     assert order.index(("b", 200)) < len(order) - 1 - order[::-1].index(("long", 200)), ended
 
 
+def test_one_tenant_s_embeddings_leave_the_others_their_turn(tenants: Tenants, base: str) -> None:
+    """long's key sends two texts of 8,000 characters at once (seconds of e5 each), then slow's key
+    a short question for the same model: slow's turn comes after long's first text, not after both
+    (a tenant, or a key, has one embedding waiting for a model at a time)."""
+    ended: list[tuple[str, int]] = []
+
+    def embed(tenant: str, texts: list[str]) -> None:
+        response = post(f"{base}/v1/embeddings", tenants.keys[tenant], {"model": "e5", "input": texts})
+        ended.append((tenant, response.status_code))
+
+    flood = [threading.Thread(target=embed, args=("long", ["y" * 8_000])) for _ in range(2)]
+    for thread in flood:
+        thread.start()
+    time.sleep(0.3)
+    embed("slow", ["Who repaired the crane?"])
+    for thread in flood:
+        thread.join()
+    assert ended == [("long", 200), ("slow", 200), ("long", 200)], ended
+
+
 def _waiting_queries(owner_dsn: str, role: str) -> int:
     with psycopg.connect(owner_dsn, autocommit=True) as conn:
         row = conn.execute(
