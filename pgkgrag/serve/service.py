@@ -174,7 +174,10 @@ class Call:
                 return False
             self._stopped = True
             if self._conn is not None:
-                self._conn.cancel_safe()
+                # from the event loop: briefly, and a cancel that does not reach the server leaves
+                # the work to stop at its next check
+                with contextlib.suppress(psycopg.OperationalError):
+                    self._conn.cancel_safe(timeout=1)
             return True
 
 
