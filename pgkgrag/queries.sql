@@ -30,6 +30,16 @@ SELECT kgrag.use_tenant(%s);
 -- The tenant of a transaction, from an API key (pgkgrag serve): the database checks the key.
 SELECT kgrag.use_key(%s, %s);
 
+-- name: check_question
+-- A question's length, against the tenant's setting max_question_chars (22023 above it): pgkgrag
+-- serve asks before it embeds the question, whose cost grows with its length.
+SELECT kgrag_private.check_question(%s);
+
+-- name: check_search_options
+-- Search options as kgrag_search would take them (22023 for an unknown one or a value out of its
+-- range): pgkgrag serve asks before it embeds the question.
+SELECT kgrag_private.search_options(%s::jsonb);
+
 -- name: create_key
 SELECT kgrag.create_key(%s, %s, %s);
 

@@ -66,9 +66,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serving(dsn: str, *options: str, **settings: str) -> Iterator[str]:
+def serving_process(dsn: str, *options: str, **settings: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """`pgkgrag serve OPTIONS` as a user starts it (settings: extra environment variables); yields
-    its base URL once /healthz answers, and stops it after."""
+    its base URL, once /healthz answers, and its process; stops it after."""
     port = _free_port()
     proc = subprocess.Popen(
         [PGKGRAG, "serve", "--port", str(port), *options],
@@ -89,7 +89,26 @@ def serving(dsn: str, *options: str, **settings: str) -> Iterator[str]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"pgkgrag serve did not come up: {proc.stdout.read() if proc.stdout else ''}")
             time.sleep(0.2)
-        yield base
+        yield base, proc
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@contextmanager
+def serving(dsn: str, *options: str, **settings: str) -> Iterator[str]:
+    """`pgkgrag serve OPTIONS` (serving_process); yields its base URL."""
+    with serving_process(dsn, *options, **settings) as (base, _):
+        yield base
+
+
+def make_key(dsn: str, name: str, *args: str) -> str:
+    """`pgkgrag keys create NAME ARGS` as the schema owner: the key it printed."""
+    made = run("keys", "create", name, *args, dsn=dsn)
+    assert made.returncode == 0, made.stderr
+    return made.stdout.splitlines()[-1]
+
+
+def bearer(key: str) -> dict[str, str]:
+    """The header a request of `pgkgrag serve` carries its API key in."""
+    return {"Authorization": f"Bearer {key}"}

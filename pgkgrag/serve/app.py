@@ -8,7 +8,10 @@ embedder and call kgrag.kgrag_search and kgrag.context; POST /v1/ask answers wit
 citations (pgkgrag.llm.answers, the chat endpoint of KGRAG_LLM_URL); POST /v1/entity and
 /v1/neighbourhood show the graph around an entity; POST /v1/embeddings embeds with a named model,
 so a client can make the SQL call itself. /mcp serves the same as MCP tools (pgkgrag.serve.mcp).
-FastAPI validates and routes; uvicorn serves. Errors have OpenAI's shape ({"error": {...}}).
+FastAPI validates and routes; uvicorn serves. Every error, whatever refuses the request (the
+routing, the body's size or parsing, the service, the database), has OpenAI's shape ({"error":
+{message, type, param, code}}) and a code of pgkgrag.serve.errors.CODES; every request is counted
+in /metrics, by endpoint and status, and every error by its code.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
-import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, Literal
@@ -29,18 +31,16 @@ from pgkgrag.queries import Q
 from pgkgrag.serve import telemetry
 from pgkgrag.serve.errors import ApiError
 from pgkgrag.serve.pool import SERVED
-from pgkgrag.serve.service import Caller, Limits, Service
+from pgkgrag.serve.service import Caller, Limits, RouteName, Service
 
 try:
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, Response
+    from starlette.exceptions import HTTPException
 except ImportError as exc:
     raise missing("server") from exc
 
-log = logging.getLogger("pgkgrag.serve")
-MAX_INPUTS = 2048  # texts per request, as OpenAI's API allows
-MAX_INPUT_CHARS = 32_768  # characters per text
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -59,9 +59,9 @@ class EmbeddingRequest(BaseModel):
 
 class QuestionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1)  # its length is bounded in SQL (setting max_question_chars)
+    question: str = Field(min_length=1)  # its length is checked before it is embedded (Service)
     tenant: str | None = Field(default=None, description="For a key of several tenants: which one.")
-    route: str = "auto"
+    route: RouteName = "auto"
     k: int = Field(default=10, ge=1, le=1000)
     options: dict[str, Any] = Field(default_factory=dict)
 
@@ -86,8 +86,8 @@ class BodyLimit:
     """Pure ASGI: a request body larger than the limit gets 413 before anything parses it (by its
     Content-Length, or, for a chunked body, by reading it up to the limit first)."""
 
-    def __init__(self, app: Any, limit: int) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app: Any, limit: int, metrics: telemetry.Metrics) -> None:
+        self.app, self.limit, self.metrics = app, limit, metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -96,7 +96,7 @@ class BodyLimit:
         too_big = ApiError(413, f"the request body is larger than this server's {self.limit} bytes", code="too_large")
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limit):
-            await too_big.response()(scope, receive, send)
+            await _refused(self.metrics, too_big)(scope, receive, send)
             return
         if length is not None:
             await self.app(scope, receive, send)
@@ -110,7 +110,7 @@ class BodyLimit:
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > self.limit:
-                await too_big.response()(scope, receive, send)
+                await _refused(self.metrics, too_big)(scope, receive, send)
                 return
         sent = False
 
@@ -155,7 +155,14 @@ class Measured:
             self.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
 
 
-def _texts(request: EmbeddingRequest) -> list[str]:
+def _refused(metrics: telemetry.Metrics, error: ApiError) -> JSONResponse:
+    """The response of an error, counted by its code."""
+    metrics.errors.labels(error.code).inc()
+    return error.response()
+
+
+def _texts(request: EmbeddingRequest, limits: Limits) -> list[str]:
+    """The texts to embed, within the limits of a request (before any is embedded)."""
     value = request.input
     texts = [value] if isinstance(value, str) else value
     if not texts:
@@ -163,13 +170,28 @@ def _texts(request: EmbeddingRequest) -> list[str]:
     if not all(isinstance(t, str) for t in texts):
         raise ApiError(400, "input must be text: token arrays are not supported", "input")
     strings = [t for t in texts if isinstance(t, str)]
-    if len(strings) > MAX_INPUTS:
-        raise ApiError(400, f"input holds {len(strings)} texts, more than {MAX_INPUTS}", "input")
+    if len(strings) > limits.max_inputs:
+        raise ApiError(
+            400, f"input holds {len(strings)} texts, more than {limits.max_inputs}", "input", "too_many_inputs"
+        )
     for i, text in enumerate(strings):
         if not text.strip():
             raise ApiError(400, f"input[{i}] is empty", "input")
-        if len(text) > MAX_INPUT_CHARS:
-            raise ApiError(400, f"input[{i}] is {len(text)} characters long, more than {MAX_INPUT_CHARS}", "input")
+        if len(text) > limits.max_input_chars:
+            raise ApiError(
+                400,
+                f"input[{i}] is {len(text)} characters long, more than {limits.max_input_chars}",
+                "input",
+                "input_too_long",
+            )
+    total = sum(len(t) for t in strings)
+    if total > limits.max_embedding_chars:
+        raise ApiError(
+            400,
+            f"input holds {total} characters in all, more than {limits.max_embedding_chars}",
+            "input",
+            "input_too_long",
+        )
     return strings
 
 
@@ -191,29 +213,37 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
 
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
-        metrics.errors.labels(exc.code or str(exc.status)).inc()
-        return exc.response()
+        return _refused(metrics, exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {"msg": "invalid request", "loc": ()}
+        first = exc.errors()[0] if exc.errors() else {"msg": "invalid request", "loc": (), "type": ""}
+        if first.get("type") == "json_invalid":
+            return _refused(metrics, ApiError(400, f"the body is not JSON: {first['msg']}", code="invalid_json"))
         param = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or None
-        metrics.errors.labels("invalid_request").inc()
-        return ApiError(400, f"{param or 'request'}: {first['msg']}", param).response()
+        return _refused(metrics, ApiError(400, f"{param or 'request'}: {first['msg']}", param))
+
+    @app.exception_handler(HTTPException)
+    async def routing(_: Request, exc: HTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "invalid_request")
+        return _refused(metrics, ApiError(exc.status_code, str(exc.detail), code=code, headers=exc.headers))
+
+    @app.exception_handler(Exception)
+    async def crashed(_: Request, __: Exception) -> JSONResponse:  # raised again after: uvicorn logs it
+        return _refused(metrics, ApiError(500, "the server failed: its log says why", code="internal_error"))
 
     async def caller(request: Request, tenant: str | None) -> Caller:
         return await service.caller(request.headers.get("authorization"), tenant)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
-        def ping(conn: psycopg.Connection) -> None:
+        def ping(conn: psycopg.Connection, _: object) -> None:
             conn.execute(Q["columns_dimension"])
-            conn.rollback()
 
         try:
             await service.run(None, None, ping)
         except ApiError as exc:
-            raise ApiError(503, f"the database is not reachable: {exc.message}") from exc
+            raise ApiError(503, f"the database is not reachable: {exc.message}", code="database_unavailable") from exc
         return {"status": "ok", "dimension": service.models.dimension, "models": list(SERVED)}
 
     @app.get("/metrics")
@@ -268,9 +298,11 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
 
     @app.post("/v1/embeddings")
     async def embeddings(body: EmbeddingRequest, request: Request) -> dict[str, Any]:
-        await service.key_holder(request.headers.get("authorization"))
-        texts = _texts(body)
-        vectors = await service.embedding(body.model, texts, body.input_type == "query")
+        holder = await service.key_holder(request.headers.get("authorization"))
+        texts = _texts(body, limits)
+        vectors = await service.embedding(
+            holder, request.is_disconnected, body.model, texts, body.input_type == "query"
+        )
         if body.dimensions is not None and body.dimensions != vectors.shape[1]:
             raise ApiError(400, f"the model {body.model} makes {vectors.shape[1]}-dimensional vectors", "dimensions")
         data = [
@@ -294,9 +326,9 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
     KNOWN = {route.path for route in app.routes if hasattr(route, "path")} | {"/mcp"}
     from pgkgrag.serve.mcp import mount_mcp
 
-    mcp_running.append(mount_mcp(app, service))
-    app.add_middleware(Measured, metrics=metrics, known=KNOWN)
-    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
+    mcp_running.append(mount_mcp(app, service, metrics))
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes, metrics=metrics)
+    app.add_middleware(Measured, metrics=metrics, known=KNOWN)  # the last added is the outermost: it sees all
     return app
 
 
@@ -308,10 +340,13 @@ def _count_search(metrics: telemetry.Metrics, endpoint: str, route: str, rows: l
         metrics.fallbacks.inc()
 
 
-def serve(dsn: str, host: str, port: int, limits: Limits, traces: str | None) -> None:
+def serve(dsn: str, host: str, port: int, limits: Limits, traces: str | None, shutdown_s: int) -> None:
+    """Serve until SIGTERM (or SIGINT): then new connections are refused, the requests in progress
+    have shutdown_s seconds to end, and those still running are cancelled (their queries with them)."""
     try:
         import uvicorn
     except ImportError as exc:
         raise missing("server") from exc
     telemetry.configure_traces(traces)
-    uvicorn.run(create_app(dsn, limits), host=host, port=port, log_level="info")
+    app = create_app(dsn, limits)
+    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=shutdown_s)

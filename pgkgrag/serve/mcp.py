@@ -1,9 +1,11 @@
 """The MCP tools of pgkgrag (the official `mcp` SDK): search, context, ask, entity and neighbourhood,
 for an agent, over streamable HTTP at /mcp/ of `pgkgrag serve` (the same API keys and limits as
-/v1/...) or over stdio (`pgkgrag mcp --tenant T`, as the login role of KGRAG_DSN and its tenant grant).
+/v1/...) or over stdio (`pgkgrag mcp --tenant T`, as the login role of KGRAG_DSN, for T alone).
 
 Each tool calls the service (pgkgrag.serve.service), so the database binds the call to the key's
-tenant; an error (a tenant the key may not act for, a rate passed) comes back as the tool's error.
+tenant; over stdio, every call acts for T, whatever else the login role may act for (the schema
+owner may act for all). An error (a tenant the key may not act for, a rate passed) comes back as the
+tool's error, with its code; each call is counted by tool and outcome (kgrag_mcp_tool_calls_total).
 """
 
 from __future__ import annotations
@@ -11,18 +13,20 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from pgkgrag.extras import missing
+from pgkgrag.serve import telemetry
 from pgkgrag.serve.errors import ApiError
-from pgkgrag.serve.service import Caller, Limits, Service
+from pgkgrag.serve.service import Caller, Limits, RouteName, Service
 
 try:
     from mcp.server.mcpserver import Context, MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 except ImportError as exc:
     raise missing("server") from exc
 
@@ -35,31 +39,72 @@ INSTRUCTIONS = (
 # its length is bounded in SQL (setting max_question_chars), as for every caller
 Question = Annotated[str, Field(description="The question, in natural language.", min_length=1)]
 Route = Annotated[
-    Literal["auto", "local", "global", "mixed", "vector"],
+    RouteName,
     Field(
         description="auto lets the router choose; local: entities and their relations; global: "
         "community reports (themes of the whole collection); mixed: both; vector: passages only."
     ),
 ]
-K = Annotated[int, Field(description="How many results.", ge=1, le=100)]
+K = Annotated[
+    int,
+    Field(
+        description="The most chunks (passages) returned; the entity and community report rows that explain "
+        "them come besides.",
+        ge=1,
+        le=100,
+    ),
+]
 Tenant = Annotated[str | None, Field(description="Only for a key of several tenants: which one.")]
 Who = Callable[[Context, str | None], Awaitable[Caller]]
+TOOLS = ("search", "context", "ask", "entity", "neighbourhood")
 
 
-def _tools(service: Service, who: Who) -> MCPServer:
-    server = MCPServer(name="pgkgrag", instructions=INSTRUCTIONS, log_level="WARNING")
+class _Counted(MCPServer):
+    """The tools, each call counted by tool and outcome: ok, or the error's code."""
+
+    def __init__(self, metrics: telemetry.Metrics) -> None:
+        super().__init__(name="pgkgrag", instructions=INSTRUCTIONS, log_level="WARNING")
+        self._metrics = metrics
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        tool = name if name in TOOLS else "unknown"  # the label's values stay few, whatever an agent sends
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            self._metrics.tool_calls.labels(tool, _outcome(exc)).inc()
+            raise
+        self._metrics.tool_calls.labels(tool, "ok").inc()
+        return result
+
+
+def _outcome(error: ToolError) -> str:
+    """The code of a tool's error: the service's own, or what the SDK refused before the tool ran."""
+    if isinstance(error, UnexpectedToolError):
+        return "internal_error"
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, ApiError):
+            return cause.code
+        if isinstance(cause, ValidationError):
+            return "invalid_request"
+        cause = cause.__cause__
+    return "not_found"  # a tool this server does not have
+
+
+def _tools(service: Service, who: Who, metrics: telemetry.Metrics) -> MCPServer:
+    server = _Counted(metrics)
 
     async def acting(ctx: Context, tenant: str | None) -> Caller:
         try:
             return await who(ctx, tenant)
         except ApiError as exc:
-            raise ToolError(f"{exc.status}: {exc.message}") from exc
+            raise _tool_error(exc) from exc
 
     async def call(work: Awaitable[Any]) -> Any:
         try:
             return await work
         except ApiError as exc:
-            raise ToolError(f"{exc.status}: {exc.message}") from exc
+            raise _tool_error(exc) from exc
 
     @server.tool()
     async def search(
@@ -111,7 +156,9 @@ def _tools(service: Service, who: Who) -> MCPServer:
 
     @server.tool()
     async def neighbourhood(
-        name: Annotated[str, Field(description="The entity to start from (id, name or alias).", min_length=1)],
+        name: Annotated[
+            str, Field(description="The entity to start from (id, name or alias).", min_length=1, max_length=500)
+        ],
         ctx: Context,
         hops: Annotated[int, Field(description="How far to walk.", ge=1, le=4)] = 2,
         degree_cap: Annotated[int, Field(description="Edges followed per entity.", ge=1, le=100)] = 4,
@@ -127,12 +174,16 @@ def _tools(service: Service, who: Who) -> MCPServer:
     return server
 
 
+def _tool_error(exc: ApiError) -> ToolError:
+    return ToolError(f"{exc.status} {exc.code}: {exc.message}")
+
+
 class KeyRequired:
     """Pure ASGI in front of /mcp: a request without a valid key gets 401 (a JSON-RPC error, which
     the SDK's client reports) before MCP reads it."""
 
-    def __init__(self, app: Any, service: Service) -> None:
-        self.app, self.service = app, service
+    def __init__(self, app: Any, service: Service, metrics: telemetry.Metrics) -> None:
+        self.app, self.service, self.metrics = app, service, metrics
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -140,12 +191,14 @@ class KeyRequired:
             try:
                 await self.service.key_holder(headers.get("authorization"))
             except ApiError as exc:
+                self.metrics.errors.labels(exc.code).inc()
                 body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": exc.message}})
+                headers = {"content-type": "application/json", **exc.headers}
                 await send(
                     {
                         "type": "http.response.start",
                         "status": exc.status,
-                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
                     }
                 )
                 await send({"type": "http.response.body", "body": body.encode()})
@@ -153,7 +206,9 @@ class KeyRequired:
         await self.app(scope, receive, send)
 
 
-def mount_mcp(app: Any, service: Service) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
+def mount_mcp(
+    app: Any, service: Service, metrics: telemetry.Metrics
+) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
     """Mount the tools at /mcp/ of the FastAPI app; returns what its lifespan must run."""
 
     async def from_key(ctx: Context, tenant: str | None) -> Caller:
@@ -161,9 +216,9 @@ def mount_mcp(app: Any, service: Service) -> Callable[[], contextlib.AbstractAsy
         # KeyRequired counted the request against the key's (and its only tenant's) rate already
         return await service.caller(headers.get("authorization"), tenant, counted=False)
 
-    server = _tools(service, from_key)
+    server = _tools(service, from_key, metrics)
     asgi = server.streamable_http_app(streamable_http_path="/", stateless_http=True, json_response=True)
-    app.mount("/mcp", KeyRequired(asgi, service))
+    app.mount("/mcp", KeyRequired(asgi, service, metrics))
 
     @contextlib.asynccontextmanager
     async def running() -> AsyncIterator[None]:
@@ -174,10 +229,18 @@ def mount_mcp(app: Any, service: Service) -> Callable[[], contextlib.AbstractAsy
 
 
 def run_stdio(dsn: str, tenant: str) -> None:
-    """The tools over stdio for one tenant, as the login role's own grant (no key)."""
+    """The tools over stdio for one tenant, as the login role's own grant (no key): every call acts
+    for that tenant, whatever else the login role may act for; a call that names another is refused."""
     service = Service(dsn, Limits())
 
     async def fixed(_: Context, named: str | None) -> Caller:
-        return Caller(None, "stdio", named or tenant)
+        if named not in (None, tenant):
+            raise ApiError(
+                403,
+                f"pgkgrag mcp --tenant {tenant} acts for tenant {tenant!r} only: it may not act for tenant {named!r}",
+                "tenant",
+                "tenant_not_allowed",
+            )
+        return Caller(None, "stdio", tenant, time.monotonic() + service.limits.timeout_s)
 
-    _tools(service, fixed).run("stdio")
+    _tools(service, fixed, telemetry.Metrics()).run("stdio")

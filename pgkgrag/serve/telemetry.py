@@ -88,6 +88,12 @@ class Metrics:
             "kgrag_llm_tokens", "Tokens the LLM endpoint reported, by kind.", ["kind"], registry=self.registry
         )
         self.errors = Counter("kgrag_errors", "Failed requests by error code.", ["code"], registry=self.registry)
+        self.tool_calls = Counter(
+            "kgrag_mcp_tool_calls",
+            "MCP tool calls by tool and outcome (ok, or the error's code).",
+            ["tool", "outcome"],
+            registry=self.registry,
+        )
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

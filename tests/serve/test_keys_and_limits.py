@@ -16,10 +16,11 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from commands import psql, run, serving
+from commands import bearer, make_key, psql, run, serving
 from conftest import Server, as_role
 
 from pgkgrag.db.connections import READER, WRITER, connect
+from pgkgrag.serve.errors import CODES
 
 A_TEXT = "# Acme contract\n\nThe Acme contract is approved by Maria Silva, head of procurement. It renews in March.\n"
 B_TEXT = "# Zeta project\n\nWombatfrost is the secret project of Zeta, run by Ivo Petrov since 2019.\n"
@@ -33,12 +34,6 @@ class Setup:
     key_a: str
     key_b: str
     key_ab: str
-
-
-def make_key(dsn: str, name: str, *args: str) -> str:
-    made = run("keys", "create", name, *args, dsn=dsn)
-    assert made.returncode == 0, made.stderr
-    return made.stdout.splitlines()[-1]
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +68,6 @@ def setup(
 def base(setup: Setup) -> Iterator[str]:
     with serving(setup.service_dsn, "--key-rate", "1000/minute") as url:
         yield url
-
-
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
 
 
 def test_keys_are_shown_once_and_kept_hashed(setup: Setup) -> None:
@@ -250,8 +241,10 @@ def test_rates_and_body_size_are_limited(setup: Setup) -> None:
             for _ in range(7)
         ]
         assert codes[:5] == [200] * 5 and codes[5:] == [429, 429], codes
-        limited = httpx.post(f"{url}/v1/search", json=asked, headers=bearer(setup.key_a), timeout=60).json()
-        assert limited["error"]["code"] == "rate_limit_exceeded" and "5/minute" in limited["error"]["message"]
+        limited = httpx.post(f"{url}/v1/search", json=asked, headers=bearer(setup.key_a), timeout=60)
+        error = limited.json()["error"]
+        assert error["code"] == "rate_limit_exceeded" and "5/minute" in error["message"]
+        assert 1 <= int(limited.headers["Retry-After"]) <= 60  # when the window lets the key in again
         # the limit is the key's: another key still gets answers
         other = httpx.post(f"{url}/v1/search", json=asked, headers=bearer(setup.key_b), timeout=60)
         assert other.status_code == 200, other.text
@@ -330,17 +323,20 @@ def test_metrics_count_requests_routes_and_errors(setup: Setup, base: str) -> No
 
 
 def test_many_callers_at_once_each_get_their_own_tenant(setup: Setup, base: str) -> None:
-    """Concurrent requests of two tenants on the server's shared connections never mix."""
+    """Concurrent requests of two tenants on the server's shared connections never mix (a client
+    told that its tenant has as many requests in progress as it may waits as told, and asks again)."""
     seen: list[tuple[str, str]] = []
+    answered: list[str] = []
 
     def ask(key: str) -> None:
         for _ in range(5):
-            got = httpx.post(
-                f"{base}/v1/search",
-                json={"question": "project contract", "route": "vector"},
-                headers=bearer(key),
-                timeout=60,
-            ).json()
+            asked = {"question": "project contract", "route": "vector"}
+            while (
+                response := httpx.post(f"{base}/v1/search", json=asked, headers=bearer(key), timeout=60)
+            ).status_code == 429:
+                time.sleep(float(response.headers["Retry-After"]))
+            got = response.json()
+            answered.append(got["tenant"])
             seen.extend((got["tenant"], r["ref_id"].split("#")[0]) for r in got["rows"] if r["kind"] == "chunk")
 
     threads = [threading.Thread(target=ask, args=(k,)) for k in (setup.key_a, setup.key_b) * 3]
@@ -348,6 +344,7 @@ def test_many_callers_at_once_each_get_their_own_tenant(setup: Setup, base: str)
         t.start()
     for t in threads:
         t.join()
+    assert sorted(answered) == ["a"] * 15 + ["b"] * 15
     assert seen and all(f"{tenant}.md" == doc for tenant, doc in seen), seen
 
 
@@ -356,6 +353,8 @@ def test_the_readme_says_how_to_run_the_service() -> None:
     section = readme.split("## Running the service", 1)[1].split("\n## ", 1)[0]
     for needed in ("pgkgrag keys create", "--key-rate", "/metrics", "--traces", "mcpServers", "kgrag_reader"):
         assert needed in section, needed
+    for code in CODES:  # every error code the service gives, documented
+        assert f"`{code}`" in section, code
 
 
 async def _mcp_http(base: str, key: str | None, calls: list[tuple[str, dict[str, object]]]) -> list[object]:
