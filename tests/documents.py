@@ -22,6 +22,25 @@ def _zip_bomb(source: Path, target: Path) -> Path:
     return target
 
 
+def slow_docx(target: Path, paragraphs: int = 100_000) -> Path:
+    """The handbook as Word with that many paragraphs more: small (1 MB for 100,000), under every
+    limit, and about a minute of python-docx's time on this machine (0.5 ms a paragraph)."""
+    with zipfile.ZipFile(FIXTURES / "handbook.docx") as archive:
+        parts = {name: archive.read(name) for name in archive.namelist()}
+    body = parts["word/document.xml"].decode()
+    at = body.index("<w:body>") + len("<w:body>")
+    words = ("ledger", "vault", "harbor", "quartz", "gateway", "platform", "review", "change")
+    added = "".join(
+        f"<w:p><w:r><w:t>{words[i % 8]} {words[i * 7 % 8]} {words[i * 3 % 8]} {i}</w:t></w:r></w:p>"
+        for i in range(paragraphs)
+    )
+    parts["word/document.xml"] = (body[:at] + added + body[at:]).encode()
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+    return target
+
+
 def add_bad_files(folder: Path) -> None:
     """The files a team has that cannot be read, one of each kind (BAD_FILES), put in the folder."""
     shutil.copy(FIXTURES / "encrypted.pdf", folder)

@@ -1,6 +1,8 @@
 """Readers run in a worker process of their own, with limits: a file that makes a reader hang is
-stopped at its time limit, one that makes it eat memory at its memory limit (the worker's address
-space), and a reader that crashes takes only that file with it. The worker is a fresh interpreter
+stopped at its time limit (by this process, and by the worker itself if this one cannot: see
+worker), one that makes it eat memory at its memory limit (the worker's address space), and a
+reader that crashes takes only that file with it. The worker dies with this process (on Linux, with
+the thread that started it: the one that reads the files). The worker is a fresh interpreter
 (`python -m pgkgrag.ingest.readers.worker`, so nothing of the caller's program is re-run or
 inherited: neither its threads nor its __main__), started once and used for every file until it has
 to be stopped; the next file starts a new one. Requests and replies go over two pipes of its own
@@ -9,6 +11,7 @@ to be stopped; the next file starts a new one. Requests and replies go over two 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -50,7 +53,7 @@ class IsolatedReaders:
             to_us, from_worker = os.pipe()
             command = [sys.executable, "-m", "pgkgrag.ingest.readers.worker"]
             self._process = subprocess.Popen(
-                [*command, str(to_worker), str(from_worker), str(self.limits.memory_bytes)],
+                [*command, str(to_worker), str(from_worker), str(self.limits.memory_bytes), str(os.getpid())],
                 pass_fds=(to_worker, from_worker),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -62,31 +65,34 @@ class IsolatedReaders:
             self._receive = Connection(to_us, writable=False)
         return self._send, self._receive
 
-    def _stop(self) -> None:
+    def _stop(self) -> int | None:
+        """Stop the worker; its exit status (negative: the signal that ended it), None if none ran."""
+        status = None
         if self._process is not None:
-            self._process.kill()
-            self._process.wait()
+            self._process.kill()  # not if it has ended already: its own status is kept
+            status = self._process.wait()
         for conn in (self._send, self._receive):
             if conn is not None:
                 conn.close()
         self._process, self._send, self._receive = None, None, None
+        return status
 
     def read(self, kind: str, path: Path) -> Converted:
         send, receive = self._start()
         try:
-            send.send((kind, str(path), self.limits.memory_bytes // 2))  # unzipped, at most half the memory
+            # unzipped, at most half the memory
+            send.send((kind, str(path), self.limits.memory_bytes // 2, self.limits.timeout_s))
             answered = receive.poll(self.limits.timeout_s)
         except (BrokenPipeError, EOFError, OSError):
             answered = True  # the worker is gone: recv says so below
         if not answered:
             self._stop()
-            raise ReaderError(
-                f"reading it took longer than {self.limits.timeout_s:g} s (setting reader_timeout_s): stopped"
-            )
+            raise self._too_long()
         try:
             status, value = receive.recv()
         except (EOFError, OSError) as exc:
-            self._stop()
+            if self._stop() == -signal.SIGALRM:  # its own time limit came first
+                raise self._too_long() from exc
             limit = self.limits.memory_bytes / 2**20
             raise ReaderError(
                 f"the reader stopped on it (more than {limit:.0f} MB of memory? setting reader_memory_mb)"
@@ -95,3 +101,8 @@ class IsolatedReaders:
             raise ReaderError(value)
         assert isinstance(value, Converted)
         return value
+
+    def _too_long(self) -> ReaderError:
+        return ReaderError(
+            f"reading it took longer than {self.limits.timeout_s:g} s (setting reader_timeout_s): stopped"
+        )

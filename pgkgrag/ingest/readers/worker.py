@@ -1,11 +1,18 @@
 """The readers' worker process (see isolation): `python -m pgkgrag.ingest.readers.worker IN OUT
-MEMORY` reads (kind, path, max unzipped bytes) requests from pipe IN and answers each on pipe OUT
-with ("ok", Converted) or ("refused", why), within an address space of MEMORY bytes."""
+MEMORY PARENT` reads (kind, path, max unzipped bytes, seconds) requests from pipe IN and answers each
+on pipe OUT with ("ok", Converted) or ("refused", why), within an address space of MEMORY bytes and
+the seconds given: past them the kernel ends it (SIGALRM, whose default action no reader can delay),
+whether or not its parent is still there to stop it. It dies with its parent, process PARENT
+(Linux: PR_SET_PDEATHSIG; elsewhere a read ends at its time limit and an idle worker on the closed
+pipe)."""
 
 from __future__ import annotations
 
+import ctypes
 import errno
+import os
 import resource
+import signal
 import sys
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -16,6 +23,7 @@ from pgkgrag.ingest.readers.converted import Converted
 from pgkgrag.ingest.readers.errors import ReaderError
 
 OUT_OF_MEMORY = "the file needs more memory than the reader may use (setting reader_memory_mb)"
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def convert(kind: str, path: Path, max_bytes: int) -> Converted:
@@ -53,14 +61,29 @@ def answer(kind: str, path: Path, max_bytes: int) -> tuple[str, Any]:
 def serve(requests: Connection, replies: Connection) -> None:
     while True:
         try:
-            kind, path, max_bytes = requests.recv()
+            kind, path, max_bytes, seconds = requests.recv()
         except EOFError:
             return
-        replies.send(answer(kind, Path(path), max_bytes))
+        signal.setitimer(signal.ITIMER_REAL, seconds)  # SIGALRM's default action: the process ends
+        reply = answer(kind, Path(path), max_bytes)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        replies.send(reply)
+
+
+def die_with(parent: int) -> None:
+    """SIGKILL when the thread that started this process ends (Linux), and an end now if the parent
+    is already gone (it died before the request was made, so this process was adopted)."""
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:
+        sys.exit(1)
 
 
 def main() -> None:
-    fd_in, fd_out, memory = (int(arg) for arg in sys.argv[1:4])
+    fd_in, fd_out, memory, parent = (int(arg) for arg in sys.argv[1:5])
+    die_with(parent)
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     serve(Connection(fd_in, writable=False), Connection(fd_out, readable=False))
 
