@@ -38,10 +38,14 @@ class TenantSettings:
             row = cur.execute(Q["ingest_settings"]).fetchone()
         assert row is not None
         chunking = ChunkSettings(row["chunk_max_chars"], row["chunk_min_chars"], row["chunk_overlap"])
+        max_document_bytes = int(row["max_document_mb"] * 2**20)
         readers = ReaderLimits(
-            int(row["max_file_mb"] * 2**20), float(row["reader_timeout_s"]), int(row["reader_memory_mb"] * 2**20)
+            int(row["max_file_mb"] * 2**20),
+            float(row["reader_timeout_s"]),
+            int(row["reader_memory_mb"] * 2**20),
+            max_document_bytes,
         )
-        return cls(chunking, int(row["max_document_mb"] * 1024 * 1024), readers)
+        return cls(chunking, max_document_bytes, readers)
 
 
 @dataclass

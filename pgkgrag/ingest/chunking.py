@@ -22,8 +22,21 @@ from semantic_text_splitter import MarkdownSplitter
 
 from pgkgrag.ingest.inputs import SectionIn
 
-_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
+# a Markdown heading line; its closing #s and spaces are stripped by heading_text (a pattern that
+# stripped them itself took cubic time on a heading with a long run of spaces inside: minutes)
+_HEADING = re.compile(r"^#{1,6}[ \t]+(\S.*)$", re.M)
 SEGMENT_CHUNKS = 8  # the splitter is given pieces of at most this many chunks' length
+
+
+def heading_text(line: str) -> str:
+    """What a heading line matched by _HEADING says, without its closing sequence (`## Setup ##`)."""
+    return line.rstrip(" \t").rstrip("#").rstrip(" \t") or line
+
+
+def first_heading(text: str) -> str | None:
+    """The text of the first Markdown heading of a text, if it has one."""
+    found = _HEADING.search(text)
+    return heading_text(found.group(1)) if found else None
 
 
 @dataclass(frozen=True)
@@ -164,7 +177,7 @@ def chunk_text(text: str, title: str, settings: ChunkSettings, sections: Sequenc
         if merged and _HEADING.fullmatch(text[merged[-1][0] : merged[-1][1]].strip()):
             start = merged.pop()[0]
         merged.append((start, end))
-    headings = [(m.start(), m.group(1)) for m in _HEADING.finditer(text)]
+    headings = [(m.start(), heading_text(m.group(1))) for m in _HEADING.finditer(text)]
     positions = [pos for pos, _ in headings]
     chunks = []
     for ordinal, (start, end) in enumerate(merged):

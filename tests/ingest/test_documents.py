@@ -70,4 +70,4 @@ def test_missing_or_unsupported_paths(tmp_path: Path) -> None:
     (tmp_path / "x.xyz").write_bytes(b"what")
     (item,) = read_inputs([tmp_path / "x.xyz"])
     assert item.document is None and item.doc_id == "x.xyz" and item.error is not None
-    assert item.error.startswith("unknown format .xyz: pgkgrag reads .jsonl, .md")
+    assert item.error.startswith("unknown format .xyz: pgkgrag reads .jsonl, .txt, .md")

@@ -6,6 +6,7 @@ unknown extension, a reader that hangs or eats memory). No database: what a read
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -148,16 +149,16 @@ def test_every_bad_file_is_named_with_why_and_the_good_one_is_read(tmp_path: Pat
 
 def test_a_reader_that_hangs_or_eats_memory_is_stopped_and_the_next_file_is_read(tmp_path: Path) -> None:
     files = [FIXTURES / "handbook.pdf", FIXTURES / "handbook.html"]
-    stopped = read(*files, limits=ReaderLimits(DEFAULT_LIMITS.max_file_bytes, 0.0001, DEFAULT_LIMITS.memory_bytes))
+    stopped = read(*files, limits=replace(DEFAULT_LIMITS, timeout_s=0.0001))
     assert all("setting reader_timeout_s" in str(item.error) for item in stopped.values()), stopped
     # 60 MB of address space: the interpreter starts, PDFium cannot map itself, the page's
     # parse runs out: each file is refused with the setting to raise
     big = tmp_path / "big.html"
     big.write_text("<p>" + "<b>w</b> " * 3_000_000 + "</p>")  # 27 MB, 3 million elements
-    starved = read(*files, big, limits=ReaderLimits(DEFAULT_LIMITS.max_file_bytes, 30.0, 60 * 2**20))
+    starved = read(*files, big, limits=replace(DEFAULT_LIMITS, timeout_s=30.0, memory_bytes=60 * 2**20))
     assert all("reader_memory_mb" in str(item.error) for item in starved.values()), starved
     # the worker stopped at a limit is started again for the next file
-    with IsolatedReaders(ReaderLimits(DEFAULT_LIMITS.max_file_bytes, 0.0001, DEFAULT_LIMITS.memory_bytes)) as readers:
+    with IsolatedReaders(replace(DEFAULT_LIMITS, timeout_s=0.0001)) as readers:
         with pytest.raises(ReaderError, match="reader_timeout_s"):
             readers.read("pdf", FIXTURES / "handbook.pdf")
         readers.limits = DEFAULT_LIMITS

@@ -1,30 +1,40 @@
-"""The input files of an ingestion and what each becomes: JSONL lines (a document each), Markdown
-(read for its structure), plain text, and PDF, HTML and DOCX files converted by their readers in an
-isolated worker. A file is a document whose doc_id is its path below the folder given (so a
-renamed file is a new document). Every file of a folder is accounted for: one that cannot be read
-(an unknown format, past a limit, damaged, encrypted, without text) is a failure that names the
-file and says why; hidden files and folders (a name starting with a dot) are left alone."""
+"""The input files of an ingestion and what each becomes: JSONL lines (a document each), plain
+text, and Markdown (read for its structure), PDF, HTML and DOCX files converted by their readers in
+an isolated worker, within its time and memory limits. A file is a document whose doc_id is its
+path below the folder given (so a renamed file is a new document). Every file of a folder is
+accounted for: one that cannot be read (an unknown format, not a regular file, past a limit,
+damaged, encrypted, without text) is a failure that names the file and says why; hidden files and
+folders (a name starting with a dot) are left alone. What is read in this process is read bounded:
+a plain text file up to max_document_mb (its bytes are its document's text), a JSONL line up to
+8 times that (at most max_file_mb); neither a growing file nor a device named like one gets past."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from pgkgrag.errors import KgragError
+from pgkgrag.ingest.chunking import first_heading
 from pgkgrag.ingest.inputs import MAX_DEPTH, InputItem, document_item
 from pgkgrag.ingest.readers.converted import Converted
 from pgkgrag.ingest.readers.errors import ReaderError
 from pgkgrag.ingest.readers.isolation import IsolatedReaders, ReaderLimits
 
-# the readers of converted formats and the extra that installs them
-CONVERTED = {".pdf": "pdf", ".html": "html", ".htm": "html", ".xhtml": "html", ".docx": "docx"}
-TEXT = {".md": "markdown", ".markdown": "markdown", ".txt": "text"}
-KNOWN = (".jsonl", *TEXT, *CONVERTED)
-_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
-DEFAULT_LIMITS = ReaderLimits(max_file_bytes=200 * 2**20, timeout_s=120.0, memory_bytes=2048 * 2**20)
+# the formats the worker converts, each with its reader
+CONVERTED = {
+    ".md": "markdown", ".markdown": "markdown", ".pdf": "pdf", ".html": "html", ".htm": "html", ".xhtml": "html",
+    ".docx": "docx",
+}  # fmt: skip
+KNOWN = (".jsonl", ".txt", *CONVERTED)
+DEFAULT_LIMITS = ReaderLimits(
+    max_file_bytes=200 * 2**20, timeout_s=120.0, memory_bytes=2048 * 2**20, max_document_bytes=5 * 2**20
+)
+_SKIP = 2**20  # the rest of a JSONL line past its limit is read through this much at a time
+_LINE_TIMES_DOCUMENT = 8  # a JSONL line may take this many times max_document_mb (see _line_limit)
 
 
 def input_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
@@ -62,11 +72,30 @@ def _failed(file: Path, root: Path, reason: str) -> InputItem:
     return InputItem(str(file), error=reason, doc_id=_doc_id(file, root), content_hash=version)
 
 
-def _too_big(file: Path, limits: ReaderLimits) -> str | None:
-    size = file.stat().st_size
-    if size > limits.max_file_bytes:
-        return f"the file is {size / 2**20:.0f} MB, above {limits.max_file_bytes / 2**20:.0f} MB (setting max_file_mb)"
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.0f} MB"
+
+
+NOT_REGULAR = "not a regular file (a device, a pipe or a socket): not read"
+
+
+def _refused_unread(file: Path, limits: ReaderLimits, *, text: bool = False) -> str | None:
+    """Why a file is refused before it is read: not a regular file (a device or a pipe: a link to
+    /dev/zero never ends), above max_file_mb, or (text: its bytes are the document) above
+    max_document_mb."""
+    info = file.stat()
+    if not stat.S_ISREG(info.st_mode):
+        return NOT_REGULAR
+    if info.st_size > limits.max_file_bytes:
+        return f"the file is {_mb(info.st_size)}, above {_mb(limits.max_file_bytes)} (setting max_file_mb)"
+    if text and info.st_size > limits.max_document_bytes:
+        return _above_document(f"the file is {_mb(info.st_size)}", limits)
     return None
+
+
+def _above_document(what: str, limits: ReaderLimits) -> str:
+    limit = limits.max_document_bytes / 2**20
+    return f"{what}, above the limit of {limit:g} MB of a document's text (setting max_document_mb): not read"
 
 
 def _item(file: Path, root: Path, converted: Converted, kind: str) -> InputItem:
@@ -84,29 +113,35 @@ def _item(file: Path, root: Path, converted: Converted, kind: str) -> InputItem:
     return document_item(str(file), data)
 
 
-def _read_text(file: Path, root: Path, kind: str, limits: ReaderLimits) -> InputItem:
+def _read_text(file: Path, root: Path, limits: ReaderLimits) -> InputItem:
     try:
-        if refused := _too_big(file, limits):
+        if refused := _refused_unread(file, limits, text=True):
             return _failed(file, root, refused)
-        text = file.read_text(encoding="utf-8")
+        with file.open("rb") as handle:
+            raw = handle.read(limits.max_document_bytes + 1)
+        if len(raw) > limits.max_document_bytes:  # it grew since
+            return _failed(file, root, _above_document("the file grew past it while read", limits))
+        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as exc:
         return _failed(file, root, f"not UTF-8 ({exc.reason} at byte {exc.start})")
     except OSError as exc:
         return _failed(file, root, f"cannot read the file: {exc.strerror or exc}")
-    if kind == "markdown":
-        from pgkgrag.ingest.readers.markdown import read_markdown
-
-        return _item(file, root, read_markdown(text), kind)
-    heading = _HEADING.search(text)  # a plain text's title: its first Markdown-like heading, else its name
-    title = heading.group(1) if heading else file.stem.replace("_", " ").replace("-", " ")
+    heading = first_heading(text)  # a plain text's title: its first Markdown-like heading, else its name
+    title = " ".join(heading.split()) if heading else ""
     return document_item(
-        str(file), {"doc_id": _doc_id(file, root), "title": title, "text": text, "source_uri": str(file)}
+        str(file),
+        {
+            "doc_id": _doc_id(file, root),
+            "title": title or file.stem.replace("_", " ").replace("-", " "),
+            "text": text,
+            "source_uri": str(file),
+        },
     )
 
 
 def _read_converted(file: Path, root: Path, kind: str, readers: IsolatedReaders) -> InputItem:
     try:
-        if refused := _too_big(file, readers.limits):
+        if refused := _refused_unread(file, readers.limits):
             return _failed(file, root, refused)
         return _item(file, root, readers.read(kind, file), kind)
     except ReaderError as exc:
@@ -119,11 +154,32 @@ def _refuse_constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON")
 
 
-def _read_jsonl(path: Path) -> Iterator[InputItem]:
+def _line(handle: BinaryIO, limit: int) -> bytes | None:
+    """The next line of at most `limit` bytes (b"" at the end of the file), None for a longer one,
+    read through to its end in small pieces, never held."""
+    line = handle.readline(limit + 1)
+    if len(line) <= limit:
+        return line
+    while not line.endswith(b"\n") and (line := handle.readline(_SKIP)):
+        pass
+    return None
+
+
+def _line_limit(limits: ReaderLimits) -> int:
+    """The most bytes a JSONL line may take: 8 times max_document_mb (its text JSON-escaped, up to 6
+    bytes a byte, and its entities and relations), at most max_file_mb."""
+    return min(limits.max_file_bytes, _LINE_TIMES_DOCUMENT * limits.max_document_bytes)
+
+
+def _read_jsonl(path: Path, limits: ReaderLimits) -> Iterator[InputItem]:
     try:
-        handle = path.open("rb")
+        regular = stat.S_ISREG(path.stat().st_mode)
+        handle = path.open("rb") if regular else None
     except OSError as exc:
         yield InputItem(str(path), error=f"cannot read the file: {exc.strerror or exc}")
+        return
+    if handle is None:
+        yield InputItem(str(path), error=NOT_REGULAR)
         return
     with handle:
         number = 0
@@ -131,34 +187,42 @@ def _read_jsonl(path: Path) -> Iterator[InputItem]:
             number += 1
             where = f"{path}:{number}"
             try:
-                raw = handle.readline()
+                raw = _line(handle, _line_limit(limits))
             except OSError as exc:
                 yield InputItem(where, error=f"cannot read the file from here on: {exc.strerror or exc}")
                 return
-            if not raw:
+            if raw == b"":
                 return
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield InputItem(where, error=f"not UTF-8 ({exc.reason} at byte {exc.start})")
-                continue
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line, parse_constant=_refuse_constant)
-            except json.JSONDecodeError as exc:
-                yield InputItem(where, error=f"invalid JSON: {exc.msg} (column {exc.colno})")
-                continue
-            except ValueError as exc:  # NaN, Infinity
-                yield InputItem(where, error=f"invalid JSON: {exc}")
-                continue
-            except RecursionError:
-                yield InputItem(where, error=f"invalid JSON: nested deeper than Python can read (limit {MAX_DEPTH})")
-                continue
-            if not isinstance(data, dict):
-                yield InputItem(where, error="a line must be a JSON object with at least doc_id and text")
-                continue
-            yield document_item(where, data)
+            if (item := _jsonl_item(where, raw, limits)) is not None:
+                yield item
+
+
+def _jsonl_item(where: str, raw: bytes | None, limits: ReaderLimits) -> InputItem | None:
+    """What a line of a JSONL file is: a document, why not, or None for a blank line."""
+    if raw is None:
+        limit = _line_limit(limits) / 2**20
+        return InputItem(
+            where,
+            error=f"the line is above {limit:g} MB ({_LINE_TIMES_DOCUMENT} times setting max_document_mb, "
+            "at most max_file_mb): not read",
+        )
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return InputItem(where, error=f"not UTF-8 ({exc.reason} at byte {exc.start})")
+    if not line.strip():
+        return None
+    try:
+        data = json.loads(line, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        return InputItem(where, error=f"invalid JSON: {exc.msg} (column {exc.colno})")
+    except ValueError as exc:  # NaN, Infinity
+        return InputItem(where, error=f"invalid JSON: {exc}")
+    except RecursionError:
+        return InputItem(where, error=f"invalid JSON: nested deeper than Python can read (limit {MAX_DEPTH})")
+    if not isinstance(data, dict):
+        return InputItem(where, error="a line must be a JSON object with at least doc_id and text")
+    return document_item(where, data)
 
 
 def read_inputs(paths: list[Path], limits: ReaderLimits = DEFAULT_LIMITS) -> Iterator[InputItem]:
@@ -169,14 +233,26 @@ def read_inputs(paths: list[Path], limits: ReaderLimits = DEFAULT_LIMITS) -> Ite
             if file.is_dir():
                 yield InputItem(str(file), error="cannot read the folder (permission denied or I/O error): skipped")
             elif suffix == ".jsonl":
-                yield from _read_jsonl(file)
-            elif suffix in TEXT:
-                yield _read_text(file, root, TEXT[suffix], limits)
+                yield from _read_jsonl(file, limits)
+            elif suffix == ".txt":
+                yield _read_text(file, root, limits)
             elif suffix in CONVERTED:
                 yield _read_converted(file, root, CONVERTED[suffix], readers)
             else:
                 known = ", ".join(KNOWN)
                 yield _failed(file, root, f"unknown format {suffix or '(no extension)'}: pgkgrag reads {known}")
+
+
+def _count_lines(handle: BinaryIO) -> int:
+    """How many lines of a file hold more than blanks, read in pieces (a line may be huge)."""
+    count, open_line = 0, False  # open_line: the line read so far holds more than blanks
+    while piece := handle.read(_SKIP):
+        *ended, rest = piece.split(b"\n")
+        for line in ended:
+            count += open_line or bool(line.strip())
+            open_line = False
+        open_line = open_line or bool(rest.strip())
+    return count + open_line
 
 
 def count_inputs(paths: list[Path]) -> int | None:
@@ -185,9 +261,9 @@ def count_inputs(paths: list[Path]) -> int | None:
     total = 0
     for file, _ in input_files(paths):
         try:
-            if file.suffix.lower() == ".jsonl" and not file.is_dir():
+            if file.suffix.lower() == ".jsonl" and stat.S_ISREG(file.stat().st_mode):
                 with file.open("rb") as handle:
-                    total += sum(1 for line in handle if line.strip())
+                    total += _count_lines(handle)
             else:
                 total += 1
         except OSError:

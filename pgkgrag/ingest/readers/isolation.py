@@ -24,11 +24,13 @@ from pgkgrag.ingest.readers.errors import ReaderError
 
 @dataclass(frozen=True)
 class ReaderLimits:
-    """The tenant's settings max_file_mb, reader_timeout_s and reader_memory_mb, in bytes and seconds."""
+    """The tenant's settings max_file_mb, reader_timeout_s, reader_memory_mb and max_document_mb,
+    in bytes and seconds (the last bounds a plain text file, whose bytes are its document's text)."""
 
     max_file_bytes: int
     timeout_s: float
     memory_bytes: int
+    max_document_bytes: int
 
 
 class IsolatedReaders:

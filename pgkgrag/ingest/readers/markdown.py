@@ -5,9 +5,11 @@ reaches neither the chunks nor entity names. The title is the first heading."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pgkgrag.ingest.readers.converted import Builder, Converted
+from pgkgrag.ingest.readers.errors import ReaderError
 
 
 def _inline(token: Any) -> str:
@@ -55,3 +57,13 @@ def read_markdown(text: str) -> Converted:
             builder.block("\n".join(rows))
             rows = []
     return builder.result(title or None)
+
+
+def read_markdown_file(path: Path) -> Converted:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ReaderError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise ReaderError(f"cannot read the file: {exc.strerror or exc}") from exc
+    return read_markdown(text)

@@ -27,7 +27,11 @@ _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def convert(kind: str, path: Path, max_bytes: int) -> Converted:
-    """The file read by the reader of its kind (pdf, html, docx), in this process."""
+    """The file read by the reader of its kind (markdown, pdf, html, docx), in this process."""
+    if kind == "markdown":
+        from pgkgrag.ingest.readers.markdown import read_markdown_file
+
+        return read_markdown_file(path)
     if kind == "pdf":
         from pgkgrag.ingest.readers.pdf import read_pdf
 
