@@ -1,8 +1,9 @@
 """Files made to hurt the machine that ingests them, through the real command line: a reader kept
 busy while its ingest is killed or stopped (the reader's worker must not outlive it nor run past its
 own time limit); text files past their limits, pipes named like text files, a heading that made a
-pattern backtrack for hours, Markdown that keeps its parser busy (each refused with its reason in
-kgrag.ingest_failure, or read, never a hang or a traceback)."""
+pattern backtrack for hours, Markdown that keeps its parser busy, web pages nested past any page a
+browser shows (each refused with its reason in kgrag.ingest_failure, or read, never a hang or a
+traceback)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ from pathlib import Path
 
 import psutil
 import psycopg
+import pytest
 from commands import PGKGRAG, command_env, start
 from documents import slow_docx
 
 from pgkgrag.db.connections import connect, tenant_transaction
+from pgkgrag.ingest.readers.errors import ReaderError
+from pgkgrag.ingest.readers.html import TOO_DEEP, _Walk
 
 WORKER = "pgkgrag.ingest.readers.worker"
 # a process of its own runs the command: the peak resident set of its children is the command's
@@ -197,3 +201,30 @@ def test_markdown_is_read_within_the_readers_time_limit(dsn: str, admin: psycopg
     status, _, _ = ingest(dsn, tmp_path)
     assert status == 1 and documents(dsn) == {"notes.md": "Notes"}
     assert "reader_timeout_s" in failures(dsn)["links.md"]
+
+
+def test_web_pages_nested_past_512_are_refused_before_they_are_parsed(dsn: str, tmp_path: Path) -> None:
+    """`<div>` 100,000 deep kept the HTML parser 24 s (its time grows with the depth times the
+    length), then the walk of the page failed with a RecursionError; `<span><div></span>`, which
+    the parser nests too although it closes the span, likewise. Both are refused from their tags,
+    unparsed; pages closed as sloppily as old sites are (unclosed links, fonts across paragraphs,
+    cells without their end tags) nest no deeper than a browser makes them, and are read."""
+    (tmp_path / "deep.html").write_text("<body>" + "<div>" * 100_000 + "x" + "</div>" * 100_000)
+    (tmp_path / "misnested.html").write_text("<body>" + "<span><div></span>" * 50_000 + "x")
+    cells = ("<tr>" + "<td><font>The Ledger" * 10) * 300
+    sloppy = "<font><p>The Vault</font></p>" * 3000 + "<a href=v>The Vault" * 3000 + f"<table>{cells}</table>"
+    (tmp_path / "sloppy.html").write_text(f"<html><title>Sloppy</title><body>{sloppy}")
+    status, _, _ = ingest(dsn, tmp_path)
+    assert status == 1 and documents(dsn) == {"sloppy.html": "Sloppy"}
+    refused = failures(dsn)
+    assert refused == {"deep.html": TOO_DEEP, "misnested.html": TOO_DEEP}, refused
+
+
+def test_the_walk_of_a_parsed_page_refuses_what_nests_past_512() -> None:
+    """What the tags say is an estimate: the walk of the parsed page checks the real depth too
+    (it failed with a RecursionError past about 990)."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser("<body>" + "<section>" * 600 + "The Ledger")
+    with pytest.raises(ReaderError, match="more than 512 deep"):
+        _Walk().visit(tree.body)

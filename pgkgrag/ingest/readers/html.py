@@ -1,6 +1,8 @@
 """HTML: the text of the page in reading order (selectolax, the Lexbor HTML5 parser), headings as
 the sections, each table as one block of rows, without scripts, styles, navigation, headers,
-footers and forms. The title is the page's <title>, else its first <h1>."""
+footers and forms. The title is the page's <title>, else its first <h1>. A page that nests elements
+deeper than MAX_DEPTH is refused: before it is parsed when its tags say so (nesting), else by the
+walk of the parsed page."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 
 from pgkgrag.ingest.readers.converted import Builder, Converted
 from pgkgrag.ingest.readers.errors import ReaderError
+from pgkgrag.ingest.readers.nesting import too_deep
 
 SKIPPED = frozenset(
     {"script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form", "svg", "iframe",
@@ -22,6 +25,8 @@ HEADINGS = {f"h{level}": level for level in range(1, 7)}
 # landmarks that are not the page's content, whatever their tag (ARIA roles)
 SKIPPED_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "complementary", "menu", "menubar"})
 PERMALINK = "\u00b6\u00a7#"  # the marks documentation generators put after a heading: ¶ § #
+MAX_DEPTH = 512  # elements within elements: where browsers stop nesting them
+TOO_DEEP = f"the page nests elements more than {MAX_DEPTH} deep (browsers stop nesting there): not read"
 
 
 class _Walk:
@@ -34,7 +39,9 @@ class _Walk:
             self.builder.block("".join(self.pending))
             self.pending = []
 
-    def visit(self, node: Any) -> None:
+    def visit(self, node: Any, depth: int = 0) -> None:
+        if depth > MAX_DEPTH:
+            raise ReaderError(TOO_DEEP)
         tag = node.tag
         if tag == "-text":
             self.pending.append(node.text_content or "")
@@ -58,18 +65,21 @@ class _Walk:
         elif tag in BLOCKS:
             self.flush()
             for child in node.iter(include_text=True):
-                self.visit(child)
+                self.visit(child, depth + 1)
             self.flush()
         else:  # inline: its text joins the paragraph around it
             for child in node.iter(include_text=True):
-                self.visit(child)
+                self.visit(child, depth + 1)
 
 
 def read_html(path: Path) -> Converted:
     from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
+    page = path.read_bytes()
+    if too_deep(page, MAX_DEPTH):
+        raise ReaderError(TOO_DEEP)
     try:
-        tree = LexborHTMLParser(path.read_bytes())
+        tree = LexborHTMLParser(page)
     except SelectolaxError as exc:  # Lexbor gives up on no HTML but when it cannot allocate
         raise ReaderError("the HTML parser gave up on it (more memory than setting reader_memory_mb?)") from exc
     walk = _Walk()
