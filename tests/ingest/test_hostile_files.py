@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import psutil
 import psycopg
 import pytest
 from commands import PGKGRAG, command_env, start
-from documents import slow_docx
+from documents import FIXTURES, slow_docx
 
 from pgkgrag.db.connections import connect, tenant_transaction
 from pgkgrag.ingest.readers.errors import ReaderError
@@ -228,3 +229,27 @@ def test_the_walk_of_a_parsed_page_refuses_what_nests_past_512() -> None:
     tree = LexborHTMLParser("<body>" + "<section>" * 600 + "The Ledger")
     with pytest.raises(ReaderError, match="more than 512 deep"):
         _Walk().visit(tree.body)
+
+
+def test_a_folder_holding_a_package_named_pgkgrag_runs_none_of_its_code(dsn: str, tmp_path: Path) -> None:
+    """The readers' worker was started with `python -m`, which puts the current folder first on the
+    module path: a folder of documents holding pgkgrag/ingest/readers/worker.py, ingested from
+    inside it (`cd shared && pgkgrag ingest .`), had that file run as the user who ingests."""
+    planted = tmp_path / "pgkgrag" / "ingest" / "readers"
+    planted.mkdir(parents=True)
+    for package in (planted, planted.parent, planted.parent.parent):
+        (package / "__init__.py").write_text("")
+    ran = tmp_path.parent / f"{tmp_path.name}-ran"
+    (planted / "worker.py").write_text(f"open({str(ran)!r}, 'w').write('planted code ran')\n")
+    shutil.copy(FIXTURES / "handbook.html", tmp_path)
+    done = subprocess.run(
+        [PGKGRAG, "ingest", ".", "--embedder", "hash", "--no-build"],
+        env=command_env(dsn, KGRAG_TENANT="t1"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not ran.exists(), "the worker ran the code of the folder it was started in"
+    assert "handbook.html" in documents(dsn)

@@ -3,9 +3,10 @@ stopped at its time limit (by this process, and by the worker itself if this one
 worker), one that makes it eat memory at its memory limit (the worker's address space), and a
 reader that crashes takes only that file with it. The worker dies with this process (on Linux, with
 the thread that started it: the one that reads the files). The worker is a fresh interpreter
-(`python -m pgkgrag.ingest.readers.worker`, so nothing of the caller's program is re-run or
-inherited: neither its threads nor its __main__), started once and used for every file until it has
-to be stopped; the next file starts a new one. Requests and replies go over two pipes of its own
+(`python -P -m pgkgrag.ingest.readers.worker`, so nothing of the caller's program is re-run or
+inherited: neither its threads nor its __main__, nor the current folder as a place to import
+from), started once and used for every file until it has to be stopped; the next file starts a
+new one. Requests and replies go over two pipes of its own
 (multiprocessing.connection framing), not stdin and stdout, which a library may write to."""
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ class IsolatedReaders:
         if self._send is None or self._receive is None:
             to_worker, from_us = os.pipe()
             to_us, from_worker = os.pipe()
-            command = [sys.executable, "-m", "pgkgrag.ingest.readers.worker"]
+            # -P: not the current folder first on the module path, as -m puts it (a folder being
+            # ingested could hold a package named pgkgrag)
+            command = [sys.executable, "-P", "-m", "pgkgrag.ingest.readers.worker"]
             self._process = subprocess.Popen(
                 [*command, str(to_worker), str(from_worker), str(self.limits.memory_bytes), str(os.getpid())],
                 pass_fds=(to_worker, from_worker),
