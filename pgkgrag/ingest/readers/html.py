@@ -1,8 +1,8 @@
 """HTML: the text of the page in reading order (selectolax, the Lexbor HTML5 parser), headings as
 the sections, each table as one block of rows, without scripts, styles, navigation, headers,
 footers and forms. The title is the page's <title>, else its first <h1>. A page that nests elements
-deeper than MAX_DEPTH is refused: before it is parsed when its tags say so (nesting), else by the
-walk of the parsed page."""
+deeper than MAX_DEPTH is refused: before it is parsed when its tags say so (nesting) and it has
+enough of them to keep the parser long, else by the walk of the parsed page."""
 
 from __future__ import annotations
 
@@ -26,6 +26,9 @@ HEADINGS = {f"h{level}": level for level in range(1, 7)}
 SKIPPED_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "complementary", "menu", "menubar"})
 PERMALINK = "\u00b6\u00a7#"  # the marks documentation generators put after a heading: ¶ § #
 MAX_DEPTH = 512  # elements within elements: where browsers stop nesting them
+# a page of fewer tags is parsed in half a second however it nests (the parser's time grows with
+# the depth times the length; 20,000 divs, each in the one before: 0.5 s): its walk checks it
+SCANNED_FROM = 20_000
 TOO_DEEP = f"the page nests elements more than {MAX_DEPTH} deep (browsers stop nesting there): not read"
 
 
@@ -76,7 +79,7 @@ def read_html(path: Path) -> Converted:
     from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
     page = path.read_bytes()
-    if too_deep(page, MAX_DEPTH):
+    if page.count(b"<") >= SCANNED_FROM and too_deep(page, MAX_DEPTH):
         raise ReaderError(TOO_DEEP)
     try:
         tree = LexborHTMLParser(page)
