@@ -6,8 +6,8 @@ the thread that started it: the one that reads the files). The worker is a fresh
 (`python -P -m pgkgrag.ingest.readers.worker`, so nothing of the caller's program is re-run or
 inherited: neither its threads nor its __main__, nor the current folder as a place to import
 from), started once and used for every file until it has to be stopped; the next file starts a
-new one. Requests and replies go over two pipes of its own
-(multiprocessing.connection framing), not stdin and stdout, which a library may write to."""
+new one. Requests and replies go over two pipes of its own (multiprocessing.connection framing),
+not stdin and stdout, which a library may write to."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ class IsolatedReaders:
     def read(self, kind: str, path: Path) -> Converted:
         send, receive = self._start()
         try:
-            # unzipped, at most half the memory
+            # the file, what it may unzip to (half the memory), the time the worker allows itself
             send.send((kind, str(path), self.limits.memory_bytes // 2, self.limits.timeout_s))
             answered = receive.poll(self.limits.timeout_s)
         except (BrokenPipeError, EOFError, OSError):

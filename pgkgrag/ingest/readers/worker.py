@@ -1,4 +1,4 @@
-"""The readers' worker process (see isolation): `python -m pgkgrag.ingest.readers.worker IN OUT
+"""The readers' worker process (see isolation): `python -P -m pgkgrag.ingest.readers.worker IN OUT
 MEMORY PARENT` reads (kind, path, max unzipped bytes, seconds) requests from pipe IN and answers each
 on pipe OUT with ("ok", Converted) or ("refused", why), within an address space of MEMORY bytes and
 the seconds given: past them the kernel ends it (SIGALRM, whose default action no reader can delay),
@@ -76,7 +76,7 @@ def serve(requests: Connection, replies: Connection) -> None:
 
 def die_with(parent: int) -> None:
     """SIGKILL when the thread that started this process ends (Linux), and an end now if the parent
-    is already gone (it died before the request was made, so this process was adopted)."""
+    is already gone (it died before the kernel was asked, and this process was adopted)."""
     if sys.platform == "linux":
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
