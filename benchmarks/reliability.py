@@ -17,6 +17,161 @@ from common import ROOT, machine
 
 REPORT = ROOT / "docs" / "reliability.md"
 
+# the attacks of issue 55: what was tried, its outcome and the test (under tests/) that tries it
+ATTACKS = [
+    (
+        "a writer inserts a decision under a curator's name and date, rewrites decided_by/decided_at,"
+        " deletes decisions, writes kgrag.curation_ended",
+        "permission denied (42501): only the curation functions write decisions, with the login role "
+        "and the database's clock",
+        "tenancy/test_doors.py::test_a_writer_cannot_forge_rewrite_or_delete_a_decision",
+    ),
+    (
+        "a curator inserts a decision itself (an empty name, a made-up target), calls "
+        "kgrag_private.decide or end_decisions",
+        "permission denied; through the functions an empty name, an unstated relation, an unknown "
+        "name and CO_OCCURS are refused (22023)",
+        "tenancy/test_doors.py::test_a_curator_decides_only_through_the_functions_and_can_search",
+    ),
+    (
+        "a curator searches and reads context",
+        "answered (it could not: permission denied for fuzzy_aliases)",
+        "tenancy/test_doors.py::test_a_curator_decides_only_through_the_functions_and_can_search",
+    ),
+    (
+        "a document with decisions is deleted; a decision is taken back",
+        "each leaves an entry: kgrag.decision_history says forgotten (by whom, when, why) or replaced"
+        " (by which decision of whom)",
+        "tenancy/test_doors.py::test_a_decision_forgotten_with_its_document_leaves_an_entry, "
+        "test_a_replaced_decision_says_by_whom",
+    ),
+    (
+        "a writer points rerank_url (or rerank_model, rerank_api, reader_memory_mb, setting_limits) "
+        "at its own listener; a reader then searches with KGRAG_RERANK_API_KEY set",
+        "refused when written (42501, the owner's alone); the listener receives nothing",
+        "tenancy/test_doors.py::test_a_writer_cannot_aim_a_setting_at_the_operators_secrets_or_below_a_floor",
+    ),
+    (
+        'a writer sets chunk_max_chars 1, search_timeout_ms 0 / -1 / 0.5 / "100", khop_timeout_ms 0, '
+        "max_paths_walked 0, max_question_chars -5, a key that is no setting",
+        "refused when written (22023, naming the rule)",
+        "tenancy/test_doors.py::test_a_writer_cannot_aim_a_setting_at_the_operators_secrets_or_below_a_floor",
+    ),
+    (
+        "the installing superuser (no policy applies) writes a default out of its rule",
+        "refused by the constraint settings_value_fits_its_rule",
+        "tenancy/test_doors.py::test_the_owner_sets_a_tenants_reranker_and_the_rules_bind_the_owner_too",
+    ),
+    (
+        "a tenant's row written before its floor (search_timeout_ms 0)",
+        "read within the rule (1 ms), never as no limit",
+        "tenancy/test_doors.py::test_a_row_written_before_its_floor_is_read_within_it",
+    ),
+    (
+        "a writer calls the log redaction itself, or prepares the scratch tables kgrag.delete_documents writes through",
+        "permission denied; 55000 'scratch tables of another role are in the way'; the log is "
+        "unchanged, and a real deletion still forgets only what the graph lost",
+        "tenancy/test_doors.py::test_a_writer_cannot_aim_the_logs_redaction",
+    ),
+    (
+        "a reader confirms a guessed question from the log's hash",
+        "the hash is keyed with a secret only the log writer reads; md5 and sha256 of the guess match"
+        " nothing; the keying function and the secret are refused",
+        "tenancy/test_doors.py::test_the_question_hash_does_not_confirm_a_guess",
+    ),
+    (
+        "kgrag.use_key twice in a transaction, for two tenants; a key of 300 characters, upper-case, non-hex",
+        "25001 for the second tenant; 28P01 (not a 500) for each key",
+        "tenancy/test_doors.py::test_a_transaction_acts_for_one_tenant_and_a_malformed_key_is_refused",
+    ),
+    (
+        "a 1,000,000-character question; 20,000 characters against a limit of 2,000; a bad option with a long question",
+        "400 question_too_long / invalid_value before anything is embedded (about 60 ms), other "
+        "tenants' searches unchanged",
+        "serve/test_attacks.py::test_sizes_and_options_are_refused_before_the_question_is_embedded",
+    ),
+    (
+        "/v1/embeddings with 2 x 30,800 characters, 5 x 8,000, 129 texts",
+        "400 input_too_long / too_many_inputs before the model runs (was 47 s)",
+        "serve/test_attacks.py::test_embeddings_are_bounded_in_count_and_characters",
+    ),
+    (
+        "a search or an answer past --timeout; a client that hangs up",
+        "408 at the deadline, the query cancelled and rolled back: no query_log or answer_log row",
+        "serve/test_attacks.py::test_a_search_past_its_time_is_cancelled_and_logs_nothing, "
+        "test_a_search_whose_client_hung_up_is_cancelled_and_logs_nothing, "
+        "test_an_answer_past_its_time_logs_neither_its_search_nor_its_answer",
+    ),
+    (
+        "one tenant floods with long searches or long embeddings",
+        "429 too_many_in_progress with Retry-After beyond the tenant's bound; another tenant waits "
+        "for one embedding at most",
+        "serve/test_attacks.py::test_one_tenant_s_flood_leaves_the_others_served, "
+        "test_one_tenant_s_embeddings_leave_the_others_their_turn",
+    ),
+    (
+        "SIGTERM while a query is blocked on a lock",
+        "the server exits within --shutdown-timeout, the query cancelled",
+        "serve/test_attacks.py::test_sigterm_stops_the_server_mid_request",
+    ),
+    (
+        "404, 405, bad JSON, a wrong field type, a SQL error; /v1/ask without an LLM; a malformed key",
+        "OpenAI's error shape with a stable code (never a SQLSTATE); 503 llm_not_configured; 401 invalid_api_key",
+        "serve/test_attacks.py::test_every_error_has_openai_s_shape_and_a_stable_code, "
+        "test_an_ask_without_an_llm_is_refused_before_it_searches, test_a_malformed_key_is_a_401",
+    ),
+    (
+        "413s, 404s, /mcp without a key, failing MCP tool calls",
+        "all counted in /metrics",
+        "serve/test_attacks.py::test_metrics_count_every_request_and_every_tool_call",
+    ),
+    (
+        "pgkgrag mcp --tenant a run by the schema owner; the agent asks for tenant b or '*'",
+        "refused: acts for 'a' only; none of b's text",
+        "serve/test_attacks.py::test_mcp_tenant_binds_the_schema_owner_to_its_tenant",
+    ),
+    (
+        "another root-started embedded server's OS account, or nobody, connects to this server's "
+        "socket as an application login or as postgres",
+        "peer authentication failed / permission denied (was: logged in with no password)",
+        "cli/test_embedded.py::test_another_embedded_servers_account_logs_in_as_no_role, "
+        "test_the_server_is_not_open_to_every_local_account, "
+        "test_a_server_an_older_pgkgrag_locked_down_trusts_no_role_after_its_next_start",
+    ),
+    (
+        "kill -9 of an ingest while its reader works; an ingest stopped with SIGSTOP",
+        "the reader's process ends within seconds, and at its own reader_timeout_s",
+        "ingest/test_hostile_files.py::test_a_killed_ingest_takes_its_busy_reader_with_it, "
+        "test_a_reader_stops_at_its_time_limit_when_its_ingest_cannot_stop_it",
+    ),
+    (
+        "a 200 MB .txt, a 10 MB JSONL line with max_document_mb 1, a named pipe named .txt",
+        "refused unread (peak memory 88 MB, was 487 MB); the other lines written; 'not a regular file'",
+        "ingest/test_hostile_files.py::test_a_text_file_past_max_document_mb_is_refused_before_it_is_"
+        "read, test_a_jsonl_line_past_its_limit_is_refused_unread_and_the_others_written, "
+        "test_pipes_named_like_text_files_are_refused_not_waited_on",
+    ),
+    (
+        "HTML nested 100,000 deep; small pages nested 600 and 5,000 deep; a heading of 20,000 spaces;"
+        " 4 MB of unclosed Markdown links",
+        "refused before parsing (1 s, was 33 s and a RecursionError) or by the walk; the heading read"
+        " in linear time; Markdown stopped at reader_timeout_s",
+        "ingest/test_hostile_files.py::test_web_pages_nested_past_512_are_refused_before_they_are_par"
+        "sed, test_a_page_too_small_to_keep_the_parser_long_is_refused_by_its_walk, "
+        "test_a_heading_with_a_long_run_of_spaces_is_read, "
+        "test_markdown_is_read_within_the_readers_time_limit",
+    ),
+    (
+        "a folder being ingested holds a package named pgkgrag",
+        "none of its code runs",
+        "ingest/test_hostile_files.py::test_a_folder_holding_a_package_named_pgkgrag_runs_none_of_its_code",
+    ),
+]
+DOORS = "\n\n| attack tried | outcome | test (tests/) |\n|---|---|---|\n" + "\n".join(
+    f"| {attack} | {outcome} | `{test}` |" for attack, outcome, test in ATTACKS
+)
+
+
 # (section, what is claimed, pytest node ids)
 SCENARIOS: list[tuple[str, str, list[str]]] = [
     (
@@ -136,6 +291,50 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
         " after the document is deleted (before any build); the same final input gives the same tables after a"
         " history of older versions, two concurrent writers, deletes and builds.",
         ["tests/ingest/test_forgetting.py"],
+    ),
+    (
+        "Doors (issue 55)",
+        "Every door tried as the attacker holding one tenant's role or key, another OS account, or a hostile"
+        " file would: the decisions, the settings, the logs, the keys, the service and the machine. Each row's"
+        " test failed on the code before the change that made it hold." + DOORS,
+        [
+            "tests/tenancy/test_doors.py::test_a_writer_cannot_forge_rewrite_or_delete_a_decision",
+            "tests/tenancy/test_doors.py::test_a_curator_decides_only_through_the_functions_and_can_search",
+            "tests/tenancy/test_doors.py::test_a_decision_forgotten_with_its_document_leaves_an_entry",
+            "tests/tenancy/test_doors.py::test_a_replaced_decision_says_by_whom",
+            "tests/tenancy/test_doors.py::test_a_writer_cannot_aim_a_setting_at_the_operators_secrets_or_below_a_floor",
+            "tests/tenancy/test_doors.py::test_the_owner_sets_a_tenants_reranker_and_the_rules_bind_the_owner_too",
+            "tests/tenancy/test_doors.py::test_a_row_written_before_its_floor_is_read_within_it",
+            "tests/tenancy/test_doors.py::test_a_writer_cannot_aim_the_logs_redaction",
+            "tests/tenancy/test_doors.py::test_the_question_hash_does_not_confirm_a_guess",
+            "tests/tenancy/test_doors.py::test_a_transaction_acts_for_one_tenant_and_a_malformed_key_is_refused",
+            "tests/serve/test_attacks.py::test_sizes_and_options_are_refused_before_the_question_is_embedded",
+            "tests/serve/test_attacks.py::test_embeddings_are_bounded_in_count_and_characters",
+            "tests/serve/test_attacks.py::test_a_search_past_its_time_is_cancelled_and_logs_nothing",
+            "tests/serve/test_attacks.py::test_a_search_whose_client_hung_up_is_cancelled_and_logs_nothing",
+            "tests/serve/test_attacks.py::test_an_answer_past_its_time_logs_neither_its_search_nor_its_answer",
+            "tests/serve/test_attacks.py::test_one_tenant_s_flood_leaves_the_others_served",
+            "tests/serve/test_attacks.py::test_one_tenant_s_embeddings_leave_the_others_their_turn",
+            "tests/serve/test_attacks.py::test_sigterm_stops_the_server_mid_request",
+            "tests/serve/test_attacks.py::test_every_error_has_openai_s_shape_and_a_stable_code",
+            "tests/serve/test_attacks.py::test_an_ask_without_an_llm_is_refused_before_it_searches",
+            "tests/serve/test_attacks.py::test_a_malformed_key_is_a_401",
+            "tests/serve/test_attacks.py::test_metrics_count_every_request_and_every_tool_call",
+            "tests/serve/test_attacks.py::test_mcp_tenant_binds_the_schema_owner_to_its_tenant",
+            "tests/cli/test_embedded.py::test_another_embedded_servers_account_logs_in_as_no_role",
+            "tests/cli/test_embedded.py::test_the_server_is_not_open_to_every_local_account",
+            "tests/cli/test_embedded.py::test_a_server_an_older_pgkgrag_locked_down_trusts_no_role_after_its_next_start",
+            "tests/ingest/test_hostile_files.py::test_a_killed_ingest_takes_its_busy_reader_with_it",
+            "tests/ingest/test_hostile_files.py::test_a_reader_stops_at_its_time_limit_when_its_ingest_cannot_stop_it",
+            "tests/ingest/test_hostile_files.py::test_a_text_file_past_max_document_mb_is_refused_before_it_is_read",
+            "tests/ingest/test_hostile_files.py::test_a_jsonl_line_past_its_limit_is_refused_unread_and_the_others_written",
+            "tests/ingest/test_hostile_files.py::test_pipes_named_like_text_files_are_refused_not_waited_on",
+            "tests/ingest/test_hostile_files.py::test_web_pages_nested_past_512_are_refused_before_they_are_parsed",
+            "tests/ingest/test_hostile_files.py::test_a_page_too_small_to_keep_the_parser_long_is_refused_by_its_walk",
+            "tests/ingest/test_hostile_files.py::test_a_heading_with_a_long_run_of_spaces_is_read",
+            "tests/ingest/test_hostile_files.py::test_markdown_is_read_within_the_readers_time_limit",
+            "tests/ingest/test_hostile_files.py::test_a_folder_holding_a_package_named_pgkgrag_runs_none_of_its_code",
+        ],
     ),
 ]
 

@@ -12932,7 +12932,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'lo
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'log_rate_per_minute', '600', 'A tenant''s searches logged in kgrag.query_log per minute; beyond it they still answer, and are counted in kgrag.log_overflow instead.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_alias_chars', '300', 'A document giving an alias (or an entity name) longer than this is refused.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_aliases_per_entity', '100', 'A document giving an entity more aliases than this is refused.');
-INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_document_mb', '5', 'Documents larger than this (MB of UTF-8 text) are rejected with a message.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_document_mb', '5', 'Documents larger than this (MB of UTF-8 text) are rejected with a message; a .txt file larger than this is refused unread, and a JSONL line may take 8 times this.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_file_mb', '200', 'A file larger than this is refused unread (pgkgrag ingest).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_hops', '4', 'kgrag.k_hop and kgrag.fanout refuse more hops than this.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'max_paths_walked', '500000', 'A traversal that walks more paths than this is cancelled (57014): the shortest path per node sorts them all.');
@@ -12950,8 +12950,8 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'pp
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ppr_tolerance', '0.000001', 'Personalized PageRank: stop once a round changes the masses by less than this (L1).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'query_log', 'true', 'Log every kgrag_search call in kgrag.query_log.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'query_log_days', '90', 'kgrag.purge() deletes the rows of kgrag.query_log (and kgrag.log_overflow) older than this many days.');
-INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'reader_memory_mb', '2048', 'A file whose reader (PDF, HTML, DOCX) needs more memory than this is stopped and refused.');
-INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'reader_timeout_s', '120', 'A file whose reader (PDF, HTML, DOCX) runs longer than this is stopped and refused.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'reader_memory_mb', '2048', 'A file whose reader (Markdown, PDF, HTML, DOCX) needs more memory than this is stopped and refused. The schema owner''s alone.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'reader_timeout_s', '120', 'A file whose reader (Markdown, PDF, HTML, DOCX) runs longer than this is stopped and refused (the reader''s own process ends itself then too). The schema owner''s alone.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'report_evidence_chunks', '5', 'A community report cites this many chunks: those that cite the most members.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'report_min_similarity', '0.3', 'A community report matches a question only above this cosine similarity.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'rerank_api', '"tei"', 'The reranker''s request shape: tei (Text Embeddings Inference: query, texts) or cohere (Cohere, Jina, vLLM, Infinity: model, query, documents).');

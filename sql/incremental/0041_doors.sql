@@ -84,6 +84,12 @@ $q$;
                    'embedding_dimension', 'embedder_centres', 'embedder_floors', 'vector_index', 'setting_limits',
                    'idempotent_objects', 'idempotent_sha256');
     EXECUTE 'ALTER TABLE kgrag.settings FORCE ROW LEVEL SECURITY';
+    -- what the defaults say of the readers, as they now are
+    UPDATE kgrag.settings SET description = CASE key
+        WHEN 'reader_timeout_s' THEN 'A file whose reader (Markdown, PDF, HTML, DOCX) runs longer than this is stopped and refused (the reader''s own process ends itself then too). The schema owner''s alone.'
+        WHEN 'reader_memory_mb' THEN 'A file whose reader (Markdown, PDF, HTML, DOCX) needs more memory than this is stopped and refused. The schema owner''s alone.'
+        ELSE 'Documents larger than this (MB of UTF-8 text) are rejected with a message; a .txt file larger than this is refused unread, and a JSONL line may take 8 times this.' END
+     WHERE tenant_id = '*' AND key IN ('reader_timeout_s', 'reader_memory_mb', 'max_document_mb');
     -- the log writer no longer redacts (kgrag.delete_documents does, as the schema owner)
     EXECUTE 'DROP POLICY logger_redact ON kgrag.query_log';
     EXECUTE 'REVOKE UPDATE ON kgrag.query_log FROM kgrag_logger';
