@@ -87,6 +87,7 @@ DECLARE
     parts text[] := string_to_array(target, '|');
     docs text[];
 BEGIN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
     IF target IS NULL OR length(target) > 2000 THEN
         RAISE EXCEPTION 'give the target of a review item (kgrag.review_queue.target)' USING ERRCODE = '22023';
     END IF;
@@ -360,6 +361,7 @@ DECLARE
     key text := kgrag.relation_key(rel);
     doc text;
 BEGIN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
     IF NOT EXISTS (SELECT 1 FROM kgrag.edge AS g
                     WHERE g.tenant_id = t AND g.src = a AND g.rel = key AND g.dst = b AND key <> 'CO_OCCURS') THEN
         RAISE EXCEPTION 'no relation % -[%]-> % is in the graph', src, rel, dst
@@ -404,6 +406,7 @@ DECLARE
     new_key text := kgrag.relation_key(COALESCE(new_rel, ''));
     longest integer := kgrag.setting('max_alias_chars')::integer;
 BEGIN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
     IF new_key IN ('', 'CO_OCCURS') OR new_key = key OR length(new_key) > longest THEN
         RAISE EXCEPTION 'the corrected relation is another type of 1 to % characters, not % (and not CO_OCCURS), got %',
             longest, quote_literal(key), quote_literal(COALESCE(new_rel, 'NULL')) USING ERRCODE = '22023';
@@ -524,8 +527,12 @@ BEGIN
     -- As the schema owner (SECURITY DEFINER): the decisions about the documents and what the query
     -- log says of them change here, which no tenant role may change itself; the caller names
     -- documents, nothing else. The scratch tables it writes through are its own.
+    PERFORM kgrag_private.check_writing(t);
     PERFORM kgrag_private.own_scratch();
-    doc_ids := ARRAY(SELECT DISTINCT x FROM unnest(doc_ids) AS x WHERE x IS NOT NULL ORDER BY 1 LIMIT 100000);
+    IF cardinality(doc_ids) > 100000 THEN
+        RAISE EXCEPTION 'delete at most 100,000 documents a call, got %', cardinality(doc_ids) USING ERRCODE = '22023';
+    END IF;
+    doc_ids := ARRAY(SELECT DISTINCT x FROM unnest(doc_ids) AS x WHERE x IS NOT NULL ORDER BY 1);
     noted := kgrag_private.forgettable(doc_ids);
     -- namesakes by name key first, then the document rows (the documents' locks), as in
     -- kgrag_private.ingest_apply(); the names read again under them
@@ -577,7 +584,7 @@ ALTER FUNCTION kgrag.delete_documents(doc_ids text[]) OWNER TO <owner>;
 -- Name: FUNCTION delete_documents(doc_ids text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored (at most 100,000 ids a call). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';
+COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored; more than 100,000 ids a call are refused (22023), and so is a reader''s API key (42501, kgrag_private.check_writing). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';
 
 --
 -- Name: dimension(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1154,7 +1161,7 @@ ALTER FUNCTION kgrag.log_answer(question text, route text, not_found boolean, ca
 -- Name: FUNCTION log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) IS 'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its hash keyed with the logs'' secret, kgrag_private.question_mac), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. Through kgrag_private.log_answer_at (SECURITY DEFINER, owned by kgrag_logger, which may insert into the logs and nothing else: readers may not write the log themselves; on Citus, one call to the worker holding the tenant''s shards).';
+COMMENT ON FUNCTION kgrag.log_answer(question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision) IS 'Adds a row to kgrag.answer_log for the current tenant: the question (not kept: the log holds no trace of it), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. Through kgrag_private.log_answer_at (SECURITY DEFINER, owned by kgrag_logger, which may insert into the logs and nothing else: readers may not write the log themselves; on Citus, one call to the worker holding the tenant''s shards).';
 
 --
 -- Name: merge_entities(text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1171,6 +1178,7 @@ DECLARE
     key text;
     held text;
 BEGIN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
     IF cardinality(ids) < 2 THEN  -- (resolve_entities gives each entity once)
         RAISE EXCEPTION '% and % are one entity already (%)', a, b, ids[1] USING ERRCODE = '22023';
     END IF;
@@ -1383,6 +1391,9 @@ DECLARE
     one jsonb;
     kept record;
 BEGIN
+    IF acting <> '*' THEN  -- (a reader's API key deletes nothing: kgrag_private.check_writing)
+        PERFORM kgrag_private.check_writing(acting);
+    END IF;
     FOR t IN SELECT acting WHERE acting <> '*'
              UNION ALL
              (SELECT x.tenant_id  -- every tenant holding such rows
@@ -1703,6 +1714,7 @@ CREATE FUNCTION kgrag.reject_relation(src text, rel text, dst text, note text DE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
     RETURN format('rejected %s: pgkgrag build (or the next ingestion of its documents) removes it, and it does not come back',
                   kgrag_private.decide_relation('reject_relation', src, rel, dst, NULL, note));
 END
@@ -1747,6 +1759,7 @@ DECLARE
     id text := (kgrag.resolve_entities(ARRAY[entity]))[1];
     longest integer := kgrag.setting('max_alias_chars')::integer;
 BEGIN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
     IF new_name IS NULL OR btrim(new_name) = '' OR length(new_name) > longest THEN
         RAISE EXCEPTION 'a name has 1 to % characters (setting max_alias_chars), got %', longest,
             COALESCE(length(new_name)::text, 'NULL') USING ERRCODE = '22023';
@@ -2275,7 +2288,8 @@ CREATE FUNCTION kgrag.split_entity(entity text, doc_id text, note text DEFAULT '
 DECLARE
     id text := (kgrag.resolve_entities(ARRAY[entity]))[1];
 BEGIN
-    IF NOT (split_entity.doc_id = ANY (kgrag_private.namesake_documents(id))) THEN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
+    IF split_entity.doc_id IS NULL OR NOT (split_entity.doc_id = ANY (kgrag_private.namesake_documents(id))) THEN
         RAISE EXCEPTION 'document % gives no namesake of % (%)', quote_literal(split_entity.doc_id), entity, id
             USING ERRCODE = '22023',
                   HINT = 'SELECT doc_id FROM kgrag.entity_source WHERE entity_id = ... AND name_key IS NOT NULL lists them.';
@@ -3519,6 +3533,40 @@ ALTER FUNCTION kgrag_private.check_search_options(merged jsonb, given jsonb) OWN
 COMMENT ON FUNCTION kgrag_private.check_search_options(merged jsonb, given jsonb) IS 'Private. Returns a complete set of search options unchanged (but for an as_of given as a date alone, which becomes that day''s midnight UTC) once each value has the type its use needs and lies in its range (hops within the setting max_hops; seeds, entities, reports, degree_cap and hops, where the call gives them (given: the options it gave, kgrag_private.given_search_options; a number given as a string counts as that number; a default, the owner''s or the tenant''s own row as kgrag.setting reads it within the limits, is not checked again), within the ceilings setting_limits puts on search_seeds, search_entities, search_reports, search_degree_cap and search_hops; log false only where the owner allows query_log false); raises SQLSTATE 22023 saying which rule a value breaks (42501 for the log).';
 
 --
+-- Name: check_writing(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.check_writing(tenant text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    one oid := pg_catalog.to_regrole(kgrag_private.tenant_role(tenant));
+    every oid := pg_catalog.to_regrole(kgrag_private.tenant_role('*'));
+BEGIN
+    -- Inside a SECURITY DEFINER function current_user is its owner, so what the session may write
+    -- is asked here: the schema owner and a role granted the tenant write as their roles allow
+    -- (the function's EXECUTE grant); a tenant reached through an API key (kgrag.use_key, its seal
+    -- and role checked by kgrag.current_tenant()) only with a writer key.
+    IF pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE')
+       OR (one IS NOT NULL AND pg_catalog.pg_has_role(session_user, one, 'MEMBER'))
+       OR (every IS NOT NULL AND pg_catalog.pg_has_role(session_user, every, 'MEMBER'))
+       OR pg_catalog.current_setting('kgrag.key_role', true) = 'writer' THEN
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'a reader''s API key may not write tenant %', pg_catalog.quote_literal(tenant) USING ERRCODE = '42501';
+END
+$$;
+
+ALTER FUNCTION kgrag_private.check_writing(tenant text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION check_writing(tenant text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.check_writing(tenant text) IS 'Private. Returns nothing when the session may write tenant (the current one): its login role owns the schema or was granted the tenant (kgrag.grant_tenant), or the tenant was reached through a writer''s API key; raises 42501 for a reader''s key. The SECURITY DEFINER functions that write (the curation functions, kgrag.delete_documents, kgrag.purge) call it first: inside them current_user is their owner, whom kgrag.current_tenant() would ask instead of the caller.';
+
+--
 -- Name: chunk_lists(public.vector, text, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -3895,6 +3943,29 @@ ALTER FUNCTION kgrag_private.decided_evidence(t text, src text, rel text, dst te
 COMMENT ON FUNCTION kgrag_private.decided_evidence(t text, src text, rel text, dst text) IS 'Private. Returns the evidence a person chose for a relation of tenant t (the current one; kgrag.correct_evidence): (chunk_id, quote) of the latest decision, while the chunk holds the quote; no row otherwise.';
 
 --
+-- Name: decision_family(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.decision_family(kind text, target text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- the decisions that take each other's place on a target: on a stated relation, a rejection,
+    -- a correction and an approval (kgrag_private.rejected reads the latest of them); otherwise
+    -- each kind its own (a rename and an approval of one entity both hold)
+    SELECT CASE WHEN kind IN ('reject_relation', 'correct_relation') OR (kind = 'approve' AND target LIKE '%|%|%')
+                THEN 'relation' ELSE kind END
+$$;
+
+ALTER FUNCTION kgrag_private.decision_family(kind text, target text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION decision_family(kind text, target text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.decision_family(kind text, target text) IS 'Private. Returns which decisions on a target replace each other (kgrag.decision_history): relation for a rejection, a correction and an approval of a stated relation, else the kind itself.';
+
+--
 -- Name: default_search_options(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -4103,13 +4174,12 @@ CREATE FUNCTION kgrag_private.distribution_plan() RETURNS TABLE(table_name text,
     -- are reference tables; every other table, the logs included, is co-located with kgrag.document
     -- (a tenant's delegated calls, kgrag_private.delegate_calls, write its logs next to its graph).
     -- Referenced tables first: a foreign key may only point at a table distributed before it.
-    -- The secrets the workers check seals and key question hashes with (kgrag_private.key_secret,
-    -- log_secret) are reference tables too.
+    -- The secret the workers check key seals with (kgrag_private.key_secret) is a reference table too.
     WITH RECURSIVE tables AS (
         SELECT c.oid, c.relnamespace::regnamespace::text || '.' || c.relname AS name
           FROM pg_catalog.pg_class AS c
          WHERE (c.relnamespace = 'kgrag'::regnamespace AND c.relkind IN ('r', 'p'))
-            OR c.oid IN (to_regclass('kgrag_private.key_secret'), to_regclass('kgrag_private.log_secret'))
+            OR c.oid = to_regclass('kgrag_private.key_secret')
     ), depth AS (
         SELECT t.oid, 0 AS d FROM tables AS t
         UNION ALL
@@ -4119,7 +4189,7 @@ CREATE FUNCTION kgrag_private.distribution_plan() RETURNS TABLE(table_name text,
          WHERE k.conrelid <> k.confrelid AND depth.d < 32
     ), kinds AS (
         SELECT t.name, max(depth.d) AS d,
-               t.name IN ('kgrag.settings', 'kgrag.router_rule', 'kgrag_private.key_secret', 'kgrag_private.log_secret')
+               t.name IN ('kgrag.settings', 'kgrag.router_rule', 'kgrag_private.key_secret')
                AS reference
           FROM tables AS t JOIN depth ON depth.oid = t.oid
          GROUP BY t.name
@@ -4138,7 +4208,7 @@ ALTER FUNCTION kgrag_private.distribution_plan() OWNER TO <owner>;
 -- Name: FUNCTION distribution_plan(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.distribution_plan() IS 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables, and so are kgrag_private.key_secret and log_secret (the workers check seals and key the logs'' question hashes with them); every other table, the logs included (revision 0040), is distributed by tenant_id and co-located with kgrag.document; referenced tables before the tables whose foreign keys point at them.';
+COMMENT ON FUNCTION kgrag_private.distribution_plan() IS 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables, and so is kgrag_private.key_secret (the workers check key seals with it); every other table, the logs included (revision 0040), is distributed by tenant_id and co-located with kgrag.document; referenced tables before the tables whose foreign keys point at them.';
 
 --
 -- Name: document_chunks(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4254,7 +4324,7 @@ BEGIN
     INSERT INTO kgrag.curation_ended (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at,
                                       ended_by, ended_at, why)
     SELECT e.tenant_id, e.kind, e.target, e.value, e.doc_id, e.note, e.decided_by, e.decided_at,
-           session_user, clock_timestamp(), format('its document %s was deleted', quote_literal(e.doc_id))
+           session_user, clock_timestamp(), left(format('its document %s was deleted', quote_literal(e.doc_id)), 2000)
       FROM ended AS e
         ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS n = ROW_COUNT;
@@ -4652,10 +4722,9 @@ BEGIN
            chunk_ids = ARRAY(SELECT c FROM unnest(q.chunk_ids) WITH ORDINALITY AS u(c, o) WHERE c <> ALL (gone_chunks) ORDER BY u.o),
            reason = kgrag_private.redact(q.reason, gone_names),
            question = kgrag_private.redact(q.question, gone_names)
-     WHERE q.tenant_id = t
-       AND (q.seeds && gone_entities OR q.chunk_ids && gone_chunks
-            OR EXISTS (SELECT 1 FROM unnest(gone_names) AS x
-                        WHERE strpos(lower(q.reason), lower(x)) > 0 OR strpos(lower(q.question), lower(x)) > 0));
+     -- only the searches that came to the documents (their seeds or chunks): a name the documents
+     -- gave is not the document's to take out of a search that never reached it
+     WHERE q.tenant_id = t AND (q.seeds && gone_entities OR q.chunk_ids && gone_chunks);
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
@@ -4667,7 +4736,7 @@ ALTER FUNCTION kgrag_private.forget_in_logs(noted jsonb) OWNER TO <owner>;
 -- Name: FUNCTION forget_in_logs(noted jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.forget_in_logs(noted jsonb) IS 'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents named (noted: what kgrag_private.forgettable read before they went), as far as the graph no longer holds it: the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
+COMMENT ON FUNCTION kgrag_private.forget_in_logs(noted jsonb) IS 'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents named (noted: what kgrag_private.forgettable read before they went), as far as the graph no longer holds it, in the searches that reached them (whose seeds or chunks were theirs): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
 
 --
 -- Name: forgettable(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5659,9 +5728,9 @@ BEGIN
     IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
         RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
     END IF;
-    INSERT INTO kgrag.answer_log (tenant_id, question_hash, route, not_found, calls, prompt_tokens, completion_tokens,
+    INSERT INTO kgrag.answer_log (tenant_id, route, not_found, calls, prompt_tokens, completion_tokens,
                                   context_chars, citations, dropped, ms)
-    VALUES (t, kgrag_private.question_mac(md5(COALESCE(question, ''))), route, COALESCE(not_found, false),
+    VALUES (t, route, COALESCE(not_found, false),
             greatest(COALESCE(calls, 0), 0), greatest(COALESCE(prompt_tokens, 0), 0),
             greatest(COALESCE(completion_tokens, 0), 0), greatest(COALESCE(context_chars, 0), 0),
             greatest(COALESCE(citations, 0), 0), greatest(COALESCE(dropped, 0), 0), greatest(COALESCE(ms, 0), 0));
@@ -5684,7 +5753,7 @@ CREATE FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) RETU
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    SELECT kgrag_private.log_search(entry ->> 'hash', entry ->> 'route', entry ->> 'reason',
+    SELECT kgrag_private.log_search(entry ->> 'route', entry ->> 'reason',
                              ARRAY(SELECT jsonb_array_elements_text(COALESCE(entry -> 'seeds', '[]'))),
                              (entry ->> 'paths')::integer, (entry ->> 'rows')::integer, (entry ->> 'ms')::float8,
                              (entry ->> 'fallback')::boolean, entry ->> 'question', context_chars,
@@ -5760,10 +5829,10 @@ ALTER FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) OWNER TO
 COMMENT ON FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) IS 'Private. What kgrag_private.log_llm_calls does, for the tenant the transaction acts for (tenant: checked against it). SECURITY DEFINER, owned by kgrag_logger (which alone writes the logs), on the allow-list. On a Citus cluster a delegated function (kgrag_private.delegate_calls): it runs, as kgrag_logger, on the worker holding the tenant''s shards. Returns the rows written.';
 
 --
--- Name: log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: log_search(text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-CREATE FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) RETURNS void
+CREATE FUNCTION kgrag_private.log_search(route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
@@ -5788,9 +5857,9 @@ BEGIN
         ON CONFLICT (tenant_id, minute) DO UPDATE SET searches = o.searches + 1;
         RETURN;
     END IF;
-    INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms,
+    INSERT INTO kgrag.query_log (tenant_id, route, reason, seeds, paths_walked, rows_returned, ms,
                                  fallback, question, context_chars, chunk_ids, embedder, schema_revision)
-    VALUES (t, kgrag_private.question_mac(left(COALESCE(question_hash, ''), 64)), route, left(COALESCE(reason, ''), 4000),
+    VALUES (t, route, left(COALESCE(reason, ''), 4000),
             kept_seeds, greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0),
             COALESCE(fallback, false),
             CASE WHEN (kgrag.setting('log_question_text') #>> '{}')::boolean THEN left(question, 2000) END, CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END,
@@ -5798,13 +5867,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag_private.log_search(route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) OWNER TO kgrag_logger;
 
 --
--- Name: FUNCTION log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION log_search(route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-COMMENT ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) IS 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the question''s digest (question_hash, 64 characters at most) kept keyed with the logs'' secret (kgrag_private.question_mac), the text bounded (reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000, kept only where the setting log_question_text allows, within the owner''s limits), the time and log_id set by the database. Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+COMMENT ON FUNCTION kgrag_private.log_search(route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) IS 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, no hash of the question, the text bounded (reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000, kept only where the setting log_question_text allows, within the owner''s limits), the time and log_id set by the database. Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
 
 --
 -- Name: log_search_result(text, public.vector, text, text, text[], kgrag.search_row[], timestamp with time zone, boolean, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5824,7 +5893,7 @@ BEGIN
         RETURN reason || ' (not logged in kgrag.query_log: the transaction is read-only)';
     END IF;
     entry := jsonb_build_object(
-        'hash', md5(COALESCE(question, question_vec::text)), 'route', route, 'reason', reason,
+        'route', route, 'reason', reason,
         'seeds', to_jsonb(seeds),
         'paths', COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
         'rows', cardinality(returned), 'ms', extract(epoch FROM clock_timestamp() - started) * 1000,
@@ -6787,27 +6856,6 @@ ALTER FUNCTION kgrag_private.question_lexemes(question text, config regconfig) O
 --
 
 COMMENT ON FUNCTION kgrag_private.question_lexemes(question text, config regconfig) IS 'Private. Returns the lexemes of a question in a text search configuration, as written and with accents folded (kgrag.chunk.tsv holds both forms): the terms of lexical mode ''any''.';
-
---
--- Name: question_mac(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
---
-
-CREATE FUNCTION kgrag_private.question_mac(digest text) RETURNS text
-    LANGUAGE sql STABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    -- the secret on both sides of the message, as kgrag_private.key_mac
-    SELECT pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(k.secret || '/' || digest || '/' || k.secret, 'UTF8')), 'hex')
-      FROM kgrag_private.log_secret AS k
-$$;
-
-ALTER FUNCTION kgrag_private.question_mac(digest text) OWNER TO <owner>;
-
---
--- Name: FUNCTION question_mac(digest text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag_private.question_mac(digest text) IS 'Private. Returns the question hash the logs keep (kgrag.query_log.question_hash, kgrag.answer_log.question_hash): sha256 of the secret of kgrag_private.log_secret around the digest of the question the caller gives (its md5), 64 hex digits. The same question gives the same hash in both logs, so repeated questions can be counted; without the secret, which only kgrag_logger reads (inside the log writers), a reader of the log cannot confirm a guessed question from it.';
 
 --
 -- Name: question_spans(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8754,7 +8802,8 @@ BEGIN
     -- the owner's limits on a tenant's row first (its own floor and ceiling are the narrower ones)
     limits := CASE WHEN tenant <> '*' THEN (SELECT s.value -> setting_key FROM kgrag.settings AS s
                                             WHERE s.tenant_id = '*' AND s.key = 'setting_limits') END;
-    IF limits ? 'allowed' AND NOT limits -> 'allowed' @> pg_catalog.jsonb_build_array(value) THEN
+    IF limits ? 'allowed' AND NOT EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(limits -> 'allowed') AS a(v)
+                                          WHERE a.v = value) THEN
         RAISE EXCEPTION 'a tenant may not set % to %: the schema owner allows % only', setting_key, value,
             limits -> 'allowed' USING ERRCODE = '42501', HINT = hint;
     ELSIF pg_catalog.jsonb_typeof(value) = 'number' AND value::numeric > (limits ->> 'max')::numeric THEN
@@ -8857,15 +8906,15 @@ CREATE FUNCTION kgrag_private.setting_rule(setting_key text) RETURNS jsonb
     SELECT $rules${
       "answer_log_days": {"type": "integer", "min": 1, "max": 36500},
       "answer_map_reports": {"type": "integer", "min": 1, "max": 1000},
-      "answer_max_chars": {"type": "integer", "min": 100, "max": 10000000},
-      "chunk_max_chars": {"type": "integer", "min": 50, "max": 1000000},
-      "chunk_min_chars": {"type": "integer", "min": 0, "max": 1000000},
+      "answer_max_chars": {"type": "integer", "min": 100, "max": 2147483647},
+      "chunk_max_chars": {"type": "integer", "min": 50, "max": 2147483647},
+      "chunk_min_chars": {"type": "integer", "min": 0, "max": 2147483647},
       "chunk_min_similarity": {"type": "number", "min": -1, "max": 1},
-      "chunk_overlap_chars": {"type": "integer", "min": 0, "max": 100000},
-      "community_max_size": {"type": "integer", "min": 2, "max": 10000000},
+      "chunk_overlap_chars": {"type": "integer", "min": 0, "max": 2147483647},
+      "community_max_size": {"type": "integer", "min": 2, "max": 2147483647},
       "community_resolution": {"type": "number", "min": 0.0001, "max": 10000},
       "community_seed": {"type": "integer", "min": 0, "max": 2147483647},
-      "edge_rank_depth": {"type": "integer", "min": 1, "max": 10000000},
+      "edge_rank_depth": {"type": "integer", "min": 1, "max": 2147483647},
       "embedder": {"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,63}$"},
       "embedder_centres": {"type": "object", "owner": true},
       "embedder_dimension": {"type": "integer", "min": 1, "max": 16000, "null": true},
@@ -8873,7 +8922,7 @@ CREATE FUNCTION kgrag_private.setting_rule(setting_key text) RETURNS jsonb
       "embedding_dimension": {"type": "integer", "min": 1, "max": 16000, "owner": true},
       "entity_min_similarity": {"type": "number", "min": -1, "max": 1},
       "entity_seed_min_similarity": {"type": "number", "min": -1, "max": 1},
-      "graph_chunks_per_entity": {"type": "integer", "min": 1, "max": 10000000},
+      "graph_chunks_per_entity": {"type": "integer", "min": 1, "max": 2147483647},
       "hnsw_ef_search": {"type": "integer", "min": 1, "max": 1000},
       "hnsw_max_scan_tuples": {"type": "integer", "min": 1, "max": 2147483647},
       "idempotent_objects": {"type": "array", "owner": true},
@@ -8881,36 +8930,36 @@ CREATE FUNCTION kgrag_private.setting_rule(setting_key text) RETURNS jsonb
       "ingest_failure_days": {"type": "integer", "min": 1, "max": 36500},
       "khop_timeout_ms": {"type": "integer", "min": 1, "max": 86400000},
       "language_codes": {"type": "object"},
-      "lexical_candidates": {"type": "integer", "min": 1, "max": 10000000},
+      "lexical_candidates": {"type": "integer", "min": 1, "max": 2147483647},
       "lexical_min_coverage": {"type": "number", "min": 0, "max": 1},
       "link_min_ratio": {"type": "number", "min": 0, "max": 1},
       "link_min_trigram": {"type": "number", "min": 0, "max": 1},
       "link_stopwords": {"type": "array"},
       "log_question_text": {"type": "boolean"},
-      "log_rate_per_minute": {"type": "integer", "min": 1, "max": 10000000},
-      "max_alias_chars": {"type": "integer", "min": 10, "max": 1000000},
-      "max_aliases_per_entity": {"type": "integer", "min": 1, "max": 10000000},
+      "log_rate_per_minute": {"type": "integer", "min": 1, "max": 2147483647},
+      "max_alias_chars": {"type": "integer", "min": 10, "max": 2147483647},
+      "max_aliases_per_entity": {"type": "integer", "min": 1, "max": 2147483647},
       "max_document_mb": {"type": "number", "min": 0.001, "max": 100000},
       "max_file_mb": {"type": "number", "min": 0.001, "max": 1000000},
       "max_hops": {"type": "integer", "min": 0, "max": 100},
       "max_paths_walked": {"type": "integer", "min": 1, "max": 2147483647},
-      "max_question_chars": {"type": "integer", "min": 1, "max": 1000000},
-      "max_quote_chars": {"type": "integer", "min": 10, "max": 10000000},
-      "max_title_chars": {"type": "integer", "min": 10, "max": 10000000},
-      "namesake_shared_neighbours": {"type": "integer", "min": 1, "max": 100000},
+      "max_question_chars": {"type": "integer", "min": 1, "max": 2147483647},
+      "max_quote_chars": {"type": "integer", "min": 10, "max": 2147483647},
+      "max_title_chars": {"type": "integer", "min": 10, "max": 2147483647},
+      "namesake_shared_neighbours": {"type": "integer", "min": 1, "max": 2147483647},
       "namesake_types": {"type": "array"},
       "ontology": {"type": "object"},
       "ppr_chunk_seed_weight": {"type": "number", "min": 0, "max": 1000000},
       "ppr_damping": {"type": "number", "min": 0, "max": 0.99},
       "ppr_hops": {"type": "integer", "min": 1, "max": 100},
       "ppr_max_edges": {"type": "integer", "min": 1, "max": 2147483647},
-      "ppr_max_iterations": {"type": "integer", "min": 1, "max": 1000000},
+      "ppr_max_iterations": {"type": "integer", "min": 1, "max": 2147483647},
       "ppr_tolerance": {"type": "number", "min": 1e-12, "max": 1},
       "query_log": {"type": "boolean"},
       "query_log_days": {"type": "integer", "min": 1, "max": 36500},
       "reader_memory_mb": {"type": "integer", "min": 64, "max": 1048576, "owner": true},
       "reader_timeout_s": {"type": "number", "min": 1, "max": 86400, "owner": true},
-      "report_evidence_chunks": {"type": "integer", "min": 0, "max": 100000},
+      "report_evidence_chunks": {"type": "integer", "min": 0, "max": 2147483647},
       "report_min_similarity": {"type": "number", "min": -1, "max": 1},
       "rerank_api": {"type": "string", "allowed": ["tei", "cohere"], "owner": true},
       "rerank_candidates": {"type": "integer", "min": 1, "max": 1000},
@@ -8922,7 +8971,7 @@ CREATE FUNCTION kgrag_private.setting_rule(setting_key text) RETURNS jsonb
       "router_flat_gap": {"type": "number", "min": 0, "max": 2},
       "rrf_graph_weight": {"type": "number", "min": 0, "max": 100},
       "rrf_k": {"type": "integer", "min": 0, "max": 1000},
-      "search_degree_cap": {"type": "integer", "min": 1, "max": 10000000, "null": true},
+      "search_degree_cap": {"type": "integer", "min": 1, "max": 2147483647, "null": true},
       "search_entities": {"type": "integer", "min": 0, "max": 100},
       "search_graph_ranking": {"type": "string", "allowed": ["paths", "pagerank", "both"]},
       "search_hops": {"type": "integer", "min": 0, "max": 100},
@@ -8934,8 +8983,8 @@ CREATE FUNCTION kgrag_private.setting_rule(setting_key text) RETURNS jsonb
       "short_form_types": {"type": "array"},
       "text_search_config": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,128}$"},
       "vector_index": {"type": "string", "allowed": ["bq", "halfvec"], "owner": true},
-      "vector_min_candidates": {"type": "integer", "min": 1, "max": 10000000},
-      "vector_overfetch": {"type": "integer", "min": 1, "max": 100000},
+      "vector_min_candidates": {"type": "integer", "min": 1, "max": 2147483647},
+      "vector_overfetch": {"type": "integer", "min": 1, "max": 2147483647},
       "walk_min_confidence": {"type": "number", "min": 0, "max": 1}
     }$rules$::jsonb -> setting_key
 $_$;
@@ -8947,6 +8996,27 @@ ALTER FUNCTION kgrag_private.setting_rule(setting_key text) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.setting_rule(setting_key text) IS 'Private. Returns what a setting may be, as jsonb: its type (integer, number, boolean, string, url: an http(s) URL, array, object), its floor and ceiling (min, max, inclusive) or the values allowed, whether JSON null is a value (null), whether it is the schema owner''s alone (owner: a URL, a model endpoint, a process limit; a tenant''s row only the owner writes), a pattern for a name; NULL for a key that is no setting. kgrag_private.setting_allowed checks every row of kgrag.settings against it when it is written.';
+
+--
+-- Name: setting_writable(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.setting_writable(tenant text, setting_key text) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- a tenant's row of a setting that is the schema owner's alone: the owner's to change or delete
+    SELECT tenant = '*' OR NOT COALESCE((kgrag_private.setting_rule(setting_key) ->> 'owner')::boolean, false)
+        OR pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE')
+$$;
+
+ALTER FUNCTION kgrag_private.setting_writable(tenant text, setting_key text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION setting_writable(tenant text, setting_key text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.setting_writable(tenant text, setting_key text) IS 'Private. Returns whether the session may change or delete a row of kgrag.settings as it stands: any row but a tenant''s row of a setting that is the schema owner''s alone (kgrag_private.setting_rule: owner), which only the schema owner may. The policies owner_rows_update and owner_rows_delete of kgrag.settings check every row before it is changed or deleted with it.';
 
 --
 -- Name: settings_of(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -9887,7 +9957,8 @@ CREATE FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) RETUR
                 WHEN jsonb_typeof(value) = CASE WHEN g.rule ->> 'type' = 'url' THEN 'string'
                                                 WHEN g.rule ->> 'type' = 'integer' THEN 'number'
                                                 ELSE g.rule ->> 'type' END
-                     AND (NOT g.rule ? 'allowed' OR g.rule -> 'allowed' @> jsonb_build_array(value))
+                     AND (NOT g.rule ? 'allowed'
+                          OR EXISTS (SELECT 1 FROM jsonb_array_elements(g.rule -> 'allowed') AS a(v) WHERE a.v = value))
                 THEN value
                 ELSE (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key) END AS v
               FROM (SELECT kgrag_private.setting_rule(setting_key) AS rule) AS g) AS r,
@@ -10024,7 +10095,6 @@ CREATE TABLE kgrag.answer_log (
     tenant_id text NOT NULL,
     log_id uuid DEFAULT gen_random_uuid() NOT NULL,
     answered_at timestamp with time zone DEFAULT now() NOT NULL,
-    question_hash text NOT NULL,
     route text NOT NULL,
     not_found boolean NOT NULL,
     calls integer NOT NULL,
@@ -10033,8 +10103,7 @@ CREATE TABLE kgrag.answer_log (
     context_chars integer NOT NULL,
     citations integer NOT NULL,
     dropped integer NOT NULL,
-    ms double precision NOT NULL,
-    CONSTRAINT answer_log_bounded CHECK (((length(question_hash) <= 64) AND (length(route) <= 32) AND (calls >= 0) AND (prompt_tokens >= 0) AND (completion_tokens >= 0) AND (context_chars >= 0) AND (citations >= 0) AND (dropped >= 0) AND (ms >= (0)::double precision)))
+    ms double precision NOT NULL
 );
 ALTER TABLE ONLY kgrag.answer_log ALTER COLUMN tenant_id SET STATISTICS 1;
 
@@ -10449,7 +10518,7 @@ CREATE VIEW kgrag.decision_history WITH (security_invoker='true') AS
             x.decided_by,
             x.decided_at
            FROM kgrag.curation x
-          WHERE ((x.target = c.target) AND (x.decided_at > c.decided_at))
+          WHERE ((x.target = c.target) AND (x.decided_at > c.decided_at) AND (kgrag_private.decision_family(x.kind, x.target) = kgrag_private.decision_family(c.kind, c.target)))
           ORDER BY x.decided_at
          LIMIT 1) n ON (true))
 UNION ALL
@@ -10472,7 +10541,7 @@ ALTER VIEW kgrag.decision_history OWNER TO <owner>;
 -- Name: VIEW decision_history; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.decision_history IS 'Every decision of the current tenant, with how it stands: (kind, target, value, doc_id, note, decided_by, decided_at, state, ended_by, ended_at, why). state: in force (the latest on its target), replaced (a later decision on the target took over: a rejection taken back by kgrag.approve, a correction corrected again; ended_by and ended_at are that decision''s), forgotten (its document was deleted: kgrag.curation_ended, ended_by the role that deleted it). For an auditor: \copy (SELECT * FROM kgrag.decision_history ORDER BY decided_at) TO ''decisions.csv'' CSV HEADER.';
+COMMENT ON VIEW kgrag.decision_history IS 'Every decision of the current tenant, with how it stands: (kind, target, value, doc_id, note, decided_by, decided_at, state, ended_by, ended_at, why). state: in force (the latest on its target), replaced (a later decision of its family on the target took over: a rejection taken back by kgrag.approve, a correction corrected again, a name renamed again; ended_by and ended_at are that decision''s), forgotten (its document was deleted: kgrag.curation_ended, ended_by the role that deleted it). For an auditor: \copy (SELECT * FROM kgrag.decision_history ORDER BY decided_at) TO ''decisions.csv'' CSV HEADER.';
 
 --
 -- Name: decisions; Type: VIEW; Schema: kgrag; Owner: <owner>
@@ -10856,7 +10925,6 @@ COMMENT ON TABLE kgrag.namesake_context IS 'What each document gives a namesake 
 CREATE TABLE kgrag.query_log (
     tenant_id text NOT NULL,
     searched_at timestamp with time zone DEFAULT now() NOT NULL,
-    question_hash text NOT NULL,
     route text NOT NULL,
     reason text NOT NULL,
     seeds text[] DEFAULT '{}'::text[] NOT NULL,
@@ -11252,25 +11320,6 @@ ALTER TABLE kgrag_private.key_secret OWNER TO <owner>;
 COMMENT ON TABLE kgrag_private.key_secret IS 'The secret with which kgrag.use_key seals the tenant a key was checked for (kgrag_private.key_sealed). The schema owner''s alone.';
 
 --
--- Name: log_secret; Type: TABLE; Schema: kgrag_private; Owner: <owner>
---
-
-CREATE TABLE kgrag_private.log_secret (
-    one boolean DEFAULT true NOT NULL,
-    secret text NOT NULL,
-    CONSTRAINT log_secret_one_check CHECK (one),
-    CONSTRAINT log_secret_secret_check CHECK ((length(secret) >= 64))
-);
-
-ALTER TABLE kgrag_private.log_secret OWNER TO <owner>;
-
---
--- Name: TABLE log_secret; Type: COMMENT; Schema: kgrag_private; Owner: <owner>
---
-
-COMMENT ON TABLE kgrag_private.log_secret IS 'The secret the question hash of kgrag.query_log and kgrag.answer_log is keyed with (kgrag_private.question_mac). Read by kgrag_logger alone.';
-
---
 -- Name: alias alias_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
 --
 
@@ -11290,6 +11339,13 @@ ALTER TABLE ONLY kgrag.alias_source
 
 ALTER TABLE ONLY kgrag.alias_trigram_stats
     ADD CONSTRAINT alias_trigram_stats_pkey PRIMARY KEY (tenant_id);
+
+--
+-- Name: answer_log answer_log_bounded; Type: CHECK CONSTRAINT; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE kgrag.answer_log
+    ADD CONSTRAINT answer_log_bounded CHECK (((length(route) <= 32) AND (calls >= 0) AND (prompt_tokens >= 0) AND (completion_tokens >= 0) AND (context_chars >= 0) AND (citations >= 0) AND (dropped >= 0) AND (ms >= (0)::double precision))) NOT VALID;
 
 --
 -- Name: answer_log answer_log_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
@@ -11450,7 +11506,7 @@ ALTER TABLE ONLY kgrag.namesake_context
 --
 
 ALTER TABLE kgrag.query_log
-    ADD CONSTRAINT query_log_bounded CHECK (((length(question_hash) <= 64) AND (length(route) <= 32) AND (length(reason) <= 4000) AND (cardinality(seeds) <= 100) AND (paths_walked >= 0) AND (rows_returned >= 0) AND (ms >= (0)::double precision))) NOT VALID;
+    ADD CONSTRAINT query_log_bounded CHECK (((length(route) <= 32) AND (length(reason) <= 4000) AND (cardinality(seeds) <= 100) AND (paths_walked >= 0) AND (rows_returned >= 0) AND (ms >= (0)::double precision))) NOT VALID;
 
 --
 -- Name: query_log query_log_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
@@ -11528,13 +11584,6 @@ ALTER TABLE ONLY kgrag_private.api_key
 
 ALTER TABLE ONLY kgrag_private.key_secret
     ADD CONSTRAINT key_secret_pkey PRIMARY KEY (one);
-
---
--- Name: log_secret log_secret_pkey; Type: CONSTRAINT; Schema: kgrag_private; Owner: <owner>
---
-
-ALTER TABLE ONLY kgrag_private.log_secret
-    ADD CONSTRAINT log_secret_pkey PRIMARY KEY (one);
 
 --
 -- Name: alias_fold_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
@@ -12055,6 +12104,18 @@ ALTER TABLE kgrag.mention ENABLE ROW LEVEL SECURITY;
 ALTER TABLE kgrag.namesake_context ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: settings owner_rows_delete; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY owner_rows_delete ON kgrag.settings AS RESTRICTIVE FOR DELETE USING (kgrag_private.setting_writable(tenant_id, key));
+
+--
+-- Name: settings owner_rows_update; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY owner_rows_update ON kgrag.settings AS RESTRICTIVE FOR UPDATE USING (kgrag_private.setting_writable(tenant_id, key));
+
+--
 -- Name: alias probe_read; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
@@ -12441,6 +12502,13 @@ GRANT ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name
 GRANT ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) TO kgrag_curator;
 
 --
+-- Name: FUNCTION check_writing(tenant text); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.check_writing(tenant text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.check_writing(tenant text) TO kgrag_logger;
+
+--
 -- Name: FUNCTION decide(kind text, target text, value text, doc_id text, note text); Type: ACL; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -12533,26 +12601,19 @@ GRANT ALL ON FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) T
 GRANT ALL ON FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) TO kgrag_curator;
 
 --
--- Name: FUNCTION log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
+-- Name: FUNCTION log_search(route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-REVOKE ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) FROM PUBLIC;
-GRANT ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) TO kgrag_reader;
-GRANT ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) TO kgrag_writer;
-GRANT ALL ON FUNCTION kgrag_private.log_search(question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) TO kgrag_curator;
+REVOKE ALL ON FUNCTION kgrag_private.log_search(route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.log_search(route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag_private.log_search(route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.log_search(route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) TO kgrag_curator;
 
 --
 -- Name: FUNCTION own_scratch(); Type: ACL; Schema: kgrag_private; Owner: <owner>
 --
 
 REVOKE ALL ON FUNCTION kgrag_private.own_scratch() FROM PUBLIC;
-
---
--- Name: FUNCTION question_mac(digest text); Type: ACL; Schema: kgrag_private; Owner: <owner>
---
-
-REVOKE ALL ON FUNCTION kgrag_private.question_mac(digest text) FROM PUBLIC;
-GRANT ALL ON FUNCTION kgrag_private.question_mac(digest text) TO kgrag_logger;
 
 --
 -- Name: TABLE alias; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12882,12 +12943,6 @@ GRANT SELECT ON TABLE kgrag.settings_in_force TO kgrag_curator;
 GRANT SELECT ON TABLE kgrag.staleness TO kgrag_reader;
 GRANT SELECT ON TABLE kgrag.staleness TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.staleness TO kgrag_curator;
-
---
--- Name: TABLE log_secret; Type: ACL; Schema: kgrag_private; Owner: <owner>
---
-
-GRANT SELECT ON TABLE kgrag_private.log_secret TO kgrag_logger;
 
 --
 -- PostgreSQL database dump complete

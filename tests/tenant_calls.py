@@ -76,6 +76,9 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         "vector_index": ("SELECT kgrag.vector_index()", []),
         "version": ("SELECT kgrag.version()", []),
         "setting": ("SELECT kgrag.setting('rrf_k')", []),
+        # what pgkgrag serve checks before it embeds a question (the tenant's limits)
+        "check_question": ("SELECT kgrag_private.check_question(%s)", [question]),
+        "search_options": ("SELECT kgrag_private.search_options(%s::jsonb)", ['{"hops": 1}']),
         "reranker": ("SELECT * FROM kgrag.reranker()", []),
         "last_search": ("SELECT * FROM kgrag.last_search()", []),
         "report_context": (

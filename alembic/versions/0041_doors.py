@@ -1,5 +1,5 @@
 """Every door a tenant's role holds, bounded by the database: decisions through the curation functions
-only, settings typed and bounded when written, the logs' question hash keyed.
+only, settings typed and bounded when written, no question hash in the logs.
 
 Revision ID: 0041
 Revises: 0040

@@ -20,15 +20,15 @@ AS $$
     SELECT $rules${
       "answer_log_days": {"type": "integer", "min": 1, "max": 36500},
       "answer_map_reports": {"type": "integer", "min": 1, "max": 1000},
-      "answer_max_chars": {"type": "integer", "min": 100, "max": 10000000},
-      "chunk_max_chars": {"type": "integer", "min": 50, "max": 1000000},
-      "chunk_min_chars": {"type": "integer", "min": 0, "max": 1000000},
+      "answer_max_chars": {"type": "integer", "min": 100, "max": 2147483647},
+      "chunk_max_chars": {"type": "integer", "min": 50, "max": 2147483647},
+      "chunk_min_chars": {"type": "integer", "min": 0, "max": 2147483647},
       "chunk_min_similarity": {"type": "number", "min": -1, "max": 1},
-      "chunk_overlap_chars": {"type": "integer", "min": 0, "max": 100000},
-      "community_max_size": {"type": "integer", "min": 2, "max": 10000000},
+      "chunk_overlap_chars": {"type": "integer", "min": 0, "max": 2147483647},
+      "community_max_size": {"type": "integer", "min": 2, "max": 2147483647},
       "community_resolution": {"type": "number", "min": 0.0001, "max": 10000},
       "community_seed": {"type": "integer", "min": 0, "max": 2147483647},
-      "edge_rank_depth": {"type": "integer", "min": 1, "max": 10000000},
+      "edge_rank_depth": {"type": "integer", "min": 1, "max": 2147483647},
       "embedder": {"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,63}$"},
       "embedder_centres": {"type": "object", "owner": true},
       "embedder_dimension": {"type": "integer", "min": 1, "max": 16000, "null": true},
@@ -36,7 +36,7 @@ AS $$
       "embedding_dimension": {"type": "integer", "min": 1, "max": 16000, "owner": true},
       "entity_min_similarity": {"type": "number", "min": -1, "max": 1},
       "entity_seed_min_similarity": {"type": "number", "min": -1, "max": 1},
-      "graph_chunks_per_entity": {"type": "integer", "min": 1, "max": 10000000},
+      "graph_chunks_per_entity": {"type": "integer", "min": 1, "max": 2147483647},
       "hnsw_ef_search": {"type": "integer", "min": 1, "max": 1000},
       "hnsw_max_scan_tuples": {"type": "integer", "min": 1, "max": 2147483647},
       "idempotent_objects": {"type": "array", "owner": true},
@@ -44,36 +44,36 @@ AS $$
       "ingest_failure_days": {"type": "integer", "min": 1, "max": 36500},
       "khop_timeout_ms": {"type": "integer", "min": 1, "max": 86400000},
       "language_codes": {"type": "object"},
-      "lexical_candidates": {"type": "integer", "min": 1, "max": 10000000},
+      "lexical_candidates": {"type": "integer", "min": 1, "max": 2147483647},
       "lexical_min_coverage": {"type": "number", "min": 0, "max": 1},
       "link_min_ratio": {"type": "number", "min": 0, "max": 1},
       "link_min_trigram": {"type": "number", "min": 0, "max": 1},
       "link_stopwords": {"type": "array"},
       "log_question_text": {"type": "boolean"},
-      "log_rate_per_minute": {"type": "integer", "min": 1, "max": 10000000},
-      "max_alias_chars": {"type": "integer", "min": 10, "max": 1000000},
-      "max_aliases_per_entity": {"type": "integer", "min": 1, "max": 10000000},
+      "log_rate_per_minute": {"type": "integer", "min": 1, "max": 2147483647},
+      "max_alias_chars": {"type": "integer", "min": 10, "max": 2147483647},
+      "max_aliases_per_entity": {"type": "integer", "min": 1, "max": 2147483647},
       "max_document_mb": {"type": "number", "min": 0.001, "max": 100000},
       "max_file_mb": {"type": "number", "min": 0.001, "max": 1000000},
       "max_hops": {"type": "integer", "min": 0, "max": 100},
       "max_paths_walked": {"type": "integer", "min": 1, "max": 2147483647},
-      "max_question_chars": {"type": "integer", "min": 1, "max": 1000000},
-      "max_quote_chars": {"type": "integer", "min": 10, "max": 10000000},
-      "max_title_chars": {"type": "integer", "min": 10, "max": 10000000},
-      "namesake_shared_neighbours": {"type": "integer", "min": 1, "max": 100000},
+      "max_question_chars": {"type": "integer", "min": 1, "max": 2147483647},
+      "max_quote_chars": {"type": "integer", "min": 10, "max": 2147483647},
+      "max_title_chars": {"type": "integer", "min": 10, "max": 2147483647},
+      "namesake_shared_neighbours": {"type": "integer", "min": 1, "max": 2147483647},
       "namesake_types": {"type": "array"},
       "ontology": {"type": "object"},
       "ppr_chunk_seed_weight": {"type": "number", "min": 0, "max": 1000000},
       "ppr_damping": {"type": "number", "min": 0, "max": 0.99},
       "ppr_hops": {"type": "integer", "min": 1, "max": 100},
       "ppr_max_edges": {"type": "integer", "min": 1, "max": 2147483647},
-      "ppr_max_iterations": {"type": "integer", "min": 1, "max": 1000000},
+      "ppr_max_iterations": {"type": "integer", "min": 1, "max": 2147483647},
       "ppr_tolerance": {"type": "number", "min": 1e-12, "max": 1},
       "query_log": {"type": "boolean"},
       "query_log_days": {"type": "integer", "min": 1, "max": 36500},
       "reader_memory_mb": {"type": "integer", "min": 64, "max": 1048576, "owner": true},
       "reader_timeout_s": {"type": "number", "min": 1, "max": 86400, "owner": true},
-      "report_evidence_chunks": {"type": "integer", "min": 0, "max": 100000},
+      "report_evidence_chunks": {"type": "integer", "min": 0, "max": 2147483647},
       "report_min_similarity": {"type": "number", "min": -1, "max": 1},
       "rerank_api": {"type": "string", "allowed": ["tei", "cohere"], "owner": true},
       "rerank_candidates": {"type": "integer", "min": 1, "max": 1000},
@@ -85,7 +85,7 @@ AS $$
       "router_flat_gap": {"type": "number", "min": 0, "max": 2},
       "rrf_graph_weight": {"type": "number", "min": 0, "max": 100},
       "rrf_k": {"type": "integer", "min": 0, "max": 1000},
-      "search_degree_cap": {"type": "integer", "min": 1, "max": 10000000, "null": true},
+      "search_degree_cap": {"type": "integer", "min": 1, "max": 2147483647, "null": true},
       "search_entities": {"type": "integer", "min": 0, "max": 100},
       "search_graph_ranking": {"type": "string", "allowed": ["paths", "pagerank", "both"]},
       "search_hops": {"type": "integer", "min": 0, "max": 100},
@@ -97,8 +97,8 @@ AS $$
       "short_form_types": {"type": "array"},
       "text_search_config": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,128}$"},
       "vector_index": {"type": "string", "allowed": ["bq", "halfvec"], "owner": true},
-      "vector_min_candidates": {"type": "integer", "min": 1, "max": 10000000},
-      "vector_overfetch": {"type": "integer", "min": 1, "max": 100000},
+      "vector_min_candidates": {"type": "integer", "min": 1, "max": 2147483647},
+      "vector_overfetch": {"type": "integer", "min": 1, "max": 2147483647},
       "walk_min_confidence": {"type": "number", "min": 0, "max": 1}
     }$rules$::jsonb -> setting_key
 $$;
@@ -187,7 +187,8 @@ AS $$
                 WHEN jsonb_typeof(value) = CASE WHEN g.rule ->> 'type' = 'url' THEN 'string'
                                                 WHEN g.rule ->> 'type' = 'integer' THEN 'number'
                                                 ELSE g.rule ->> 'type' END
-                     AND (NOT g.rule ? 'allowed' OR g.rule -> 'allowed' @> jsonb_build_array(value))
+                     AND (NOT g.rule ? 'allowed'
+                          OR EXISTS (SELECT 1 FROM jsonb_array_elements(g.rule -> 'allowed') AS a(v) WHERE a.v = value))
                 THEN value
                 ELSE (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key) END AS v
               FROM (SELECT kgrag_private.setting_rule(setting_key) AS rule) AS g) AS r,
@@ -223,7 +224,8 @@ BEGIN
     -- the owner's limits on a tenant's row first (its own floor and ceiling are the narrower ones)
     limits := CASE WHEN tenant <> '*' THEN (SELECT s.value -> setting_key FROM kgrag.settings AS s
                                             WHERE s.tenant_id = '*' AND s.key = 'setting_limits') END;
-    IF limits ? 'allowed' AND NOT limits -> 'allowed' @> pg_catalog.jsonb_build_array(value) THEN
+    IF limits ? 'allowed' AND NOT EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(limits -> 'allowed') AS a(v)
+                                          WHERE a.v = value) THEN
         RAISE EXCEPTION 'a tenant may not set % to %: the schema owner allows % only', setting_key, value,
             limits -> 'allowed' USING ERRCODE = '42501', HINT = hint;
     ELSIF pg_catalog.jsonb_typeof(value) = 'number' AND value::numeric > (limits ->> 'max')::numeric THEN
@@ -242,3 +244,14 @@ END
 $$;
 COMMENT ON FUNCTION kgrag_private.setting_allowed(text, text, jsonb) IS
 'Private. Returns true when a row of kgrag.settings may be written; else raises. For every row: SQLSTATE 22023 when the value breaks the setting''s rule (kgrag_private.setting_fault: its type, floor, ceiling, values allowed); for a tenant''s row also 22023 for a key that is no setting, 42501 for a setting that is the schema owner''s alone (kgrag_private.setting_rule: a URL, a model endpoint, a process limit) unless the session''s role owns the schema, and 42501 naming the limit when the setting setting_limits of tenant ''*'' puts the value above its max, below its min or outside its allowed values. The owner''s own rows (tenant ''*'') are checked against the rule, not against setting_limits, and may name a setting the rules do not know yet. The policy tenant_write of kgrag.settings checks every row written with it.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.setting_writable(tenant text, setting_key text) RETURNS boolean
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- a tenant's row of a setting that is the schema owner's alone: the owner's to change or delete
+    SELECT tenant = '*' OR NOT COALESCE((kgrag_private.setting_rule(setting_key) ->> 'owner')::boolean, false)
+        OR pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE')
+$$;
+COMMENT ON FUNCTION kgrag_private.setting_writable(text, text) IS
+'Private. Returns whether the session may change or delete a row of kgrag.settings as it stands: any row but a tenant''s row of a setting that is the schema owner''s alone (kgrag_private.setting_rule: owner), which only the schema owner may. The policies owner_rows_update and owner_rows_delete of kgrag.settings check every row before it is changed or deleted with it.';

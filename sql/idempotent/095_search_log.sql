@@ -1,21 +1,8 @@
 -- The query log of searches: written through one SECURITY DEFINER function (kgrag_logger may insert
 -- into kgrag.query_log and nothing else), and read per route.
 
-CREATE OR REPLACE FUNCTION kgrag_private.question_mac(digest text) RETURNS text
-LANGUAGE sql STABLE SECURITY INVOKER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    -- the secret on both sides of the message, as kgrag_private.key_mac
-    SELECT pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(k.secret || '/' || digest || '/' || k.secret, 'UTF8')), 'hex')
-      FROM kgrag_private.log_secret AS k
-$$;
-REVOKE EXECUTE ON FUNCTION kgrag_private.question_mac(text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.question_mac(text) TO kgrag_logger;
-COMMENT ON FUNCTION kgrag_private.question_mac(text) IS
-'Private. Returns the question hash the logs keep (kgrag.query_log.question_hash, kgrag.answer_log.question_hash): sha256 of the secret of kgrag_private.log_secret around the digest of the question the caller gives (its md5), 64 hex digits. The same question gives the same hash in both logs, so repeated questions can be counted; without the secret, which only kgrag_logger reads (inside the log writers), a reader of the log cannot confirm a guessed question from it.';
-
 CREATE OR REPLACE FUNCTION kgrag_private.log_search(
-    question_hash text, route text, reason text, seeds text[], paths_walked integer, rows_returned integer,
+    route text, reason text, seeds text[], paths_walked integer, rows_returned integer,
     ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text,
     schema_revision text)
 RETURNS void
@@ -44,9 +31,9 @@ BEGIN
         ON CONFLICT (tenant_id, minute) DO UPDATE SET searches = o.searches + 1;
         RETURN;
     END IF;
-    INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, seeds, paths_walked, rows_returned, ms,
+    INSERT INTO kgrag.query_log (tenant_id, route, reason, seeds, paths_walked, rows_returned, ms,
                                  fallback, question, context_chars, chunk_ids, embedder, schema_revision)
-    VALUES (t, kgrag_private.question_mac(left(COALESCE(question_hash, ''), 64)), route, left(COALESCE(reason, ''), 4000),
+    VALUES (t, route, left(COALESCE(reason, ''), 4000),
             kept_seeds, greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0),
             COALESCE(fallback, false),
             CASE WHEN (kgrag.setting('log_question_text') #>> '{}')::boolean THEN left(question, 2000) END, CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END,
@@ -54,19 +41,19 @@ BEGIN
 END
 $$;
 GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text) OWNER TO kgrag_logger;
+ALTER FUNCTION kgrag_private.log_search(text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text) OWNER TO kgrag_logger;
 REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_logger;
-REVOKE EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text)
+REVOKE EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text)
     TO kgrag_reader, kgrag_writer, kgrag_curator;
-COMMENT ON FUNCTION kgrag_private.log_search(text, text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text) IS
-'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, the question''s digest (question_hash, 64 characters at most) kept keyed with the logs'' secret (kgrag_private.question_mac), the text bounded (reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000, kept only where the setting log_question_text allows, within the owner''s limits), the time and log_id set by the database. Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+COMMENT ON FUNCTION kgrag_private.log_search(text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text) IS
+'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, no hash of the question, the text bounded (reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000, kept only where the setting log_question_text allows, within the owner''s limits), the time and log_id set by the database. Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) RETURNS void
 LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    SELECT kgrag_private.log_search(entry ->> 'hash', entry ->> 'route', entry ->> 'reason',
+    SELECT kgrag_private.log_search(entry ->> 'route', entry ->> 'reason',
                              ARRAY(SELECT jsonb_array_elements_text(COALESCE(entry -> 'seeds', '[]'))),
                              (entry ->> 'paths')::integer, (entry ->> 'rows')::integer, (entry ->> 'ms')::float8,
                              (entry ->> 'fallback')::boolean, entry ->> 'question', context_chars,

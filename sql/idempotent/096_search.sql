@@ -223,7 +223,7 @@ BEGIN
         RETURN reason || ' (not logged in kgrag.query_log: the transaction is read-only)';
     END IF;
     entry := jsonb_build_object(
-        'hash', md5(COALESCE(question, question_vec::text)), 'route', route, 'reason', reason,
+        'route', route, 'reason', reason,
         'seeds', to_jsonb(seeds),
         'paths', COALESCE(NULLIF(current_setting('kgrag.paths_walked', true), ''), '0')::integer,
         'rows', cardinality(returned), 'ms', extract(epoch FROM clock_timestamp() - started) * 1000,

@@ -81,17 +81,16 @@ BEGIN
            chunk_ids = ARRAY(SELECT c FROM unnest(q.chunk_ids) WITH ORDINALITY AS u(c, o) WHERE c <> ALL (gone_chunks) ORDER BY u.o),
            reason = kgrag_private.redact(q.reason, gone_names),
            question = kgrag_private.redact(q.question, gone_names)
-     WHERE q.tenant_id = t
-       AND (q.seeds && gone_entities OR q.chunk_ids && gone_chunks
-            OR EXISTS (SELECT 1 FROM unnest(gone_names) AS x
-                        WHERE strpos(lower(q.reason), lower(x)) > 0 OR strpos(lower(q.question), lower(x)) > 0));
+     -- only the searches that came to the documents (their seeds or chunks): a name the documents
+     -- gave is not the document's to take out of a search that never reached it
+     WHERE q.tenant_id = t AND (q.seeds && gone_entities OR q.chunk_ids && gone_chunks);
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag_private.forget_in_logs(jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag_private.forget_in_logs(jsonb) IS
-'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents named (noted: what kgrag_private.forgettable read before they went), as far as the graph no longer holds it: the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
+'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents named (noted: what kgrag_private.forgettable read before they went), as far as the graph no longer holds it, in the searches that reached them (whose seeds or chunks were theirs): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
 
 CREATE OR REPLACE FUNCTION kgrag.purge() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -106,6 +105,9 @@ DECLARE
     one jsonb;
     kept record;
 BEGIN
+    IF acting <> '*' THEN  -- (a reader's API key deletes nothing: kgrag_private.check_writing)
+        PERFORM kgrag_private.check_writing(acting);
+    END IF;
     FOR t IN SELECT acting WHERE acting <> '*'
              UNION ALL
              (SELECT x.tenant_id  -- every tenant holding such rows

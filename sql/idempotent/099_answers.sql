@@ -82,9 +82,9 @@ BEGIN
     IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
         RAISE EXCEPTION 'unknown route %', COALESCE(quote_literal(route), 'NULL') USING ERRCODE = '22023';
     END IF;
-    INSERT INTO kgrag.answer_log (tenant_id, question_hash, route, not_found, calls, prompt_tokens, completion_tokens,
+    INSERT INTO kgrag.answer_log (tenant_id, route, not_found, calls, prompt_tokens, completion_tokens,
                                   context_chars, citations, dropped, ms)
-    VALUES (t, kgrag_private.question_mac(md5(COALESCE(question, ''))), route, COALESCE(not_found, false),
+    VALUES (t, route, COALESCE(not_found, false),
             greatest(COALESCE(calls, 0), 0), greatest(COALESCE(prompt_tokens, 0), 0),
             greatest(COALESCE(completion_tokens, 0), 0), greatest(COALESCE(context_chars, 0), 0),
             greatest(COALESCE(citations, 0), 0), greatest(COALESCE(dropped, 0), 0), greatest(COALESCE(ms, 0), 0));
@@ -118,7 +118,7 @@ $$;
 REVOKE EXECUTE ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag.log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision) IS
-'Adds a row to kgrag.answer_log for the current tenant: the question (kept as its hash keyed with the logs'' secret, kgrag_private.question_mac), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. Through kgrag_private.log_answer_at (SECURITY DEFINER, owned by kgrag_logger, which may insert into the logs and nothing else: readers may not write the log themselves; on Citus, one call to the worker holding the tenant''s shards).';
+'Adds a row to kgrag.answer_log for the current tenant: the question (not kept: the log holds no trace of it), a known route, not_found, the LLM calls made, the prompt and completion tokens the endpoint reported, the characters of context sent, the citations kept and dropped, the milliseconds (negative or NULL counts are 0). pgkgrag''s ask calls it; an application answering in another language may too. Through kgrag_private.log_answer_at (SECURITY DEFINER, owned by kgrag_logger, which may insert into the logs and nothing else: readers may not write the log themselves; on Citus, one call to the worker holding the tenant''s shards).';
 
 CREATE OR REPLACE VIEW kgrag.answers_by_route WITH (security_invoker = true) AS
 SELECT a.route,

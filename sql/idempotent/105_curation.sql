@@ -111,6 +111,32 @@ $$;
 COMMENT ON FUNCTION kgrag_private.relation_documents(text, text, text) IS
 'Private. Returns the documents whose chunks state a relation (entity ids and the relation key), at most two: none (nobody states it), one (a decision about it is about that document, forgotten with it) or several.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.check_writing(tenant text) RETURNS void
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    one oid := pg_catalog.to_regrole(kgrag_private.tenant_role(tenant));
+    every oid := pg_catalog.to_regrole(kgrag_private.tenant_role('*'));
+BEGIN
+    -- Inside a SECURITY DEFINER function current_user is its owner, so what the session may write
+    -- is asked here: the schema owner and a role granted the tenant write as their roles allow
+    -- (the function's EXECUTE grant); a tenant reached through an API key (kgrag.use_key, its seal
+    -- and role checked by kgrag.current_tenant()) only with a writer key.
+    IF pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE')
+       OR (one IS NOT NULL AND pg_catalog.pg_has_role(session_user, one, 'MEMBER'))
+       OR (every IS NOT NULL AND pg_catalog.pg_has_role(session_user, every, 'MEMBER'))
+       OR pg_catalog.current_setting('kgrag.key_role', true) = 'writer' THEN
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'a reader''s API key may not write tenant %', pg_catalog.quote_literal(tenant) USING ERRCODE = '42501';
+END
+$$;
+REVOKE EXECUTE ON FUNCTION kgrag_private.check_writing(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.check_writing(text) TO kgrag_logger;  -- (kgrag.purge)
+COMMENT ON FUNCTION kgrag_private.check_writing(text) IS
+'Private. Returns nothing when the session may write tenant (the current one): its login role owns the schema or was granted the tenant (kgrag.grant_tenant), or the tenant was reached through a writer''s API key; raises 42501 for a reader''s key. The SECURITY DEFINER functions that write (the curation functions, kgrag.delete_documents, kgrag.purge) call it first: inside them current_user is their owner, whom kgrag.current_tenant() would ask instead of the caller.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id text, note text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -161,6 +187,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 BEGIN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
     RETURN format('rejected %s: pgkgrag build (or the next ingestion of its documents) removes it, and it does not come back',
                   kgrag_private.decide_relation('reject_relation', src, rel, dst, NULL, note));
 END
@@ -180,6 +207,7 @@ DECLARE
     new_key text := kgrag.relation_key(COALESCE(new_rel, ''));
     longest integer := kgrag.setting('max_alias_chars')::integer;
 BEGIN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
     IF new_key IN ('', 'CO_OCCURS') OR new_key = key OR length(new_key) > longest THEN
         RAISE EXCEPTION 'the corrected relation is another type of 1 to % characters, not % (and not CO_OCCURS), got %',
             longest, quote_literal(key), quote_literal(COALESCE(new_rel, 'NULL')) USING ERRCODE = '22023';
@@ -206,6 +234,7 @@ DECLARE
     key text := kgrag.relation_key(rel);
     doc text;
 BEGIN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
     IF NOT EXISTS (SELECT 1 FROM kgrag.edge AS g
                     WHERE g.tenant_id = t AND g.src = a AND g.rel = key AND g.dst = b AND key <> 'CO_OCCURS') THEN
         RAISE EXCEPTION 'no relation % -[%]-> % is in the graph', src, rel, dst
@@ -242,6 +271,7 @@ DECLARE
     id text := (kgrag.resolve_entities(ARRAY[entity]))[1];
     longest integer := kgrag.setting('max_alias_chars')::integer;
 BEGIN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
     IF new_name IS NULL OR btrim(new_name) = '' OR length(new_name) > longest THEN
         RAISE EXCEPTION 'a name has 1 to % characters (setting max_alias_chars), got %', longest,
             COALESCE(length(new_name)::text, 'NULL') USING ERRCODE = '22023';
@@ -283,6 +313,7 @@ DECLARE
     key text;
     held text;
 BEGIN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
     IF cardinality(ids) < 2 THEN  -- (resolve_entities gives each entity once)
         RAISE EXCEPTION '% and % are one entity already (%)', a, b, ids[1] USING ERRCODE = '22023';
     END IF;
@@ -317,7 +348,8 @@ AS $$
 DECLARE
     id text := (kgrag.resolve_entities(ARRAY[entity]))[1];
 BEGIN
-    IF NOT (split_entity.doc_id = ANY (kgrag_private.namesake_documents(id))) THEN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
+    IF split_entity.doc_id IS NULL OR NOT (split_entity.doc_id = ANY (kgrag_private.namesake_documents(id))) THEN
         RAISE EXCEPTION 'document % gives no namesake of % (%)', quote_literal(split_entity.doc_id), entity, id
             USING ERRCODE = '22023',
                   HINT = 'SELECT doc_id FROM kgrag.entity_source WHERE entity_id = ... AND name_key IS NOT NULL lists them.';
@@ -342,6 +374,7 @@ DECLARE
     parts text[] := string_to_array(target, '|');
     docs text[];
 BEGIN
+    PERFORM kgrag_private.check_writing(kgrag.current_tenant());  -- (a reader's API key may not decide)
     IF target IS NULL OR length(target) > 2000 THEN
         RAISE EXCEPTION 'give the target of a review item (kgrag.review_queue.target)' USING ERRCODE = '22023';
     END IF;
@@ -599,6 +632,19 @@ $$;
 COMMENT ON FUNCTION kgrag_private.apply_decisions() IS
 'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, the typed relations of each pair a relation decision names whose edges differ from what the decisions make of its evidence (a rejected edge still there goes, a corrected one is built as the type decided, one taken back comes back from its evidence), recomputes the relations whose edge shows other evidence than the one a person chose (kgrag.correct_evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n (pairs recomputed), "namesakes_moved": n}.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.decision_family(kind text, target text) RETURNS text
+LANGUAGE sql IMMUTABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- the decisions that take each other's place on a target: on a stated relation, a rejection,
+    -- a correction and an approval (kgrag_private.rejected reads the latest of them); otherwise
+    -- each kind its own (a rename and an approval of one entity both hold)
+    SELECT CASE WHEN kind IN ('reject_relation', 'correct_relation') OR (kind = 'approve' AND target LIKE '%|%|%')
+                THEN 'relation' ELSE kind END
+$$;
+COMMENT ON FUNCTION kgrag_private.decision_family(text, text) IS
+'Private. Returns which decisions on a target replace each other (kgrag.decision_history): relation for a rejection, a correction and an approval of a stated relation, else the kind itself.';
+
 CREATE OR REPLACE VIEW kgrag.decision_history WITH (security_invoker = true) AS
 SELECT c.kind, c.target, c.value, c.doc_id, c.note, c.decided_by, c.decided_at,
        CASE WHEN n.decided_at IS NULL THEN 'in force' ELSE 'replaced' END AS state,
@@ -607,12 +653,13 @@ SELECT c.kind, c.target, c.value, c.doc_id, c.note, c.decided_by, c.decided_at,
   FROM kgrag.curation AS c
   LEFT JOIN LATERAL (SELECT x.kind, x.decided_by, x.decided_at FROM kgrag.curation AS x
                       WHERE x.target = c.target AND x.decided_at > c.decided_at
+                        AND kgrag_private.decision_family(x.kind, x.target) = kgrag_private.decision_family(c.kind, c.target)
                       ORDER BY x.decided_at LIMIT 1) AS n ON true
 UNION ALL
 SELECT e.kind, e.target, e.value, e.doc_id, e.note, e.decided_by, e.decided_at, 'forgotten', e.ended_by, e.ended_at, e.why
   FROM kgrag.curation_ended AS e;
 COMMENT ON VIEW kgrag.decision_history IS
-'Every decision of the current tenant, with how it stands: (kind, target, value, doc_id, note, decided_by, decided_at, state, ended_by, ended_at, why). state: in force (the latest on its target), replaced (a later decision on the target took over: a rejection taken back by kgrag.approve, a correction corrected again; ended_by and ended_at are that decision''s), forgotten (its document was deleted: kgrag.curation_ended, ended_by the role that deleted it). For an auditor: \copy (SELECT * FROM kgrag.decision_history ORDER BY decided_at) TO ''decisions.csv'' CSV HEADER.';
+'Every decision of the current tenant, with how it stands: (kind, target, value, doc_id, note, decided_by, decided_at, state, ended_by, ended_at, why). state: in force (the latest on its target), replaced (a later decision of its family on the target took over: a rejection taken back by kgrag.approve, a correction corrected again, a name renamed again; ended_by and ended_at are that decision''s), forgotten (its document was deleted: kgrag.curation_ended, ended_by the role that deleted it). For an auditor: \copy (SELECT * FROM kgrag.decision_history ORDER BY decided_at) TO ''decisions.csv'' CSV HEADER.';
 GRANT SELECT ON kgrag.decision_history TO kgrag_reader, kgrag_writer, kgrag_curator;
 
 CREATE OR REPLACE FUNCTION kgrag_private.end_decisions(doc_ids text[]) RETURNS integer
@@ -634,7 +681,7 @@ BEGIN
     INSERT INTO kgrag.curation_ended (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at,
                                       ended_by, ended_at, why)
     SELECT e.tenant_id, e.kind, e.target, e.value, e.doc_id, e.note, e.decided_by, e.decided_at,
-           session_user, clock_timestamp(), format('its document %s was deleted', quote_literal(e.doc_id))
+           session_user, clock_timestamp(), left(format('its document %s was deleted', quote_literal(e.doc_id)), 2000)
       FROM ended AS e
         ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS n = ROW_COUNT;

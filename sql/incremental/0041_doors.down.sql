@@ -1,5 +1,5 @@
 -- 0041_doors down: the decisions' table writable as revision 0034 left it, the ended decisions,
--- the settings' rules and the logs' secret gone (the question hashes cleared stay cleared).
+-- the settings' rules gone, the logs' question hash back (empty for the rows of the meantime).
 DO $$
 DECLARE
     distributed boolean := EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus')
@@ -13,7 +13,18 @@ BEGIN
     EXECUTE 'DROP TABLE kgrag.curation_ended';
     EXECUTE 'GRANT UPDATE (seeds, reason, question, chunk_ids) ON kgrag.query_log TO kgrag_logger';
     EXECUTE 'CREATE POLICY logger_redact ON kgrag.query_log FOR UPDATE TO kgrag_logger USING (true) WITH CHECK (true)';
-    EXECUTE 'DROP TABLE kgrag_private.log_secret';
+    EXECUTE 'ALTER TABLE kgrag.query_log DROP CONSTRAINT query_log_bounded';
+    EXECUTE 'ALTER TABLE kgrag.answer_log DROP CONSTRAINT answer_log_bounded';
+    EXECUTE $q$ALTER TABLE kgrag.query_log ADD COLUMN question_hash text NOT NULL DEFAULT ''$q$;
+    EXECUTE $q$ALTER TABLE kgrag.answer_log ADD COLUMN question_hash text NOT NULL DEFAULT ''$q$;
+    EXECUTE 'ALTER TABLE kgrag.query_log ALTER COLUMN question_hash DROP DEFAULT';
+    EXECUTE 'ALTER TABLE kgrag.answer_log ALTER COLUMN question_hash DROP DEFAULT';
+    EXECUTE $q$ALTER TABLE kgrag.query_log ADD CONSTRAINT query_log_bounded CHECK (
+    pg_catalog.length(question_hash) <= 64 AND pg_catalog.length(route) <= 32 AND pg_catalog.length(reason) <= 4000
+    AND pg_catalog.cardinality(seeds) <= 100 AND paths_walked >= 0 AND rows_returned >= 0 AND ms >= 0) NOT VALID$q$;
+    EXECUTE $q$ALTER TABLE kgrag.answer_log ADD CONSTRAINT answer_log_bounded CHECK (
+    pg_catalog.length(question_hash) <= 64 AND pg_catalog.length(route) <= 32 AND calls >= 0 AND prompt_tokens >= 0
+    AND completion_tokens >= 0 AND context_chars >= 0 AND citations >= 0 AND dropped >= 0 AND ms >= 0)$q$;
     -- the settings' policy calls what revision 0040 left (the kept bodies of then) before the rules go
     EXECUTE $q$
 CREATE OR REPLACE FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) RETURNS jsonb
@@ -65,6 +76,9 @@ BEGIN
 END
 $body$
 $q$;
+    EXECUTE 'DROP POLICY owner_rows_update ON kgrag.settings';
+    EXECUTE 'DROP POLICY owner_rows_delete ON kgrag.settings';
+    EXECUTE 'DROP FUNCTION kgrag_private.setting_writable(text, text)';
     EXECUTE 'ALTER TABLE kgrag.settings DROP CONSTRAINT settings_value_fits_its_rule';
     EXECUTE 'DROP FUNCTION kgrag_private.setting_rule(text)';
     EXECUTE 'DROP FUNCTION kgrag_private.setting_fault(text, jsonb)';

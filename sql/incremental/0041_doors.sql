@@ -17,9 +17,10 @@
 -- - kgrag.delete_documents (SECURITY DEFINER from this release) ends the decisions about the
 --   documents and redacts the query log itself: the redaction (kgrag_private.forget_in_logs) is no
 --   longer callable by a tenant's role, so no writer aims it.
--- - kgrag_private.log_secret: the secret the question hash of the logs is keyed with (sha256 of the
---   secret around the question, in place of an unsalted md5 anyone could confirm a guess with);
---   only the log writer (kgrag_logger) reads it. The unsalted hashes already logged are cleared.
+-- - The logs keep no question hash (query_log.question_hash, answer_log.question_hash go): an
+--   unsalted md5 let anyone who reads the log confirm a guessed question, and a keyed one would
+--   still let any role that may search confirm it by asking the question and comparing. Nothing
+--   read it.
 --
 -- One statement (a DO block), each DDL through EXECUTE: see 0021_edge_rank_index.sql (Citus).
 DO $$
@@ -76,6 +77,18 @@ $q$;
     -- floor and ceiling; the rows already there are read within them (kgrag_private.within_limits)
     EXECUTE $q$ALTER TABLE kgrag.settings ADD CONSTRAINT settings_value_fits_its_rule
         CHECK (kgrag_private.setting_rule(key) IS NULL OR kgrag_private.setting_fault(key, value) IS NULL) NOT VALID$q$;
+    EXECUTE $q$
+CREATE FUNCTION kgrag_private.setting_writable(tenant text, setting_key text) RETURNS boolean
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $body$ SELECT true $body$
+$q$;
+    -- a tenant's row of an owner's setting: changed or deleted by the owner alone (the policy
+    -- tenant_write checks only the row a write leaves)
+    EXECUTE $q$CREATE POLICY owner_rows_update ON kgrag.settings AS RESTRICTIVE FOR UPDATE
+        USING (kgrag_private.setting_writable(tenant_id, key))$q$;
+    EXECUTE $q$CREATE POLICY owner_rows_delete ON kgrag.settings AS RESTRICTIVE FOR DELETE
+        USING (kgrag_private.setting_writable(tenant_id, key))$q$;
     -- a tenant's row of a setting that is now the owner's alone goes (the rows of every tenant)
     EXECUTE 'ALTER TABLE kgrag.settings NO FORCE ROW LEVEL SECURITY';
     DELETE FROM kgrag.settings
@@ -93,26 +106,15 @@ $q$;
     -- the log writer no longer redacts (kgrag.delete_documents does, as the schema owner)
     EXECUTE 'DROP POLICY logger_redact ON kgrag.query_log';
     EXECUTE 'REVOKE UPDATE ON kgrag.query_log FROM kgrag_logger';
-    -- the logs' question hash, keyed
-    EXECUTE $q$
-CREATE TABLE kgrag_private.log_secret (
-    one    boolean PRIMARY KEY DEFAULT true CHECK (one),
-    secret text NOT NULL CHECK (pg_catalog.length(secret) >= 64)
-)$q$;
-    EXECUTE $q$COMMENT ON TABLE kgrag_private.log_secret IS 'The secret the question hash of kgrag.query_log and kgrag.answer_log is keyed with (kgrag_private.question_mac). Read by kgrag_logger alone.'$q$;
-    EXECUTE $q$INSERT INTO kgrag_private.log_secret (secret)
-        VALUES (pg_catalog.replace(pg_catalog.gen_random_uuid()::text || pg_catalog.gen_random_uuid()::text
-                                   || pg_catalog.gen_random_uuid()::text, '-', ''))$q$;
-    EXECUTE 'REVOKE ALL ON kgrag_private.log_secret FROM PUBLIC';
-    EXECUTE 'GRANT SELECT ON kgrag_private.log_secret TO kgrag_logger';
-    IF distributed THEN  -- the log writers run on the workers
-        EXECUTE $q$SELECT pg_catalog.create_reference_table('kgrag_private.log_secret')$q$;
-    END IF;
-    EXECUTE 'ALTER TABLE kgrag.query_log NO FORCE ROW LEVEL SECURITY';
-    EXECUTE 'ALTER TABLE kgrag.answer_log NO FORCE ROW LEVEL SECURITY';
-    EXECUTE $q$UPDATE kgrag.query_log SET question_hash = '' WHERE question_hash <> ''$q$;
-    EXECUTE $q$UPDATE kgrag.answer_log SET question_hash = '' WHERE question_hash <> ''$q$;
-    EXECUTE 'ALTER TABLE kgrag.query_log FORCE ROW LEVEL SECURITY';
-    EXECUTE 'ALTER TABLE kgrag.answer_log FORCE ROW LEVEL SECURITY';
+    -- the logs keep no hash of the question: a role that may search could confirm a guess by
+    -- asking it (the search logs its own hash) and comparing, keyed or not
+    EXECUTE 'ALTER TABLE kgrag.query_log DROP COLUMN question_hash';  -- (its bounds go with it)
+    EXECUTE 'ALTER TABLE kgrag.answer_log DROP COLUMN question_hash';
+    EXECUTE $q$ALTER TABLE kgrag.query_log ADD CONSTRAINT query_log_bounded CHECK (
+    pg_catalog.length(route) <= 32 AND pg_catalog.length(reason) <= 4000 AND pg_catalog.cardinality(seeds) <= 100
+    AND paths_walked >= 0 AND rows_returned >= 0 AND ms >= 0) NOT VALID$q$;
+    EXECUTE $q$ALTER TABLE kgrag.answer_log ADD CONSTRAINT answer_log_bounded CHECK (
+    pg_catalog.length(route) <= 32 AND calls >= 0 AND prompt_tokens >= 0 AND completion_tokens >= 0
+    AND context_chars >= 0 AND citations >= 0 AND dropped >= 0 AND ms >= 0) NOT VALID$q$;
 END
 $$;

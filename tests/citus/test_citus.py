@@ -415,8 +415,7 @@ def test_limits_the_log_rate_and_the_purge_hold_on_the_cluster(cluster: str) -> 
         with tenant_transaction(conn, "ops1"):
             for _ in range(10):
                 conn.execute(
-                    "SELECT kgrag_private.log_search('h', 'local', 'x', NULL, 1, 1, 1, false,"
-                    " NULL, NULL, NULL, NULL, NULL)"
+                    "SELECT kgrag_private.log_search('local', 'x', NULL, 1, 1, 1, false, NULL, NULL, NULL, NULL, NULL)"
                 )
         with tenant_transaction(conn, "ops1"):
             logged = conn.execute("SELECT count(*) FROM kgrag.query_log WHERE tenant_id = 'ops1'").fetchone()

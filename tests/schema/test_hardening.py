@@ -36,7 +36,7 @@ DEFINER_ALLOWED = {
         "alias candidates through alias_trigrams_idx and alias_sq_idx",
     ),
     "kgrag.tenants()": (PROBE, "the tenants the caller may use and their document counts"),
-    "kgrag_private.log_search(text,text,text,text[],integer,integer,double precision,boolean,text,integer,"
+    "kgrag_private.log_search(text,text,text[],integer,integer,double precision,boolean,text,integer,"
     "text[],text,text)": (
         LOGGER,
         "one bounded log row",
@@ -117,8 +117,8 @@ def test_the_probe_role_reads_three_tables_and_the_logger_writes_one(admin: psyc
         [LOGGER],
     ).fetchall()
     # it writes the logs, and (revision 0039) reads, purges and redacts them, and reads the
-    # settings (rates and retention); (revision 0041) it reads the secret the question hash is keyed
-    # with, and no longer redacts (kgrag.delete_documents does, as the schema owner)
+    # settings (rates and retention); (revision 0041) it no longer redacts (kgrag.delete_documents
+    # does, as the schema owner)
     assert logger == [
         ("answer_log", "DELETE"),
         ("answer_log", "INSERT"),
@@ -132,7 +132,6 @@ def test_the_probe_role_reads_three_tables_and_the_logger_writes_one(admin: psyc
         ("log_overflow", "INSERT"),
         ("log_overflow", "SELECT"),
         ("log_overflow", "UPDATE"),
-        ("log_secret", "SELECT"),
         ("query_log", "DELETE"),
         ("query_log", "INSERT"),
         ("query_log", "SELECT"),

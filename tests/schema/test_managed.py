@@ -218,3 +218,38 @@ def test_the_fix_is_the_released_file_amended_not_edited() -> None:
     assert "SET kgrag.schema_revision" in installer.incremental_file("0006").read_text()
     assert "schema_revision" not in installer.file_to_run("0006").read_text().split("CREATE FUNCTION")[1]
     assert Path(installer.file_to_run("0007")).parent.name == "incremental"
+
+
+def test_a_readers_key_writes_nothing_through_a_definer_under_a_managed_owner(cluster: Server) -> None:
+    """A login granted kgrag_writer for tenant a only, holding a reader's key for tenant b: inside the
+    SECURITY DEFINER functions that write (revision 0041) current_user is the owner, which on
+    managed PostgreSQL is no member of kgrag_writer; what the session may write is asked of it there."""
+    owner = owner_database(cluster, "o_keys")
+    as_admin(  # the kgrag roles, where an earlier owner of this cluster made them
+        cluster,
+        "DO $$ BEGIN IF to_regrole('kgrag_writer') IS NOT NULL THEN GRANT kgrag_curator, kgrag_logger, kgrag_probe,"
+        " kgrag_reader, kgrag_writer TO o_keys WITH ADMIN OPTION; END IF; END $$",
+    )
+    migrations.upgrade(owner, "head")
+    attacker, _ = app_roles(owner, "_keys", "a")
+    as_owner(owner, "GRANT kgrag_reader TO app_w_keys")
+    as_owner(
+        owner,
+        "BEGIN",
+        "SELECT kgrag.use_tenant('b')",
+        "INSERT INTO kgrag.document (tenant_id, doc_id, content_hash) VALUES ('b', 'kept', 'h')",
+        "COMMIT",
+    )
+    (key,) = as_owner(owner, "SELECT kgrag.create_key('b-reader', ARRAY['b'])")[0]
+    for write in (
+        "SELECT kgrag.delete_documents(ARRAY['kept'])",
+        "SELECT kgrag.approve('name:kept')",
+        "SELECT kgrag.purge()",
+    ):
+        with psycopg.connect(attacker) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+            conn.execute("SET LOCAL ROLE kgrag_reader")
+            conn.execute("SELECT kgrag.use_key(%s)", [key])
+            conn.execute("RESET ROLE")
+            conn.execute(write)  # type: ignore[arg-type]
+    rows = as_owner(owner, "BEGIN", "SELECT kgrag.use_tenant('b')", "SELECT doc_id FROM kgrag.document")
+    assert rows == [("kept",)]

@@ -17,7 +17,7 @@ SET = (
     "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('a', %s, %s::jsonb)"
     " ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value"
 )
-LOG = "SELECT kgrag_private.log_search('h', 'local', 'x', NULL, 1, 1, 1, false, NULL, NULL, NULL, NULL, NULL)"
+LOG = "SELECT kgrag_private.log_search('local', 'x', NULL, 1, 1, 1, false, NULL, NULL, NULL, NULL, NULL)"
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def test_the_log_keeps_what_the_owner_says_whatever_the_caller_passes(
     with connect(login(READER)) as conn:
         with tenant_transaction(conn, "a"):
             conn.execute(
-                "SELECT kgrag_private.log_search('h', 'local', 'x', NULL, 1, 1, 1, false,"
+                "SELECT kgrag_private.log_search('local', 'x', NULL, 1, 1, 1, false,"
                 " 'the salary of Grace Park', NULL, NULL, NULL, NULL)"
             )
             assert conn.execute("SELECT question FROM kgrag.query_log").fetchall() == [(None,)]
@@ -148,8 +148,8 @@ def test_the_logs_are_not_the_tenants_to_erase_or_forge(
         for statement in (
             "DELETE FROM kgrag.query_log",
             "UPDATE kgrag.query_log SET reason = 'forged'",
-            "INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, rows_returned, ms)"
-            " VALUES ('a', 'x', 'local', 'forged', 0, 0)",
+            "INSERT INTO kgrag.query_log (tenant_id, route, reason, rows_returned, ms)"
+            " VALUES ('a', 'local', 'forged', 0, 0)",
             "DELETE FROM kgrag.answer_log",
             "UPDATE kgrag.answer_log SET route = 'forged'",
         ):

@@ -29,14 +29,14 @@ def plant(admin: psycopg.Connection, tenant: str) -> None:
     for days in AGES:
         at = f"now() - interval '{days} days'"
         admin.execute(
-            "INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, rows_returned, ms, searched_at)"
-            f" VALUES (%s, 'h', 'local', 'r', 1, 1, {at})",
+            "INSERT INTO kgrag.query_log (tenant_id, route, reason, rows_returned, ms, searched_at)"
+            f" VALUES (%s, 'local', 'r', 1, 1, {at})",
             [tenant],
         )
         admin.execute(
-            "INSERT INTO kgrag.answer_log (tenant_id, question_hash, route, not_found, calls, prompt_tokens,"
+            "INSERT INTO kgrag.answer_log (tenant_id, route, not_found, calls, prompt_tokens,"
             " completion_tokens, context_chars, citations, dropped, ms, answered_at)"
-            f" VALUES (%s, 'h', 'local', false, 1, 1, 1, 1, 1, 0, 1, {at})",
+            f" VALUES (%s, 'local', false, 1, 1, 1, 1, 1, 0, 1, {at})",
             [tenant],
         )
         admin.execute(

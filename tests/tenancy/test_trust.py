@@ -220,21 +220,21 @@ def test_readers_write_the_log_only_through_the_search(two_tenants: object, logi
     with psycopg.connect(dsn) as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege), tenant_transaction(conn, "a"):
             conn.execute(
-                "INSERT INTO kgrag.query_log (tenant_id, question_hash, route, reason, rows_returned, ms)"
-                " VALUES ('a', 'x', 'local', 'forged', 0, 0)"
+                "INSERT INTO kgrag.query_log (tenant_id, route, reason, rows_returned, ms)"
+                " VALUES ('a', 'local', 'forged', 0, 0)"
             )
         with tenant_transaction(conn, "a"):
             conn.execute(
-                "SELECT kgrag_private.log_search('h', 'local', repeat('x', 10000), NULL, 1, 1, 1, false,"
+                "SELECT kgrag_private.log_search('local', repeat('x', 10000), NULL, 1, 1, 1, false,"
                 " NULL, NULL, NULL, NULL, NULL)"
             )
-            assert conn.execute(
-                "SELECT length(reason), pg_typeof(log_id)::text, length(question_hash) FROM kgrag.query_log"
-            ).fetchone() == (4000, "uuid", 64)  # the hash keyed with the logs' secret (revision 0041)
+            assert conn.execute("SELECT length(reason), pg_typeof(log_id)::text FROM kgrag.query_log").fetchone() == (
+                4000,
+                "uuid",
+            )
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="unknown route"), tenant_transaction(conn, "a"):
             conn.execute(
-                "SELECT kgrag_private.log_search('h', 'everything', 'x', NULL, 1, 1, 1, false,"
-                " NULL, NULL, NULL, NULL, NULL)"
+                "SELECT kgrag_private.log_search('everything', 'x', NULL, 1, 1, 1, false, NULL, NULL, NULL, NULL, NULL)"
             )
 
 
