@@ -227,6 +227,20 @@ def login_roles(server: Server) -> Iterator[Callable[[str], str]]:
             conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
 
 
+@pytest.fixture
+def login(dsn: str, login_roles: Callable[[str], str], admin: psycopg.Connection) -> Callable[..., str]:
+    """login(kgrag_role, *tenants) -> a DSN logging in as a new role granted that role and those tenants."""
+
+    def make(granted: str, *tenants: str) -> str:
+        role = login_roles(granted)
+        for tenant in tenants:
+            admin.execute("SELECT kgrag.grant_tenant(%s, %s)", [role, tenant])
+        admin.commit()
+        return as_role(dsn, role)
+
+    return make
+
+
 def as_role(dsn: str, role: str) -> str:
     """The same database, logged in as another role."""
     return make_conninfo(dsn, user=role)

@@ -97,7 +97,7 @@ def serve_command(
     holders of API keys (pgkgrag keys create), and the tenants' embedders as an OpenAI-compatible
     POST /v1/embeddings; GET /healthz and GET /metrics (Prometheus) need no key."""
     from pgkgrag.serve.app import serve
-    from pgkgrag.serve.service import Limits, check_rate
+    from pgkgrag.serve.callers import Limits, check_rate
 
     limits = Limits(
         key_rate=check_rate(key_rate, "--key-rate"),

@@ -19,8 +19,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 import psycopg
@@ -29,9 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from pgkgrag.extras import missing
 from pgkgrag.queries import Q
 from pgkgrag.serve import telemetry
+from pgkgrag.serve.callers import Caller, Limits, RouteName
 from pgkgrag.serve.errors import ApiError
+from pgkgrag.serve.middleware import BodyLimit, Measured, refused
 from pgkgrag.serve.pool import SERVED
-from pgkgrag.serve.service import Caller, Limits, RouteName, Service
+from pgkgrag.serve.service import Service
 
 try:
     from fastapi import FastAPI, Request
@@ -40,11 +41,6 @@ try:
     from starlette.exceptions import HTTPException
 except ImportError as exc:
     raise missing("server") from exc
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 
 class EmbeddingRequest(BaseModel):
@@ -80,85 +76,6 @@ class NeighbourhoodRequest(EntityRequest):
     hops: int = Field(default=2, ge=1, le=4)
     degree_cap: int | None = Field(default=4, ge=1, le=100)
     direction: Literal["out", "in", "both"] = "out"
-
-
-class BodyLimit:
-    """Pure ASGI: a request body larger than the limit gets 413 before anything parses it (by its
-    Content-Length, or, for a chunked body, by reading it up to the limit first)."""
-
-    def __init__(self, app: Any, limit: int, metrics: telemetry.Metrics) -> None:
-        self.app, self.limit, self.metrics = app, limit, metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        too_big = ApiError(413, f"the request body is larger than this server's {self.limit} bytes", code="too_large")
-        length = dict(scope.get("headers") or []).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.limit):
-            await _refused(self.metrics, too_big)(scope, receive, send)
-            return
-        if length is not None:
-            await self.app(scope, receive, send)
-            return
-        # no Content-Length (a chunked body): read it whole, up to the limit, then hand it on
-        body, more = b"", True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.limit:
-                await _refused(self.metrics, too_big)(scope, receive, send)
-                return
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(scope, replay, send)
-
-
-class Measured:
-    """Pure ASGI (so that a handler still sees its client go away): each request's span, count by
-    endpoint and status, and latency."""
-
-    def __init__(self, app: Any, metrics: telemetry.Metrics, known: set[str]) -> None:
-        self.app, self.metrics, self.known = app, metrics, known
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        path = str(scope.get("path", "")).rstrip("/") or "/"
-        endpoint = path if path in self.known else "other"
-        status = 500
-
-        async def sending(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
-        try:
-            with telemetry.span("kgrag.request", {"http.route": endpoint}) as current:
-                await self.app(scope, receive, sending)
-                current.set_attribute("http.status_code", status)
-        finally:
-            self.metrics.requests.labels(endpoint, str(status)).inc()
-            self.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
-
-
-def _refused(metrics: telemetry.Metrics, error: ApiError) -> JSONResponse:
-    """The response of an error, counted by its code."""
-    metrics.errors.labels(error.code).inc()
-    return error.response()
 
 
 def _texts(request: EmbeddingRequest, limits: Limits) -> list[str]:
@@ -213,24 +130,24 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
 
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return _refused(metrics, exc)
+        return refused(metrics, exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {"msg": "invalid request", "loc": (), "type": ""}
         if first.get("type") == "json_invalid":
-            return _refused(metrics, ApiError(400, f"the body is not JSON: {first['msg']}", code="invalid_json"))
+            return refused(metrics, ApiError(400, f"the body is not JSON: {first['msg']}", code="invalid_json"))
         param = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or None
-        return _refused(metrics, ApiError(400, f"{param or 'request'}: {first['msg']}", param))
+        return refused(metrics, ApiError(400, f"{param or 'request'}: {first['msg']}", param))
 
     @app.exception_handler(HTTPException)
     async def routing(_: Request, exc: HTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "invalid_request")
-        return _refused(metrics, ApiError(exc.status_code, str(exc.detail), code=code, headers=exc.headers))
+        return refused(metrics, ApiError(exc.status_code, str(exc.detail), code=code, headers=exc.headers))
 
     @app.exception_handler(Exception)
     async def crashed(_: Request, __: Exception) -> JSONResponse:  # raised again after: uvicorn logs it
-        return _refused(metrics, ApiError(500, "the server failed: its log says why", code="internal_error"))
+        return refused(metrics, ApiError(500, "the server failed: its log says why", code="internal_error"))
 
     async def caller(request: Request, tenant: str | None) -> Caller:
         return await service.caller(request.headers.get("authorization"), tenant)

@@ -21,8 +21,9 @@ from pydantic import Field, ValidationError
 
 from pgkgrag.extras import missing
 from pgkgrag.serve import telemetry
+from pgkgrag.serve.callers import Caller, Limits, RouteName
 from pgkgrag.serve.errors import ApiError
-from pgkgrag.serve.service import Caller, Limits, RouteName, Service
+from pgkgrag.serve.service import Service
 
 try:
     from mcp.server.mcpserver import Context, MCPServer

@@ -17,43 +17,33 @@ rolled back.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
-import hashlib
 import json
 import logging
-import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import psycopg
 
 from pgkgrag.db.connections import READER, acting_with_key, connect_app, tenant_transaction
-from pgkgrag.embed.embedders import Embedder, Vectors
+from pgkgrag.embed.embedders import Embedder
 from pgkgrag.embed.vectors import tenant_embedder
 from pgkgrag.errors import KgragError, describe
-from pgkgrag.extras import missing
 from pgkgrag.graph.entities import EntityCard, entity_card
 from pgkgrag.graph.picture import neighbourhood
 from pgkgrag.queries import Q
 from pgkgrag.retrieval.results import SearchResult
 from pgkgrag.retrieval.search import context, run_search
 from pgkgrag.serve import telemetry
-from pgkgrag.serve.errors import ApiError, from_database, too_many
+from pgkgrag.serve.admission import Admission
+from pgkgrag.serve.callers import Caller, Limits, bearer_key, key_id
+from pgkgrag.serve.calls import Call, Disconnected, Watched, in_time
+from pgkgrag.serve.errors import ApiError
 from pgkgrag.serve.pool import Connections, Models
-
-try:
-    from limits import RateLimitItem, parse
-    from limits.storage import MemoryStorage
-    from limits.strategies import MovingWindowRateLimiter
-except ImportError as exc:
-    raise missing("server") from exc
 
 if TYPE_CHECKING:
     from pgkgrag.llm.answers import Answer
@@ -61,147 +51,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pgkgrag.serve")
 T = TypeVar("T")
-Disconnected = Callable[[], Awaitable[bool]]  # whether the client went away
-RouteName = Literal["auto", "local", "global", "mixed", "vector"]  # kgrag.routes() and auto
-KEY_FORM = re.compile(r"kgk_[0-9a-f]{64}")  # as kgrag.create_key makes keys
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The service's limits: rates as the `limits` library parses them ("60/minute")."""
-
-    key_rate: str = "120/minute"
-    tenant_rate: str = "600/minute"
-    answers_per_tenant: int = 2  # LLM answers in progress at once
-    in_progress_per_tenant: int = 2  # requests in progress at once (per key for embeddings)
-    timeout_s: float = 30.0  # per request, its embedding included; then its work is cancelled (408)
-    connections: int = 4
-    max_body_bytes: int = 4 * 1024 * 1024
-    max_question_chars: int = 20_000  # the owner's ceiling on max_question_chars, which SQL checks
-    max_inputs: int = 128  # texts per embeddings request
-    max_input_chars: int = 8192  # characters per text
-    max_embedding_chars: int = 32_768  # characters per embeddings request
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who calls: the key (kept only to name transactions' tenants; None: the login role's own
-    grant, as `pgkgrag mcp` over stdio acts), an id for limits and logs (a hash prefix, never the
-    key), the tenant the database said it acts for, and when its request must be done by
-    (time.monotonic(): the key's check and the work share one --timeout)."""
-
-    key: str | None
-    key_id: str
-    tenant: str
-    deadline: float
-
-    def attributes(self, **more: str | int) -> dict[str, str | int]:
-        """A span's attributes: the tenant, the key's id (never the key) and more, named kgrag.*."""
-        return {"kgrag.tenant": self.tenant, "kgrag.key": self.key_id, **{f"kgrag.{k}": v for k, v in more.items()}}
-
-
-def check_rate(rate: str, option: str) -> str:
-    """A rate as the `limits` library takes it ("60/minute"), or a clear error."""
-    try:
-        parse(rate)
-    except ValueError as exc:
-        raise KgragError(f"{option} {rate!r}: give N/second, N/minute or N/hour (e.g. 60/minute)") from exc
-    return rate
-
-
-def key_id(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()[:12]
-
-
-def _key(authorization: str | None) -> str:
-    """The API key of an Authorization header, if it has a key's form (kgk_ and 64 hex digits, as
-    kgrag.create_key makes them); 401 otherwise, before any work."""
-    scheme, _, key = (authorization or "").partition(" ")
-    key = key.strip()
-    if scheme.lower() != "bearer" or not key:
-        raise ApiError(
-            401, "an API key is required: Authorization: Bearer KEY (pgkgrag keys create)", code="invalid_api_key"
-        )
-    if not KEY_FORM.fullmatch(key):
-        raise ApiError(401, "the API key is not valid: a key is kgk_ and 64 hex digits", code="invalid_api_key")
-    return key
-
-
-class Stopped(Exception):
-    """The request was stopped (past its deadline, its client gone, the server stopping): its work
-    ends here and its transaction is rolled back."""
-
-
-class Call:
-    """One request's work in its thread, as the request's coroutine stops it: stop() cancels the
-    query running on the call's connection and makes the work end at its next check(); once the
-    work commits, it is no longer stopped."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._conn: psycopg.Connection | None = None
-        self._stopped = False
-        self._committing = False
-
-    @contextmanager
-    def holding(self, conn: psycopg.Connection) -> Iterator[None]:
-        """The connection the work runs on, within the block: the one stop() cancels the query of."""
-        with self._lock:
-            self._conn = conn
-        try:
-            self.check()
-            yield
-        finally:
-            with self._lock:
-                self._conn = None
-
-    def check(self) -> None:
-        with self._lock:
-            if self._stopped:
-                raise Stopped
-
-    def commit(self) -> None:
-        """Say the work's transaction commits now (Stopped if the work was stopped before)."""
-        with self._lock:
-            if self._stopped:
-                raise Stopped
-            self._committing = True
-
-    def stop(self) -> bool:
-        """Stop the work; False when it is committing already (its result is on its way)."""
-        with self._lock:
-            if self._committing:
-                return False
-            self._stopped = True
-            if self._conn is not None:
-                # from the event loop: briefly, and a cancel that does not reach the server leaves
-                # the work to stop at its next check
-                with contextlib.suppress(psycopg.OperationalError):
-                    self._conn.cancel_safe(timeout=1)
-            return True
-
-
-class _Watched:
-    """An embedder that embeds in its requester's turn, and checks its call before and after: a
-    request stopped while its question waited or was embedded goes no further."""
-
-    def __init__(self, inner: Embedder, call: Call, turn: threading.Lock) -> None:
-        self.name, self.dim = inner.name, inner.dim
-        self._inner, self._call, self._turn = inner, call, turn
-
-    def embed(self, texts: list[str]) -> Vectors:
-        with self._turn:
-            self._call.check()
-            vectors = self._inner.embed(texts)
-        self._call.check()
-        return vectors
-
-    def embed_queries(self, texts: list[str]) -> Vectors:
-        with self._turn:
-            self._call.check()
-            vectors = self._inner.embed_queries(texts)
-        self._call.check()
-        return vectors
 
 
 class Service:
@@ -212,13 +61,8 @@ class Service:
             row = conn.execute(Q["columns_dimension"]).fetchone()
         assert row is not None
         self.models = Models(int(row[0]))
-        self._rates = MovingWindowRateLimiter(MemoryStorage())
-        self._key_rate: RateLimitItem = parse(limits.key_rate)
-        self._tenant_rate: RateLimitItem = parse(limits.tenant_rate)
-        self._in_progress: dict[str, int] = {}  # by "tenant T" or "key ID": requests whose work runs
-        self._answering: dict[str, threading.BoundedSemaphore] = {}
-        self._turns: dict[str, threading.Lock] = {}  # by "tenant T" or "key ID": its turn to embed
-        self._lock = threading.Lock()  # for the dicts above and the LLM client
+        self.admission = Admission(limits)
+        self._lock = threading.Lock()  # for the LLM client
         self._llm = llm
 
     # -- who calls ---------------------------------------------------------------------------
@@ -228,14 +72,10 @@ class Service:
         the key's only tenant); 401 without a valid key, 403 for a tenant the key may not act for,
         429 past a rate (counted: False for a call inside a request already counted, an MCP tool's)."""
         deadline = time.monotonic() + self.limits.timeout_s
-        key = _key(authorization)
+        key = bearer_key(authorization)
         ident = key_id(key)
-        if counted and not self._rates.hit(self._key_rate, "key", ident):
-            raise too_many(
-                f"this key made more than {self.limits.key_rate} requests",
-                "rate_limit_exceeded",
-                self._retry_after(self._key_rate, "key", ident),
-            )
+        if counted:
+            self.admission.key_request(ident)
 
         def check(conn: psycopg.Connection, _: Call) -> str:
             row = conn.execute(Q["use_key"], [key, tenant]).fetchone()
@@ -243,17 +83,9 @@ class Service:
             return str(row[0])
 
         acting = await self.run(None, None, check)
-        if counted and not self._rates.hit(self._tenant_rate, "tenant", acting):
-            raise too_many(
-                f"tenant {acting} made more than {self.limits.tenant_rate} requests",
-                "rate_limit_exceeded",
-                self._retry_after(self._tenant_rate, "tenant", acting),
-            )
+        if counted:
+            self.admission.tenant_request(acting)
         return Caller(key, ident, acting, deadline)
-
-    def _retry_after(self, rate: RateLimitItem, *identifiers: str) -> float:
-        """Seconds until the rate's window lets one more request in."""
-        return self._rates.get_window_stats(rate, *identifiers).reset_time - time.time()
 
     async def key_holder(self, authorization: str | None) -> str:
         """The id of a valid key (401 otherwise), whatever its tenants: for what no tenant owns."""
@@ -261,7 +93,7 @@ class Service:
             return (await self.caller(authorization, None)).key_id
         except ApiError as exc:
             if exc.status == 400:  # a valid key of several tenants, none named
-                return key_id(_key(authorization))
+                return key_id(bearer_key(authorization))
             raise
 
     # -- running a call ----------------------------------------------------------------------
@@ -290,60 +122,7 @@ class Service:
                 call.commit()
             return result
 
-        return await self._in_time(call, deadline, disconnected, in_thread, counted_as)
-
-    async def _in_time(
-        self,
-        call: Call,
-        deadline: float,
-        disconnected: Disconnected | None,
-        work: Callable[[], T],
-        counted_as: str | None,
-    ) -> T:
-        """work() in a worker thread, stopped past the deadline (408), when the client goes away
-        (499) or when this coroutine is cancelled (the server stops); counted among the requests in
-        progress of counted_as until the thread ends (429 when they are as many as allowed)."""
-        if counted_as is not None:
-            self._begin(counted_as)
-        running = asyncio.ensure_future(asyncio.to_thread(work))
-        running.add_done_callback(lambda done: self._end(counted_as, done))
-        try:
-            while not running.done():
-                await asyncio.wait({running}, timeout=0.05)
-                if running.done():
-                    break
-                if time.monotonic() > deadline:
-                    why = ApiError(
-                        408, f"the request ran past this server's {self.limits.timeout_s:g} s", code="timeout"
-                    )
-                elif disconnected is not None and await disconnected():
-                    why = ApiError(499, "the client went away", code="client_closed")
-                else:
-                    continue
-                if call.stop():
-                    raise why
-                await asyncio.wait({running})  # it was committing: its result is on its way
-        except asyncio.CancelledError:
-            call.stop()
-            raise
-        return _result(running)
-
-    def _begin(self, who: str) -> None:
-        if self._in_progress.get(who, 0) >= self.limits.in_progress_per_tenant:
-            raise too_many(
-                f"{who} has {self.limits.in_progress_per_tenant} requests in progress already",
-                "too_many_in_progress",
-                1,
-            )
-        self._in_progress[who] = self._in_progress.get(who, 0) + 1
-
-    def _end(self, who: str | None, done: asyncio.Future[Any]) -> None:
-        if who is not None:
-            self._in_progress[who] -= 1
-            if not self._in_progress[who]:
-                del self._in_progress[who]
-        if not done.cancelled():
-            done.exception()  # retrieved: the error of a stopped request's work is expected
+        return await in_time(call, deadline, disconnected, in_thread, self.admission, counted_as, self.limits.timeout_s)
 
     # -- the calls -----------------------------------------------------------------------------
 
@@ -380,7 +159,7 @@ class Service:
                     conn.execute(Q["check_search_options"], [json.dumps(options)])
                 except psycopg.errors.InvalidParameterValue as exc:
                     raise ApiError(400, describe(exc).message, "options", "invalid_value") from exc
-            return work(conn, _Watched(self.embedder_of(conn, caller.tenant), call, self._turn(who)))
+            return work(conn, Watched(self.embedder_of(conn, caller.tenant), call, self.admission.turn(who)))
 
         return await self.run(caller, disconnected, checked, counted_as=who)
 
@@ -433,7 +212,7 @@ class Service:
 
         def work(conn: psycopg.Connection, embedder: Embedder) -> Answer:
             with (
-                self.answering(caller.tenant),
+                self.admission.answering(caller.tenant),
                 telemetry.span("kgrag.ask", caller.attributes(route_asked=route, k=k)) as current,
             ):
                 try:
@@ -478,18 +257,13 @@ class Service:
         """The texts embedded with the model, for the key of id holder, within the deadline."""
         embedder = self.models.get(model)  # 404 for a model this server does not serve, before the thread
         who, call = f"key {holder}", Call()
-        watched = _Watched(embedder, call, self._turn(who))
+        watched = Watched(embedder, call, self.admission.turn(who))
         work = watched.embed_queries if queries else watched.embed
         deadline = time.monotonic() + self.limits.timeout_s
-        vectors = await self._in_time(call, deadline, disconnected, lambda: work(texts), who)
+        vectors = await in_time(
+            call, deadline, disconnected, lambda: work(texts), self.admission, who, self.limits.timeout_s
+        )
         return np.asarray(vectors, dtype=np.float32)
-
-    def _turn(self, who: str) -> threading.Lock:
-        """The requester's turn to embed: a tenant (or a key) has one embedding waiting for a model
-        at a time, and a model serves its callers in the order they came (pgkgrag.serve.pool), so a
-        tenant's flood keeps another tenant's question waiting for one of its embeddings at most."""
-        with self._lock:
-            return self._turns.setdefault(who, threading.Lock())
 
     def embedder_of(self, conn: psycopg.Connection, tenant: str) -> Embedder:
         return tenant_embedder(conn, tenant, load=lambda name, _: self.models.get(name))
@@ -508,35 +282,6 @@ class Service:
                     raise ApiError(503, f"this server answers with no LLM: {exc}", code="llm_not_configured") from exc
             return self._llm
 
-    @contextmanager
-    def answering(self, tenant: str) -> Iterator[None]:
-        """A slot among the tenant's answers in progress (429 when none is free)."""
-        with self._lock:
-            slots = self._answering.setdefault(tenant, threading.BoundedSemaphore(self.limits.answers_per_tenant))
-        if not slots.acquire(blocking=False):
-            raise too_many(
-                f"tenant {tenant} has {self.limits.answers_per_tenant} answers in progress already",
-                "too_many_in_progress",
-                1,
-            )
-        try:
-            yield
-        finally:
-            slots.release()
-
     def close(self) -> None:
         if self._llm is not None:
             self._llm.close()
-
-
-def _result(done: asyncio.Future[T]) -> T:
-    """The result of a request's work, its errors as the client gets them."""
-    try:
-        return done.result()
-    except psycopg.Error as exc:
-        error = from_database(exc)
-        if error.status == 500:
-            log.error("database error: %s", describe(exc).text())
-        raise error from exc
-    except KgragError as exc:
-        raise ApiError(400, str(exc)) from exc

@@ -56,26 +56,13 @@ def corpus(conn: psycopg.Connection, tmp_path: Path) -> None:
     build(conn, "t1", HashEmbedder(512))
 
 
-@pytest.fixture
-def login(dsn: str, login_roles: Callable[[str], str], admin: psycopg.Connection) -> Callable[[str], str]:
-    """login(kgrag_role) -> a DSN of a new login role granted that role and tenant t1."""
-
-    def make(granted: str) -> str:
-        role = login_roles(granted)
-        admin.execute("SELECT kgrag.grant_tenant(%s, 't1')", [role])
-        admin.commit()
-        return as_role(dsn, role)
-
-    return make
-
-
 def role_of(dsn_of_role: str) -> str:
     return str(conninfo_to_dict(dsn_of_role)["user"])
 
 
 @pytest.mark.usefixtures("corpus")
-def test_a_writer_cannot_forge_rewrite_or_delete_a_decision(login: Callable[[str], str]) -> None:
-    curator, writer = login("kgrag_curator"), login(WRITER)
+def test_a_writer_cannot_forge_rewrite_or_delete_a_decision(login: Callable[..., str]) -> None:
+    curator, writer = login("kgrag_curator", "t1"), login(WRITER, "t1")
     with connect(curator) as conn, tenant_transaction(conn, "t1"):
         conn.execute("SELECT kgrag.reject_relation('Ana Costa', 'manages', 'Contoso', 'she works there')")
     with connect(writer) as conn:
@@ -100,8 +87,8 @@ def test_a_writer_cannot_forge_rewrite_or_delete_a_decision(login: Callable[[str
 
 
 @pytest.mark.usefixtures("corpus")
-def test_a_curator_decides_only_through_the_functions_and_can_search(login: Callable[[str], str]) -> None:
-    curator = login("kgrag_curator")
+def test_a_curator_decides_only_through_the_functions_and_can_search(login: Callable[..., str]) -> None:
+    curator = login("kgrag_curator", "t1")
     with connect(curator) as conn:
         for attack in (
             "INSERT INTO kgrag.curation (tenant_id, kind, target, value)"
@@ -137,9 +124,9 @@ def test_a_curator_decides_only_through_the_functions_and_can_search(login: Call
 
 @pytest.mark.usefixtures("corpus")
 def test_a_decision_forgotten_with_its_document_leaves_an_entry(
-    conn: psycopg.Connection, login: Callable[[str], str]
+    conn: psycopg.Connection, login: Callable[..., str]
 ) -> None:
-    curator, writer = login("kgrag_curator"), login(WRITER)
+    curator, writer = login("kgrag_curator", "t1"), login(WRITER, "t1")
     with connect(curator) as own, tenant_transaction(own, "t1"):
         own.execute("SELECT kgrag.reject_relation('Ana Costa', 'manages', 'Contoso', 'wrong')")
         own.execute("SELECT kgrag.approve(%s, 'right after all')", [MANAGES])
@@ -162,11 +149,9 @@ def test_a_decision_forgotten_with_its_document_leaves_an_entry(
         own.execute("SELECT kgrag.delete_documents(array_fill('x'::text, ARRAY[100001]))")
 
 
-def test_a_replaced_decision_says_by_whom(
-    conn: psycopg.Connection, tmp_path: Path, login: Callable[[str], str]
-) -> None:
+def test_a_replaced_decision_says_by_whom(conn: psycopg.Connection, tmp_path: Path, login: Callable[..., str]) -> None:
     assert ingest(conn, tmp_path, [TEAM, {**OTHER, "text": OTHER["text"] + " Ana Costa manages Contoso."}]).ok
-    curator = login("kgrag_curator")
+    curator = login("kgrag_curator", "t1")
     with connect(curator) as own, tenant_transaction(own, "t1"):
         own.execute("SELECT kgrag.reject_relation('Ana Costa', 'manages', 'Contoso')")
         own.execute("SELECT kgrag.approve(%s)", [MANAGES])
@@ -209,9 +194,9 @@ def listener() -> Iterator[str]:
 
 @pytest.mark.usefixtures("corpus")
 def test_a_writer_cannot_aim_a_setting_at_the_operators_secrets_or_below_a_floor(
-    dsn: str, admin: psycopg.Connection, login: Callable[[str], str], listener: str, monkeypatch: pytest.MonkeyPatch
+    dsn: str, admin: psycopg.Connection, login: Callable[..., str], listener: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    writer = login(WRITER)
+    writer = login(WRITER, "t1")
     with tenant_transaction(admin, "t1"):  # the owner's own choice for this tenant
         admin.execute(SET, ["reader_timeout_s", "5"])
     owners = (
@@ -316,9 +301,9 @@ def test_a_row_written_before_its_floor_is_read_within_it(admin: psycopg.Connect
 
 @pytest.mark.usefixtures("corpus")
 def test_a_writer_cannot_aim_the_logs_redaction(
-    conn: psycopg.Connection, login: Callable[[str], str], tmp_path: Path
+    conn: psycopg.Connection, login: Callable[..., str], tmp_path: Path
 ) -> None:
-    reader, writer = login(READER), login(WRITER)
+    reader, writer = login(READER, "t1"), login(WRITER, "t1")
     with connect(reader) as own, tenant_transaction(own, "t1"):
         for question in ("Who manages Contoso?", "What does Carla Dias lead?"):
             own.execute("SELECT count(*) FROM kgrag.kgrag_search(question => %s)", [question])
@@ -360,9 +345,9 @@ def test_a_writer_cannot_aim_the_logs_redaction(
 
 @pytest.mark.usefixtures("corpus")
 def test_the_log_keeps_nothing_a_guess_could_be_confirmed_with(
-    conn: psycopg.Connection, login: Callable[[str], str]
+    conn: psycopg.Connection, login: Callable[..., str]
 ) -> None:
-    reader = login(READER)
+    reader = login(READER, "t1")
     question = "Who manages Contoso?"
     with connect(reader) as own, tenant_transaction(own, "t1"):
         own.execute("SELECT count(*) FROM kgrag.kgrag_search(question => %s)", [question])

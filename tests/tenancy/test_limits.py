@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 import psycopg
 import pytest
-from conftest import as_role
 
 from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
 
@@ -20,21 +19,8 @@ SET = (
 LOG = "SELECT kgrag_private.log_search('local', 'x', NULL, 1, 1, 1, false, NULL, NULL, NULL, NULL, NULL)"
 
 
-@pytest.fixture
-def login(dsn: str, login_roles: Callable[[str], str], admin: psycopg.Connection) -> Callable[[str], str]:
-    """login(kgrag_role) -> a DSN logging in as a new role granted that role and tenant a."""
-
-    def make(granted: str) -> str:
-        role = login_roles(granted)
-        admin.execute("SELECT kgrag.grant_tenant(%s, 'a')", [role])
-        admin.commit()
-        return as_role(dsn, role)
-
-    return make
-
-
-def test_a_writer_cannot_lift_a_ceiling(login: Callable[[str], str]) -> None:
-    with connect(login(WRITER)) as conn:
+def test_a_writer_cannot_lift_a_ceiling(login: Callable[..., str]) -> None:
+    with connect(login(WRITER, "a")) as conn:
         for key, value, refusal in (
             ("max_question_chars", "10000000", r"max_question_chars = 10000000 is above the ceiling of 20000"),
             ("search_timeout_ms", "600000", r"search_timeout_ms = 600000 is above the ceiling of 30000"),
@@ -62,7 +48,7 @@ def test_a_writer_cannot_lift_a_ceiling(login: Callable[[str], str]) -> None:
 
 
 def test_the_log_keeps_what_the_owner_says_whatever_the_caller_passes(
-    login: Callable[[str], str], admin: psycopg.Connection
+    login: Callable[..., str], admin: psycopg.Connection
 ) -> None:
     """Question text reaches the log only where the owner allows it, even through the logging
     function called directly; a search cannot switch its own logging off; a number that is not
@@ -72,7 +58,7 @@ def test_the_log_keeps_what_the_owner_says_whatever_the_caller_passes(
             "UPDATE kgrag.settings SET value = jsonb_set(value, '{search_seeds,max}', '10')"
             " WHERE tenant_id = '*' AND key = 'setting_limits'"
         )
-    with connect(login(READER)) as conn:
+    with connect(login(READER, "a")) as conn:
         with tenant_transaction(conn, "a"):
             conn.execute(
                 "SELECT kgrag_private.log_search('local', 'x', NULL, 1, 1, 1, false,"
@@ -105,7 +91,7 @@ def test_the_log_keeps_what_the_owner_says_whatever_the_caller_passes(
                 "SELECT kgrag_private.redact('It is with IT, not with item: it.', ARRAY['it', 'with it'])"
             ).fetchone()
             assert redacted == ("[forgotten] is [forgotten], not with item: [forgotten].",)  # whole words only
-    with connect(login(WRITER)) as conn:
+    with connect(login(WRITER, "a")) as conn:
         with tenant_transaction(conn, "a"):
             conn.execute(SET, ["log_rate_per_minute", "600.0"])
             conn.execute(SET, ["query_log_days", "30.0"])
@@ -118,16 +104,16 @@ def test_the_log_keeps_what_the_owner_says_whatever_the_caller_passes(
 
 
 def test_a_setting_above_a_ceiling_lowered_since_is_read_clamped(
-    login: Callable[[str], str], admin: psycopg.Connection
+    login: Callable[..., str], admin: psycopg.Connection
 ) -> None:
-    with connect(login(WRITER)) as conn, tenant_transaction(conn, "a"):
+    with connect(login(WRITER, "a")) as conn, tenant_transaction(conn, "a"):
         conn.execute(SET, ["max_question_chars", "15000"])
     with tenant_transaction(admin, "*"):  # the owner lowers the ceiling below what tenant a set
         admin.execute(
             "UPDATE kgrag.settings SET value = jsonb_set(value, '{max_question_chars,max}', '3000')"
             " WHERE key = 'setting_limits'"
         )
-    with connect(login(READER)) as reader, tenant_transaction(reader, "a"):
+    with connect(login(READER, "a")) as reader, tenant_transaction(reader, "a"):
         assert reader.execute("SELECT kgrag.setting('max_question_chars')::int").fetchone() == (3000,)
         in_force = reader.execute(
             "SELECT own_value::int, in_force::int, limited FROM kgrag.settings_in_force"
@@ -140,9 +126,9 @@ def test_a_setting_above_a_ceiling_lowered_since_is_read_clamped(
 
 @pytest.mark.parametrize("granted", [READER, WRITER])
 def test_the_logs_are_not_the_tenants_to_erase_or_forge(
-    login: Callable[[str], str], admin: psycopg.Connection, granted: str
+    login: Callable[..., str], admin: psycopg.Connection, granted: str
 ) -> None:
-    with connect(login(granted)) as conn:
+    with connect(login(granted, "a")) as conn:
         with tenant_transaction(conn, "a"):
             conn.execute(LOG)
         for statement in (
@@ -162,12 +148,12 @@ def test_the_logs_are_not_the_tenants_to_erase_or_forge(
         )
 
 
-def test_a_reader_cannot_flood_the_log(login: Callable[[str], str], admin: psycopg.Connection) -> None:
+def test_a_reader_cannot_flood_the_log(login: Callable[..., str], admin: psycopg.Connection) -> None:
     """Beyond the tenant's log_rate_per_minute, a search is counted for its minute, not logged:
     1,000 calls of the logging function leave the rate's rows and the rest counted."""
     with tenant_transaction(admin, "a"):
         admin.execute(SET, ["log_rate_per_minute", "50"])
-    with connect(login(READER)) as conn:
+    with connect(login(READER, "a")) as conn:
         with tenant_transaction(conn, "a"):
             for _ in range(1000):
                 conn.execute(LOG)

@@ -11,7 +11,6 @@ from pathlib import Path
 import psycopg
 import pytest
 from commands import run
-from conftest import as_role
 from ingesting import OPS, checksums, ingest, write_jsonl
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
@@ -48,20 +47,6 @@ def two_tenants(dsn: str, admin: psycopg.Connection, tmp_path: Path) -> dict[str
         ingest(admin, tmp_path, OPS, tenant=tenant)
         build(admin, tenant, HashEmbedder(512))
     return {t: _ids(admin, t) for t in ("a", "b")}
-
-
-@pytest.fixture
-def login(dsn: str, login_roles: Callable[[str], str], admin: psycopg.Connection) -> Callable[..., str]:
-    """login(kgrag_role, *tenants) -> a DSN logging in as a new role granted that role and those tenants."""
-
-    def make(granted: str, *tenants: str) -> str:
-        role = login_roles(granted)
-        for tenant in tenants:
-            admin.execute("SELECT kgrag.grant_tenant(%s, %s)", [role, tenant])
-        admin.commit()
-        return as_role(dsn, role)
-
-    return make
 
 
 @pytest.mark.parametrize("granted", [READER, WRITER])
