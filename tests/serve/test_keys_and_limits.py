@@ -349,12 +349,15 @@ def test_many_callers_at_once_each_get_their_own_tenant(setup: Setup, base: str)
 
 
 def test_the_readme_says_how_to_run_the_service() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    repo = Path(__file__).resolve().parents[2]
+    readme = (repo / "README.md").read_text()
     section = readme.split("## Running the service", 1)[1].split("\n## ", 1)[0]
-    for needed in ("pgkgrag keys create", "--key-rate", "/metrics", "--traces", "mcpServers", "kgrag_reader"):
+    for needed in ("pgkgrag keys create", "--key-rate", "/metrics", "--traces", "kgrag_reader", "docs/service.md"):
         assert needed in section, needed
+    reference = (repo / "docs" / "service.md").read_text()
+    assert "mcpServers" in reference
     for code in CODES:  # every error code the service gives, documented
-        assert f"`{code}`" in section, code
+        assert f"`{code}`" in reference, code
 
 
 async def _mcp_http(base: str, key: str | None, calls: list[tuple[str, dict[str, object]]]) -> list[object]:
