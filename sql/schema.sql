@@ -6177,6 +6177,26 @@ ALTER FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, over
 COMMENT ON FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, overfetch integer, ef_search integer, level integer) IS 'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors; a tenant with no more rows than that candidate count is ranked exactly, whole. level (reports only) keeps reports of communities of that level.';
 
 --
+-- Name: one_of(jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.one_of(allowed jsonb, value jsonb) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- containment is equality for a scalar; an array or an object would match a part of one
+    SELECT pg_catalog.jsonb_typeof(value) NOT IN ('array', 'object') AND allowed @> pg_catalog.jsonb_build_array(value)
+$$;
+
+ALTER FUNCTION kgrag_private.one_of(allowed jsonb, value jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION one_of(allowed jsonb, value jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.one_of(allowed jsonb, value jsonb) IS 'Private. Returns whether a value (a scalar: allowed values are) is one of the JSON array allowed, exactly.';
+
+--
 -- Name: own_scratch(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -8802,8 +8822,7 @@ BEGIN
     -- the owner's limits on a tenant's row first (its own floor and ceiling are the narrower ones)
     limits := CASE WHEN tenant <> '*' THEN (SELECT s.value -> setting_key FROM kgrag.settings AS s
                                             WHERE s.tenant_id = '*' AND s.key = 'setting_limits') END;
-    IF limits ? 'allowed' AND NOT EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(limits -> 'allowed') AS a(v)
-                                          WHERE a.v = value) THEN
+    IF limits ? 'allowed' AND NOT kgrag_private.one_of(limits -> 'allowed', value) THEN
         RAISE EXCEPTION 'a tenant may not set % to %: the schema owner allows % only', setting_key, value,
             limits -> 'allowed' USING ERRCODE = '42501', HINT = hint;
     ELSIF pg_catalog.jsonb_typeof(value) = 'number' AND value::numeric > (limits ->> 'max')::numeric THEN
@@ -8849,7 +8868,7 @@ BEGIN
     IF value IS NULL OR kind = 'null' THEN
         RETURN CASE WHEN (rule ->> 'null')::boolean THEN NULL ELSE pg_catalog.format('setting %s takes a %s, not null', setting_key, want) END;
     END IF;
-    IF rule ? 'allowed' AND NOT EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(rule -> 'allowed') AS a(v) WHERE a.v = value) THEN
+    IF rule ? 'allowed' AND NOT kgrag_private.one_of(rule -> 'allowed', value) THEN
         RETURN pg_catalog.format('setting %s takes one of %s, got %s', setting_key, rule -> 'allowed', value);
     END IF;
     IF want IN ('integer', 'number') THEN
@@ -8897,13 +8916,16 @@ COMMENT ON FUNCTION kgrag_private.setting_fault(setting_key text, value jsonb) I
 --
 
 CREATE FUNCTION kgrag_private.setting_rule(setting_key text) RETURNS jsonb
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
+DECLARE
     -- type: integer, number, boolean, string, url, array or object; min and max (numbers, inclusive);
     -- allowed (the values it may take); null (whether JSON null is a value); owner (the schema
     -- owner's alone: tenant rows only the owner writes). A key not here is not a setting a tenant has.
-    SELECT $rules${
+    -- (PL/pgSQL, not SQL: a SQL function would be inlined into its callers' queries, which would
+    -- parse this text again each time they are planned)
+    rules CONSTANT jsonb := $rules${
       "answer_log_days": {"type": "integer", "min": 1, "max": 36500},
       "answer_map_reports": {"type": "integer", "min": 1, "max": 1000},
       "answer_max_chars": {"type": "integer", "min": 100, "max": 2147483647},
@@ -8986,7 +9008,10 @@ CREATE FUNCTION kgrag_private.setting_rule(setting_key text) RETURNS jsonb
       "vector_min_candidates": {"type": "integer", "min": 1, "max": 2147483647},
       "vector_overfetch": {"type": "integer", "min": 1, "max": 2147483647},
       "walk_min_confidence": {"type": "number", "min": 0, "max": 1}
-    }$rules$::jsonb -> setting_key
+    }$rules$::jsonb;
+BEGIN
+    RETURN rules -> setting_key;
+END
 $_$;
 
 ALTER FUNCTION kgrag_private.setting_rule(setting_key text) OWNER TO <owner>;
@@ -9929,41 +9954,49 @@ COMMENT ON FUNCTION kgrag_private.with_neighbours(given_rows kgrag.search_row[])
 --
 
 CREATE FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) RETURNS jsonb
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    -- a tenant's row written before a rule or a limit (or beyond one the owner moved since): a
-    -- number is clamped, first into the setting's own floor and ceiling (kgrag_private.setting_rule),
-    -- then into the owner's limits; another value outside them gives way to the default
-    SELECT CASE
-        WHEN x.limits IS NULL THEN r.v
-        WHEN x.limits ? 'allowed' AND EXISTS (SELECT 1 FROM jsonb_array_elements(x.limits -> 'allowed') AS a(v)
-                                              WHERE a.v = r.v) THEN r.v
-        WHEN x.limits ? 'allowed' OR jsonb_typeof(r.v) IS DISTINCT FROM 'number'
-        THEN (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key)
-        WHEN r.v::numeric > (x.limits ->> 'max')::numeric THEN x.limits -> 'max'
-        WHEN r.v::numeric < (x.limits ->> 'min')::numeric THEN x.limits -> 'min'
-        ELSE r.v END
-      FROM (SELECT CASE
-                WHEN g.rule IS NULL THEN value
-                WHEN g.rule ->> 'type' IN ('integer', 'number') AND jsonb_typeof(value) = 'number'
-                THEN CASE WHEN value::numeric BETWEEN (g.rule ->> 'min')::numeric AND (g.rule ->> 'max')::numeric
-                               AND (g.rule ->> 'type' = 'number' OR value::numeric = trunc(value::numeric))
-                          THEN value
-                          ELSE to_jsonb(least(greatest(CASE WHEN g.rule ->> 'type' = 'integer' THEN round(value::numeric)
-                                                            ELSE value::numeric END,
-                                                       (g.rule ->> 'min')::numeric), (g.rule ->> 'max')::numeric)) END
-                WHEN jsonb_typeof(value) = 'null' AND (g.rule ->> 'null')::boolean THEN value
-                WHEN jsonb_typeof(value) = CASE WHEN g.rule ->> 'type' = 'url' THEN 'string'
-                                                WHEN g.rule ->> 'type' = 'integer' THEN 'number'
-                                                ELSE g.rule ->> 'type' END
-                     AND (NOT g.rule ? 'allowed'
-                          OR EXISTS (SELECT 1 FROM jsonb_array_elements(g.rule -> 'allowed') AS a(v) WHERE a.v = value))
-                THEN value
-                ELSE (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key) END AS v
-              FROM (SELECT kgrag_private.setting_rule(setting_key) AS rule) AS g) AS r,
-           (SELECT (SELECT s.value -> setting_key FROM kgrag.settings AS s
-                     WHERE s.tenant_id = '*' AND s.key = 'setting_limits') AS limits) AS x
+DECLARE
+    rule jsonb := kgrag_private.setting_rule(setting_key);
+    kind text := jsonb_typeof(value);
+    limits jsonb;
+    n numeric;
+BEGIN
+    -- A tenant's row written before a rule or a limit (or beyond one the owner moved since): a
+    -- number is clamped, first into the setting's own floor and ceiling, then into the owner's
+    -- limits; another value outside them gives way to the default. (PL/pgSQL: its statements'
+    -- plans are kept, where a SQL function's query would be planned at every call.)
+    IF rule IS NOT NULL THEN
+        IF rule ->> 'type' IN ('integer', 'number') AND kind = 'number' THEN
+            n := value::numeric;
+            IF rule ->> 'type' = 'integer' THEN
+                n := round(n);
+            END IF;
+            n := least(greatest(n, (rule ->> 'min')::numeric), (rule ->> 'max')::numeric);
+            IF n <> value::numeric THEN
+                value := to_jsonb(n);
+            END IF;
+        ELSIF NOT (kind = 'null' AND COALESCE((rule ->> 'null')::boolean, false))
+              AND (kind IS DISTINCT FROM CASE WHEN rule ->> 'type' = 'url' THEN 'string'
+                                              WHEN rule ->> 'type' = 'integer' THEN 'number'
+                                              ELSE rule ->> 'type' END
+                   OR (rule ? 'allowed' AND NOT kgrag_private.one_of(rule -> 'allowed', value))) THEN
+            RETURN (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key);
+        END IF;
+    END IF;
+    limits := (SELECT s.value -> setting_key FROM kgrag.settings AS s WHERE s.tenant_id = '*' AND s.key = 'setting_limits');
+    IF limits IS NULL OR (limits ? 'allowed' AND kgrag_private.one_of(limits -> 'allowed', value)) THEN
+        RETURN value;
+    ELSIF limits ? 'allowed' OR jsonb_typeof(value) IS DISTINCT FROM 'number' THEN
+        RETURN (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key);
+    ELSIF value::numeric > (limits ->> 'max')::numeric THEN
+        RETURN limits -> 'max';
+    ELSIF value::numeric < (limits ->> 'min')::numeric THEN
+        RETURN limits -> 'min';
+    END IF;
+    RETURN value;
+END
 $$;
 
 ALTER FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) OWNER TO <owner>;

@@ -82,6 +82,7 @@ $q$;
     EXECUTE 'ALTER TABLE kgrag.settings DROP CONSTRAINT settings_value_fits_its_rule';
     EXECUTE 'DROP FUNCTION kgrag_private.setting_rule(text)';
     EXECUTE 'DROP FUNCTION kgrag_private.setting_fault(text, jsonb)';
+    EXECUTE 'DROP FUNCTION kgrag_private.one_of(jsonb, jsonb)';
     EXECUTE 'GRANT SELECT, INSERT, UPDATE, DELETE ON kgrag.curation TO kgrag_writer';
     EXECUTE 'GRANT INSERT (tenant_id, kind, target, value, doc_id, note) ON kgrag.curation TO kgrag_curator';
     IF distributed THEN  -- the shards take who and when from the curator, the coordinator not (0034)

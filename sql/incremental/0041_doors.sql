@@ -68,6 +68,12 @@ SET search_path = pg_catalog, pg_temp
 AS $body$ SELECT NULL::jsonb $body$
 $q$;
     EXECUTE $q$
+CREATE FUNCTION kgrag_private.one_of(allowed jsonb, value jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $body$ SELECT true $body$
+$q$;
+    EXECUTE $q$
 CREATE FUNCTION kgrag_private.setting_fault(setting_key text, value jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
