@@ -48,7 +48,8 @@ ATTACKS = [
     (
         "a writer points rerank_url (or rerank_model, rerank_api, reader_memory_mb, setting_limits) "
         "at its own listener; a reader then searches with KGRAG_RERANK_API_KEY set",
-        "refused when written (42501, the owner's alone); the listener receives nothing",
+        "refused when written (42501, the owner's alone), and so is deleting or rekeying the owner's row of one"
+        " for the tenant; the listener receives nothing",
         "tenancy/test_doors.py::test_a_writer_cannot_aim_a_setting_at_the_operators_secrets_or_below_a_floor",
     ),
     (
@@ -68,16 +69,24 @@ ATTACKS = [
         "tenancy/test_doors.py::test_a_row_written_before_its_floor_is_read_within_it",
     ),
     (
-        "a writer calls the log redaction itself, or prepares the scratch tables kgrag.delete_documents writes through",
+        "a writer calls the log redaction itself, prepares the scratch tables kgrag.delete_documents writes"
+        " through, or ingests and deletes a document whose entities are named as the words of every reason",
         "permission denied; 55000 'scratch tables of another role are in the way'; the log is "
-        "unchanged, and a real deletion still forgets only what the graph lost",
+        "unchanged (a deletion redacts only the searches that reached its documents), and a real deletion still"
+        " forgets what only it named",
         "tenancy/test_doors.py::test_a_writer_cannot_aim_the_logs_redaction",
     ),
     (
-        "a reader confirms a guessed question from the log's hash",
-        "the hash is keyed with a secret only the log writer reads; md5 and sha256 of the guess match"
-        " nothing; the keying function and the secret are refused",
-        "tenancy/test_doors.py::test_the_question_hash_does_not_confirm_a_guess",
+        "a reader confirms a guessed question from the log",
+        "the logs keep no hash of the question (dropped: a keyed one could still be confirmed by asking the"
+        " question); neither the question, its md5 nor its sha256 is in any row",
+        "tenancy/test_doors.py::test_the_log_keeps_nothing_a_guess_could_be_confirmed_with",
+    ),
+    (
+        "a login granted kgrag_writer for tenant a holds a reader's key of tenant b and calls the writing"
+        " SECURITY DEFINER functions (delete_documents, approve, purge), on a managed (non-superuser) owner",
+        "42501: a reader's API key may not write (kgrag_private.check_writing); b's document is still there",
+        "schema/test_managed.py::test_a_readers_key_writes_nothing_through_a_definer_under_a_managed_owner",
     ),
     (
         "kgrag.use_key twice in a transaction, for two tenants; a key of 300 characters, upper-case, non-hex",
@@ -306,7 +315,8 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
             "tests/tenancy/test_doors.py::test_the_owner_sets_a_tenants_reranker_and_the_rules_bind_the_owner_too",
             "tests/tenancy/test_doors.py::test_a_row_written_before_its_floor_is_read_within_it",
             "tests/tenancy/test_doors.py::test_a_writer_cannot_aim_the_logs_redaction",
-            "tests/tenancy/test_doors.py::test_the_question_hash_does_not_confirm_a_guess",
+            "tests/tenancy/test_doors.py::test_the_log_keeps_nothing_a_guess_could_be_confirmed_with",
+            "tests/schema/test_managed.py::test_a_readers_key_writes_nothing_through_a_definer_under_a_managed_owner",
             "tests/tenancy/test_doors.py::test_a_transaction_acts_for_one_tenant_and_a_malformed_key_is_refused",
             "tests/serve/test_attacks.py::test_sizes_and_options_are_refused_before_the_question_is_embedded",
             "tests/serve/test_attacks.py::test_embeddings_are_bounded_in_count_and_characters",

@@ -163,3 +163,17 @@ def test_a_reader_that_hangs_or_eats_memory_is_stopped_and_the_next_file_is_read
             readers.read("pdf", FIXTURES / "handbook.pdf")
         readers.limits = DEFAULT_LIMITS
         assert readers.read("pdf", FIXTURES / "handbook.pdf").title == HANDBOOK
+
+
+def test_a_c_library_out_of_memory_is_named_as_memory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Under the worker's address-space limit a C library may fail an allocation without raising
+    MemoryError (SystemError: returned NULL without setting an exception, seen on a 27 MB page):
+    the file is refused naming the setting to raise, as for a MemoryError."""
+    from pgkgrag.ingest.readers import worker
+
+    def out_of_memory(kind: str, path: Path, max_bytes: int) -> object:
+        raise SystemError("<built-in method count of bytes object> returned NULL without setting an exception")
+
+    monkeypatch.setattr(worker, "convert", out_of_memory)
+    outcome, message = worker.answer("html", tmp_path / "big.html", 1)
+    assert outcome == "refused" and "setting reader_memory_mb" in message, message

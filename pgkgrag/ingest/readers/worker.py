@@ -56,6 +56,8 @@ def answer(kind: str, path: Path, max_bytes: int) -> tuple[str, Any]:
         return "refused", str(missing("documents"))
     except MemoryError:
         return "refused", OUT_OF_MEMORY
+    except SystemError as exc:  # a C library out of memory under the address-space limit, most likely
+        return "refused", f"the reader failed on it ({exc}): more memory than it may use? (setting reader_memory_mb)"
     except Exception as exc:
         if isinstance(exc, OSError) and ("failed to map" in str(exc) or exc.errno == errno.ENOMEM):
             return "refused", OUT_OF_MEMORY  # a library could not even be loaded within the limit
