@@ -3540,17 +3540,13 @@ CREATE FUNCTION kgrag_private.check_writing(tenant text) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-DECLARE
-    one oid := pg_catalog.to_regrole(kgrag_private.tenant_role(tenant));
-    every oid := pg_catalog.to_regrole(kgrag_private.tenant_role('*'));
 BEGIN
-    -- Inside a SECURITY DEFINER function current_user is its owner, so what the session may write
-    -- is asked here: the schema owner and a role granted the tenant write as their roles allow
-    -- (the function's EXECUTE grant); a tenant reached through an API key (kgrag.use_key, its seal
-    -- and role checked by kgrag.current_tenant()) only with a writer key.
-    IF pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE')
-       OR (one IS NOT NULL AND pg_catalog.pg_has_role(session_user, one, 'MEMBER'))
-       OR (every IS NOT NULL AND pg_catalog.pg_has_role(session_user, every, 'MEMBER'))
+    -- Inside a SECURITY DEFINER function current_user is its owner, so kgrag.current_tenant()'s
+    -- "a reader key may not write" asks the owner, not the caller. The transaction's authority is
+    -- how its tenant was named: by the session's own grant (no key: what it may write is the
+    -- function's EXECUTE grant), or by a key (kgrag.use_key, whose role kgrag.current_tenant()
+    -- checked with the seal), which must be a writer's.
+    IF COALESCE(pg_catalog.current_setting('kgrag.key_seal', true), '') = ''
        OR pg_catalog.current_setting('kgrag.key_role', true) = 'writer' THEN
         RETURN;
     END IF;
@@ -3564,7 +3560,7 @@ ALTER FUNCTION kgrag_private.check_writing(tenant text) OWNER TO <owner>;
 -- Name: FUNCTION check_writing(tenant text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.check_writing(tenant text) IS 'Private. Returns nothing when the session may write tenant (the current one): its login role owns the schema or was granted the tenant (kgrag.grant_tenant), or the tenant was reached through a writer''s API key; raises 42501 for a reader''s key. The SECURITY DEFINER functions that write (the curation functions, kgrag.delete_documents, kgrag.purge) call it first: inside them current_user is their owner, whom kgrag.current_tenant() would ask instead of the caller.';
+COMMENT ON FUNCTION kgrag_private.check_writing(tenant text) IS 'Private. Returns nothing when the transaction may write tenant (the current one, checked first by the caller): its tenant was named without an API key (what the session may write is then the function''s EXECUTE grant), or with a writer''s key; raises 42501 when it was named with a reader''s key. The SECURITY DEFINER functions that write (the curation functions, kgrag.delete_documents, kgrag.purge) call it first: inside them current_user is their owner, whom kgrag.current_tenant() would ask instead of the caller.';
 
 --
 -- Name: chunk_lists(public.vector, text, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -9965,25 +9961,20 @@ DECLARE
 BEGIN
     -- A tenant's row written before a rule or a limit (or beyond one the owner moved since): a
     -- number is clamped, first into the setting's own floor and ceiling, then into the owner's
-    -- limits; another value outside them gives way to the default. (PL/pgSQL: its statements'
+    -- limits; another value its rule refuses (kgrag_private.setting_fault), or outside the owner's
+    -- allowed ones, gives way to the default. (PL/pgSQL: its statements'
     -- plans are kept, where a SQL function's query would be planned at every call.)
-    IF rule IS NOT NULL THEN
-        IF rule ->> 'type' IN ('integer', 'number') AND kind = 'number' THEN
-            n := value::numeric;
-            IF rule ->> 'type' = 'integer' THEN
-                n := round(n);
-            END IF;
-            n := least(greatest(n, (rule ->> 'min')::numeric), (rule ->> 'max')::numeric);
-            IF n <> value::numeric THEN
-                value := to_jsonb(n);
-            END IF;
-        ELSIF NOT (kind = 'null' AND COALESCE((rule ->> 'null')::boolean, false))
-              AND (kind IS DISTINCT FROM CASE WHEN rule ->> 'type' = 'url' THEN 'string'
-                                              WHEN rule ->> 'type' = 'integer' THEN 'number'
-                                              ELSE rule ->> 'type' END
-                   OR (rule ? 'allowed' AND NOT kgrag_private.one_of(rule -> 'allowed', value))) THEN
-            RETURN (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key);
+    IF rule ->> 'type' IN ('integer', 'number') AND kind = 'number' THEN
+        n := value::numeric;
+        IF rule ->> 'type' = 'integer' THEN
+            n := round(n);
         END IF;
+        n := least(greatest(n, (rule ->> 'min')::numeric), (rule ->> 'max')::numeric);
+        IF n <> value::numeric THEN
+            value := to_jsonb(n);
+        END IF;
+    ELSIF rule IS NOT NULL AND kgrag_private.setting_fault(setting_key, value) IS NOT NULL THEN
+        RETURN (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key);
     END IF;
     limits := (SELECT s.value -> setting_key FROM kgrag.settings AS s WHERE s.tenant_id = '*' AND s.key = 'setting_limits');
     IF limits IS NULL OR (limits ? 'allowed' AND kgrag_private.one_of(limits -> 'allowed', value)) THEN

@@ -186,25 +186,20 @@ DECLARE
 BEGIN
     -- A tenant's row written before a rule or a limit (or beyond one the owner moved since): a
     -- number is clamped, first into the setting's own floor and ceiling, then into the owner's
-    -- limits; another value outside them gives way to the default. (PL/pgSQL: its statements'
+    -- limits; another value its rule refuses (kgrag_private.setting_fault), or outside the owner's
+    -- allowed ones, gives way to the default. (PL/pgSQL: its statements'
     -- plans are kept, where a SQL function's query would be planned at every call.)
-    IF rule IS NOT NULL THEN
-        IF rule ->> 'type' IN ('integer', 'number') AND kind = 'number' THEN
-            n := value::numeric;
-            IF rule ->> 'type' = 'integer' THEN
-                n := round(n);
-            END IF;
-            n := least(greatest(n, (rule ->> 'min')::numeric), (rule ->> 'max')::numeric);
-            IF n <> value::numeric THEN
-                value := to_jsonb(n);
-            END IF;
-        ELSIF NOT (kind = 'null' AND COALESCE((rule ->> 'null')::boolean, false))
-              AND (kind IS DISTINCT FROM CASE WHEN rule ->> 'type' = 'url' THEN 'string'
-                                              WHEN rule ->> 'type' = 'integer' THEN 'number'
-                                              ELSE rule ->> 'type' END
-                   OR (rule ? 'allowed' AND NOT kgrag_private.one_of(rule -> 'allowed', value))) THEN
-            RETURN (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key);
+    IF rule ->> 'type' IN ('integer', 'number') AND kind = 'number' THEN
+        n := value::numeric;
+        IF rule ->> 'type' = 'integer' THEN
+            n := round(n);
         END IF;
+        n := least(greatest(n, (rule ->> 'min')::numeric), (rule ->> 'max')::numeric);
+        IF n <> value::numeric THEN
+            value := to_jsonb(n);
+        END IF;
+    ELSIF rule IS NOT NULL AND kgrag_private.setting_fault(setting_key, value) IS NOT NULL THEN
+        RETURN (SELECT d.value FROM kgrag.settings AS d WHERE d.tenant_id = '*' AND d.key = setting_key);
     END IF;
     limits := (SELECT s.value -> setting_key FROM kgrag.settings AS s WHERE s.tenant_id = '*' AND s.key = 'setting_limits');
     IF limits IS NULL OR (limits ? 'allowed' AND kgrag_private.one_of(limits -> 'allowed', value)) THEN

@@ -115,17 +115,13 @@ CREATE OR REPLACE FUNCTION kgrag_private.check_writing(tenant text) RETURNS void
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    one oid := pg_catalog.to_regrole(kgrag_private.tenant_role(tenant));
-    every oid := pg_catalog.to_regrole(kgrag_private.tenant_role('*'));
 BEGIN
-    -- Inside a SECURITY DEFINER function current_user is its owner, so what the session may write
-    -- is asked here: the schema owner and a role granted the tenant write as their roles allow
-    -- (the function's EXECUTE grant); a tenant reached through an API key (kgrag.use_key, its seal
-    -- and role checked by kgrag.current_tenant()) only with a writer key.
-    IF pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE')
-       OR (one IS NOT NULL AND pg_catalog.pg_has_role(session_user, one, 'MEMBER'))
-       OR (every IS NOT NULL AND pg_catalog.pg_has_role(session_user, every, 'MEMBER'))
+    -- Inside a SECURITY DEFINER function current_user is its owner, so kgrag.current_tenant()'s
+    -- "a reader key may not write" asks the owner, not the caller. The transaction's authority is
+    -- how its tenant was named: by the session's own grant (no key: what it may write is the
+    -- function's EXECUTE grant), or by a key (kgrag.use_key, whose role kgrag.current_tenant()
+    -- checked with the seal), which must be a writer's.
+    IF COALESCE(pg_catalog.current_setting('kgrag.key_seal', true), '') = ''
        OR pg_catalog.current_setting('kgrag.key_role', true) = 'writer' THEN
         RETURN;
     END IF;
@@ -135,7 +131,7 @@ $$;
 REVOKE EXECUTE ON FUNCTION kgrag_private.check_writing(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag_private.check_writing(text) TO kgrag_logger;  -- (kgrag.purge)
 COMMENT ON FUNCTION kgrag_private.check_writing(text) IS
-'Private. Returns nothing when the session may write tenant (the current one): its login role owns the schema or was granted the tenant (kgrag.grant_tenant), or the tenant was reached through a writer''s API key; raises 42501 for a reader''s key. The SECURITY DEFINER functions that write (the curation functions, kgrag.delete_documents, kgrag.purge) call it first: inside them current_user is their owner, whom kgrag.current_tenant() would ask instead of the caller.';
+'Private. Returns nothing when the transaction may write tenant (the current one, checked first by the caller): its tenant was named without an API key (what the session may write is then the function''s EXECUTE grant), or with a writer''s key; raises 42501 when it was named with a reader''s key. The SECURITY DEFINER functions that write (the curation functions, kgrag.delete_documents, kgrag.purge) call it first: inside them current_user is their owner, whom kgrag.current_tenant() would ask instead of the caller.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id text, note text)
 RETURNS void

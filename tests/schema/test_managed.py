@@ -253,3 +253,23 @@ def test_a_readers_key_writes_nothing_through_a_definer_under_a_managed_owner(cl
             conn.execute(write)  # type: ignore[arg-type]
     rows = as_owner(owner, "BEGIN", "SELECT kgrag.use_tenant('b')", "SELECT doc_id FROM kgrag.document")
     assert rows == [("kept",)]
+    # the owner's settings (a URL the operator's key is sent to): the managed owner sets one for a
+    # tenant; the tenant's own writer may neither write one nor undo the owner's
+    with psycopg.connect(owner) as conn, conn.transaction():
+        conn.execute("SELECT kgrag.use_tenant('a')")
+        conn.execute(
+            "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('a', 'rerank_url', '\"http://127.0.0.1:9/r\"')"
+        )
+    with psycopg.connect(attacker) as conn:
+        with conn.transaction():
+            conn.execute("SELECT kgrag.use_tenant('a')")
+            assert conn.execute("DELETE FROM kgrag.settings WHERE key = 'rerank_url'").rowcount == 0
+            assert (
+                conn.execute("UPDATE kgrag.settings SET value = '\"http://x/\"' WHERE key = 'rerank_url'").rowcount == 0
+            )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+            conn.execute("SELECT kgrag.use_tenant('a')")
+            conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('a', 'rerank_model', '\"mine\"')")
+        with conn.transaction():
+            conn.execute("SELECT kgrag.use_tenant('a')")
+            assert conn.execute("SELECT kgrag.setting('rerank_url')").fetchone() == ("http://127.0.0.1:9/r",)
