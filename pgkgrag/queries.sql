@@ -26,6 +26,10 @@ SET ROLE {role};
 -- The tenant of this transaction, checked against the session's grants and sealed to it.
 SELECT kgrag.use_tenant(%s);
 
+-- name: use_groups
+-- Narrows the groups this transaction holds to the end user's (never beyond the key's or role's).
+SELECT kgrag.use_groups(%s);
+
 -- name: use_key
 -- The tenant of a transaction, from an API key (pgkgrag serve): the database checks the key.
 SELECT kgrag.use_key(%s, %s);
@@ -41,10 +45,10 @@ SELECT kgrag_private.check_question(%s);
 SELECT kgrag_private.search_options(%s::jsonb);
 
 -- name: create_key
-SELECT kgrag.create_key(%s, %s, %s);
+SELECT kgrag.create_key(%s, %s, %s, %s);
 
 -- name: list_keys
-SELECT name, tenants, role, created_at, revoked_at FROM kgrag.list_keys();
+SELECT name, tenants, role, groups, created_at, revoked_at FROM kgrag.list_keys();
 
 -- name: revoke_key
 SELECT kgrag.revoke_key(%s);

@@ -372,7 +372,8 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
     SELECT c.doc_id INTO doc FROM kgrag.chunk AS c
-     WHERE c.tenant_id = t AND c.chunk_id = correct_evidence.chunk_id AND strpos(c.text, quote) > 0;
+     WHERE c.tenant_id = t AND c.chunk_id = correct_evidence.chunk_id AND strpos(c.text, quote) > 0
+       AND c.access IS NULL;  -- the graph is shared: evidence from a document for everyone only
     IF doc IS NULL THEN
         RAISE EXCEPTION 'chunk % does not say %', quote_literal(COALESCE(chunk_id, 'NULL')), quote_literal(left(quote, 80))
             USING ERRCODE = '22023', HINT = 'The quote is a passage of the chunk''s text, as it stands (kgrag.chunk.text).';
@@ -391,7 +392,7 @@ ALTER FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id tex
 -- Name: FUNCTION correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text) IS 'Records the evidence a relation of the graph should show (src and dst by id, name or alias; rel whatever its case): a chunk and a quote of 1 to 500 characters that its text holds as it stands, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every refresh of the relation after it show that chunk and quote instead of the most confident evidence, as long as the chunk holds the quote; its weight, confidence and dates stay those of its evidence. Forgotten with the chunk''s document. 22023 for a relation the graph does not hold (or CO_OCCURS), or a chunk that does not say the quote. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
+COMMENT ON FUNCTION kgrag.correct_evidence(src text, rel text, dst text, chunk_id text, quote text, note text) IS 'Records the evidence a relation of the graph should show (src and dst by id, name or alias; rel whatever its case): a chunk and a quote of 1 to 500 characters that its text holds as it stands, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every refresh of the relation after it show that chunk and quote instead of the most confident evidence, as long as the chunk holds the quote; its weight, confidence and dates stay those of its evidence. Forgotten with the chunk''s document. 22023 for a relation the graph does not hold (or CO_OCCURS), or a chunk that does not say the quote (or is of a document for an audience: the graph shows evidence from documents for everyone only). SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 --
 -- Name: correct_relation(text, text, text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -425,10 +426,10 @@ ALTER FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text
 COMMENT ON FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text) IS 'Records that a stated relation (src and dst by id, name or alias; rel whatever its case) is of another type (new_rel: "WORKS_AT" where the extractor said "MANAGES"), with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every ingestion after it build the relation decided from the stated one''s evidence (its quotes, confidence and dates) and not the stated one, until a later decision on it (kgrag.approve, kgrag.reject_relation) replaces this one. A decision about a relation stated in one document is forgotten with that document. 22023 for a relation nobody stated, or a new type that is empty, the same, CO_OCCURS or longer than max_alias_chars. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 --
--- Name: create_key(text, text[], text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+-- Name: create_key(text, text[], text, text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag.create_key(name text, tenants text[], role text DEFAULT 'reader'::text) RETURNS text
+CREATE FUNCTION kgrag.create_key(name text, tenants text[], role text DEFAULT 'reader'::text, groups text[] DEFAULT '{}'::text[]) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $_$
@@ -449,24 +450,81 @@ BEGIN
         RAISE EXCEPTION 'a key''s role is reader or writer, got %', COALESCE(quote_literal(role), 'NULL')
             USING ERRCODE = '22023';
     END IF;
+    IF groups IS NULL OR cardinality(groups) > 32
+       OR EXISTS (SELECT 1 FROM unnest(groups) AS g(x) WHERE x IS NULL OR x !~ '^[a-z0-9][a-z0-9_.-]{0,62}$') THEN
+        RAISE EXCEPTION 'a key carries 0 to 32 groups, each 1-63 lower-case letters, digits or _.- (starting with a letter or digit), got %',
+            COALESCE(quote_literal(groups::text), 'NULL') USING ERRCODE = '22023';
+    END IF;
     IF EXISTS (SELECT 1 FROM kgrag_private.api_key AS k WHERE k.name = create_key.name) THEN
         RAISE EXCEPTION 'a key named % exists (revoked or not): choose another name', quote_literal(name)
             USING ERRCODE = '23505';
     END IF;
-    INSERT INTO kgrag_private.api_key (name, key_hash, tenants, role)
+    INSERT INTO kgrag_private.api_key (name, key_hash, tenants, role, groups)
     SELECT create_key.name, encode(sha256(convert_to(key, 'UTF8')), 'hex'),
-           ARRAY(SELECT DISTINCT x FROM unnest(tenants) AS t(x) ORDER BY x), create_key.role;
+           ARRAY(SELECT DISTINCT x FROM unnest(tenants) AS t(x) ORDER BY x), create_key.role,
+           ARRAY(SELECT DISTINCT x FROM unnest(groups) AS g(x) ORDER BY x);
     RETURN key;
 END
 $_$;
 
-ALTER FUNCTION kgrag.create_key(name text, tenants text[], role text) OWNER TO <owner>;
+ALTER FUNCTION kgrag.create_key(name text, tenants text[], role text, groups text[]) OWNER TO <owner>;
 
 --
--- Name: FUNCTION create_key(name text, tenants text[], role text); Type: COMMENT; Schema: kgrag; Owner: <owner>
+-- Name: FUNCTION create_key(name text, tenants text[], role text, groups text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.create_key(name text, tenants text[], role text) IS 'Makes an API key and returns it (kgk_ and 64 hex digits, 244 random bits): shown this once, the database keeps its sha256 only. The key acts for the tenants listed (1 to 100, never ''*'') as a reader (default) or a writer, through kgrag.use_key. For the schema owner (pgkgrag keys create).';
+COMMENT ON FUNCTION kgrag.create_key(name text, tenants text[], role text, groups text[]) IS 'Makes an API key and returns it (kgk_ and 64 hex digits, 244 random bits): shown this once, the database keeps its sha256 only. The key acts for the tenants listed (1 to 100, never ''*'') as a reader (default) or a writer, through kgrag.use_key, holding the groups listed (0 to 32: what of documents for an audience it sees, kgrag.current_groups; none by default, so only documents for everyone). For the schema owner (pgkgrag keys create).';
+
+--
+-- Name: current_groups(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.current_groups() RETURNS text[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    -- the tenant as named (no tenant, as kgrag.tenants() reads: no group)
+    t text := COALESCE(pg_catalog.current_setting('kgrag.tenant', true), '');
+    held text[];
+    narrowed text := pg_catalog.current_setting('kgrag.groups', true);
+    seal text := pg_catalog.current_setting('kgrag.key_seal', true);
+BEGIN
+    -- (the tenant is not checked here: the policies that call this check it, and a tenant the
+    -- session may not act for holds it no group: no grant, and a key's seal does not match)
+    IF pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE') THEN
+        held := ARRAY['*'];  -- the schema owner: every group
+    ELSIF COALESCE(seal, '') <> '' THEN
+        -- an API key: the groups it carries, sealed with it (kgrag_private.key_mac covers them); a
+        -- seal that does not match holds nothing
+        IF t <> '' AND seal = kgrag_private.key_mac(t, pg_catalog.current_setting('kgrag.tenant_seal', true),
+                                        pg_catalog.current_setting('kgrag.key_role', true)) THEN
+            held := pg_catalog.string_to_array(NULLIF(pg_catalog.current_setting('kgrag.key_groups', true), ''), ',');
+        END IF;
+    ELSE
+        -- a login role: the groups whose role it is a member of (kgrag.grant_groups)
+        held := ARRAY(SELECT a.group_name FROM kgrag_private.audience AS a
+                       WHERE a.tenant_id = t AND pg_catalog.to_regrole(a.role_name) IS NOT NULL
+                         AND pg_catalog.pg_has_role(session_user, pg_catalog.to_regrole(a.role_name), 'MEMBER')
+                       ORDER BY a.group_name COLLATE "C");
+    END IF;
+    held := COALESCE(held, '{}');
+    -- a narrowing (kgrag.use_groups) only narrows: what is not held is dropped, not added
+    IF COALESCE(narrowed, '') <> '' THEN
+        held := ARRAY(SELECT DISTINCT n.g FROM pg_catalog.unnest(pg_catalog.string_to_array(narrowed, ',')) AS n(g)
+                       WHERE n.g = ANY (held) OR held = ARRAY['*'] ORDER BY 1);
+    END IF;
+    RETURN held;
+END
+$$;
+
+ALTER FUNCTION kgrag.current_groups() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION current_groups(); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.current_groups() IS 'Returns the groups of its tenant the current transaction holds, which decide what of a document for an audience (kgrag.document.access) it sees: the schema owner {*} (every group); a session with an API key the groups the key carries (kgrag.create_key); any other login role the groups granted to it or a role it belongs to (kgrag.grant_groups); narrowed, when kgrag.use_groups named some, to those of them it holds. {} holds no group (and so does a transaction that named no tenant): only documents for everyone are seen. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.audience and checks the key''s seal; it answers for session_user and the transaction''s own settings only.';
 
 --
 -- Name: current_tenant(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -523,6 +581,7 @@ DECLARE
     texts text[];
     counts jsonb;
     noted jsonb;  -- what the query log may name, forgotten there if the graph loses it
+    held text[];  -- the caller's groups (kgrag.current_groups answers for session_user)
 BEGIN
     -- As the schema owner (SECURITY DEFINER): the decisions about the documents and what the query
     -- log says of them change here, which no tenant role may change itself; the caller names
@@ -533,6 +592,13 @@ BEGIN
         RAISE EXCEPTION 'delete at most 100,000 documents a call, got %', cardinality(doc_ids) USING ERRCODE = '22023';
     END IF;
     doc_ids := ARRAY(SELECT DISTINCT x FROM unnest(doc_ids) AS x WHERE x IS NOT NULL ORDER BY 1);
+    -- as the owner every row is visible: a document for an audience the caller does not hold is not
+    -- the caller's to delete (ignored, as an unknown id)
+    held := kgrag.current_groups();
+    doc_ids := ARRAY(SELECT x FROM unnest(doc_ids) AS x
+                      WHERE NOT EXISTS (SELECT 1 FROM kgrag.document AS d
+                                         WHERE d.tenant_id = t AND d.doc_id = x AND NOT kgrag_private.sees(d.access, held))
+                      ORDER BY 1);
     noted := kgrag_private.forgettable(doc_ids);
     -- namesakes by name key first, then the document rows (the documents' locks), as in
     -- kgrag_private.ingest_apply(); the names read again under them
@@ -584,7 +650,7 @@ ALTER FUNCTION kgrag.delete_documents(doc_ids text[]) OWNER TO <owner>;
 -- Name: FUNCTION delete_documents(doc_ids text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored; more than 100,000 ids a call are refused (22023), and so is a reader''s API key (42501, kgrag_private.check_writing). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';
+COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored, and so are documents for an audience the caller does not hold (kgrag.current_groups); more than 100,000 ids a call are refused (22023), and so is a reader''s API key (42501, kgrag_private.check_writing). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';
 
 --
 -- Name: dimension(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -823,6 +889,60 @@ ALTER FUNCTION kgrag.fold(t text) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag.fold(t text) IS 'Returns the text lower-cased with accents removed (Unicode NFKD, combining marks dropped): "Serviço" -> "servico". Built in, so no unaccent extension is needed; ASCII text is only lower-cased (NFKD would not change it).';
+
+--
+-- Name: grant_groups(text, text, text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.grant_groups(role_name text, tenant text, groups text[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    g text;
+    group_role text;
+    granted integer := 0;
+BEGIN
+    groups := kgrag_private.checked_groups(groups);
+    IF to_regrole(quote_ident(role_name)) IS NULL THEN
+        RAISE EXCEPTION 'role % does not exist', COALESCE(quote_ident(role_name), 'NULL') USING ERRCODE = '42704';
+    END IF;
+    IF tenant IS NULL OR tenant = '*' OR NOT kgrag_private.is_tenant_name(tenant) THEN
+        RAISE EXCEPTION 'invalid tenant %', COALESCE(quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    -- a group is a tenant's: its holder must act for that tenant first (which also takes the role
+    -- to the workers of a Citus cluster, so the memberships below reach them)
+    IF to_regrole(kgrag_private.tenant_role(tenant)) IS NULL
+       OR NOT pg_has_role(to_regrole(quote_ident(role_name)), to_regrole(kgrag_private.tenant_role(tenant)), 'MEMBER') THEN
+        RAISE EXCEPTION 'role % may not act for tenant %', quote_ident(role_name), quote_literal(tenant)
+            USING ERRCODE = '42501', HINT = format('Grant the tenant first: SELECT kgrag.grant_tenant(%L, %L);', role_name, tenant);
+    END IF;
+    FOREACH g IN ARRAY groups LOOP
+        group_role := kgrag_private.group_role(tenant, g);
+        IF to_regrole(group_role) IS NULL THEN
+            EXECUTE format('CREATE ROLE %I NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE', group_role);
+            EXECUTE format('COMMENT ON ROLE %I IS %L', group_role,
+                format('pgkgrag: holds group %s of tenant %s of database %s', g, tenant, current_database()));
+        END IF;
+        INSERT INTO kgrag_private.audience (tenant_id, group_name, role_name) VALUES (tenant, g, group_role)
+        ON CONFLICT DO NOTHING;
+        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_auth_members AS m
+                        WHERE m.roleid = to_regrole(group_role) AND m.member = to_regrole(quote_ident(role_name))) THEN
+            EXECUTE format('GRANT %I TO %I', group_role, role_name);
+            granted := granted + 1;
+        END IF;
+    END LOOP;
+    RETURN granted;
+END
+$$;
+
+ALTER FUNCTION kgrag.grant_groups(role_name text, tenant text, groups text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION grant_groups(role_name text, tenant text, groups text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.grant_groups(role_name text, tenant text, groups text[]) IS 'Lets a login role (and every role that is a member of it) hold groups of a tenant it may act for (kgrag.grant_tenant first, else 42501): it then sees the documents for those groups (kgrag.document.access, kgrag.current_groups). Each group is a role (kgrag_private.group_role, created on its first grant, listed in kgrag_private.audience); the grantee becomes a member. Returns how many grants are new. For the schema owner (it needs CREATEROLE).';
 
 --
 -- Name: grant_tenant(text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1124,11 +1244,11 @@ COMMENT ON FUNCTION kgrag.link_entities(question text, min_ratio double precisio
 -- Name: list_keys(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag.list_keys() RETURNS TABLE(name text, tenants text[], role text, created_at timestamp with time zone, revoked_at timestamp with time zone)
+CREATE FUNCTION kgrag.list_keys() RETURNS TABLE(name text, tenants text[], role text, groups text[], created_at timestamp with time zone, revoked_at timestamp with time zone)
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    SELECT k.name, k.tenants, k.role, k.created_at, k.revoked_at FROM kgrag_private.api_key AS k ORDER BY k.name
+    SELECT k.name, k.tenants, k.role, k.groups, k.created_at, k.revoked_at FROM kgrag_private.api_key AS k ORDER BY k.name
 $$;
 
 ALTER FUNCTION kgrag.list_keys() OWNER TO <owner>;
@@ -1137,7 +1257,7 @@ ALTER FUNCTION kgrag.list_keys() OWNER TO <owner>;
 -- Name: FUNCTION list_keys(); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.list_keys() IS 'Returns every API key by name: (name, tenants, role, created_at, revoked_at), never the key. For the schema owner (pgkgrag keys list).';
+COMMENT ON FUNCTION kgrag.list_keys() IS 'Returns every API key by name: (name, tenants, role, groups, created_at, revoked_at), never the key. For the schema owner (pgkgrag keys list).';
 
 --
 -- Name: log_answer(text, text, boolean, integer, integer, integer, integer, integer, integer, double precision); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1689,7 +1809,7 @@ BEGIN
     SELECT c.tenant_id, c.lang, u.lexeme, count(*)
       FROM kgrag.chunk AS c
      CROSS JOIN LATERAL unnest(c.tsv) AS u(lexeme, positions, weights)
-     WHERE c.tenant_id = t
+     WHERE c.tenant_id = t AND c.access IS NULL  -- (shared: nothing of a document for an audience)
      GROUP BY c.tenant_id, c.lang, u.lexeme
     HAVING count(*) > cap;
     GET DIAGNOSTICS stored = ROW_COUNT;
@@ -1703,7 +1823,7 @@ ALTER FUNCTION kgrag.refresh_lexeme_stats() OWNER TO <owner>;
 -- Name: FUNCTION refresh_lexeme_stats(); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS 'Counts, for the current tenant, the lexemes that more chunks hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
+COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS 'Counts, for the current tenant, the lexemes that more chunks for everyone (kgrag.chunk.access NULL: every reader of the tenant may read the counts) hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
 
 --
 -- Name: reject_relation(text, text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1944,6 +2064,46 @@ ALTER FUNCTION kgrag.resolve_entities(names text[]) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag.resolve_entities(names text[]) IS 'Returns the entity ids of up to 100 entities given by id, name or alias (a name or alias matches whatever the case and the accents), in the order given, once each. A name no entity has, or one that several entities have (the error lists them), raises SQLSTATE 22023. What kgrag.k_hop, kgrag.fanout, kgrag.neighbourhood and the search option seed_entities accept.';
+
+--
+-- Name: revoke_groups(text, text, text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.revoke_groups(role_name text, tenant text, groups text[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    g text;
+    group_role text;
+    revoked integer := 0;
+BEGIN
+    groups := kgrag_private.checked_groups(groups);
+    IF to_regrole(quote_ident(role_name)) IS NULL THEN
+        RAISE EXCEPTION 'role % does not exist', COALESCE(quote_ident(role_name), 'NULL') USING ERRCODE = '42704';
+    END IF;
+    IF tenant IS NULL OR tenant = '*' OR NOT kgrag_private.is_tenant_name(tenant) THEN
+        RAISE EXCEPTION 'invalid tenant %', COALESCE(quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    FOREACH g IN ARRAY groups LOOP
+        group_role := kgrag_private.group_role(tenant, g);
+        IF EXISTS (SELECT 1 FROM pg_catalog.pg_auth_members AS m
+                    WHERE m.roleid = to_regrole(group_role) AND m.member = to_regrole(quote_ident(role_name))) THEN
+            EXECUTE format('REVOKE %I FROM %I', group_role, role_name);
+            revoked := revoked + 1;
+        END IF;
+    END LOOP;
+    RETURN revoked;
+END
+$$;
+
+ALTER FUNCTION kgrag.revoke_groups(role_name text, tenant text, groups text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION revoke_groups(role_name text, tenant text, groups text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.revoke_groups(role_name text, tenant text, groups text[]) IS 'Takes back groups kgrag.grant_groups granted to a role for a tenant: from its next transaction on it no longer sees their documents. Returns how many it held. For the schema owner.';
 
 --
 -- Name: revoke_key(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2230,6 +2390,80 @@ ALTER FUNCTION kgrag.search_reports_vector(q public.vector, k integer, level int
 COMMENT ON FUNCTION kgrag.search_reports_vector(q public.vector, k integer, level integer, overfetch integer, ef_search integer) IS 'Returns the k community reports nearest to q, optionally of one community level: (community_id, rank, similarity). Same two phases as search_chunks_vector.';
 
 --
+-- Name: set_access(text[], text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.set_access(doc_ids text[], groups text[]) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    target text[];
+    moving text[];
+    unkept text;
+BEGIN
+    IF doc_ids IS NULL OR cardinality(doc_ids) > 100000 THEN
+        RAISE EXCEPTION 'name 0 to 100,000 documents a call, got %', COALESCE(cardinality(doc_ids)::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    target := NULLIF(kgrag_private.checked_groups(COALESCE(groups, '{}')), '{}');
+    PERFORM kgrag_private.check_audiences(COALESCE(target, '{}'));
+    -- the documents the caller sees (row-level security) whose audience changes, in doc_id order
+    moving := ARRAY(SELECT d.doc_id FROM kgrag.document AS d
+                     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids) AND d.access IS DISTINCT FROM target
+                     ORDER BY d.doc_id COLLATE "C");
+    IF cardinality(moving) = 0 THEN
+        RETURN jsonb_build_object('moved', 0);
+    END IF;
+    SELECT d.doc_id INTO unkept FROM kgrag.document AS d
+     WHERE d.tenant_id = t AND d.doc_id = ANY (moving) AND d.extraction IS NULL ORDER BY d.doc_id COLLATE "C" LIMIT 1;
+    IF unkept IS NOT NULL THEN
+        RAISE EXCEPTION 'document % was stored before revision 0042 and keeps no extraction to move', quote_literal(unkept)
+            USING ERRCODE = '55000',
+                  HINT = 'Ingest it again with its audience (pgkgrag ingest PATH --access GROUP, or "access" in its JSONL line).';
+    END IF;
+    PERFORM kgrag_private.stage_begin();
+    IF EXISTS (SELECT 1 FROM pg_temp.kgrag_stage_document) THEN
+        RAISE EXCEPTION 'an ingestion batch is staged in this transaction: move documents in a transaction of their own'
+            USING ERRCODE = '55000';
+    END IF;
+    -- the documents go in again as they are stored, with their new audience and what was
+    -- extracted from them (no extraction, no embedding): kgrag_private.ingest_apply does the rest
+    INSERT INTO pg_temp.kgrag_stage_document (doc_id, title, source_uri, metadata, lang, content_hash, access)
+    SELECT d.doc_id, d.title, d.source_uri, d.metadata, d.lang::text, d.content_hash, target
+      FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
+    INSERT INTO pg_temp.kgrag_stage_chunk (doc_id, ordinal, char_start, char_end, title, text, content_hash, embedding,
+                                           page, headings)
+    SELECT c.doc_id, c.ordinal, c.char_start, c.char_end, c.title, c.text, c.content_hash, c.embedding, c.page, c.headings
+      FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (moving);
+    INSERT INTO pg_temp.kgrag_stage_entity (doc_id, name, type, description, answer, answer_ordinal, aliases, ordinals,
+                                            identifier)
+    SELECT x.doc_id, x.name, x.type, x.description, x.answer, x.answer_ordinal, x.aliases, x.ordinals, x.identifier
+      FROM kgrag.document AS d
+     CROSS JOIN LATERAL jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_entity, d.extraction -> 'entities') AS x
+     WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
+    INSERT INTO pg_temp.kgrag_stage_relation
+    SELECT x.* FROM kgrag.document AS d
+     CROSS JOIN LATERAL jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_relation, d.extraction -> 'relations') AS x
+     WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
+    INSERT INTO pg_temp.kgrag_stage_set_aside
+    SELECT x.* FROM kgrag.document AS d
+     CROSS JOIN LATERAL jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_set_aside, d.extraction -> 'set_aside') AS x
+     WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
+    RETURN jsonb_build_object('moved', cardinality(moving), 'access', target) || kgrag_private.ingest_apply();
+END
+$$;
+
+ALTER FUNCTION kgrag.set_access(doc_ids text[], groups text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION set_access(doc_ids text[], groups text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.set_access(doc_ids text[], groups text[]) IS 'Changes the audience of documents of the current tenant, in one transaction, without extracting them again: groups (1 to 32) make them for those groups only (a session sees them when it holds one, kgrag.current_groups), NULL or {} for everyone. A document for everyone contributes to the shared graph, one for an audience does not: what was extracted from it (kgrag.document.extraction) goes into the graph or out of it, with everything derived (entities, relations, aliases, answers; communities and reports at the next build). Documents the caller does not see are ignored, and so are unknown ids; the caller must hold every group it names (42501); a document stored before revision 0042 is refused (55000: ingest it again). Returns {"moved": n, "access": groups, ...} with the counts of kgrag_private.ingest_apply. For kgrag_writer.';
+
+--
 -- Name: setting(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -2377,7 +2611,9 @@ CREATE FUNCTION kgrag.tenants() RETURNS TABLE(tenant_id text, documents bigint)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT d.tenant_id, count(*) FROM kgrag.document AS d
+    -- (documents for everyone: no tenant is named, so no group is held; the schema owner, every one)
+    SELECT d.tenant_id, count(*) FILTER (WHERE d.access IS NULL OR kgrag_private.sees(d.access, kgrag.current_groups()))
+      FROM kgrag.document AS d
      GROUP BY d.tenant_id HAVING kgrag_private.may_use_tenant(d.tenant_id)
      ORDER BY d.tenant_id
 $$;
@@ -2388,7 +2624,7 @@ ALTER FUNCTION kgrag.tenants() OWNER TO kgrag_probe;
 -- Name: FUNCTION tenants(); Type: COMMENT; Schema: kgrag; Owner: kgrag_probe
 --
 
-COMMENT ON FUNCTION kgrag.tenants() IS 'Returns the tenants that hold documents and that the session''s role may act for (kgrag.grant_tenant), with how many documents: (tenant_id, documents). Needs no tenant set. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing tenants reads past the tenant policy; it returns names and counts, nothing of their contents. For a tenant''s own counts, kgrag.graph_totals().';
+COMMENT ON FUNCTION kgrag.tenants() IS 'Returns the tenants that hold documents and that the session''s role may act for (kgrag.grant_tenant), with how many documents for everyone (all of them, for the schema owner): (tenant_id, documents). Needs no tenant set. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing tenants reads past the tenant policy; it returns names and counts, nothing of their contents. For a tenant''s own counts, kgrag.graph_totals().';
 
 --
 -- Name: text_search_config(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2478,6 +2714,40 @@ ALTER FUNCTION kgrag.use_embedder(embedder text, dimension integer) OWNER TO <ow
 COMMENT ON FUNCTION kgrag.use_embedder(embedder text, dimension integer) IS 'Records the embedder of the current tenant''s vectors and the dimension of its vectors (default kgrag.dimension(); a narrower one is stored zero-padded, kgrag_private.fit_vector) and returns it. A tenant keeps the embedder it started with: once any of its chunks or entities is embedded, naming another raises SQLSTATE 55000 with the one to use (pgkgrag reembed moves it: kgrag.reembed_switch). Read it back with kgrag.setting(''embedder'') and kgrag.setting(''embedder_dimension'') (default: the ''*'' row, and kgrag.dimension()).';
 
 --
+-- Name: use_groups(text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.use_groups(groups text[]) RETURNS text[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    held text[] := kgrag.current_groups();  -- (fails closed without a tenant)
+    missing text[];
+BEGIN
+    PERFORM kgrag.current_tenant();
+    groups := kgrag_private.checked_groups(groups);
+    missing := ARRAY(SELECT x FROM unnest(groups) AS g(x) WHERE NOT (x = ANY (held) OR held = ARRAY['*']));
+    IF cardinality(missing) > 0 THEN
+        RAISE EXCEPTION 'this transaction does not hold group %', quote_literal(missing[1])
+            USING ERRCODE = '42501',
+                  HINT = 'A narrowing is within what the role or key holds (SELECT kgrag.current_groups();): the schema owner grants groups (kgrag.grant_groups) or gives a key them (pgkgrag keys create --group).';
+    END IF;
+    -- SET LOCAL (Citus passes it on to the workers); ',' stands for no group at all
+    EXECUTE format('SET LOCAL kgrag.groups TO %L', CASE WHEN cardinality(groups) = 0 THEN ',' ELSE array_to_string(groups, ',') END);
+    RETURN kgrag.current_groups();
+END
+$$;
+
+ALTER FUNCTION kgrag.use_groups(groups text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION use_groups(groups text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.use_groups(groups text[]) IS 'Narrows, for the rest of the transaction, the groups it holds to those named (an application that connects as one role and acts for its end users names the user''s groups after kgrag.use_tenant or kgrag.use_key) and returns them; {} holds none, so only documents for everyone are seen. A narrowing only narrows: a group the role or key does not hold is refused (42501), and a second call narrows what the first left. 22023 for a name that is not a group''s.';
+
+--
 -- Name: use_key(text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -2503,6 +2773,8 @@ BEGIN
     END IF;
     EXECUTE format('SET LOCAL kgrag.tenant_seal TO %L', kgrag_private.tenant_seal(checked.key_tenant));
     EXECUTE format('SET LOCAL kgrag.key_role TO %L', checked.key_role);
+    EXECUTE format('SET LOCAL kgrag.key_groups TO %L', checked.key_groups);
+    EXECUTE 'SET LOCAL kgrag.groups TO ''''';  -- a narrowing named before the key does not carry over
     EXECUTE format('SET LOCAL kgrag.key_seal TO %L', checked.key_seal);
     RETURN kgrag.use_tenant(checked.key_tenant);
 END
@@ -2514,7 +2786,7 @@ ALTER FUNCTION kgrag.use_key(key text, tenant text) OWNER TO <owner>;
 -- Name: FUNCTION use_key(key text, tenant text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.use_key(key text, tenant text) IS 'Names the tenant of the current transaction from an API key (kgrag.create_key) and returns it, as kgrag.use_tenant does for a role''s grant: the key''s only tenant, or the one named, which the key must list. The session acts for that tenant in this transaction only, whatever its login role''s grants; a reader key needs a role that may not write (SET ROLE kgrag_reader). Raises 28P01 for an unknown or revoked key (or one not of the shape kgrag.create_key makes), 42501 for a tenant or role the key does not allow, 22023 for a key of several tenants with none named, 25001 when the transaction already acts for another tenant. pgkgrag serve calls it for every request.';
+COMMENT ON FUNCTION kgrag.use_key(key text, tenant text) IS 'Names the tenant of the current transaction from an API key (kgrag.create_key) and returns it, as kgrag.use_tenant does for a role''s grant: the key''s only tenant, or the one named, which the key must list. The session acts for that tenant in this transaction only, whatever its login role''s grants, holding the groups the key carries (kgrag.current_groups); a reader key needs a role that may not write (SET ROLE kgrag_reader). Raises 28P01 for an unknown or revoked key (or one not of the shape kgrag.create_key makes), 42501 for a tenant or role the key does not allow, 22023 for a key of several tenants with none named, 25001 when the transaction already acts for another tenant. pgkgrag serve calls it for every request.';
 
 --
 -- Name: use_tenant(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2594,7 +2866,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0041'::text$$;
+    AS $$SELECT '0042'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -2822,12 +3094,15 @@ DECLARE
 BEGIN
     -- The document rows are the documents' locks: upserted first, in doc_id order, so a second
     -- writer of the same document waits here (new or not) and then sees the first one's chunks.
-    INSERT INTO kgrag.document AS d (tenant_id, doc_id, title, source_uri, metadata, lang, content_hash)
-    SELECT t, s.doc_id, s.title, s.source_uri, s.metadata, s.lang::regconfig, s.content_hash
-      FROM pg_temp.kgrag_stage_document AS s ORDER BY s.doc_id COLLATE "C"
+    INSERT INTO kgrag.document AS d (tenant_id, doc_id, title, source_uri, metadata, lang, content_hash, access,
+                                     extraction)
+    SELECT t, s.doc_id, s.title, s.source_uri, s.metadata, s.lang::regconfig, s.content_hash, s.access, x.extraction
+      FROM pg_temp.kgrag_stage_document AS s LEFT JOIN pg_temp.kgrag_extraction AS x USING (doc_id)
+     ORDER BY s.doc_id COLLATE "C"
     ON CONFLICT (tenant_id, doc_id) DO UPDATE
        SET title = excluded.title, source_uri = excluded.source_uri, metadata = excluded.metadata,
-           lang = excluded.lang, content_hash = excluded.content_hash, updated_at = excluded.updated_at;
+           lang = excluded.lang, content_hash = excluded.content_hash, updated_at = excluded.updated_at,
+           access = excluded.access, extraction = excluded.extraction;
     -- fresh statistics for the staged rows, so the planner sizes the joins below right
     ANALYZE pg_temp.kgrag_stage_document, pg_temp.kgrag_stage_chunk, pg_temp.kgrag_stage_entity,
             pg_temp.kgrag_stage_relation;
@@ -2850,9 +3125,9 @@ BEGIN
     DELETE FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (docs);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (docs);
     INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, title, text, content_hash,
-                             lang, embedding, quantized, page, headings)
+                             lang, embedding, quantized, page, headings, access)
     SELECT t, s.doc_id || '#' || s.ordinal, s.doc_id, s.ordinal, s.char_start, s.char_end, s.title, s.text,
-           s.content_hash, d.lang::regconfig, f.v, kgrag_private.quantize(f.v, centre), s.page, s.headings
+           s.content_hash, d.lang::regconfig, f.v, kgrag_private.quantize(f.v, centre), s.page, s.headings, d.access
       FROM pg_temp.kgrag_stage_chunk AS s JOIN pg_temp.kgrag_stage_document AS d USING (doc_id)
      CROSS JOIN LATERAL (SELECT kgrag_private.fit_vector(s.embedding) AS v) AS f
      ORDER BY s.doc_id COLLATE "C", s.ordinal
@@ -3060,6 +3335,35 @@ ALTER FUNCTION kgrag_private.centre(embedder text) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.centre(embedder text) IS 'Private. Returns the centre of the embedder''s vectors (setting embedder_centres of tenant ''*'', which only the schema owner writes), zero-padded to kgrag.dimension(); NULL for an embedder with none.';
 
 --
+-- Name: check_audiences(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.check_audiences(groups text[]) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    held text[] := kgrag.current_groups();
+    missing text;
+BEGIN
+    SELECT x INTO missing FROM unnest(groups) AS g(x) WHERE NOT (x = ANY (held) OR held = ARRAY['*']) ORDER BY 1 LIMIT 1;
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'this transaction does not hold group %, so it may not write documents for it', quote_literal(missing)
+            USING ERRCODE = '42501',
+                  HINT = 'A writer writes documents for the groups it holds (kgrag.current_groups): the schema owner grants them (kgrag.grant_groups, or a key''s --group).';
+    END IF;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.check_audiences(groups text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION check_audiences(groups text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.check_audiences(groups text[]) IS 'Private. Raises 42501 naming the first of these groups the transaction does not hold (kgrag.current_groups): a document is written only for audiences its writer holds (the policy of kgrag.document refuses the row too, less clearly).';
+
+--
 -- Name: check_batch_embedder(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -3230,8 +3534,8 @@ COMMENT ON FUNCTION kgrag_private.check_k(k integer) IS 'Private. Returns nothin
 -- Name: check_key(text, text, name); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.check_key(key text, tenant text, acting name) RETURNS TABLE(key_tenant text, key_role text, key_seal text)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
+CREATE FUNCTION kgrag_private.check_key(key text, tenant text, acting name) RETURNS TABLE(key_tenant text, key_role text, key_groups text, key_seal text)
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 DECLARE
@@ -3239,7 +3543,7 @@ DECLARE
 BEGIN
     -- a key has one shape (kgrag.create_key): anything else is refused, never hashed (a row of
     -- NULLs when none matches)
-    SELECT a.name, a.tenants, a.role INTO k FROM kgrag_private.api_key AS a
+    SELECT a.name, a.tenants, a.role, a.groups INTO k FROM kgrag_private.api_key AS a
      WHERE key ~ '^kgk_[0-9a-f]{64}$'
        AND a.key_hash = pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')), 'hex')
        AND a.revoked_at IS NULL;
@@ -3261,6 +3565,9 @@ BEGIN
         RAISE EXCEPTION 'the key % is a reader''s, and role % may write', k.name, acting
             USING ERRCODE = '42501', HINT = 'Act as kgrag_reader first: SET ROLE kgrag_reader;';
     END IF;
+    -- the seal covers the groups the key carries (kgrag_private.key_mac reads them back)
+    key_groups := pg_catalog.array_to_string(k.groups, ',');
+    PERFORM pg_catalog.set_config('kgrag.key_groups', key_groups, true);
     key_seal := kgrag_private.key_mac(key_tenant, kgrag_private.tenant_seal(key_tenant), key_role);
     RETURN NEXT;
 END
@@ -3272,7 +3579,7 @@ ALTER FUNCTION kgrag_private.check_key(key text, tenant text, acting name) OWNER
 -- Name: FUNCTION check_key(key text, tenant text, acting name); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) IS 'Private. Returns (key_tenant, key_role, key_seal) for an API key that is not revoked and may act for the tenant (NULL: its only tenant) with the role acting (a reader key: a role that may not write); raises 28P01 for a key that is not valid (unknown, revoked, or not of the shape kgrag.create_key makes: kgk_ and 64 hex digits), 42501 for a tenant or role it may not act for, 22023 when it has several tenants and none was named. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.api_key and the seal''s secret; it returns the seal of this transaction only. kgrag.use_key calls it.';
+COMMENT ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name) IS 'Private. Returns (key_tenant, key_role, key_groups, key_seal) for an API key that is not revoked and may act for the tenant (NULL: its only tenant) with the role acting (a reader key: a role that may not write); raises 28P01 for a key that is not valid (unknown, revoked, or not of the shape kgrag.create_key makes: kgk_ and 64 hex digits), 42501 for a tenant or role it may not act for, 22023 when it has several tenants and none was named. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.api_key and the seal''s secret; it returns the seal of this transaction only. kgrag.use_key calls it.';
 
 --
 -- Name: check_pagerank_args(double precision, integer, integer, text[], double precision[], text[], double precision[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -3561,6 +3868,32 @@ ALTER FUNCTION kgrag_private.check_writing(tenant text) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.check_writing(tenant text) IS 'Private. Returns nothing when the transaction may write tenant (the current one, checked first by the caller): its tenant was named without an API key (what the session may write is then the function''s EXECUTE grant), or with a writer''s key; raises 42501 when it was named with a reader''s key. The SECURITY DEFINER functions that write (the curation functions, kgrag.delete_documents, kgrag.purge) call it first: inside them current_user is their owner, whom kgrag.current_tenant() would ask instead of the caller.';
+
+--
+-- Name: checked_groups(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.checked_groups(groups text[]) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+BEGIN
+    IF groups IS NULL OR pg_catalog.cardinality(groups) > 32
+       OR EXISTS (SELECT 1 FROM pg_catalog.unnest(groups) AS g(x) WHERE x IS NULL OR x !~ '^[a-z0-9][a-z0-9_.-]{0,62}$') THEN
+        RAISE EXCEPTION 'groups are 0 to 32 names of 1-63 lower-case letters, digits or _.- (starting with a letter or digit), got %',
+            COALESCE(pg_catalog.quote_literal(groups::text), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    RETURN ARRAY(SELECT DISTINCT x FROM pg_catalog.unnest(groups) AS g(x) ORDER BY 1);
+END
+$_$;
+
+ALTER FUNCTION kgrag_private.checked_groups(groups text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION checked_groups(groups text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.checked_groups(groups text[]) IS 'Private. Returns a list of groups sorted and without repeats; raises 22023 for more than 32, a NULL, or a name that is not 1-63 lower-case letters, digits or _.- starting with a letter or digit.';
 
 --
 -- Name: chunk_lists(public.vector, text, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4931,6 +5264,9 @@ BEGIN
     SELECT c.chunk_id, c.tsv
       FROM kgrag.chunk AS c
      WHERE c.tenant_id = t AND c.lang = config AND c.tsv @@ query
+       -- no audience policy binds this function's owner (it would keep @@ off the index): the
+       -- caller's groups are checked here, after the index scan
+       AND (c.access IS NULL OR kgrag_private.sees(c.access, kgrag.current_groups()))
      LIMIT lim;
 END
 $$;
@@ -4941,7 +5277,7 @@ ALTER FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim inte
 -- Name: FUNCTION fts_probe(query tsquery, config regconfig, lim integer); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_probe
 --
 
-COMMENT ON FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim integer) IS 'Private. Returns (chunk_id, tsv) of at most lim of the current tenant''s chunks in a text search configuration that match a tsquery, in storage order. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
+COMMENT ON FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim integer) IS 'Private. Returns (chunk_id, tsv) of at most lim of the current tenant''s chunks in a text search configuration that match a tsquery, in storage order. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does, and on the caller''s groups (kgrag.current_groups: a chunk of a document for an audience it holds none of is not returned), as the audience policy does for the tenant roles.';
 
 --
 -- Name: fused_chunks(jsonb, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5175,6 +5511,86 @@ ALTER FUNCTION kgrag_private.global_rows(question_vec public.vector, question te
 COMMENT ON FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb) IS 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight; each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
 
 --
+-- Name: group_role(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.group_role(tenant text, group_name text) RETURNS text
+    LANGUAGE sql STABLE STRICT
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT 'kgrag_g_' || pg_catalog.left(pg_catalog.md5(kgrag_private.installation() || '/' || tenant || '/' || group_name), 24)
+$$;
+
+ALTER FUNCTION kgrag_private.group_role(tenant text, group_name text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION group_role(tenant text, group_name text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.group_role(tenant text, group_name text) IS 'Private. Returns the name of the role that stands for a group of a tenant of this installation: kgrag_g_ and 24 hex digits of md5(installation/tenant/group). kgrag.grant_groups creates it and makes the grantee a member.';
+
+--
+-- Name: hold_extractions(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.hold_extractions() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    -- a document is written only for audiences its writer holds
+    PERFORM kgrag_private.check_audiences(ARRAY(SELECT DISTINCT g FROM pg_temp.kgrag_stage_document AS d
+                                                 CROSS JOIN LATERAL unnest(d.access) AS a(g) ORDER BY 1));
+    -- every document keeps what was extracted from it (kgrag.set_access moves it with that)
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_extraction (doc_id text PRIMARY KEY, extraction jsonb NOT NULL) ON COMMIT DROP;
+    TRUNCATE pg_temp.kgrag_extraction;
+    INSERT INTO pg_temp.kgrag_extraction (doc_id, extraction)
+    SELECT d.doc_id, jsonb_build_object(
+           'entities', COALESCE((SELECT jsonb_agg(to_jsonb(e) - 'entity_id' ORDER BY e.name, e.type, e.identifier)
+                                   FROM pg_temp.kgrag_stage_entity AS e WHERE e.doc_id = d.doc_id), '[]'),
+           'relations', COALESCE((SELECT jsonb_agg(to_jsonb(r) ORDER BY r.ordinal, r.source, r.target, r.rel)
+                                    FROM pg_temp.kgrag_stage_relation AS r WHERE r.doc_id = d.doc_id), '[]'),
+           'set_aside', COALESCE((SELECT jsonb_agg(to_jsonb(a) ORDER BY a.ordinal, a.what)
+                                    FROM pg_temp.kgrag_stage_set_aside AS a WHERE a.doc_id = d.doc_id), '[]'))
+      FROM pg_temp.kgrag_stage_document AS d;
+    -- and one for an audience gives the shared graph nothing of it
+    DELETE FROM pg_temp.kgrag_stage_entity AS e
+     USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = e.doc_id AND d.access IS NOT NULL;
+    DELETE FROM pg_temp.kgrag_stage_relation AS r
+     USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = r.doc_id AND d.access IS NOT NULL;
+    DELETE FROM pg_temp.kgrag_stage_set_aside AS a
+     USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = a.doc_id AND d.access IS NOT NULL;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.hold_extractions() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION hold_extractions(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.hold_extractions() IS 'Private. A step of kgrag_private.ingest_apply: refuses (42501) a staged document for a group the transaction does not hold (kgrag_private.check_audiences), keeps what was extracted from each staged document (pg_temp.kgrag_extraction, stored in kgrag.document.extraction: its entities, relations and what was set aside, as staged), and unstages that of a document for an audience, which so gives the shared graph nothing (its chunks are stored, for the sessions that hold its groups).';
+
+--
+-- Name: holds_all(text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.holds_all(asked text[], held text[]) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT asked IS NULL OR asked OPERATOR(pg_catalog.<@) held OR held = ARRAY['*']
+$$;
+
+ALTER FUNCTION kgrag_private.holds_all(asked text[], held text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION holds_all(asked text[], held text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.holds_all(asked text[], held text[]) IS 'Private. Returns whether groups held (kgrag.current_groups) include every group another session held when it wrote a log row (NULL: a row of before revision 0042), or the holder is the schema owner ({*}).';
+
+--
 -- Name: identified_key(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5212,6 +5628,7 @@ BEGIN
     PERFORM kgrag_private.check_batch_embedder();
     screened := kgrag_private.screen_staged();
     PERFORM kgrag_private.fold_short_forms();
+    PERFORM kgrag_private.hold_extractions();
     SELECT array_agg(d.doc_id ORDER BY d.doc_id COLLATE "C") INTO docs FROM pg_temp.kgrag_stage_document AS d;
     IF docs IS NULL THEN
         RETURN jsonb_build_object('documents', 0, 'refused', screened -> 'refused', 'rejected', screened -> 'rejected');
@@ -5307,7 +5724,8 @@ CREATE FUNCTION kgrag_private.key_mac(tenant text, seal text, key_role text) RET
     AS $$
     -- the secret on both sides of the message: SHA-256 alone would let a message be extended
     SELECT pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(
-        k.secret || '/' || tenant || '/' || seal || '/' || key_role || '/' || k.secret, 'UTF8')), 'hex')
+        k.secret || '/' || tenant || '/' || seal || '/' || key_role || '/'
+        || COALESCE(pg_catalog.current_setting('kgrag.key_groups', true), '') || '/' || k.secret, 'UTF8')), 'hex')
       FROM kgrag_private.key_secret AS k
 $$;
 
@@ -5317,7 +5735,7 @@ ALTER FUNCTION kgrag_private.key_mac(tenant text, seal text, key_role text) OWNE
 -- Name: FUNCTION key_mac(tenant text, seal text, key_role text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.key_mac(tenant text, seal text, key_role text) IS 'Private. Returns the seal of an API key checked for a tenant in a transaction (its tenant seal, kgrag_private.tenant_seal) with a role: sha256 of the secret of kgrag_private.key_secret around them. Only the schema owner may call it (through kgrag.use_key and kgrag_private.key_sealed).';
+COMMENT ON FUNCTION kgrag_private.key_mac(tenant text, seal text, key_role text) IS 'Private. Returns the seal of an API key checked for a tenant in a transaction (its tenant seal, kgrag_private.tenant_seal) with a role and the groups it carries (the setting kgrag.key_groups, which kgrag.use_key sets first): sha256 of the secret of kgrag_private.key_secret around them. Only the schema owner may call it (through kgrag.use_key and kgrag_private.key_sealed).';
 
 --
 -- Name: key_sealed(text, name); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5578,15 +5996,16 @@ COMMENT ON FUNCTION kgrag_private.linked_seeds(question text, n_seeds integer) I
 --
 
 CREATE FUNCTION kgrag_private.llm_cache_get(cache_keys text[]) RETURNS TABLE(cache_key text, response jsonb)
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
 BEGIN
+    PERFORM kgrag_private.check_writing(t);  -- (a reader's API key extracts nothing)
     RETURN QUERY
     SELECT c.cache_key, c.response FROM kgrag.llm_cache AS c
-     WHERE c.tenant_id = t AND c.cache_key = ANY (cache_keys)
+     WHERE c.tenant_id = t AND c.cache_key OPERATOR(pg_catalog.=) ANY (cache_keys)
      ORDER BY c.cache_key;
 END
 $$;
@@ -5597,7 +6016,7 @@ ALTER FUNCTION kgrag_private.llm_cache_get(cache_keys text[]) OWNER TO <owner>;
 -- Name: FUNCTION llm_cache_get(cache_keys text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.llm_cache_get(cache_keys text[]) IS 'Private. Returns the cached validated LLM extractions of the current tenant for the given keys (chunk hash + model + prompt version + ontology): (cache_key, response).';
+COMMENT ON FUNCTION kgrag_private.llm_cache_get(cache_keys text[]) IS 'Private. Returns the cached validated LLM extractions of the current tenant for the given keys (chunk hash + model + prompt version + ontology): (cache_key, response). SECURITY DEFINER, owned by the schema owner, on the allow-list: no tenant role selects the responses themselves (revision 0042), since a cached extraction may be of a document for an audience; a key is a hash of the chunk''s text, so a caller gets the extraction of a text it already holds. For kgrag_writer.';
 
 --
 -- Name: llm_cache_put(text, text, jsonb, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5840,6 +6259,7 @@ DECLARE
     kept_chunks text[] := ARRAY(SELECT left(u.c, 200) FROM unnest(COALESCE(chunk_ids, '{}'::text[])) WITH ORDINALITY AS u(c, o)
                                  ORDER BY u.o LIMIT 1000);
     t text := kgrag.current_tenant();
+    asker text[] := kgrag.current_groups();  -- who may read the row (the policy audience)
     rate integer := floor((kgrag.setting('log_rate_per_minute') #>> '{}')::numeric)::integer;
 BEGIN
     IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
@@ -5854,12 +6274,12 @@ BEGIN
         RETURN;
     END IF;
     INSERT INTO kgrag.query_log (tenant_id, route, reason, seeds, paths_walked, rows_returned, ms,
-                                 fallback, question, context_chars, chunk_ids, embedder, schema_revision)
+                                 fallback, question, context_chars, chunk_ids, embedder, schema_revision, groups)
     VALUES (t, route, left(COALESCE(reason, ''), 4000),
             kept_seeds, greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0),
             COALESCE(fallback, false),
             CASE WHEN (kgrag.setting('log_question_text') #>> '{}')::boolean THEN left(question, 2000) END, CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END,
-            kept_chunks, left(embedder, 64), left(schema_revision, 16));
+            kept_chunks, left(embedder, 64), left(schema_revision, 16), asker);
 END
 $$;
 
@@ -5869,7 +6289,7 @@ ALTER FUNCTION kgrag_private.log_search(route text, reason text, seeds text[], p
 -- Name: FUNCTION log_search(route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_logger
 --
 
-COMMENT ON FUNCTION kgrag_private.log_search(route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) IS 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, no hash of the question, the text bounded (reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000, kept only where the setting log_question_text allows, within the owner''s limits), the time and log_id set by the database. Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+COMMENT ON FUNCTION kgrag_private.log_search(route text, reason text, seeds text[], paths_walked integer, rows_returned integer, ms double precision, fallback boolean, question text, context_chars integer, chunk_ids text[], embedder text, schema_revision text) IS 'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, no hash of the question, the text bounded (reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000, kept only where the setting log_question_text allows, within the owner''s limits), the time and log_id set by the database, and the groups the asker held (kgrag.current_groups: only a session holding them all reads the row). Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
 
 --
 -- Name: log_search_result(text, public.vector, text, text, text[], kgrag.search_row[], timestamp with time zone, boolean, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8721,6 +9141,25 @@ ALTER FUNCTION kgrag_private.search_rows(route text, asked text, question_vec pu
 COMMENT ON FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb, subject text, subject_absent boolean) IS 'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts the best community report first; global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject and no seed; ranked against the subject where it names one but no entity, or by weight where none clears the floor; nothing where the question names a subject no chunk holds, subject_absent, unless whole_collection is asked); vector, and local without a seed, the fused vector and lexical chunks.';
 
 --
+-- Name: sees(text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.sees(access text[], held text[]) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT access IS NULL OR access OPERATOR(pg_catalog.&&) held OR held = ARRAY['*']
+$$;
+
+ALTER FUNCTION kgrag_private.sees(access text[], held text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION sees(access text[], held text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.sees(access text[], held text[]) IS 'Private. Returns whether groups held (kgrag.current_groups) see a row for an audience: the row is for everyone (NULL), or for a group held, or the holder is the schema owner ({*}).';
+
+--
 -- Name: serving_another_node(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -9112,7 +9551,8 @@ BEGIN
     PERFORM kgrag.current_tenant();  -- a batch is a tenant's: fail closed before anything
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_document (
         doc_id text PRIMARY KEY, title text NOT NULL DEFAULT '', source_uri text,
-        metadata jsonb NOT NULL DEFAULT '{}', lang text NOT NULL DEFAULT 'simple', content_hash text NOT NULL
+        metadata jsonb NOT NULL DEFAULT '{}', lang text NOT NULL DEFAULT 'simple', content_hash text NOT NULL,
+        access text[]
     ) ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_chunk (
         doc_id text NOT NULL, ordinal integer NOT NULL, char_start integer NOT NULL, char_end integer NOT NULL,
@@ -10190,6 +10630,8 @@ CREATE TABLE kgrag.chunk (
     page integer,
     headings text[] DEFAULT '{}'::text[] NOT NULL,
     quantized bit(512),
+    access text[],
+    CONSTRAINT chunk_access_groups CHECK (((access IS NULL) OR (((cardinality(access) >= 1) AND (cardinality(access) <= 32)) AND (array_position(access, NULL::text) IS NULL) AND (array_to_string(access, ','::text) ~ '^[a-z0-9][a-z0-9_.-]{0,62}(,[a-z0-9][a-z0-9_.-]{0,62})*$'::text)))),
     CONSTRAINT chunk_check CHECK ((chunk_id = ((doc_id || '#'::text) || ordinal))),
     CONSTRAINT chunk_check1 CHECK (((char_start >= 0) AND (char_end >= char_start))),
     CONSTRAINT chunk_headings_check CHECK ((cardinality(headings) <= 12)),
@@ -10228,6 +10670,12 @@ COMMENT ON COLUMN kgrag.chunk.headings IS 'The headings above the chunk in its s
 COMMENT ON COLUMN kgrag.chunk.quantized IS 'The binary quantization of the embedding less the centre of its tenant''s embedder (kgrag.quantize; setting embedder_centres), NULL exactly when the embedding is: what the bq vector index holds.';
 
 --
+-- Name: COLUMN chunk.access; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.chunk.access IS 'The groups the document is for (any one of them sees it; 1 to 32 names of 1-63 lower-case letters, digits or _.-); NULL: everyone of the tenant. A session sees the row only when it holds one of them (kgrag.current_groups).';
+
+--
 -- Name: document; Type: TABLE; Schema: kgrag; Owner: <owner>
 --
 
@@ -10241,6 +10689,9 @@ CREATE TABLE kgrag.document (
     content_hash text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    access text[],
+    extraction jsonb,
+    CONSTRAINT document_access_groups CHECK (((access IS NULL) OR (((cardinality(access) >= 1) AND (cardinality(access) <= 32)) AND (array_position(access, NULL::text) IS NULL) AND (array_to_string(access, ','::text) ~ '^[a-z0-9][a-z0-9_.-]{0,62}(,[a-z0-9][a-z0-9_.-]{0,62})*$'::text)))),
     CONSTRAINT document_doc_id_check CHECK (((doc_id <> ''::text) AND (strpos(doc_id, '#'::text) = 0)))
 );
 ALTER TABLE ONLY kgrag.document ALTER COLUMN tenant_id SET STATISTICS 1;
@@ -10254,6 +10705,18 @@ ALTER TABLE kgrag.document OWNER TO <owner>;
 --
 
 COMMENT ON TABLE kgrag.document IS 'One row per ingested document; content_hash decides whether a re-ingested document changed.';
+
+--
+-- Name: COLUMN document.access; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.document.access IS 'The groups the document is for (any one of them sees it; 1 to 32 names of 1-63 lower-case letters, digits or _.-); NULL: everyone of the tenant. A session sees the row only when it holds one of them (kgrag.current_groups).';
+
+--
+-- Name: COLUMN document.extraction; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.document.extraction IS 'What was extracted from the document, as ingestion staged it (entities, relations, set_aside): kgrag.set_access moves the document into or out of the shared graph with it, without extracting again. NULL for a document stored before revision 0042 (ingest it again before moving it).';
 
 --
 -- Name: chunks; Type: VIEW; Schema: kgrag; Owner: <owner>
@@ -10961,7 +11424,8 @@ CREATE TABLE kgrag.query_log (
     context_chars integer,
     chunk_ids text[] DEFAULT '{}'::text[] NOT NULL,
     embedder text,
-    schema_revision text
+    schema_revision text,
+    groups text[]
 );
 ALTER TABLE ONLY kgrag.query_log ALTER COLUMN tenant_id SET STATISTICS 1;
 
@@ -10992,6 +11456,12 @@ COMMENT ON COLUMN kgrag.query_log.question IS 'The question as asked, kept only 
 --
 
 COMMENT ON COLUMN kgrag.query_log.context_chars IS 'The characters kgrag.context (or kgrag.context_blocks) packed for this search; NULL for a search alone.';
+
+--
+-- Name: COLUMN query_log.groups; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.query_log.groups IS 'The groups the asker held (kgrag.current_groups; {*}: the schema owner): the row is read only by a session that holds them all. NULL for rows written before revision 0042.';
 
 --
 -- Name: reembedding; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -11310,6 +11780,7 @@ CREATE TABLE kgrag_private.api_key (
     role text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     revoked_at timestamp with time zone,
+    groups text[] DEFAULT '{}'::text[] NOT NULL,
     CONSTRAINT api_key_key_hash_check CHECK ((key_hash ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT api_key_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9_.-]{0,62}$'::text)),
     CONSTRAINT api_key_role_check CHECK ((role = ANY (ARRAY['reader'::text, 'writer'::text]))),
@@ -11323,6 +11794,25 @@ ALTER TABLE kgrag_private.api_key OWNER TO <owner>;
 --
 
 COMMENT ON TABLE kgrag_private.api_key IS 'The API keys of pgkgrag serve (kgrag.create_key): the sha256 of each key, never the key, the tenants it may act for and its role. The schema owner''s alone.';
+
+--
+-- Name: audience; Type: TABLE; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE TABLE kgrag_private.audience (
+    tenant_id text NOT NULL,
+    group_name text NOT NULL,
+    role_name text NOT NULL,
+    CONSTRAINT audience_group_name_check CHECK ((group_name ~ '^[a-z0-9][a-z0-9_.-]{0,62}$'::text))
+);
+
+ALTER TABLE kgrag_private.audience OWNER TO <owner>;
+
+--
+-- Name: TABLE audience; Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag_private.audience IS 'Private. The groups of each tenant that kgrag.grant_groups granted, and the role that stands for each (kgrag_private.group_role): a login role holds a group when it is a member of that role. Read by kgrag.current_groups (SECURITY DEFINER); no tenant role reads it.';
 
 --
 -- Name: key_secret; Type: TABLE; Schema: kgrag_private; Owner: <owner>
@@ -11601,6 +12091,13 @@ ALTER TABLE ONLY kgrag_private.api_key
 
 ALTER TABLE ONLY kgrag_private.api_key
     ADD CONSTRAINT api_key_pkey PRIMARY KEY (name);
+
+--
+-- Name: audience audience_pkey; Type: CONSTRAINT; Schema: kgrag_private; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag_private.audience
+    ADD CONSTRAINT audience_pkey PRIMARY KEY (tenant_id, group_name);
 
 --
 -- Name: key_secret key_secret_pkey; Type: CONSTRAINT; Schema: kgrag_private; Owner: <owner>
@@ -11958,6 +12455,24 @@ ALTER TABLE kgrag.alias_trigram_stats ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE kgrag.answer_log ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: chunk audience; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY audience ON kgrag.chunk AS RESTRICTIVE TO kgrag_reader, kgrag_writer, kgrag_curator USING (((access IS NULL) OR kgrag_private.sees(access, kgrag.current_groups()))) WITH CHECK (((access IS NULL) OR kgrag_private.sees(access, kgrag.current_groups())));
+
+--
+-- Name: document audience; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY audience ON kgrag.document AS RESTRICTIVE TO kgrag_reader, kgrag_writer, kgrag_curator USING (((access IS NULL) OR kgrag_private.sees(access, kgrag.current_groups()))) WITH CHECK (((access IS NULL) OR kgrag_private.sees(access, kgrag.current_groups())));
+
+--
+-- Name: query_log audience; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY audience ON kgrag.query_log AS RESTRICTIVE FOR SELECT TO kgrag_reader, kgrag_writer, kgrag_curator USING (((groups IS NULL) OR kgrag_private.holds_all(groups, kgrag.current_groups())));
 
 --
 -- Name: chunk; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
@@ -12408,10 +12923,21 @@ GRANT ALL ON FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_r
 GRANT ALL ON FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_rel text, note text) TO kgrag_writer;
 
 --
--- Name: FUNCTION create_key(name text, tenants text[], role text); Type: ACL; Schema: kgrag; Owner: <owner>
+-- Name: FUNCTION create_key(name text, tenants text[], role text, groups text[]); Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
-REVOKE ALL ON FUNCTION kgrag.create_key(name text, tenants text[], role text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION kgrag.create_key(name text, tenants text[], role text, groups text[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION current_groups(); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.current_groups() FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.current_groups() TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag.current_groups() TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag.current_groups() TO kgrag_curator;
+GRANT ALL ON FUNCTION kgrag.current_groups() TO kgrag_probe;
+GRANT ALL ON FUNCTION kgrag.current_groups() TO kgrag_logger;
 
 --
 -- Name: FUNCTION delete_documents(doc_ids text[]); Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12425,6 +12951,12 @@ GRANT ALL ON FUNCTION kgrag.delete_documents(doc_ids text[]) TO kgrag_writer;
 --
 
 REVOKE ALL ON FUNCTION kgrag.distribute(dry_run boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION grant_groups(role_name text, tenant text, groups text[]); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.grant_groups(role_name text, tenant text, groups text[]) FROM PUBLIC;
 
 --
 -- Name: FUNCTION grant_tenant(role_name text, tenant text); Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12479,6 +13011,12 @@ GRANT ALL ON FUNCTION kgrag.rename_entity(entity text, new_name text, note text)
 GRANT ALL ON FUNCTION kgrag.rename_entity(entity text, new_name text, note text) TO kgrag_writer;
 
 --
+-- Name: FUNCTION revoke_groups(role_name text, tenant text, groups text[]); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.revoke_groups(role_name text, tenant text, groups text[]) FROM PUBLIC;
+
+--
 -- Name: FUNCTION revoke_key(name text); Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
@@ -12489,6 +13027,13 @@ REVOKE ALL ON FUNCTION kgrag.revoke_key(name text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION kgrag.revoke_tenant(role_name text, tenant text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION set_access(doc_ids text[], groups text[]); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.set_access(doc_ids text[], groups text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.set_access(doc_ids text[], groups text[]) TO kgrag_writer;
 
 --
 -- Name: FUNCTION split_entity(entity text, doc_id text, note text); Type: ACL; Schema: kgrag; Owner: <owner>
@@ -12596,6 +13141,13 @@ GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgra
 GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgrag_curator;
 GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgrag_probe;
 GRANT ALL ON FUNCTION kgrag_private.key_sealed(tenant text, acting name) TO kgrag_logger;
+
+--
+-- Name: FUNCTION llm_cache_get(cache_keys text[]); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.llm_cache_get(cache_keys text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.llm_cache_get(cache_keys text[]) TO kgrag_writer;
 
 --
 -- Name: FUNCTION log_answer_at(tenant text, question text, route text, not_found boolean, calls integer, prompt_tokens integer, completion_tokens integer, context_chars integer, citations integer, dropped integer, ms double precision); Type: ACL; Schema: kgrag_private; Owner: kgrag_logger
@@ -12840,9 +13392,37 @@ GRANT SELECT ON TABLE kgrag.lexeme_stats TO kgrag_curator;
 -- Name: TABLE llm_cache; Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
-GRANT SELECT ON TABLE kgrag.llm_cache TO kgrag_reader;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.llm_cache TO kgrag_writer;
-GRANT SELECT ON TABLE kgrag.llm_cache TO kgrag_curator;
+GRANT INSERT,DELETE,UPDATE ON TABLE kgrag.llm_cache TO kgrag_writer;
+
+--
+-- Name: COLUMN llm_cache.tenant_id; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(tenant_id) ON TABLE kgrag.llm_cache TO kgrag_writer;
+
+--
+-- Name: COLUMN llm_cache.cache_key; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(cache_key) ON TABLE kgrag.llm_cache TO kgrag_writer;
+
+--
+-- Name: COLUMN llm_cache.model; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(model) ON TABLE kgrag.llm_cache TO kgrag_writer;
+
+--
+-- Name: COLUMN llm_cache.created_at; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(created_at) ON TABLE kgrag.llm_cache TO kgrag_writer;
+
+--
+-- Name: COLUMN llm_cache.content_hash; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(content_hash) ON TABLE kgrag.llm_cache TO kgrag_writer;
 
 --
 -- Name: TABLE llm_call; Type: ACL; Schema: kgrag; Owner: <owner>

@@ -136,8 +136,9 @@ READ_FROM = {("ingest_failure", "doc_id"): "regexp_replace(doc_id, '^#.*/', '#')
 
 
 def checksums(conn: psycopg.Connection, tenant: str) -> dict[str, str]:
-    """md5 of each kgrag table's rows for one tenant, leaving out timestamps, HISTORY_COLUMNS and
-    where a failed input was read from (its folder, and its file and line, which a downgrade drops)."""
+    """md5 of each kgrag table's rows for one tenant (the columns the role may read), leaving out
+    timestamps, HISTORY_COLUMNS and where a failed input was read from (its folder, and its file and
+    line, which a downgrade drops)."""
     tables = catalog_tables(conn)
     out = {}
     conn.execute("SELECT kgrag.use_tenant(%s)", [tenant])
@@ -146,7 +147,8 @@ def checksums(conn: psycopg.Connection, tenant: str) -> dict[str, str]:
             READ_FROM.get((table, r[0]), r[0])
             for r in conn.execute(
                 "SELECT quote_ident(attname) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
-                " AND NOT attisdropped AND atttypid <> 'timestamptz'::regtype AND attname <> ALL (%s) ORDER BY attnum",
+                " AND NOT attisdropped AND atttypid <> 'timestamptz'::regtype AND attname <> ALL (%s)"
+                " AND has_column_privilege(attrelid, attnum, 'SELECT') ORDER BY attnum",
                 [f"kgrag.{table}", list(HISTORY_COLUMNS)],
             )
             if (table, r[0]) not in (("ingest_failure", "source"), ("ingest_failure", "line"))

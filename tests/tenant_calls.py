@@ -56,7 +56,17 @@ PURE = {
     "report_embedding_text",
 }
 # Functions for the schema owner only (the application roles may not execute them).
-OWNER_ONLY = {"distribute", "delegate_calls", "grant_tenant", "revoke_tenant", "create_key", "list_keys", "revoke_key"}
+OWNER_ONLY = {
+    "distribute",
+    "delegate_calls",
+    "grant_tenant",
+    "revoke_tenant",
+    "create_key",
+    "list_keys",
+    "revoke_key",
+    "grant_groups",
+    "revoke_groups",
+}
 # Functions that need an API key the owner made: tests/serve/test_keys_and_limits.py calls them as
 # the service's login role, for the key's tenant and for another.
 KEYED = {"use_key"}
@@ -71,6 +81,7 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
     foreign_chunks = others["chunks"]
     calls: dict[str, tuple[str, list[Any]]] = {
         "current_tenant": ("SELECT kgrag.current_tenant()", []),
+        "current_groups": ("SELECT kgrag.current_groups()", []),
         "use_tenant": ("SELECT kgrag.use_tenant(kgrag.current_tenant())", []),
         "dimension": ("SELECT kgrag.dimension()", []),
         "vector_index": ("SELECT kgrag.vector_index()", []),
@@ -133,7 +144,6 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         "known_names": ("SELECT * FROM kgrag_private.known_names()", []),
         "community_graph": ("SELECT * FROM kgrag_private.community_graph()", []),
         "template_reports": ("SELECT * FROM kgrag_private.template_reports()", []),
-        "llm_cache_get": ("SELECT * FROM kgrag_private.llm_cache_get(%s)", [["k"]]),
         "ontology_entity_type": ("SELECT kgrag.ontology_entity_type('service')", []),
         "ontology_relation_type": ("SELECT kgrag.ontology_relation_type('depends on')", []),
         "text_search_config": ("SELECT kgrag.text_search_config('pt-BR')::text", []),
@@ -143,6 +153,11 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
     }
     for route in ROUTES:
         calls[f"kgrag_search/{route}"] = ("SELECT * FROM kgrag.kgrag_search(%s, %s, %s, 50)", [vec, route, question])
+    # last: it narrows the rest of the transaction (to the groups already held: nothing changes)
+    calls["use_groups"] = (
+        "SELECT kgrag.use_groups(ARRAY(SELECT g FROM unnest(kgrag.current_groups()) g WHERE g <> '*'))",
+        [],
+    )
     return calls
 
 
@@ -152,6 +167,8 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
     vectors = list(EMBEDDER.embed(entities))
     return {
         "delete_documents": ("SELECT kgrag.delete_documents(%s)", [others["docs"]]),
+        # for everyone: the caller's own documents of those ids only (another tenant's are unknown)
+        "set_access": ("SELECT kgrag.set_access(%s, NULL)", [others["docs"]]),
         "store_embeddings": (
             "SELECT kgrag.store_embeddings('entity', %s, %s, %s)",
             [entities, vectors, ["h"] * len(entities)],
@@ -206,6 +223,7 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         "merge_entities": ("SELECT kgrag.merge_entities(%s, %s, 'attack')", [entities[0], entities[-1]]),
         "split_entity": ("SELECT kgrag.split_entity(%s, %s, 'attack')", [entities[0], others["docs"][0]]),
         "apply_decisions": ("SELECT kgrag_private.apply_decisions()", []),
+        "llm_cache_get": ("SELECT * FROM kgrag_private.llm_cache_get(%s)", [["k"]]),  # a writer's (revision 0042)
         "llm_cache_put": (
             """SELECT kgrag_private.llm_cache_put('k', 'm', '{"entities": [], "relations": []}', 'h')""",
             [],

@@ -22,6 +22,7 @@ from pgkgrag.config import SHARED_TENANT, Config
 from pgkgrag.db.connections import WRITER, connect_app, ensure_server
 from pgkgrag.errors import KgragError, describe
 from pgkgrag.graph.totals import require_documents
+from pgkgrag.ingest.inputs import GROUP_NAME
 
 if TYPE_CHECKING:
     from pgkgrag.llm.client import OpenAICompatibleClient
@@ -140,6 +141,14 @@ def with_search_options(func: F) -> F:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (for scripts).")
+
+
+def check_groups(_ctx: click.Context, _param: click.Parameter, groups: tuple[str, ...]) -> tuple[str, ...]:
+    """A click callback: group names as the database takes them (it checks them again)."""
+    for group in groups:
+        if not GROUP_NAME.fullmatch(group):
+            raise click.BadParameter(f"{group!r} is not a group name (1-63 lower-case letters, digits or _.-)")
+    return groups
 
 
 def print_json(value: Any) -> None:

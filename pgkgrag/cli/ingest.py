@@ -12,6 +12,7 @@ from rich.progress import TaskID
 
 from pgkgrag.cli import render
 from pgkgrag.cli.common import (
+    check_groups,
     console,
     err_console,
     friendly_errors,
@@ -71,6 +72,14 @@ from pgkgrag.ingest.readers.files import count_inputs
     "an entity's spelling, description or answer, the batch that finishes first (spelling) or last wins.",
 )
 @click.option(
+    "--access",
+    "access",
+    multiple=True,
+    callback=check_groups,
+    help="A group the documents are for (repeat for several: any one of them sees them); a JSONL line's own "
+    '"access" wins. None: everyone of the tenant. Documents for a group stay out of the shared graph.',
+)
+@click.option(
     "--build/--no-build",
     default=True,
     show_default=True,
@@ -88,6 +97,7 @@ def ingest(
     jobs: int,
     build: bool,
     reports: str,
+    access: tuple[str, ...],
 ) -> None:
     """Ingest documents: .jsonl files (one document per line), .txt/.md files, or folders of them."""
     config, conn = open_tenant(tenant, WRITER, existing=False)
@@ -117,6 +127,7 @@ def ingest(
                 progress=advance,
                 workers=workers,
                 stage_conn=stage_conn,
+                access=access,
             )
             summary = ingestor.run(path_list)
             built = None

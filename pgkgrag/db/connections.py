@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -23,6 +23,7 @@ WRITER = "kgrag_writer"
 T = TypeVar("T", bound=Callable[..., Any])
 # the API key a request of `pgkgrag serve` carries: its transactions name their tenant with it
 _api_key: ContextVar[str | None] = ContextVar("kgrag_api_key", default=None)
+_groups: ContextVar[list[str] | None] = ContextVar("kgrag_groups", default=None)
 
 
 def transaction_retry(on_retry: Callable[[], None] | None = None) -> Callable[[T], T]:
@@ -97,13 +98,17 @@ def connect_app(dsn: str, role: str | None) -> psycopg.Connection:
 
 
 @contextmanager
-def acting_with_key(key: str) -> Iterator[None]:
+def acting_with_key(key: str | None, groups: Sequence[str] | None = None) -> Iterator[None]:
     """Within the block (this thread or task), every tenant_transaction names its tenant with the
-    API key (kgrag.use_key), so the database, not the caller, decides whether the key may act for it."""
+    API key (kgrag.use_key; None: the login role's grant), so the database, not the caller, decides
+    whether the key may act for it, and, given groups, narrows what it holds to them
+    (kgrag.use_groups: the end user's groups, refused where the key does not hold one)."""
     token = _api_key.set(key)
+    held = _groups.set(None if groups is None else list(groups))
     try:
         yield
     finally:
+        _groups.reset(held)
         _api_key.reset(token)
 
 
@@ -113,9 +118,12 @@ def tenant_transaction(conn: psycopg.Connection, tenant: str) -> Iterator[psycop
     and for this transaction only, as row-level security expects; inside acting_with_key,
     kgrag.use_key: checked against the key)."""
     key = _api_key.get()
+    groups = _groups.get()
     with conn.transaction():
         if key is None:
             conn.execute(Q["use_tenant"], [tenant])
         else:
             conn.execute(Q["use_key"], [key, tenant])
+        if groups is not None:
+            conn.execute(Q["use_groups"], [groups])
         yield conn

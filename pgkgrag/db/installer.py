@@ -238,7 +238,8 @@ def finish(bind: Connection, *, at_head: bool, ran: bool, revision: str | None) 
         return
     _drop_idempotent(conn)
     if not at_head:
-        _put_setting(conn, "idempotent_sha256", None)
+        # (a text, as the setting's rule says since revision 0041: no digest is "")
+        _put_setting(conn, "idempotent_sha256", "")
         return
     before = _kgrag_objects(conn)
     for path in idempotent_files():

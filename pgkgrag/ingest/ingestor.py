@@ -23,7 +23,7 @@ from pgkgrag.embed.embedders import Embedder
 from pgkgrag.embed.vectors import ProgressCallback, embed_pending, use_embedder
 from pgkgrag.ingest.batch import BatchWork, Staged
 from pgkgrag.ingest.extractors.base import Extractor
-from pgkgrag.ingest.inputs import InputItem
+from pgkgrag.ingest.inputs import InputItem, with_access
 from pgkgrag.ingest.readers.files import read_inputs
 from pgkgrag.ingest.summary import AppliedCounts, IngestSummary, split_where
 from pgkgrag.queries import Q
@@ -71,13 +71,15 @@ class Ingestor:
         workers: Sequence[psycopg.Connection] = (),
         embed_ahead: bool = True,
         stage_conn: psycopg.Connection | None = None,
+        access: Sequence[str] = (),
     ) -> None:
         """With `workers` (more connections to the same database), batches are written by
         1 + len(workers) threads at once, each batch still in its own transaction. With one
         writer and embed_ahead, a batch's chunks are embedded while the batch before it is written
         (False: each batch embedded, then written); given `stage_conn` too (another connection to
         the same database, as the same role), the batch is also chunked and extracted there
-        meanwhile, so the writer only reads the input and writes. progress hears ("documents", how many were just done)
+        meanwhile, so the writer only reads the input and writes. `access` names the groups the
+        documents are for where they name none themselves. progress hears ("documents", how many were just done)
         and ("entity embeddings", ...)."""
         self.conn = conn
         self.tenant = tenant
@@ -88,12 +90,13 @@ class Ingestor:
         self.workers = list(workers)
         self.embed_ahead = embed_ahead
         self.stage_conn = stage_conn
+        self.access = sorted(set(access)) or None
         self.work = BatchWork(conn, tenant, extractor, embedder, self.progress)
 
     def run(self, paths: list[Path]) -> IngestSummary:
         summary = IngestSummary()
         use_embedder(self.conn, self.tenant, self.embedder)
-        items = read_inputs(paths, self.work.settings.readers)
+        items = (with_access(item, self.access) for item in read_inputs(paths, self.work.settings.readers))
         self._write_batches(_batches(items, self.batch_size, summary), summary)
         with tenant_transaction(self.conn, self.tenant):
             for doc_id, version, why in summary.unreadable:  # each file that could not be read, with its version

@@ -8,7 +8,7 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")  # a date without a time
+GROUP_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # as kgrag_private.checked_groups takes them
 
 
 MAX_DEPTH = 32  # how deeply a line's JSON may nest (metadata included)
@@ -142,6 +143,19 @@ class DocumentIn(BaseModel):
     # the pages and headings of spans of the text (what a reader found in a PDF, HTML, DOCX or
     # Markdown file): chunks are cut within them and cite them
     sections: list[SectionIn] = Field(default_factory=list)
+    # the groups the document is for (any one of them sees it); None: everyone of the tenant. The
+    # database decides who sees what (kgrag.current_groups); these are only checked for shape here.
+    access: list[str] | None = Field(default=None, min_length=1, max_length=32)
+
+    @field_validator("access")
+    @classmethod
+    def _access(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        bad = [g for g in value if not GROUP_NAME.fullmatch(g)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a group name (1-63 lower-case letters, digits or _.-)")
+        return sorted(set(value))
 
     @field_validator("doc_id")
     @classmethod
@@ -170,7 +184,9 @@ class DocumentIn(BaseModel):
     def content_hash(self, salt: str) -> str:
         """Identity of this input for re-ingestion: the document plus how it is processed (a
         document without sections hashes as it did before they existed)."""
-        dumped = self.model_dump(mode="json", exclude={"sections"} if not self.sections else None)
+        # (a field left empty is left out, so a document hashes as it did before the field existed)
+        left_out = {name for name in ("sections", "access") if not getattr(self, name)}
+        dumped = self.model_dump(mode="json", exclude=left_out or None)
         canonical = json.dumps(dumped, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256((salt + "\0" + canonical).encode()).hexdigest()
 
@@ -205,3 +221,11 @@ def document_item(where: str, data: dict[str, Any]) -> InputItem:
         return InputItem(where, document=DocumentIn.model_validate(data))
     except ValueError as exc:  # pydantic's ValidationError is one too
         return InputItem(where, error=_describe(exc) if isinstance(exc, ValidationError) else str(exc))
+
+
+def with_access(item: InputItem, access: list[str] | None) -> InputItem:
+    """The item with its document for these groups, unless it names its own (a JSONL line's
+    "access" wins over `pgkgrag ingest --access`)."""
+    if not access or item.document is None or item.document.access is not None:
+        return item
+    return replace(item, document=item.document.model_copy(update={"access": sorted(set(access))}))

@@ -26,7 +26,9 @@ class StagedTable:
     binary_types: tuple[str, ...] = ()  # COPY in binary with these types (vectors go faster so)
 
 
-DOCUMENTS = StagedTable("kgrag_stage_document", ("doc_id", "title", "source_uri", "metadata", "lang", "content_hash"))
+DOCUMENTS = StagedTable(
+    "kgrag_stage_document", ("doc_id", "title", "source_uri", "metadata", "lang", "content_hash", "access")
+)
 CHUNKS = StagedTable(
     "kgrag_stage_chunk",
     ("doc_id", "ordinal", "char_start", "char_end", "title", "text", "content_hash", "embedding", "page", "headings"),
@@ -103,6 +105,7 @@ def stage_documents(
                 json.dumps(d.prepared.document.metadata, ensure_ascii=False, sort_keys=True),
                 d.lang,
                 d.content_hash,
+                d.prepared.document.access,
             )
             for d in docs
         ),

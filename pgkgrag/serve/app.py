@@ -53,10 +53,20 @@ class EmbeddingRequest(BaseModel):
     input_type: Literal["query", "passage"] = "query"
 
 
+GROUPS_FIELD = Field(
+    default=None,
+    max_length=32,
+    description="The end user's groups: what of documents for an audience the request sees, within the key's "
+    "groups (a group the key does not hold is refused, 403); [] sees documents for everyone only. "
+    "Default: every group the key holds.",
+)
+
+
 class QuestionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: str = Field(min_length=1)  # its length is checked before it is embedded (Service)
     tenant: str | None = Field(default=None, description="For a key of several tenants: which one.")
+    groups: list[str] | None = GROUPS_FIELD
     route: RouteName = "auto"
     k: int = Field(default=10, ge=1, le=1000)
     options: dict[str, Any] = Field(default_factory=dict)
@@ -70,6 +80,7 @@ class EntityRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=500, description="An entity id, name or alias.")
     tenant: str | None = None
+    groups: list[str] | None = GROUPS_FIELD
 
 
 class NeighbourhoodRequest(EntityRequest):
@@ -149,8 +160,8 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
     async def crashed(_: Request, __: Exception) -> JSONResponse:  # raised again after: uvicorn logs it
         return refused(metrics, ApiError(500, "the server failed: its log says why", code="internal_error"))
 
-    async def caller(request: Request, tenant: str | None) -> Caller:
-        return await service.caller(request.headers.get("authorization"), tenant)
+    async def caller(request: Request, tenant: str | None, groups: list[str] | None = None) -> Caller:
+        return await service.caller(request.headers.get("authorization"), tenant, groups=groups)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
@@ -169,7 +180,7 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
 
     @app.post("/v1/search")
     async def search(body: QuestionRequest, request: Request) -> dict[str, Any]:
-        acting = await caller(request, body.tenant)
+        acting = await caller(request, body.tenant, body.groups)
         found = await service.search(acting, request.is_disconnected, body.question, body.route, body.k, body.options)
         _count_search(metrics, "/v1/search", found.route, found.rows)
         return {
@@ -181,7 +192,7 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
 
     @app.post("/v1/context")
     async def context(body: ContextRequest, request: Request) -> dict[str, Any]:
-        acting = await caller(request, body.tenant)
+        acting = await caller(request, body.tenant, body.groups)
         block = await service.context(
             acting, request.is_disconnected, body.question, body.route, body.k, body.max_chars, body.options
         )
@@ -191,7 +202,7 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
 
     @app.post("/v1/ask")
     async def ask(body: QuestionRequest, request: Request) -> dict[str, Any]:
-        acting = await caller(request, body.tenant)
+        acting = await caller(request, body.tenant, body.groups)
         answer = await service.ask(acting, request.is_disconnected, body.question, body.route, body.k, body.options)
         metrics.searches.labels("/v1/ask", answer.route).inc()
         metrics.llm_calls.inc(answer.cost.calls)
@@ -203,12 +214,12 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
 
     @app.post("/v1/entity")
     async def entity(body: EntityRequest, request: Request) -> dict[str, Any]:
-        acting = await caller(request, body.tenant)
+        acting = await caller(request, body.tenant, body.groups)
         return dataclasses.asdict(await service.entity(acting, request.is_disconnected, body.name))
 
     @app.post("/v1/neighbourhood")
     async def neighbourhood(body: NeighbourhoodRequest, request: Request) -> dict[str, Any]:
-        acting = await caller(request, body.tenant)
+        acting = await caller(request, body.tenant, body.groups)
         return await service.neighbourhood(
             acting, request.is_disconnected, body.name, body.hops, body.degree_cap, body.direction
         )

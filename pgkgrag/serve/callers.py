@@ -43,12 +43,15 @@ class Caller:
     """Who calls: the key (kept only to name transactions' tenants; None: the login role's own
     grant, as `pgkgrag mcp` over stdio acts), an id for limits and logs (a hash prefix, never the
     key), the tenant the database said it acts for, and when its request must be done by
-    (time.monotonic(): the key's check and the work share one --timeout)."""
+    (time.monotonic(): the key's check and the work share one --timeout), and the groups of the end
+    user it acts for, if it named them."""
 
     key: str | None
     key_id: str
     tenant: str
     deadline: float
+    # the end user's groups, narrowing what the key holds in each transaction (None: all it holds)
+    groups: tuple[str, ...] | None = None
 
     def attributes(self, **more: str | int) -> dict[str, str | int]:
         """A span's attributes: the tenant, the key's id (never the key) and more, named kgrag.*."""

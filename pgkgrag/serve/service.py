@@ -23,7 +23,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -67,10 +67,18 @@ class Service:
 
     # -- who calls ---------------------------------------------------------------------------
 
-    async def caller(self, authorization: str | None, tenant: str | None, *, counted: bool = True) -> Caller:
+    async def caller(
+        self,
+        authorization: str | None,
+        tenant: str | None,
+        *,
+        counted: bool = True,
+        groups: Sequence[str] | None = None,
+    ) -> Caller:
         """The caller of a request: its key checked by the database, for the tenant it names (or
-        the key's only tenant); 401 without a valid key, 403 for a tenant the key may not act for,
-        429 past a rate (counted: False for a call inside a request already counted, an MCP tool's)."""
+        the key's only tenant), narrowed to the end user's groups if named; 401 without a valid
+        key, 403 for a tenant the key may not act for or a group it does not hold, 429 past a rate
+        (counted: False for a call inside a request already counted, an MCP tool's)."""
         deadline = time.monotonic() + self.limits.timeout_s
         key = bearer_key(authorization)
         ident = key_id(key)
@@ -80,12 +88,14 @@ class Service:
         def check(conn: psycopg.Connection, _: Call) -> str:
             row = conn.execute(Q["use_key"], [key, tenant]).fetchone()
             assert row is not None
+            if groups is not None:
+                conn.execute(Q["use_groups"], [list(groups)])
             return str(row[0])
 
         acting = await self.run(None, None, check)
         if counted:
             self.admission.tenant_request(acting)
-        return Caller(key, ident, acting, deadline)
+        return Caller(key, ident, acting, deadline, None if groups is None else tuple(groups))
 
     async def key_holder(self, authorization: str | None) -> str:
         """The id of a valid key (401 otherwise), whatever its tenants: for what no tenant owns."""
@@ -115,7 +125,9 @@ class Service:
             with (
                 self.connections.take(max(0.0, deadline - time.monotonic())) as conn,
                 call.holding(conn),
-                acting_with_key(caller.key) if caller and caller.key else contextlib.nullcontext(),
+                acting_with_key(caller.key, caller.groups)
+                if caller and (caller.key or caller.groups is not None)
+                else contextlib.nullcontext(),
                 conn.transaction(),
             ):
                 result = work(conn, call)

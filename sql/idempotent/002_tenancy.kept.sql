@@ -139,12 +139,13 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     -- the secret on both sides of the message: SHA-256 alone would let a message be extended
     SELECT pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(
-        k.secret || '/' || tenant || '/' || seal || '/' || key_role || '/' || k.secret, 'UTF8')), 'hex')
+        k.secret || '/' || tenant || '/' || seal || '/' || key_role || '/'
+        || COALESCE(pg_catalog.current_setting('kgrag.key_groups', true), '') || '/' || k.secret, 'UTF8')), 'hex')
       FROM kgrag_private.key_secret AS k
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag_private.key_mac(text, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag_private.key_mac(text, text, text) IS
-'Private. Returns the seal of an API key checked for a tenant in a transaction (its tenant seal, kgrag_private.tenant_seal) with a role: sha256 of the secret of kgrag_private.key_secret around them. Only the schema owner may call it (through kgrag.use_key and kgrag_private.key_sealed).';
+'Private. Returns the seal of an API key checked for a tenant in a transaction (its tenant seal, kgrag_private.tenant_seal) with a role and the groups it carries (the setting kgrag.key_groups, which kgrag.use_key sets first): sha256 of the secret of kgrag_private.key_secret around them. Only the schema owner may call it (through kgrag.use_key and kgrag_private.key_sealed).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.key_sealed(tenant text, acting name) RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -326,3 +327,68 @@ $$;
 REVOKE EXECUTE ON FUNCTION kgrag.revoke_tenant(text, text) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag.revoke_tenant(text, text) IS
 'Takes back a grant of kgrag.grant_tenant (tenant ''*'': the every-tenant grant). Returns true when there was one. For the schema owner.';
+
+-- Audiences (revision 0042): which groups of its tenant a session holds. The restrictive policies
+-- of kgrag.document, kgrag.chunk and the logs call these, so they are kept too.
+
+CREATE OR REPLACE FUNCTION kgrag.current_groups() RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    -- the tenant as named (no tenant, as kgrag.tenants() reads: no group)
+    t text := COALESCE(pg_catalog.current_setting('kgrag.tenant', true), '');
+    held text[];
+    narrowed text := pg_catalog.current_setting('kgrag.groups', true);
+    seal text := pg_catalog.current_setting('kgrag.key_seal', true);
+BEGIN
+    -- (the tenant is not checked here: the policies that call this check it, and a tenant the
+    -- session may not act for holds it no group: no grant, and a key's seal does not match)
+    IF pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE') THEN
+        held := ARRAY['*'];  -- the schema owner: every group
+    ELSIF COALESCE(seal, '') <> '' THEN
+        -- an API key: the groups it carries, sealed with it (kgrag_private.key_mac covers them); a
+        -- seal that does not match holds nothing
+        IF t <> '' AND seal = kgrag_private.key_mac(t, pg_catalog.current_setting('kgrag.tenant_seal', true),
+                                        pg_catalog.current_setting('kgrag.key_role', true)) THEN
+            held := pg_catalog.string_to_array(NULLIF(pg_catalog.current_setting('kgrag.key_groups', true), ''), ',');
+        END IF;
+    ELSE
+        -- a login role: the groups whose role it is a member of (kgrag.grant_groups)
+        held := ARRAY(SELECT a.group_name FROM kgrag_private.audience AS a
+                       WHERE a.tenant_id = t AND pg_catalog.to_regrole(a.role_name) IS NOT NULL
+                         AND pg_catalog.pg_has_role(session_user, pg_catalog.to_regrole(a.role_name), 'MEMBER')
+                       ORDER BY a.group_name COLLATE "C");
+    END IF;
+    held := COALESCE(held, '{}');
+    -- a narrowing (kgrag.use_groups) only narrows: what is not held is dropped, not added
+    IF COALESCE(narrowed, '') <> '' THEN
+        held := ARRAY(SELECT DISTINCT n.g FROM pg_catalog.unnest(pg_catalog.string_to_array(narrowed, ',')) AS n(g)
+                       WHERE n.g = ANY (held) OR held = ARRAY['*'] ORDER BY 1);
+    END IF;
+    RETURN held;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION kgrag.current_groups() FROM PUBLIC;
+-- every role a policy that calls it runs as
+GRANT EXECUTE ON FUNCTION kgrag.current_groups() TO kgrag_reader, kgrag_writer, kgrag_curator, kgrag_probe, kgrag_logger;
+COMMENT ON FUNCTION kgrag.current_groups() IS
+'Returns the groups of its tenant the current transaction holds, which decide what of a document for an audience (kgrag.document.access) it sees: the schema owner {*} (every group); a session with an API key the groups the key carries (kgrag.create_key); any other login role the groups granted to it or a role it belongs to (kgrag.grant_groups); narrowed, when kgrag.use_groups named some, to those of them it holds. {} holds no group (and so does a transaction that named no tenant): only documents for everyone are seen. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.audience and checks the key''s seal; it answers for session_user and the transaction''s own settings only.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.sees(access text[], held text[]) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT access IS NULL OR access OPERATOR(pg_catalog.&&) held OR held = ARRAY['*']
+$$;
+COMMENT ON FUNCTION kgrag_private.sees(text[], text[]) IS
+'Private. Returns whether groups held (kgrag.current_groups) see a row for an audience: the row is for everyone (NULL), or for a group held, or the holder is the schema owner ({*}).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.holds_all(asked text[], held text[]) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT asked IS NULL OR asked OPERATOR(pg_catalog.<@) held OR held = ARRAY['*']
+$$;
+COMMENT ON FUNCTION kgrag_private.holds_all(text[], text[]) IS
+'Private. Returns whether groups held (kgrag.current_groups) include every group another session held when it wrote a log row (NULL: a row of before revision 0042), or the holder is the schema owner ({*}).';

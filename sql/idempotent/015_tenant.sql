@@ -44,7 +44,9 @@ RETURNS TABLE (tenant_id text, documents bigint)
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
-    SELECT d.tenant_id, count(*) FROM kgrag.document AS d
+    -- (documents for everyone: no tenant is named, so no group is held; the schema owner, every one)
+    SELECT d.tenant_id, count(*) FILTER (WHERE d.access IS NULL OR kgrag_private.sees(d.access, kgrag.current_groups()))
+      FROM kgrag.document AS d
      GROUP BY d.tenant_id HAVING kgrag_private.may_use_tenant(d.tenant_id)
      ORDER BY d.tenant_id
 $$;
@@ -54,4 +56,4 @@ REVOKE CREATE ON SCHEMA kgrag FROM kgrag_probe;
 REVOKE EXECUTE ON FUNCTION kgrag.tenants() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.tenants() TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag.tenants() IS
-'Returns the tenants that hold documents and that the session''s role may act for (kgrag.grant_tenant), with how many documents: (tenant_id, documents). Needs no tenant set. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing tenants reads past the tenant policy; it returns names and counts, nothing of their contents. For a tenant''s own counts, kgrag.graph_totals().';
+'Returns the tenants that hold documents and that the session''s role may act for (kgrag.grant_tenant), with how many documents for everyone (all of them, for the schema owner): (tenant_id, documents). Needs no tenant set. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing tenants reads past the tenant policy; it returns names and counts, nothing of their contents. For a tenant''s own counts, kgrag.graph_totals().';

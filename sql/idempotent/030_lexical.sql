@@ -53,6 +53,9 @@ BEGIN
     SELECT c.chunk_id, c.tsv
       FROM kgrag.chunk AS c
      WHERE c.tenant_id = t AND c.lang = config AND c.tsv @@ query
+       -- no audience policy binds this function's owner (it would keep @@ off the index): the
+       -- caller's groups are checked here, after the index scan
+       AND (c.access IS NULL OR kgrag_private.sees(c.access, kgrag.current_groups()))
      LIMIT lim;
 END
 $$;
@@ -62,7 +65,7 @@ REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_probe;
 REVOKE EXECUTE ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) IS
-'Private. Returns (chunk_id, tsv) of at most lim of the current tenant''s chunks in a text search configuration that match a tsquery, in storage order. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
+'Private. Returns (chunk_id, tsv) of at most lim of the current tenant''s chunks in a text search configuration that match a tsquery, in storage order. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does, and on the caller''s groups (kgrag.current_groups: a chunk of a document for an audience it holds none of is not returned), as the audience policy does for the tenant roles.';
 
 CREATE OR REPLACE FUNCTION kgrag.refresh_lexeme_stats() RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -80,7 +83,7 @@ BEGIN
     SELECT c.tenant_id, c.lang, u.lexeme, count(*)
       FROM kgrag.chunk AS c
      CROSS JOIN LATERAL unnest(c.tsv) AS u(lexeme, positions, weights)
-     WHERE c.tenant_id = t
+     WHERE c.tenant_id = t AND c.access IS NULL  -- (shared: nothing of a document for an audience)
      GROUP BY c.tenant_id, c.lang, u.lexeme
     HAVING count(*) > cap;
     GET DIAGNOSTICS stored = ROW_COUNT;
@@ -88,7 +91,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS
-'Counts, for the current tenant, the lexemes that more chunks hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
+'Counts, for the current tenant, the lexemes that more chunks for everyone (kgrag.chunk.access NULL: every reader of the tenant may read the counts) hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.lexical_candidates(question text, config regconfig, mode text, cap integer)
 RETURNS TABLE (chunk_id text, tsv tsvector)

@@ -39,7 +39,8 @@ BEGIN
     PERFORM kgrag.current_tenant();  -- a batch is a tenant's: fail closed before anything
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_document (
         doc_id text PRIMARY KEY, title text NOT NULL DEFAULT '', source_uri text,
-        metadata jsonb NOT NULL DEFAULT '{}', lang text NOT NULL DEFAULT 'simple', content_hash text NOT NULL
+        metadata jsonb NOT NULL DEFAULT '{}', lang text NOT NULL DEFAULT 'simple', content_hash text NOT NULL,
+        access text[]
     ) ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_chunk (
         doc_id text NOT NULL, ordinal integer NOT NULL, char_start integer NOT NULL, char_end integer NOT NULL,
@@ -277,12 +278,15 @@ DECLARE
 BEGIN
     -- The document rows are the documents' locks: upserted first, in doc_id order, so a second
     -- writer of the same document waits here (new or not) and then sees the first one's chunks.
-    INSERT INTO kgrag.document AS d (tenant_id, doc_id, title, source_uri, metadata, lang, content_hash)
-    SELECT t, s.doc_id, s.title, s.source_uri, s.metadata, s.lang::regconfig, s.content_hash
-      FROM pg_temp.kgrag_stage_document AS s ORDER BY s.doc_id COLLATE "C"
+    INSERT INTO kgrag.document AS d (tenant_id, doc_id, title, source_uri, metadata, lang, content_hash, access,
+                                     extraction)
+    SELECT t, s.doc_id, s.title, s.source_uri, s.metadata, s.lang::regconfig, s.content_hash, s.access, x.extraction
+      FROM pg_temp.kgrag_stage_document AS s LEFT JOIN pg_temp.kgrag_extraction AS x USING (doc_id)
+     ORDER BY s.doc_id COLLATE "C"
     ON CONFLICT (tenant_id, doc_id) DO UPDATE
        SET title = excluded.title, source_uri = excluded.source_uri, metadata = excluded.metadata,
-           lang = excluded.lang, content_hash = excluded.content_hash, updated_at = excluded.updated_at;
+           lang = excluded.lang, content_hash = excluded.content_hash, updated_at = excluded.updated_at,
+           access = excluded.access, extraction = excluded.extraction;
     -- fresh statistics for the staged rows, so the planner sizes the joins below right
     ANALYZE pg_temp.kgrag_stage_document, pg_temp.kgrag_stage_chunk, pg_temp.kgrag_stage_entity,
             pg_temp.kgrag_stage_relation;
@@ -305,9 +309,9 @@ BEGIN
     DELETE FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (docs);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (docs);
     INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, title, text, content_hash,
-                             lang, embedding, quantized, page, headings)
+                             lang, embedding, quantized, page, headings, access)
     SELECT t, s.doc_id || '#' || s.ordinal, s.doc_id, s.ordinal, s.char_start, s.char_end, s.title, s.text,
-           s.content_hash, d.lang::regconfig, f.v, kgrag_private.quantize(f.v, centre), s.page, s.headings
+           s.content_hash, d.lang::regconfig, f.v, kgrag_private.quantize(f.v, centre), s.page, s.headings, d.access
       FROM pg_temp.kgrag_stage_chunk AS s JOIN pg_temp.kgrag_stage_document AS d USING (doc_id)
      CROSS JOIN LATERAL (SELECT kgrag_private.fit_vector(s.embedding) AS v) AS f
      ORDER BY s.doc_id COLLATE "C", s.ordinal
@@ -467,6 +471,38 @@ $$;
 COMMENT ON FUNCTION kgrag_private.apply_relations() IS
 'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason, and the first 1,000 listed with their document. What the extractor set aside (pg_temp.kgrag_stage_set_aside) goes into kgrag.set_aside with its chunk. Returns {"relations": n, "rejected": {reason: n}, "dropped": [{doc_id, relation, reason}]}.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.hold_extractions() RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    -- a document is written only for audiences its writer holds
+    PERFORM kgrag_private.check_audiences(ARRAY(SELECT DISTINCT g FROM pg_temp.kgrag_stage_document AS d
+                                                 CROSS JOIN LATERAL unnest(d.access) AS a(g) ORDER BY 1));
+    -- every document keeps what was extracted from it (kgrag.set_access moves it with that)
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_extraction (doc_id text PRIMARY KEY, extraction jsonb NOT NULL) ON COMMIT DROP;
+    TRUNCATE pg_temp.kgrag_extraction;
+    INSERT INTO pg_temp.kgrag_extraction (doc_id, extraction)
+    SELECT d.doc_id, jsonb_build_object(
+           'entities', COALESCE((SELECT jsonb_agg(to_jsonb(e) - 'entity_id' ORDER BY e.name, e.type, e.identifier)
+                                   FROM pg_temp.kgrag_stage_entity AS e WHERE e.doc_id = d.doc_id), '[]'),
+           'relations', COALESCE((SELECT jsonb_agg(to_jsonb(r) ORDER BY r.ordinal, r.source, r.target, r.rel)
+                                    FROM pg_temp.kgrag_stage_relation AS r WHERE r.doc_id = d.doc_id), '[]'),
+           'set_aside', COALESCE((SELECT jsonb_agg(to_jsonb(a) ORDER BY a.ordinal, a.what)
+                                    FROM pg_temp.kgrag_stage_set_aside AS a WHERE a.doc_id = d.doc_id), '[]'))
+      FROM pg_temp.kgrag_stage_document AS d;
+    -- and one for an audience gives the shared graph nothing of it
+    DELETE FROM pg_temp.kgrag_stage_entity AS e
+     USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = e.doc_id AND d.access IS NOT NULL;
+    DELETE FROM pg_temp.kgrag_stage_relation AS r
+     USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = r.doc_id AND d.access IS NOT NULL;
+    DELETE FROM pg_temp.kgrag_stage_set_aside AS a
+     USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = a.doc_id AND d.access IS NOT NULL;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.hold_extractions() IS
+'Private. A step of kgrag_private.ingest_apply: refuses (42501) a staged document for a group the transaction does not hold (kgrag_private.check_audiences), keeps what was extracted from each staged document (pg_temp.kgrag_extraction, stored in kgrag.document.extraction: its entities, relations and what was set aside, as staged), and unstages that of a document for an audience, which so gives the shared graph nothing (its chunks are stored, for the sessions that hold its groups).';
+
 CREATE OR REPLACE FUNCTION kgrag_private.check_batch_embedder() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -502,6 +538,7 @@ BEGIN
     PERFORM kgrag_private.check_batch_embedder();
     screened := kgrag_private.screen_staged();
     PERFORM kgrag_private.fold_short_forms();
+    PERFORM kgrag_private.hold_extractions();
     SELECT array_agg(d.doc_id ORDER BY d.doc_id COLLATE "C") INTO docs FROM pg_temp.kgrag_stage_document AS d;
     IF docs IS NULL THEN
         RETURN jsonb_build_object('documents', 0, 'refused', screened -> 'refused', 'rejected', screened -> 'rejected');

@@ -347,6 +347,7 @@ DECLARE
     texts text[];
     counts jsonb;
     noted jsonb;  -- what the query log may name, forgotten there if the graph loses it
+    held text[];  -- the caller's groups (kgrag.current_groups answers for session_user)
 BEGIN
     -- As the schema owner (SECURITY DEFINER): the decisions about the documents and what the query
     -- log says of them change here, which no tenant role may change itself; the caller names
@@ -357,6 +358,13 @@ BEGIN
         RAISE EXCEPTION 'delete at most 100,000 documents a call, got %', cardinality(doc_ids) USING ERRCODE = '22023';
     END IF;
     doc_ids := ARRAY(SELECT DISTINCT x FROM unnest(doc_ids) AS x WHERE x IS NOT NULL ORDER BY 1);
+    -- as the owner every row is visible: a document for an audience the caller does not hold is not
+    -- the caller's to delete (ignored, as an unknown id)
+    held := kgrag.current_groups();
+    doc_ids := ARRAY(SELECT x FROM unnest(doc_ids) AS x
+                      WHERE NOT EXISTS (SELECT 1 FROM kgrag.document AS d
+                                         WHERE d.tenant_id = t AND d.doc_id = x AND NOT kgrag_private.sees(d.access, held))
+                      ORDER BY 1);
     noted := kgrag_private.forgettable(doc_ids);
     -- namesakes by name key first, then the document rows (the documents' locks), as in
     -- kgrag_private.ingest_apply(); the names read again under them
@@ -404,4 +412,4 @@ $$;
 REVOKE EXECUTE ON FUNCTION kgrag.delete_documents(text[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.delete_documents(text[]) TO kgrag_writer;
 COMMENT ON FUNCTION kgrag.delete_documents(text[]) IS
-'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored; more than 100,000 ids a call are refused (22023), and so is a reader''s API key (42501, kgrag_private.check_writing). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';
+'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored, and so are documents for an audience the caller does not hold (kgrag.current_groups); more than 100,000 ids a call are refused (22023), and so is a reader''s API key (42501, kgrag_private.check_writing). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';

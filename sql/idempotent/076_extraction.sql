@@ -47,20 +47,23 @@ COMMENT ON FUNCTION kgrag.ontology_relation_type(text) IS
 
 CREATE OR REPLACE FUNCTION kgrag_private.llm_cache_get(cache_keys text[])
 RETURNS TABLE (cache_key text, response jsonb)
-LANGUAGE plpgsql STABLE SECURITY INVOKER
-SET search_path FROM CURRENT
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
 BEGIN
+    PERFORM kgrag_private.check_writing(t);  -- (a reader's API key extracts nothing)
     RETURN QUERY
     SELECT c.cache_key, c.response FROM kgrag.llm_cache AS c
-     WHERE c.tenant_id = t AND c.cache_key = ANY (cache_keys)
+     WHERE c.tenant_id = t AND c.cache_key OPERATOR(pg_catalog.=) ANY (cache_keys)
      ORDER BY c.cache_key;
 END
 $$;
+REVOKE EXECUTE ON FUNCTION kgrag_private.llm_cache_get(text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.llm_cache_get(text[]) TO kgrag_writer;
 COMMENT ON FUNCTION kgrag_private.llm_cache_get(text[]) IS
-'Private. Returns the cached validated LLM extractions of the current tenant for the given keys (chunk hash + model + prompt version + ontology): (cache_key, response).';
+'Private. Returns the cached validated LLM extractions of the current tenant for the given keys (chunk hash + model + prompt version + ontology): (cache_key, response). SECURITY DEFINER, owned by the schema owner, on the allow-list: no tenant role selects the responses themselves (revision 0042), since a cached extraction may be of a document for an audience; a key is a hash of the chunk''s text, so a caller gets the extraction of a text it already holds. For kgrag_writer.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.llm_cache_put(cache_key text, model text, response jsonb, content_hash text)
 RETURNS boolean

@@ -18,6 +18,7 @@ DECLARE
     kept_chunks text[] := ARRAY(SELECT left(u.c, 200) FROM unnest(COALESCE(chunk_ids, '{}'::text[])) WITH ORDINALITY AS u(c, o)
                                  ORDER BY u.o LIMIT 1000);
     t text := kgrag.current_tenant();
+    asker text[] := kgrag.current_groups();  -- who may read the row (the policy audience)
     rate integer := floor((kgrag.setting('log_rate_per_minute') #>> '{}')::numeric)::integer;
 BEGIN
     IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
@@ -32,12 +33,12 @@ BEGIN
         RETURN;
     END IF;
     INSERT INTO kgrag.query_log (tenant_id, route, reason, seeds, paths_walked, rows_returned, ms,
-                                 fallback, question, context_chars, chunk_ids, embedder, schema_revision)
+                                 fallback, question, context_chars, chunk_ids, embedder, schema_revision, groups)
     VALUES (t, route, left(COALESCE(reason, ''), 4000),
             kept_seeds, greatest(COALESCE(paths_walked, 0), 0), greatest(COALESCE(rows_returned, 0), 0), greatest(COALESCE(ms, 0), 0),
             COALESCE(fallback, false),
             CASE WHEN (kgrag.setting('log_question_text') #>> '{}')::boolean THEN left(question, 2000) END, CASE WHEN context_chars IS NOT NULL THEN greatest(context_chars, 0) END,
-            kept_chunks, left(embedder, 64), left(schema_revision, 16));
+            kept_chunks, left(embedder, 64), left(schema_revision, 16), asker);
 END
 $$;
 GRANT CREATE ON SCHEMA kgrag_private TO kgrag_logger;  -- a new owner must be able to create in the schema
@@ -47,7 +48,7 @@ REVOKE EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text[], integer,
 GRANT EXECUTE ON FUNCTION kgrag_private.log_search(text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text)
     TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag_private.log_search(text, text, text[], integer, integer, double precision, boolean, text, integer, text[], text, text) IS
-'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, no hash of the question, the text bounded (reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000, kept only where the setting log_question_text allows, within the owner''s limits), the time and log_id set by the database. Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
+'Private. Adds the query log row of a search (kgrag_search calls it, or kgrag.context_blocks with the characters it packed): for the current tenant only, a known route, no hash of the question, the text bounded (reason 4,000, 100 seeds of 200 characters, 1,000 chunk ids of 200, embedder 64, revision 16, question 2,000, kept only where the setting log_question_text allows, within the owner''s limits), the time and log_id set by the database, and the groups the asker held (kgrag.current_groups: only a session holding them all reads the row). Beyond the tenant''s setting log_rate_per_minute rows in the last minute, the search is counted in kgrag.log_overflow instead. SECURITY DEFINER, owned by kgrag_logger (which may insert into kgrag.query_log and nothing else), on the allow-list: readers may not write the log themselves.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.log_entry(entry jsonb, context_chars integer) RETURNS void
 LANGUAGE sql VOLATILE SECURITY INVOKER

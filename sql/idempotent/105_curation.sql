@@ -241,7 +241,8 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
     SELECT c.doc_id INTO doc FROM kgrag.chunk AS c
-     WHERE c.tenant_id = t AND c.chunk_id = correct_evidence.chunk_id AND strpos(c.text, quote) > 0;
+     WHERE c.tenant_id = t AND c.chunk_id = correct_evidence.chunk_id AND strpos(c.text, quote) > 0
+       AND c.access IS NULL;  -- the graph is shared: evidence from a document for everyone only
     IF doc IS NULL THEN
         RAISE EXCEPTION 'chunk % does not say %', quote_literal(COALESCE(chunk_id, 'NULL')), quote_literal(left(quote, 80))
             USING ERRCODE = '22023', HINT = 'The quote is a passage of the chunk''s text, as it stands (kgrag.chunk.text).';
@@ -256,7 +257,7 @@ $$;
 REVOKE EXECUTE ON FUNCTION kgrag.correct_evidence(text, text, text, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.correct_evidence(text, text, text, text, text, text) TO kgrag_curator, kgrag_writer;
 COMMENT ON FUNCTION kgrag.correct_evidence(text, text, text, text, text, text) IS
-'Records the evidence a relation of the graph should show (src and dst by id, name or alias; rel whatever its case): a chunk and a quote of 1 to 500 characters that its text holds as it stands, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every refresh of the relation after it show that chunk and quote instead of the most confident evidence, as long as the chunk holds the quote; its weight, confidence and dates stay those of its evidence. Forgotten with the chunk''s document. 22023 for a relation the graph does not hold (or CO_OCCURS), or a chunk that does not say the quote. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
+'Records the evidence a relation of the graph should show (src and dst by id, name or alias; rel whatever its case): a chunk and a quote of 1 to 500 characters that its text holds as it stands, with an optional note; returns what happens next. The build (kgrag_private.apply_decisions) and every refresh of the relation after it show that chunk and quote instead of the most confident evidence, as long as the chunk holds the quote; its weight, confidence and dates stay those of its evidence. Forgotten with the chunk''s document. 22023 for a relation the graph does not hold (or CO_OCCURS), or a chunk that does not say the quote (or is of a document for an audience: the graph shows evidence from documents for everyone only). SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 CREATE OR REPLACE FUNCTION kgrag.rename_entity(entity text, new_name text, note text DEFAULT '')
 RETURNS text

@@ -216,6 +216,51 @@ def test_a_role_made_before_the_schema_searches_after_grant_tenant(cluster: str,
         assert admin.execute(ON_WORKERS.format(member)).fetchall() == [("0",), ("0",)]
 
 
+def test_a_document_for_a_group_reaches_its_holders_alone_on_the_cluster(
+    cluster: str, tenant: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Audiences on the cluster: the groups' roles and memberships reach the workers, where the
+    policies run; a reader holding hr finds the HR document (every route, the lists run on the
+    tenant's worker), one holding no group does not, and a key's groups hold there too."""
+    hr_doc = {
+        "doc_id": "hr-review",
+        "text": "Grievance filed by Quillon Marsh about the billing ledger.",
+        "access": ["hr"],
+    }
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        login(admin, "citus_d_hr", "kgrag_reader", [tenant])
+        admin.execute("SELECT kgrag.grant_groups('citus_d_hr', %s, '{hr}')", [tenant])
+        admin.execute("SELECT kgrag.grant_groups('citus_d_writer', %s, '{hr}')", [tenant])
+        key = admin.execute("SELECT kgrag.create_key('citus-hr', %s, 'reader', '{hr}')", [[tenant]]).fetchone()
+        assert key is not None
+        (group_role,) = admin.execute("SELECT kgrag_private.group_role(%s, 'hr')", [tenant]).fetchone()  # type: ignore[misc]
+        member = f"SELECT count(*) FROM pg_auth_members WHERE roleid = '{group_role}'::regrole"
+        assert admin.execute(ON_WORKERS.format(member)).fetchall() == [("2",), ("2",)]
+    with connect(as_role(cluster, "citus_d_writer")) as conn:
+        ingest(conn, tmp_path_factory.mktemp("hr"), [hr_doc], tenant=tenant)
+    lexical = "SELECT string_agg(chunk_id, ',') FROM kgrag.search_chunks_lexical('Quillon grievance')"
+    search = "SELECT string_agg(ref_id, ',') FROM kgrag.kgrag_search(%s::vector, 'auto', 'Quillon grievance')"
+    found = {}
+    for role in ("citus_d_hr", "citus_d_reader"):
+        with connect(as_role(cluster, role)) as conn, tenant_transaction(conn, tenant):
+            found[role] = (
+                conn.execute(lexical).fetchone(),
+                conn.execute(search, [VECTOR]).fetchone(),
+                conn.execute("SELECT count(*) FROM kgrag.chunks WHERE doc_id = 'hr-review'").fetchone(),
+            )
+    assert found["citus_d_hr"][0] == ("hr-review#0",) and "hr-review#0" in (found["citus_d_hr"][1][0] or "")
+    assert found["citus_d_hr"][2] == (1,)
+    assert found["citus_d_reader"][0] == (None,) and "hr-review" not in (found["citus_d_reader"][1][0] or "")
+    assert found["citus_d_reader"][2] == (0,)
+    with psycopg.connect(as_role(cluster, "citus_d_reader")) as conn:  # the key's groups, not the role's
+        conn.execute("SET ROLE kgrag_reader")
+        conn.execute("SELECT kgrag.use_key(%s)", [key[0]])
+        assert conn.execute(lexical).fetchone() == ("hr-review#0",)
+        conn.rollback()
+    with connect(as_role(cluster, "citus_d_writer")) as conn, tenant_transaction(conn, tenant):
+        conn.execute("SELECT kgrag.delete_documents('{hr-review}')")
+
+
 def test_the_schema_goes_down_to_base_on_the_cluster(cluster: str, tenant: str) -> None:
     """Last of the module: `pgkgrag db downgrade base` leaves no kgrag schema on any node."""
     down = commands.run("db", "downgrade", "base", dsn=cluster)

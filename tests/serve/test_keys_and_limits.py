@@ -7,6 +7,7 @@ alone, with no tenant grant of its own, as the README says to run it: only a key
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +25,8 @@ from pgkgrag.serve.errors import CODES
 
 A_TEXT = "# Acme contract\n\nThe Acme contract is approved by Maria Silva, head of procurement. It renews in March.\n"
 B_TEXT = "# Zeta project\n\nWombatfrost is the secret project of Zeta, run by Ivo Petrov since 2019.\n"
+# tenant a's document for its HR group alone
+HR_TEXT = "# Review\n\nThe Acme contract review by Quillon Marsh found a grievance about Maria Silva.\n"
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class Setup:
     key_a: str
     key_b: str
     key_ab: str
+    key_hr: str  # tenant a's, holding group hr
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +54,10 @@ def setup(
         path.write_text(text)
         done = run("ingest", str(path), "--tenant", tenant, "--embedder", "hash", dsn=dsn)
         assert done.returncode == 0, done.stderr
+    (folder / "hr").mkdir()
+    (folder / "hr" / "review.md").write_text(HR_TEXT)
+    done = run("ingest", str(folder / "hr"), "--tenant", "a", "--embedder", "hash", "--access", "hr", dsn=dsn)
+    assert done.returncode == 0, done.stderr
     role = login_roles(READER)
     try:
         yield Setup(
@@ -59,6 +67,7 @@ def setup(
             make_key(dsn, "app-a", "--tenant", "a"),
             make_key(dsn, "app-b", "--tenant", "b"),
             make_key(dsn, "both", "--tenant", "a", "--tenant", "b"),
+            make_key(dsn, "hr-a", "--tenant", "a", "--group", "hr"),
         )
     finally:
         server.drop_database(name)
@@ -219,6 +228,42 @@ def test_search_and_context_answer_from_the_key_s_tenant(setup: Setup, base: str
     assert logged is not None and revision is not None
     assert logged[0] == [r["ref_id"] for r in payload["rows"] if r["kind"] == "chunk"]
     assert logged[1] == "hash" and logged[2] == revision[0]
+
+
+def test_a_key_sees_the_documents_of_its_groups_and_an_end_user_narrows_them(setup: Setup, base: str) -> None:
+    """Tenant a holds a document for its HR group: a key without groups never shows it (search,
+    context, entity), the HR key does, and a request naming its end user's groups narrows what the
+    key holds and is refused a group the key lacks."""
+
+    def search(key: str, **more: object) -> httpx.Response:
+        body = {"question": "Quillon Marsh grievance review", "route": "auto", **more}
+        return httpx.post(f"{base}/v1/search", json=body, headers=bearer(key), timeout=60)
+
+    def context(key: str, **more: object) -> httpx.Response:
+        body = {"question": "Quillon Marsh grievance review", **more}
+        return httpx.post(f"{base}/v1/context", json=body, headers=bearer(key), timeout=60)
+
+    plain, held = search(setup.key_a), search(setup.key_hr)
+    assert plain.status_code == held.status_code == 200, (plain.text, held.text)
+    assert "review.md" not in plain.text and "Quillon" not in context(setup.key_a).text
+    assert any(r["ref_id"].startswith("review.md#") for r in held.json()["rows"]), held.text
+    assert "Quillon Marsh" in context(setup.key_hr).json()["context"]
+    narrowed = search(setup.key_hr, groups=[])
+    assert narrowed.status_code == 200 and "review.md" not in narrowed.text
+    assert "Quillon" not in context(setup.key_hr, groups=[]).text
+    assert "review.md" in search(setup.key_hr, groups=["hr"]).text
+    refused = search(setup.key_a, groups=["hr"])
+    assert refused.status_code == 403 and "does not hold group 'hr'" in refused.json()["error"]["message"]
+    bad = search(setup.key_hr, groups=["HR!"])
+    assert bad.status_code == 400, bad.text
+    # the graph is shared: nothing of the HR document is an entity, for any key
+    for key in (setup.key_a, setup.key_hr):
+        card = httpx.post(f"{base}/v1/entity", json={"name": "Quillon Marsh"}, headers=bearer(key), timeout=60)
+        assert card.status_code == 400 and "no entity is named" in card.text, card.text
+    listed = run("keys", "list", "--json", dsn=setup.owner_dsn)
+    assert {"name": "hr-a", "groups": ["hr"]}.items() <= next(
+        k for k in json.loads(listed.stdout) if k["name"] == "hr-a"
+    ).items(), listed.stdout
 
 
 def test_a_revoked_key_is_refused_at_its_next_request(setup: Setup, base: str) -> None:

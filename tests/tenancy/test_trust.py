@@ -74,6 +74,8 @@ def test_a_role_granted_tenant_a_gets_nothing_of_b(
                     answered.add(name)
                     if name == "tenants":
                         assert rows == [(True,)]  # it lists a, the one tenant granted
+                    if name == "current_groups":
+                        assert rows == [([],)]  # no group of b
                 conn.rollback()
         assert {"version", "tenants", "last_search"} <= answered <= NO_TENANT, answered
         with tenant_transaction(conn, "a"):  # its own tenant works
@@ -86,8 +88,9 @@ def test_a_role_granted_tenant_a_gets_nothing_of_b(
 # dimension (a row of the shared defaults: through the index the planner reads it without asking
 # for the tenant; when it scans the table, the tenant policy asks and refuses the forged tenant,
 # which depends on the table's statistics, so either is right), the tenants the role may use, and
-# the route and reason this session's own last search left (kgrag.last_search).
-NO_TENANT = {"version", "dimension", "tenants", "last_search"}
+# the route and reason this session's own last search left (kgrag.last_search), and the groups the
+# session holds of the tenant it names (kgrag.current_groups: none of a tenant it may not act for).
+NO_TENANT = {"version", "dimension", "tenants", "last_search", "current_groups"}
 
 
 @pytest.mark.parametrize("granted", [READER, WRITER])
