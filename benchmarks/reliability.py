@@ -176,8 +176,43 @@ ATTACKS = [
         "ingest/test_hostile_files.py::test_a_folder_holding_a_package_named_pgkgrag_runs_none_of_its_code",
     ),
 ]
+AUDIENCE_ATTACKS = [
+    (
+        "a reader holding no group (or hr, or finance) calls every public function and route on random "
+        "corpora with documents for hr and for finance sharing names",
+        "no id, name, word or codeword only a hidden document holds; the documents of its groups found",
+        "tenancy/test_audiences.py::test_no_function_and_no_route_shows_a_group_not_held",
+    ),
+    (
+        "a role holding hr in another tenant switches kgrag.tenant in the middle of a statement; a revoked "
+        "key's seal is replayed in a later transaction; the schema owner's session acts with a key of no group",
+        "none sees the HR document (the first form of revision 0042 let all three through: the review found them)",
+        "tenancy/test_audiences.py::test_what_a_statement_sets_while_it_runs_lends_no_group",
+    ),
+    (
+        "a document a curator decided about and a reader searched goes into an audience",
+        "no decision, log row, community or entity tells a reader without the group of it; the decisions are "
+        "kept for the audience; a writer holding one of a document's two groups may not move it",
+        "tenancy/test_audiences.py::test_a_document_going_into_an_audience_leaves_nothing_for_everyone",
+    ),
+    (
+        "a narrowing asks for a group not held; a session sets kgrag.groups by hand",
+        "refused (42501); by hand it only narrows",
+        "tenancy/test_audiences.py::test_a_narrowing_only_narrows",
+    ),
+    (
+        "on Citus (whose shards make every policy permissive): a reader without hr scans every shard; a "
+        "tenant's writer changes the owner's row of an owner's setting",
+        "neither another tenant's documents nor the group's; 0 rows changed (revision 0041's restrictive "
+        "policies were permissive on the shards: folded into the tenant policies)",
+        "citus/test_delegation.py::test_a_document_for_a_group_reaches_its_holders_alone_on_the_cluster",
+    ),
+]
 DOORS = "\n\n| attack tried | outcome | test (tests/) |\n|---|---|---|\n" + "\n".join(
     f"| {attack} | {outcome} | `{test}` |" for attack, outcome, test in ATTACKS
+)
+AUDIENCES = "\n\n| attack tried | outcome | test (tests/) |\n|---|---|---|\n" + "\n".join(
+    f"| {attack} | {outcome} | `{test}` |" for attack, outcome, test in AUDIENCE_ATTACKS
 )
 
 
@@ -344,6 +379,17 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
             "tests/ingest/test_hostile_files.py::test_a_heading_with_a_long_run_of_spaces_is_read",
             "tests/ingest/test_hostile_files.py::test_markdown_is_read_within_the_readers_time_limit",
             "tests/ingest/test_hostile_files.py::test_a_folder_holding_a_package_named_pgkgrag_runs_none_of_its_code",
+        ],
+    ),
+    (
+        "Audiences (issue 56)",
+        "Documents for groups inside a tenant, tried as a reader, a writer and a key holder without the group"
+        " would (docs/audiences.md)." + AUDIENCES,
+        [
+            "tests/tenancy/test_audiences.py",
+            "tests/serve/test_keys_and_limits.py::"
+            "test_a_key_sees_the_documents_of_its_groups_and_an_end_user_narrows_them",
+            "tests/citus/test_delegation.py::test_a_document_for_a_group_reaches_its_holders_alone_on_the_cluster",
         ],
     ),
 ]

@@ -338,10 +338,10 @@ SELECT u.lang, kgrag.text_search_config(u.lang)::text
 SELECT doc_id, content_hash FROM kgrag_private.stored_documents(%s);
 
 -- name: record_ingest_failure
-SELECT kgrag_private.record_ingest_failure(%s, %s, %s);
+SELECT kgrag_private.record_ingest_failure(%s, %s, %s, %s);
 
 -- name: record_input_failures
-SELECT kgrag_private.record_input_failures(%s, %s, %s);
+SELECT kgrag_private.record_input_failures(%s, %s, %s, %s);
 
 -- name: failed_sources
 SELECT kgrag_private.failed_sources();

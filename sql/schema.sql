@@ -480,42 +480,10 @@ COMMENT ON FUNCTION kgrag.create_key(name text, tenants text[], role text, group
 --
 
 CREATE FUNCTION kgrag.current_groups() RETURNS text[]
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-DECLARE
-    -- the tenant as named (no tenant, as kgrag.tenants() reads: no group)
-    t text := COALESCE(pg_catalog.current_setting('kgrag.tenant', true), '');
-    held text[];
-    narrowed text := pg_catalog.current_setting('kgrag.groups', true);
-    seal text := pg_catalog.current_setting('kgrag.key_seal', true);
-BEGIN
-    -- (the tenant is not checked here: the policies that call this check it, and a tenant the
-    -- session may not act for holds it no group: no grant, and a key's seal does not match)
-    IF pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE') THEN
-        held := ARRAY['*'];  -- the schema owner: every group
-    ELSIF COALESCE(seal, '') <> '' THEN
-        -- an API key: the groups it carries, sealed with it (kgrag_private.key_mac covers them); a
-        -- seal that does not match holds nothing
-        IF t <> '' AND seal = kgrag_private.key_mac(t, pg_catalog.current_setting('kgrag.tenant_seal', true),
-                                        pg_catalog.current_setting('kgrag.key_role', true)) THEN
-            held := pg_catalog.string_to_array(NULLIF(pg_catalog.current_setting('kgrag.key_groups', true), ''), ',');
-        END IF;
-    ELSE
-        -- a login role: the groups whose role it is a member of (kgrag.grant_groups)
-        held := ARRAY(SELECT a.group_name FROM kgrag_private.audience AS a
-                       WHERE a.tenant_id = t AND pg_catalog.to_regrole(a.role_name) IS NOT NULL
-                         AND pg_catalog.pg_has_role(session_user, pg_catalog.to_regrole(a.role_name), 'MEMBER')
-                       ORDER BY a.group_name COLLATE "C");
-    END IF;
-    held := COALESCE(held, '{}');
-    -- a narrowing (kgrag.use_groups) only narrows: what is not held is dropped, not added
-    IF COALESCE(narrowed, '') <> '' THEN
-        held := ARRAY(SELECT DISTINCT n.g FROM pg_catalog.unnest(pg_catalog.string_to_array(narrowed, ',')) AS n(g)
-                       WHERE n.g = ANY (held) OR held = ARRAY['*'] ORDER BY 1);
-    END IF;
-    RETURN held;
-END
+    SELECT kgrag_private.groups_for(pg_catalog.current_setting('kgrag.tenant', true))
 $$;
 
 ALTER FUNCTION kgrag.current_groups() OWNER TO <owner>;
@@ -524,7 +492,7 @@ ALTER FUNCTION kgrag.current_groups() OWNER TO <owner>;
 -- Name: FUNCTION current_groups(); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.current_groups() IS 'Returns the groups of its tenant the current transaction holds, which decide what of a document for an audience (kgrag.document.access) it sees: the schema owner {*} (every group); a session with an API key the groups the key carries (kgrag.create_key); any other login role the groups granted to it or a role it belongs to (kgrag.grant_groups); narrowed, when kgrag.use_groups named some, to those of them it holds. {} holds no group (and so does a transaction that named no tenant): only documents for everyone are seen. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.audience and checks the key''s seal; it answers for session_user and the transaction''s own settings only.';
+COMMENT ON FUNCTION kgrag.current_groups() IS 'Returns the groups of its tenant the current transaction holds (kgrag_private.groups_for), which decide what of a document for an audience it sees: the schema owner {*} (every group); a session with an API key the groups the key carries (kgrag.create_key); any other login role the groups granted to it or a role it belongs to (kgrag.grant_groups); narrowed, when kgrag.use_groups named some, to those of them it holds. {} holds no group (and so does a transaction that named no tenant): only documents for everyone are seen.';
 
 --
 -- Name: current_tenant(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -594,7 +562,7 @@ BEGIN
     doc_ids := ARRAY(SELECT DISTINCT x FROM unnest(doc_ids) AS x WHERE x IS NOT NULL ORDER BY 1);
     -- as the owner every row is visible: a document for an audience the caller does not hold is not
     -- the caller's to delete (ignored, as an unknown id)
-    held := kgrag.current_groups();
+    held := kgrag_private.groups_for(t);
     doc_ids := ARRAY(SELECT x FROM unnest(doc_ids) AS x
                       WHERE NOT EXISTS (SELECT 1 FROM kgrag.document AS d
                                          WHERE d.tenant_id = t AND d.doc_id = x AND NOT kgrag_private.sees(d.access, held))
@@ -617,16 +585,7 @@ BEGIN
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     PERFORM kgrag_private.forget_aliases(named);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
-    -- decisions about them go; the relations of the pairs they corrected are recomputed without them
-    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
-    SELECT DISTINCT p.src, p.dst, r.rel, 0
-      FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 3) AS dst
-              FROM kgrag.curation AS c
-             WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids) AND c.kind = 'correct_relation') AS p
-     CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, p.src, p.dst, kgrag_private.corrections(t))) AS r(rel);
-    -- the answers a person saw that came from them go too (kgrag_private.release_chunks noted them)
-    UPDATE kgrag.entity AS e SET answer_before = NULL, answer_before_doc = NULL
-     WHERE e.tenant_id = t AND e.answer_before_doc = ANY (doc_ids);
+    PERFORM kgrag_private.retract_documents(doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
     -- the decisions about them end, each with an entry of who, when and why
@@ -2394,35 +2353,50 @@ COMMENT ON FUNCTION kgrag.search_reports_vector(q public.vector, k integer, leve
 --
 
 CREATE FUNCTION kgrag.set_access(doc_ids text[], groups text[]) RETURNS jsonb
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     t text := kgrag.current_tenant();
+    held text[] := kgrag_private.groups_for(t);  -- the caller's (session_user's, or its key's)
     target text[];
     moving text[];
+    into_audience text[];  -- documents for everyone going into an audience
     unkept text;
+    noted jsonb;
+    counts jsonb;
 BEGIN
-    IF doc_ids IS NULL OR cardinality(doc_ids) > 100000 THEN
-        RAISE EXCEPTION 'name 0 to 100,000 documents a call, got %', COALESCE(cardinality(doc_ids)::text, 'NULL')
+    -- As the schema owner (SECURITY DEFINER), as kgrag.delete_documents: the decisions about a
+    -- document going into an audience end and the query log forgets it, which no tenant role may
+    -- do itself. The caller names documents it sees, for groups it holds, nothing else.
+    PERFORM kgrag_private.check_writing(t);
+    PERFORM kgrag_private.own_scratch();
+    IF doc_ids IS NULL OR pg_catalog.cardinality(doc_ids) > 100000 THEN
+        RAISE EXCEPTION 'name 0 to 100,000 documents a call, got %', COALESCE(pg_catalog.cardinality(doc_ids)::text, 'NULL')
             USING ERRCODE = '22023';
     END IF;
     target := NULLIF(kgrag_private.checked_groups(COALESCE(groups, '{}')), '{}');
     PERFORM kgrag_private.check_audiences(COALESCE(target, '{}'));
-    -- the documents the caller sees (row-level security) whose audience changes, in doc_id order
+    -- the documents the caller sees whose audience changes, in doc_id order (as the owner every row
+    -- is visible: the caller's groups are checked here)
     moving := ARRAY(SELECT d.doc_id FROM kgrag.document AS d
-                     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids) AND d.access IS DISTINCT FROM target
+                     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids) AND kgrag_private.sees(d.access, held)
+                       AND d.access IS DISTINCT FROM target
                      ORDER BY d.doc_id COLLATE "C");
-    IF cardinality(moving) = 0 THEN
-        RETURN jsonb_build_object('moved', 0);
+    IF pg_catalog.cardinality(moving) = 0 THEN
+        RETURN pg_catalog.jsonb_build_object('moved', 0);
     END IF;
     SELECT d.doc_id INTO unkept FROM kgrag.document AS d
      WHERE d.tenant_id = t AND d.doc_id = ANY (moving) AND d.extraction IS NULL ORDER BY d.doc_id COLLATE "C" LIMIT 1;
     IF unkept IS NOT NULL THEN
-        RAISE EXCEPTION 'document % was stored before revision 0042 and keeps no extraction to move', quote_literal(unkept)
+        RAISE EXCEPTION 'document % was stored before revision 0042 and keeps no extraction to move', pg_catalog.quote_literal(unkept)
             USING ERRCODE = '55000',
                   HINT = 'Ingest it again with its audience (pgkgrag ingest PATH --access GROUP, or "access" in its JSONL line).';
     END IF;
+    into_audience := ARRAY(SELECT d.doc_id FROM kgrag.document AS d
+                            WHERE d.tenant_id = t AND d.doc_id = ANY (moving) AND d.access IS NULL AND target IS NOT NULL
+                            ORDER BY d.doc_id COLLATE "C");
+    noted := kgrag_private.forgettable(into_audience);
     PERFORM kgrag_private.stage_begin();
     IF EXISTS (SELECT 1 FROM pg_temp.kgrag_stage_document) THEN
         RAISE EXCEPTION 'an ingestion batch is staged in this transaction: move documents in a transaction of their own'
@@ -2441,17 +2415,29 @@ BEGIN
                                             identifier)
     SELECT x.doc_id, x.name, x.type, x.description, x.answer, x.answer_ordinal, x.aliases, x.ordinals, x.identifier
       FROM kgrag.document AS d
-     CROSS JOIN LATERAL jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_entity, d.extraction -> 'entities') AS x
+     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_entity, d.extraction -> 'entities') AS x
      WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
     INSERT INTO pg_temp.kgrag_stage_relation
     SELECT x.* FROM kgrag.document AS d
-     CROSS JOIN LATERAL jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_relation, d.extraction -> 'relations') AS x
+     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_relation, d.extraction -> 'relations') AS x
      WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
     INSERT INTO pg_temp.kgrag_stage_set_aside
     SELECT x.* FROM kgrag.document AS d
-     CROSS JOIN LATERAL jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_set_aside, d.extraction -> 'set_aside') AS x
+     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_set_aside, d.extraction -> 'set_aside') AS x
      WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
-    RETURN jsonb_build_object('moved', cardinality(moving), 'access', target) || kgrag_private.ingest_apply();
+    counts := pg_catalog.jsonb_build_object('moved', pg_catalog.cardinality(moving), 'access', target)
+              || kgrag_private.ingest_apply();
+    IF pg_catalog.cardinality(into_audience) > 0 THEN
+        -- nothing of them stays for everyone: what was decided about them (kept for the audience,
+        -- kgrag.curation_ended), the answers a person saw, the communities they fed (until the
+        -- next build) and what the query log says of them
+        PERFORM kgrag_private.retract_documents(into_audience);
+        PERFORM kgrag_private.end_decisions(into_audience);
+        counts := counts || pg_catalog.jsonb_build_object('graph', kgrag_private.refresh_graph());
+        DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
+        PERFORM kgrag_private.forget_in_logs(noted);
+    END IF;
+    RETURN counts;
 END
 $$;
 
@@ -2461,7 +2447,7 @@ ALTER FUNCTION kgrag.set_access(doc_ids text[], groups text[]) OWNER TO <owner>;
 -- Name: FUNCTION set_access(doc_ids text[], groups text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.set_access(doc_ids text[], groups text[]) IS 'Changes the audience of documents of the current tenant, in one transaction, without extracting them again: groups (1 to 32) make them for those groups only (a session sees them when it holds one, kgrag.current_groups), NULL or {} for everyone. A document for everyone contributes to the shared graph, one for an audience does not: what was extracted from it (kgrag.document.extraction) goes into the graph or out of it, with everything derived (entities, relations, aliases, answers; communities and reports at the next build). Documents the caller does not see are ignored, and so are unknown ids; the caller must hold every group it names (42501); a document stored before revision 0042 is refused (55000: ingest it again). Returns {"moved": n, "access": groups, ...} with the counts of kgrag_private.ingest_apply. For kgrag_writer.';
+COMMENT ON FUNCTION kgrag.set_access(doc_ids text[], groups text[]) IS 'Changes the audience of documents of the current tenant, in one transaction, without extracting them again: groups (1 to 32) make them for those groups only (a session sees them when it holds one, kgrag.current_groups), NULL or {} for everyone. A document for everyone contributes to the shared graph, one for an audience does not: what was extracted from it (kgrag.document.extraction) goes into the graph or out of it, with everything derived (entities, relations, aliases, answers; communities and reports at the next build). A document going into an audience leaves nothing for everyone: the decisions about it end (kgrag.curation_ended, read by its audience), the communities it fed go until the next build, and the query log forgets it (kgrag_private.forget_in_logs). Documents the caller does not see are ignored, and so are unknown ids; the caller must hold every group it names and every group a document it moves is for (42501); a document stored before revision 0042 is refused (55000: ingest it again); so is a reader''s API key (42501). Returns {"moved": n, "access": groups, ...} with the counts of kgrag_private.ingest_apply. SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, as kgrag.delete_documents does. For kgrag_writer.';
 
 --
 -- Name: setting(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2611,8 +2597,8 @@ CREATE FUNCTION kgrag.tenants() RETURNS TABLE(tenant_id text, documents bigint)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    -- (documents for everyone: no tenant is named, so no group is held; the schema owner, every one)
-    SELECT d.tenant_id, count(*) FILTER (WHERE d.access IS NULL OR kgrag_private.sees(d.access, kgrag.current_groups()))
+    -- (the documents of each tenant the caller sees: the groups it holds there, kgrag_private.groups_for)
+    SELECT d.tenant_id, count(*) FILTER (WHERE d.access IS NULL OR kgrag_private.sees(d.access, kgrag_private.groups_for(d.tenant_id)))
       FROM kgrag.document AS d
      GROUP BY d.tenant_id HAVING kgrag_private.may_use_tenant(d.tenant_id)
      ORDER BY d.tenant_id
@@ -2624,7 +2610,7 @@ ALTER FUNCTION kgrag.tenants() OWNER TO kgrag_probe;
 -- Name: FUNCTION tenants(); Type: COMMENT; Schema: kgrag; Owner: kgrag_probe
 --
 
-COMMENT ON FUNCTION kgrag.tenants() IS 'Returns the tenants that hold documents and that the session''s role may act for (kgrag.grant_tenant), with how many documents for everyone (all of them, for the schema owner): (tenant_id, documents). Needs no tenant set. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing tenants reads past the tenant policy; it returns names and counts, nothing of their contents. For a tenant''s own counts, kgrag.graph_totals().';
+COMMENT ON FUNCTION kgrag.tenants() IS 'Returns the tenants that hold documents and that the session''s role may act for (kgrag.grant_tenant), with how many of their documents it sees (those for everyone, and those for a group it holds there: kgrag_private.groups_for): (tenant_id, documents). Needs no tenant set. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing tenants reads past the tenant policy; it returns names and counts, nothing of their contents. For a tenant''s own counts, kgrag.graph_totals().';
 
 --
 -- Name: text_search_config(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2722,10 +2708,9 @@ CREATE FUNCTION kgrag.use_groups(groups text[]) RETURNS text[]
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    held text[] := kgrag.current_groups();  -- (fails closed without a tenant)
+    held text[] := kgrag_private.groups_for(kgrag.current_tenant());  -- (fails closed without a tenant)
     missing text[];
 BEGIN
-    PERFORM kgrag.current_tenant();
     groups := kgrag_private.checked_groups(groups);
     missing := ARRAY(SELECT x FROM unnest(groups) AS g(x) WHERE NOT (x = ANY (held) OR held = ARRAY['*']));
     IF cardinality(missing) > 0 THEN
@@ -3343,7 +3328,7 @@ CREATE FUNCTION kgrag_private.check_audiences(groups text[]) RETURNS void
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    held text[] := kgrag.current_groups();
+    held text[] := kgrag_private.groups_for(kgrag.current_tenant());
     missing text;
 BEGIN
     SELECT x INTO missing FROM unnest(groups) AS g(x) WHERE NOT (x = ANY (held) OR held = ARRAY['*']) ORDER BY 1 LIMIT 1;
@@ -4503,12 +4488,13 @@ CREATE FUNCTION kgrag_private.distribution_plan() RETURNS TABLE(table_name text,
     -- are reference tables; every other table, the logs included, is co-located with kgrag.document
     -- (a tenant's delegated calls, kgrag_private.delegate_calls, write its logs next to its graph).
     -- Referenced tables first: a foreign key may only point at a table distributed before it.
-    -- The secret the workers check key seals with (kgrag_private.key_secret) is a reference table too.
+    -- The secret the workers check key seals with (kgrag_private.key_secret) is a reference table too,
+    -- and so are the groups of every tenant (kgrag_private.audience), which the policies read there.
     WITH RECURSIVE tables AS (
         SELECT c.oid, c.relnamespace::regnamespace::text || '.' || c.relname AS name
           FROM pg_catalog.pg_class AS c
          WHERE (c.relnamespace = 'kgrag'::regnamespace AND c.relkind IN ('r', 'p'))
-            OR c.oid = to_regclass('kgrag_private.key_secret')
+            OR c.oid IN (to_regclass('kgrag_private.key_secret'), to_regclass('kgrag_private.audience'))
     ), depth AS (
         SELECT t.oid, 0 AS d FROM tables AS t
         UNION ALL
@@ -4518,7 +4504,7 @@ CREATE FUNCTION kgrag_private.distribution_plan() RETURNS TABLE(table_name text,
          WHERE k.conrelid <> k.confrelid AND depth.d < 32
     ), kinds AS (
         SELECT t.name, max(depth.d) AS d,
-               t.name IN ('kgrag.settings', 'kgrag.router_rule', 'kgrag_private.key_secret')
+               t.name IN ('kgrag.settings', 'kgrag.router_rule', 'kgrag_private.key_secret', 'kgrag_private.audience')
                AS reference
           FROM tables AS t JOIN depth ON depth.oid = t.oid
          GROUP BY t.name
@@ -4537,7 +4523,7 @@ ALTER FUNCTION kgrag_private.distribution_plan() OWNER TO <owner>;
 -- Name: FUNCTION distribution_plan(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.distribution_plan() IS 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables, and so is kgrag_private.key_secret (the workers check key seals with it); every other table, the logs included (revision 0040), is distributed by tenant_id and co-located with kgrag.document; referenced tables before the tables whose foreign keys point at them.';
+COMMENT ON FUNCTION kgrag_private.distribution_plan() IS 'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables, and so are kgrag_private.key_secret (the workers check key seals with it) and kgrag_private.audience (the groups the audience policies read there); every other table, the logs included (revision 0040), is distributed by tenant_id and co-located with kgrag.document; referenced tables before the tables whose foreign keys point at them.';
 
 --
 -- Name: document_chunks(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4642,19 +4628,24 @@ DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes each query to one shard
     n integer;
 BEGIN
-    -- only the decisions about documents the tenant no longer holds
+    -- only the decisions about documents the tenant no longer holds, or holds for an audience (the
+    -- shared graph has nothing of those: what was decided about them is that audience's to read)
     WITH gone AS (
-        SELECT x.doc_id FROM unnest(doc_ids) AS x(doc_id)
-         WHERE NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = x.doc_id)
+        SELECT x.doc_id, d.access FROM unnest(doc_ids) AS x(doc_id)
+          LEFT JOIN kgrag.document AS d ON d.tenant_id = t AND d.doc_id = x.doc_id
+         WHERE d.doc_id IS NULL OR d.access IS NOT NULL
     ), ended AS (
         DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id IN (SELECT g.doc_id FROM gone AS g)
         RETURNING c.*
     )
     INSERT INTO kgrag.curation_ended (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at,
-                                      ended_by, ended_at, why)
+                                      ended_by, ended_at, why, access)
     SELECT e.tenant_id, e.kind, e.target, e.value, e.doc_id, e.note, e.decided_by, e.decided_at,
-           session_user, clock_timestamp(), left(format('its document %s was deleted', quote_literal(e.doc_id)), 2000)
-      FROM ended AS e
+           session_user, clock_timestamp(),
+           left(format(CASE WHEN g.access IS NULL THEN 'its document %s was deleted'
+                            ELSE 'its document %s went into an audience' END, quote_literal(e.doc_id)), 2000),
+           g.access
+      FROM ended AS e JOIN gone AS g USING (doc_id)
         ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -4667,7 +4658,7 @@ ALTER FUNCTION kgrag_private.end_decisions(doc_ids text[]) OWNER TO <owner>;
 -- Name: FUNCTION end_decisions(doc_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.end_decisions(doc_ids text[]) IS 'Private. Ends the current tenant''s decisions about documents it no longer holds, among doc_ids: each leaves kgrag.curation for kgrag.curation_ended with who ended it (the login role), when and why (its document was deleted); a document still there keeps its decisions. Returns the decisions ended. For kgrag.delete_documents (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, nor write kgrag.curation.';
+COMMENT ON FUNCTION kgrag_private.end_decisions(doc_ids text[]) IS 'Private. Ends the current tenant''s decisions about documents it no longer holds, or holds for an audience, among doc_ids: each leaves kgrag.curation for kgrag.curation_ended with who ended it (the login role), when and why (its document was deleted, or went into an audience: then with that audience, kgrag.curation_ended.access, which only its holders read); a document still there for everyone keeps its decisions. Returns the decisions ended. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, nor write kgrag.curation.';
 
 --
 -- Name: entity_rows(jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5042,7 +5033,9 @@ BEGIN
     gone_entities := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'entities') AS x
                             WHERE NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = x));
     gone_chunks := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'chunks') AS x
-                          WHERE NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = x));
+                          -- (a chunk of a document gone into an audience is no longer everyone's either)
+                          WHERE NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c
+                                             WHERE c.tenant_id = t AND c.chunk_id = x AND c.access IS NULL));
     gone_names := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'names') AS x
                          WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
                                             WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)));
@@ -5065,7 +5058,7 @@ ALTER FUNCTION kgrag_private.forget_in_logs(noted jsonb) OWNER TO <owner>;
 -- Name: FUNCTION forget_in_logs(noted jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.forget_in_logs(noted jsonb) IS 'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents named (noted: what kgrag_private.forgettable read before they went), as far as the graph no longer holds it, in the searches that reached them (whose seeds or chunks were theirs): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
+COMMENT ON FUNCTION kgrag_private.forget_in_logs(noted jsonb) IS 'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents, or documents gone into an audience, named (noted: what kgrag_private.forgettable read before they went), as far as the graph no longer holds it (a chunk for an audience counts as gone), in the searches that reached them (whose seeds or chunks were theirs): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
 
 --
 -- Name: forgettable(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5110,7 +5103,7 @@ ALTER FUNCTION kgrag_private.forgettable(doc_ids text[]) OWNER TO <owner>;
 -- Name: FUNCTION forgettable(doc_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.forgettable(doc_ids text[]) IS 'Private. Returns what deleting documents of the current tenant may make its query log forget, read before they go: {"chunks", "entities", "names"}: their chunks, the entities they mention or name (at most 10,000 each), those entities'' names and the aliases the documents gave (at most 1,000, of 2 to 300 characters). For kgrag.delete_documents (SECURITY DEFINER) alone: no tenant role may call it.';
+COMMENT ON FUNCTION kgrag_private.forgettable(doc_ids text[]) IS 'Private. Returns what deleting documents of the current tenant may make its query log forget, read before they go: {"chunks", "entities", "names"}: their chunks, the entities they mention or name (at most 10,000 each), those entities'' names and the aliases the documents gave (at most 1,000, of 2 to 300 characters). For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER) alone: no tenant role may call it.';
 
 --
 -- Name: frontier(text[], integer, integer, text[], timestamp with time zone, text, boolean, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5266,7 +5259,7 @@ BEGIN
      WHERE c.tenant_id = t AND c.lang = config AND c.tsv @@ query
        -- no audience policy binds this function's owner (it would keep @@ off the index): the
        -- caller's groups are checked here, after the index scan
-       AND (c.access IS NULL OR kgrag_private.sees(c.access, kgrag.current_groups()))
+       AND (c.access IS NULL OR kgrag_private.sees(c.access, kgrag_private.groups_for(t)))
      LIMIT lim;
 END
 $$;
@@ -5530,6 +5523,58 @@ ALTER FUNCTION kgrag_private.group_role(tenant text, group_name text) OWNER TO <
 COMMENT ON FUNCTION kgrag_private.group_role(tenant text, group_name text) IS 'Private. Returns the name of the role that stands for a group of a tenant of this installation: kgrag_g_ and 24 hex digits of md5(installation/tenant/group). kgrag.grant_groups creates it and makes the grantee a member.';
 
 --
+-- Name: groups_for(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.groups_for(tenant text) RETURNS text[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    held text[];
+    narrowed text := pg_catalog.current_setting('kgrag.groups', true);
+    key_seal text := pg_catalog.current_setting('kgrag.key_seal', true);
+    tenant_seal text := pg_catalog.current_setting('kgrag.tenant_seal', true);
+BEGIN
+    -- The policies pass the row's tenant, so nothing a statement sets while it runs (kgrag.tenant,
+    -- the seals) lends one tenant's groups to another's rows.
+    tenant := COALESCE(tenant, '');
+    IF COALESCE(key_seal, '') <> '' THEN
+        -- an API key decides, for any login role (the schema owner's too: a service may run as it):
+        -- the groups it carries, when its seal is this transaction's and this tenant's (a seal
+        -- replayed from another transaction, or for other groups, holds nothing)
+        IF tenant <> '' AND kgrag_private.sealed(tenant, tenant_seal)
+           AND key_seal = kgrag_private.key_mac(tenant, tenant_seal, pg_catalog.current_setting('kgrag.key_role', true)) THEN
+            held := pg_catalog.string_to_array(NULLIF(pg_catalog.current_setting('kgrag.key_groups', true), ''), ',');
+        END IF;
+    ELSIF pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE') THEN
+        held := ARRAY['*'];  -- the schema owner: every group
+    ELSIF tenant <> '' THEN
+        -- a login role: the groups of this tenant whose role it is a member of (kgrag.grant_groups)
+        held := ARRAY(SELECT a.group_name FROM kgrag_private.audience AS a
+                       WHERE a.tenant_id = tenant AND pg_catalog.to_regrole(a.role_name) IS NOT NULL
+                         AND pg_catalog.pg_has_role(session_user, pg_catalog.to_regrole(a.role_name), 'MEMBER')
+                       ORDER BY a.group_name COLLATE "C");
+    END IF;
+    held := COALESCE(held, '{}');
+    -- a narrowing (kgrag.use_groups) only narrows: what is not held is dropped, not added
+    IF COALESCE(narrowed, '') <> '' THEN
+        held := ARRAY(SELECT DISTINCT n.g FROM pg_catalog.unnest(pg_catalog.string_to_array(narrowed, ',')) AS n(g)
+                       WHERE n.g <> '' AND (n.g = ANY (held) OR held = ARRAY['*']) ORDER BY 1);
+    END IF;
+    RETURN held;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.groups_for(tenant text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION groups_for(tenant text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.groups_for(tenant text) IS 'Private. Returns the groups of a tenant the current transaction holds, which decide what of a document for an audience (kgrag.document.access) it sees: with an API key checked in this transaction (kgrag.use_key), the groups the key carries, when its seal is this transaction''s for this tenant (kgrag_private.sealed, kgrag_private.key_mac: a replayed or altered seal holds nothing), whatever the login role; otherwise the schema owner {*} (every group), and any other login role the groups of the tenant granted to it or a role it belongs to (kgrag.grant_groups); narrowed, when kgrag.use_groups named some, to those of them it holds. The policies of kgrag.document, kgrag.chunk, kgrag.query_log and kgrag.curation_ended call it with the row''s tenant. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.audience and checks the key''s seal; it answers for session_user and the transaction''s own settings only.';
+
+--
 -- Name: hold_extractions(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5538,9 +5583,17 @@ CREATE FUNCTION kgrag_private.hold_extractions() RETURNS void
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 BEGIN
-    -- a document is written only for audiences its writer holds
+    -- a document is written only for audiences its writer holds, and one stored for several
+    -- audiences is replaced (or moved) only by a writer holding every one of them
     PERFORM kgrag_private.check_audiences(ARRAY(SELECT DISTINCT g FROM pg_temp.kgrag_stage_document AS d
-                                                 CROSS JOIN LATERAL unnest(d.access) AS a(g) ORDER BY 1));
+                                                 CROSS JOIN LATERAL unnest(d.access) AS a(g)
+                                                UNION
+                                                SELECT DISTINCT g FROM kgrag.document AS s
+                                                 CROSS JOIN LATERAL unnest(s.access) AS a(g)
+                                                 WHERE s.tenant_id = kgrag.current_tenant()
+                                                   AND s.doc_id IN (SELECT d.doc_id FROM pg_temp.kgrag_stage_document AS d)
+                                                   AND kgrag_private.sees(s.access, kgrag_private.groups_for(s.tenant_id))
+                                                ORDER BY 1));
     -- every document keeps what was extracted from it (kgrag.set_access moves it with that)
     CREATE TEMP TABLE IF NOT EXISTS kgrag_extraction (doc_id text PRIMARY KEY, extraction jsonb NOT NULL) ON COMMIT DROP;
     TRUNCATE pg_temp.kgrag_extraction;
@@ -5569,7 +5622,7 @@ ALTER FUNCTION kgrag_private.hold_extractions() OWNER TO <owner>;
 -- Name: FUNCTION hold_extractions(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.hold_extractions() IS 'Private. A step of kgrag_private.ingest_apply: refuses (42501) a staged document for a group the transaction does not hold (kgrag_private.check_audiences), keeps what was extracted from each staged document (pg_temp.kgrag_extraction, stored in kgrag.document.extraction: its entities, relations and what was set aside, as staged), and unstages that of a document for an audience, which so gives the shared graph nothing (its chunks are stored, for the sessions that hold its groups).';
+COMMENT ON FUNCTION kgrag_private.hold_extractions() IS 'Private. A step of kgrag_private.ingest_apply: refuses (42501) a staged document for a group the transaction does not hold, or replacing a stored one for such a group (kgrag_private.check_audiences), keeps what was extracted from each staged document (pg_temp.kgrag_extraction, stored in kgrag.document.extraction: its entities, relations and what was set aside, as staged), and unstages that of a document for an audience, which so gives the shared graph nothing (its chunks are stored, for the sessions that hold its groups).';
 
 --
 -- Name: holds_all(text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6259,7 +6312,7 @@ DECLARE
     kept_chunks text[] := ARRAY(SELECT left(u.c, 200) FROM unnest(COALESCE(chunk_ids, '{}'::text[])) WITH ORDINALITY AS u(c, o)
                                  ORDER BY u.o LIMIT 1000);
     t text := kgrag.current_tenant();
-    asker text[] := kgrag.current_groups();  -- who may read the row (the policy audience)
+    asker text[] := kgrag_private.groups_for(t);  -- who may read the row (kgrag.query_log's policy)
     rate integer := floor((kgrag.setting('log_rate_per_minute') #>> '{}')::numeric)::integer;
 BEGIN
     IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN
@@ -7487,32 +7540,37 @@ ALTER FUNCTION kgrag_private.record_embedder(embedder text, dimension integer) O
 COMMENT ON FUNCTION kgrag_private.record_embedder(embedder text, dimension integer) IS 'Private. Returns nothing; records the current tenant''s embedder and its dimension (settings embedder, embedder_dimension).';
 
 --
--- Name: record_ingest_failure(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: record_ingest_failure(text, text, text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text) RETURNS void
-    LANGUAGE sql
+CREATE FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text, access text[] DEFAULT NULL::text[]) RETURNS void
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason)
-    VALUES (kgrag.current_tenant(), doc_id, content_hash, reason)
+BEGIN
+    PERFORM kgrag_private.check_audiences(COALESCE(access, '{}'));
+    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, access)
+    VALUES (kgrag.current_tenant(), record_ingest_failure.doc_id, record_ingest_failure.content_hash,
+            record_ingest_failure.reason, NULLIF(kgrag_private.checked_groups(COALESCE(record_ingest_failure.access, '{}')), '{}'))
     ON CONFLICT (tenant_id, doc_id) DO UPDATE
-       SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = excluded.failed_at
+       SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = excluded.failed_at,
+           access = excluded.access;
+END
 $$;
 
-ALTER FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text, access text[]) OWNER TO <owner>;
 
 --
--- Name: FUNCTION record_ingest_failure(doc_id text, content_hash text, reason text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION record_ingest_failure(doc_id text, content_hash text, reason text, access text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text) IS 'Private. Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';
+COMMENT ON FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text, access text[]) IS 'Private. Records that a document could not be ingested, and why (kgrag.ingest_failure), for the groups the document was for (access: read by their holders alone; the writer must hold them, 42501). Returns nothing.';
 
 --
--- Name: record_input_failures(text[], text[], jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: record_input_failures(text[], text[], jsonb, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.record_input_failures(sources text[], kept text[], failures jsonb) RETURNS integer
+CREATE FUNCTION kgrag_private.record_input_failures(sources text[], kept text[], failures jsonb, access text[] DEFAULT NULL::text[]) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -7524,32 +7582,36 @@ BEGIN
        OR jsonb_array_length(failures) > 100000 THEN
         RAISE EXCEPTION 'at most 100,000 sources and failures and 1,000,000 kept lines, as arrays' USING ERRCODE = '22023';
     END IF;
+    PERFORM kgrag_private.check_audiences(COALESCE(access, '{}'));
+    access := NULLIF(kgrag_private.checked_groups(COALESCE(access, '{}')), '{}');
     -- the lines of the files read again that failed before: fixed, unless they fail again below
     -- (but for the lines of the documents skipped as unchanged, which were not looked at again)
     DELETE FROM kgrag.ingest_failure AS f
      WHERE f.tenant_id = t AND f.source = ANY (sources) AND left(f.doc_id, 1) = '#' AND f.doc_id <> ALL (kept);
     -- one row per key: the reasons of one line (several dropped relations) together
-    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, source, line)
-    SELECT t, x.key, '', left(string_agg(x.reason, '; ' ORDER BY x.o), 2000), min(x.source), min(x.line)
+    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, source, line, access)
+    SELECT t, x.key, '', left(string_agg(x.reason, '; ' ORDER BY x.o), 2000), min(x.source), min(x.line),
+           record_input_failures.access
       FROM (SELECT COALESCE(NULLIF(e ->> 'doc_id', ''), '#' || left(e ->> 'source', 1000) || COALESCE(':' || (e ->> 'line'), '')) AS key,
                    left(COALESCE(e ->> 'reason', ''), 2000) AS reason, left(e ->> 'source', 1000) AS source,
                    (e ->> 'line')::integer AS line, u.o
               FROM jsonb_array_elements(failures) WITH ORDINALITY AS u(e, o)) AS x
      GROUP BY x.key
     ON CONFLICT (tenant_id, doc_id) DO UPDATE
-       SET reason = excluded.reason, source = excluded.source, line = excluded.line, failed_at = excluded.failed_at;
+       SET reason = excluded.reason, source = excluded.source, line = excluded.line, failed_at = excluded.failed_at,
+           access = excluded.access;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
 $$;
 
-ALTER FUNCTION kgrag_private.record_input_failures(sources text[], kept text[], failures jsonb) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.record_input_failures(sources text[], kept text[], failures jsonb, access text[]) OWNER TO <owner>;
 
 --
--- Name: FUNCTION record_input_failures(sources text[], kept text[], failures jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION record_input_failures(sources text[], kept text[], failures jsonb, access text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.record_input_failures(sources text[], kept text[], failures jsonb) IS 'Private. Records what an ingestion run could not take, each with its file (source), line and reason: failures = [{source, line, doc_id, reason}] (at most 100,000). One with a doc_id is kept under it, until that document is ingested (or deleted); a line without one (not JSON, no doc_id, a duplicate, a dropped relation) is kept under ''#'' || source || '':'' || line, until a run reads that file again without that failure at that line (sources: the files this run read; kept: the keys of the lines it skipped as unchanged, left as they were). The reasons of one line (several dropped relations) are one row. Returns the rows written; kgrag.purge deletes them after ingest_failure_days.';
+COMMENT ON FUNCTION kgrag_private.record_input_failures(sources text[], kept text[], failures jsonb, access text[]) IS 'Private. Records what an ingestion run could not take, for the groups the run was for (access, pgkgrag ingest --access: read by their holders alone; the writer must hold them, 42501), each with its file (source), line and reason: failures = [{source, line, doc_id, reason}] (at most 100,000). One with a doc_id is kept under it, until that document is ingested (or deleted); a line without one (not JSON, no doc_id, a duplicate, a dropped relation) is kept under ''#'' || source || '':'' || line, until a run reads that file again without that failure at that line (sources: the files this run read; kept: the keys of the lines it skipped as unchanged, left as they were). The reasons of one line (several dropped relations) are one row. Returns the rows written; kgrag.purge deletes them after ingest_failure_days.';
 
 --
 -- Name: redact(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8417,6 +8479,40 @@ ALTER FUNCTION kgrag_private.resolve_namesakes(keys text[], batch_docs text[]) O
 --
 
 COMMENT ON FUNCTION kgrag_private.resolve_namesakes(keys text[], batch_docs text[]) IS 'Private. Resolves the documents that give these name keys (kgrag.entity_source.name_key) into entities (their neighbours computed once per document, kgrag.namesake_context; those of batch_docs again): two documents'' namesakes are one entity where they share the setting namesake_shared_neighbours of neighbours (other entities cited in the same chunks; a namesake neighbour by its name key) or a curator merged them (kgrag.merge_entities), unless one was split off later (kgrag.split_entity); a name of a type namesake_types no longer lists is one entity again; linked documents are one entity through any chain. The entity of the most documents keeps the name key as its id, each other one the key marked with its least document ("person:joao souza@1f3a9c2e"): the same ids for the same documents and decisions, whatever the order they came in. A name given by more than 500 documents is one entity. The caller holds the names'' locks (kgrag_private.lock_keys kind namesake, taken before the documents''): no other writer changes an occurrence meanwhile. Moves each document''s mentions, evidence, source and aliases to its entity, and notes in pg_temp.kgrag_touched what the graph refresh must recompute (documents not in batch_docs are counted out and in). Returns the number of documents moved.';
+
+--
+-- Name: retract_documents(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.retract_documents(doc_ids text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    -- decisions about them go (kgrag_private.end_decisions, after): the relations of the pairs they
+    -- corrected are recomputed without them at the next kgrag_private.refresh_graph
+    PERFORM kgrag_private.touched_scratch();
+    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+    SELECT DISTINCT p.src, p.dst, r.rel, 0
+      FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 3) AS dst
+              FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids) AND c.kind = 'correct_relation') AS p
+     CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, p.src, p.dst, kgrag_private.corrections(t))) AS r(rel);
+    -- the answers a person saw that came from them go too (kgrag_private.release_chunks noted them)
+    UPDATE kgrag.entity AS e SET answer_before = NULL, answer_before_doc = NULL
+     WHERE e.tenant_id = t AND e.answer_before_doc = ANY (doc_ids);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.retract_documents(doc_ids text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION retract_documents(doc_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.retract_documents(doc_ids text[]) IS 'Private. Returns nothing; for documents leaving the shared graph (deleted, or gone into an audience): notes the pairs whose relations their correct_relation decisions changed (pg_temp.kgrag_touched, recomputed by the next kgrag_private.refresh_graph once kgrag_private.end_decisions ended those decisions) and clears the answers a person saw that came from them (kgrag.entity.answer_before). For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone.';
 
 --
 -- Name: rewrite_edges(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -9476,7 +9572,7 @@ ALTER FUNCTION kgrag_private.setting_writable(tenant text, setting_key text) OWN
 -- Name: FUNCTION setting_writable(tenant text, setting_key text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.setting_writable(tenant text, setting_key text) IS 'Private. Returns whether the session may change or delete a row of kgrag.settings as it stands: any row but a tenant''s row of a setting that is the schema owner''s alone (kgrag_private.setting_rule: owner), which only the schema owner may. The policies owner_rows_update and owner_rows_delete of kgrag.settings check every row before it is changed or deleted with it.';
+COMMENT ON FUNCTION kgrag_private.setting_writable(tenant text, setting_key text) IS 'Private. Returns whether the session may change or delete a row of kgrag.settings as it stands: any row but a tenant''s row of a setting that is the schema owner''s alone (kgrag_private.setting_rule: owner), which only the schema owner may. The policy tenant_write of kgrag.settings checks every row before it is changed or deleted with it (revision 0042; in 0041, two restrictive policies, which Citus makes permissive on its shards).';
 
 --
 -- Name: settings_of(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -10964,6 +11060,7 @@ CREATE TABLE kgrag.curation_ended (
     ended_by text NOT NULL,
     ended_at timestamp with time zone NOT NULL,
     why text NOT NULL,
+    access text[],
     CONSTRAINT curation_ended_why_check CHECK ((length(why) <= 2000))
 );
 ALTER TABLE ONLY kgrag.curation_ended ALTER COLUMN tenant_id SET STATISTICS 1;
@@ -10977,6 +11074,12 @@ ALTER TABLE kgrag.curation_ended OWNER TO <owner>;
 --
 
 COMMENT ON TABLE kgrag.curation_ended IS 'The decisions that left kgrag.curation because their document was deleted: the decision as it was (kind, target, value, doc_id, note, decided_by, decided_at), who ended it (the login role), when and why. Written by kgrag_private.forget_decisions_at, which kgrag.delete_documents calls; no tenant role writes it. kgrag.decision_history shows these with every decision still in kgrag.curation.';
+
+--
+-- Name: COLUMN curation_ended.access; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.curation_ended.access IS 'The groups of the document the decision was about when it ended because the document went into an audience (kgrag.set_access); NULL when its document was deleted. Read by the sessions holding one of them.';
 
 --
 -- Name: decision_history; Type: VIEW; Schema: kgrag; Owner: <owner>
@@ -11219,7 +11322,9 @@ CREATE TABLE kgrag.ingest_failure (
     reason text NOT NULL,
     failed_at timestamp with time zone DEFAULT now() NOT NULL,
     source text,
-    line integer
+    line integer,
+    access text[],
+    CONSTRAINT ingest_failure_access_groups CHECK (((access IS NULL) OR (((cardinality(access) >= 1) AND (cardinality(access) <= 32)) AND (array_position(access, NULL::text) IS NULL) AND (array_to_string(access, ','::text) ~ '^[a-z0-9][a-z0-9_.-]{0,62}(,[a-z0-9][a-z0-9_.-]{0,62})*$'::text))))
 );
 ALTER TABLE ONLY kgrag.ingest_failure ALTER COLUMN tenant_id SET STATISTICS 1;
 
@@ -11232,6 +11337,12 @@ ALTER TABLE kgrag.ingest_failure OWNER TO <owner>;
 --
 
 COMMENT ON TABLE kgrag.ingest_failure IS 'What an ingestion could not take, and why: a document whose extraction failed or that was refused (kept under its doc_id until it is ingested), a file that could not be read, a line that was not a document or a relation that was dropped (kept under ''#'' || source || '':'' || line until its file is read again without it); with the file (source) and line where known. kgrag.purge deletes rows older than the setting ingest_failure_days.';
+
+--
+-- Name: COLUMN ingest_failure.access; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.ingest_failure.access IS 'The groups the document is for (any one of them sees it; 1 to 32 names of 1-63 lower-case letters, digits or _.-); NULL: everyone of the tenant. A session sees the row only when it holds one of them (kgrag.current_groups).';
 
 --
 -- Name: lexeme_stats; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -12457,24 +12568,6 @@ ALTER TABLE kgrag.alias_trigram_stats ENABLE ROW LEVEL SECURITY;
 ALTER TABLE kgrag.answer_log ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: chunk audience; Type: POLICY; Schema: kgrag; Owner: <owner>
---
-
-CREATE POLICY audience ON kgrag.chunk AS RESTRICTIVE TO kgrag_reader, kgrag_writer, kgrag_curator USING (((access IS NULL) OR kgrag_private.sees(access, kgrag.current_groups()))) WITH CHECK (((access IS NULL) OR kgrag_private.sees(access, kgrag.current_groups())));
-
---
--- Name: document audience; Type: POLICY; Schema: kgrag; Owner: <owner>
---
-
-CREATE POLICY audience ON kgrag.document AS RESTRICTIVE TO kgrag_reader, kgrag_writer, kgrag_curator USING (((access IS NULL) OR kgrag_private.sees(access, kgrag.current_groups()))) WITH CHECK (((access IS NULL) OR kgrag_private.sees(access, kgrag.current_groups())));
-
---
--- Name: query_log audience; Type: POLICY; Schema: kgrag; Owner: <owner>
---
-
-CREATE POLICY audience ON kgrag.query_log AS RESTRICTIVE FOR SELECT TO kgrag_reader, kgrag_writer, kgrag_curator USING (((groups IS NULL) OR kgrag_private.holds_all(groups, kgrag.current_groups())));
-
---
 -- Name: chunk; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
 --
 
@@ -12643,18 +12736,6 @@ ALTER TABLE kgrag.mention ENABLE ROW LEVEL SECURITY;
 ALTER TABLE kgrag.namesake_context ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: settings owner_rows_delete; Type: POLICY; Schema: kgrag; Owner: <owner>
---
-
-CREATE POLICY owner_rows_delete ON kgrag.settings AS RESTRICTIVE FOR DELETE USING (kgrag_private.setting_writable(tenant_id, key));
-
---
--- Name: settings owner_rows_update; Type: POLICY; Schema: kgrag; Owner: <owner>
---
-
-CREATE POLICY owner_rows_update ON kgrag.settings AS RESTRICTIVE FOR UPDATE USING (kgrag_private.setting_writable(tenant_id, key));
-
---
 -- Name: alias probe_read; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
@@ -12736,7 +12817,7 @@ CREATE POLICY tenant_isolation ON kgrag.answer_log USING ((tenant_id = kgrag.cur
 -- Name: chunk tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.chunk USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.chunk USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: community tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -12766,13 +12847,13 @@ CREATE POLICY tenant_isolation ON kgrag.curation USING ((tenant_id = kgrag.curre
 -- Name: curation_ended tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.curation_ended USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.curation_ended USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id))))) WITH CHECK ((tenant_id = kgrag.current_tenant()));
 
 --
 -- Name: document tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.document USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.document USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: edge tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -12796,7 +12877,7 @@ CREATE POLICY tenant_isolation ON kgrag.entity_source USING ((tenant_id = kgrag.
 -- Name: ingest_failure tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.ingest_failure USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.ingest_failure USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: lexeme_stats tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -12838,7 +12919,7 @@ CREATE POLICY tenant_isolation ON kgrag.namesake_context USING ((tenant_id = kgr
 -- Name: query_log tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.query_log USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.query_log USING (((tenant_id = kgrag.current_tenant()) AND ((groups IS NULL) OR kgrag_private.holds_all(groups, kgrag_private.groups_for(tenant_id))))) WITH CHECK ((tenant_id = kgrag.current_tenant()));
 
 --
 -- Name: reembedding tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -12880,7 +12961,7 @@ CREATE POLICY tenant_write ON kgrag.router_rule USING ((tenant_id = kgrag.curren
 -- Name: settings tenant_write; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_write ON kgrag.settings USING ((tenant_id = kgrag.current_tenant())) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND kgrag_private.setting_allowed(tenant_id, key, value)));
+CREATE POLICY tenant_write ON kgrag.settings USING (((tenant_id = kgrag.current_tenant()) AND kgrag_private.setting_writable(tenant_id, key))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND kgrag_private.setting_allowed(tenant_id, key, value)));
 
 --
 -- Name: SCHEMA kgrag; Type: ACL; Schema: -; Owner: <owner>
@@ -12927,17 +13008,6 @@ GRANT ALL ON FUNCTION kgrag.correct_relation(src text, rel text, dst text, new_r
 --
 
 REVOKE ALL ON FUNCTION kgrag.create_key(name text, tenants text[], role text, groups text[]) FROM PUBLIC;
-
---
--- Name: FUNCTION current_groups(); Type: ACL; Schema: kgrag; Owner: <owner>
---
-
-REVOKE ALL ON FUNCTION kgrag.current_groups() FROM PUBLIC;
-GRANT ALL ON FUNCTION kgrag.current_groups() TO kgrag_reader;
-GRANT ALL ON FUNCTION kgrag.current_groups() TO kgrag_writer;
-GRANT ALL ON FUNCTION kgrag.current_groups() TO kgrag_curator;
-GRANT ALL ON FUNCTION kgrag.current_groups() TO kgrag_probe;
-GRANT ALL ON FUNCTION kgrag.current_groups() TO kgrag_logger;
 
 --
 -- Name: FUNCTION delete_documents(doc_ids text[]); Type: ACL; Schema: kgrag; Owner: <owner>
@@ -13126,6 +13196,17 @@ GRANT ALL ON FUNCTION kgrag_private.fuzzy_aliases(form text, min_trigram double 
 GRANT ALL ON FUNCTION kgrag_private.fuzzy_aliases(form text, min_trigram double precision, min_ratio double precision, most integer, common text[], frequency real[]) TO kgrag_curator;
 
 --
+-- Name: FUNCTION groups_for(tenant text); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.groups_for(tenant text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.groups_for(tenant text) TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag_private.groups_for(tenant text) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.groups_for(tenant text) TO kgrag_curator;
+GRANT ALL ON FUNCTION kgrag_private.groups_for(tenant text) TO kgrag_probe;
+GRANT ALL ON FUNCTION kgrag_private.groups_for(tenant text) TO kgrag_logger;
+
+--
 -- Name: FUNCTION key_mac(tenant text, seal text, key_role text); Type: ACL; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -13190,6 +13271,12 @@ GRANT ALL ON FUNCTION kgrag_private.log_search(route text, reason text, seeds te
 --
 
 REVOKE ALL ON FUNCTION kgrag_private.own_scratch() FROM PUBLIC;
+
+--
+-- Name: FUNCTION retract_documents(doc_ids text[]); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.retract_documents(doc_ids text[]) FROM PUBLIC;
 
 --
 -- Name: TABLE alias; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -13392,7 +13479,7 @@ GRANT SELECT ON TABLE kgrag.lexeme_stats TO kgrag_curator;
 -- Name: TABLE llm_cache; Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
-GRANT INSERT,DELETE,UPDATE ON TABLE kgrag.llm_cache TO kgrag_writer;
+GRANT INSERT,DELETE ON TABLE kgrag.llm_cache TO kgrag_writer;
 
 --
 -- Name: COLUMN llm_cache.tenant_id; Type: ACL; Schema: kgrag; Owner: <owner>

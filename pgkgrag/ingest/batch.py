@@ -162,7 +162,9 @@ class BatchWork:
             if isinstance(result, Exception):
                 summary.failed.append((p.document.doc_id, str(result)))
                 with tenant_transaction(conn, self.tenant):
-                    conn.execute(Q["record_ingest_failure"], [p.document.doc_id, content_hash, str(result)])
+                    conn.execute(
+                        Q["record_ingest_failure"], [p.document.doc_id, content_hash, str(result), p.document.access]
+                    )
                 continue
             summary.rejected_extractions.update(result.rejected)
             summary.dropped_relations += [(where[p.document.doc_id], why) for why in result.dropped]

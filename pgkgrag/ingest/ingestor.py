@@ -100,7 +100,7 @@ class Ingestor:
         self._write_batches(_batches(items, self.batch_size, summary), summary)
         with tenant_transaction(self.conn, self.tenant):
             for doc_id, version, why in summary.unreadable:  # each file that could not be read, with its version
-                self.conn.execute(Q["record_ingest_failure"], [doc_id, version, why])
+                self.conn.execute(Q["record_ingest_failure"], [doc_id, version, why, self.access])
             # every input it could not take, with its file and line; the lines of the files read
             # that failed before and not now are cleared
             failed_before = set(self.conn.execute(Q["failed_sources"]).fetchone()[0])  # type: ignore[index]
@@ -110,7 +110,7 @@ class Ingestor:
             for first in range(0, max(len(failures), 1), FAILURES_PAGE):  # the clearing with the first page
                 page = failures[first : first + FAILURES_PAGE]
                 clear, keep = (read_again, kept) if first == 0 else ([], [])
-                self.conn.execute(Q["record_input_failures"], [clear, keep, Jsonb(page)])
+                self.conn.execute(Q["record_input_failures"], [clear, keep, Jsonb(page), self.access])
         # New and re-described entities are embedded once, after the batches and outside their
         # transactions (no entity lock held while a model runs). An entity without an embedding
         # (say the run was stopped here) is found by lexical linking and embedded by the next

@@ -328,35 +328,36 @@ REVOKE EXECUTE ON FUNCTION kgrag.revoke_tenant(text, text) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag.revoke_tenant(text, text) IS
 'Takes back a grant of kgrag.grant_tenant (tenant ''*'': the every-tenant grant). Returns true when there was one. For the schema owner.';
 
--- Audiences (revision 0042): which groups of its tenant a session holds. The restrictive policies
--- of kgrag.document, kgrag.chunk and the logs call these, so they are kept too.
+-- Audiences (revision 0042): which groups of its tenant a session holds. The tenant policies of
+-- kgrag.document, kgrag.chunk and kgrag.query_log call these, so they are kept too.
 
-CREATE OR REPLACE FUNCTION kgrag.current_groups() RETURNS text[]
+CREATE OR REPLACE FUNCTION kgrag_private.groups_for(tenant text) RETURNS text[]
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    -- the tenant as named (no tenant, as kgrag.tenants() reads: no group)
-    t text := COALESCE(pg_catalog.current_setting('kgrag.tenant', true), '');
     held text[];
     narrowed text := pg_catalog.current_setting('kgrag.groups', true);
-    seal text := pg_catalog.current_setting('kgrag.key_seal', true);
+    key_seal text := pg_catalog.current_setting('kgrag.key_seal', true);
+    tenant_seal text := pg_catalog.current_setting('kgrag.tenant_seal', true);
 BEGIN
-    -- (the tenant is not checked here: the policies that call this check it, and a tenant the
-    -- session may not act for holds it no group: no grant, and a key's seal does not match)
-    IF pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE') THEN
-        held := ARRAY['*'];  -- the schema owner: every group
-    ELSIF COALESCE(seal, '') <> '' THEN
-        -- an API key: the groups it carries, sealed with it (kgrag_private.key_mac covers them); a
-        -- seal that does not match holds nothing
-        IF t <> '' AND seal = kgrag_private.key_mac(t, pg_catalog.current_setting('kgrag.tenant_seal', true),
-                                        pg_catalog.current_setting('kgrag.key_role', true)) THEN
+    -- The policies pass the row's tenant, so nothing a statement sets while it runs (kgrag.tenant,
+    -- the seals) lends one tenant's groups to another's rows.
+    tenant := COALESCE(tenant, '');
+    IF COALESCE(key_seal, '') <> '' THEN
+        -- an API key decides, for any login role (the schema owner's too: a service may run as it):
+        -- the groups it carries, when its seal is this transaction's and this tenant's (a seal
+        -- replayed from another transaction, or for other groups, holds nothing)
+        IF tenant <> '' AND kgrag_private.sealed(tenant, tenant_seal)
+           AND key_seal = kgrag_private.key_mac(tenant, tenant_seal, pg_catalog.current_setting('kgrag.key_role', true)) THEN
             held := pg_catalog.string_to_array(NULLIF(pg_catalog.current_setting('kgrag.key_groups', true), ''), ',');
         END IF;
-    ELSE
-        -- a login role: the groups whose role it is a member of (kgrag.grant_groups)
+    ELSIF pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE') THEN
+        held := ARRAY['*'];  -- the schema owner: every group
+    ELSIF tenant <> '' THEN
+        -- a login role: the groups of this tenant whose role it is a member of (kgrag.grant_groups)
         held := ARRAY(SELECT a.group_name FROM kgrag_private.audience AS a
-                       WHERE a.tenant_id = t AND pg_catalog.to_regrole(a.role_name) IS NOT NULL
+                       WHERE a.tenant_id = tenant AND pg_catalog.to_regrole(a.role_name) IS NOT NULL
                          AND pg_catalog.pg_has_role(session_user, pg_catalog.to_regrole(a.role_name), 'MEMBER')
                        ORDER BY a.group_name COLLATE "C");
     END IF;
@@ -364,16 +365,25 @@ BEGIN
     -- a narrowing (kgrag.use_groups) only narrows: what is not held is dropped, not added
     IF COALESCE(narrowed, '') <> '' THEN
         held := ARRAY(SELECT DISTINCT n.g FROM pg_catalog.unnest(pg_catalog.string_to_array(narrowed, ',')) AS n(g)
-                       WHERE n.g = ANY (held) OR held = ARRAY['*'] ORDER BY 1);
+                       WHERE n.g <> '' AND (n.g = ANY (held) OR held = ARRAY['*']) ORDER BY 1);
     END IF;
     RETURN held;
 END
 $$;
-REVOKE EXECUTE ON FUNCTION kgrag.current_groups() FROM PUBLIC;
--- every role a policy that calls it runs as
-GRANT EXECUTE ON FUNCTION kgrag.current_groups() TO kgrag_reader, kgrag_writer, kgrag_curator, kgrag_probe, kgrag_logger;
+REVOKE EXECUTE ON FUNCTION kgrag_private.groups_for(text) FROM PUBLIC;
+-- the roles the tenant policies that call it run as (a role granted tables otherwise needs it too)
+GRANT EXECUTE ON FUNCTION kgrag_private.groups_for(text) TO kgrag_reader, kgrag_writer, kgrag_curator, kgrag_probe, kgrag_logger;
+COMMENT ON FUNCTION kgrag_private.groups_for(text) IS
+'Private. Returns the groups of a tenant the current transaction holds, which decide what of a document for an audience (kgrag.document.access) it sees: with an API key checked in this transaction (kgrag.use_key), the groups the key carries, when its seal is this transaction''s for this tenant (kgrag_private.sealed, kgrag_private.key_mac: a replayed or altered seal holds nothing), whatever the login role; otherwise the schema owner {*} (every group), and any other login role the groups of the tenant granted to it or a role it belongs to (kgrag.grant_groups); narrowed, when kgrag.use_groups named some, to those of them it holds. The policies of kgrag.document, kgrag.chunk, kgrag.query_log and kgrag.curation_ended call it with the row''s tenant. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.audience and checks the key''s seal; it answers for session_user and the transaction''s own settings only.';
+
+CREATE OR REPLACE FUNCTION kgrag.current_groups() RETURNS text[]
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT kgrag_private.groups_for(pg_catalog.current_setting('kgrag.tenant', true))
+$$;
 COMMENT ON FUNCTION kgrag.current_groups() IS
-'Returns the groups of its tenant the current transaction holds, which decide what of a document for an audience (kgrag.document.access) it sees: the schema owner {*} (every group); a session with an API key the groups the key carries (kgrag.create_key); any other login role the groups granted to it or a role it belongs to (kgrag.grant_groups); narrowed, when kgrag.use_groups named some, to those of them it holds. {} holds no group (and so does a transaction that named no tenant): only documents for everyone are seen. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.audience and checks the key''s seal; it answers for session_user and the transaction''s own settings only.';
+'Returns the groups of its tenant the current transaction holds (kgrag_private.groups_for), which decide what of a document for an audience it sees: the schema owner {*} (every group); a session with an API key the groups the key carries (kgrag.create_key); any other login role the groups granted to it or a role it belongs to (kgrag.grant_groups); narrowed, when kgrag.use_groups named some, to those of them it holds. {} holds no group (and so does a transaction that named no tenant): only documents for everyone are seen.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.sees(access text[], held text[]) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER

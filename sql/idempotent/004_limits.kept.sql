@@ -272,4 +272,4 @@ AS $$
         OR pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE')
 $$;
 COMMENT ON FUNCTION kgrag_private.setting_writable(text, text) IS
-'Private. Returns whether the session may change or delete a row of kgrag.settings as it stands: any row but a tenant''s row of a setting that is the schema owner''s alone (kgrag_private.setting_rule: owner), which only the schema owner may. The policies owner_rows_update and owner_rows_delete of kgrag.settings check every row before it is changed or deleted with it.';
+'Private. Returns whether the session may change or delete a row of kgrag.settings as it stands: any row but a tenant''s row of a setting that is the schema owner''s alone (kgrag_private.setting_rule: owner), which only the schema owner may. The policy tenant_write of kgrag.settings checks every row before it is changed or deleted with it (revision 0042; in 0041, two restrictive policies, which Citus makes permissive on its shards).';

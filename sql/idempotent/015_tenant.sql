@@ -44,8 +44,8 @@ RETURNS TABLE (tenant_id text, documents bigint)
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
-    -- (documents for everyone: no tenant is named, so no group is held; the schema owner, every one)
-    SELECT d.tenant_id, count(*) FILTER (WHERE d.access IS NULL OR kgrag_private.sees(d.access, kgrag.current_groups()))
+    -- (the documents of each tenant the caller sees: the groups it holds there, kgrag_private.groups_for)
+    SELECT d.tenant_id, count(*) FILTER (WHERE d.access IS NULL OR kgrag_private.sees(d.access, kgrag_private.groups_for(d.tenant_id)))
       FROM kgrag.document AS d
      GROUP BY d.tenant_id HAVING kgrag_private.may_use_tenant(d.tenant_id)
      ORDER BY d.tenant_id
@@ -56,4 +56,4 @@ REVOKE CREATE ON SCHEMA kgrag FROM kgrag_probe;
 REVOKE EXECUTE ON FUNCTION kgrag.tenants() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.tenants() TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag.tenants() IS
-'Returns the tenants that hold documents and that the session''s role may act for (kgrag.grant_tenant), with how many documents for everyone (all of them, for the schema owner): (tenant_id, documents). Needs no tenant set. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing tenants reads past the tenant policy; it returns names and counts, nothing of their contents. For a tenant''s own counts, kgrag.graph_totals().';
+'Returns the tenants that hold documents and that the session''s role may act for (kgrag.grant_tenant), with how many of their documents it sees (those for everyone, and those for a group it holds there: kgrag_private.groups_for): (tenant_id, documents). Needs no tenant set. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing tenants reads past the tenant policy; it returns names and counts, nothing of their contents. For a tenant''s own counts, kgrag.graph_totals().';

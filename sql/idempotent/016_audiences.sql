@@ -115,10 +115,9 @@ LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    held text[] := kgrag.current_groups();  -- (fails closed without a tenant)
+    held text[] := kgrag_private.groups_for(kgrag.current_tenant());  -- (fails closed without a tenant)
     missing text[];
 BEGIN
-    PERFORM kgrag.current_tenant();
     groups := kgrag_private.checked_groups(groups);
     missing := ARRAY(SELECT x FROM unnest(groups) AS g(x) WHERE NOT (x = ANY (held) OR held = ARRAY['*']));
     IF cardinality(missing) > 0 THEN
@@ -139,7 +138,7 @@ LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    held text[] := kgrag.current_groups();
+    held text[] := kgrag_private.groups_for(kgrag.current_tenant());
     missing text;
 BEGIN
     SELECT x INTO missing FROM unnest(groups) AS g(x) WHERE NOT (x = ANY (held) OR held = ARRAY['*']) ORDER BY 1 LIMIT 1;
@@ -154,35 +153,50 @@ COMMENT ON FUNCTION kgrag_private.check_audiences(text[]) IS
 'Private. Raises 42501 naming the first of these groups the transaction does not hold (kgrag.current_groups): a document is written only for audiences its writer holds (the policy of kgrag.document refuses the row too, less clearly).';
 
 CREATE OR REPLACE FUNCTION kgrag.set_access(doc_ids text[], groups text[]) RETURNS jsonb
-LANGUAGE plpgsql VOLATILE SECURITY INVOKER
-SET search_path FROM CURRENT
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
+    held text[] := kgrag_private.groups_for(t);  -- the caller's (session_user's, or its key's)
     target text[];
     moving text[];
+    into_audience text[];  -- documents for everyone going into an audience
     unkept text;
+    noted jsonb;
+    counts jsonb;
 BEGIN
-    IF doc_ids IS NULL OR cardinality(doc_ids) > 100000 THEN
-        RAISE EXCEPTION 'name 0 to 100,000 documents a call, got %', COALESCE(cardinality(doc_ids)::text, 'NULL')
+    -- As the schema owner (SECURITY DEFINER), as kgrag.delete_documents: the decisions about a
+    -- document going into an audience end and the query log forgets it, which no tenant role may
+    -- do itself. The caller names documents it sees, for groups it holds, nothing else.
+    PERFORM kgrag_private.check_writing(t);
+    PERFORM kgrag_private.own_scratch();
+    IF doc_ids IS NULL OR pg_catalog.cardinality(doc_ids) > 100000 THEN
+        RAISE EXCEPTION 'name 0 to 100,000 documents a call, got %', COALESCE(pg_catalog.cardinality(doc_ids)::text, 'NULL')
             USING ERRCODE = '22023';
     END IF;
     target := NULLIF(kgrag_private.checked_groups(COALESCE(groups, '{}')), '{}');
     PERFORM kgrag_private.check_audiences(COALESCE(target, '{}'));
-    -- the documents the caller sees (row-level security) whose audience changes, in doc_id order
+    -- the documents the caller sees whose audience changes, in doc_id order (as the owner every row
+    -- is visible: the caller's groups are checked here)
     moving := ARRAY(SELECT d.doc_id FROM kgrag.document AS d
-                     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids) AND d.access IS DISTINCT FROM target
+                     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids) AND kgrag_private.sees(d.access, held)
+                       AND d.access IS DISTINCT FROM target
                      ORDER BY d.doc_id COLLATE "C");
-    IF cardinality(moving) = 0 THEN
-        RETURN jsonb_build_object('moved', 0);
+    IF pg_catalog.cardinality(moving) = 0 THEN
+        RETURN pg_catalog.jsonb_build_object('moved', 0);
     END IF;
     SELECT d.doc_id INTO unkept FROM kgrag.document AS d
      WHERE d.tenant_id = t AND d.doc_id = ANY (moving) AND d.extraction IS NULL ORDER BY d.doc_id COLLATE "C" LIMIT 1;
     IF unkept IS NOT NULL THEN
-        RAISE EXCEPTION 'document % was stored before revision 0042 and keeps no extraction to move', quote_literal(unkept)
+        RAISE EXCEPTION 'document % was stored before revision 0042 and keeps no extraction to move', pg_catalog.quote_literal(unkept)
             USING ERRCODE = '55000',
                   HINT = 'Ingest it again with its audience (pgkgrag ingest PATH --access GROUP, or "access" in its JSONL line).';
     END IF;
+    into_audience := ARRAY(SELECT d.doc_id FROM kgrag.document AS d
+                            WHERE d.tenant_id = t AND d.doc_id = ANY (moving) AND d.access IS NULL AND target IS NOT NULL
+                            ORDER BY d.doc_id COLLATE "C");
+    noted := kgrag_private.forgettable(into_audience);
     PERFORM kgrag_private.stage_begin();
     IF EXISTS (SELECT 1 FROM pg_temp.kgrag_stage_document) THEN
         RAISE EXCEPTION 'an ingestion batch is staged in this transaction: move documents in a transaction of their own'
@@ -201,20 +215,32 @@ BEGIN
                                             identifier)
     SELECT x.doc_id, x.name, x.type, x.description, x.answer, x.answer_ordinal, x.aliases, x.ordinals, x.identifier
       FROM kgrag.document AS d
-     CROSS JOIN LATERAL jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_entity, d.extraction -> 'entities') AS x
+     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_entity, d.extraction -> 'entities') AS x
      WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
     INSERT INTO pg_temp.kgrag_stage_relation
     SELECT x.* FROM kgrag.document AS d
-     CROSS JOIN LATERAL jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_relation, d.extraction -> 'relations') AS x
+     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_relation, d.extraction -> 'relations') AS x
      WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
     INSERT INTO pg_temp.kgrag_stage_set_aside
     SELECT x.* FROM kgrag.document AS d
-     CROSS JOIN LATERAL jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_set_aside, d.extraction -> 'set_aside') AS x
+     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_set_aside, d.extraction -> 'set_aside') AS x
      WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
-    RETURN jsonb_build_object('moved', cardinality(moving), 'access', target) || kgrag_private.ingest_apply();
+    counts := pg_catalog.jsonb_build_object('moved', pg_catalog.cardinality(moving), 'access', target)
+              || kgrag_private.ingest_apply();
+    IF pg_catalog.cardinality(into_audience) > 0 THEN
+        -- nothing of them stays for everyone: what was decided about them (kept for the audience,
+        -- kgrag.curation_ended), the answers a person saw, the communities they fed (until the
+        -- next build) and what the query log says of them
+        PERFORM kgrag_private.retract_documents(into_audience);
+        PERFORM kgrag_private.end_decisions(into_audience);
+        counts := counts || pg_catalog.jsonb_build_object('graph', kgrag_private.refresh_graph());
+        DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
+        PERFORM kgrag_private.forget_in_logs(noted);
+    END IF;
+    RETURN counts;
 END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag.set_access(text[], text[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.set_access(text[], text[]) TO kgrag_writer;
 COMMENT ON FUNCTION kgrag.set_access(text[], text[]) IS
-'Changes the audience of documents of the current tenant, in one transaction, without extracting them again: groups (1 to 32) make them for those groups only (a session sees them when it holds one, kgrag.current_groups), NULL or {} for everyone. A document for everyone contributes to the shared graph, one for an audience does not: what was extracted from it (kgrag.document.extraction) goes into the graph or out of it, with everything derived (entities, relations, aliases, answers; communities and reports at the next build). Documents the caller does not see are ignored, and so are unknown ids; the caller must hold every group it names (42501); a document stored before revision 0042 is refused (55000: ingest it again). Returns {"moved": n, "access": groups, ...} with the counts of kgrag_private.ingest_apply. For kgrag_writer.';
+'Changes the audience of documents of the current tenant, in one transaction, without extracting them again: groups (1 to 32) make them for those groups only (a session sees them when it holds one, kgrag.current_groups), NULL or {} for everyone. A document for everyone contributes to the shared graph, one for an audience does not: what was extracted from it (kgrag.document.extraction) goes into the graph or out of it, with everything derived (entities, relations, aliases, answers; communities and reports at the next build). A document going into an audience leaves nothing for everyone: the decisions about it end (kgrag.curation_ended, read by its audience), the communities it fed go until the next build, and the query log forgets it (kgrag_private.forget_in_logs). Documents the caller does not see are ignored, and so are unknown ids; the caller must hold every group it names and every group a document it moves is for (42501); a document stored before revision 0042 is refused (55000: ingest it again); so is a reader''s API key (42501). Returns {"moved": n, "access": groups, ...} with the counts of kgrag_private.ingest_apply. SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, as kgrag.delete_documents does. For kgrag_writer.';

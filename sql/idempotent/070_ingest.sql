@@ -476,9 +476,17 @@ LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
-    -- a document is written only for audiences its writer holds
+    -- a document is written only for audiences its writer holds, and one stored for several
+    -- audiences is replaced (or moved) only by a writer holding every one of them
     PERFORM kgrag_private.check_audiences(ARRAY(SELECT DISTINCT g FROM pg_temp.kgrag_stage_document AS d
-                                                 CROSS JOIN LATERAL unnest(d.access) AS a(g) ORDER BY 1));
+                                                 CROSS JOIN LATERAL unnest(d.access) AS a(g)
+                                                UNION
+                                                SELECT DISTINCT g FROM kgrag.document AS s
+                                                 CROSS JOIN LATERAL unnest(s.access) AS a(g)
+                                                 WHERE s.tenant_id = kgrag.current_tenant()
+                                                   AND s.doc_id IN (SELECT d.doc_id FROM pg_temp.kgrag_stage_document AS d)
+                                                   AND kgrag_private.sees(s.access, kgrag_private.groups_for(s.tenant_id))
+                                                ORDER BY 1));
     -- every document keeps what was extracted from it (kgrag.set_access moves it with that)
     CREATE TEMP TABLE IF NOT EXISTS kgrag_extraction (doc_id text PRIMARY KEY, extraction jsonb NOT NULL) ON COMMIT DROP;
     TRUNCATE pg_temp.kgrag_extraction;
@@ -501,7 +509,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.hold_extractions() IS
-'Private. A step of kgrag_private.ingest_apply: refuses (42501) a staged document for a group the transaction does not hold (kgrag_private.check_audiences), keeps what was extracted from each staged document (pg_temp.kgrag_extraction, stored in kgrag.document.extraction: its entities, relations and what was set aside, as staged), and unstages that of a document for an audience, which so gives the shared graph nothing (its chunks are stored, for the sessions that hold its groups).';
+'Private. A step of kgrag_private.ingest_apply: refuses (42501) a staged document for a group the transaction does not hold, or replacing a stored one for such a group (kgrag_private.check_audiences), keeps what was extracted from each staged document (pg_temp.kgrag_extraction, stored in kgrag.document.extraction: its entities, relations and what was set aside, as staged), and unstages that of a document for an audience, which so gives the shared graph nothing (its chunks are stored, for the sessions that hold its groups).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.check_batch_embedder() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -580,17 +588,23 @@ $$;
 COMMENT ON FUNCTION kgrag_private.stored_documents(text[]) IS
 'Private. Returns (doc_id, content_hash) of those of the given documents the current tenant holds: ingestion skips a document whose hash is unchanged.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text) RETURNS void
-LANGUAGE sql VOLATILE SECURITY INVOKER
+CREATE OR REPLACE FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash text, reason text,
+                                                               access text[] DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason)
-    VALUES (kgrag.current_tenant(), doc_id, content_hash, reason)
+BEGIN
+    PERFORM kgrag_private.check_audiences(COALESCE(access, '{}'));
+    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, access)
+    VALUES (kgrag.current_tenant(), record_ingest_failure.doc_id, record_ingest_failure.content_hash,
+            record_ingest_failure.reason, NULLIF(kgrag_private.checked_groups(COALESCE(record_ingest_failure.access, '{}')), '{}'))
     ON CONFLICT (tenant_id, doc_id) DO UPDATE
-       SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = excluded.failed_at
+       SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = excluded.failed_at,
+           access = excluded.access;
+END
 $$;
-COMMENT ON FUNCTION kgrag_private.record_ingest_failure(text, text, text) IS
-'Private. Records that a document could not be ingested, and why (kgrag.ingest_failure). Returns nothing.';
+COMMENT ON FUNCTION kgrag_private.record_ingest_failure(text, text, text, text[]) IS
+'Private. Records that a document could not be ingested, and why (kgrag.ingest_failure), for the groups the document was for (access: read by their holders alone; the writer must hold them, 42501). Returns nothing.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.failed_sources() RETURNS text[]
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -606,7 +620,8 @@ $$;
 COMMENT ON FUNCTION kgrag_private.failed_sources() IS
 'Private. Returns the files of the current tenant''s failed input lines (kept in kgrag.ingest_failure under ''#'' || file || '':'' || line): an ingestion that reads one of them again passes it to kgrag_private.record_input_failures, which clears the lines that no longer fail.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.record_input_failures(sources text[], kept text[], failures jsonb) RETURNS integer
+CREATE OR REPLACE FUNCTION kgrag_private.record_input_failures(sources text[], kept text[], failures jsonb,
+                                                               access text[] DEFAULT NULL) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -618,23 +633,27 @@ BEGIN
        OR jsonb_array_length(failures) > 100000 THEN
         RAISE EXCEPTION 'at most 100,000 sources and failures and 1,000,000 kept lines, as arrays' USING ERRCODE = '22023';
     END IF;
+    PERFORM kgrag_private.check_audiences(COALESCE(access, '{}'));
+    access := NULLIF(kgrag_private.checked_groups(COALESCE(access, '{}')), '{}');
     -- the lines of the files read again that failed before: fixed, unless they fail again below
     -- (but for the lines of the documents skipped as unchanged, which were not looked at again)
     DELETE FROM kgrag.ingest_failure AS f
      WHERE f.tenant_id = t AND f.source = ANY (sources) AND left(f.doc_id, 1) = '#' AND f.doc_id <> ALL (kept);
     -- one row per key: the reasons of one line (several dropped relations) together
-    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, source, line)
-    SELECT t, x.key, '', left(string_agg(x.reason, '; ' ORDER BY x.o), 2000), min(x.source), min(x.line)
+    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, source, line, access)
+    SELECT t, x.key, '', left(string_agg(x.reason, '; ' ORDER BY x.o), 2000), min(x.source), min(x.line),
+           record_input_failures.access
       FROM (SELECT COALESCE(NULLIF(e ->> 'doc_id', ''), '#' || left(e ->> 'source', 1000) || COALESCE(':' || (e ->> 'line'), '')) AS key,
                    left(COALESCE(e ->> 'reason', ''), 2000) AS reason, left(e ->> 'source', 1000) AS source,
                    (e ->> 'line')::integer AS line, u.o
               FROM jsonb_array_elements(failures) WITH ORDINALITY AS u(e, o)) AS x
      GROUP BY x.key
     ON CONFLICT (tenant_id, doc_id) DO UPDATE
-       SET reason = excluded.reason, source = excluded.source, line = excluded.line, failed_at = excluded.failed_at;
+       SET reason = excluded.reason, source = excluded.source, line = excluded.line, failed_at = excluded.failed_at,
+           access = excluded.access;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.record_input_failures(text[], text[], jsonb) IS
-'Private. Records what an ingestion run could not take, each with its file (source), line and reason: failures = [{source, line, doc_id, reason}] (at most 100,000). One with a doc_id is kept under it, until that document is ingested (or deleted); a line without one (not JSON, no doc_id, a duplicate, a dropped relation) is kept under ''#'' || source || '':'' || line, until a run reads that file again without that failure at that line (sources: the files this run read; kept: the keys of the lines it skipped as unchanged, left as they were). The reasons of one line (several dropped relations) are one row. Returns the rows written; kgrag.purge deletes them after ingest_failure_days.';
+COMMENT ON FUNCTION kgrag_private.record_input_failures(text[], text[], jsonb, text[]) IS
+'Private. Records what an ingestion run could not take, for the groups the run was for (access, pgkgrag ingest --access: read by their holders alone; the writer must hold them, 42501), each with its file (source), line and reason: failures = [{source, line, doc_id, reason}] (at most 100,000). One with a doc_id is kept under it, until that document is ingested (or deleted); a line without one (not JSON, no doc_id, a duplicate, a dropped relation) is kept under ''#'' || source || '':'' || line, until a run reads that file again without that failure at that line (sources: the files this run read; kept: the keys of the lines it skipped as unchanged, left as they were). The reasons of one line (several dropped relations) are one row. Returns the rows written; kgrag.purge deletes them after ingest_failure_days.';

@@ -335,6 +335,31 @@ $$;
 COMMENT ON FUNCTION kgrag_private.refresh_graph() IS
 'Private. For what pg_temp.kgrag_touched names: moves co-occurrence weights by the chunks that came and went (kgrag_touched.n) and recomputes typed edges, marks communities, reports and answers stale, removes entities no chunk cites any more; only the edges that change are written, and the degrees they move (kgrag_private.rewrite_edges). Returns counts as jsonb.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.retract_documents(doc_ids text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    -- decisions about them go (kgrag_private.end_decisions, after): the relations of the pairs they
+    -- corrected are recomputed without them at the next kgrag_private.refresh_graph
+    PERFORM kgrag_private.touched_scratch();
+    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+    SELECT DISTINCT p.src, p.dst, r.rel, 0
+      FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 3) AS dst
+              FROM kgrag.curation AS c
+             WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids) AND c.kind = 'correct_relation') AS p
+     CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, p.src, p.dst, kgrag_private.corrections(t))) AS r(rel);
+    -- the answers a person saw that came from them go too (kgrag_private.release_chunks noted them)
+    UPDATE kgrag.entity AS e SET answer_before = NULL, answer_before_doc = NULL
+     WHERE e.tenant_id = t AND e.answer_before_doc = ANY (doc_ids);
+END
+$$;
+REVOKE EXECUTE ON FUNCTION kgrag_private.retract_documents(text[]) FROM PUBLIC;
+COMMENT ON FUNCTION kgrag_private.retract_documents(text[]) IS
+'Private. Returns nothing; for documents leaving the shared graph (deleted, or gone into an audience): notes the pairs whose relations their correct_relation decisions changed (pg_temp.kgrag_touched, recomputed by the next kgrag_private.refresh_graph once kgrag_private.end_decisions ended those decisions) and clears the answers a person saw that came from them (kgrag.entity.answer_before). For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone.';
+
 CREATE OR REPLACE FUNCTION kgrag.delete_documents(doc_ids text[]) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
@@ -360,7 +385,7 @@ BEGIN
     doc_ids := ARRAY(SELECT DISTINCT x FROM unnest(doc_ids) AS x WHERE x IS NOT NULL ORDER BY 1);
     -- as the owner every row is visible: a document for an audience the caller does not hold is not
     -- the caller's to delete (ignored, as an unknown id)
-    held := kgrag.current_groups();
+    held := kgrag_private.groups_for(t);
     doc_ids := ARRAY(SELECT x FROM unnest(doc_ids) AS x
                       WHERE NOT EXISTS (SELECT 1 FROM kgrag.document AS d
                                          WHERE d.tenant_id = t AND d.doc_id = x AND NOT kgrag_private.sees(d.access, held))
@@ -383,16 +408,7 @@ BEGIN
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     PERFORM kgrag_private.forget_aliases(named);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
-    -- decisions about them go; the relations of the pairs they corrected are recomputed without them
-    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
-    SELECT DISTINCT p.src, p.dst, r.rel, 0
-      FROM (SELECT DISTINCT split_part(c.target, '|', 1) AS src, split_part(c.target, '|', 3) AS dst
-              FROM kgrag.curation AS c
-             WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids) AND c.kind = 'correct_relation') AS p
-     CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, p.src, p.dst, kgrag_private.corrections(t))) AS r(rel);
-    -- the answers a person saw that came from them go too (kgrag_private.release_chunks noted them)
-    UPDATE kgrag.entity AS e SET answer_before = NULL, answer_before_doc = NULL
-     WHERE e.tenant_id = t AND e.answer_before_doc = ANY (doc_ids);
+    PERFORM kgrag_private.retract_documents(doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
     -- the decisions about them end, each with an entry of who, when and why

@@ -18,7 +18,7 @@ DECLARE
     kept_chunks text[] := ARRAY(SELECT left(u.c, 200) FROM unnest(COALESCE(chunk_ids, '{}'::text[])) WITH ORDINALITY AS u(c, o)
                                  ORDER BY u.o LIMIT 1000);
     t text := kgrag.current_tenant();
-    asker text[] := kgrag.current_groups();  -- who may read the row (the policy audience)
+    asker text[] := kgrag_private.groups_for(t);  -- who may read the row (kgrag.query_log's policy)
     rate integer := floor((kgrag.setting('log_rate_per_minute') #>> '{}')::numeric)::integer;
 BEGIN
     IF route IS NULL OR route NOT IN (SELECT r.route FROM kgrag.routes() AS r) THEN

@@ -55,7 +55,7 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag_private.forgettable(text[]) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag_private.forgettable(text[]) IS
-'Private. Returns what deleting documents of the current tenant may make its query log forget, read before they go: {"chunks", "entities", "names"}: their chunks, the entities they mention or name (at most 10,000 each), those entities'' names and the aliases the documents gave (at most 1,000, of 2 to 300 characters). For kgrag.delete_documents (SECURITY DEFINER) alone: no tenant role may call it.';
+'Private. Returns what deleting documents of the current tenant may make its query log forget, read before they go: {"chunks", "entities", "names"}: their chunks, the entities they mention or name (at most 10,000 each), those entities'' names and the aliases the documents gave (at most 1,000, of 2 to 300 characters). For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER) alone: no tenant role may call it.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.forget_in_logs(noted jsonb) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -72,7 +72,9 @@ BEGIN
     gone_entities := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'entities') AS x
                             WHERE NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = x));
     gone_chunks := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'chunks') AS x
-                          WHERE NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.chunk_id = x));
+                          -- (a chunk of a document gone into an audience is no longer everyone's either)
+                          WHERE NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c
+                                             WHERE c.tenant_id = t AND c.chunk_id = x AND c.access IS NULL));
     gone_names := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'names') AS x
                          WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
                                             WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)));
@@ -90,7 +92,7 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag_private.forget_in_logs(jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag_private.forget_in_logs(jsonb) IS
-'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents named (noted: what kgrag_private.forgettable read before they went), as far as the graph no longer holds it, in the searches that reached them (whose seeds or chunks were theirs): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
+'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents, or documents gone into an audience, named (noted: what kgrag_private.forgettable read before they went), as far as the graph no longer holds it (a chunk for an audience counts as gone), in the searches that reached them (whose seeds or chunks were theirs): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
 
 CREATE OR REPLACE FUNCTION kgrag.purge() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -667,19 +667,24 @@ DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes each query to one shard
     n integer;
 BEGIN
-    -- only the decisions about documents the tenant no longer holds
+    -- only the decisions about documents the tenant no longer holds, or holds for an audience (the
+    -- shared graph has nothing of those: what was decided about them is that audience's to read)
     WITH gone AS (
-        SELECT x.doc_id FROM unnest(doc_ids) AS x(doc_id)
-         WHERE NOT EXISTS (SELECT 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = x.doc_id)
+        SELECT x.doc_id, d.access FROM unnest(doc_ids) AS x(doc_id)
+          LEFT JOIN kgrag.document AS d ON d.tenant_id = t AND d.doc_id = x.doc_id
+         WHERE d.doc_id IS NULL OR d.access IS NOT NULL
     ), ended AS (
         DELETE FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.doc_id IN (SELECT g.doc_id FROM gone AS g)
         RETURNING c.*
     )
     INSERT INTO kgrag.curation_ended (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at,
-                                      ended_by, ended_at, why)
+                                      ended_by, ended_at, why, access)
     SELECT e.tenant_id, e.kind, e.target, e.value, e.doc_id, e.note, e.decided_by, e.decided_at,
-           session_user, clock_timestamp(), left(format('its document %s was deleted', quote_literal(e.doc_id)), 2000)
-      FROM ended AS e
+           session_user, clock_timestamp(),
+           left(format(CASE WHEN g.access IS NULL THEN 'its document %s was deleted'
+                            ELSE 'its document %s went into an audience' END, quote_literal(e.doc_id)), 2000),
+           g.access
+      FROM ended AS e JOIN gone AS g USING (doc_id)
         ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -687,4 +692,4 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag_private.end_decisions(text[]) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag_private.end_decisions(text[]) IS
-'Private. Ends the current tenant''s decisions about documents it no longer holds, among doc_ids: each leaves kgrag.curation for kgrag.curation_ended with who ended it (the login role), when and why (its document was deleted); a document still there keeps its decisions. Returns the decisions ended. For kgrag.delete_documents (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, nor write kgrag.curation.';
+'Private. Ends the current tenant''s decisions about documents it no longer holds, or holds for an audience, among doc_ids: each leaves kgrag.curation for kgrag.curation_ended with who ended it (the login role), when and why (its document was deleted, or went into an audience: then with that audience, kgrag.curation_ended.access, which only its holders read); a document still there for everyone keeps its decisions. Returns the decisions ended. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, nor write kgrag.curation.';

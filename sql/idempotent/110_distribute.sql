@@ -11,12 +11,13 @@ AS $$
     -- are reference tables; every other table, the logs included, is co-located with kgrag.document
     -- (a tenant's delegated calls, kgrag_private.delegate_calls, write its logs next to its graph).
     -- Referenced tables first: a foreign key may only point at a table distributed before it.
-    -- The secret the workers check key seals with (kgrag_private.key_secret) is a reference table too.
+    -- The secret the workers check key seals with (kgrag_private.key_secret) is a reference table too,
+    -- and so are the groups of every tenant (kgrag_private.audience), which the policies read there.
     WITH RECURSIVE tables AS (
         SELECT c.oid, c.relnamespace::regnamespace::text || '.' || c.relname AS name
           FROM pg_catalog.pg_class AS c
          WHERE (c.relnamespace = 'kgrag'::regnamespace AND c.relkind IN ('r', 'p'))
-            OR c.oid = to_regclass('kgrag_private.key_secret')
+            OR c.oid IN (to_regclass('kgrag_private.key_secret'), to_regclass('kgrag_private.audience'))
     ), depth AS (
         SELECT t.oid, 0 AS d FROM tables AS t
         UNION ALL
@@ -26,7 +27,7 @@ AS $$
          WHERE k.conrelid <> k.confrelid AND depth.d < 32
     ), kinds AS (
         SELECT t.name, max(depth.d) AS d,
-               t.name IN ('kgrag.settings', 'kgrag.router_rule', 'kgrag_private.key_secret')
+               t.name IN ('kgrag.settings', 'kgrag.router_rule', 'kgrag_private.key_secret', 'kgrag_private.audience')
                AS reference
           FROM tables AS t JOIN depth ON depth.oid = t.oid
          GROUP BY t.name
@@ -39,7 +40,7 @@ AS $$
      ORDER BY k.reference DESC, k.name = 'kgrag.document' DESC, k.d, k.name
 $$;
 COMMENT ON FUNCTION kgrag_private.distribution_plan() IS
-'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables, and so is kgrag_private.key_secret (the workers check key seals with it); every other table, the logs included (revision 0040), is distributed by tenant_id and co-located with kgrag.document; referenced tables before the tables whose foreign keys point at them.';
+'Private. Returns how kgrag.distribute() lays out each kgrag table, in the order it must: (table_name, kind, colocate_with). settings and router_rule are reference tables, and so are kgrag_private.key_secret (the workers check key seals with it) and kgrag_private.audience (the groups the audience policies read there); every other table, the logs included (revision 0040), is distributed by tenant_id and co-located with kgrag.document; referenced tables before the tables whose foreign keys point at them.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.delegated_calls() RETURNS SETOF regprocedure
 LANGUAGE sql STABLE SECURITY INVOKER

@@ -253,10 +253,36 @@ def test_a_document_for_a_group_reaches_its_holders_alone_on_the_cluster(
     assert found["citus_d_reader"][0] == (None,) and "hr-review" not in (found["citus_d_reader"][1][0] or "")
     assert found["citus_d_reader"][2] == (0,)
     with psycopg.connect(as_role(cluster, "citus_d_reader")) as conn:  # the key's groups, not the role's
-        conn.execute("SET ROLE kgrag_reader")
         conn.execute("SELECT kgrag.use_key(%s)", [key[0]])
         assert conn.execute(lexical).fetchone() == ("hr-review#0",)
         conn.rollback()
+    # every shard's policy is permissive on Citus: the audience is the tenant policy's, so a scan of
+    # every shard shows neither another tenant's documents nor the group's (a second tenant's here)
+    with connect(as_role(cluster, "citus_d_writer")) as conn:
+        with psycopg.connect(cluster, autocommit=True) as admin:
+            admin.execute("SELECT kgrag.grant_tenant('citus_d_writer', 'other')")
+        ingest(
+            conn, tmp_path_factory.mktemp("other"), [{"doc_id": "elsewhere", "text": "Another tenant."}], tenant="other"
+        )
+    with connect(as_role(cluster, "citus_d_reader")) as conn, tenant_transaction(conn, tenant):
+        seen = {r[0] for r in conn.execute("SELECT doc_id FROM kgrag.document")}
+        assert "elsewhere" not in seen and "hr-review" not in seen and seen
+    # and a tenant's row of an owner's setting stays the owner's on the cluster (revision 0041's rule)
+    with psycopg.connect(cluster, autocommit=True) as admin, admin.transaction():
+        admin.execute("SELECT kgrag.use_tenant(%s)", [tenant])
+        admin.execute(
+            "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'rerank_url', '\"http://owner.example/\"')",
+            [tenant],
+        )
+    with connect(as_role(cluster, "citus_d_writer")) as conn, tenant_transaction(conn, tenant):
+        changed = conn.execute(
+            "UPDATE kgrag.settings SET value = '\"http://127.0.0.1:9/\"' WHERE tenant_id = %s AND key = 'rerank_url'",
+            [tenant],
+        ).rowcount
+        deleted = conn.execute(
+            "DELETE FROM kgrag.settings WHERE tenant_id = %s AND key = 'rerank_url'", [tenant]
+        ).rowcount
+        assert (changed, deleted) == (0, 0)
     with connect(as_role(cluster, "citus_d_writer")) as conn, tenant_transaction(conn, tenant):
         conn.execute("SELECT kgrag.delete_documents('{hr-review}')")
 

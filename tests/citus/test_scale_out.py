@@ -67,8 +67,8 @@ def test_the_dynamic_vector_statement_names_the_tenant(dsn: str, admin: psycopg.
 
 def test_distribute_lists_each_table_once_in_foreign_key_order(admin: psycopg.Connection) -> None:
     plan = admin.execute("SELECT table_name, kind, colocate_with FROM kgrag.distribute(dry_run => true)").fetchall()
-    # and the secret the workers check key seals with (revision 0041)
-    secrets = ["kgrag_private.key_secret"]
+    # and the secret the workers check key seals with (revision 0041), the groups of the tenants (0042)
+    secrets = ["kgrag_private.key_secret", "kgrag_private.audience"]
     assert sorted(t for t, _, _ in plan) == sorted([f"kgrag.{t}" for t in catalog_tables(admin)] + secrets)
     kinds = {t: (k, c) for t, k, c in plan}
     assert {t for t, (k, _) in kinds.items() if k == "reference"} == {f"kgrag.{t}" for t in REFERENCE_TABLES} | set(

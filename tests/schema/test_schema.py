@@ -143,6 +143,8 @@ def app_role(admin: psycopg.Connection) -> Iterator[str]:
     conn.execute(sql.SQL("CREATE ROLE {} NOSUPERUSER NOBYPASSRLS").format(sql.Identifier(role)))
     conn.execute(sql.SQL("GRANT USAGE ON SCHEMA kgrag TO {}").format(sql.Identifier(role)))
     conn.execute(sql.SQL("GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA kgrag TO {}").format(sql.Identifier(role)))
+    # the tenant policies of documents and chunks call it (the kgrag roles hold it; docs/upgrading.md, 0042)
+    conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION kgrag_private.groups_for(text) TO {}").format(sql.Identifier(role)))
     conn.commit()
     yield role
     conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))

@@ -19,10 +19,13 @@ from conftest import as_role
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ingesting import checksums, ingest
+from psycopg.conninfo import conninfo_to_dict
 from tenant_calls import EMBEDDER, _graph_ids, answers, reads
 
 from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
 from pgkgrag.graph.build import build
+from pgkgrag.ingest.extractors.base import ProvidedExtractor
+from pgkgrag.ingest.ingestor import Ingestor
 
 EXAMPLES = int(os.environ.get("KGRAG_AUDIENCE_EXAMPLES", "6"))
 SHARED = ["Auth Service", "Session Store", "Billing", "Alpha Cluster"]
@@ -237,3 +240,131 @@ def test_a_reader_may_not_read_cached_extractions(dsn: str, login: Callable[...,
         pytest.raises(psycopg.errors.InsufficientPrivilege),
     ):
         conn.execute("SELECT response FROM kgrag.llm_cache")
+
+
+def test_what_a_statement_sets_while_it_runs_lends_no_group(
+    dsn: str, tmp_path: Path, holders: Callable[..., str], admin: psycopg.Connection
+) -> None:
+    """A role holding hr in another tenant, switching kgrag.tenant in the middle of a statement,
+    a seal of a revoked key replayed in a later transaction, and the schema owner's own session
+    acting with a key without groups: none of them sees the HR document (the review of revision
+    0042's first form found all three)."""
+    tenant = "midway"
+    docs = [
+        {"doc_id": "open", "text": "The Auth Service is sunlit."},
+        {"doc_id": "hr-1", "text": "Falcon Gateway grievance filed.", "access": ["hr"]},
+    ]
+    _populate(holders(tenant, ["hr"], WRITER), tmp_path, tenant, docs)
+    elsewhere = holders("elsewhere", ["hr"])  # holds hr, in another tenant, and acts for this one too
+    admin.execute("SELECT kgrag.grant_tenant(%s, %s)", [conninfo_to_dict(elsewhere)["user"], tenant])
+    admin.commit()
+    switching = (
+        "SELECT doc_id, set_config('kgrag.tenant', 'elsewhere', true) FROM kgrag.document"
+        " WHERE tenant_id = %s ORDER BY doc_id DESC"
+    )
+    with connect(elsewhere, role=READER) as conn, tenant_transaction(conn, tenant):
+        assert [r[0] for r in conn.execute(switching, [tenant])] == ["open"]
+    # a key for hr, checked once, its seal kept; the key revoked; the seal replayed later
+    key = admin.execute("SELECT kgrag.create_key('midway-hr', %s, 'reader', '{hr}')", [[tenant]]).fetchone()[0]  # type: ignore[index]
+    admin.commit()
+    nobody = holders(tenant, [])
+    with connect(nobody, role=READER) as conn:
+        with conn.transaction():
+            conn.execute("SELECT kgrag.use_key(%s)", [key])
+            kept = conn.execute(
+                "SELECT current_setting('kgrag.tenant_seal'), current_setting('kgrag.key_role'),"
+                " current_setting('kgrag.key_groups'), current_setting('kgrag.key_seal')"
+            ).fetchone()
+            assert conn.execute("SELECT count(*) FROM kgrag.document").fetchone() == (2,)
+        admin.execute("SELECT kgrag.revoke_key('midway-hr')")
+        admin.commit()
+        with tenant_transaction(conn, tenant):
+            replayed = conn.execute(
+                "SELECT doc_id FROM kgrag.document, (SELECT set_config('kgrag.tenant_seal', %s, true),"
+                " set_config('kgrag.key_role', %s, true), set_config('kgrag.key_groups', %s, true),"
+                " set_config('kgrag.key_seal', %s, true)) AS forged ORDER BY doc_id",
+                list(kept),  # type: ignore[arg-type]
+            ).fetchall()
+            assert replayed == [("open",)]
+    # the schema owner's session (a service run as it) acting with a key of no group
+    plain = admin.execute("SELECT kgrag.create_key('midway-plain', %s)", [[tenant]]).fetchone()[0]  # type: ignore[index]
+    admin.commit()
+    with connect(dsn) as owner:
+        owner.execute("SET ROLE kgrag_reader")
+        with owner.transaction():
+            owner.execute("SELECT kgrag.use_key(%s)", [plain])
+            assert owner.execute("SELECT kgrag.current_groups()").fetchone() == ([],)
+            assert [r[0] for r in owner.execute("SELECT doc_id FROM kgrag.document")] == ["open"]
+
+
+def test_a_document_going_into_an_audience_leaves_nothing_for_everyone(
+    dsn: str, tmp_path: Path, holders: Callable[..., str]
+) -> None:
+    """The decisions about it end (kept for its audience), the query log forgets it, the
+    communities it fed go until the next build; and a writer holding one of a document's groups
+    may not move it for the others."""
+    tenant = "retract"
+    docs = [
+        {
+            "doc_id": "pub3",
+            "text": "The Yeti Project is run by Olga Vantablack.",
+            "entities": [{"name": "Yeti Project", "type": "Project"}, {"name": "Olga Vantablack", "type": "Person"}],
+            "relations": [{"source": "Olga Vantablack", "target": "Yeti Project", "type": "RUNS"}],
+        },
+        {"doc_id": "both", "text": "Garnet Ledger invoiceworthy grievance.", "access": ["finance", "hr"]},
+    ]
+    writer = holders(tenant, ["finance", "hr"], WRITER)
+    _populate(writer, tmp_path, tenant, docs)
+    nobody = holders(tenant, [])
+    with connect(writer, role=WRITER) as conn, tenant_transaction(conn, tenant):
+        conn.execute(
+            "SELECT kgrag.correct_evidence('Olga Vantablack', 'RUNS', 'Yeti Project', 'pub3#0',"
+            " 'The Yeti Project is run by Olga Vantablack.')"
+        )
+    vec = "[" + ",".join(map(str, EMBEDDER.embed(["Who runs the Yeti Project?"])[0])) + "]"
+    with connect(nobody, role=READER) as conn, tenant_transaction(conn, tenant):
+        conn.execute("SELECT * FROM kgrag.kgrag_search(%s::vector, 'auto', 'Who runs the Yeti Project?')", [vec])
+    with connect(writer, role=WRITER) as conn, tenant_transaction(conn, tenant):
+        assert conn.execute("SELECT kgrag.set_access('{pub3}', '{hr}')").fetchone()[0]["moved"] == 1  # type: ignore[index]
+    with connect(nobody, role=READER) as conn, tenant_transaction(conn, tenant):
+        told = "\n".join(
+            str(conn.execute(query).fetchall())
+            for query in (
+                "SELECT * FROM kgrag.curation",
+                "SELECT * FROM kgrag.curation_ended",
+                "SELECT * FROM kgrag.decision_history",
+                "SELECT seeds, chunk_ids, reason FROM kgrag.query_log",
+                "SELECT * FROM kgrag.communities",
+                "SELECT * FROM kgrag.entities",
+            )
+        ).lower()
+        assert "pub3" not in told and "vantablack" not in told and "yeti" not in told, told
+    with connect(holders(tenant, ["hr"]), role=READER) as conn, tenant_transaction(conn, tenant):
+        ended = conn.execute("SELECT doc_id, access, why FROM kgrag.curation_ended").fetchall()
+        assert ended == [("pub3", ["hr"], "its document 'pub3' went into an audience")]
+    with (
+        connect(holders(tenant, ["hr"], WRITER), role=WRITER) as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege, match="does not hold group 'finance'"),
+        tenant_transaction(conn, tenant),
+    ):
+        conn.execute("SELECT kgrag.set_access('{both}', '{hr}')")
+
+
+def test_what_a_run_for_a_group_could_not_take_is_named_to_the_group(
+    tmp_path: Path, holders: Callable[..., str]
+) -> None:
+    tenant = "failing"
+    folder = tmp_path / "hr"
+    folder.mkdir()
+    (folder / "review-ana.txt").write_text("Ana's review: a grievance.")
+    (folder / "empty-review-bruno.txt").write_text("")
+    (folder / "lines.jsonl").write_text('{"doc_id": "x"}\n')
+    with connect(holders(tenant, ["hr"], WRITER), role=WRITER) as conn:
+        summary = Ingestor(conn, tenant, ProvidedExtractor(), EMBEDDER, access=["hr"]).run([folder])
+        assert summary.written == 1 and not summary.ok
+    names = "SELECT doc_id FROM kgrag.ingest_failure ORDER BY 1"
+    with connect(holders(tenant, []), role=READER) as conn, tenant_transaction(conn, tenant):
+        assert conn.execute(names).fetchall() == []
+    with connect(holders(tenant, ["hr"]), role=READER) as conn, tenant_transaction(conn, tenant):
+        failed = [r[0] for r in conn.execute(names)]
+        assert len(failed) == 2 and any("empty-review-bruno" in f for f in failed), failed
