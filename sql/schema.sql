@@ -5582,18 +5582,17 @@ CREATE FUNCTION kgrag_private.hold_extractions() RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+    staged text[] := ARRAY(SELECT d.doc_id FROM pg_temp.kgrag_stage_document AS d ORDER BY 1);
 BEGIN
     -- a document is written only for audiences its writer holds, and one stored for several
     -- audiences is replaced (or moved) only by a writer holding every one of them
-    PERFORM kgrag_private.check_audiences(ARRAY(SELECT DISTINCT g FROM pg_temp.kgrag_stage_document AS d
-                                                 CROSS JOIN LATERAL unnest(d.access) AS a(g)
-                                                UNION
-                                                SELECT DISTINCT g FROM kgrag.document AS s
-                                                 CROSS JOIN LATERAL unnest(s.access) AS a(g)
-                                                 WHERE s.tenant_id = kgrag.current_tenant()
-                                                   AND s.doc_id IN (SELECT d.doc_id FROM pg_temp.kgrag_stage_document AS d)
-                                                   AND kgrag_private.sees(s.access, kgrag_private.groups_for(s.tenant_id))
-                                                ORDER BY 1));
+    PERFORM kgrag_private.check_audiences(
+        ARRAY(SELECT DISTINCT g FROM pg_temp.kgrag_stage_document AS d CROSS JOIN LATERAL unnest(d.access) AS a(g))
+        || ARRAY(SELECT DISTINCT g FROM kgrag.document AS s CROSS JOIN LATERAL unnest(s.access) AS a(g)
+                  WHERE s.tenant_id = t AND s.doc_id = ANY (staged) AND s.access IS NOT NULL
+                    AND kgrag_private.sees(s.access, kgrag_private.groups_for(t))));
     -- every document keeps what was extracted from it (kgrag.set_access moves it with that)
     CREATE TEMP TABLE IF NOT EXISTS kgrag_extraction (doc_id text PRIMARY KEY, extraction jsonb NOT NULL) ON COMMIT DROP;
     TRUNCATE pg_temp.kgrag_extraction;

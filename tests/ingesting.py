@@ -135,10 +135,10 @@ HISTORY_COLUMNS = ("answer_before", "answer_before_doc")
 READ_FROM = {("ingest_failure", "doc_id"): "regexp_replace(doc_id, '^#.*/', '#')"}
 
 
-def checksums(conn: psycopg.Connection, tenant: str) -> dict[str, str]:
+def checksums(conn: psycopg.Connection, tenant: str, leave_out: Sequence[str] = ()) -> dict[str, str]:
     """md5 of each kgrag table's rows for one tenant (the columns the role may read), leaving out
     timestamps, HISTORY_COLUMNS and where a failed input was read from (its folder, and its file and
-    line, which a downgrade drops)."""
+    line, which a downgrade drops), and the columns named in leave_out."""
     tables = catalog_tables(conn)
     out = {}
     conn.execute("SELECT kgrag.use_tenant(%s)", [tenant])
@@ -149,7 +149,7 @@ def checksums(conn: psycopg.Connection, tenant: str) -> dict[str, str]:
                 "SELECT quote_ident(attname) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
                 " AND NOT attisdropped AND atttypid <> 'timestamptz'::regtype AND attname <> ALL (%s)"
                 " AND has_column_privilege(attrelid, attnum, 'SELECT') ORDER BY attnum",
-                [f"kgrag.{table}", list(HISTORY_COLUMNS)],
+                [f"kgrag.{table}", [*HISTORY_COLUMNS, *leave_out]],
             )
             if (table, r[0]) not in (("ingest_failure", "source"), ("ingest_failure", "line"))
         ]

@@ -288,7 +288,8 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
         with tenant_transaction(conn, "rev2"):
             conn.execute("SELECT count(*) FROM kgrag.kgrag_search(question => %s, route => 'local')", [QUESTIONS[0]])
     with psycopg.connect(cluster) as admin:
-        before = checksums(admin, "rev2")
+        # (what ingestion keeps of an extraction, kgrag.document.extraction, goes down with revision 0042)
+        before = checksums(admin, "rev2", leave_out=["extraction"])
         logged_before = admin.execute("SELECT count(*) FROM kgrag.query_log WHERE tenant_id = 'rev2'").fetchone()
     # what an existing cluster meets: 0040 down (the logs apart, as 0020 placed them) and up again
     # on the distributed schema, the search delegated and logged afterwards
@@ -342,7 +343,7 @@ def test_a_schema_revision_runs_on_the_distributed_schema(cluster: str, tmp_path
         # 0023 and 0027 created their tables distributed, co-located with kgrag.alias
         assert groups.get("kgrag.alias_source") == groups.get("kgrag.alias_trigram_stats") == groups["kgrag.alias"]
         # no row changed: the query log's columns newer than 0018 went down with their revisions
-        after = checksums(admin, "rev2")
+        after = checksums(admin, "rev2", leave_out=["extraction"])
         assert {t: c for t, c in after.items() if t != "query_log"} == {
             t: c for t, c in before.items() if t != "query_log"
         }
