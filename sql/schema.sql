@@ -2598,7 +2598,7 @@ CREATE FUNCTION kgrag.tenants() RETURNS TABLE(tenant_id text, documents bigint)
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     -- (the documents of each tenant the caller sees: the groups it holds there, kgrag_private.groups_for)
-    SELECT d.tenant_id, count(*) FILTER (WHERE d.access IS NULL OR kgrag_private.sees(d.access, kgrag_private.groups_for(d.tenant_id)))
+    SELECT d.tenant_id, count(*) FILTER (WHERE d.access IS NULL OR kgrag_private.may_see(d.tenant_id, d.access))
       FROM kgrag.document AS d
      GROUP BY d.tenant_id HAVING kgrag_private.may_use_tenant(d.tenant_id)
      ORDER BY d.tenant_id
@@ -5259,7 +5259,7 @@ BEGIN
      WHERE c.tenant_id = t AND c.lang = config AND c.tsv @@ query
        -- no audience policy binds this function's owner (it would keep @@ off the index): the
        -- caller's groups are checked here, after the index scan
-       AND (c.access IS NULL OR kgrag_private.sees(c.access, kgrag_private.groups_for(t)))
+       AND (c.access IS NULL OR kgrag_private.may_see(t, c.access))
      LIMIT lim;
 END
 $$;
@@ -6414,6 +6414,58 @@ ALTER FUNCTION kgrag_private.matching_rules(folded_question text) OWNER TO <owne
 --
 
 COMMENT ON FUNCTION kgrag_private.matching_rules(folded_question text) IS 'Private. Returns, for each route of kgrag.router_rule (global, mixed, count), the first enabled rule (by rule_id; a tenant''s rule in place of the default of the same id) whose pattern the folded question matches: (route, rule_id, description); no row for a route none matches.';
+
+--
+-- Name: may_see(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.may_see(tenant text, access text[]) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    narrowed text := pg_catalog.current_setting('kgrag.groups', true);
+    claimed text := pg_catalog.current_setting('kgrag.key_groups', true);
+    g text;
+    r regrole;
+BEGIN
+    -- What kgrag_private.groups_for(tenant) answers, for one row's groups, without reading a table
+    -- or checking a seal unless the row is one the session may see: the policies call this for
+    -- every row for an audience a scan meets.
+    IF access IS NULL THEN
+        RETURN true;
+    END IF;
+    IF COALESCE(narrowed, '') <> '' THEN  -- (kgrag.use_groups: only narrows)
+        access := ARRAY(SELECT x FROM pg_catalog.unnest(access) AS u(x)
+                         WHERE x = ANY (pg_catalog.string_to_array(narrowed, ',')));
+        IF pg_catalog.cardinality(access) = 0 THEN
+            RETURN false;
+        END IF;
+    END IF;
+    IF COALESCE(pg_catalog.current_setting('kgrag.key_seal', true), '') <> '' THEN
+        -- an API key: none of the groups it claims, nothing to check; else its seal, once per row seen
+        IF NOT access OPERATOR(pg_catalog.&&) pg_catalog.string_to_array(NULLIF(claimed, ''), ',') THEN
+            RETURN false;
+        END IF;
+        RETURN kgrag_private.sees(access, kgrag_private.groups_for(tenant));
+    END IF;
+    FOREACH g IN ARRAY access LOOP  -- a login role: a member of the group's role (kgrag.grant_groups)
+        r := pg_catalog.to_regrole(kgrag_private.group_role(tenant, g));
+        IF r IS NOT NULL AND pg_catalog.pg_has_role(session_user, r, 'MEMBER') THEN
+            RETURN true;
+        END IF;
+    END LOOP;
+    RETURN pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE');  -- the schema owner: every group
+END
+$$;
+
+ALTER FUNCTION kgrag_private.may_see(tenant text, access text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION may_see(tenant text, access text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.may_see(tenant text, access text[]) IS 'Private. Returns whether the current transaction sees a row of a tenant for these groups (access; NULL: for everyone): as kgrag_private.groups_for(tenant) decides, narrowed by kgrag.use_groups, but reading the row''s own groups only (the role of each, kgrag_private.group_role, and session_user''s membership), and checking a key''s seal only for a row of a group the key claims. The tenant policies of kgrag.document, kgrag.chunk, kgrag.curation_ended and kgrag.ingest_failure call it for every row for an audience.';
 
 --
 -- Name: may_use_tenant(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -12816,7 +12868,7 @@ CREATE POLICY tenant_isolation ON kgrag.answer_log USING ((tenant_id = kgrag.cur
 -- Name: chunk tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.chunk USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.chunk USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.may_see(tenant_id, access)))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.may_see(tenant_id, access))));
 
 --
 -- Name: community tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -12846,13 +12898,13 @@ CREATE POLICY tenant_isolation ON kgrag.curation USING ((tenant_id = kgrag.curre
 -- Name: curation_ended tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.curation_ended USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id))))) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.curation_ended USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.may_see(tenant_id, access)))) WITH CHECK ((tenant_id = kgrag.current_tenant()));
 
 --
 -- Name: document tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.document USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.document USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.may_see(tenant_id, access)))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.may_see(tenant_id, access))));
 
 --
 -- Name: edge tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -12876,7 +12928,7 @@ CREATE POLICY tenant_isolation ON kgrag.entity_source USING ((tenant_id = kgrag.
 -- Name: ingest_failure tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.ingest_failure USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.ingest_failure USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.may_see(tenant_id, access)))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.may_see(tenant_id, access))));
 
 --
 -- Name: lexeme_stats tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>

@@ -140,7 +140,7 @@ def ingest(
     console.print(render.ingest_table(summary, built, jobs, time.perf_counter() - started, totals))
     for line in render.ingest_problems(summary):
         err_console.print(line, highlight=False, soft_wrap=True)
-    if totals.documents and not totals.entities:
+    if totals.documents and not totals.entities and not access:  # (documents for a group give the graph nothing)
         err_console.print(
             f"warning: tenant {config.tenant!r} has {totals.documents} documents and no graph (no entity was "
             f"found with --extractor {extractor}): search has vector and full-text search only. "

@@ -331,6 +331,15 @@ COMMENT ON FUNCTION kgrag.revoke_tenant(text, text) IS
 -- Audiences (revision 0042): which groups of its tenant a session holds. The tenant policies of
 -- kgrag.document, kgrag.chunk and kgrag.query_log call these, so they are kept too.
 
+CREATE OR REPLACE FUNCTION kgrag_private.group_role(tenant text, group_name text) RETURNS text
+LANGUAGE sql STABLE STRICT SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT 'kgrag_g_' || pg_catalog.left(pg_catalog.md5(kgrag_private.installation() || '/' || tenant || '/' || group_name), 24)
+$$;
+COMMENT ON FUNCTION kgrag_private.group_role(text, text) IS
+'Private. Returns the name of the role that stands for a group of a tenant of this installation: kgrag_g_ and 24 hex digits of md5(installation/tenant/group). kgrag.grant_groups creates it and makes the grantee a member.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.groups_for(tenant text) RETURNS text[]
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -384,6 +393,48 @@ AS $$
 $$;
 COMMENT ON FUNCTION kgrag.current_groups() IS
 'Returns the groups of its tenant the current transaction holds (kgrag_private.groups_for), which decide what of a document for an audience it sees: the schema owner {*} (every group); a session with an API key the groups the key carries (kgrag.create_key); any other login role the groups granted to it or a role it belongs to (kgrag.grant_groups); narrowed, when kgrag.use_groups named some, to those of them it holds. {} holds no group (and so does a transaction that named no tenant): only documents for everyone are seen.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.may_see(tenant text, access text[]) RETURNS boolean
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    narrowed text := pg_catalog.current_setting('kgrag.groups', true);
+    claimed text := pg_catalog.current_setting('kgrag.key_groups', true);
+    g text;
+    r regrole;
+BEGIN
+    -- What kgrag_private.groups_for(tenant) answers, for one row's groups, without reading a table
+    -- or checking a seal unless the row is one the session may see: the policies call this for
+    -- every row for an audience a scan meets.
+    IF access IS NULL THEN
+        RETURN true;
+    END IF;
+    IF COALESCE(narrowed, '') <> '' THEN  -- (kgrag.use_groups: only narrows)
+        access := ARRAY(SELECT x FROM pg_catalog.unnest(access) AS u(x)
+                         WHERE x = ANY (pg_catalog.string_to_array(narrowed, ',')));
+        IF pg_catalog.cardinality(access) = 0 THEN
+            RETURN false;
+        END IF;
+    END IF;
+    IF COALESCE(pg_catalog.current_setting('kgrag.key_seal', true), '') <> '' THEN
+        -- an API key: none of the groups it claims, nothing to check; else its seal, once per row seen
+        IF NOT access OPERATOR(pg_catalog.&&) pg_catalog.string_to_array(NULLIF(claimed, ''), ',') THEN
+            RETURN false;
+        END IF;
+        RETURN kgrag_private.sees(access, kgrag_private.groups_for(tenant));
+    END IF;
+    FOREACH g IN ARRAY access LOOP  -- a login role: a member of the group's role (kgrag.grant_groups)
+        r := pg_catalog.to_regrole(kgrag_private.group_role(tenant, g));
+        IF r IS NOT NULL AND pg_catalog.pg_has_role(session_user, r, 'MEMBER') THEN
+            RETURN true;
+        END IF;
+    END LOOP;
+    RETURN pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE');  -- the schema owner: every group
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.may_see(text, text[]) IS
+'Private. Returns whether the current transaction sees a row of a tenant for these groups (access; NULL: for everyone): as kgrag_private.groups_for(tenant) decides, narrowed by kgrag.use_groups, but reading the row''s own groups only (the role of each, kgrag_private.group_role, and session_user''s membership), and checking a key''s seal only for a row of a group the key claims. The tenant policies of kgrag.document, kgrag.chunk, kgrag.curation_ended and kgrag.ingest_failure call it for every row for an audience.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.sees(access text[], held text[]) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER

@@ -45,7 +45,7 @@ LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
 AS $$
     -- (the documents of each tenant the caller sees: the groups it holds there, kgrag_private.groups_for)
-    SELECT d.tenant_id, count(*) FILTER (WHERE d.access IS NULL OR kgrag_private.sees(d.access, kgrag_private.groups_for(d.tenant_id)))
+    SELECT d.tenant_id, count(*) FILTER (WHERE d.access IS NULL OR kgrag_private.may_see(d.tenant_id, d.access))
       FROM kgrag.document AS d
      GROUP BY d.tenant_id HAVING kgrag_private.may_use_tenant(d.tenant_id)
      ORDER BY d.tenant_id

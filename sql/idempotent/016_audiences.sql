@@ -1,6 +1,6 @@
 -- Audiences inside a tenant (revision 0042): a document may be for groups (kgrag.document.access);
 -- a session sees it when it holds one of them (kgrag.current_groups, in 002_tenancy.kept.sql, with
--- the policies' helpers). The schema owner grants groups to login roles (kgrag.grant_groups), an
+-- the policies' helpers and the names of the groups' roles). The schema owner grants groups to login roles (kgrag.grant_groups), an
 -- API key carries them (kgrag.create_key), and a transaction may narrow what it holds
 -- (kgrag.use_groups) for the end user it acts for.
 --
@@ -8,15 +8,6 @@
 -- its groups; what was extracted from it is kept on the document (kgrag.document.extraction) and
 -- stays out of the shared graph, so no entity, relation, description, answer or report tells
 -- anything of it to anyone (docs/audiences.md).
-
-CREATE OR REPLACE FUNCTION kgrag_private.group_role(tenant text, group_name text) RETURNS text
-LANGUAGE sql STABLE STRICT SECURITY INVOKER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT 'kgrag_g_' || pg_catalog.left(pg_catalog.md5(kgrag_private.installation() || '/' || tenant || '/' || group_name), 24)
-$$;
-COMMENT ON FUNCTION kgrag_private.group_role(text, text) IS
-'Private. Returns the name of the role that stands for a group of a tenant of this installation: kgrag_g_ and 24 hex digits of md5(installation/tenant/group). kgrag.grant_groups creates it and makes the grantee a member.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.checked_groups(groups text[]) RETURNS text[]
 LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER

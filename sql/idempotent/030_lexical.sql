@@ -55,7 +55,7 @@ BEGIN
      WHERE c.tenant_id = t AND c.lang = config AND c.tsv @@ query
        -- no audience policy binds this function's owner (it would keep @@ off the index): the
        -- caller's groups are checked here, after the index scan
-       AND (c.access IS NULL OR kgrag_private.sees(c.access, kgrag_private.groups_for(t)))
+       AND (c.access IS NULL OR kgrag_private.may_see(t, c.access))
      LIMIT lim;
 END
 $$;

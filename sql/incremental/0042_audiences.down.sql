@@ -27,5 +27,7 @@ BEGIN
     EXECUTE 'DROP FUNCTION kgrag_private.sees(text[], text[])';
     EXECUTE 'DROP FUNCTION kgrag.current_groups()';
     EXECUTE 'DROP FUNCTION kgrag_private.groups_for(text)';
+    EXECUTE 'DROP FUNCTION kgrag_private.may_see(text, text[])';
+    EXECUTE 'DROP FUNCTION kgrag_private.group_role(text, text)';
 END
 $$;

@@ -43,6 +43,18 @@ SET search_path = pg_catalog, pg_temp
 AS $body$ SELECT '{}'::text[] $body$
 $q$;
     EXECUTE $q$
+CREATE FUNCTION kgrag_private.group_role(tenant text, group_name text) RETURNS text
+LANGUAGE sql STABLE STRICT SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $body$ SELECT NULL::text $body$
+$q$;
+    EXECUTE $q$
+CREATE FUNCTION kgrag_private.may_see(tenant text, access text[]) RETURNS boolean
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $body$ SELECT access IS NULL $body$
+$q$;
+    EXECUTE $q$
 CREATE FUNCTION kgrag_private.sees(access text[], held text[]) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
@@ -79,9 +91,9 @@ CREATE TABLE kgrag_private.audience (
         -- No subquery (Citus refuses them in policies); a row for everyone calls nothing.
         EXECUTE pg_catalog.format($q$ALTER POLICY tenant_isolation ON kgrag.%I
             USING (tenant_id = kgrag.current_tenant()
-                   AND (access IS NULL OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id))))
+                   AND (access IS NULL OR kgrag_private.may_see(tenant_id, access)))
             WITH CHECK (tenant_id = kgrag.current_tenant()
-                        AND (access IS NULL OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id))))$q$, t);
+                        AND (access IS NULL OR kgrag_private.may_see(tenant_id, access)))$q$, t);
     END LOOP;
     EXECUTE 'ALTER TABLE kgrag.document ADD COLUMN extraction jsonb';
     EXECUTE $q$COMMENT ON COLUMN kgrag.document.extraction IS 'What was extracted from the document, as ingestion staged it (entities, relations, set_aside): kgrag.set_access moves the document into or out of the shared graph with it, without extracting again. NULL for a document stored before revision 0042 (ingest it again before moving it).'$q$;
@@ -102,7 +114,7 @@ CREATE TABLE kgrag_private.audience (
     EXECUTE $q$COMMENT ON COLUMN kgrag.curation_ended.access IS 'The groups of the document the decision was about when it ended because the document went into an audience (kgrag.set_access); NULL when its document was deleted. Read by the sessions holding one of them.'$q$;
     EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.curation_ended
         USING (tenant_id = kgrag.current_tenant()
-               AND (access IS NULL OR kgrag_private.sees(access, kgrag_private.groups_for(tenant_id))))$q$;
+               AND (access IS NULL OR kgrag_private.may_see(tenant_id, access)))$q$;
     -- the cached extractions: their responses through kgrag_private.llm_cache_get only
     EXECUTE 'REVOKE SELECT ON kgrag.llm_cache FROM kgrag_reader, kgrag_writer, kgrag_curator';
     EXECUTE 'GRANT SELECT (tenant_id, cache_key, model, created_at, content_hash) ON kgrag.llm_cache TO kgrag_writer';
