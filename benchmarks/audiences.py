@@ -7,7 +7,8 @@ group (5% of the chunks with 20 groups), one holding every group. From a warm cl
 vectors computed beforehand), the same --questions questions on each route and phase, side by side,
 with how many rows came back (k = 10: a caller seeing 5% must still get 10).
 
-Also the ingestion of the same documents for everyone and for audiences (one run each, same corpus),
+The full-text statistics are counted after each ingestion, as `pgkgrag build` does. Also the
+ingestion of the same documents for everyone and for audiences (one run each, same corpus),
 and the cost of the policy for one row: a scan of 20,000 rows for an audience against rows for
 everyone.
 
@@ -61,6 +62,8 @@ def load(dsn: str, docs: list[dict[str, Any]], audiences: int) -> float:
         summary = Ingestor(conn, TENANT, ProvidedExtractor(), EMBEDDER).run([path])
         seconds = time.perf_counter() - start
         assert summary.ok, summary
+        with tenant_transaction(conn, TENANT):  # what pgkgrag build counts for lexical search
+            conn.execute("SELECT kgrag.refresh_lexeme_stats()")
     with psycopg.connect(dsn, autocommit=True) as admin:
         admin.execute("VACUUM ANALYZE")
     return seconds
@@ -135,18 +138,17 @@ def policy_cost(dsn: str, name: str) -> tuple[float, float]:
     try:
         with tenant_transaction(conn, TENANT):
             conn.execute(
-                "CREATE TEMP TABLE restricted AS SELECT ARRAY['g' || lpad((i % 20)::text, 2, '0')] AS access"
-                " FROM generate_series(1, %s) i",
-                [POLICY_ROWS],
+                "CREATE TEMP TABLE restricted AS SELECT %s::text AS tenant_id,"
+                " ARRAY['g' || lpad((i %% 20)::text, 2, '0')] AS access FROM generate_series(1, %s) i",
+                [TENANT, POLICY_ROWS],
             )
             conn.execute(
-                "CREATE TEMP TABLE open AS SELECT NULL::text[] AS access FROM generate_series(1, %s)", [POLICY_ROWS]
+                "CREATE TEMP TABLE open AS SELECT %s::text AS tenant_id, NULL::text[] AS access"
+                " FROM generate_series(1, %s)",
+                [TENANT, POLICY_ROWS],
             )
             # the policy's expression (kgrag.document's and kgrag.chunk's), on rows of a scratch table
-            check = (
-                "SELECT count(*) FROM pg_temp.{} WHERE access IS NULL"
-                " OR kgrag_private.sees(access, kgrag.current_groups())"
-            )
+            check = "SELECT count(*) FROM pg_temp.{} WHERE access IS NULL OR kgrag_private.may_see(tenant_id, access)"
             times = {}
             for table in ("restricted", "open"):
                 runs = []

@@ -394,10 +394,15 @@ $$;
 COMMENT ON FUNCTION kgrag.current_groups() IS
 'Returns the groups of its tenant the current transaction holds (kgrag_private.groups_for), which decide what of a document for an audience it sees: the schema owner {*} (every group); a session with an API key the groups the key carries (kgrag.create_key); any other login role the groups granted to it or a role it belongs to (kgrag.grant_groups); narrowed, when kgrag.use_groups named some, to those of them it holds. {} holds no group (and so does a transaction that named no tenant): only documents for everyone are seen.';
 
+DO $$
+BEGIN
+    -- the installation's identity written into the body (as kgrag_private.installation() is): the
+    -- policies call this for every row for an audience, and a nested call costs more than the rest
+    EXECUTE pg_catalog.format($f$
 CREATE OR REPLACE FUNCTION kgrag_private.may_see(tenant text, access text[]) RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
-AS $$
+AS $body$
 DECLARE
     narrowed text := pg_catalog.current_setting('kgrag.groups', true);
     claimed text := pg_catalog.current_setting('kgrag.key_groups', true);
@@ -405,8 +410,7 @@ DECLARE
     r regrole;
 BEGIN
     -- What kgrag_private.groups_for(tenant) answers, for one row's groups, without reading a table
-    -- or checking a seal unless the row is one the session may see: the policies call this for
-    -- every row for an audience a scan meets.
+    -- or checking a seal unless the row is one the session may see.
     IF access IS NULL THEN
         RETURN true;
     END IF;
@@ -424,13 +428,15 @@ BEGIN
         END IF;
         RETURN kgrag_private.sees(access, kgrag_private.groups_for(tenant));
     END IF;
-    FOREACH g IN ARRAY access LOOP  -- a login role: a member of the group's role (kgrag.grant_groups)
-        r := pg_catalog.to_regrole(kgrag_private.group_role(tenant, g));
+    FOREACH g IN ARRAY access LOOP  -- a login role: a member of the group's role (kgrag_private.group_role)
+        r := pg_catalog.to_regrole('kgrag_g_' || pg_catalog.left(pg_catalog.md5(%L || '/' || tenant || '/' || g), 24));
         IF r IS NOT NULL AND pg_catalog.pg_has_role(session_user, r, 'MEMBER') THEN
             RETURN true;
         END IF;
     END LOOP;
     RETURN pg_catalog.has_schema_privilege(session_user, 'kgrag', 'CREATE');  -- the schema owner: every group
+END
+$body$ $f$, kgrag_private.installation());
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.may_see(text, text[]) IS

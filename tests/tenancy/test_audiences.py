@@ -149,6 +149,27 @@ def test_no_function_and_no_route_shows_a_group_not_held(
     ids = _populate(holders(tenant, ["finance", "hr"], WRITER), tmp(), tenant, docs)
     question = _question(docs)
     calls = reads(question, ids, ids)
+    views = ["chunks", "entities", "edges", "communities", "decisions", "decision_history", "review_queue", "staleness"]
+    tables = [
+        "document",
+        "chunk",
+        "entity",
+        "alias",
+        "edge",
+        "mention",
+        "relation_evidence",
+        "entity_source",
+        "community_report",
+        "query_log",
+        "ingest_failure",
+        "set_aside",
+        "curation_ended",
+    ]
+    # every view and the tables a reader may select, whole (the use_groups call stays last: it narrows)
+    narrowing = calls.pop("use_groups")
+    calls |= {f"view {v}": (f"SELECT * FROM kgrag.{v}", []) for v in views}
+    calls |= {f"table {t}": (f"SELECT * FROM kgrag.{t}", []) for t in tables}
+    calls["use_groups"] = narrowing
     for held in ([], ["hr"], ["finance"], ["finance", "hr"]):
         results = answers(holders(tenant, held), tenant, calls)
         assert leaks(results, hidden_marks(set(held))) == {}, held
