@@ -136,28 +136,28 @@ def policy_cost(dsn: str, name: str) -> tuple[float, float]:
     """ms to filter POLICY_ROWS rows for an audience, and as many rows for everyone, as the caller."""
     conn = as_caller(dsn, name)
     try:
-        with tenant_transaction(conn, TENANT):
-            conn.execute(
-                "CREATE TEMP TABLE restricted AS SELECT %s::text AS tenant_id,"
-                " ARRAY['g' || lpad((i %% 20)::text, 2, '0')] AS access FROM generate_series(1, %s) i",
-                [TENANT, POLICY_ROWS],
-            )
-            conn.execute(
-                "CREATE TEMP TABLE open AS SELECT %s::text AS tenant_id, NULL::text[] AS access"
-                " FROM generate_series(1, %s)",
-                [TENANT, POLICY_ROWS],
-            )
-            # the policy's expression (kgrag.document's and kgrag.chunk's), on rows of a scratch table
-            check = "SELECT count(*) FROM pg_temp.{} WHERE access IS NULL OR kgrag_private.may_see(tenant_id, access)"
-            times = {}
-            for table in ("restricted", "open"):
-                runs = []
-                for _ in range(5):
-                    start = time.perf_counter()
-                    conn.execute(check.format(table)).fetchone()
-                    runs.append((time.perf_counter() - start) * 1000)
-                times[table] = median(runs)
-            conn.rollback()
+        conn.execute("SELECT kgrag.use_tenant(%s)", [TENANT])
+        conn.execute(
+            "CREATE TEMP TABLE restricted AS SELECT %s::text AS tenant_id,"
+            " ARRAY['g' || lpad((i %% 20)::text, 2, '0')] AS access FROM generate_series(1, %s) i",
+            [TENANT, POLICY_ROWS],
+        )
+        conn.execute(
+            "CREATE TEMP TABLE open AS SELECT %s::text AS tenant_id, NULL::text[] AS access"
+            " FROM generate_series(1, %s)",
+            [TENANT, POLICY_ROWS],
+        )
+        # the policy's expression (kgrag.document's and kgrag.chunk's), on rows of a scratch table
+        check = "SELECT count(*) FROM pg_temp.{} WHERE access IS NULL OR kgrag_private.may_see(tenant_id, access)"
+        times = {}
+        for table in ("restricted", "open"):
+            runs = []
+            for _ in range(5):
+                start = time.perf_counter()
+                conn.execute(check.format(table)).fetchone()
+                runs.append((time.perf_counter() - start) * 1000)
+            times[table] = median(runs)
+        conn.rollback()
     finally:
         conn.close()
     return times["restricted"], times["open"]
