@@ -862,13 +862,7 @@ DECLARE
     group_role text;
     granted integer := 0;
 BEGIN
-    groups := kgrag_private.checked_groups(groups);
-    IF to_regrole(quote_ident(role_name)) IS NULL THEN
-        RAISE EXCEPTION 'role % does not exist', COALESCE(quote_ident(role_name), 'NULL') USING ERRCODE = '42704';
-    END IF;
-    IF tenant IS NULL OR tenant = '*' OR NOT kgrag_private.is_tenant_name(tenant) THEN
-        RAISE EXCEPTION 'invalid tenant %', COALESCE(quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
-    END IF;
+    groups := kgrag_private.checked_grant(role_name, tenant, groups);
     -- a group is a tenant's: its holder must act for that tenant first (which also takes the role
     -- to the workers of a Citus cluster, so the memberships below reach them)
     IF to_regrole(kgrag_private.tenant_role(tenant)) IS NULL
@@ -2040,13 +2034,7 @@ DECLARE
     group_role text;
     revoked integer := 0;
 BEGIN
-    groups := kgrag_private.checked_groups(groups);
-    IF to_regrole(quote_ident(role_name)) IS NULL THEN
-        RAISE EXCEPTION 'role % does not exist', COALESCE(quote_ident(role_name), 'NULL') USING ERRCODE = '42704';
-    END IF;
-    IF tenant IS NULL OR tenant = '*' OR NOT kgrag_private.is_tenant_name(tenant) THEN
-        RAISE EXCEPTION 'invalid tenant %', COALESCE(quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
-    END IF;
+    groups := kgrag_private.checked_grant(role_name, tenant, groups);
     FOREACH g IN ARRAY groups LOOP
         group_role := kgrag_private.group_role(tenant, g);
         IF EXISTS (SELECT 1 FROM pg_catalog.pg_auth_members AS m
@@ -3856,6 +3844,33 @@ ALTER FUNCTION kgrag_private.check_writing(tenant text) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.check_writing(tenant text) IS 'Private. Returns nothing when the transaction may write tenant (the current one, checked first by the caller): its tenant was named without an API key (what the session may write is then the function''s EXECUTE grant), or with a writer''s key; raises 42501 when it was named with a reader''s key. The SECURITY DEFINER functions that write (the curation functions, kgrag.delete_documents, kgrag.purge) call it first: inside them current_user is their owner, whom kgrag.current_tenant() would ask instead of the caller.';
+
+--
+-- Name: checked_grant(text, text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.checked_grant(role_name text, tenant text, groups text[]) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF to_regrole(quote_ident(role_name)) IS NULL THEN
+        RAISE EXCEPTION 'role % does not exist', COALESCE(quote_ident(role_name), 'NULL') USING ERRCODE = '42704';
+    END IF;
+    IF tenant IS NULL OR tenant = '*' OR NOT kgrag_private.is_tenant_name(tenant) THEN
+        RAISE EXCEPTION 'invalid tenant %', COALESCE(quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    RETURN kgrag_private.checked_groups(groups);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.checked_grant(role_name text, tenant text, groups text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION checked_grant(role_name text, tenant text, groups text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.checked_grant(role_name text, tenant text, groups text[]) IS 'Private. Returns the groups of a grant or revoke of groups, sorted and without repeats (kgrag_private.checked_groups), after checking that the role exists (42704) and the tenant is a tenant''s name, not ''*'' (22023). For kgrag.grant_groups and kgrag.revoke_groups.';
 
 --
 -- Name: checked_groups(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

@@ -25,6 +25,23 @@ $$;
 COMMENT ON FUNCTION kgrag_private.checked_groups(text[]) IS
 'Private. Returns a list of groups sorted and without repeats; raises 22023 for more than 32, a NULL, or a name that is not 1-63 lower-case letters, digits or _.- starting with a letter or digit.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.checked_grant(role_name text, tenant text, groups text[]) RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF to_regrole(quote_ident(role_name)) IS NULL THEN
+        RAISE EXCEPTION 'role % does not exist', COALESCE(quote_ident(role_name), 'NULL') USING ERRCODE = '42704';
+    END IF;
+    IF tenant IS NULL OR tenant = '*' OR NOT kgrag_private.is_tenant_name(tenant) THEN
+        RAISE EXCEPTION 'invalid tenant %', COALESCE(quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    RETURN kgrag_private.checked_groups(groups);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.checked_grant(text, text, text[]) IS
+'Private. Returns the groups of a grant or revoke of groups, sorted and without repeats (kgrag_private.checked_groups), after checking that the role exists (42704) and the tenant is a tenant''s name, not ''*'' (22023). For kgrag.grant_groups and kgrag.revoke_groups.';
+
 CREATE OR REPLACE FUNCTION kgrag.grant_groups(role_name text, tenant text, groups text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -34,13 +51,7 @@ DECLARE
     group_role text;
     granted integer := 0;
 BEGIN
-    groups := kgrag_private.checked_groups(groups);
-    IF to_regrole(quote_ident(role_name)) IS NULL THEN
-        RAISE EXCEPTION 'role % does not exist', COALESCE(quote_ident(role_name), 'NULL') USING ERRCODE = '42704';
-    END IF;
-    IF tenant IS NULL OR tenant = '*' OR NOT kgrag_private.is_tenant_name(tenant) THEN
-        RAISE EXCEPTION 'invalid tenant %', COALESCE(quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
-    END IF;
+    groups := kgrag_private.checked_grant(role_name, tenant, groups);
     -- a group is a tenant's: its holder must act for that tenant first (which also takes the role
     -- to the workers of a Citus cluster, so the memberships below reach them)
     IF to_regrole(kgrag_private.tenant_role(tenant)) IS NULL
@@ -79,13 +90,7 @@ DECLARE
     group_role text;
     revoked integer := 0;
 BEGIN
-    groups := kgrag_private.checked_groups(groups);
-    IF to_regrole(quote_ident(role_name)) IS NULL THEN
-        RAISE EXCEPTION 'role % does not exist', COALESCE(quote_ident(role_name), 'NULL') USING ERRCODE = '42704';
-    END IF;
-    IF tenant IS NULL OR tenant = '*' OR NOT kgrag_private.is_tenant_name(tenant) THEN
-        RAISE EXCEPTION 'invalid tenant %', COALESCE(quote_literal(tenant), 'NULL') USING ERRCODE = '22023';
-    END IF;
+    groups := kgrag_private.checked_grant(role_name, tenant, groups);
     FOREACH g IN ARRAY groups LOOP
         group_role := kgrag_private.group_role(tenant, g);
         IF EXISTS (SELECT 1 FROM pg_catalog.pg_auth_members AS m

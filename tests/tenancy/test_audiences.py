@@ -389,3 +389,28 @@ def test_what_a_run_for_a_group_could_not_take_is_named_to_the_group(
     with connect(holders(tenant, ["hr"]), role=READER) as conn, tenant_transaction(conn, tenant):
         failed = [r[0] for r in conn.execute(names)]
         assert len(failed) == 2 and any("empty-review-bruno" in f for f in failed), failed
+
+
+def test_groups_are_granted_to_a_tenants_role_and_taken_back(
+    dsn: str, tmp_path: Path, holders: Callable[..., str], login_roles: Callable[[str], str], admin: psycopg.Connection
+) -> None:
+    tenant = "granting"
+    _populate(
+        holders(tenant, ["hr"], WRITER), tmp_path, tenant, [{"doc_id": "hr-1", "text": "Grievance.", "access": ["hr"]}]
+    )
+    stranger = login_roles(READER)  # no grant of the tenant
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="may not act for tenant 'granting'"):
+        admin.execute("SELECT kgrag.grant_groups(%s, %s, '{hr}')", [stranger, tenant])
+    admin.rollback()
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="groups are 0 to 32 names"):
+        admin.execute("SELECT kgrag.grant_groups(%s, %s, '{HR}')", [stranger, tenant])
+    admin.rollback()
+    reader = holders(tenant, ["hr"])
+    count = "SELECT count(*) FROM kgrag.document"
+    with connect(reader, role=READER) as conn, tenant_transaction(conn, tenant):
+        assert conn.execute(count).fetchone() == (1,)
+    role = conninfo_to_dict(reader)["user"]
+    assert admin.execute("SELECT kgrag.revoke_groups(%s, %s, '{hr}')", [role, tenant]).fetchone() == (1,)
+    admin.commit()
+    with connect(reader, role=READER) as conn, tenant_transaction(conn, tenant):
+        assert conn.execute(count).fetchone() == (0,)
