@@ -7615,8 +7615,9 @@ CREATE FUNCTION kgrag_private.record_ingest_failure(doc_id text, content_hash te
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
+#variable_conflict use_column
 BEGIN
-    PERFORM kgrag_private.check_audiences(COALESCE(access, '{}'));
+    PERFORM kgrag_private.check_audiences(COALESCE(record_ingest_failure.access, '{}'));
     INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, access)
     VALUES (kgrag.current_tenant(), record_ingest_failure.doc_id, record_ingest_failure.content_hash,
             record_ingest_failure.reason, NULLIF(kgrag_private.checked_groups(COALESCE(record_ingest_failure.access, '{}')), '{}'))

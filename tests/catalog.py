@@ -23,7 +23,9 @@ _QUERIES = {
     "functions": """
         SELECT p.oid::regprocedure::text, pg_get_function_result(p.oid),
                -- the installation's identity, frozen in its body, is each database's own
-               CASE WHEN p.oid = to_regprocedure('kgrag_private.installation()') THEN 'per database' ELSE p.prosrc END,
+               -- (and kgrag_private.may_see's, revision 0042)
+               CASE WHEN p.oid = to_regprocedure('kgrag_private.installation()') THEN 'per database'
+                    ELSE replace(p.prosrc, kgrag_private.installation(), '<installation>') END,
                p.provolatile,
                p.prosecdef, p.proconfig, obj_description(p.oid, 'pg_proc')
           FROM pg_proc p WHERE p.pronamespace IN ('kgrag'::regnamespace, to_regnamespace('kgrag_private'))

@@ -592,8 +592,9 @@ CREATE OR REPLACE FUNCTION kgrag_private.record_ingest_failure(doc_id text, cont
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
+#variable_conflict use_column
 BEGIN
-    PERFORM kgrag_private.check_audiences(COALESCE(access, '{}'));
+    PERFORM kgrag_private.check_audiences(COALESCE(record_ingest_failure.access, '{}'));
     INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, access)
     VALUES (kgrag.current_tenant(), record_ingest_failure.doc_id, record_ingest_failure.content_hash,
             record_ingest_failure.reason, NULLIF(kgrag_private.checked_groups(COALESCE(record_ingest_failure.access, '{}')), '{}'))
