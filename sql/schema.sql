@@ -1747,17 +1747,14 @@ COMMENT ON FUNCTION kgrag.refresh_edge_ranks(entity_ids text[]) IS 'Recounts the
 --
 
 CREATE FUNCTION kgrag.refresh_lexeme_stats() RETURNS integer
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
     t text := kgrag.current_tenant();
     cap integer := kgrag.setting('lexical_candidates')::integer;
     stored integer;
 BEGIN
-    -- As the schema owner (SECURITY DEFINER): every chunk of the tenant is counted, those of every
-    -- audience too, so the statistics do not depend on the groups of whoever builds.
-    PERFORM kgrag_private.check_writing(t);
     DELETE FROM kgrag.lexeme_stats AS s WHERE s.tenant_id = t;
     -- grouped by the tenant too, so Citus runs it on the tenant's shards (INSERT ... SELECT pushed
     -- down) instead of copying the rows through the coordinator, which row-level security refuses
@@ -1765,7 +1762,10 @@ BEGIN
     SELECT c.tenant_id, c.lang, u.lexeme, count(*)
       FROM kgrag.chunk AS c
      CROSS JOIN LATERAL pg_catalog.unnest(c.tsv) AS u(lexeme, positions, weights)
-     WHERE c.tenant_id = t
+     -- documents for everyone only: what every reader may read, whatever the groups of the writer
+     -- who builds (counting every audience's would take a SECURITY DEFINER, and on Citus the build's
+     -- transaction refuses another user's query on the placements it changed)
+     WHERE c.tenant_id = t AND c.access IS NULL
      GROUP BY c.tenant_id, c.lang, u.lexeme
     HAVING count(*) > cap;
     GET DIAGNOSTICS stored = ROW_COUNT;
@@ -1779,7 +1779,7 @@ ALTER FUNCTION kgrag.refresh_lexeme_stats() OWNER TO <owner>;
 -- Name: FUNCTION refresh_lexeme_stats(); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS 'Counts, for the current tenant, the lexemes that more chunks (of every audience: docs/audiences.md says what the counts tell) hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read). SECURITY DEFINER, owned by the schema owner, on the allow-list: the counts are the tenant''s whatever the groups of the writer who builds (a caller seeing few documents of a large tenant would otherwise read a common word''s whole index list at every search); a reader learns from them that a word is that common in the tenant, not where. For kgrag_writer (a reader''s API key is refused, 42501).';
+COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS 'Counts, for the current tenant, the lexemes that more chunks of documents for everyone (kgrag.chunk.access NULL: every reader may read the counts) hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
 
 --
 -- Name: reject_relation(text, text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -13132,13 +13132,6 @@ GRANT ALL ON FUNCTION kgrag.merge_entities(a text, b text, note text) TO kgrag_w
 
 REVOKE ALL ON FUNCTION kgrag.purge() FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag.purge() TO kgrag_writer;
-
---
--- Name: FUNCTION refresh_lexeme_stats(); Type: ACL; Schema: kgrag; Owner: <owner>
---
-
-REVOKE ALL ON FUNCTION kgrag.refresh_lexeme_stats() FROM PUBLIC;
-GRANT ALL ON FUNCTION kgrag.refresh_lexeme_stats() TO kgrag_writer;
 
 --
 -- Name: FUNCTION reject_relation(src text, rel text, dst text, note text); Type: ACL; Schema: kgrag; Owner: <owner>

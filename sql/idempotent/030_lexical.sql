@@ -68,17 +68,14 @@ COMMENT ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) IS
 'Private. Returns (chunk_id, tsv) of at most lim of the current tenant''s chunks in a text search configuration that match a tsquery, in storage order. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does, and on the caller''s groups (kgrag.current_groups: a chunk of a document for an audience it holds none of is not returned), as the audience policy does for the tenant roles.';
 
 CREATE OR REPLACE FUNCTION kgrag.refresh_lexeme_stats() RETURNS integer
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
     cap integer := kgrag.setting('lexical_candidates')::integer;
     stored integer;
 BEGIN
-    -- As the schema owner (SECURITY DEFINER): every chunk of the tenant is counted, those of every
-    -- audience too, so the statistics do not depend on the groups of whoever builds.
-    PERFORM kgrag_private.check_writing(t);
     DELETE FROM kgrag.lexeme_stats AS s WHERE s.tenant_id = t;
     -- grouped by the tenant too, so Citus runs it on the tenant's shards (INSERT ... SELECT pushed
     -- down) instead of copying the rows through the coordinator, which row-level security refuses
@@ -86,17 +83,18 @@ BEGIN
     SELECT c.tenant_id, c.lang, u.lexeme, count(*)
       FROM kgrag.chunk AS c
      CROSS JOIN LATERAL pg_catalog.unnest(c.tsv) AS u(lexeme, positions, weights)
-     WHERE c.tenant_id = t
+     -- documents for everyone only: what every reader may read, whatever the groups of the writer
+     -- who builds (counting every audience's would take a SECURITY DEFINER, and on Citus the build's
+     -- transaction refuses another user's query on the placements it changed)
+     WHERE c.tenant_id = t AND c.access IS NULL
      GROUP BY c.tenant_id, c.lang, u.lexeme
     HAVING count(*) > cap;
     GET DIAGNOSTICS stored = ROW_COUNT;
     RETURN stored;
 END
 $$;
-REVOKE EXECUTE ON FUNCTION kgrag.refresh_lexeme_stats() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag.refresh_lexeme_stats() TO kgrag_writer;
 COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS
-'Counts, for the current tenant, the lexemes that more chunks (of every audience: docs/audiences.md says what the counts tell) hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read). SECURITY DEFINER, owned by the schema owner, on the allow-list: the counts are the tenant''s whatever the groups of the writer who builds (a caller seeing few documents of a large tenant would otherwise read a common word''s whole index list at every search); a reader learns from them that a word is that common in the tenant, not where. For kgrag_writer (a reader''s API key is refused, 42501).';
+'Counts, for the current tenant, the lexemes that more chunks of documents for everyone (kgrag.chunk.access NULL: every reader may read the counts) hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.lexical_candidates(question text, config regconfig, mode text, cap integer)
 RETURNS TABLE (chunk_id text, tsv tsvector)

@@ -65,7 +65,6 @@ DEFINER_ALLOWED = {
     "kgrag_private.check_key(text,text,name)": (OWNER, "an API key's tenant, role and this transaction's seal"),
     "kgrag_private.key_sealed(text,name)": (OWNER, "whether this transaction holds a key's seal: a boolean"),
     "kgrag_private.groups_for(text)": (OWNER, "the groups of a tenant the session's login role or key holds"),
-    "kgrag.refresh_lexeme_stats()": (OWNER, "counts the tenant's common words over every audience's chunks"),
     "kgrag.set_access(text[],text[])": (
         OWNER,
         "moves the tenant's documents the caller sees into or out of an audience, ending the decisions about them",
