@@ -285,6 +285,10 @@ def test_what_a_statement_sets_while_it_runs_lends_no_group(
     )
     with connect(elsewhere, role=READER) as conn, tenant_transaction(conn, tenant):
         assert [r[0] for r in conn.execute(switching, [tenant])] == ["open"]
+        # the helpers the policies call, called directly with either tenant: its own grants, no more
+        asked = "SELECT kgrag_private.groups_for(%s), kgrag_private.may_see(%s, '{hr}')"
+        assert conn.execute(asked, [tenant, tenant]).fetchone() == ([], False)
+        assert conn.execute(asked, ["elsewhere", "elsewhere"]).fetchone() == (["hr"], True)
     # a key for hr, checked once, its seal kept; the key revoked; the seal replayed later
     key = admin.execute("SELECT kgrag.create_key('midway-hr', %s, 'reader', '{hr}')", [[tenant]]).fetchone()[0]  # type: ignore[index]
     admin.commit()
