@@ -70,13 +70,14 @@ def load(dsn: str, docs: list[dict[str, Any]], audiences: int) -> float:
 
 
 def caller(dsn: str, name: str, groups: list[str]) -> None:
-    """A login role granted kgrag_reader and the tenant, holding these groups."""
+    """A login role granted kgrag_reader and the tenant, holding these groups (none: documents for everyone)."""
     with psycopg.connect(dsn, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
         admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
         admin.execute(sql.SQL("GRANT kgrag_reader TO {}").format(sql.Identifier(name)))
         admin.execute("SELECT kgrag.grant_tenant(%s, %s)", [name, TENANT])
-        admin.execute("SELECT kgrag.grant_groups(%s, %s, %s)", [name, TENANT, groups])
+        if groups:
+            admin.execute("SELECT kgrag.grant_groups(%s, %s, %s)", [name, TENANT, groups])
 
 
 def as_caller(dsn: str, name: str) -> psycopg.Connection:
@@ -94,10 +95,32 @@ def timed(conn: psycopg.Connection, query: str, params: dict[str, str]) -> tuple
     return (time.perf_counter() - start) * 1000, int(rows)
 
 
-def measure(dsn: str, names: dict[str, str], n: int, docs: int) -> list[list[object]]:
+def questions(n: int, docs: int) -> list[dict[str, str]]:
     rng = random.Random(7)
     asked = [f"weekly operations review of cycle {rng.randrange(docs)}" for _ in range(n)]
-    params = [{"q": q, "vec": vector_text(q)} for q in asked]
+    return [{"q": q, "vec": vector_text(q)} for q in asked]
+
+
+def open_tenant(dsn: str, name: str, n: int, docs: int) -> dict[str, str]:
+    """p50 / p95 of each search by a reader of the same corpus stored for everyone (no audiences)."""
+    params = questions(n, docs)
+    conn = as_caller(dsn, name)
+    try:
+        with tenant_transaction(conn, TENANT):
+            for p in params:  # warm the caches and plans
+                for query in QUERIES.values():
+                    conn.execute(query, p).fetchall()
+            out = {}
+            for what, query in QUERIES.items():
+                ms = [timed(conn, query, p)[0] for p in params]
+                out[what] = f"{median(ms):.1f} / {percentile(ms, 95):.1f}"
+    finally:
+        conn.close()
+    return out
+
+
+def measure(dsn: str, names: dict[str, str], n: int, docs: int) -> list[list[object]]:
+    params = questions(n, docs)
     rows: list[list[object]] = []
     conns = {label: as_caller(dsn, name) for label, name in names.items()}
     try:
@@ -173,6 +196,11 @@ def main() -> None:
     docs = generate(n_docs, max(4000, n_docs // 10), seed=1)
     with scratch_database("kgrag_bench_audiences_open") as dsn:
         open_s = load(dsn, docs, 0)
+        caller(dsn, "kgrag_bench_sees_open", [])
+        no_audiences = open_tenant(dsn, "kgrag_bench_sees_open", args.questions, n_docs)
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute("DROP OWNED BY kgrag_bench_sees_open")
+            admin.execute("DROP ROLE kgrag_bench_sees_open")
     with scratch_database("kgrag_bench_audiences") as dsn:
         restricted_s = load(dsn, docs, args.audiences)
         with connect(dsn) as conn, tenant_transaction(conn, TENANT):
@@ -180,7 +208,7 @@ def main() -> None:
         names = {"all": "kgrag_bench_sees_all", "one": "kgrag_bench_sees_one"}
         caller(dsn, names["all"], [f"g{i:02d}" for i in range(args.audiences)])
         caller(dsn, names["one"], ["g00"])
-        rows = measure(dsn, names, args.questions, n_docs)
+        rows = [[*row, no_audiences[str(row[0])]] for row in measure(dsn, names, args.questions, n_docs)]
         restricted_ms, open_ms = policy_cost(dsn, names["one"])
         with psycopg.connect(dsn, autocommit=True) as admin:
             for name in names.values():
@@ -192,9 +220,17 @@ def main() -> None:
         f"(round robin); `provided` extractor, `hash` embedder. Two login roles granted kgrag_reader: one "
         f"holding every group, one holding one ({share:.0f}% of the chunks). {args.questions} questions "
         '("weekly operations review of cycle N"), the same for both, from a warm client, one run, side by '
-        "side; ms p50 / p95, k = 10.\n\n"
+        "side; ms p50 / p95, k = 10. Last column: the same corpus stored for everyone (another database, "
+        "measured before), searched by a reader holding no group.\n\n"
         + markdown_table(
-            ["search", "sees all: p50 / p95", f"sees {share:.0f}%: p50 / p95", "ratio p50 / p95", "rows (all / one)"],
+            [
+                "search",
+                "sees all: p50 / p95",
+                f"sees {share:.0f}%: p50 / p95",
+                "ratio p50 / p95",
+                "rows (all / one)",
+                "no audiences: p50 / p95",
+            ],
             rows,
         )
         + f"\n\nIngestion of the same documents: for everyone {open_s:.0f} s, each for a group {restricted_s:.0f} s "

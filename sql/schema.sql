@@ -2842,7 +2842,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0042'::text$$;
+    AS $$SELECT '0043'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -3288,6 +3288,94 @@ ALTER FUNCTION kgrag_private.apply_relations() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.apply_relations() IS 'Private. The third step of kgrag_private.ingest_apply: the staged relations whose endpoints are entities of their document become evidence (their endpoints cited where they are stated); the others are counted by reason, and the first 1,000 listed with their document. What the extractor set aside (pg_temp.kgrag_stage_set_aside) goes into kgrag.set_aside with its chunk. Returns {"relations": n, "rejected": {reason: n}, "dropped": [{doc_id, relation, reason}]}.';
+
+--
+-- Name: audience_key(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.audience_key(access text[]) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT pg_catalog.array_to_string(access, ',') $$;
+
+ALTER FUNCTION kgrag_private.audience_key(access text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION audience_key(access text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.audience_key(access text[]) IS 'Private. Returns a chunk''s groups as one text, stored in kgrag.chunk.audience (NULL: for everyone), so the index chunk_audience_idx holds them and a count of a session''s chunks reads the index alone (kgrag_private.seen_audiences). Its results are stored: it changes only with a revision that recomputes the column.';
+
+--
+-- Name: audience_nearest(public.vector, bit, integer, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_probe
+--
+
+CREATE FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) RETURNS text[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $_$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+    most constant integer := 10000;  -- the chunks a session may see for them to be read whole
+    keys text[];
+    open_rows integer;
+    seen_rows integer;
+    ids text[];
+    vector_schema name := (SELECT x.extnamespace::regnamespace::name FROM pg_catalog.pg_extension AS x
+                            WHERE x.extname = 'vector');
+BEGIN
+    -- A session that sees few of the tenant's chunks (its audiences') would walk the vector index
+    -- through all the others; its own are counted in chunk_audience_idx (reading the index alone)
+    -- and, when at most `most`, ranked whole by the index's expression.
+    IF NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.audience IS NOT NULL) THEN
+        RETURN NULL;  -- no audience in the tenant: the index
+    END IF;
+    keys := kgrag_private.seen_audiences(t);
+    IF keys IS NULL THEN
+        RETURN NULL;  -- every audience (or too many to list): the index
+    END IF;
+    SELECT count(*) INTO open_rows
+      FROM (SELECT FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.audience IS NULL LIMIT most + 1) AS s;
+    IF open_rows > most THEN
+        RETURN NULL;
+    END IF;
+    SELECT count(*) INTO seen_rows
+      FROM (SELECT FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.audience = ANY (keys)
+            LIMIT most + 1 - open_rows) AS s;
+    IF open_rows + seen_rows > most THEN
+        RETURN NULL;
+    END IF;
+    EXECUTE pg_catalog.format($q$
+        WITH seen AS MATERIALIZED (  -- (materialized: never the vector index, which lists every chunk)
+            SELECT c.chunk_id, %1$s AS d
+              FROM kgrag.chunk AS c
+             WHERE c.tenant_id = $1 AND c.audience IS NULL AND c.quantized IS NOT NULL
+            UNION ALL  -- (two index-only scans of chunk_audience_idx, which holds quantized)
+            SELECT c.chunk_id, %1$s
+              FROM kgrag.chunk AS c
+             WHERE c.tenant_id = $1 AND c.audience = ANY ($3) AND c.quantized IS NOT NULL
+        )
+        SELECT pg_catalog.array_agg(b.chunk_id ORDER BY b.d, b.chunk_id)
+          FROM (SELECT s.chunk_id, s.d FROM seen AS s ORDER BY s.d, s.chunk_id LIMIT $4) AS b$q$,
+        -- the expression of the installed index, as kgrag_private.nearest orders by it
+        -- (pgvector's operators and types named in its schema, which this path leaves out)
+        CASE WHEN halfvec
+             THEN pg_catalog.format('c.embedding::%1$I.halfvec(%2$s) OPERATOR(%1$I.<=>) $2::%1$I.halfvec(%2$s)',
+                                    vector_schema, pg_catalog.length(coded))
+             ELSE pg_catalog.format('c.quantized OPERATOR(%I.<~>) $5', vector_schema) END)
+      INTO ids USING t, q, keys, candidates, coded;
+    RETURN COALESCE(ids, '{}');
+END
+$_$;
+
+ALTER FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) OWNER TO kgrag_probe;
+
+--
+-- Name: FUNCTION audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_probe
+--
+
+COMMENT ON FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) IS 'Private. Returns the ids of the current tenant''s chunks the current transaction sees (for everyone, or of an audience it holds a group of: kgrag_private.seen_audiences) nearest to q by the vector index''s expression (halfvec: cosine on halfvec, else Hamming distance to coded, as the binary-quantized index), at most candidates, best first, ties by id; NULL when the tenant has no audience, the session sees every audience, or it sees more than 10,000 chunks: then kgrag_private.nearest walks the vector index as before. Read whole, the few chunks of a session that sees 5% of them cost what the index walk costs a session that sees them all (docs/benchmarks.md, audiences), where the walk through the others cost 8 times as much. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because counting a session''s chunks through chunk_audience_idx reads past the audience policy; it returns ids of chunks the session sees only, and kgrag_private.nearest reads them under the policy.';
 
 --
 -- Name: centre(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5270,15 +5358,26 @@ CREATE FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim int
     AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+    keys text[] := kgrag_private.seen_audiences(t);
 BEGIN
-    RETURN QUERY
-    SELECT c.chunk_id, c.tsv
-      FROM kgrag.chunk AS c
-     WHERE c.tenant_id = t AND c.lang = config AND c.tsv @@ query
-       -- no audience policy binds this function's owner (it would keep @@ off the index): the
-       -- caller's groups are checked here, after the index scan
-       AND (c.access IS NULL OR kgrag_private.may_see(t, c.access))
-     LIMIT lim;
+    -- No audience policy binds this function's owner (it would keep @@ off the index): the
+    -- caller's groups are checked here, by the audiences it sees (chunk_audience_idx, with the
+    -- text index: a session that sees few chunks does not read the others), else row by row.
+    IF keys IS NOT NULL THEN
+        RETURN QUERY
+        SELECT c.chunk_id, c.tsv
+          FROM kgrag.chunk AS c
+         WHERE c.tenant_id = t AND c.lang = config AND c.tsv @@ query
+           AND (c.audience IS NULL OR c.audience = ANY (keys))
+         LIMIT lim;
+    ELSE
+        RETURN QUERY
+        SELECT c.chunk_id, c.tsv
+          FROM kgrag.chunk AS c
+         WHERE c.tenant_id = t AND c.lang = config AND c.tsv @@ query
+           AND (c.access IS NULL OR kgrag_private.may_see(t, c.access))
+         LIMIT lim;
+    END IF;
 END
 $$;
 
@@ -5288,7 +5387,7 @@ ALTER FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim inte
 -- Name: FUNCTION fts_probe(query tsquery, config regconfig, lim integer); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_probe
 --
 
-COMMENT ON FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim integer) IS 'Private. Returns (chunk_id, tsv) of at most lim of the current tenant''s chunks in a text search configuration that match a tsquery, in storage order. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does, and on the caller''s groups (kgrag.current_groups: a chunk of a document for an audience it holds none of is not returned), as the audience policy does for the tenant roles.';
+COMMENT ON FUNCTION kgrag_private.fts_probe(query tsquery, config regconfig, lim integer) IS 'Private. Returns (chunk_id, tsv) of at most lim of the current tenant''s chunks in a text search configuration that match a tsquery, in storage order. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does, and on the caller''s groups (kgrag.current_groups: a chunk of a document for an audience it holds none of is not returned), as the audience policy does for the tenant roles: by the audiences it sees (kgrag_private.seen_audiences), so a session that sees few chunks reads the text index with chunk_audience_idx, not every chunk holding a word.';
 
 --
 -- Name: fused_chunks(jsonb, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6656,6 +6755,8 @@ DECLARE
     id_column text;
     filter text;
     n bigint;
+    coded bit varying;
+    seen text[];
 BEGIN
     q := kgrag_private.fit_vector(q);
     PERFORM kgrag_private.check_question_vector(q);
@@ -6671,14 +6772,23 @@ BEGIN
     filter := CASE WHEN level IS NOT NULL THEN
         'AND EXISTS (SELECT 1 FROM kgrag.community AS c'
         ' WHERE c.tenant_id = $1 AND c.community_id = x.community_id AND c.level = $4)' ELSE '' END;
+    -- the question coded as the tenant's rows are (kgrag.quantize), for the bq index
+    coded := kgrag_private.quantize(q, kgrag_private.tenant_centre());
+    IF kind = 'chunk' THEN
+        -- a session that sees few of the chunks (audiences): its own, ranked whole, not the index
+        -- (nor the count below, which would read the others under the policy)
+        seen := kgrag_private.audience_nearest(q, coded, candidates, kgrag.vector_index() = 'halfvec');
+    END IF;
     -- A set no larger than the candidate count is read whole and ranked exactly: the index would
     -- return all of it anyway, and an approximate graph shared with other tenants can leave a row
     -- unreachable (many equal Hamming distances), so a small tenant's answer would depend on its
     -- neighbours' rows. Counting stops at candidates + 1 entries of the tenant's primary key, embedded
     -- or not (the index leaves out rows without an embedding; so does the exact reading).
-    EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM kgrag.%1$I AS x WHERE x.tenant_id = $1 %2$s LIMIT $3) AS s',
-                   source, filter)
-       INTO n USING t, q, candidates + 1, level;
+    IF seen IS NULL THEN
+        EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM kgrag.%1$I AS x WHERE x.tenant_id = $1 %2$s LIMIT $3) AS s',
+                       source, filter)
+           INTO n USING t, q, candidates + 1, level;
+    END IF;
     RETURN QUERY EXECUTE format($q$
         WITH candidates AS MATERIALIZED (
             SELECT x.%2$I AS ref_id, x.embedding
@@ -6693,14 +6803,13 @@ BEGIN
          LIMIT $5$q$,
         source, id_column,
         -- the expression of the installed index, repeated exactly
-        CASE WHEN n <= candidates THEN 'AND x.embedding IS NOT NULL'
+        CASE WHEN seen IS NOT NULL THEN 'AND x.chunk_id = ANY ($7)'
+             WHEN n <= candidates THEN 'AND x.embedding IS NOT NULL'
              WHEN kgrag.vector_index() = 'halfvec'
              THEN format('ORDER BY x.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s)', kgrag.dimension())
              ELSE format('ORDER BY x.quantized <~> $6::bit(%s)', kgrag.dimension()) END,
         filter)
-    USING t, q, candidates, level, k,
-          -- the question coded as the tenant's rows are (kgrag.quantize), for the bq index
-          kgrag_private.quantize(q, kgrag_private.tenant_centre());
+    USING t, q, candidates, level, k, coded, seen;
     PERFORM kgrag_private.vector_scan_end();
 END
 $_$;
@@ -6711,7 +6820,7 @@ ALTER FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, over
 -- Name: FUNCTION nearest(kind text, q public.vector, k integer, overfetch integer, ef_search integer, level integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, overfetch integer, ef_search integer, level integer) IS 'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors; a tenant with no more rows than that candidate count is ranked exactly, whole. level (reports only) keeps reports of communities of that level.';
+COMMENT ON FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, overfetch integer, ef_search integer, level integer) IS 'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors; a tenant with no more rows than that candidate count is ranked exactly, whole, and so are the chunks of a session that sees few of them (kgrag_private.audience_nearest: a tenant with audiences). level (reports only) keeps reports of communities of that level.';
 
 --
 -- Name: one_of(jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -9306,6 +9415,52 @@ ALTER FUNCTION kgrag_private.search_rows(route text, asked text, question_vec pu
 COMMENT ON FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb, subject text, subject_absent boolean) IS 'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts the best community report first; global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject and no seed; ranked against the subject where it names one but no entity, or by weight where none clears the floor; nothing where the question names a subject no chunk holds, subject_absent, unless whole_collection is asked); vector, and local without a seed, the fused vector and lexical chunks.';
 
 --
+-- Name: seen_audiences(text); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_probe
+--
+
+CREATE FUNCTION kgrag_private.seen_audiences(tenant text) RETURNS text[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+DECLARE
+    held text[] := kgrag_private.groups_for(tenant);
+    most constant integer := 500;  -- distinct audiences read, at most
+    every text[];
+BEGIN
+    IF held = ARRAY['*'] THEN
+        RETURN NULL;  -- every audience: no list needed
+    ELSIF pg_catalog.cardinality(held) = 0 THEN
+        RETURN '{}';
+    END IF;
+    -- the tenant's distinct audiences, one index probe each (chunk_audience_idx)
+    WITH RECURSIVE d(k, n) AS (
+        (SELECT c.audience, 1 FROM kgrag.chunk AS c
+          WHERE c.tenant_id = tenant AND c.audience IS NOT NULL ORDER BY c.audience LIMIT 1)
+        UNION ALL
+        SELECT (SELECT c.audience FROM kgrag.chunk AS c
+                 WHERE c.tenant_id = tenant AND c.audience OPERATOR(pg_catalog.>) d.k
+                 ORDER BY c.audience LIMIT 1), d.n + 1
+          FROM d WHERE d.k IS NOT NULL AND d.n <= most
+    )
+    SELECT pg_catalog.array_agg(d.k ORDER BY d.k) INTO every FROM d WHERE d.k IS NOT NULL;
+    IF pg_catalog.cardinality(every) > most THEN
+        RETURN NULL;  -- too many to list: the caller filters row by row (kgrag_private.may_see)
+    END IF;
+    RETURN ARRAY(SELECT k FROM pg_catalog.unnest(every) AS u(k)
+                  WHERE pg_catalog.string_to_array(k, ',') OPERATOR(pg_catalog.&&) held ORDER BY k);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.seen_audiences(tenant text) OWNER TO kgrag_probe;
+
+--
+-- Name: FUNCTION seen_audiences(tenant text); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_probe
+--
+
+COMMENT ON FUNCTION kgrag_private.seen_audiences(tenant text) IS 'Private. Returns the audiences (kgrag.chunk.audience) of a tenant''s chunks that the current transaction sees, those naming a group it holds (kgrag_private.groups_for), sorted; {} when it holds none; NULL when it holds every group (the schema owner) or the tenant has more than 500 distinct audiences (then a caller filters row by row, kgrag_private.may_see). With it kgrag_private.fts_probe and kgrag_private.audience_nearest find a session''s chunks through chunk_audience_idx instead of reading every chunk of the tenant. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing a tenant''s audiences reads past the audience policy; it returns only audiences that name a group the caller holds, nothing of a row.';
+
+--
 -- Name: sees(text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -10796,6 +10951,7 @@ CREATE TABLE kgrag.chunk (
     headings text[] DEFAULT '{}'::text[] NOT NULL,
     quantized bit(512),
     access text[],
+    audience text GENERATED ALWAYS AS (kgrag_private.audience_key(access)) STORED,
     CONSTRAINT chunk_access_groups CHECK (((access IS NULL) OR (((cardinality(access) >= 1) AND (cardinality(access) <= 32)) AND (array_position(access, NULL::text) IS NULL) AND (array_to_string(access, ','::text) ~ '^[a-z0-9][a-z0-9_.-]{0,62}(,[a-z0-9][a-z0-9_.-]{0,62})*$'::text)))),
     CONSTRAINT chunk_check CHECK ((chunk_id = ((doc_id || '#'::text) || ordinal))),
     CONSTRAINT chunk_check1 CHECK (((char_start >= 0) AND (char_end >= char_start))),
@@ -12317,6 +12473,12 @@ CREATE INDEX alias_trigrams_idx ON kgrag.alias USING gin (trigrams) WITH (fastup
 CREATE INDEX answer_log_time_idx ON kgrag.answer_log USING btree (tenant_id, answered_at);
 
 --
+-- Name: chunk_audience_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
+--
+
+CREATE INDEX chunk_audience_idx ON kgrag.chunk USING btree (tenant_id, audience) INCLUDE (chunk_id, quantized);
+
+--
 -- Name: chunk_embedding_bq_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
 --
 
@@ -13201,6 +13363,15 @@ GRANT ALL ON FUNCTION kgrag.use_key(key text, tenant text) TO kgrag_writer;
 GRANT ALL ON FUNCTION kgrag.use_key(key text, tenant text) TO kgrag_curator;
 
 --
+-- Name: FUNCTION audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean); Type: ACL; Schema: kgrag_private; Owner: kgrag_probe
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) TO kgrag_curator;
+
+--
 -- Name: FUNCTION check_key(key text, tenant text, acting name); Type: ACL; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -13346,6 +13517,15 @@ REVOKE ALL ON FUNCTION kgrag_private.own_scratch() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION kgrag_private.retract_documents(doc_ids text[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION seen_audiences(tenant text); Type: ACL; Schema: kgrag_private; Owner: kgrag_probe
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.seen_audiences(tenant text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.seen_audiences(tenant text) TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag_private.seen_audiences(tenant text) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.seen_audiences(tenant text) TO kgrag_curator;
 
 --
 -- Name: TABLE alias; Type: ACL; Schema: kgrag; Owner: <owner>

@@ -459,3 +459,10 @@ AS $$
 $$;
 COMMENT ON FUNCTION kgrag_private.holds_all(text[], text[]) IS
 'Private. Returns whether groups held (kgrag.current_groups) include every group another session held when it wrote a log row (NULL: a row of before revision 0042), or the holder is the schema owner ({*}).';
+
+CREATE OR REPLACE FUNCTION kgrag_private.audience_key(access text[]) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT pg_catalog.array_to_string(access, ',') $$;
+COMMENT ON FUNCTION kgrag_private.audience_key(text[]) IS
+'Private. Returns a chunk''s groups as one text, stored in kgrag.chunk.audience (NULL: for everyone), so the index chunk_audience_idx holds them and a count of a session''s chunks reads the index alone (kgrag_private.seen_audiences). Its results are stored: it changes only with a revision that recomputes the column.';

@@ -240,3 +240,44 @@ REVOKE EXECUTE ON FUNCTION kgrag.set_access(text[], text[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.set_access(text[], text[]) TO kgrag_writer;
 COMMENT ON FUNCTION kgrag.set_access(text[], text[]) IS
 'Changes the audience of documents of the current tenant, in one transaction, without extracting them again: groups (1 to 32) make them for those groups only (a session sees them when it holds one, kgrag.current_groups), NULL or {} for everyone. A document for everyone contributes to the shared graph, one for an audience does not: what was extracted from it (kgrag.document.extraction) goes into the graph or out of it, with everything derived (entities, relations, aliases, answers; communities and reports at the next build). A document going into an audience leaves nothing for everyone: the decisions about it end (kgrag.curation_ended, read by its audience), the communities it fed go until the next build, and the query log forgets it (kgrag_private.forget_in_logs). Documents the caller does not see are ignored, and so are unknown ids; the caller must hold every group it names and every group a document it moves is for (42501); a document stored before revision 0042 is refused (55000: ingest it again); so is a reader''s API key (42501). Returns {"moved": n, "access": groups, ...} with the counts of kgrag_private.ingest_apply. SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, as kgrag.delete_documents does. For kgrag_writer.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.seen_audiences(tenant text) RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
+SET plan_cache_mode = force_custom_plan  -- see kgrag_private.search_at: no generic plan of a one-shard read
+AS $$
+DECLARE
+    held text[] := kgrag_private.groups_for(tenant);
+    most constant integer := 500;  -- distinct audiences read, at most
+    every text[];
+BEGIN
+    IF held = ARRAY['*'] THEN
+        RETURN NULL;  -- every audience: no list needed
+    ELSIF pg_catalog.cardinality(held) = 0 THEN
+        RETURN '{}';
+    END IF;
+    -- the tenant's distinct audiences, one index probe each (chunk_audience_idx)
+    WITH RECURSIVE d(k, n) AS (
+        (SELECT c.audience, 1 FROM kgrag.chunk AS c
+          WHERE c.tenant_id = tenant AND c.audience IS NOT NULL ORDER BY c.audience LIMIT 1)
+        UNION ALL
+        SELECT (SELECT c.audience FROM kgrag.chunk AS c
+                 WHERE c.tenant_id = tenant AND c.audience OPERATOR(pg_catalog.>) d.k
+                 ORDER BY c.audience LIMIT 1), d.n + 1
+          FROM d WHERE d.k IS NOT NULL AND d.n <= most
+    )
+    SELECT pg_catalog.array_agg(d.k ORDER BY d.k) INTO every FROM d WHERE d.k IS NOT NULL;
+    IF pg_catalog.cardinality(every) > most THEN
+        RETURN NULL;  -- too many to list: the caller filters row by row (kgrag_private.may_see)
+    END IF;
+    RETURN ARRAY(SELECT k FROM pg_catalog.unnest(every) AS u(k)
+                  WHERE pg_catalog.string_to_array(k, ',') OPERATOR(pg_catalog.&&) held ORDER BY k);
+END
+$$;
+GRANT CREATE ON SCHEMA kgrag_private TO kgrag_probe;  -- a new owner must be able to create in the schema
+ALTER FUNCTION kgrag_private.seen_audiences(text) OWNER TO kgrag_probe;
+REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_probe;
+REVOKE EXECUTE ON FUNCTION kgrag_private.seen_audiences(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.seen_audiences(text) TO kgrag_reader, kgrag_writer, kgrag_curator, kgrag_probe;
+COMMENT ON FUNCTION kgrag_private.seen_audiences(text) IS
+'Private. Returns the audiences (kgrag.chunk.audience) of a tenant''s chunks that the current transaction sees, those naming a group it holds (kgrag_private.groups_for), sorted; {} when it holds none; NULL when it holds every group (the schema owner) or the tenant has more than 500 distinct audiences (then a caller filters row by row, kgrag_private.may_see). With it kgrag_private.fts_probe and kgrag_private.audience_nearest find a session''s chunks through chunk_audience_idx instead of reading every chunk of the tenant. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing a tenant''s audiences reads past the audience policy; it returns only audiences that name a group the caller holds, nothing of a row.';

@@ -48,15 +48,26 @@ SET plan_cache_mode = force_custom_plan  -- see kgrag_private.search_at: no gene
 AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+    keys text[] := kgrag_private.seen_audiences(t);
 BEGIN
-    RETURN QUERY
-    SELECT c.chunk_id, c.tsv
-      FROM kgrag.chunk AS c
-     WHERE c.tenant_id = t AND c.lang = config AND c.tsv @@ query
-       -- no audience policy binds this function's owner (it would keep @@ off the index): the
-       -- caller's groups are checked here, after the index scan
-       AND (c.access IS NULL OR kgrag_private.may_see(t, c.access))
-     LIMIT lim;
+    -- No audience policy binds this function's owner (it would keep @@ off the index): the
+    -- caller's groups are checked here, by the audiences it sees (chunk_audience_idx, with the
+    -- text index: a session that sees few chunks does not read the others), else row by row.
+    IF keys IS NOT NULL THEN
+        RETURN QUERY
+        SELECT c.chunk_id, c.tsv
+          FROM kgrag.chunk AS c
+         WHERE c.tenant_id = t AND c.lang = config AND c.tsv @@ query
+           AND (c.audience IS NULL OR c.audience = ANY (keys))
+         LIMIT lim;
+    ELSE
+        RETURN QUERY
+        SELECT c.chunk_id, c.tsv
+          FROM kgrag.chunk AS c
+         WHERE c.tenant_id = t AND c.lang = config AND c.tsv @@ query
+           AND (c.access IS NULL OR kgrag_private.may_see(t, c.access))
+         LIMIT lim;
+    END IF;
 END
 $$;
 GRANT CREATE ON SCHEMA kgrag_private TO kgrag_probe;  -- a new owner must be able to create in the schema
@@ -65,7 +76,7 @@ REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_probe;
 REVOKE EXECUTE ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag_private.fts_probe(tsquery, regconfig, integer) IS
-'Private. Returns (chunk_id, tsv) of at most lim of the current tenant''s chunks in a text search configuration that match a tsquery, in storage order. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does, and on the caller''s groups (kgrag.current_groups: a chunk of a document for an audience it holds none of is not returned), as the audience policy does for the tenant roles.';
+'Private. Returns (chunk_id, tsv) of at most lim of the current tenant''s chunks in a text search configuration that match a tsquery, in storage order. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because @@ is not leakproof: under the tenant policy the GIN index on tsv could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does, and on the caller''s groups (kgrag.current_groups: a chunk of a document for an audience it holds none of is not returned), as the audience policy does for the tenant roles: by the audiences it sees (kgrag_private.seen_audiences), so a session that sees few chunks reads the text index with chunk_audience_idx, not every chunk holding a word.';
 
 CREATE OR REPLACE FUNCTION kgrag.refresh_lexeme_stats() RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

@@ -18,7 +18,9 @@ from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
 
 # SECURITY DEFINER functions allowed, with their owner and why. Two are index probes: @@ and && are
 # not leakproof, so under the tenant policy their GIN indexes could not be used; the probes filter
-# on kgrag.current_tenant() themselves. kgrag.tenants() lists the tenants the caller may use (names
+# on kgrag.current_tenant() themselves; two more read chunk_audience_idx past the audience policy
+# for a caller who sees few chunks (revision 0043) and return only what it sees.
+# kgrag.tenants() lists the tenants the caller may use (names
 # and document counts), and kgrag_private.log_search and log_answer_at write the logs, which readers may not write
 # themselves; kgrag.purge deletes them, which no tenant may do itself. The schema owner's: two read
 # the API keys' hashes and the secret that seals a checked key; the curation functions write the
@@ -39,6 +41,11 @@ DEFINER_ALLOWED = {
         "alias candidates through alias_trigrams_idx and alias_sq_idx",
     ),
     "kgrag.tenants()": (PROBE, "the tenants the caller may use and their document counts"),
+    "kgrag_private.seen_audiences(text)": (PROBE, "the audiences of a tenant's chunks the caller holds a group of"),
+    "kgrag_private.audience_nearest(vector,bit,integer,boolean)": (
+        PROBE,
+        "the nearest of the few chunks a caller sees, through chunk_audience_idx",
+    ),
     "kgrag_private.log_search(text,text,text[],integer,integer,double precision,boolean,text,integer,"
     "text[],text,text)": (
         LOGGER,

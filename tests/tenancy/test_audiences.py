@@ -418,3 +418,76 @@ def test_groups_are_granted_to_a_tenants_role_and_taken_back(
     admin.commit()
     with connect(reader, role=READER) as conn, tenant_transaction(conn, tenant):
         assert conn.execute(count).fetchone() == (0,)
+
+
+def test_a_caller_who_sees_few_chunks_gets_the_nearest_of_its_own(
+    tmp_path: Path, holders: Callable[..., str], admin: psycopg.Connection
+) -> None:
+    """The audience probes (revision 0043): a caller holding one group ranks its own chunks whole,
+    as the index would order them (Hamming, then cosine), and the probes name nothing it may not see."""
+    tenant = "few"
+    rng = __import__("random").Random(3)
+    words = ["ledger", "harbour", "violet", "quarry", "tundra", "copper", "meadow", "signal", "orchid", "basalt"]
+    docs = []
+    for i in range(240):
+        access = [None, ["a"], ["a"], ["a"], ["a"], ["b"], ["a", "b"]][i % 7]
+        doc: dict[str, Any] = {"doc_id": f"d{i:03d}", "text": " ".join(rng.choices(words, k=12)) + f" item {i}."}
+        if access:
+            doc["access"] = access
+        docs.append(doc)
+    _populate(holders(tenant, ["a", "b"], WRITER), tmp_path, tenant, docs)
+    b_only = holders(tenant, ["b"])
+    question = "violet quarry signal"
+    vec = "[" + ",".join(str(x) for x in EMBEDDER.embed([question])[0]) + "]"
+    sees_b = "(access IS NULL OR access && '{b}')"
+    with connect(b_only, role=READER) as conn, tenant_transaction(conn, tenant):
+        assert conn.execute("SELECT kgrag_private.seen_audiences(%s)", [tenant]).fetchone() == (["a,b", "b"],)
+        (coded,) = conn.execute(
+            "SELECT kgrag_private.quantize(%s::vector, kgrag_private.tenant_centre())::text", [vec]
+        ).fetchone()  # type: ignore[misc]
+        by_probe = {
+            halfvec: conn.execute(
+                "SELECT kgrag_private.audience_nearest(%s::vector, %s::bit varying, 12, %s)", [vec, coded, halfvec]
+            ).fetchone()[0]  # type: ignore[index]
+            for halfvec in (False, True)
+        }
+        found = [r[0] for r in conn.execute("SELECT chunk_id FROM kgrag.search_chunks_vector(%s::vector, 5)", [vec])]
+        # another tenant's probes answer for that tenant only: nothing here
+        other = conn.execute("SELECT kgrag_private.seen_audiences('narrow')").fetchone()
+        conn.execute("SELECT kgrag.use_groups('{}')")
+        narrowed = conn.execute(
+            "SELECT kgrag_private.seen_audiences(%s),"
+            " kgrag_private.audience_nearest(%s::vector, %s::bit varying, 500, false)",
+            [tenant, vec, coded],
+        ).fetchone()
+    t = [tenant]
+    hamming = [
+        r[0]
+        for r in admin.execute(
+            f"SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %s AND {sees_b}"
+            " ORDER BY quantized <~> %s::bit varying, chunk_id LIMIT 12",
+            [*t, coded],
+        )
+    ]
+    halfvec = [
+        r[0]
+        for r in admin.execute(
+            f"SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %s AND {sees_b}"
+            " ORDER BY embedding::halfvec(512) <=> %s::halfvec(512), chunk_id LIMIT 12",
+            [*t, vec],
+        )
+    ]
+    cosine = [
+        r[0]
+        for r in admin.execute(
+            f"SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %s AND {sees_b}"
+            " ORDER BY embedding <=> %s::vector, chunk_id LIMIT 5",
+            [*t, vec],
+        )
+    ]
+    assert by_probe[False] == hamming and by_probe[True] == halfvec
+    assert found == cosine  # every chunk it sees (fewer than the candidates) ranked exactly
+    assert other == ([],)  # (holding no group there)
+    open_rows = admin.execute("SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %s AND access IS NULL", t)
+    public = {r[0] for r in open_rows}
+    assert narrowed is not None and narrowed[0] == [] and set(narrowed[1]) == public
