@@ -460,34 +460,21 @@ def test_a_caller_who_sees_few_chunks_gets_the_nearest_of_its_own(
             " kgrag_private.audience_nearest(%s::vector, %s::bit varying, 500, false)",
             [tenant, vec, coded],
         ).fetchone()
-    t = [tenant]
-    hamming = [
-        r[0]
-        for r in admin.execute(
-            f"SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %s AND {sees_b}"
-            " ORDER BY quantized <~> %s::bit varying, chunk_id LIMIT 12",
-            [*t, coded],
+
+    def nearest_seen(order: str, value: str, limit: int) -> list[str]:
+        """The ids of the chunks the b holder sees, ordered by an expression, as superuser."""
+        rows = admin.execute(
+            f"SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %s AND {sees_b} ORDER BY {order}, chunk_id LIMIT %s",
+            [tenant, value, limit],
         )
-    ]
-    halfvec = [
-        r[0]
-        for r in admin.execute(
-            f"SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %s AND {sees_b}"
-            " ORDER BY embedding::halfvec(512) <=> %s::halfvec(512), chunk_id LIMIT 12",
-            [*t, vec],
-        )
-    ]
-    cosine = [
-        r[0]
-        for r in admin.execute(
-            f"SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %s AND {sees_b}"
-            " ORDER BY embedding <=> %s::vector, chunk_id LIMIT 5",
-            [*t, vec],
-        )
-    ]
+        return [r[0] for r in rows]
+
+    hamming = nearest_seen("quantized <~> %s::bit varying", coded, 12)
+    halfvec = nearest_seen("embedding::halfvec(512) <=> %s::halfvec(512)", vec, 12)
+    cosine = nearest_seen("embedding <=> %s::vector", vec, 5)
     assert by_probe[False] == hamming and by_probe[True] == halfvec
     assert found == cosine  # every chunk it sees (fewer than the candidates) ranked exactly
     assert other == ([],)  # (holding no group there)
-    open_rows = admin.execute("SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %s AND access IS NULL", t)
+    open_rows = admin.execute("SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %s AND access IS NULL", [tenant])
     public = {r[0] for r in open_rows}
     assert narrowed is not None and narrowed[0] == [] and set(narrowed[1]) == public
