@@ -1758,15 +1758,16 @@ BEGIN
     DELETE FROM kgrag.lexeme_stats AS s WHERE s.tenant_id = t;
     -- grouped by the tenant too, so Citus runs it on the tenant's shards (INSERT ... SELECT pushed
     -- down) instead of copying the rows through the coordinator, which row-level security refuses
-    INSERT INTO kgrag.lexeme_stats (tenant_id, lang, lexeme, chunks)
-    SELECT c.tenant_id, c.lang, u.lexeme, count(*)
+    -- per audience ('' for everyone), each row under the audience policy: the rows of the
+    -- audiences the builder sees are replaced, the others' kept for their holders (counting every
+    -- audience's would take a SECURITY DEFINER, and on Citus the build's transaction refuses
+    -- another user's query on the placements it changed)
+    INSERT INTO kgrag.lexeme_stats (tenant_id, lang, lexeme, audience, chunks)
+    SELECT c.tenant_id, c.lang, u.lexeme, COALESCE(c.audience, ''), count(*)
       FROM kgrag.chunk AS c
      CROSS JOIN LATERAL pg_catalog.unnest(c.tsv) AS u(lexeme, positions, weights)
-     -- documents for everyone only: what every reader may read, whatever the groups of the writer
-     -- who builds (counting every audience's would take a SECURITY DEFINER, and on Citus the build's
-     -- transaction refuses another user's query on the placements it changed)
-     WHERE c.tenant_id = t AND c.access IS NULL
-     GROUP BY c.tenant_id, c.lang, u.lexeme
+     WHERE c.tenant_id = t
+     GROUP BY c.tenant_id, c.lang, u.lexeme, COALESCE(c.audience, '')
     HAVING count(*) > cap;
     GET DIAGNOSTICS stored = ROW_COUNT;
     RETURN stored;
@@ -1779,7 +1780,7 @@ ALTER FUNCTION kgrag.refresh_lexeme_stats() OWNER TO <owner>;
 -- Name: FUNCTION refresh_lexeme_stats(); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS 'Counts, for the current tenant, the lexemes that more chunks of documents for everyone (kgrag.chunk.access NULL: every reader may read the counts) hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
+COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS 'Counts, for the current tenant and each audience (kgrag.chunk.audience; '''' for documents for everyone), the lexemes that more of its chunks hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows of the audiences the caller sees: a row is read and written only by a session that sees its audience, and the others'' are kept for their holders); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
 
 --
 -- Name: reject_relation(text, text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -6017,8 +6018,10 @@ BEGIN
     SELECT array_agg(x.term ORDER BY x.n, x.term COLLATE "C"), array_agg(x.n ORDER BY x.n, x.term COLLATE "C")
       INTO terms, counts
       FROM (SELECT w.term,
-                   COALESCE((SELECT s.chunks FROM kgrag.lexeme_stats AS s
-                              WHERE s.tenant_id = t AND s.lang = config AND s.lexeme = w.term AND s.chunks > cap),
+                   -- (the rows of the audiences the session sees, added up)
+                   COALESCE((SELECT sum(s.chunks) FROM kgrag.lexeme_stats AS s
+                              WHERE s.tenant_id = t AND s.lang = config AND s.lexeme = w.term
+                             HAVING sum(s.chunks) > cap),
                             (SELECT count(*) FROM kgrag_private.fts_probe(plainto_tsquery('simple', w.term), config, cap + 1))) AS n
               FROM unnest(kgrag_private.question_lexemes(question, config)) AS w(term)) AS x;
     -- The rarest terms whose chunks fit in cap together: every chunk holding one is a candidate;
@@ -6049,7 +6052,7 @@ ALTER FUNCTION kgrag_private.lexical_candidates(question text, config regconfig,
 -- Name: FUNCTION lexical_candidates(question text, config regconfig, mode text, cap integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.lexical_candidates(question text, config regconfig, mode text, cap integer) IS 'Private. Returns at most cap chunks (chunk_id, tsv) of the current tenant in a text search configuration for lexical search to score. Mode ''any'': every chunk holding one of the question''s rarest terms (those whose chunks, counted up to cap + 1 each, fit in cap together), then, up to cap, chunks holding the next rarest term (smallest chunk_id first, so every copy of the data draws the same) if at most cap chunks hold it; a term more chunks hold draws no candidates (kgrag.lexeme_stats names those without reading their index lists). Mode ''websearch'': up to cap matches (in storage order where more match). The work is bounded by cap per term, not by the number of chunks holding a word; with at most cap chunks per term and in all, every match is a candidate.';
+COMMENT ON FUNCTION kgrag_private.lexical_candidates(question text, config regconfig, mode text, cap integer) IS 'Private. Returns at most cap chunks (chunk_id, tsv) of the current tenant in a text search configuration for lexical search to score. Mode ''any'': every chunk holding one of the question''s rarest terms (those whose chunks, counted up to cap + 1 each, fit in cap together), then, up to cap, chunks holding the next rarest term (smallest chunk_id first, so every copy of the data draws the same) if at most cap chunks hold it; a term more chunks hold draws no candidates (kgrag.lexeme_stats names those without reading their index lists: the rows of the audiences the session sees, added up). Mode ''websearch'': up to cap matches (in storage order where more match). The work is bounded by cap per term, not by the number of chunks holding a word; with at most cap chunks per term and in all, every match is a candidate.';
 
 --
 -- Name: link_entities_at(text, text, double precision, double precision, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -11578,6 +11581,8 @@ CREATE TABLE kgrag.lexeme_stats (
     lang regconfig NOT NULL,
     lexeme text NOT NULL,
     chunks integer NOT NULL,
+    audience text DEFAULT ''::text NOT NULL,
+    CONSTRAINT lexeme_stats_audience_check CHECK (((audience = ''::text) OR (audience ~ '^[a-z0-9][a-z0-9_.-]{0,62}(,[a-z0-9][a-z0-9_.-]{0,62})*$'::text))),
     CONSTRAINT lexeme_stats_chunks_check CHECK ((chunks >= 0))
 );
 ALTER TABLE ONLY kgrag.lexeme_stats ALTER COLUMN tenant_id SET STATISTICS 1;
@@ -11591,6 +11596,12 @@ ALTER TABLE kgrag.lexeme_stats OWNER TO <owner>;
 --
 
 COMMENT ON TABLE kgrag.lexeme_stats IS 'The lexemes that more of a tenant''s chunks (in one text search configuration) hold than lexical search scores (setting lexical_candidates when it was counted), and how many chunks hold each: written by kgrag.refresh_lexeme_stats (pgkgrag build), read by lexical search, which draws no candidates from them.';
+
+--
+-- Name: COLUMN lexeme_stats.audience; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.lexeme_stats.audience IS 'The audience whose chunks were counted (kgrag.chunk.audience; '''' for documents for everyone): a row is read only by a session that sees that audience, and lexical search adds up the rows it reads.';
 
 --
 -- Name: llm_cache; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -12314,7 +12325,7 @@ ALTER TABLE ONLY kgrag.ingest_failure
 --
 
 ALTER TABLE ONLY kgrag.lexeme_stats
-    ADD CONSTRAINT lexeme_stats_pkey PRIMARY KEY (tenant_id, lang, lexeme);
+    ADD CONSTRAINT lexeme_stats_pkey PRIMARY KEY (tenant_id, lang, lexeme, audience);
 
 --
 -- Name: llm_cache llm_cache_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
@@ -13114,7 +13125,7 @@ CREATE POLICY tenant_isolation ON kgrag.ingest_failure USING (((tenant_id = kgra
 -- Name: lexeme_stats tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.lexeme_stats USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.lexeme_stats USING (((tenant_id = kgrag.current_tenant()) AND ((audience = ''::text) OR kgrag_private.may_see(tenant_id, string_to_array(audience, ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((audience = ''::text) OR kgrag_private.may_see(tenant_id, string_to_array(audience, ','::text)))));
 
 --
 -- Name: llm_cache tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>

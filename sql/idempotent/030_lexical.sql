@@ -90,22 +90,23 @@ BEGIN
     DELETE FROM kgrag.lexeme_stats AS s WHERE s.tenant_id = t;
     -- grouped by the tenant too, so Citus runs it on the tenant's shards (INSERT ... SELECT pushed
     -- down) instead of copying the rows through the coordinator, which row-level security refuses
-    INSERT INTO kgrag.lexeme_stats (tenant_id, lang, lexeme, chunks)
-    SELECT c.tenant_id, c.lang, u.lexeme, count(*)
+    -- per audience ('' for everyone), each row under the audience policy: the rows of the
+    -- audiences the builder sees are replaced, the others' kept for their holders (counting every
+    -- audience's would take a SECURITY DEFINER, and on Citus the build's transaction refuses
+    -- another user's query on the placements it changed)
+    INSERT INTO kgrag.lexeme_stats (tenant_id, lang, lexeme, audience, chunks)
+    SELECT c.tenant_id, c.lang, u.lexeme, COALESCE(c.audience, ''), count(*)
       FROM kgrag.chunk AS c
      CROSS JOIN LATERAL pg_catalog.unnest(c.tsv) AS u(lexeme, positions, weights)
-     -- documents for everyone only: what every reader may read, whatever the groups of the writer
-     -- who builds (counting every audience's would take a SECURITY DEFINER, and on Citus the build's
-     -- transaction refuses another user's query on the placements it changed)
-     WHERE c.tenant_id = t AND c.access IS NULL
-     GROUP BY c.tenant_id, c.lang, u.lexeme
+     WHERE c.tenant_id = t
+     GROUP BY c.tenant_id, c.lang, u.lexeme, COALESCE(c.audience, '')
     HAVING count(*) > cap;
     GET DIAGNOSTICS stored = ROW_COUNT;
     RETURN stored;
 END
 $$;
 COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS
-'Counts, for the current tenant, the lexemes that more chunks of documents for everyone (kgrag.chunk.access NULL: every reader may read the counts) hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
+'Counts, for the current tenant and each audience (kgrag.chunk.audience; '''' for documents for everyone), the lexemes that more of its chunks hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows of the audiences the caller sees: a row is read and written only by a session that sees its audience, and the others'' are kept for their holders); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.lexical_candidates(question text, config regconfig, mode text, cap integer)
 RETURNS TABLE (chunk_id text, tsv tsvector)
@@ -133,8 +134,10 @@ BEGIN
     SELECT array_agg(x.term ORDER BY x.n, x.term COLLATE "C"), array_agg(x.n ORDER BY x.n, x.term COLLATE "C")
       INTO terms, counts
       FROM (SELECT w.term,
-                   COALESCE((SELECT s.chunks FROM kgrag.lexeme_stats AS s
-                              WHERE s.tenant_id = t AND s.lang = config AND s.lexeme = w.term AND s.chunks > cap),
+                   -- (the rows of the audiences the session sees, added up)
+                   COALESCE((SELECT sum(s.chunks) FROM kgrag.lexeme_stats AS s
+                              WHERE s.tenant_id = t AND s.lang = config AND s.lexeme = w.term
+                             HAVING sum(s.chunks) > cap),
                             (SELECT count(*) FROM kgrag_private.fts_probe(plainto_tsquery('simple', w.term), config, cap + 1))) AS n
               FROM unnest(kgrag_private.question_lexemes(question, config)) AS w(term)) AS x;
     -- The rarest terms whose chunks fit in cap together: every chunk holding one is a candidate;
@@ -159,7 +162,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.lexical_candidates(text, regconfig, text, integer) IS
-'Private. Returns at most cap chunks (chunk_id, tsv) of the current tenant in a text search configuration for lexical search to score. Mode ''any'': every chunk holding one of the question''s rarest terms (those whose chunks, counted up to cap + 1 each, fit in cap together), then, up to cap, chunks holding the next rarest term (smallest chunk_id first, so every copy of the data draws the same) if at most cap chunks hold it; a term more chunks hold draws no candidates (kgrag.lexeme_stats names those without reading their index lists). Mode ''websearch'': up to cap matches (in storage order where more match). The work is bounded by cap per term, not by the number of chunks holding a word; with at most cap chunks per term and in all, every match is a candidate.';
+'Private. Returns at most cap chunks (chunk_id, tsv) of the current tenant in a text search configuration for lexical search to score. Mode ''any'': every chunk holding one of the question''s rarest terms (those whose chunks, counted up to cap + 1 each, fit in cap together), then, up to cap, chunks holding the next rarest term (smallest chunk_id first, so every copy of the data draws the same) if at most cap chunks hold it; a term more chunks hold draws no candidates (kgrag.lexeme_stats names those without reading their index lists: the rows of the audiences the session sees, added up). Mode ''websearch'': up to cap matches (in storage order where more match). The work is bounded by cap per term, not by the number of chunks holding a word; with at most cap chunks per term and in all, every match is a candidate.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.coverage(tsv tsvector, words text[]) RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER

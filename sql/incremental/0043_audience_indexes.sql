@@ -8,6 +8,10 @@
 -- - chunk_audience_idx (tenant_id, audience, with chunk_id and quantized): the chunks for everyone,
 --   and those of each audience, counted, found and (binary-quantized) ranked without reading the
 --   rest (kgrag_private.audience_nearest, fts_probe).
+-- - kgrag.lexeme_stats.audience: the full-text statistics are counted per audience ('' for
+--   everyone), each row read only by a session that sees that audience, so lexical search knows
+--   an audience's common words without telling them to anyone else (0042 counted documents for
+--   everyone only: a tenant whose documents were all for audiences had no statistics).
 --
 -- One statement (a DO block), each DDL through EXECUTE: see 0021_edge_rank_index.sql (Citus).
 DO $$
@@ -23,5 +27,17 @@ $q$;
             ' GENERATED ALWAYS AS (kgrag_private.audience_key(access)) STORED';
     -- (with each chunk's id and quantized vector: a session's few chunks are ranked by the index alone)
     EXECUTE 'CREATE INDEX chunk_audience_idx ON kgrag.chunk (tenant_id, audience) INCLUDE (chunk_id, quantized)';
+    EXECUTE $q$ALTER TABLE kgrag.lexeme_stats ADD COLUMN audience text NOT NULL DEFAULT ''
+        CONSTRAINT lexeme_stats_audience_check
+        CHECK (audience = '' OR audience ~ '^[a-z0-9][a-z0-9_.-]{0,62}(,[a-z0-9][a-z0-9_.-]{0,62})*$')$q$;
+    EXECUTE 'ALTER TABLE kgrag.lexeme_stats DROP CONSTRAINT lexeme_stats_pkey';
+    EXECUTE 'ALTER TABLE kgrag.lexeme_stats ADD CONSTRAINT lexeme_stats_pkey PRIMARY KEY (tenant_id, lang, lexeme, audience)';
+    EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.lexeme_stats
+        USING (tenant_id = kgrag.current_tenant()
+               AND (audience = '' OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(audience, ','))))
+        WITH CHECK (tenant_id = kgrag.current_tenant()
+               AND (audience = '' OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(audience, ','))))$q$;
+    EXECUTE $q$COMMENT ON COLUMN kgrag.lexeme_stats.audience IS
+'The audience whose chunks were counted (kgrag.chunk.audience; '''' for documents for everyone): a row is read only by a session that sees that audience, and lexical search adds up the rows it reads.'$q$;
 END
 $$;

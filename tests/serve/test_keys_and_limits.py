@@ -8,6 +8,7 @@ alone, with no tenant grant of its own, as the README says to run it: only a key
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -264,6 +265,57 @@ def test_a_key_sees_the_documents_of_its_groups_and_an_end_user_narrows_them(set
     assert {"name": "hr-a", "groups": ["hr"]}.items() <= next(
         k for k in json.loads(listed.stdout) if k["name"] == "hr-a"
     ).items(), listed.stdout
+
+
+def test_a_key_s_groups_bind_its_answers_graph_and_agent_tools(setup: Setup, base: str) -> None:
+    """The HR document through every other door: /v1/ask puts it in the prompt of the LLM (a real
+    local HTTP server answering as the chat endpoint) for the HR key alone, and not once the request
+    narrows to no group; /v1/neighbourhood shows nothing of it to anyone (the graph is shared); an
+    agent's MCP tools (search, context, ask) with the HR key find it and with tenant a's key do not."""
+    import asyncio
+
+    from fake_openai import FakeOpenAI
+
+    fake = FakeOpenAI()
+
+    def cite_first(messages: list[dict[str, str]]) -> str:
+        cited = re.search(r"\[([^\]|]+) \| ([^\]]+)\]", messages[-1]["content"])
+        return f"Found. [{cited.group(1)} | {cited.group(2)}]" if cited else "Not found."
+
+    fake.responder = cite_first  # type: ignore[assignment]
+    question = "What did the review of the Acme contract find about Maria Silva?"  # (no word of HR alone)
+    try:
+        with serving(setup.service_dsn, "--key-rate", "1000/minute", KGRAG_LLM_URL=fake.url) as url:
+
+            def prompt(key: str, **more: object) -> str:
+                before = len(fake.requests)
+                asked = httpx.post(
+                    f"{url}/v1/ask", json={"question": question, **more}, headers=bearer(key), timeout=120
+                )
+                assert asked.status_code == 200, asked.text
+                return json.dumps([r["body"]["messages"] for r in fake.requests[before:]]) + asked.text
+
+            assert "Quillon" in prompt(setup.key_hr)
+            assert "Quillon" not in prompt(setup.key_a)
+            assert "Quillon" not in prompt(setup.key_hr, groups=[])
+            calls: list[tuple[str, dict[str, object]]] = [
+                ("search", {"question": question, "route": "auto"}),
+                ("context", {"question": question}),
+                ("ask", {"question": question}),
+            ]
+            for key, sees in ((setup.key_hr, True), (setup.key_a, False)):
+                before = len(fake.requests)
+                _, *results = asyncio.run(_mcp_http(url, key, calls))
+                asked = json.dumps([r["body"]["messages"] for r in fake.requests[before:]])
+                assert all(not r.is_error for r in results), results  # type: ignore[attr-defined]
+                shown = [str(r.content) for r in results[:2]] + [asked]  # type: ignore[attr-defined]
+                assert [("Quillon" in text or "review.md" in text) for text in shown] == [sees] * 3, (sees, shown)
+    finally:
+        fake.close()
+    for key in (setup.key_a, setup.key_hr):
+        hood = httpx.post(f"{base}/v1/neighbourhood", json={"name": "Maria Silva"}, headers=bearer(key), timeout=60)
+        assert hood.status_code == 200 and "Maria Silva" in hood.text, hood.text
+        assert "Quillon" not in hood.text and "review.md" not in hood.text
 
 
 def test_a_revoked_key_is_refused_at_its_next_request(setup: Setup, base: str) -> None:

@@ -435,6 +435,11 @@ def test_a_caller_who_sees_few_chunks_gets_the_nearest_of_its_own(
         if access:
             doc["access"] = access
         docs.append(doc)
+    # few candidates, so the build counts every word as common (kgrag.lexeme_stats, per audience)
+    admin.execute(
+        "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'lexical_candidates', '10')", [tenant]
+    )
+    admin.commit()
     _populate(holders(tenant, ["a", "b"], WRITER), tmp_path, tenant, docs)
     b_only = holders(tenant, ["b"])
     question = "violet quarry signal"
@@ -452,6 +457,7 @@ def test_a_caller_who_sees_few_chunks_gets_the_nearest_of_its_own(
             for halfvec in (False, True)
         }
         found = [r[0] for r in conn.execute("SELECT chunk_id FROM kgrag.search_chunks_vector(%s::vector, 5)", [vec])]
+        counted = dict(conn.execute("SELECT audience, sum(chunks) FROM kgrag.lexeme_stats GROUP BY 1").fetchall())
         # another tenant's probes answer for that tenant only: nothing here
         other = conn.execute("SELECT kgrag_private.seen_audiences('narrow')").fetchone()
         conn.execute("SELECT kgrag.use_groups('{}')")
@@ -472,6 +478,11 @@ def test_a_caller_who_sees_few_chunks_gets_the_nearest_of_its_own(
     hamming = nearest_seen("quantized <~> %s::bit varying", coded, 12)
     halfvec = nearest_seen("embedding::halfvec(512) <=> %s::halfvec(512)", vec, 12)
     cosine = nearest_seen("embedding <=> %s::vector", vec, 5)
+    every = dict(
+        admin.execute("SELECT audience, sum(chunks) FROM kgrag.lexeme_stats WHERE tenant_id = %s GROUP BY 1", [tenant])
+    )
+    assert set(every) == {"", "a", "b", "a,b"}  # the writer who built held both groups
+    assert counted == {k: v for k, v in every.items() if k != "a"}  # the holder of b reads the rows it sees
     assert by_probe[False] == hamming and by_probe[True] == halfvec
     assert found == cosine  # every chunk it sees (fewer than the candidates) ranked exactly
     assert other == ([],)  # (holding no group there)
