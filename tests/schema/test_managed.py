@@ -273,3 +273,49 @@ def test_a_readers_key_writes_nothing_through_a_definer_under_a_managed_owner(cl
         with conn.transaction():
             conn.execute("SELECT kgrag.use_tenant('a')")
             assert conn.execute("SELECT kgrag.setting('rerank_url')").fetchone() == ("http://127.0.0.1:9/r",)
+
+
+def test_a_managed_owner_grants_audiences_and_its_writer_moves_a_document(cluster: Server, tmp_path: Path) -> None:
+    """Audiences (revisions 0042, 0043) under an owner that is no superuser, on both versions: the
+    owner grants a group (a role kgrag_g_... it creates), its writer ingests a document for it and
+    moves it with kgrag.set_access; a reader sees it only while it holds the group or the document
+    is for everyone, and may not move it."""
+    owner = owner_database(cluster, "o_aud")
+    as_admin(  # the kgrag roles, where an earlier owner of this cluster made them
+        cluster,
+        "DO $$ BEGIN IF to_regrole('kgrag_writer') IS NOT NULL THEN GRANT kgrag_curator, kgrag_logger, kgrag_probe,"
+        " kgrag_reader, kgrag_writer TO o_aud WITH ADMIN OPTION; END IF; END $$",
+    )
+    migrations.upgrade(owner, "head")
+    writer, hr_reader = app_roles(owner, "_aud", "acme")
+    _, plain_reader = app_roles(owner, "_aud2", "acme")
+    for login in ("app_w_aud", "app_r_aud"):
+        as_owner(owner, "SELECT kgrag.grant_groups(%s, 'acme', '{hr}')", args=[login])
+    folder = tmp_path / "hr"
+    folder.mkdir()
+    (folder / "review.md").write_text("# Review\n\nQuillon Marsh filed a grievance about the Acme contract.\n")
+    (tmp_path / "open.md").write_text("# Contract\n\nThe Acme contract renews in March.\n")
+    for path, more in ((folder, ["--access", "hr"]), (tmp_path / "open.md", [])):
+        done = run("ingest", str(path), "--tenant", "acme", "--embedder", "hash", *more, dsn=writer)
+        assert done.returncode == 0, done.stderr
+
+    def found(reader: str) -> bool:
+        searched = run("search", "Quillon Marsh grievance", "--tenant", "acme", dsn=reader)
+        assert searched.returncode == 0, searched.stderr
+        return "review.md" in searched.stdout
+
+    assert found(hr_reader) and not found(plain_reader)
+    moved = "SELECT kgrag.set_access(ARRAY['review.md'], %s::text[])"
+    with psycopg.connect(plain_reader) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+        conn.execute("SELECT kgrag.use_tenant('acme')")
+        conn.execute(moved, [None])
+    with psycopg.connect(writer) as conn, conn.transaction():
+        conn.execute("SELECT kgrag.use_tenant('acme')")
+        assert conn.execute(moved, [None]).fetchone()[0]["moved"] == 1  # type: ignore[index]
+    assert found(plain_reader)
+    with psycopg.connect(writer) as conn, conn.transaction():
+        conn.execute("SELECT kgrag.use_tenant('acme')")
+        conn.execute(moved, [["hr"]])
+    assert found(hr_reader) and not found(plain_reader)
+    as_owner(owner, "SELECT kgrag.revoke_groups('app_r_aud', 'acme', '{hr}')")
+    assert not found(hr_reader)
