@@ -21,6 +21,8 @@ from pathlib import Path
 from common import REPORT, ROOT, markdown_table, write_section
 
 ROW = re.compile(r"^\| ([\d,]+) \| ([^|]*?[A-Za-z][^|]*?) \| ([\d.]+) \| ([\d.]+) \|", re.M)  # a route or phase
+LOAD = re.compile(r"^\| ([\d,]+) \| (\d+) \| (\d+) \| (\d+) \|", re.M)  # chunks, ingest s, chunks/s, build s
+LOADING = ("ingest s (all tenants)", "build s (first tenant)")
 
 
 def scale_rows(tree: Path, size: int) -> dict[str, tuple[float, float]]:
@@ -31,7 +33,11 @@ def scale_rows(tree: Path, size: int) -> dict[str, tuple[float, float]]:
     subprocess.run(command, cwd=tree, env=env, check=True, capture_output=True, text=True)
     text = (tree / "docs" / "benchmarks.md").read_text()
     section = text[text.index("<!-- bench:ab_run -->") : text.index("<!-- /bench:ab_run -->")]
-    return {m.group(2).strip(): (float(m.group(3)), float(m.group(4))) for m in ROW.finditer(section)}
+    rows = {m.group(2).strip(): (float(m.group(3)), float(m.group(4))) for m in ROW.finditer(section)}
+    load = LOAD.search(section)
+    if load:  # the load's seconds, in both columns (one figure a run)
+        rows |= {LOADING[0]: (float(load.group(2)),) * 2, LOADING[1]: (float(load.group(4)),) * 2}
+    return rows
 
 
 def main() -> None:
@@ -73,7 +79,8 @@ def main() -> None:
     body = (
         f"benchmarks/scale.py at {args.size:,} chunks over 4 tenants (its corpus, questions and timing), run "
         f"{args.rounds} times in a checkout of `{args.before}` and in this tree, alternately, each run in its own "
-        "process and database; each figure is the median of the runs, the range in brackets; x = after / before.\n\n"
+        "process and database; each figure is the median of the runs, the range in brackets; x = after / before. "
+        f"The last rows are the load's seconds ({LOADING[0]}, {LOADING[1]}), one figure a run, in both columns.\n\n"
         + markdown_table(
             [
                 "route / phase",

@@ -207,6 +207,26 @@ AUDIENCE_ATTACKS = [
         "policies were permissive on the shards: folded into the tenant policies)",
         "citus/test_delegation.py::test_a_document_for_a_group_reaches_its_holders_alone_on_the_cluster",
     ),
+    (
+        "a reader holding b calls the audience probes (SECURITY DEFINER, past the audience policy) directly, "
+        "with either ordering, another tenant's name, and after narrowing to no group; reads kgrag.lexeme_stats",
+        "only ids of chunks it sees (equal to a brute force over them), {} for the other tenant, only chunks "
+        "for everyone once narrowed; no statistics row of an audience it does not see",
+        "tenancy/test_audiences.py::test_a_caller_who_sees_few_chunks_gets_the_nearest_of_its_own",
+    ),
+    (
+        "tenant a's key without hr, and the hr key narrowed to no group, ask over /v1/ask and through the MCP "
+        "tools (search, context, ask); any key asks /v1/neighbourhood",
+        "the HR document is in neither the LLM's prompt (a local chat server) nor a tool's result; the hr key's "
+        "prompt and results hold it; no neighbourhood shows it",
+        "serve/test_keys_and_limits.py::test_a_key_s_groups_bind_its_answers_graph_and_agent_tools",
+    ),
+    (
+        "on managed PostgreSQL (18 and 16, owner no superuser): a reader without the group moves a document "
+        "with set_access; the owner takes the group back",
+        "refused (42501); the reader no longer finds the document",
+        "schema/test_managed.py::test_a_managed_owner_grants_audiences_and_its_writer_moves_a_document",
+    ),
 ]
 DOORS = "\n\n| attack tried | outcome | test (tests/) |\n|---|---|---|\n" + "\n".join(
     f"| {attack} | {outcome} | `{test}` |" for attack, outcome, test in ATTACKS
@@ -390,6 +410,8 @@ SCENARIOS: list[tuple[str, str, list[str]]] = [
             "tests/serve/test_keys_and_limits.py::"
             "test_a_key_sees_the_documents_of_its_groups_and_an_end_user_narrows_them",
             "tests/citus/test_delegation.py::test_a_document_for_a_group_reaches_its_holders_alone_on_the_cluster",
+            "tests/serve/test_keys_and_limits.py::test_a_key_s_groups_bind_its_answers_graph_and_agent_tools",
+            "tests/schema/test_managed.py::test_a_managed_owner_grants_audiences_and_its_writer_moves_a_document",
         ],
     ),
 ]
