@@ -219,8 +219,7 @@ DECLARE
     open_rows integer;
     seen_rows integer;
     ids text[];
-    vector_schema name := (SELECT x.extnamespace::regnamespace::name FROM pg_catalog.pg_extension AS x
-                            WHERE x.extname = 'vector');
+    vector_schema name;
 BEGIN
     -- A session that sees few of the tenant's chunks (its audiences') would walk the vector index
     -- through all the others; its own are counted in chunk_audience_idx (reading the index alone)
@@ -243,6 +242,7 @@ BEGIN
     IF open_rows + seen_rows > most THEN
         RETURN NULL;
     END IF;
+    SELECT x.extnamespace::regnamespace::name INTO vector_schema FROM pg_catalog.pg_extension AS x WHERE x.extname = 'vector';
     EXECUTE pg_catalog.format($q$
         WITH seen AS MATERIALIZED (  -- (materialized: never the vector index, which lists every chunk)
             SELECT c.chunk_id, %1$s AS d
@@ -288,6 +288,7 @@ DECLARE
     n bigint;
     coded bit varying;
     seen text[];
+    halfvec boolean := kgrag.vector_index() = 'halfvec';
 BEGIN
     q := kgrag_private.fit_vector(q);
     PERFORM kgrag_private.check_question_vector(q);
@@ -308,7 +309,7 @@ BEGIN
     IF kind = 'chunk' THEN
         -- a session that sees few of the chunks (audiences): its own, ranked whole, not the index
         -- (nor the count below, which would read the others under the policy)
-        seen := kgrag_private.audience_nearest(q, coded, candidates, kgrag.vector_index() = 'halfvec');
+        seen := kgrag_private.audience_nearest(q, coded, candidates, halfvec);
     END IF;
     -- A set no larger than the candidate count is read whole and ranked exactly: the index would
     -- return all of it anyway, and an approximate graph shared with other tenants can leave a row
@@ -336,7 +337,7 @@ BEGIN
         -- the expression of the installed index, repeated exactly
         CASE WHEN seen IS NOT NULL THEN 'AND x.chunk_id = ANY ($7)'
              WHEN n <= candidates THEN 'AND x.embedding IS NOT NULL'
-             WHEN kgrag.vector_index() = 'halfvec'
+             WHEN halfvec
              THEN format('ORDER BY x.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s)', kgrag.dimension())
              ELSE format('ORDER BY x.quantized <~> $6::bit(%s)', kgrag.dimension()) END,
         filter)
