@@ -1755,7 +1755,10 @@ DECLARE
     cap integer := kgrag.setting('lexical_candidates')::integer;
     stored integer;
 BEGIN
-    DELETE FROM kgrag.lexeme_stats AS s WHERE s.tenant_id = t;
+    DELETE FROM kgrag.lexeme_stats AS s  -- (the rows it may write again; the others are their holders')
+     WHERE s.tenant_id = t
+       AND (s.audience = ''
+            OR kgrag_private.holds_all(pg_catalog.string_to_array(s.audience, ','), kgrag.current_groups()));
     -- grouped by the tenant too, so Citus runs it on the tenant's shards (INSERT ... SELECT pushed
     -- down) instead of copying the rows through the coordinator, which row-level security refuses
     -- per audience ('' for everyone), each row under the audience policy: the rows of the
@@ -1767,6 +1770,10 @@ BEGIN
       FROM kgrag.chunk AS c
      CROSS JOIN LATERAL pg_catalog.unnest(c.tsv) AS u(lexeme, positions, weights)
      WHERE c.tenant_id = t
+       -- (an audience the builder holds only some groups of is left to a builder holding them all:
+       -- the policy writes a row only for one)
+       AND (c.audience IS NULL
+            OR kgrag_private.holds_all(pg_catalog.string_to_array(c.audience, ','), kgrag.current_groups()))
      GROUP BY c.tenant_id, c.lang, u.lexeme, COALESCE(c.audience, '')
     HAVING count(*) > cap;
     GET DIAGNOSTICS stored = ROW_COUNT;
@@ -1780,7 +1787,7 @@ ALTER FUNCTION kgrag.refresh_lexeme_stats() OWNER TO <owner>;
 -- Name: FUNCTION refresh_lexeme_stats(); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS 'Counts, for the current tenant and each audience (kgrag.chunk.audience; '''' for documents for everyone), the lexemes that more of its chunks hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows of the audiences the caller sees: a row is read and written only by a session that sees its audience, and the others'' are kept for their holders); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
+COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS 'Counts, for the current tenant and each audience (kgrag.chunk.audience; '''' for documents for everyone), the lexemes that more of its chunks hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows of the audiences the caller sees: a row is read only by a session that sees its audience and written only by one holding all its groups, and the others'' are kept for their holders); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
 
 --
 -- Name: reject_relation(text, text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -3346,7 +3353,9 @@ BEGIN
     IF open_rows + seen_rows > most THEN
         RETURN NULL;
     END IF;
-    SELECT x.extnamespace::regnamespace::name INTO vector_schema FROM pg_catalog.pg_extension AS x WHERE x.extname = 'vector';
+    SELECT n.nspname INTO vector_schema  -- (the bare name: %I quotes it)
+      FROM pg_catalog.pg_extension AS x JOIN pg_catalog.pg_namespace AS n ON n.oid = x.extnamespace
+     WHERE x.extname = 'vector';
     EXECUTE pg_catalog.format($q$
         WITH seen AS MATERIALIZED (  -- (materialized: never the vector index, which lists every chunk)
             SELECT c.chunk_id, %1$s AS d
@@ -9432,6 +9441,10 @@ DECLARE
     most constant integer := 500;  -- distinct audiences read, at most
     every text[];
 BEGIN
+    IF tenant IS DISTINCT FROM kgrag.current_tenant() THEN  -- (raises when no tenant is set)
+        RAISE EXCEPTION 'the audiences of tenant % are listed only in a transaction for it (kgrag.use_tenant)',
+            COALESCE(pg_catalog.quote_literal(tenant), 'NULL') USING ERRCODE = '42501';
+    END IF;
     IF held = ARRAY['*'] THEN
         RETURN NULL;  -- every audience: no list needed
     ELSIF pg_catalog.cardinality(held) = 0 THEN
@@ -9462,7 +9475,7 @@ ALTER FUNCTION kgrag_private.seen_audiences(tenant text) OWNER TO kgrag_probe;
 -- Name: FUNCTION seen_audiences(tenant text); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_probe
 --
 
-COMMENT ON FUNCTION kgrag_private.seen_audiences(tenant text) IS 'Private. Returns the audiences (kgrag.chunk.audience) of a tenant''s chunks that the current transaction sees, those naming a group it holds (kgrag_private.groups_for), sorted; {} when it holds none; NULL when it holds every group (the schema owner) or the tenant has more than 500 distinct audiences (then a caller filters row by row, kgrag_private.may_see). With it kgrag_private.fts_probe and kgrag_private.audience_nearest find a session''s chunks through chunk_audience_idx instead of reading every chunk of the tenant. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing a tenant''s audiences reads past the audience policy; it returns only audiences that name a group the caller holds, nothing of a row.';
+COMMENT ON FUNCTION kgrag_private.seen_audiences(tenant text) IS 'Private. Returns the audiences (kgrag.chunk.audience) of the current tenant''s chunks (another tenant''s name: 42501) that the current transaction sees, those naming a group it holds (kgrag_private.groups_for), sorted; {} when it holds none; NULL when it holds every group (the schema owner) or the tenant has more than 500 distinct audiences (then a caller filters row by row, kgrag_private.may_see). With it kgrag_private.fts_probe and kgrag_private.audience_nearest find a session''s chunks through chunk_audience_idx instead of reading every chunk of the tenant. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing a tenant''s audiences reads past the audience policy; it returns only audiences that name a group the caller holds, nothing of a row. Executable by kgrag_probe alone: kgrag_private.fts_probe and kgrag_private.audience_nearest call it.';
 
 --
 -- Name: sees(text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -11602,7 +11615,7 @@ COMMENT ON TABLE kgrag.lexeme_stats IS 'The lexemes that more of a tenant''s chu
 -- Name: COLUMN lexeme_stats.audience; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON COLUMN kgrag.lexeme_stats.audience IS 'The audience whose chunks were counted (kgrag.chunk.audience; '''' for documents for everyone): a row is read only by a session that sees that audience, and lexical search adds up the rows it reads.';
+COMMENT ON COLUMN kgrag.lexeme_stats.audience IS 'The audience whose chunks were counted (kgrag.chunk.audience; '''' for documents for everyone): a row is read only by a session that sees that audience, and written only by one that holds every group it names; lexical search adds up the rows it reads.';
 
 --
 -- Name: llm_cache; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -13126,7 +13139,7 @@ CREATE POLICY tenant_isolation ON kgrag.ingest_failure USING (((tenant_id = kgra
 -- Name: lexeme_stats tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.lexeme_stats USING (((tenant_id = kgrag.current_tenant()) AND ((audience = ''::text) OR kgrag_private.may_see(tenant_id, string_to_array(audience, ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((audience = ''::text) OR kgrag_private.may_see(tenant_id, string_to_array(audience, ','::text)))));
+CREATE POLICY tenant_isolation ON kgrag.lexeme_stats USING (((tenant_id = kgrag.current_tenant()) AND ((audience = ''::text) OR kgrag_private.may_see(tenant_id, string_to_array(audience, ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((audience = ''::text) OR kgrag_private.holds_all(string_to_array(audience, ','::text), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: llm_cache tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13535,9 +13548,6 @@ REVOKE ALL ON FUNCTION kgrag_private.retract_documents(doc_ids text[]) FROM PUBL
 --
 
 REVOKE ALL ON FUNCTION kgrag_private.seen_audiences(tenant text) FROM PUBLIC;
-GRANT ALL ON FUNCTION kgrag_private.seen_audiences(tenant text) TO kgrag_reader;
-GRANT ALL ON FUNCTION kgrag_private.seen_audiences(tenant text) TO kgrag_writer;
-GRANT ALL ON FUNCTION kgrag_private.seen_audiences(tenant text) TO kgrag_curator;
 
 --
 -- Name: TABLE alias; Type: ACL; Schema: kgrag; Owner: <owner>

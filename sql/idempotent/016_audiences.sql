@@ -251,6 +251,10 @@ DECLARE
     most constant integer := 500;  -- distinct audiences read, at most
     every text[];
 BEGIN
+    IF tenant IS DISTINCT FROM kgrag.current_tenant() THEN  -- (raises when no tenant is set)
+        RAISE EXCEPTION 'the audiences of tenant % are listed only in a transaction for it (kgrag.use_tenant)',
+            COALESCE(pg_catalog.quote_literal(tenant), 'NULL') USING ERRCODE = '42501';
+    END IF;
     IF held = ARRAY['*'] THEN
         RETURN NULL;  -- every audience: no list needed
     ELSIF pg_catalog.cardinality(held) = 0 THEN
@@ -278,6 +282,6 @@ GRANT CREATE ON SCHEMA kgrag_private TO kgrag_probe;  -- a new owner must be abl
 ALTER FUNCTION kgrag_private.seen_audiences(text) OWNER TO kgrag_probe;
 REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_probe;
 REVOKE EXECUTE ON FUNCTION kgrag_private.seen_audiences(text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.seen_audiences(text) TO kgrag_reader, kgrag_writer, kgrag_curator, kgrag_probe;
+GRANT EXECUTE ON FUNCTION kgrag_private.seen_audiences(text) TO kgrag_probe;  -- its callers are kgrag_probe's
 COMMENT ON FUNCTION kgrag_private.seen_audiences(text) IS
-'Private. Returns the audiences (kgrag.chunk.audience) of a tenant''s chunks that the current transaction sees, those naming a group it holds (kgrag_private.groups_for), sorted; {} when it holds none; NULL when it holds every group (the schema owner) or the tenant has more than 500 distinct audiences (then a caller filters row by row, kgrag_private.may_see). With it kgrag_private.fts_probe and kgrag_private.audience_nearest find a session''s chunks through chunk_audience_idx instead of reading every chunk of the tenant. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing a tenant''s audiences reads past the audience policy; it returns only audiences that name a group the caller holds, nothing of a row.';
+'Private. Returns the audiences (kgrag.chunk.audience) of the current tenant''s chunks (another tenant''s name: 42501) that the current transaction sees, those naming a group it holds (kgrag_private.groups_for), sorted; {} when it holds none; NULL when it holds every group (the schema owner) or the tenant has more than 500 distinct audiences (then a caller filters row by row, kgrag_private.may_see). With it kgrag_private.fts_probe and kgrag_private.audience_nearest find a session''s chunks through chunk_audience_idx instead of reading every chunk of the tenant. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because listing a tenant''s audiences reads past the audience policy; it returns only audiences that name a group the caller holds, nothing of a row. Executable by kgrag_probe alone: kgrag_private.fts_probe and kgrag_private.audience_nearest call it.';

@@ -242,7 +242,9 @@ BEGIN
     IF open_rows + seen_rows > most THEN
         RETURN NULL;
     END IF;
-    SELECT x.extnamespace::regnamespace::name INTO vector_schema FROM pg_catalog.pg_extension AS x WHERE x.extname = 'vector';
+    SELECT n.nspname INTO vector_schema  -- (the bare name: %I quotes it)
+      FROM pg_catalog.pg_extension AS x JOIN pg_catalog.pg_namespace AS n ON n.oid = x.extnamespace
+     WHERE x.extname = 'vector';
     EXECUTE pg_catalog.format($q$
         WITH seen AS MATERIALIZED (  -- (materialized: never the vector index, which lists every chunk)
             SELECT c.chunk_id, %1$s AS d

@@ -87,7 +87,10 @@ DECLARE
     cap integer := kgrag.setting('lexical_candidates')::integer;
     stored integer;
 BEGIN
-    DELETE FROM kgrag.lexeme_stats AS s WHERE s.tenant_id = t;
+    DELETE FROM kgrag.lexeme_stats AS s  -- (the rows it may write again; the others are their holders')
+     WHERE s.tenant_id = t
+       AND (s.audience = ''
+            OR kgrag_private.holds_all(pg_catalog.string_to_array(s.audience, ','), kgrag.current_groups()));
     -- grouped by the tenant too, so Citus runs it on the tenant's shards (INSERT ... SELECT pushed
     -- down) instead of copying the rows through the coordinator, which row-level security refuses
     -- per audience ('' for everyone), each row under the audience policy: the rows of the
@@ -99,6 +102,10 @@ BEGIN
       FROM kgrag.chunk AS c
      CROSS JOIN LATERAL pg_catalog.unnest(c.tsv) AS u(lexeme, positions, weights)
      WHERE c.tenant_id = t
+       -- (an audience the builder holds only some groups of is left to a builder holding them all:
+       -- the policy writes a row only for one)
+       AND (c.audience IS NULL
+            OR kgrag_private.holds_all(pg_catalog.string_to_array(c.audience, ','), kgrag.current_groups()))
      GROUP BY c.tenant_id, c.lang, u.lexeme, COALESCE(c.audience, '')
     HAVING count(*) > cap;
     GET DIAGNOSTICS stored = ROW_COUNT;
@@ -106,7 +113,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS
-'Counts, for the current tenant and each audience (kgrag.chunk.audience; '''' for documents for everyone), the lexemes that more of its chunks hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows of the audiences the caller sees: a row is read and written only by a session that sees its audience, and the others'' are kept for their holders); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
+'Counts, for the current tenant and each audience (kgrag.chunk.audience; '''' for documents for everyone), the lexemes that more of its chunks hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows of the audiences the caller sees: a row is read only by a session that sees its audience and written only by one holding all its groups, and the others'' are kept for their holders); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.lexical_candidates(question text, config regconfig, mode text, cap integer)
 RETURNS TABLE (chunk_id text, tsv tsvector)

@@ -9,7 +9,8 @@
 --   and those of each audience, counted, found and (binary-quantized) ranked without reading the
 --   rest (kgrag_private.audience_nearest, fts_probe).
 -- - kgrag.lexeme_stats.audience: the full-text statistics are counted per audience ('' for
---   everyone), each row read only by a session that sees that audience, so lexical search knows
+--   everyone), each row read only by a session that sees that audience (and written only by one
+--   holding all its groups: a row may not steer the search of a group the writer lacks), so lexical search knows
 --   an audience's common words without telling them to anyone else (0042 counted documents for
 --   everyone only: a tenant whose documents were all for audiences had no statistics).
 --
@@ -36,8 +37,9 @@ $q$;
         USING (tenant_id = kgrag.current_tenant()
                AND (audience = '' OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(audience, ','))))
         WITH CHECK (tenant_id = kgrag.current_tenant()
-               AND (audience = '' OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(audience, ','))))$q$;
+               AND (audience = '' OR kgrag_private.holds_all(pg_catalog.string_to_array(audience, ','),
+                                                             kgrag_private.groups_for(tenant_id))))$q$;
     EXECUTE $q$COMMENT ON COLUMN kgrag.lexeme_stats.audience IS
-'The audience whose chunks were counted (kgrag.chunk.audience; '''' for documents for everyone): a row is read only by a session that sees that audience, and lexical search adds up the rows it reads.'$q$;
+'The audience whose chunks were counted (kgrag.chunk.audience; '''' for documents for everyone): a row is read only by a session that sees that audience, and written only by one that holds every group it names; lexical search adds up the rows it reads.'$q$;
 END
 $$;
