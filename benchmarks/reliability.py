@@ -209,9 +209,12 @@ AUDIENCE_ATTACKS = [
     ),
     (
         "a reader holding b calls the audience probes (SECURITY DEFINER, past the audience policy) directly, "
-        "with either ordering, another tenant's name, and after narrowing to no group; reads kgrag.lexeme_stats",
-        "only ids of chunks it sees (equal to a brute force over them), {} for the other tenant, only chunks "
-        "for everyone once narrowed; no statistics row of an audience it does not see",
+        "with either ordering and after narrowing to no group, and the audience list; reads kgrag.lexeme_stats; "
+        "a writer holding b writes a statistics row for 'a,b'",
+        "only ids of chunks it sees (equal to a brute force over them), only chunks for everyone once narrowed; "
+        "the list refused (42501: kgrag_probe's alone, for the current tenant: the review found a role whose "
+        "tenant was taken back listing its audiences); no statistics row of an audience it does not see; the "
+        "row refused (the review suppressed a legal-only word with one)",
         "tenancy/test_audiences.py::test_a_caller_who_sees_few_chunks_gets_the_nearest_of_its_own",
     ),
     (
