@@ -27,6 +27,7 @@ from pgkgrag.graph.build import build
 from pgkgrag.ingest.extractors.base import ProvidedExtractor
 from pgkgrag.ingest.ingestor import Ingestor
 
+CURATOR = "kgrag_curator"
 EXAMPLES = int(os.environ.get("KGRAG_AUDIENCE_EXAMPLES", "6"))
 SHARED = ["Auth Service", "Session Store", "Billing", "Alpha Cluster"]
 # the words of each audience's documents: names and a codeword no other document says
@@ -367,6 +368,27 @@ def test_a_document_going_into_an_audience_leaves_nothing_for_everyone(
     with connect(holders(tenant, ["hr"]), role=READER) as conn, tenant_transaction(conn, tenant):
         ended = conn.execute("SELECT doc_id, access, why FROM kgrag.curation_ended").fetchall()
         assert ended == [("pub3", ["hr"], "its document 'pub3' went into an audience")]
+    # curators are bound as readers are: the one of hr sees its ended decision, the other nothing of
+    # it in its queue or history, and neither may decide about a relation only hr's document held
+    curated = {}
+    for groups in ([], ["hr"]):
+        with connect(holders(tenant, groups, CURATOR), role=CURATOR) as conn:
+            with tenant_transaction(conn, tenant):
+                curated[bool(groups)] = "\n".join(
+                    str(conn.execute(query).fetchall())
+                    for query in (
+                        "SELECT * FROM kgrag.review_queue",
+                        "SELECT * FROM kgrag.decision_history",
+                        "SELECT doc_id FROM kgrag.curation_ended",
+                    )
+                ).lower()
+            with (
+                pytest.raises(psycopg.errors.InvalidParameterValue, match="no entity is named 'Olga Vantablack'"),
+                tenant_transaction(conn, tenant),
+            ):
+                conn.execute("SELECT kgrag.reject_relation('Olga Vantablack', 'RUNS', 'Yeti Project')")
+    assert "pub3" not in curated[False] and "vantablack" not in curated[False], curated[False]
+    assert "pub3" in curated[True]
     with (
         connect(holders(tenant, ["hr"], WRITER), role=WRITER) as conn,
         pytest.raises(psycopg.errors.InsufficientPrivilege, match="does not hold group 'finance'"),
