@@ -9437,7 +9437,7 @@ CREATE FUNCTION kgrag_private.seen_audiences(tenant text) RETURNS text[]
     SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 DECLARE
-    held text[] := kgrag_private.groups_for(tenant);
+    held text[];
     most constant integer := 500;  -- distinct audiences read, at most
     every text[];
 BEGIN
@@ -9445,6 +9445,10 @@ BEGIN
         RAISE EXCEPTION 'the audiences of tenant % are listed only in a transaction for it (kgrag.use_tenant)',
             COALESCE(pg_catalog.quote_literal(tenant), 'NULL') USING ERRCODE = '42501';
     END IF;
+    IF NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = tenant AND c.audience IS NOT NULL) THEN
+        RETURN '{}';  -- a tenant without audiences (one index probe): nobody's groups to read
+    END IF;
+    held := kgrag_private.groups_for(tenant);
     IF held = ARRAY['*'] THEN
         RETURN NULL;  -- every audience: no list needed
     ELSIF pg_catalog.cardinality(held) = 0 THEN

@@ -247,7 +247,7 @@ SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a cal
 SET plan_cache_mode = force_custom_plan  -- see kgrag_private.search_at: no generic plan of a one-shard read
 AS $$
 DECLARE
-    held text[] := kgrag_private.groups_for(tenant);
+    held text[];
     most constant integer := 500;  -- distinct audiences read, at most
     every text[];
 BEGIN
@@ -255,6 +255,10 @@ BEGIN
         RAISE EXCEPTION 'the audiences of tenant % are listed only in a transaction for it (kgrag.use_tenant)',
             COALESCE(pg_catalog.quote_literal(tenant), 'NULL') USING ERRCODE = '42501';
     END IF;
+    IF NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = tenant AND c.audience IS NOT NULL) THEN
+        RETURN '{}';  -- a tenant without audiences (one index probe): nobody's groups to read
+    END IF;
+    held := kgrag_private.groups_for(tenant);
     IF held = ARRAY['*'] THEN
         RETURN NULL;  -- every audience: no list needed
     ELSIF pg_catalog.cardinality(held) = 0 THEN

@@ -64,6 +64,19 @@ def owner_database(cluster: Server, owner: str, *, createrole: bool = True, vect
     return make_conninfo(cluster.dsn(f"db_{owner}"), user=owner)
 
 
+def installed_at_head(cluster: Server, owner: str) -> str:
+    """owner_database, given the kgrag roles where an earlier owner of this cluster made them, and
+    installed at head by that owner."""
+    dsn = owner_database(cluster, owner)
+    as_admin(
+        cluster,
+        "DO $$ BEGIN IF to_regrole('kgrag_writer') IS NOT NULL THEN GRANT kgrag_curator, kgrag_logger, kgrag_probe,"
+        f" kgrag_reader, kgrag_writer TO {owner} WITH ADMIN OPTION; END IF; END $$",
+    )
+    migrations.upgrade(dsn, "head")
+    return dsn
+
+
 def as_owner(dsn: str, *statements: str, args: list[object] | None = None) -> list[tuple[object, ...]]:
     """Statements in psql's manner: the owner's own session, autocommit."""
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -224,13 +237,7 @@ def test_a_readers_key_writes_nothing_through_a_definer_under_a_managed_owner(cl
     """A login granted kgrag_writer for tenant a only, holding a reader's key for tenant b: inside the
     SECURITY DEFINER functions that write (revision 0041) current_user is the owner, which on
     managed PostgreSQL is no member of kgrag_writer; what the session may write is asked of it there."""
-    owner = owner_database(cluster, "o_keys")
-    as_admin(  # the kgrag roles, where an earlier owner of this cluster made them
-        cluster,
-        "DO $$ BEGIN IF to_regrole('kgrag_writer') IS NOT NULL THEN GRANT kgrag_curator, kgrag_logger, kgrag_probe,"
-        " kgrag_reader, kgrag_writer TO o_keys WITH ADMIN OPTION; END IF; END $$",
-    )
-    migrations.upgrade(owner, "head")
+    owner = installed_at_head(cluster, "o_keys")
     attacker, _ = app_roles(owner, "_keys", "a")
     as_owner(owner, "GRANT kgrag_reader TO app_w_keys")
     as_owner(
@@ -280,13 +287,7 @@ def test_a_managed_owner_grants_audiences_and_its_writer_moves_a_document(cluste
     owner grants a group (a role kgrag_g_... it creates), its writer ingests a document for it and
     moves it with kgrag.set_access; a reader sees it only while it holds the group or the document
     is for everyone, and may not move it."""
-    owner = owner_database(cluster, "o_aud")
-    as_admin(  # the kgrag roles, where an earlier owner of this cluster made them
-        cluster,
-        "DO $$ BEGIN IF to_regrole('kgrag_writer') IS NOT NULL THEN GRANT kgrag_curator, kgrag_logger, kgrag_probe,"
-        " kgrag_reader, kgrag_writer TO o_aud WITH ADMIN OPTION; END IF; END $$",
-    )
-    migrations.upgrade(owner, "head")
+    owner = installed_at_head(cluster, "o_aud")
     writer, hr_reader = app_roles(owner, "_aud", "acme")
     _, plain_reader = app_roles(owner, "_aud2", "acme")
     for login in ("app_w_aud", "app_r_aud"):
