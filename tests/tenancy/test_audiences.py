@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ingesting import checksums, ingest
 from psycopg.conninfo import conninfo_to_dict
+from standby import hot_standby
 from tenant_calls import EMBEDDER, _graph_ids, answers, reads
 
 from pgkgrag.db.connections import READER, WRITER, connect, tenant_transaction
@@ -520,3 +521,33 @@ def test_a_caller_who_sees_few_chunks_gets_the_nearest_of_its_own(
     open_rows = admin.execute("SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %s AND access IS NULL", [tenant])
     public = {r[0] for r in open_rows}
     assert narrowed is not None and set(narrowed[0]) == public
+
+
+@pytest.mark.slow
+def test_a_hot_standby_shows_each_reader_the_audiences_it_holds(
+    server: object, tmp_path: Path, holders: Callable[..., str], dsn: str
+) -> None:
+    """On a real hot standby (pg_basebackup -R), read-only: the holder of hr finds the HR document
+    through the lexical and the vector lists (the audience probes run there too), a reader of no
+    group finds only the document for everyone."""
+    if getattr(server, "name", "") != "pg18":
+        pytest.skip("the standby is made with the embedded server's own binaries (KGRAG_TEST_DSN is set)")
+    tenant = "replica"
+    docs = [
+        {"doc_id": "open", "text": "The Maple Gateway is sunlit and calm."},
+        {"doc_id": "hr-1", "text": "Falcon Heron grievance filed against the Maple Gateway.", "access": ["hr"]},
+    ]
+    _populate(holders(tenant, ["hr"], WRITER), tmp_path, tenant, docs)
+    readers = {"hr": holders(tenant, ["hr"]), "none": holders(tenant, [])}
+    question = "Falcon Heron grievance Maple Gateway"
+    vec = "[" + ",".join(str(x) for x in EMBEDDER.embed([question])[0]) + "]"
+    found: dict[str, set[str]] = {}
+    with hot_standby(dsn) as standby:
+        for name, reader in readers.items():
+            replica = as_role(standby, str(conninfo_to_dict(reader)["user"]))
+            with connect(replica, role=READER) as conn, tenant_transaction(conn, tenant):
+                assert conn.execute("SELECT pg_is_in_recovery()").fetchone() == (True,)
+                lexical = conn.execute("SELECT chunk_id FROM kgrag.search_chunks_lexical(%s, 10)", [question])
+                vector = conn.execute("SELECT chunk_id FROM kgrag.search_chunks_vector(%s::vector, 10)", [vec])
+                found[name] = {r[0] for r in lexical} | {r[0] for r in vector}
+    assert found == {"hr": {"open#0", "hr-1#0"}, "none": {"open#0"}}
