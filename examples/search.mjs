@@ -9,6 +9,8 @@
 // as_of, history, min_confidence, hops, ...); a count question's rows carry payload.matching.
 // KGRAG_EMBEDDINGS_URL (default http://127.0.0.1:8765/v1/embeddings) and KGRAG_API_KEY point
 // at the server; a tenant whose embedder is `openai` embeds at its own OpenAI-compatible endpoint.
+// KGRAG_GROUPS (comma-separated, may be empty) narrows the search to the groups of the end user the
+// application acts for (kgrag.use_groups: only within the groups this login holds; docs/audiences.md).
 import pg from "pg";
 
 const question = process.argv[2] ?? "Who approves changes to the PayFlow contract?";
@@ -26,6 +28,10 @@ await client.connect();
 try {
   await client.query("BEGIN");
   await client.query("SELECT kgrag.use_tenant($1)", [tenant]); // checked against this login's grants
+  const groups = process.env.KGRAG_GROUPS;
+  if (groups !== undefined) {
+    await client.query("SELECT kgrag.use_groups($1)", [groups ? groups.split(",") : []]);
+  }
   const { rows: [{ model }] } = await client.query("SELECT kgrag.setting('embedder') #>> '{}' AS model");
   const response = await fetch(url, {
     method: "POST",
@@ -44,6 +50,9 @@ try {
   }
   await client.query("COMMIT");
   console.log(JSON.stringify(rows));
+} catch (error) {
+  console.error(`error: ${error.message}`); // e.g. a group this login does not hold
+  process.exitCode = 1;
 } finally {
   await client.end();
 }

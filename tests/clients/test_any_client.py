@@ -346,6 +346,22 @@ def test_node_embeds_through_serve_and_gets_the_python_clients_rows(
         timeout=120,
     )
     assert untold.returncode == 2 and "KGRAG_TENANT is not set" in untold.stderr and untold.stdout == ""
+    # an end user's groups narrow the search (none: the same rows here, every document is for
+    # everyone); a group this login does not hold is refused, said in one line
+    for groups, code in (("", 0), ("hr", 1)):
+        narrowed = subprocess.run(
+            ["node", str(script), QUESTION],
+            cwd=node_pg,
+            env={**env, "KGRAG_GROUPS": groups},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert narrowed.returncode == code, narrowed.stderr
+        if code == 0:
+            assert [(r["rank"], r["kind"], r["ref_id"], r["route"]) for r in json.loads(narrowed.stdout)] == from_node
+        else:
+            assert narrowed.stderr.strip() == "error: this transaction does not hold group 'hr'", narrowed.stderr
     empty = subprocess.run(
         ["node", str(script), "How do I bake a carrot cake?"], cwd=node_pg, env=env, capture_output=True, text=True
     )
