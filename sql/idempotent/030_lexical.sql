@@ -85,12 +85,12 @@ AS $$
 DECLARE
     t text := kgrag.current_tenant();
     cap integer := kgrag.setting('lexical_candidates')::integer;
+    held text[] := kgrag.current_groups();  -- (once, not for every row)
     stored integer;
 BEGIN
     DELETE FROM kgrag.lexeme_stats AS s  -- (the rows it may write again; the others are their holders')
      WHERE s.tenant_id = t
-       AND (s.audience = ''
-            OR kgrag_private.holds_all(pg_catalog.string_to_array(s.audience, ','), kgrag.current_groups()));
+       AND (s.audience = '' OR kgrag_private.holds_all(pg_catalog.string_to_array(s.audience, ','), held));
     -- grouped by the tenant too, so Citus runs it on the tenant's shards (INSERT ... SELECT pushed
     -- down) instead of copying the rows through the coordinator, which row-level security refuses
     -- per audience ('' for everyone), each row under the audience policy: the rows of the
@@ -104,8 +104,7 @@ BEGIN
      WHERE c.tenant_id = t
        -- (an audience the builder holds only some groups of is left to a builder holding them all:
        -- the policy writes a row only for one)
-       AND (c.audience IS NULL
-            OR kgrag_private.holds_all(pg_catalog.string_to_array(c.audience, ','), kgrag.current_groups()))
+       AND (c.audience IS NULL OR kgrag_private.holds_all(pg_catalog.string_to_array(c.audience, ','), held))
      GROUP BY c.tenant_id, c.lang, u.lexeme, COALESCE(c.audience, '')
     HAVING count(*) > cap;
     GET DIAGNOSTICS stored = ROW_COUNT;

@@ -10,9 +10,10 @@
 --   rest (kgrag_private.audience_nearest, fts_probe).
 -- - kgrag.lexeme_stats.audience: the full-text statistics are counted per audience ('' for
 --   everyone), each row read only by a session that sees that audience (and written only by one
---   holding all its groups: a row may not steer the search of a group the writer lacks), so lexical search knows
---   an audience's common words without telling them to anyone else (0042 counted documents for
---   everyone only: a tenant whose documents were all for audiences had no statistics).
+--   holding all its groups: a row may not steer the search of a group the writer lacks), so
+--   lexical search knows an audience's common words without telling them to anyone else (0042
+--   counted documents for everyone only: a tenant whose documents were all for audiences had no
+--   statistics).
 --
 -- One statement (a DO block), each DDL through EXECUTE: see 0021_edge_rank_index.sql (Citus).
 DO $$
