@@ -15,7 +15,15 @@ import psycopg
 from alembic.util import CommandError
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from sqlalchemy.exc import DBAPIError
 
 from pgkgrag.config import SHARED_TENANT, Config
@@ -100,6 +108,19 @@ def progress() -> Progress:
         console=err_console,
         transient=True,
     )
+
+
+def steps(bar: Progress, tasks: dict[str, TaskID] | None = None) -> Callable[[str, int], None]:
+    """A progress callback ((step, n): n more of that step done) showing each step as a line of bar,
+    made when first heard of (tasks: lines made beforehand, by step)."""
+    lines = tasks if tasks is not None else {}
+
+    def advance(step: str, n: int) -> None:
+        if step not in lines:
+            lines[step] = bar.add_task(step, total=None)
+        bar.advance(lines[step], n)
+
+    return advance
 
 
 def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:

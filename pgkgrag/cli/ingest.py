@@ -8,7 +8,6 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import click
-from rich.progress import TaskID
 
 from pgkgrag.cli import render
 from pgkgrag.cli.common import (
@@ -20,6 +19,7 @@ from pgkgrag.cli.common import (
     progress,
     report_writer,
     reports_option,
+    steps,
     tenant_option,
 )
 from pgkgrag.db.connections import WRITER, connect_app, ensure_server
@@ -112,11 +112,7 @@ def ingest(
         started = time.perf_counter()
         with progress() as bar:
             tasks = {"documents": bar.add_task("ingesting", total=count_inputs(path_list))}
-
-            def advance(step: str, n: int) -> None:
-                if step not in tasks:
-                    tasks[step] = bar.add_task(step, total=None)
-                bar.advance(tasks[step], n)
+            advance = steps(bar, tasks)
 
             ingestor = Ingestor(
                 conn,
@@ -134,7 +130,7 @@ def ingest(
             if build:
                 bar.update(tasks["documents"], description="building communities, reports, answers")
                 start = time.perf_counter()
-                built = build_products(conn, config.tenant, emb, report_writer=report_writer(reports))
+                built = build_products(conn, config.tenant, emb, report_writer=report_writer(reports), progress=advance)
                 summary.seconds["build"] += time.perf_counter() - start
         totals = graph_totals(conn, config.tenant)
     console.print(render.ingest_table(summary, built, jobs, time.perf_counter() - started, totals))
@@ -161,13 +157,14 @@ def ingest(
 def build_command(tenant: str | None, force: bool, reports: str) -> None:
     """Bring communities, reports, answers and embeddings up to date (only what is stale)."""
     config, conn = open_tenant(tenant, WRITER)
-    with conn:
+    with conn, progress() as bar:
         built = build_products(
             conn,
             config.tenant,
             tenant_embedder(conn, config.tenant),
             force=force,
             report_writer=report_writer(reports),
+            progress=steps(bar),
         )
     console.print(render.build_line(built), highlight=False)
 
@@ -199,14 +196,7 @@ def reembed_command(tenant: str | None, embedder: str, batch_size: int) -> None:
     with conn:
         target = tenant_embedder(conn, config.tenant, embedder)
         with progress() as bar:
-            tasks: dict[str, TaskID] = {}
-
-            def advance(step: str, n: int) -> None:
-                if step not in tasks:
-                    tasks[step] = bar.add_task(step, total=None)
-                bar.advance(tasks[step], n)
-
-            moved = reembed(conn, config.tenant, target, batch=batch_size, progress=advance)
+            moved = reembed(conn, config.tenant, target, batch=batch_size, progress=steps(bar))
     console.print(
         f"tenant {config.tenant} embeds with {moved['embedder']} ({moved['dimension']} dimensions) now: "
         f"{moved['chunks']} chunks, {moved['entities']} entities and {moved['reports']} reports moved, "

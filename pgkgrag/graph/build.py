@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.embed.embedders import Embedder
-from pgkgrag.embed.vectors import embed_pending
+from pgkgrag.embed.vectors import ProgressCallback, embed_pending
 from pgkgrag.extras import missing
 from pgkgrag.ingest import staging
 from pgkgrag.queries import Q
@@ -95,9 +95,11 @@ def build(
     *,
     force: bool = False,
     report_writer: OpenAICompatibleClient | None = None,
+    progress: ProgressCallback | None = None,
 ) -> BuildSummary:
     """Bring communities, reports, answers and embeddings up to date; only what is stale is redone.
-    With a report_writer (an LLM client), template reports are rewritten as cited summaries."""
+    With a report_writer (an LLM client), template reports are rewritten as cited summaries;
+    progress hears of each page of entity and report vectors ("entity embeddings", n)."""
     summary = BuildSummary()
     # the curators' decisions first, in a transaction of their own (the locks they take are an
     # ingestion's, held for this step only): the communities see the edges decided
@@ -126,6 +128,6 @@ def build(
             rewrite = rewrite_reports(conn, report_writer)
             summary.summarized, summary.summaries_rejected = rewrite.written, rewrite.rejected
     # after the build's transaction, a page per transaction: no lock held while the model runs
-    summary.entity_embeddings = embed_pending(conn, tenant, embedder, "entity")
-    summary.report_embeddings = embed_pending(conn, tenant, embedder, "report")
+    summary.entity_embeddings = embed_pending(conn, tenant, embedder, "entity", progress=progress)
+    summary.report_embeddings = embed_pending(conn, tenant, embedder, "report", progress=progress)
     return summary

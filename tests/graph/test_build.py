@@ -188,3 +188,14 @@ def test_a_rewritten_report_keeps_to_its_templates_evidence(conn: psycopg.Connec
         (f"It is about the gateway [{cited}].", "llm:test")
     ]
     assert rewrite(f"Again [{cited}].") == "no template report to replace"  # an LLM text is not rewritten twice
+
+
+def test_build_tells_its_progress_on_the_vectors_it_embeds(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """pgkgrag ingest and build show a line per step: the build's callback hears of every page of
+    entity and report vectors, as many as it says it embedded."""
+    ingest(conn, tmp_path, OPS)
+    heard: dict[str, int] = {}
+    built = build(conn, "t1", HashEmbedder(512), progress=lambda step, n: heard.update({step: heard.get(step, 0) + n}))
+    done = {"entity embeddings": built.entity_embeddings, "report embeddings": built.report_embeddings}
+    assert built.report_embeddings > 0  # (the entities' vectors came with the ingestion)
+    assert heard == {step: n for step, n in done.items() if n}
