@@ -1,11 +1,11 @@
 """Plain text end to end: MuSiQue's paragraphs (../shared/data/multihop) through the default path,
 `pgkgrag ingest` then the build, with the `auto` extractor (so `keyphrases`: no entities given),
-and each embedder: `use` (the default) and `hash` (no model: what the rest costs). Documents/s of
-the whole, the time of each step, and the floor the embedder sets: the seconds `use` alone takes to
-embed the chunks, the entities and the report heads this corpus gives, one text after another as
-ingestion does.
+and each embedder asked for: `e5` (the default), `use` and `hash` (no model: what the rest costs).
+Documents/s of the whole, the time of each step, and the floor the embedder sets: the seconds `use`
+alone takes to embed the chunks, the entities and the report heads this corpus gives, one text
+after another as ingestion does.
 
-    python benchmarks/plain_text.py [--docs 1890]
+    python benchmarks/plain_text.py [--docs 1890] [--embedders use,hash] [--section plain_text]
 """
 
 from __future__ import annotations
@@ -73,10 +73,13 @@ def floor(texts: list[list[str]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=1890)
+    parser.add_argument("--embedders", default="use,hash", help="comma-separated: e5, use, hash")
+    parser.add_argument("--section", default="plain_text")
     args = parser.parse_args()
     docs = [{"doc_id": d["doc_id"], "title": d["title"], "text": d["text"]} for d in musique()[0][: args.docs]]
-    rows, texts = [], []
-    for name in ("use", "hash"):
+    rows: list[list[object]] = []
+    texts: list[list[str]] = []
+    for name in args.embedders.split(","):
         row, found = run(docs, name)
         rows.append(row)
         texts = texts or found
@@ -91,7 +94,11 @@ def main() -> None:
         + f"\n\nThe `use` embedder alone, on the texts this corpus gives, one batch after another: {use_alone}. That "
         "is the floor of the `use` row on this machine: no ordering of the other steps brings the whole under it."
     )
-    write_section("plain_text", "Plain text end to end", body, "python benchmarks/plain_text.py")
+    command = f"python benchmarks/plain_text.py --docs {args.docs} --embedders {args.embedders}"
+    title = "Plain text end to end"
+    if args.section != "plain_text":
+        title += f": {args.embedders}, {len(docs):,} paragraphs"
+    write_section(args.section, title, body, command)
 
 
 if __name__ == "__main__":
