@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 
 from pgkgrag.db.connections import connect, tenant_transaction
 from pgkgrag.embed.embedders import HashEmbedder
+from pgkgrag.graph.build import build
 
 pytestmark = pytest.mark.citus  # the real cluster of ../shared/citus (skipped, saying why, without it)
 
@@ -283,8 +284,32 @@ def test_a_document_for_a_group_reaches_its_holders_alone_on_the_cluster(
             "DELETE FROM kgrag.settings WHERE tenant_id = %s AND key = 'rerank_url'", [tenant]
         ).rowcount
         assert (changed, deleted) == (0, 0)
-    with connect(as_role(cluster, "citus_d_writer")) as conn, tenant_transaction(conn, tenant):
-        conn.execute("SELECT kgrag.delete_documents('{hr-review}')")
+    # the build's statistics per audience (revision 0043): written on the tenant's worker by the
+    # writer of hr through the policy that asks its groups there, read by hr's holders alone
+    with psycopg.connect(cluster, autocommit=True) as admin, admin.transaction():
+        admin.execute("SELECT kgrag.use_tenant(%s)", [tenant])
+        admin.execute(
+            "INSERT INTO kgrag.settings (tenant_id, key, value) VALUES (%s, 'lexical_candidates', '1')", [tenant]
+        )
+    with connect(as_role(cluster, "citus_d_writer")) as conn:
+        ingest(conn, tmp_path_factory.mktemp("hr2"), [{**hr_doc, "doc_id": "hr-note"}], tenant=tenant)
+        build(conn, tenant, HashEmbedder(512))
+    stats = "SELECT count(*) FROM kgrag.lexeme_stats WHERE audience = 'hr' AND lexeme = 'quillon'"
+    counted = {}
+    for role in ("citus_d_hr", "citus_d_reader"):
+        with connect(as_role(cluster, role)) as conn, tenant_transaction(conn, tenant):
+            counted[role] = conn.execute(stats).fetchone()
+    assert counted == {"citus_d_hr": (1,), "citus_d_reader": (0,)}
+    with psycopg.connect(cluster, autocommit=True) as admin, admin.transaction():
+        admin.execute("SELECT kgrag.use_tenant(%s)", [tenant])
+        admin.execute("DELETE FROM kgrag.settings WHERE tenant_id = %s AND key = 'lexical_candidates'", [tenant])
+    with connect(as_role(cluster, "citus_d_writer")) as conn:
+        with tenant_transaction(conn, tenant):
+            conn.execute("SELECT kgrag.delete_documents('{hr-review,hr-note}')")
+        # (a transaction of its own: Citus refuses the writer's query on placements the definer
+        # that deleted changed as the schema owner in the same transaction)
+        with tenant_transaction(conn, tenant):
+            conn.execute("SELECT kgrag.refresh_lexeme_stats()")
 
 
 def test_the_schema_goes_down_to_base_on_the_cluster(cluster: str, tenant: str) -> None:
