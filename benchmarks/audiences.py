@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from common import markdown_table, median, percentile, scratch_database, write_section
+from common import ROOT, markdown_table, median, percentile, scratch_database, write_section
 from ingest import generate
 from psycopg import sql
 
@@ -186,6 +186,19 @@ def policy_cost(dsn: str, name: str) -> tuple[float, float]:
     return times["restricted"], times["open"]
 
 
+def upgrade_cost(dsn: str) -> tuple[float, int]:
+    """Seconds revision 0043 takes on this database (its down file, then its up file timed: the
+    stored column rewrites kgrag.chunk), and the size in bytes of the index it makes."""
+    files = ROOT / "sql" / "incremental"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute((files / "0043_audience_indexes.down.sql").read_text())
+        start = time.perf_counter()
+        admin.execute((files / "0043_audience_indexes.sql").read_text())
+        seconds = time.perf_counter() - start
+        (size,) = admin.execute("SELECT pg_relation_size('kgrag.chunk_audience_idx')").fetchone()  # type: ignore[misc]
+    return seconds, int(size)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=100_000)
@@ -210,6 +223,7 @@ def main() -> None:
         caller(dsn, names["one"], ["g00"])
         rows = [[*row, no_audiences[str(row[0])]] for row in measure(dsn, names, args.questions, n_docs)]
         restricted_ms, open_ms = policy_cost(dsn, names["one"])
+        upgrade_s, index_bytes = upgrade_cost(dsn)
         with psycopg.connect(dsn, autocommit=True) as admin:
             for name in names.values():
                 admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
@@ -236,7 +250,9 @@ def main() -> None:
         + f"\n\nIngestion of the same documents: for everyone {open_s:.0f} s, each for a group {restricted_s:.0f} s "
         f"(x{restricted_s / open_s:.2f}; a document for a group gives the shared graph nothing, so it writes less). "
         f"The policy for one row: {POLICY_ROWS:,} rows for an audience filtered in {restricted_ms:.0f} ms "
-        f"({1000 * restricted_ms / POLICY_ROWS:.1f} µs a row), {POLICY_ROWS:,} rows for everyone in {open_ms:.1f} ms."
+        f"({1000 * restricted_ms / POLICY_ROWS:.1f} µs a row), {POLICY_ROWS:,} rows for everyone in {open_ms:.1f} ms. "
+        f"Revision 0043 on this database (its down file, then its up file, timed): {upgrade_s:.1f} s (the stored "
+        f"column rewrites kgrag.chunk); its index chunk_audience_idx: {index_bytes / 2**20:.1f} MB."
     )
     print(body)
     write_section("audiences", "Audiences: a caller who sees 5% of the chunks", body)
