@@ -1060,7 +1060,7 @@ CREATE FUNCTION kgrag.k_hop(seeds text[], hops integer DEFAULT 2, degree_cap int
         SELECT r.ids, COALESCE(direction = 'out' AND degree_cap > 0 AND hops BETWEEN 0 AND 32
                                AND cardinality(r.ids) * (SELECT sum(power(degree_cap::float8, i)) FROM generate_series(0, hops) AS i)
                                    <= 10000, false) AS enumerate
-          FROM (SELECT kgrag.resolve_entities(seeds) AS ids) AS r
+          FROM (SELECT kgrag_private.with_twins(kgrag.resolve_entities(seeds)) AS ids) AS r
     )
     SELECT w.entity_id, w.hop, string_to_array(btrim(w.trail, '|'), '|'), w.seed,
            string_to_array(rtrim(replace(replace(w.steps, '>', 'out,'), '<', 'in,'), ','), ',')
@@ -1081,7 +1081,7 @@ ALTER FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, relat
 -- Name: FUNCTION k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) IS 'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction, out of a node among the edges that hold at the walk''s time and confidence; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and the co-occurrence of a pair is not followed while a dated relation between them does not hold (an expired employer is not reached through it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
+COMMENT ON FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) IS 'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities, with their twins in the audiences the session sees: kgrag_private.with_twins), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction, out of a node among the edges that hold at the walk''s time and confidence; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and the co-occurrence of a pair is not followed while a dated relation between them does not hold (an expired employer is not reached through it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
 
 --
 -- Name: kgrag_search(public.vector, text, text, integer, jsonb); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1679,11 +1679,11 @@ BEGIN
     -- with 200; benchmarks/linking_stats.py).
     INSERT INTO kgrag.alias_trigram_stats (tenant_id, common, frequency)
     WITH names AS (
-        SELECT count(*)::float8 AS n FROM kgrag.alias AS a WHERE a.tenant_id = t
-    ), counted AS (
+        SELECT count(*)::float8 AS n FROM kgrag.alias AS a WHERE a.tenant_id = t AND strpos(a.entity_id, '~') = 0
+    ), counted AS (  -- of the shared graph's names: the statistics are read by every session of the tenant
         SELECT a.tenant_id, u.g, count(*) AS n
           FROM kgrag.alias AS a CROSS JOIN LATERAL unnest(a.trigrams) AS u(g)
-         WHERE a.tenant_id = t
+         WHERE a.tenant_id = t AND strpos(a.entity_id, '~') = 0
          GROUP BY a.tenant_id, u.g
         HAVING count(*) >= 2
          ORDER BY count(*) DESC, u.g COLLATE "C"
@@ -1703,7 +1703,7 @@ ALTER FUNCTION kgrag.refresh_alias_trigram_stats() OWNER TO <owner>;
 -- Name: FUNCTION refresh_alias_trigram_stats(); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.refresh_alias_trigram_stats() IS 'Counts, for the current tenant, the 200 commonest trigrams of its names (kgrag.alias.trigrams, held by two names or more) and the share of its names holding each, and stores them in kgrag.alias_trigram_stats (replacing the tenant''s row); returns how many. pgkgrag build runs it. kgrag.link_entities probes the alias index with a span''s rarest trigrams by them; they change what is read, never what is found. Reads every name of the tenant once: a build step.';
+COMMENT ON FUNCTION kgrag.refresh_alias_trigram_stats() IS 'Counts, for the current tenant, the 200 commonest trigrams of its names (those of the shared graph: not an audience''s, kgrag_private.id_access) (kgrag.alias.trigrams, held by two names or more) and the share of its names holding each, and stores them in kgrag.alias_trigram_stats (replacing the tenant''s row); returns how many. pgkgrag build runs it. kgrag.link_entities probes the alias index with a span''s rarest trigrams by them; they change what is read, never what is found. Reads every name of the tenant once: a build step.';
 
 --
 -- Name: refresh_edge_ranks(text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1994,12 +1994,23 @@ BEGIN
     END IF;
     FOREACH given IN ARRAY COALESCE(names, '{}') LOOP
         CONTINUE WHEN given IS NULL;
-        IF EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = given) THEN
+        -- (an entity of an audience's graph only for a session that sees it, as the policy: said
+        -- here too, for the curation functions run as the schema owner, whom a superuser bypasses)
+        IF EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = given)
+           AND (strpos(given, '~') = 0 OR kgrag_private.may_see(t, kgrag_private.id_access(given))) THEN
             found := ARRAY[given];
         ELSE  -- a name or an alias, whatever the case and the accents
             found := ARRAY(SELECT DISTINCT a.entity_id FROM kgrag.alias AS a
                             WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(given)
+                              AND (strpos(a.entity_id, '~') = 0 OR kgrag_private.may_see(t, kgrag_private.id_access(a.entity_id)))
                             ORDER BY 1 LIMIT 11);
+        END IF;
+        -- an entity of the shared graph and its twins in the audiences the session sees (the same
+        -- id marked with an audience, kgrag_private.id_access) are one name: the shared one answers
+        -- (kgrag_private.with_twins adds the twins where a walk starts)
+        IF cardinality(found) > 1
+           AND (SELECT count(DISTINCT regexp_replace(x, '~[^@]*', '')) FROM unnest(found) AS x) = 1 THEN
+            found := ARRAY(SELECT x FROM unnest(found) AS x ORDER BY strpos(x, '~') > 0, x COLLATE "C" LIMIT 1);
         END IF;
         IF cardinality(found) = 0 THEN
             RAISE EXCEPTION 'no entity is named %', quote_literal(given)
@@ -2026,7 +2037,7 @@ ALTER FUNCTION kgrag.resolve_entities(names text[]) OWNER TO <owner>;
 -- Name: FUNCTION resolve_entities(names text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.resolve_entities(names text[]) IS 'Returns the entity ids of up to 100 entities given by id, name or alias (a name or alias matches whatever the case and the accents), in the order given, once each. A name no entity has, or one that several entities have (the error lists them), raises SQLSTATE 22023. What kgrag.k_hop, kgrag.fanout, kgrag.neighbourhood and the search option seed_entities accept.';
+COMMENT ON FUNCTION kgrag.resolve_entities(names text[]) IS 'Returns the entity ids of up to 100 entities given by id, name or alias (a name or alias matches whatever the case and the accents), in the order given, once each. A name of an entity of the shared graph and of its twins in the audiences the session sees (kgrag_private.id_access) gives the shared one (else the first twin by id). A name no entity has, or one that several entities have (the error lists them), raises SQLSTATE 22023. What kgrag.k_hop, kgrag.fanout, kgrag.neighbourhood and the search option seed_entities accept.';
 
 --
 -- Name: revoke_groups(text, text, text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2849,7 +2860,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0043'::text$$;
+    AS $$SELECT '0044'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -4106,6 +4117,8 @@ BEGIN
     RETURN QUERY
     SELECT g.src, g.dst, g.weight FROM kgrag.edge AS g
      WHERE g.tenant_id = t AND g.rel = 'CO_OCCURS' AND g.src < g.dst
+       -- the shared graph's: communities and their reports are read by every session of the tenant
+       AND strpos(g.src, '~') = 0 AND strpos(g.dst, '~') = 0
      ORDER BY g.src, g.dst;
 END
 $$;
@@ -4116,7 +4129,7 @@ ALTER FUNCTION kgrag_private.community_graph() OWNER TO <owner>;
 -- Name: FUNCTION community_graph(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.community_graph() IS 'Private. Returns the graph communities are detected on: the current tenant''s co-occurrence edges, each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag_private.replace_communities.';
+COMMENT ON FUNCTION kgrag_private.community_graph() IS 'Private. Returns the graph communities are detected on: the current tenant''s co-occurrence edges of the shared graph (an audience''s entities, kgrag_private.id_access, are in no community: every session reads communities and reports), each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag_private.replace_communities.';
 
 --
 -- Name: context_blocks_at(text, public.vector, text, text, integer, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4294,6 +4307,13 @@ BEGIN
     IF length(COALESCE(note, '')) > 2000 THEN
         RAISE EXCEPTION 'a note is at most 2,000 characters, got %', length(note) USING ERRCODE = '22023';
     END IF;
+    -- a decision is read by every curator of the tenant: none names what only an audience's
+    -- documents say (an entity of an audience's graph, kgrag_private.id_access)
+    IF strpos(target, '~') > 0 THEN
+        RAISE EXCEPTION 'decisions about the graph of an audience (%) are not taken yet', target
+            USING ERRCODE = '0A000',
+                  HINT = 'Its documents can be corrected at the source and ingested again; see docs/audiences.md.';
+    END IF;
     -- who (the login role, which the database authenticated) and when (its clock): never the caller's
     -- to say; only the curation functions, SECURITY DEFINER, reach this insert
     INSERT INTO kgrag.curation (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at)
@@ -4307,7 +4327,7 @@ ALTER FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id t
 -- Name: FUNCTION decide(kind text, target text, value text, doc_id text, note text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id text, note text) IS 'Private. Records one decision of the current tenant in kgrag.curation (who: the login role, session_user; when: the database''s clock); a note is at most 2,000 characters (22023). Only the curation functions (kgrag.reject_relation and the others, SECURITY DEFINER, owned by the schema owner) call it: no tenant role may write kgrag.curation.';
+COMMENT ON FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id text, note text) IS 'Private. Records one decision of the current tenant in kgrag.curation (who: the login role, session_user; when: the database''s clock); a note is at most 2,000 characters (22023); a decision about the graph of an audience (a target with an id marked ''~'') is refused (0A000): every curator reads decisions. Only the curation functions (kgrag.reject_relation and the others, SECURITY DEFINER, owned by the schema owner) call it: no tenant role may write kgrag.curation.';
 
 --
 -- Name: decide_relation(text, text, text, text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5152,8 +5172,9 @@ BEGIN
                           WHERE NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c
                                              WHERE c.tenant_id = t AND c.chunk_id = x AND c.access IS NULL));
     gone_names := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'names') AS x
-                         WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
-                                            WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)));
+                         WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a  -- (a name of the shared graph)
+                                            WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)
+                                              AND strpos(a.entity_id, '~') = 0));
     UPDATE kgrag.query_log AS q
        SET seeds = ARRAY(SELECT s FROM unnest(q.seeds) WITH ORDINALITY AS u(s, o) WHERE s <> ALL (gone_entities) ORDER BY u.o),
            chunk_ids = ARRAY(SELECT c FROM unnest(q.chunk_ids) WITH ORDINALITY AS u(c, o) WHERE c <> ALL (gone_chunks) ORDER BY u.o),
@@ -5173,7 +5194,7 @@ ALTER FUNCTION kgrag_private.forget_in_logs(noted jsonb) OWNER TO <owner>;
 -- Name: FUNCTION forget_in_logs(noted jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.forget_in_logs(noted jsonb) IS 'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents, or documents gone into an audience, named (noted: what kgrag_private.forgettable read before they went), as far as the graph no longer holds it (a chunk for an audience counts as gone), in the searches that reached them (whose seeds or chunks were theirs): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
+COMMENT ON FUNCTION kgrag_private.forget_in_logs(noted jsonb) IS 'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents, or documents gone into an audience, named (noted: what kgrag_private.forgettable read before they went), as far as the shared graph no longer holds it (a chunk for an audience, and a name of an audience''s graph, count as gone), in the searches that reached them (whose seeds or chunks were theirs): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
 
 --
 -- Name: forgettable(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5478,9 +5499,12 @@ BEGIN
                         UNION ALL
                         SELECT y.entity_id, y.alias_sq, y.trigrams FROM kgrag.alias AS y
                          WHERE y.tenant_id = t AND y.alias_sq = ANY (pieces)) AS a
+                 -- a name of an audience's graph, for a session that sees the audience (as the policy)
+                 CROSS JOIN LATERAL (SELECT pg_catalog.strpos(a.entity_id, '~') = 0
+                                            OR kgrag_private.may_see(t, kgrag_private.id_access(a.entity_id)) AS seen) AS v
                  CROSS JOIN LATERAL (SELECT count(*) AS shared FROM unnest(a.trigrams) AS g WHERE g = ANY (grams)) AS x
                  -- both tests need lengths within a factor of two (ratio >= 0.5, Jaccard >= 0.5)
-                 WHERE length(a.alias_sq) BETWEEN length(form) / 2 AND length(form) * 2) AS c
+                 WHERE length(a.alias_sq) BETWEEN length(form) / 2 AND length(form) * 2 AND v.seen) AS c
          WHERE c.contained >= min_ratio OR c.similarity >= min_trigram
     LOOP
         IF NOT hit.entity_id = ANY (found) THEN
@@ -5501,7 +5525,7 @@ ALTER FUNCTION kgrag_private.fuzzy_aliases(form text, min_trigram double precisi
 -- Name: FUNCTION fuzzy_aliases(form text, min_trigram double precision, min_ratio double precision, most integer, common text[], frequency real[]); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_probe
 --
 
-COMMENT ON FUNCTION kgrag_private.fuzzy_aliases(form text, min_trigram double precision, min_ratio double precision, most integer, common text[], frequency real[]) IS 'Private. Returns the current tenant''s aliases close to a squashed span, form: (entity_id, contained = the length ratio when one holds the other and the alias has 4 characters or more, else 0; similarity = trigram Jaccard), those with contained >= min_ratio or similarity >= min_trigram. Candidates: the aliases sharing one of kgrag_private.probe_trigrams (alias_trigrams_idx; common and frequency, the tenant''s commonest name trigrams from kgrag.alias_trigram_stats, choose the rarest) or equal to one of kgrag_private.alias_pieces (alias_sq_idx). Stops after the first alias of the (most + 1)-th entity that passes: the caller counts more than most entities as ambiguous. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
+COMMENT ON FUNCTION kgrag_private.fuzzy_aliases(form text, min_trigram double precision, min_ratio double precision, most integer, common text[], frequency real[]) IS 'Private. Returns the current tenant''s aliases close to a squashed span, form: (entity_id, contained = the length ratio when one holds the other and the alias has 4 characters or more, else 0; similarity = trigram Jaccard), those with contained >= min_ratio or similarity >= min_trigram. Candidates: the aliases sharing one of kgrag_private.probe_trigrams (alias_trigrams_idx; common and frequency, the tenant''s commonest name trigrams from kgrag.alias_trigram_stats, choose the rarest) or equal to one of kgrag_private.alias_pieces (alias_sq_idx). Stops after the first alias of the (most + 1)-th entity that passes: the caller counts more than most entities as ambiguous. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), and keeps the names of an audience''s graph for a session that sees it (kgrag_private.may_see), as the policy does.';
 
 --
 -- Name: given_search_options(jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5724,18 +5748,17 @@ BEGIN
     TRUNCATE pg_temp.kgrag_extraction;
     INSERT INTO pg_temp.kgrag_extraction (doc_id, extraction)
     SELECT d.doc_id, jsonb_build_object(
-           'entities', COALESCE((SELECT jsonb_agg(to_jsonb(e) - 'entity_id' ORDER BY e.name, e.type, e.identifier)
+           'entities', COALESCE((SELECT jsonb_agg(to_jsonb(e) - 'entity_id' - 'audience' ORDER BY e.name, e.type, e.identifier)
                                    FROM pg_temp.kgrag_stage_entity AS e WHERE e.doc_id = d.doc_id), '[]'),
            'relations', COALESCE((SELECT jsonb_agg(to_jsonb(r) ORDER BY r.ordinal, r.source, r.target, r.rel)
                                     FROM pg_temp.kgrag_stage_relation AS r WHERE r.doc_id = d.doc_id), '[]'),
            'set_aside', COALESCE((SELECT jsonb_agg(to_jsonb(a) ORDER BY a.ordinal, a.what)
                                     FROM pg_temp.kgrag_stage_set_aside AS a WHERE a.doc_id = d.doc_id), '[]'))
       FROM pg_temp.kgrag_stage_document AS d;
-    -- and one for an audience gives the shared graph nothing of it
-    DELETE FROM pg_temp.kgrag_stage_entity AS e
-     USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = e.doc_id AND d.access IS NOT NULL;
-    DELETE FROM pg_temp.kgrag_stage_relation AS r
-     USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = r.doc_id AND d.access IS NOT NULL;
+    -- and one for an audience gives the shared graph nothing of it: its entities (and so its
+    -- relations, resolved to them) are the audience's own, and what it set aside is not queued
+    UPDATE pg_temp.kgrag_stage_entity AS e SET audience = kgrag_private.audience_key(d.access)
+      FROM pg_temp.kgrag_stage_document AS d WHERE d.doc_id = e.doc_id AND d.access IS NOT NULL;
     DELETE FROM pg_temp.kgrag_stage_set_aside AS a
      USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = a.doc_id AND d.access IS NOT NULL;
 END
@@ -5747,7 +5770,7 @@ ALTER FUNCTION kgrag_private.hold_extractions() OWNER TO <owner>;
 -- Name: FUNCTION hold_extractions(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.hold_extractions() IS 'Private. A step of kgrag_private.ingest_apply: refuses (42501) a staged document for a group the transaction does not hold, or replacing a stored one for such a group (kgrag_private.check_audiences), keeps what was extracted from each staged document (pg_temp.kgrag_extraction, stored in kgrag.document.extraction: its entities, relations and what was set aside, as staged), and unstages that of a document for an audience, which so gives the shared graph nothing (its chunks are stored, for the sessions that hold its groups).';
+COMMENT ON FUNCTION kgrag_private.hold_extractions() IS 'Private. A step of kgrag_private.ingest_apply: refuses (42501) a staged document for a group the transaction does not hold, or replacing a stored one for such a group (kgrag_private.check_audiences), keeps what was extracted from each staged document (pg_temp.kgrag_extraction, stored in kgrag.document.extraction: its entities, relations and what was set aside, as staged), and marks the entities of a document for an audience as that audience''s own (their ids end in ''~'' and its groups: read by their holders alone, kgrag_private.id_access), so it gives the shared graph nothing; what such a document set aside is not queued for review.';
 
 --
 -- Name: holds_all(text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5767,6 +5790,26 @@ ALTER FUNCTION kgrag_private.holds_all(asked text[], held text[]) OWNER TO <owne
 --
 
 COMMENT ON FUNCTION kgrag_private.holds_all(asked text[], held text[]) IS 'Private. Returns whether groups held (kgrag.current_groups) include every group another session held when it wrote a log row (NULL: a row of before revision 0042), or the holder is the schema owner ({*}).';
+
+--
+-- Name: id_access(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.id_access(id text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT CASE WHEN pg_catalog.strpos(id, '~') = 0 THEN NULL
+                ELSE pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(id, '~', 2), '@', 1), ',') END
+$$;
+
+ALTER FUNCTION kgrag_private.id_access(id text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION id_access(id text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.id_access(id text) IS 'Private. Returns the groups an id of the graph is for (an entity''s, or a name key: "person:maria silva~hr@1f3a9c2e" -> {hr}), NULL for an id of the shared graph (no ''~''). The tenant policies of the graph''s tables call it for a marked row.';
 
 --
 -- Name: identified_key(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -9319,7 +9362,7 @@ BEGIN
     PERFORM kgrag_private.search_in_time(current_setting('kgrag.search_deadline')::timestamptz,
                                          kgrag.setting('search_timeout_ms')::integer);
     IF jsonb_typeof(opts -> 'seed_entities') = 'array' THEN  -- the caller names the seeds
-        decided.seeds := kgrag.resolve_entities(ARRAY(SELECT jsonb_array_elements_text(opts -> 'seed_entities')));
+        decided.seeds := kgrag_private.with_twins(kgrag.resolve_entities(ARRAY(SELECT jsonb_array_elements_text(opts -> 'seed_entities'))));
         decided.route := 'local';
         decided.reason := format('seeds chosen by the caller: %s',
                                  (SELECT string_agg(e.name, ', ' ORDER BY u.o) FROM unnest(decided.seeds) WITH ORDINALITY AS u(id, o)
@@ -9903,9 +9946,12 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_entity (
         doc_id text NOT NULL, name text NOT NULL, type text NOT NULL, description text NOT NULL DEFAULT '',
         answer text, answer_ordinal integer, aliases text[] NOT NULL DEFAULT '{}', ordinals integer[] NOT NULL,
-        identifier text,
+        identifier text, audience text,
+        -- an entity of a document for an audience is the audience's own: its id is marked with it
+        -- (kgrag_private.id_access reads the mark, and the graph tables' policies with it)
         entity_id text GENERATED ALWAYS AS (CASE WHEN identifier IS NULL THEN kgrag.entity_key(type, name)
-                                                 ELSE kgrag_private.identified_key(type, identifier) END) STORED
+                                                 ELSE kgrag_private.identified_key(type, identifier) END
+                                            || COALESCE('~' || audience, '')) STORED
     ) ON COMMIT DROP;
     CREATE INDEX IF NOT EXISTS kgrag_stage_entity_doc ON pg_temp.kgrag_stage_entity (doc_id);
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_relation (
@@ -10726,6 +10772,40 @@ ALTER FUNCTION kgrag_private.with_neighbours(given_rows kgrag.search_row[]) OWNE
 COMMENT ON FUNCTION kgrag_private.with_neighbours(given_rows kgrag.search_row[]) IS 'Private. Returns the search rows given with, after each chunk row, the chunk before and the chunk after it in the same document (search option neighbours): kind chunk, source neighbour, the score of the chunk they stand beside, payload.neighbour_of and payload.side (before | after). A chunk already among the rows, or beside a better ranked one, comes once. At most two rows more per chunk row.';
 
 --
+-- Name: with_twins(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.with_twins(ids text[]) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    -- A session that holds no group sees no twin: nothing to read (a tenant without audiences).
+    IF cardinality(COALESCE(ids, '{}')) = 0 OR kgrag_private.groups_for(t) = '{}' THEN
+        RETURN ids;
+    END IF;
+    -- twins share their name (an alias each): found through the alias index, kept where the ids
+    -- are one id but for the audience mark; the policy shows those of the audiences it sees
+    RETURN ids || ARRAY(
+        SELECT DISTINCT x.entity_id FROM kgrag.entity AS e
+          JOIN kgrag.alias AS x ON x.tenant_id = t AND x.alias_fold = kgrag.canonical_name(e.name)
+         WHERE e.tenant_id = t AND e.entity_id = ANY (ids) AND x.entity_id <> ALL (ids)
+           AND regexp_replace(x.entity_id, '~[^@]*', '') = regexp_replace(e.entity_id, '~[^@]*', '')
+         ORDER BY 1);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.with_twins(ids text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION with_twins(ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.with_twins(ids text[]) IS 'Private. Returns the entity ids given followed by their twins the session sees: the same id marked with another audience, or unmarked ("service:auth service" and "service:auth service~hr", kgrag_private.id_access), found through their shared name. Where a walk starts (kgrag.k_hop, the search option seed_entities), what an audience''s documents say of an entity of the shared graph is walked for the audience''s holders. A session holding no group reads nothing.';
+
+--
 -- Name: within_limits(text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -11471,7 +11551,7 @@ CREATE VIEW kgrag_private.connected_in_no_community WITH (security_invoker='true
  SELECT tenant_id,
     entity_id
    FROM kgrag.entity e
-  WHERE ((degree > 0) AND (NOT (EXISTS ( SELECT 1
+  WHERE ((degree > 0) AND (strpos(entity_id, '~'::text) = 0) AND (NOT (EXISTS ( SELECT 1
            FROM kgrag.community_member m
           WHERE ((m.tenant_id = e.tenant_id) AND (m.entity_id = e.entity_id))))));
 
@@ -11481,7 +11561,7 @@ ALTER VIEW kgrag_private.connected_in_no_community OWNER TO <owner>;
 -- Name: VIEW connected_in_no_community; Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag_private.connected_in_no_community IS 'Private. The entities connected to another (degree > 0) that belong to no community: what an ingest leaves until pgkgrag build (an entity linked to none is in no community after a build either). The one definition of the rule, inlined wherever it is read (kgrag.entities.no_community, kgrag.staleness, kgrag_private.communities_outdated, the reason of kgrag_search); every tenant''s rows: the reader names the tenant (a bound value, so Citus reads one shard).';
+COMMENT ON VIEW kgrag_private.connected_in_no_community IS 'Private. The entities of the shared graph (not an audience''s: they are in no community) connected to another (degree > 0) that belong to no community: what an ingest leaves until pgkgrag build (an entity linked to none is in no community after a build either). The one definition of the rule, inlined wherever it is read (kgrag.entities.no_community, kgrag.staleness, kgrag_private.communities_outdated, the reason of kgrag_search); every tenant''s rows: the reader names the tenant (a bound value, so Citus reads one shard).';
 
 --
 -- Name: entities; Type: VIEW; Schema: kgrag; Owner: <owner>
@@ -13052,13 +13132,13 @@ ALTER TABLE kgrag.settings ENABLE ROW LEVEL SECURITY;
 -- Name: alias tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.alias USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.alias USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id)))));
 
 --
 -- Name: alias_source tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.alias_source USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.alias_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id)))));
 
 --
 -- Name: alias_trigram_stats tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13088,7 +13168,7 @@ CREATE POLICY tenant_isolation ON kgrag.community USING ((tenant_id = kgrag.curr
 -- Name: community_member tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.community_member USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.community_member USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id)))));
 
 --
 -- Name: community_report tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13118,19 +13198,19 @@ CREATE POLICY tenant_isolation ON kgrag.document USING (((tenant_id = kgrag.curr
 -- Name: edge tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.edge USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.edge USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst)))));
 
 --
 -- Name: entity tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.entity USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.entity USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id)))));
 
 --
 -- Name: entity_source tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.entity_source USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.entity_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id)))));
 
 --
 -- Name: ingest_failure tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13166,13 +13246,13 @@ CREATE POLICY tenant_isolation ON kgrag.log_overflow USING ((tenant_id = kgrag.c
 -- Name: mention tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.mention USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.mention USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id)))));
 
 --
 -- Name: namesake_context tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.namesake_context USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.namesake_context USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(name_key))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(name_key)))));
 
 --
 -- Name: query_log tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13190,7 +13270,7 @@ CREATE POLICY tenant_isolation ON kgrag.reembedding USING ((tenant_id = kgrag.cu
 -- Name: relation_evidence tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.relation_evidence USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
+CREATE POLICY tenant_isolation ON kgrag.relation_evidence USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst)))));
 
 --
 -- Name: set_aside tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13473,6 +13553,16 @@ GRANT ALL ON FUNCTION kgrag_private.groups_for(tenant text) TO kgrag_writer;
 GRANT ALL ON FUNCTION kgrag_private.groups_for(tenant text) TO kgrag_curator;
 GRANT ALL ON FUNCTION kgrag_private.groups_for(tenant text) TO kgrag_probe;
 GRANT ALL ON FUNCTION kgrag_private.groups_for(tenant text) TO kgrag_logger;
+
+--
+-- Name: FUNCTION id_access(id text); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+GRANT ALL ON FUNCTION kgrag_private.id_access(id text) TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag_private.id_access(id text) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.id_access(id text) TO kgrag_curator;
+GRANT ALL ON FUNCTION kgrag_private.id_access(id text) TO kgrag_probe;
+GRANT ALL ON FUNCTION kgrag_private.id_access(id text) TO kgrag_logger;
 
 --
 -- Name: FUNCTION key_mac(tenant text, seal text, key_role text); Type: ACL; Schema: kgrag_private; Owner: <owner>

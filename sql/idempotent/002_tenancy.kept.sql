@@ -466,3 +466,14 @@ SET search_path = pg_catalog, pg_temp
 AS $$ SELECT pg_catalog.array_to_string(access, ',') $$;
 COMMENT ON FUNCTION kgrag_private.audience_key(text[]) IS
 'Private. Returns a chunk''s groups as one text, stored in kgrag.chunk.audience (NULL: for everyone), so the index chunk_audience_idx holds them and a count of a session''s chunks reads the index alone (kgrag_private.seen_audiences). Its results are stored: it changes only with a revision that recomputes the column.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.id_access(id text) RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN pg_catalog.strpos(id, '~') = 0 THEN NULL
+                ELSE pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(id, '~', 2), '@', 1), ',') END
+$$;
+GRANT EXECUTE ON FUNCTION kgrag_private.id_access(text) TO kgrag_reader, kgrag_writer, kgrag_curator, kgrag_probe, kgrag_logger;
+COMMENT ON FUNCTION kgrag_private.id_access(text) IS
+'Private. Returns the groups an id of the graph is for (an entity''s, or a name key: "person:maria silva~hr@1f3a9c2e" -> {hr}), NULL for an id of the shared graph (no ''~''). The tenant policies of the graph''s tables call it for a marked row.';

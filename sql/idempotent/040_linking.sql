@@ -39,9 +39,12 @@ BEGIN
                         UNION ALL
                         SELECT y.entity_id, y.alias_sq, y.trigrams FROM kgrag.alias AS y
                          WHERE y.tenant_id = t AND y.alias_sq = ANY (pieces)) AS a
+                 -- a name of an audience's graph, for a session that sees the audience (as the policy)
+                 CROSS JOIN LATERAL (SELECT pg_catalog.strpos(a.entity_id, '~') = 0
+                                            OR kgrag_private.may_see(t, kgrag_private.id_access(a.entity_id)) AS seen) AS v
                  CROSS JOIN LATERAL (SELECT count(*) AS shared FROM unnest(a.trigrams) AS g WHERE g = ANY (grams)) AS x
                  -- both tests need lengths within a factor of two (ratio >= 0.5, Jaccard >= 0.5)
-                 WHERE length(a.alias_sq) BETWEEN length(form) / 2 AND length(form) * 2) AS c
+                 WHERE length(a.alias_sq) BETWEEN length(form) / 2 AND length(form) * 2 AND v.seen) AS c
          WHERE c.contained >= min_ratio OR c.similarity >= min_trigram
     LOOP
         IF NOT hit.entity_id = ANY (found) THEN
@@ -62,7 +65,7 @@ REVOKE EXECUTE ON FUNCTION kgrag_private.fuzzy_aliases(text, double precision, d
 GRANT EXECUTE ON FUNCTION kgrag_private.fuzzy_aliases(text, double precision, double precision, integer, text[], real[])
     TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON FUNCTION kgrag_private.fuzzy_aliases(text, double precision, double precision, integer, text[], real[]) IS
-'Private. Returns the current tenant''s aliases close to a squashed span, form: (entity_id, contained = the length ratio when one holds the other and the alias has 4 characters or more, else 0; similarity = trigram Jaccard), those with contained >= min_ratio or similarity >= min_trigram. Candidates: the aliases sharing one of kgrag_private.probe_trigrams (alias_trigrams_idx; common and frequency, the tenant''s commonest name trigrams from kgrag.alias_trigram_stats, choose the rarest) or equal to one of kgrag_private.alias_pieces (alias_sq_idx). Stops after the first alias of the (most + 1)-th entity that passes: the caller counts more than most entities as ambiguous. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), as the policy does.';
+'Private. Returns the current tenant''s aliases close to a squashed span, form: (entity_id, contained = the length ratio when one holds the other and the alias has 4 characters or more, else 0; similarity = trigram Jaccard), those with contained >= min_ratio or similarity >= min_trigram. Candidates: the aliases sharing one of kgrag_private.probe_trigrams (alias_trigrams_idx; common and frequency, the tenant''s commonest name trigrams from kgrag.alias_trigram_stats, choose the rarest) or equal to one of kgrag_private.alias_pieces (alias_sq_idx). Stops after the first alias of the (most + 1)-th entity that passes: the caller counts more than most entities as ambiguous. SECURITY DEFINER, owned by kgrag_probe, on the allow-list because && is not leakproof: under the tenant policy the GIN index on trigrams could not be used. It filters on kgrag.current_tenant() itself (raises when unset), and keeps the names of an audience''s graph for a session that sees it (kgrag_private.may_see), as the policy does.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.probe_trigrams(
     form text, min_trigram double precision, common text[] DEFAULT '{}', frequency real[] DEFAULT '{}')
@@ -138,11 +141,11 @@ BEGIN
     -- with 200; benchmarks/linking_stats.py).
     INSERT INTO kgrag.alias_trigram_stats (tenant_id, common, frequency)
     WITH names AS (
-        SELECT count(*)::float8 AS n FROM kgrag.alias AS a WHERE a.tenant_id = t
-    ), counted AS (
+        SELECT count(*)::float8 AS n FROM kgrag.alias AS a WHERE a.tenant_id = t AND strpos(a.entity_id, '~') = 0
+    ), counted AS (  -- of the shared graph's names: the statistics are read by every session of the tenant
         SELECT a.tenant_id, u.g, count(*) AS n
           FROM kgrag.alias AS a CROSS JOIN LATERAL unnest(a.trigrams) AS u(g)
-         WHERE a.tenant_id = t
+         WHERE a.tenant_id = t AND strpos(a.entity_id, '~') = 0
          GROUP BY a.tenant_id, u.g
         HAVING count(*) >= 2
          ORDER BY count(*) DESC, u.g COLLATE "C"
@@ -156,7 +159,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.refresh_alias_trigram_stats() IS
-'Counts, for the current tenant, the 200 commonest trigrams of its names (kgrag.alias.trigrams, held by two names or more) and the share of its names holding each, and stores them in kgrag.alias_trigram_stats (replacing the tenant''s row); returns how many. pgkgrag build runs it. kgrag.link_entities probes the alias index with a span''s rarest trigrams by them; they change what is read, never what is found. Reads every name of the tenant once: a build step.';
+'Counts, for the current tenant, the 200 commonest trigrams of its names (those of the shared graph: not an audience''s, kgrag_private.id_access) (kgrag.alias.trigrams, held by two names or more) and the share of its names holding each, and stores them in kgrag.alias_trigram_stats (replacing the tenant''s row); returns how many. pgkgrag build runs it. kgrag.link_entities probes the alias index with a span''s rarest trigrams by them; they change what is read, never what is found. Reads every name of the tenant once: a build step.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.question_spans(whole text)
 RETURNS TABLE (first integer, last integer, len integer, words text[], phrase text)

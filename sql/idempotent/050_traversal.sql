@@ -31,12 +31,23 @@ BEGIN
     END IF;
     FOREACH given IN ARRAY COALESCE(names, '{}') LOOP
         CONTINUE WHEN given IS NULL;
-        IF EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = given) THEN
+        -- (an entity of an audience's graph only for a session that sees it, as the policy: said
+        -- here too, for the curation functions run as the schema owner, whom a superuser bypasses)
+        IF EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = given)
+           AND (strpos(given, '~') = 0 OR kgrag_private.may_see(t, kgrag_private.id_access(given))) THEN
             found := ARRAY[given];
         ELSE  -- a name or an alias, whatever the case and the accents
             found := ARRAY(SELECT DISTINCT a.entity_id FROM kgrag.alias AS a
                             WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(given)
+                              AND (strpos(a.entity_id, '~') = 0 OR kgrag_private.may_see(t, kgrag_private.id_access(a.entity_id)))
                             ORDER BY 1 LIMIT 11);
+        END IF;
+        -- an entity of the shared graph and its twins in the audiences the session sees (the same
+        -- id marked with an audience, kgrag_private.id_access) are one name: the shared one answers
+        -- (kgrag_private.with_twins adds the twins where a walk starts)
+        IF cardinality(found) > 1
+           AND (SELECT count(DISTINCT regexp_replace(x, '~[^@]*', '')) FROM unnest(found) AS x) = 1 THEN
+            found := ARRAY(SELECT x FROM unnest(found) AS x ORDER BY strpos(x, '~') > 0, x COLLATE "C" LIMIT 1);
         END IF;
         IF cardinality(found) = 0 THEN
             RAISE EXCEPTION 'no entity is named %', quote_literal(given)
@@ -57,7 +68,31 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.resolve_entities(text[]) IS
-'Returns the entity ids of up to 100 entities given by id, name or alias (a name or alias matches whatever the case and the accents), in the order given, once each. A name no entity has, or one that several entities have (the error lists them), raises SQLSTATE 22023. What kgrag.k_hop, kgrag.fanout, kgrag.neighbourhood and the search option seed_entities accept.';
+'Returns the entity ids of up to 100 entities given by id, name or alias (a name or alias matches whatever the case and the accents), in the order given, once each. A name of an entity of the shared graph and of its twins in the audiences the session sees (kgrag_private.id_access) gives the shared one (else the first twin by id). A name no entity has, or one that several entities have (the error lists them), raises SQLSTATE 22023. What kgrag.k_hop, kgrag.fanout, kgrag.neighbourhood and the search option seed_entities accept.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.with_twins(ids text[]) RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    -- A session that holds no group sees no twin: nothing to read (a tenant without audiences).
+    IF cardinality(COALESCE(ids, '{}')) = 0 OR kgrag_private.groups_for(t) = '{}' THEN
+        RETURN ids;
+    END IF;
+    -- twins share their name (an alias each): found through the alias index, kept where the ids
+    -- are one id but for the audience mark; the policy shows those of the audiences it sees
+    RETURN ids || ARRAY(
+        SELECT DISTINCT x.entity_id FROM kgrag.entity AS e
+          JOIN kgrag.alias AS x ON x.tenant_id = t AND x.alias_fold = kgrag.canonical_name(e.name)
+         WHERE e.tenant_id = t AND e.entity_id = ANY (ids) AND x.entity_id <> ALL (ids)
+           AND regexp_replace(x.entity_id, '~[^@]*', '') = regexp_replace(e.entity_id, '~[^@]*', '')
+         ORDER BY 1);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.with_twins(text[]) IS
+'Private. Returns the entity ids given followed by their twins the session sees: the same id marked with another audience, or unmarked ("service:auth service" and "service:auth service~hr", kgrag_private.id_access), found through their shared name. Where a walk starts (kgrag.k_hop, the search option seed_entities), what an audience''s documents say of an entity of the shared graph is walked for the audience''s holders. A session holding no group reads nothing.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.walk_filter(as_of timestamptz, history boolean, min_confidence double precision)
 RETURNS TABLE (at timestamptz, min_conf double precision, dated boolean)
@@ -359,7 +394,7 @@ AS $$
         SELECT r.ids, COALESCE(direction = 'out' AND degree_cap > 0 AND hops BETWEEN 0 AND 32
                                AND cardinality(r.ids) * (SELECT sum(power(degree_cap::float8, i)) FROM generate_series(0, hops) AS i)
                                    <= 10000, false) AS enumerate
-          FROM (SELECT kgrag.resolve_entities(seeds) AS ids) AS r
+          FROM (SELECT kgrag_private.with_twins(kgrag.resolve_entities(seeds)) AS ids) AS r
     )
     SELECT w.entity_id, w.hop, string_to_array(btrim(w.trail, '|'), '|'), w.seed,
            string_to_array(rtrim(replace(replace(w.steps, '>', 'out,'), '<', 'in,'), ','), ',')
@@ -374,7 +409,7 @@ AS $$
      ORDER BY w.hop, w.entity_id COLLATE "C"
 $$;
 COMMENT ON FUNCTION kgrag.k_hop(text[], integer, integer, text[], timestamptz, text, boolean, double precision) IS
-'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction, out of a node among the edges that hold at the walk''s time and confidence; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and the co-occurrence of a pair is not followed while a dated relation between them does not hold (an expired employer is not reached through it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
+'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities, with their twins in the audiences the session sees: kgrag_private.with_twins), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction, out of a node among the edges that hold at the walk''s time and confidence; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and the co-occurrence of a pair is not followed while a dated relation between them does not hold (an expired employer is not reached through it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
 
 CREATE OR REPLACE FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer DEFAULT NULL, direction text DEFAULT 'out')
 RETURNS TABLE (hop integer, nodes bigint, new_nodes bigint, paths bigint)

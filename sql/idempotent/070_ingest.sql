@@ -51,9 +51,12 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_entity (
         doc_id text NOT NULL, name text NOT NULL, type text NOT NULL, description text NOT NULL DEFAULT '',
         answer text, answer_ordinal integer, aliases text[] NOT NULL DEFAULT '{}', ordinals integer[] NOT NULL,
-        identifier text,
+        identifier text, audience text,
+        -- an entity of a document for an audience is the audience's own: its id is marked with it
+        -- (kgrag_private.id_access reads the mark, and the graph tables' policies with it)
         entity_id text GENERATED ALWAYS AS (CASE WHEN identifier IS NULL THEN kgrag.entity_key(type, name)
-                                                 ELSE kgrag_private.identified_key(type, identifier) END) STORED
+                                                 ELSE kgrag_private.identified_key(type, identifier) END
+                                            || COALESCE('~' || audience, '')) STORED
     ) ON COMMIT DROP;
     CREATE INDEX IF NOT EXISTS kgrag_stage_entity_doc ON pg_temp.kgrag_stage_entity (doc_id);
     CREATE TEMP TABLE IF NOT EXISTS kgrag_stage_relation (
@@ -491,24 +494,23 @@ BEGIN
     TRUNCATE pg_temp.kgrag_extraction;
     INSERT INTO pg_temp.kgrag_extraction (doc_id, extraction)
     SELECT d.doc_id, jsonb_build_object(
-           'entities', COALESCE((SELECT jsonb_agg(to_jsonb(e) - 'entity_id' ORDER BY e.name, e.type, e.identifier)
+           'entities', COALESCE((SELECT jsonb_agg(to_jsonb(e) - 'entity_id' - 'audience' ORDER BY e.name, e.type, e.identifier)
                                    FROM pg_temp.kgrag_stage_entity AS e WHERE e.doc_id = d.doc_id), '[]'),
            'relations', COALESCE((SELECT jsonb_agg(to_jsonb(r) ORDER BY r.ordinal, r.source, r.target, r.rel)
                                     FROM pg_temp.kgrag_stage_relation AS r WHERE r.doc_id = d.doc_id), '[]'),
            'set_aside', COALESCE((SELECT jsonb_agg(to_jsonb(a) ORDER BY a.ordinal, a.what)
                                     FROM pg_temp.kgrag_stage_set_aside AS a WHERE a.doc_id = d.doc_id), '[]'))
       FROM pg_temp.kgrag_stage_document AS d;
-    -- and one for an audience gives the shared graph nothing of it
-    DELETE FROM pg_temp.kgrag_stage_entity AS e
-     USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = e.doc_id AND d.access IS NOT NULL;
-    DELETE FROM pg_temp.kgrag_stage_relation AS r
-     USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = r.doc_id AND d.access IS NOT NULL;
+    -- and one for an audience gives the shared graph nothing of it: its entities (and so its
+    -- relations, resolved to them) are the audience's own, and what it set aside is not queued
+    UPDATE pg_temp.kgrag_stage_entity AS e SET audience = kgrag_private.audience_key(d.access)
+      FROM pg_temp.kgrag_stage_document AS d WHERE d.doc_id = e.doc_id AND d.access IS NOT NULL;
     DELETE FROM pg_temp.kgrag_stage_set_aside AS a
      USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = a.doc_id AND d.access IS NOT NULL;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.hold_extractions() IS
-'Private. A step of kgrag_private.ingest_apply: refuses (42501) a staged document for a group the transaction does not hold, or replacing a stored one for such a group (kgrag_private.check_audiences), keeps what was extracted from each staged document (pg_temp.kgrag_extraction, stored in kgrag.document.extraction: its entities, relations and what was set aside, as staged), and unstages that of a document for an audience, which so gives the shared graph nothing (its chunks are stored, for the sessions that hold its groups).';
+'Private. A step of kgrag_private.ingest_apply: refuses (42501) a staged document for a group the transaction does not hold, or replacing a stored one for such a group (kgrag_private.check_audiences), keeps what was extracted from each staged document (pg_temp.kgrag_extraction, stored in kgrag.document.extraction: its entities, relations and what was set aside, as staged), and marks the entities of a document for an audience as that audience''s own (their ids end in ''~'' and its groups: read by their holders alone, kgrag_private.id_access), so it gives the shared graph nothing; what such a document set aside is not queued for review.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.check_batch_embedder() RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

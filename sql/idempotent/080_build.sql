@@ -4,12 +4,12 @@
 CREATE OR REPLACE VIEW kgrag_private.connected_in_no_community WITH (security_invoker = true) AS
 SELECT e.tenant_id, e.entity_id
   FROM kgrag.entity AS e
- WHERE e.degree > 0
+ WHERE e.degree > 0 AND strpos(e.entity_id, '~') = 0  -- an audience's entities are in no community
    AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
                     WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id);
 GRANT SELECT ON kgrag_private.connected_in_no_community TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON VIEW kgrag_private.connected_in_no_community IS
-'Private. The entities connected to another (degree > 0) that belong to no community: what an ingest leaves until pgkgrag build (an entity linked to none is in no community after a build either). The one definition of the rule, inlined wherever it is read (kgrag.entities.no_community, kgrag.staleness, kgrag_private.communities_outdated, the reason of kgrag_search); every tenant''s rows: the reader names the tenant (a bound value, so Citus reads one shard).';
+'Private. The entities of the shared graph (not an audience''s: they are in no community) connected to another (degree > 0) that belong to no community: what an ingest leaves until pgkgrag build (an entity linked to none is in no community after a build either). The one definition of the rule, inlined wherever it is read (kgrag.entities.no_community, kgrag.staleness, kgrag_private.communities_outdated, the reason of kgrag_search); every tenant''s rows: the reader names the tenant (a bound value, so Citus reads one shard).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.communities_outdated() RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -36,11 +36,13 @@ BEGIN
     RETURN QUERY
     SELECT g.src, g.dst, g.weight FROM kgrag.edge AS g
      WHERE g.tenant_id = t AND g.rel = 'CO_OCCURS' AND g.src < g.dst
+       -- the shared graph's: communities and their reports are read by every session of the tenant
+       AND strpos(g.src, '~') = 0 AND strpos(g.dst, '~') = 0
      ORDER BY g.src, g.dst;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.community_graph() IS
-'Private. Returns the graph communities are detected on: the current tenant''s co-occurrence edges, each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag_private.replace_communities.';
+'Private. Returns the graph communities are detected on: the current tenant''s co-occurrence edges of the shared graph (an audience''s entities, kgrag_private.id_access, are in no community: every session reads communities and reports), each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag_private.replace_communities.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.replace_communities() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

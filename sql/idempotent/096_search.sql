@@ -63,7 +63,7 @@ BEGIN
     PERFORM kgrag_private.search_in_time(current_setting('kgrag.search_deadline')::timestamptz,
                                          kgrag.setting('search_timeout_ms')::integer);
     IF jsonb_typeof(opts -> 'seed_entities') = 'array' THEN  -- the caller names the seeds
-        decided.seeds := kgrag.resolve_entities(ARRAY(SELECT jsonb_array_elements_text(opts -> 'seed_entities')));
+        decided.seeds := kgrag_private.with_twins(kgrag.resolve_entities(ARRAY(SELECT jsonb_array_elements_text(opts -> 'seed_entities'))));
         decided.route := 'local';
         decided.reason := format('seeds chosen by the caller: %s',
                                  (SELECT string_agg(e.name, ', ' ORDER BY u.o) FROM unnest(decided.seeds) WITH ORDINALITY AS u(id, o)

@@ -76,8 +76,9 @@ BEGIN
                           WHERE NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c
                                              WHERE c.tenant_id = t AND c.chunk_id = x AND c.access IS NULL));
     gone_names := ARRAY(SELECT x FROM jsonb_array_elements_text(noted -> 'names') AS x
-                         WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a
-                                            WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)));
+                         WHERE NOT EXISTS (SELECT 1 FROM kgrag.alias AS a  -- (a name of the shared graph)
+                                            WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(x)
+                                              AND strpos(a.entity_id, '~') = 0));
     UPDATE kgrag.query_log AS q
        SET seeds = ARRAY(SELECT s FROM unnest(q.seeds) WITH ORDINALITY AS u(s, o) WHERE s <> ALL (gone_entities) ORDER BY u.o),
            chunk_ids = ARRAY(SELECT c FROM unnest(q.chunk_ids) WITH ORDINALITY AS u(c, o) WHERE c <> ALL (gone_chunks) ORDER BY u.o),
@@ -92,7 +93,7 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag_private.forget_in_logs(jsonb) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag_private.forget_in_logs(jsonb) IS
-'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents, or documents gone into an audience, named (noted: what kgrag_private.forgettable read before they went), as far as the graph no longer holds it (a chunk for an audience counts as gone), in the searches that reached them (whose seeds or chunks were theirs): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
+'Private. Redacts from the current tenant''s kgrag.query_log what deleted documents, or documents gone into an audience, named (noted: what kgrag_private.forgettable read before they went), as far as the shared graph no longer holds it (a chunk for an audience, and a name of an audience''s graph, count as gone), in the searches that reached them (whose seeds or chunks were theirs): the entity ids among the seeds, the chunk ids among the chunks returned, and the names (entity names and aliases) in the reasons and question texts, replaced by [forgotten]. Returns the rows changed. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, so no tenant role aims the redaction, which changes log rows nobody else may change.';
 
 CREATE OR REPLACE FUNCTION kgrag.purge() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

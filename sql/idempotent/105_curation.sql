@@ -142,6 +142,13 @@ BEGIN
     IF length(COALESCE(note, '')) > 2000 THEN
         RAISE EXCEPTION 'a note is at most 2,000 characters, got %', length(note) USING ERRCODE = '22023';
     END IF;
+    -- a decision is read by every curator of the tenant: none names what only an audience's
+    -- documents say (an entity of an audience's graph, kgrag_private.id_access)
+    IF strpos(target, '~') > 0 THEN
+        RAISE EXCEPTION 'decisions about the graph of an audience (%) are not taken yet', target
+            USING ERRCODE = '0A000',
+                  HINT = 'Its documents can be corrected at the source and ingested again; see docs/audiences.md.';
+    END IF;
     -- who (the login role, which the database authenticated) and when (its clock): never the caller's
     -- to say; only the curation functions, SECURITY DEFINER, reach this insert
     INSERT INTO kgrag.curation (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at)
@@ -150,7 +157,7 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION kgrag_private.decide(text, text, text, text, text) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag_private.decide(text, text, text, text, text) IS
-'Private. Records one decision of the current tenant in kgrag.curation (who: the login role, session_user; when: the database''s clock); a note is at most 2,000 characters (22023). Only the curation functions (kgrag.reject_relation and the others, SECURITY DEFINER, owned by the schema owner) call it: no tenant role may write kgrag.curation.';
+'Private. Records one decision of the current tenant in kgrag.curation (who: the login role, session_user; when: the database''s clock); a note is at most 2,000 characters (22023); a decision about the graph of an audience (a target with an id marked ''~'') is refused (0A000): every curator reads decisions. Only the curation functions (kgrag.reject_relation and the others, SECURITY DEFINER, owned by the schema owner) call it: no tenant role may write kgrag.curation.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.decide_relation(kind text, src text, rel text, dst text, value text, note text)
 RETURNS text
