@@ -175,9 +175,14 @@ BEGIN
     PERFORM kgrag_private.check_audiences(COALESCE(target, '{}'));
     -- the documents the caller sees whose audience changes, in doc_id order (as the owner every row
     -- is visible: the caller's groups are checked here)
+    -- (and those for this audience already that were stored before revision 0044, when a document
+    -- for an audience gave no graph: their entities are its graph's now)
     moving := ARRAY(SELECT d.doc_id FROM kgrag.document AS d
                      WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids) AND kgrag_private.sees(d.access, held)
-                       AND d.access IS DISTINCT FROM target
+                       AND (d.access IS DISTINCT FROM target
+                            OR (d.access IS NOT NULL AND pg_catalog.jsonb_array_length(d.extraction -> 'entities') > 0
+                                AND NOT EXISTS (SELECT 1 FROM kgrag.entity_source AS x
+                                                 WHERE x.tenant_id = t AND x.doc_id = d.doc_id)))
                      ORDER BY d.doc_id COLLATE "C");
     IF pg_catalog.cardinality(moving) = 0 THEN
         RETURN pg_catalog.jsonb_build_object('moved', 0);
@@ -239,7 +244,7 @@ $$;
 REVOKE EXECUTE ON FUNCTION kgrag.set_access(text[], text[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.set_access(text[], text[]) TO kgrag_writer;
 COMMENT ON FUNCTION kgrag.set_access(text[], text[]) IS
-'Changes the audience of documents of the current tenant, in one transaction, without extracting them again: groups (1 to 32) make them for those groups only (a session sees them when it holds one, kgrag.current_groups), NULL or {} for everyone. A document for everyone contributes to the shared graph, one for an audience does not: what was extracted from it (kgrag.document.extraction) goes into the graph or out of it, with everything derived (entities, relations, aliases, answers; communities and reports at the next build). A document going into an audience leaves nothing for everyone: the decisions about it end (kgrag.curation_ended, read by its audience), the communities it fed go until the next build, and the query log forgets it (kgrag_private.forget_in_logs). Documents the caller does not see are ignored, and so are unknown ids; the caller must hold every group it names and every group a document it moves is for (42501); a document stored before revision 0042 is refused (55000: ingest it again); so is a reader''s API key (42501). Returns {"moved": n, "access": groups, ...} with the counts of kgrag_private.ingest_apply. SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, as kgrag.delete_documents does. For kgrag_writer.';
+'Changes the audience of documents of the current tenant, in one transaction, without extracting them again: groups (1 to 32) make them for those groups only (a session sees them when it holds one, kgrag.current_groups), NULL or {} for everyone. A document for everyone contributes to the shared graph, one for an audience to that audience''s graph (its entities'' ids marked with the audience, read by its holders alone: kgrag_private.id_access): what was extracted from it (kgrag.document.extraction) moves from one to the other, with everything derived (entities, relations, aliases, answers; communities and reports at the next build). A document already for those groups that was stored before revision 0044, and so gave no graph, is applied again into its audience''s graph. A document going into an audience leaves nothing for everyone: the decisions about it end (kgrag.curation_ended, read by its audience), the communities it fed go until the next build, and the query log forgets it (kgrag_private.forget_in_logs). Documents the caller does not see are ignored, and so are unknown ids; the caller must hold every group it names and every group a document it moves is for (42501); a document stored before revision 0042 is refused (55000: ingest it again); so is a reader''s API key (42501). Returns {"moved": n, "access": groups, ...} with the counts of kgrag_private.ingest_apply. SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, as kgrag.delete_documents does. For kgrag_writer.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.seen_audiences(tenant text) RETURNS text[]
 LANGUAGE plpgsql STABLE SECURITY DEFINER

@@ -564,3 +564,44 @@ def test_revision_0038_codes_each_tenants_vectors_less_its_embedders_centre(empt
         assert "binary_quantize(embedding)" in indexdef.fetchone()[0]  # type: ignore[index]
         centres = "SELECT count(*) FROM kgrag.settings WHERE key = 'embedder_centres'"
         assert conn.execute(centres).fetchone() == (0,)
+
+
+def test_revision_0044_down_forgets_every_audience_graph_and_set_access_applies_it_again(
+    empty_dsn: str, tmp_path: Path
+) -> None:
+    """Down: no row of an audience's graph is left in any tenant (it would be everyone's under the
+    policies before 0044); up again, a document for an audience stored meanwhile gives no graph
+    until kgrag.set_access names it with its own groups, which applies it again: the same rows (but
+    the entities' vectors, which the next build writes)."""
+    from ingesting import checksums, ingest
+
+    from pgkgrag.db.connections import connect
+
+    migrations.upgrade(empty_dsn, "head")
+    doc = {
+        "doc_id": "hr-1",
+        "text": "Marta Quillfeather reviews the Auth Service.",
+        "entities": [{"name": "Marta Quillfeather", "type": "Person"}, {"name": "Auth Service", "type": "Service"}],
+        "relations": [{"source": "Marta Quillfeather", "target": "Auth Service", "type": "REVIEWS"}],
+        "access": ["hr"],
+    }
+    tables = ("entity", "alias", "alias_source", "entity_source", "mention", "edge", "relation_evidence")
+    marked = " + ".join(f"(SELECT count(*) FROM kgrag.{t} WHERE strpos(ROW({t}.*)::text, '~') > 0)" for t in tables)
+    with connect(empty_dsn) as conn:  # the installing superuser: every group
+        for tenant in ("t", "u"):
+            assert ingest(conn, tmp_path, [doc], tenant=tenant).ok
+        # (the entities' vectors are the driver's: embedded at ingest, or by the next build)
+        before = checksums(conn, "t", leave_out=("embedding", "quantized"))
+        assert conn.execute(f"SELECT {marked}").fetchone()[0] > 0  # type: ignore[index]
+    migrations.downgrade(empty_dsn, "0043")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute(f"SELECT {marked}").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM kgrag.document WHERE extraction IS NOT NULL").fetchone() == (2,)
+    migrations.upgrade(empty_dsn, "head")
+    with connect(empty_dsn) as conn:
+        conn.execute("SELECT kgrag.use_tenant('t')")
+        assert conn.execute("SELECT kgrag.set_access('{hr-1}', '{hr}')").fetchone()[0]["moved"] == 1  # type: ignore[index]
+        conn.commit()
+        assert checksums(conn, "t", leave_out=("embedding", "quantized")) == before
+        conn.execute("SELECT kgrag.use_tenant('t')")  # applied once: named again, nothing moves
+        assert conn.execute("SELECT kgrag.set_access('{hr-1}', '{hr}')").fetchone()[0]["moved"] == 0  # type: ignore[index]
