@@ -2388,9 +2388,14 @@ BEGIN
     PERFORM kgrag_private.check_audiences(COALESCE(target, '{}'));
     -- the documents the caller sees whose audience changes, in doc_id order (as the owner every row
     -- is visible: the caller's groups are checked here)
+    -- (and those for this audience already that were stored before revision 0044, when a document
+    -- for an audience gave no graph: their entities are its graph's now)
     moving := ARRAY(SELECT d.doc_id FROM kgrag.document AS d
                      WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids) AND kgrag_private.sees(d.access, held)
-                       AND d.access IS DISTINCT FROM target
+                       AND (d.access IS DISTINCT FROM target
+                            OR (d.access IS NOT NULL AND pg_catalog.jsonb_array_length(d.extraction -> 'entities') > 0
+                                AND NOT EXISTS (SELECT 1 FROM kgrag.entity_source AS x
+                                                 WHERE x.tenant_id = t AND x.doc_id = d.doc_id)))
                      ORDER BY d.doc_id COLLATE "C");
     IF pg_catalog.cardinality(moving) = 0 THEN
         RETURN pg_catalog.jsonb_build_object('moved', 0);
@@ -2456,7 +2461,7 @@ ALTER FUNCTION kgrag.set_access(doc_ids text[], groups text[]) OWNER TO <owner>;
 -- Name: FUNCTION set_access(doc_ids text[], groups text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.set_access(doc_ids text[], groups text[]) IS 'Changes the audience of documents of the current tenant, in one transaction, without extracting them again: groups (1 to 32) make them for those groups only (a session sees them when it holds one, kgrag.current_groups), NULL or {} for everyone. A document for everyone contributes to the shared graph, one for an audience does not: what was extracted from it (kgrag.document.extraction) goes into the graph or out of it, with everything derived (entities, relations, aliases, answers; communities and reports at the next build). A document going into an audience leaves nothing for everyone: the decisions about it end (kgrag.curation_ended, read by its audience), the communities it fed go until the next build, and the query log forgets it (kgrag_private.forget_in_logs). Documents the caller does not see are ignored, and so are unknown ids; the caller must hold every group it names and every group a document it moves is for (42501); a document stored before revision 0042 is refused (55000: ingest it again); so is a reader''s API key (42501). Returns {"moved": n, "access": groups, ...} with the counts of kgrag_private.ingest_apply. SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, as kgrag.delete_documents does. For kgrag_writer.';
+COMMENT ON FUNCTION kgrag.set_access(doc_ids text[], groups text[]) IS 'Changes the audience of documents of the current tenant, in one transaction, without extracting them again: groups (1 to 32) make them for those groups only (a session sees them when it holds one, kgrag.current_groups), NULL or {} for everyone. A document for everyone contributes to the shared graph, one for an audience to that audience''s graph (its entities'' ids marked with the audience, read by its holders alone: kgrag_private.id_access): what was extracted from it (kgrag.document.extraction) moves from one to the other, with everything derived (entities, relations, aliases, answers; communities and reports at the next build). A document already for those groups that was stored before revision 0044, and so gave no graph, is applied again into its audience''s graph. A document going into an audience leaves nothing for everyone: the decisions about it end (kgrag.curation_ended, read by its audience), the communities it fed go until the next build, and the query log forgets it (kgrag_private.forget_in_logs). Documents the caller does not see are ignored, and so are unknown ids; the caller must hold every group it names and every group a document it moves is for (42501); a document stored before revision 0042 is refused (55000: ingest it again); so is a reader''s API key (42501). Returns {"moved": n, "access": groups, ...} with the counts of kgrag_private.ingest_apply. SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, as kgrag.delete_documents does. For kgrag_writer.';
 
 --
 -- Name: setting(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2927,7 +2932,8 @@ BEGIN
              WHERE a.tenant_id = t AND a.entity_id = ANY (linked) AND a.alias_fold <> ''
                AND strpos(spoken, ' ' || a.alias_fold || ' ') > 0
              GROUP BY a.alias_fold
-            HAVING count(DISTINCT a.entity_id) > 1) AS x;
+            -- (an entity and its twins in the audiences the session sees are one: kgrag_private.with_twins)
+            HAVING count(DISTINCT regexp_replace(a.entity_id, '~[^@]*', '')) > 1) AS x;
     RETURN COALESCE('; ' || note || ' (each is a seed; name one, or pass seed_entities)', '');
 END
 $$;
@@ -2938,7 +2944,7 @@ ALTER FUNCTION kgrag_private.ambiguity_note(question text, linked text[]) OWNER 
 -- Name: FUNCTION ambiguity_note(question text, linked text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.ambiguity_note(question text, linked text[]) IS 'Private. Returns what kgrag.route adds to its reason when a name the question says is a name or alias of several of the entities it linked: ''; the name "grace" is ambiguous: Grace Liu, Grace Park (each is a seed; ...)'', or '''' when none is.';
+COMMENT ON FUNCTION kgrag_private.ambiguity_note(question text, linked text[]) IS 'Private. Returns what kgrag.route adds to its reason when a name the question says is a name or alias of several of the entities it linked (an entity and its twins in an audience''s graph, kgrag_private.with_twins, count as one): ''; the name "grace" is ambiguous: Grace Liu, Grace Park (each is a seed; ...)'', or '''' when none is.';
 
 --
 -- Name: among_strongest(text, text, text, text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -10788,9 +10794,11 @@ BEGIN
     END IF;
     -- twins share their name (an alias each): found through the alias index, kept where the ids
     -- are one id but for the audience mark; the policy shows those of the audiences it sees
+    -- (each seed's name looked up on its own, OFFSET 0: as a join the planner read every alias)
     RETURN ids || ARRAY(
         SELECT DISTINCT x.entity_id FROM kgrag.entity AS e
-          JOIN kgrag.alias AS x ON x.tenant_id = t AND x.alias_fold = kgrag.canonical_name(e.name)
+         CROSS JOIN LATERAL (SELECT a.entity_id FROM kgrag.alias AS a
+                              WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(e.name) OFFSET 0) AS x
          WHERE e.tenant_id = t AND e.entity_id = ANY (ids) AND x.entity_id <> ALL (ids)
            AND regexp_replace(x.entity_id, '~[^@]*', '') = regexp_replace(e.entity_id, '~[^@]*', '')
          ORDER BY 1);
@@ -13132,13 +13140,13 @@ ALTER TABLE kgrag.settings ENABLE ROW LEVEL SECURITY;
 -- Name: alias tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.alias USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id)))));
+CREATE POLICY tenant_isolation ON kgrag.alias USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: alias_source tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.alias_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id)))));
+CREATE POLICY tenant_isolation ON kgrag.alias_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: alias_trigram_stats tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13168,7 +13176,7 @@ CREATE POLICY tenant_isolation ON kgrag.community USING ((tenant_id = kgrag.curr
 -- Name: community_member tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.community_member USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id)))));
+CREATE POLICY tenant_isolation ON kgrag.community_member USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: community_report tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13198,19 +13206,19 @@ CREATE POLICY tenant_isolation ON kgrag.document USING (((tenant_id = kgrag.curr
 -- Name: edge tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.edge USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst)))));
+CREATE POLICY tenant_isolation ON kgrag.edge USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(src), kgrag_private.groups_for(tenant_id))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(dst), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: entity tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.entity USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id)))));
+CREATE POLICY tenant_isolation ON kgrag.entity USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: entity_source tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.entity_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id)))));
+CREATE POLICY tenant_isolation ON kgrag.entity_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: ingest_failure tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13246,13 +13254,13 @@ CREATE POLICY tenant_isolation ON kgrag.log_overflow USING ((tenant_id = kgrag.c
 -- Name: mention tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.mention USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id)))));
+CREATE POLICY tenant_isolation ON kgrag.mention USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: namesake_context tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.namesake_context USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(name_key))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(name_key)))));
+CREATE POLICY tenant_isolation ON kgrag.namesake_context USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(name_key))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(name_key), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: query_log tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13270,7 +13278,7 @@ CREATE POLICY tenant_isolation ON kgrag.reembedding USING ((tenant_id = kgrag.cu
 -- Name: relation_evidence tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.relation_evidence USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst)))));
+CREATE POLICY tenant_isolation ON kgrag.relation_evidence USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(src), kgrag_private.groups_for(tenant_id))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(dst), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: set_aside tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>

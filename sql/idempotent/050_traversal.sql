@@ -83,9 +83,11 @@ BEGIN
     END IF;
     -- twins share their name (an alias each): found through the alias index, kept where the ids
     -- are one id but for the audience mark; the policy shows those of the audiences it sees
+    -- (each seed's name looked up on its own, OFFSET 0: as a join the planner read every alias)
     RETURN ids || ARRAY(
         SELECT DISTINCT x.entity_id FROM kgrag.entity AS e
-          JOIN kgrag.alias AS x ON x.tenant_id = t AND x.alias_fold = kgrag.canonical_name(e.name)
+         CROSS JOIN LATERAL (SELECT a.entity_id FROM kgrag.alias AS a
+                              WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(e.name) OFFSET 0) AS x
          WHERE e.tenant_id = t AND e.entity_id = ANY (ids) AND x.entity_id <> ALL (ids)
            AND regexp_replace(x.entity_id, '~[^@]*', '') = regexp_replace(e.entity_id, '~[^@]*', '')
          ORDER BY 1);

@@ -135,12 +135,13 @@ BEGIN
              WHERE a.tenant_id = t AND a.entity_id = ANY (linked) AND a.alias_fold <> ''
                AND strpos(spoken, ' ' || a.alias_fold || ' ') > 0
              GROUP BY a.alias_fold
-            HAVING count(DISTINCT a.entity_id) > 1) AS x;
+            -- (an entity and its twins in the audiences the session sees are one: kgrag_private.with_twins)
+            HAVING count(DISTINCT regexp_replace(a.entity_id, '~[^@]*', '')) > 1) AS x;
     RETURN COALESCE('; ' || note || ' (each is a seed; name one, or pass seed_entities)', '');
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.ambiguity_note(text, text[]) IS
-'Private. Returns what kgrag.route adds to its reason when a name the question says is a name or alias of several of the entities it linked: ''; the name "grace" is ambiguous: Grace Liu, Grace Park (each is a seed; ...)'', or '''' when none is.';
+'Private. Returns what kgrag.route adds to its reason when a name the question says is a name or alias of several of the entities it linked (an entity and its twins in an audience''s graph, kgrag_private.with_twins, count as one): ''; the name "grace" is ambiguous: Grace Liu, Grace Park (each is a seed; ...)'', or '''' when none is.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.route_at(tenant text, question_vec vector, question text, options jsonb)
 RETURNS TABLE (route text, reason text, seeds text[], linked text[], profile_gap double precision, rule_id text,

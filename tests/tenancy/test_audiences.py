@@ -322,6 +322,13 @@ def test_an_audience_s_graph_is_its_holders_own(dsn: str, tmp_path: Path, holder
         ]
         linked = conn.execute("SELECT entity_id FROM kgrag.link_entities('Who is Marta Quillfeather?')").fetchall()
         assert linked == [("person:marta quillfeather~hr",)]
+        # the router seeds an entity and its twin, and calls the name no ambiguity
+        seeds, reason = conn.execute(
+            "SELECT seeds, reason FROM kgrag.route(NULL, 'Who reviews the Auth Service?')"
+        ).fetchone()  # type: ignore[misc]
+        assert sorted(seeds) == ["service:auth service", "service:auth service~hr"] and "ambiguous" not in reason, (
+            reason
+        )
     nobody = holders(tenant, [])
     with connect(nobody, role=READER) as conn:
         with tenant_transaction(conn, tenant):
@@ -334,6 +341,17 @@ def test_an_audience_s_graph_is_its_holders_own(dsn: str, tmp_path: Path, holder
                 tenant_transaction(conn, tenant),
             ):
                 conn.execute("SELECT * FROM kgrag.k_hop(%s, 1)", [[named]])
+    # a writer writes a row of an audience's graph only for groups it holds, every one of them
+    hr_writer = holders(tenant, ["hr"], WRITER)
+    for mark, allowed in (("~finance", False), ("~finance,hr", False), ("~hr", True)):
+        with connect(hr_writer, role=WRITER) as conn, conn.transaction(force_rollback=True):
+            conn.execute("SELECT kgrag.use_tenant(%s)", [tenant])
+            insert = "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type) VALUES (%s, %s, 'Forged', 'Service')"
+            if allowed:
+                conn.execute(insert, [tenant, "service:forged" + mark])
+            else:
+                with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+                    conn.execute(insert, [tenant, "service:forged" + mark])
     # moved to finance, hr's holder loses it and finance's finds it; moved back, the same graph
     with connect(writer, role=WRITER) as conn:
         with tenant_transaction(conn, tenant):
