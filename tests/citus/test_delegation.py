@@ -226,6 +226,8 @@ def test_a_document_for_a_group_reaches_its_holders_alone_on_the_cluster(
     hr_doc = {
         "doc_id": "hr-review",
         "text": "Grievance filed by Quillon Marsh about the billing ledger.",
+        "entities": [{"name": "Quillon Marsh", "type": "Person"}, {"name": "Billing Ledger", "type": "System"}],
+        "relations": [{"source": "Quillon Marsh", "target": "Billing Ledger", "type": "FILED_AGAINST"}],
         "access": ["hr"],
     }
     with psycopg.connect(cluster, autocommit=True) as admin:
@@ -248,11 +250,16 @@ def test_a_document_for_a_group_reaches_its_holders_alone_on_the_cluster(
                 conn.execute(lexical).fetchone(),
                 conn.execute(search, [VECTOR]).fetchone(),
                 conn.execute("SELECT count(*) FROM kgrag.chunks WHERE doc_id = 'hr-review'").fetchone(),
+                # hr's graph, on the tenant's worker, through the policies there
+                conn.execute("SELECT string_agg(entity_id, ',') FROM kgrag.link_entities('Quillon Marsh')").fetchone(),
+                conn.execute("SELECT count(*) FROM kgrag.edges WHERE rel = 'FILED_AGAINST'").fetchone(),
             )
     assert found["citus_d_hr"][0] == ("hr-review#0",) and "hr-review#0" in (found["citus_d_hr"][1][0] or "")
     assert found["citus_d_hr"][2] == (1,)
     assert found["citus_d_reader"][0] == (None,) and "hr-review" not in (found["citus_d_reader"][1][0] or "")
     assert found["citus_d_reader"][2] == (0,)
+    assert found["citus_d_hr"][3:] == (("person:quillon marsh~hr",), (1,)), found["citus_d_hr"]
+    assert found["citus_d_reader"][3:] == ((None,), (0,)), found["citus_d_reader"]
     with psycopg.connect(as_role(cluster, "citus_d_reader")) as conn:  # the key's groups, not the role's
         conn.execute("SELECT kgrag.use_key(%s)", [key[0]])
         assert conn.execute(lexical).fetchone() == ("hr-review#0",)
