@@ -1400,7 +1400,7 @@ DECLARE
     budget_ms integer := (given -> 'khop_timeout_ms')::integer;
     search_deadline text := current_setting('kgrag.search_deadline', true);
     deadline timestamptz;
-    seed_ids text[] := kgrag.resolve_entities(COALESCE(seeds, '{}'));
+    seed_ids text[] := kgrag_private.with_twins(kgrag.resolve_entities(COALESCE(seeds, '{}')));
     given_chunks text[] := seed_chunks;  -- paired with chunk_weights
     graph record;
     walked record;  -- the relations followed: kgrag_private.walk_filter
@@ -1445,7 +1445,7 @@ ALTER FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double pre
 -- Name: FUNCTION personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer, as_of timestamp with time zone, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer, as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight times its confidence (summed over relation types; a co-occurrence is sure, 1); the edges are the current facts above min_confidence, as kgrag.k_hop follows them (as_of, history, min_confidence). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
+COMMENT ON FUNCTION kgrag.personalized_pagerank(seeds text[], seed_weights double precision[], seed_chunks text[], chunk_weights double precision[], damping double precision, hops integer, degree_cap integer, as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Returns the Personalized PageRank mass of the entities and chunks around the seeds: (kind entity or chunk, node_id, mass, rank within its kind), entities first, each kind by mass. The graph: entities (seeds given by id, name or alias, see kgrag.resolve_entities, with their twins in the audiences the session sees, kgrag_private.with_twins, each weighing as its name; and the entities the seed chunks cite) and those within hops edges of them (degree_cap: each node''s strongest edges; typed edges either way), the chunks citing them (at most the setting ppr_max_edges mentions, nearest entities first; at most ppr_max_edges entities and entity-entity links, nearest and strongest first) and the seed chunks; an entity-chunk link weighs 1, an entity-entity link the edge''s weight times its confidence (summed over relation types; a co-occurrence is sure, 1); the edges are the current facts above min_confidence, as kgrag.k_hop follows them (as_of, history, min_confidence). The walk restarts at the seeds: seed_weights (default: 1 / the number of chunks citing the entity) and chunk_weights (default 1), normalized. damping (default setting ppr_damping, 0.5) is the chance to follow a link, hops defaults to ppr_hops. Power iteration until the L1 change is below ppr_tolerance or ppr_max_iterations rounds; a dangling node''s mass returns to the seeds. Cancelled with SQLSTATE 57014 after khop_timeout_ms (inside kgrag_search, its search_timeout_ms).';
 
 --
 -- Name: purge(); Type: FUNCTION; Schema: kgrag; Owner: kgrag_logger
@@ -7108,8 +7108,9 @@ BEGIN
         SELECT 'e' || s.id AS key,
                sum(COALESCE(s.w, 1.0 / GREATEST(1, (SELECT count(*) FROM kgrag.mention AS m
                                                      WHERE m.tenant_id = t AND m.entity_id = s.id)))) AS w
-          FROM (SELECT (kgrag.resolve_entities(ARRAY[u.name]))[1] AS id, u.w
-                  FROM unnest(seeds, seed_weights) AS u(name, w)) AS s
+          FROM (SELECT x.id, u.w  -- (a name's twins in the audiences the session sees weigh as it does)
+                  FROM unnest(seeds, seed_weights) AS u(name, w)
+                 CROSS JOIN LATERAL unnest(kgrag_private.with_twins(kgrag.resolve_entities(ARRAY[u.name]))) AS x(id)) AS s
          GROUP BY s.id
         UNION ALL
         SELECT 'c' || s.id, sum(COALESCE(s.w, 1.0)) FROM unnest(given_chunks, chunk_weights) AS s(id, w)
@@ -10811,7 +10812,7 @@ ALTER FUNCTION kgrag_private.with_twins(ids text[]) OWNER TO <owner>;
 -- Name: FUNCTION with_twins(ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.with_twins(ids text[]) IS 'Private. Returns the entity ids given followed by their twins the session sees: the same id marked with another audience, or unmarked ("service:auth service" and "service:auth service~hr", kgrag_private.id_access), found through their shared name. Where a walk starts (kgrag.k_hop, the search option seed_entities), what an audience''s documents say of an entity of the shared graph is walked for the audience''s holders. A session holding no group reads nothing.';
+COMMENT ON FUNCTION kgrag_private.with_twins(ids text[]) IS 'Private. Returns the entity ids given followed by their twins the session sees: the same id marked with another audience, or unmarked ("service:auth service" and "service:auth service~hr", kgrag_private.id_access), found through their shared name. Where a walk starts (kgrag.k_hop, kgrag.personalized_pagerank, the search option seed_entities), what an audience''s documents say of an entity of the shared graph is walked for the audience''s holders. A session holding no group reads nothing.';
 
 --
 -- Name: within_limits(text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

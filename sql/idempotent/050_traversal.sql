@@ -94,7 +94,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.with_twins(text[]) IS
-'Private. Returns the entity ids given followed by their twins the session sees: the same id marked with another audience, or unmarked ("service:auth service" and "service:auth service~hr", kgrag_private.id_access), found through their shared name. Where a walk starts (kgrag.k_hop, the search option seed_entities), what an audience''s documents say of an entity of the shared graph is walked for the audience''s holders. A session holding no group reads nothing.';
+'Private. Returns the entity ids given followed by their twins the session sees: the same id marked with another audience, or unmarked ("service:auth service" and "service:auth service~hr", kgrag_private.id_access), found through their shared name. Where a walk starts (kgrag.k_hop, kgrag.personalized_pagerank, the search option seed_entities), what an audience''s documents say of an entity of the shared graph is walked for the audience''s holders. A session holding no group reads nothing.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.walk_filter(as_of timestamptz, history boolean, min_confidence double precision)
 RETURNS TABLE (at timestamptz, min_conf double precision, dated boolean)

@@ -315,6 +315,10 @@ def test_an_audience_s_graph_is_its_holders_own(dsn: str, tmp_path: Path, holder
             ("service:auth service~hr", 0),
             ("service:session store", 1),
         ]
+        ranked = conn.execute(
+            "SELECT node_id FROM kgrag.personalized_pagerank('{Auth Service}') WHERE kind = 'entity' ORDER BY 1"
+        ).fetchall()
+        assert ("person:marta quillfeather~hr",) in ranked and ("service:auth service~hr",) in ranked, ranked
         edges = conn.execute("SELECT src_name, rel, dst_name, evidence_quote FROM kgrag.edges WHERE rel <> 'CO_OCCURS'")
         assert sorted(edges.fetchall()) == [
             ("Auth Service", "CALLS", "Session Store", ""),
@@ -334,6 +338,7 @@ def test_an_audience_s_graph_is_its_holders_own(dsn: str, tmp_path: Path, holder
         with tenant_transaction(conn, tenant):
             told = str(conn.execute("SELECT * FROM kgrag.entities").fetchall()).lower()
             told += str(conn.execute("SELECT * FROM kgrag.k_hop('{Auth Service}', 2, direction => 'both')").fetchall())
+            told += str(conn.execute("SELECT * FROM kgrag.personalized_pagerank('{Auth Service}')").fetchall())
             assert "marta" not in told.lower() and "grievance" not in told.lower() and "~" not in told, told
         for named in ("Marta Quillfeather", "person:marta quillfeather~hr", "service:auth service~hr"):
             with (
