@@ -12040,7 +12040,7 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
              JOIN kgrag.entity e ON ((e.entity_id = a.entity_id)))
           WHERE (a.alias_fold <> ''::text)
           GROUP BY a.alias_fold
-         HAVING (count(DISTINCT kgrag_private.namesake_key(a.entity_id)) > 1)
+         HAVING (count(DISTINCT regexp_replace(kgrag_private.namesake_key(a.entity_id), '~.*$'::text, ''::text)) > 1)
         UNION ALL
          SELECT 'namesakes'::text,
             ('namesake:'::text || x.name_key),
@@ -12082,9 +12082,9 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
     chunk_id,
     quote
    FROM items i
-  WHERE (NOT (EXISTS ( SELECT 1
+  WHERE ((NOT (EXISTS ( SELECT 1
            FROM kgrag.curation c
-          WHERE (c.target = i.target))))
+          WHERE (c.target = i.target)))) AND (strpos(target, '~'::text) = 0))
   ORDER BY (item = 'sample'::text), item, (target COLLATE "C");
 
 ALTER VIEW kgrag.review_queue OWNER TO <owner>;
@@ -12093,7 +12093,7 @@ ALTER VIEW kgrag.review_queue OWNER TO <owner>;
 -- Name: VIEW review_queue; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 
 --
 -- Name: router_rule; Type: TABLE; Schema: kgrag; Owner: <owner>

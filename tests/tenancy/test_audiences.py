@@ -281,7 +281,11 @@ def test_an_audience_s_graph_is_its_holders_own(dsn: str, tmp_path: Path, holder
                 {"name": "Marta Quillfeather", "type": "Person", "description": "grievance reviewer"},
                 {"name": "Auth Service", "type": "Service", "description": "under grievance review"},
             ],
-            "relations": [{"source": "Marta Quillfeather", "target": "Auth Service", "type": "REVIEWS"}],
+            "relations": [
+                {"source": "Marta Quillfeather", "target": "Auth Service", "type": "REVIEWS"},
+                # (a relation stated only as negated: an item of the review queue, were it queued)
+                {"source": "Marta Quillfeather", "target": "Auth Service", "type": "OWNS", "negated": True},
+            ],
             "access": ["hr"],
         },
     ]
@@ -346,6 +350,11 @@ def test_an_audience_s_graph_is_its_holders_own(dsn: str, tmp_path: Path, holder
                 tenant_transaction(conn, tenant),
             ):
                 conn.execute("SELECT * FROM kgrag.k_hop(%s, 1)", [[named]])
+    # hr's curator finds nothing of hr's graph queued: no decision is taken on it
+    with connect(holders(tenant, ["hr"], CURATOR), role=CURATOR) as conn, tenant_transaction(conn, tenant):
+        queued = conn.execute("SELECT item, target FROM kgrag.review_queue").fetchall()
+        assert queued and not [q for q in queued if "~" in q[1]], queued
+        assert ("ambiguous_name", "name:auth service") not in queued  # an entity and its twin are one
     # a writer writes a row of an audience's graph only for groups it holds, every one of them
     hr_writer = holders(tenant, ["hr"], WRITER)
     for mark, allowed in (("~finance", False), ("~finance,hr", False), ("~hr", True)):
