@@ -55,6 +55,12 @@ def as_admin(cluster: Server, *statements: str, db: str = "postgres") -> None:
             conn.execute(statement)  # type: ignore[arg-type]
 
 
+def as_admin_rows(cluster: Server, db: str, query: str) -> list[tuple[object, ...]]:
+    """A query's rows as the cluster's superuser (row-level security does not apply)."""
+    with psycopg.connect(cluster.dsn(db), autocommit=True) as conn:
+        return conn.execute(query).fetchall()  # type: ignore[arg-type]
+
+
 def owner_database(cluster: Server, owner: str, *, createrole: bool = True, vector: bool = True) -> str:
     """A login role (never superuser) and a database it owns, with pgvector when the admin made it."""
     attributes = "LOGIN NOSUPERUSER" + (" CREATEROLE" if createrole else "")
@@ -320,3 +326,15 @@ def test_a_managed_owner_grants_audiences_and_its_writer_moves_a_document(cluste
     assert found(hr_reader) and not found(plain_reader)
     as_owner(owner, "SELECT kgrag.revoke_groups('app_r_aud', 'acme', '{hr}')")
     assert not found(hr_reader)
+    # the writer (holding hr) builds: full-text statistics for everyone and for hr, words in both
+    # ("acme", "contract"), and hr's graph; the owner takes the schema below the audiences'
+    # revisions and back: every tenant's rows of an audience go (not only the installer's tenant)
+    built = run("build", "--tenant", "acme", "--embedder", "hash", dsn=writer)
+    assert built.returncode == 0, built.stderr
+    stats = "SELECT count(*) FROM kgrag.lexeme_stats WHERE tenant_id = 'acme' AND lexeme = 'acm'"
+    assert as_admin_rows(cluster, "db_o_aud", stats) == [(2,)]
+    for step in (["db", "downgrade", "0042"], ["db", "upgrade"]):
+        done = run(*step, dsn=owner)
+        assert done.returncode == 0, done.stderr
+    assert as_admin_rows(cluster, "db_o_aud", stats) == [(1,)]  # the statistics for everyone, counted again by a build
+    assert found(writer)
