@@ -326,15 +326,22 @@ def test_a_managed_owner_grants_audiences_and_its_writer_moves_a_document(cluste
     assert found(hr_reader) and not found(plain_reader)
     as_owner(owner, "SELECT kgrag.revoke_groups('app_r_aud', 'acme', '{hr}')")
     assert not found(hr_reader)
-    # the writer (holding hr) builds: full-text statistics for everyone and for hr, words in both
-    # ("acme", "contract"), and hr's graph; the owner takes the schema below the audiences'
-    # revisions and back: every tenant's rows of an audience go (not only the installer's tenant)
-    built = run("build", "--tenant", "acme", "--embedder", "hash", dsn=writer)
-    assert built.returncode == 0, built.stderr
-    stats = "SELECT count(*) FROM kgrag.lexeme_stats WHERE tenant_id = 'acme' AND lexeme = 'acm'"
-    assert as_admin_rows(cluster, "db_o_aud", stats) == [(2,)]
+    # full-text statistics of one word for everyone and for hr (a build writes them for words more
+    # chunks hold than a search scores), and hr's graph: the owner takes the schema below the
+    # audiences' revisions and back, and every tenant's rows of an audience go, not only those of
+    # the tenant the installer acts for
+    with psycopg.connect(owner) as conn, conn.transaction():
+        conn.execute("SELECT kgrag.use_tenant('acme')")
+        conn.execute(
+            "INSERT INTO kgrag.lexeme_stats (tenant_id, lang, lexeme, chunks, audience)"
+            " VALUES ('acme', 'english', 'acm', 3, ''), ('acme', 'english', 'acm', 2, 'hr')"
+        )
+    graph = "SELECT count(*) FROM kgrag.entity WHERE tenant_id = 'acme' AND strpos(entity_id, '~') > 0"
+    assert as_admin_rows(cluster, "db_o_aud", graph) != [(0,)]
     for step in (["db", "downgrade", "0042"], ["db", "upgrade"]):
         done = run(*step, dsn=owner)
         assert done.returncode == 0, done.stderr
-    assert as_admin_rows(cluster, "db_o_aud", stats) == [(1,)]  # the statistics for everyone, counted again by a build
+    stats = "SELECT lexeme, chunks FROM kgrag.lexeme_stats WHERE tenant_id = 'acme'"
+    assert as_admin_rows(cluster, "db_o_aud", stats) == [("acm", 3)]
+    assert as_admin_rows(cluster, "db_o_aud", graph) == [(0,)]
     assert found(writer)
