@@ -378,7 +378,7 @@ SELECT kgrag.setting('community_seed')::integer, kgrag.setting('community_resolu
        kgrag.setting('community_max_size')::integer;
 
 -- name: community_graph
-SELECT src, dst, weight FROM kgrag_private.community_graph();
+SELECT graph, src, dst, weight FROM kgrag_private.community_graph();
 
 -- name: replace_communities
 SELECT kgrag_private.replace_communities();

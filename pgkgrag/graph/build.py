@@ -1,9 +1,10 @@
 """Graph products after ingestion: communities (hierarchical Leiden), reports, answers, embeddings.
 
-Leiden runs here, on the tenant's co-occurrence graph (kgrag_private.community_graph), with
-graspologic-native (the Rust Leiden of Microsoft GraphRAG), seeded: the same graph always gives the
-same communities. Everything else is SQL (kgrag_private.replace_communities, refresh_reports, refresh_answers,
-refresh_lexeme_stats, refresh_alias_trigram_stats).
+Leiden runs here, on each of the tenant's co-occurrence graphs (kgrag_private.community_graph: the
+shared one and each audience's, apart), with graspologic-native (the Rust Leiden of Microsoft
+GraphRAG), seeded: the same graph always gives the same communities. Everything else is SQL
+(kgrag_private.replace_communities, refresh_reports, refresh_answers, refresh_lexeme_stats,
+refresh_alias_trigram_stats).
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ class BuildSummary:
 
 
 def detect_communities(conn: psycopg.Connection) -> CommunityCounts:
-    """Run hierarchical Leiden over the tenant's graph and store the result (in the caller's transaction)."""
+    """Run hierarchical Leiden over each of the tenant's graphs the caller sees (the shared one, and
+    each audience's: kgrag_private.community_graph) alone, and store the result (in the caller's
+    transaction): the same graph gives the same communities, whatever the others hold."""
     try:
         import graspologic_native as gn
     except ImportError as exc:
@@ -68,21 +71,27 @@ def detect_communities(conn: psycopg.Connection) -> CommunityCounts:
     row = conn.execute(Q["community_settings"]).fetchone()
     assert row is not None
     seed, resolution, max_size = row
-    edges = conn.execute(Q["community_graph"]).fetchall()
-    clusters = (
-        gn.hierarchical_leiden(
-            [(s, d, float(w)) for s, d, w in edges],
+    graphs: dict[str, list[tuple[str, str, float]]] = {}
+    for graph, src, dst, weight in conn.execute(Q["community_graph"]).fetchall():
+        graphs.setdefault(graph, []).append((src, dst, float(weight)))
+    rows: list[tuple[str, int, int, int | None]] = []
+    for graph in sorted(graphs):
+        clusters = gn.hierarchical_leiden(
+            graphs[graph],
             resolution=resolution,
             randomness=0.001,
             use_modularity=True,
             max_cluster_size=max_size,
             seed=seed,
         )
-        if edges
-        else []
-    )
+        # each graph's cluster numbers after the previous graphs' (a cluster is (level, number))
+        offset = 1 + max((r[2] for r in rows), default=-1)
+        rows += [
+            (c.node, c.level, c.cluster + offset, None if c.parent_cluster is None else c.parent_cluster + offset)
+            for c in clusters
+        ]
     staging.begin(conn)
-    staging.copy_rows(conn, staging.CLUSTERS, ((c.node, c.level, c.cluster, c.parent_cluster) for c in clusters))
+    staging.copy_rows(conn, staging.CLUSTERS, rows)
     counts = conn.execute(Q["replace_communities"]).fetchone()
     assert counts is not None
     return CommunityCounts.model_validate(counts[0])

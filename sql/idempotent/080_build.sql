@@ -4,12 +4,12 @@
 CREATE OR REPLACE VIEW kgrag_private.connected_in_no_community WITH (security_invoker = true) AS
 SELECT e.tenant_id, e.entity_id
   FROM kgrag.entity AS e
- WHERE e.degree > 0 AND strpos(e.entity_id, '~') = 0  -- an audience's entities are in no community
+ WHERE e.degree > 0
    AND NOT EXISTS (SELECT 1 FROM kgrag.community_member AS m
                     WHERE m.tenant_id = e.tenant_id AND m.entity_id = e.entity_id);
 GRANT SELECT ON kgrag_private.connected_in_no_community TO kgrag_reader, kgrag_writer, kgrag_curator;
 COMMENT ON VIEW kgrag_private.connected_in_no_community IS
-'Private. The entities of the shared graph (not an audience''s: they are in no community) connected to another (degree > 0) that belong to no community: what an ingest leaves until pgkgrag build (an entity linked to none is in no community after a build either). The one definition of the rule, inlined wherever it is read (kgrag.entities.no_community, kgrag.staleness, kgrag_private.communities_outdated, the reason of kgrag_search); every tenant''s rows: the reader names the tenant (a bound value, so Citus reads one shard).';
+'Private. The entities connected to another (degree > 0) that belong to no community: what an ingest leaves until pgkgrag build (an entity linked to none is in no community after a build either). The one definition of the rule, inlined wherever it is read (kgrag.entities.no_community, kgrag.staleness, kgrag_private.communities_outdated, the reason of kgrag_search); every tenant''s rows: the reader names the tenant (a bound value, so Citus reads one shard).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.communities_outdated() RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -26,23 +26,27 @@ COMMENT ON FUNCTION kgrag_private.communities_outdated() IS
 'Private. Returns true when the communities of the current tenant no longer match its graph: one is stale, or a connected entity belongs to none.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.community_graph()
-RETURNS TABLE (src text, dst text, weight double precision)
+RETURNS TABLE (graph text, src text, dst text, weight double precision)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
 BEGIN
+    -- The shared graph ('') and the graph of each audience the caller sees (its groups, as the ids
+    -- are marked: kgrag_private.id_access), apart: communities are detected on each alone, so a
+    -- document for an audience never moves a community everyone reads, and a community (with its
+    -- report) is one audience's, read by its holders alone.
     RETURN QUERY
-    SELECT g.src, g.dst, g.weight FROM kgrag.edge AS g
+    SELECT COALESCE(kgrag_private.audience_key(kgrag_private.id_access(g.src)), ''), g.src, g.dst, g.weight
+      FROM kgrag.edge AS g
      WHERE g.tenant_id = t AND g.rel = 'CO_OCCURS' AND g.src < g.dst
-       -- the shared graph's: communities and their reports are read by every session of the tenant
-       AND strpos(g.src, '~') = 0 AND strpos(g.dst, '~') = 0
-     ORDER BY g.src, g.dst;
+       AND kgrag_private.id_access(g.src) IS NOT DISTINCT FROM kgrag_private.id_access(g.dst)
+     ORDER BY 1, g.src, g.dst;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.community_graph() IS
-'Private. Returns the graph communities are detected on: the current tenant''s co-occurrence edges of the shared graph (an audience''s entities, kgrag_private.id_access, are in no community: every session reads communities and reports), each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on it (settings community_seed, community_resolution, community_max_size) and stores the result with kgrag_private.replace_communities.';
+'Private. Returns the graphs communities are detected on, each apart: (graph = '''' for the shared graph, else the audience''s groups as kgrag_private.audience_key writes them; src, dst, weight), the current tenant''s co-occurrence edges within one graph (an audience''s entities are marked, kgrag_private.id_access: the caller reads the audiences it sees), each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on each graph alone (settings community_seed, community_resolution, community_max_size: the same communities for the same graph, whatever the others hold) and stores them together with kgrag_private.replace_communities.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.replace_communities() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -62,7 +66,9 @@ BEGIN
           FROM pg_temp.kgrag_stage_cluster AS s GROUP BY s.level, s.cluster
     )
     SELECT m.level, m.cluster, m.ids,
-           'c' || m.level || '-' || left(md5(array_to_string(m.ids, '|')), 12) AS community_id
+           -- (an audience's community is marked as its members are: the policies read the mark)
+           'c' || m.level || '-' || left(md5(array_to_string(m.ids, '|')), 12)
+           || COALESCE('~' || kgrag_private.audience_key(kgrag_private.id_access(m.ids[1])), '') AS community_id
       FROM members AS m;
 
     PERFORM kgrag_private.lock_keys('communities', ARRAY['all']);
@@ -124,7 +130,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.replace_communities() IS
-'Private. Replaces the current tenant''s communities with the hierarchical clustering staged in pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster). Ids derive from level and members, so unchanged communities (and their reports) stay. Returns counts as jsonb.';
+'Private. Replaces the current tenant''s communities with the hierarchical clustering staged in pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster). Ids derive from level and members, so unchanged communities (and their reports) stay; a community of an audience''s graph has its id marked as its members'' (kgrag_private.id_access), read by the audience''s holders alone. Only the communities the caller sees are replaced (those of an audience it does not hold stay). Returns counts as jsonb.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.refresh_answers() RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

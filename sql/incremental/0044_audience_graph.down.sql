@@ -66,6 +66,20 @@ BEGIN
     EXECUTE $q$DELETE FROM kgrag.community_member WHERE pg_catalog.strpos(entity_id, '~') > 0$q$;
     EXECUTE 'ALTER TABLE kgrag.community_member ENABLE ROW LEVEL SECURITY';
     EXECUTE 'ALTER TABLE kgrag.community_member FORCE ROW LEVEL SECURITY';
+    EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.community
+        USING (tenant_id = kgrag.current_tenant()) WITH CHECK (tenant_id = kgrag.current_tenant())$q$;
+    EXECUTE 'ALTER TABLE kgrag.community NO FORCE ROW LEVEL SECURITY';
+    EXECUTE 'ALTER TABLE kgrag.community DISABLE ROW LEVEL SECURITY';
+    EXECUTE $q$DELETE FROM kgrag.community WHERE pg_catalog.strpos(community_id, '~') > 0$q$;
+    EXECUTE 'ALTER TABLE kgrag.community ENABLE ROW LEVEL SECURITY';
+    EXECUTE 'ALTER TABLE kgrag.community FORCE ROW LEVEL SECURITY';
+    EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.community_report
+        USING (tenant_id = kgrag.current_tenant()) WITH CHECK (tenant_id = kgrag.current_tenant())$q$;
+    EXECUTE 'ALTER TABLE kgrag.community_report NO FORCE ROW LEVEL SECURITY';
+    EXECUTE 'ALTER TABLE kgrag.community_report DISABLE ROW LEVEL SECURITY';
+    EXECUTE $q$DELETE FROM kgrag.community_report WHERE pg_catalog.strpos(community_id, '~') > 0$q$;
+    EXECUTE 'ALTER TABLE kgrag.community_report ENABLE ROW LEVEL SECURITY';
+    EXECUTE 'ALTER TABLE kgrag.community_report FORCE ROW LEVEL SECURITY';
     EXECUTE 'DROP FUNCTION kgrag_private.id_access(text)';
 END
 $$;

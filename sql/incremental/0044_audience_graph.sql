@@ -6,8 +6,9 @@
 -- "person:maria silva~hr"; a namesake's mark follows, "person:maria silva~hr@1f3a9c2e"), so a
 -- document for an audience never changes a row everyone reads (no name, description, alias,
 -- weight, degree, quote or answer of the shared graph says anything it alone says), and every row
--- derived from it (entity, alias, source, mention, edge, evidence, namesake context, membership)
--- carries its audience in its ids. The tenant policy of each of those tables reads it there
+-- derived from it (entity, alias, source, mention, edge, evidence, namesake context, membership,
+-- and the communities detected on the audience's graph alone, with their reports) carries its
+-- audience in its ids. The tenant policy of each of those tables reads it there
 -- (kgrag_private.id_access, kept: a policy calls it) and shows a marked row only to a session that
 -- sees its audience (kgrag_private.may_see, as for chunks), and lets a marked row be written only
 -- by a session holding every group of the mark (as kgrag.lexeme_stats: a writer of hr does not
@@ -55,6 +56,12 @@ $q$;
     EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.community_member
         USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))
         WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id))))$q$;
+    EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.community
+        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(community_id, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(community_id))))
+        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(community_id, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(community_id), kgrag_private.groups_for(tenant_id))))$q$;
+    EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.community_report
+        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(community_id, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(community_id))))
+        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(community_id, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(community_id), kgrag_private.groups_for(tenant_id))))$q$;
     EXECUTE $q$COMMENT ON FUNCTION kgrag_private.id_access(text) IS
 'Private. Returns the groups an id of the graph is for (an entity''s, or a name key: "person:maria silva~hr@1f3a9c2e" -> {hr}), NULL for an id of the shared graph (no ''~''). The tenant policies of the graph''s tables call it for a marked row.'$q$;
 END

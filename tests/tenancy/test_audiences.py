@@ -302,10 +302,27 @@ def test_an_audience_s_graph_is_its_holders_own(dsn: str, tmp_path: Path, holder
             "SELECT description, degree FROM kgrag.entity WHERE tenant_id = %s AND entity_id = 'service:auth service'",
             [tenant],
         ).fetchone() == ("", 1)
-        # no community and no report holds an audience's entity
+        # communities are detected on each graph alone: an audience's entities are in communities of
+        # its own (marked, as their reports), and the shared graph's are those of a tenant without
+        # hr's document
+        mixed = owner.execute(
+            "SELECT count(*) FROM kgrag.community_member WHERE tenant_id = %s"
+            " AND (strpos(entity_id, '~') > 0) <> (strpos(community_id, '~') > 0)",
+            [tenant],
+        ).fetchone()
+        assert mixed == (0,)
+        communities = "SELECT community_id FROM kgrag.community WHERE tenant_id = %s ORDER BY 1"
+        marked_communities = [c for (c,) in owner.execute(communities, [tenant]) if "~" in c]
+        assert marked_communities and all(c.endswith("~hr") for c in marked_communities)
         assert owner.execute(
-            "SELECT count(*) FROM kgrag.community_member WHERE tenant_id = %s AND entity_id LIKE '%%~%%'", [tenant]
-        ).fetchone() == (0,)
+            "SELECT count(*) FROM kgrag.community_report WHERE tenant_id = %s AND strpos(community_id, '~') > 0",
+            [tenant],
+        ).fetchone() == (len(marked_communities),)
+    (tmp_path / "alone").mkdir()
+    _populate(holders("audgraph0", ["finance", "hr"], WRITER), tmp_path / "alone", "audgraph0", docs[:1])
+    with connect(dsn) as owner:
+        alone = [c for (c,) in owner.execute(communities, ["audgraph0"])]
+        assert [c for (c,) in owner.execute(communities, [tenant]) if "~" not in c] == alone
     hr = holders(tenant, ["hr"])
     with connect(hr, role=READER) as conn, tenant_transaction(conn, tenant):
         # one name, the shared entity first: no ambiguity between an entity and its twin
@@ -328,6 +345,14 @@ def test_an_audience_s_graph_is_its_holders_own(dsn: str, tmp_path: Path, holder
             ("Auth Service", "CALLS", "Session Store", ""),
             ("Marta Quillfeather", "REVIEWS", "Auth Service", ""),
         ]
+        # hr's communities, with their reports: the global route answers from them too
+        reports = conn.execute("SELECT community_id, report FROM kgrag.community_report ORDER BY 1").fetchall()
+        assert any(c.endswith("~hr") and "Marta Quillfeather" in r for c, r in reports), reports
+        globally = conn.execute(
+            "SELECT ref_id FROM kgrag.kgrag_search(NULL, 'global', 'What are the main themes?',"
+            " options => '{\"whole_collection\": true}')"
+        ).fetchall()
+        assert any(ref.endswith("~hr") for (ref,) in globally), globally
         linked = conn.execute("SELECT entity_id FROM kgrag.link_entities('Who is Marta Quillfeather?')").fetchall()
         assert linked == [("person:marta quillfeather~hr",)]
         # the router seeds an entity and its twin, and calls the name no ambiguity
@@ -343,6 +368,14 @@ def test_an_audience_s_graph_is_its_holders_own(dsn: str, tmp_path: Path, holder
             told = str(conn.execute("SELECT * FROM kgrag.entities").fetchall()).lower()
             told += str(conn.execute("SELECT * FROM kgrag.k_hop('{Auth Service}', 2, direction => 'both')").fetchall())
             told += str(conn.execute("SELECT * FROM kgrag.personalized_pagerank('{Auth Service}')").fetchall())
+            told += str(conn.execute("SELECT * FROM kgrag.communities").fetchall())
+            told += str(conn.execute("SELECT * FROM kgrag.community_report").fetchall())
+            told += str(
+                conn.execute(
+                    "SELECT * FROM kgrag.kgrag_search(NULL, 'global', 'What are the main themes?',"
+                    " options => '{\"whole_collection\": true}')"
+                ).fetchall()
+            )
             assert "marta" not in told.lower() and "grievance" not in told.lower() and "~" not in told, told
         for named in ("Marta Quillfeather", "person:marta quillfeather~hr", "service:auth service~hr"):
             with (
@@ -378,8 +411,8 @@ def test_an_audience_s_graph_is_its_holders_own(dsn: str, tmp_path: Path, holder
         with tenant_transaction(conn, tenant):
             conn.execute("SELECT kgrag.set_access('{hr-review}', '{hr}')")
         build(conn, tenant, EMBEDDER)
-    with connect(dsn) as owner:
-        assert checksums(owner, tenant) == shared
+    with connect(dsn) as owner:  # (but the searches logged meanwhile)
+        assert {**checksums(owner, tenant), "query_log": ""} == {**shared, "query_log": ""}
 
 
 def test_a_reader_may_not_read_cached_extractions(dsn: str, login: Callable[..., str]) -> None:
