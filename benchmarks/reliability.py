@@ -218,6 +218,16 @@ AUDIENCE_ATTACKS = [
         "tenancy/test_audiences.py::test_a_caller_who_sees_few_chunks_gets_the_nearest_of_its_own",
     ),
     (
+        "a reader without hr names hr's person, or the marked id of hr's entity or of hr's twin of a shared "
+        "one, to k_hop; reads entities, communities, reports, PageRank and the global route; a writer of hr "
+        "inserts entity rows marked ~finance and ~finance,hr; a curator of hr decides about hr's relation",
+        '"no entity is named" (as for a name nobody wrote); nothing of hr; both rows refused by the policy '
+        "(a row of an audience's graph is written only by a holder of all its groups); refused (0A000: every "
+        "curator reads decisions) and nothing of hr's graph queued; the shared communities equal a tenant's "
+        "without hr's document",
+        "tenancy/test_audiences.py::test_an_audience_s_graph_is_its_holders_own",
+    ),
+    (
         "tenant a's key without hr, and the hr key narrowed to no group, ask over /v1/ask and through the MCP "
         "tools (search, context, ask); any key asks /v1/neighbourhood",
         "the HR document is in neither the LLM's prompt (a local chat server) nor a tool's result; the hr key's "
