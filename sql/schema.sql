@@ -3331,26 +3331,36 @@ ALTER FUNCTION kgrag_private.audience_key(access text[]) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.audience_key(access text[]) IS 'Private. Returns a chunk''s groups as one text, stored in kgrag.chunk.audience (NULL: for everyone), so the index chunk_audience_idx holds them and a count of a session''s chunks reads the index alone (kgrag_private.seen_audiences). Its results are stored: it changes only with a revision that recomputes the column.';
 
 --
--- Name: audience_nearest(public.vector, bit, integer, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_probe
+-- Name: audience_nearest(text, public.vector, bit, integer, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_probe
 --
 
-CREATE FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) RETURNS text[]
+CREATE FUNCTION kgrag_private.audience_nearest(kind text, q public.vector, coded bit, candidates integer, halfvec boolean) RETURNS text[]
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
     AS $_$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
-    most constant integer := 10000;  -- the chunks a session may see for them to be read whole
+    most constant integer := 10000;  -- the rows a session may see for them to be read whole
+    source text;
+    id_column text;
     keys text[];
     open_rows integer;
     seen_rows integer;
     ids text[];
     vector_schema name;
 BEGIN
-    -- A session that sees few of the tenant's chunks (its audiences') would walk the vector index
-    -- through all the others; its own are counted in chunk_audience_idx (reading the index alone)
-    -- and, when at most `most`, ranked whole by the index's expression.
+    -- A session that sees few of the tenant's chunks or entities (its audiences') would walk the
+    -- vector index through all the others; its own are counted in chunk_audience_idx (or
+    -- entity_audience_idx: an entity's audience is its document's) reading the index alone and,
+    -- when at most `most`, ranked whole by the index's expression.
+    SELECT x.source, x.id_column INTO source, id_column
+      FROM (VALUES ('chunk', 'chunk', 'chunk_id'), ('entity', 'entity', 'entity_id')) AS x(kind, source, id_column)
+     WHERE x.kind = audience_nearest.kind;
+    IF source IS NULL THEN
+        RAISE EXCEPTION 'kind must be chunk or entity, got %', COALESCE(pg_catalog.quote_literal(kind), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.audience IS NOT NULL) THEN
         RETURN NULL;  -- no audience in the tenant: the index
     END IF;
@@ -3358,14 +3368,15 @@ BEGIN
     IF keys IS NULL THEN
         RETURN NULL;  -- every audience (or too many to list): the index
     END IF;
-    SELECT count(*) INTO open_rows
-      FROM (SELECT FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.audience IS NULL LIMIT most + 1) AS s;
+    EXECUTE pg_catalog.format('SELECT count(*) FROM (SELECT FROM kgrag.%I AS c WHERE c.tenant_id = $1'
+                              ' AND c.audience IS NULL LIMIT $2) AS s', source)
+       INTO open_rows USING t, most + 1;
     IF open_rows > most THEN
         RETURN NULL;
     END IF;
-    SELECT count(*) INTO seen_rows
-      FROM (SELECT FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.audience = ANY (keys)
-            LIMIT most + 1 - open_rows) AS s;
+    EXECUTE pg_catalog.format('SELECT count(*) FROM (SELECT FROM kgrag.%I AS c WHERE c.tenant_id = $1'
+                              ' AND c.audience = ANY ($2) LIMIT $3) AS s', source)
+       INTO seen_rows USING t, keys, most + 1 - open_rows;
     IF open_rows + seen_rows > most THEN
         RETURN NULL;
     END IF;
@@ -3373,35 +3384,36 @@ BEGIN
       FROM pg_catalog.pg_extension AS x JOIN pg_catalog.pg_namespace AS n ON n.oid = x.extnamespace
      WHERE x.extname = 'vector';
     EXECUTE pg_catalog.format($q$
-        WITH seen AS MATERIALIZED (  -- (materialized: never the vector index, which lists every chunk)
-            SELECT c.chunk_id, %1$s AS d
-              FROM kgrag.chunk AS c
+        WITH seen AS MATERIALIZED (  -- (materialized: never the vector index, which lists every row)
+            SELECT c.%2$I AS id, %1$s AS d
+              FROM kgrag.%3$I AS c
              WHERE c.tenant_id = $1 AND c.audience IS NULL AND c.quantized IS NOT NULL
-            UNION ALL  -- (two index-only scans of chunk_audience_idx, which holds quantized)
-            SELECT c.chunk_id, %1$s
-              FROM kgrag.chunk AS c
+            UNION ALL  -- (two index-only scans of the audience index, which holds quantized)
+            SELECT c.%2$I, %1$s
+              FROM kgrag.%3$I AS c
              WHERE c.tenant_id = $1 AND c.audience = ANY ($3) AND c.quantized IS NOT NULL
         )
-        SELECT pg_catalog.array_agg(b.chunk_id ORDER BY b.d, b.chunk_id)
-          FROM (SELECT s.chunk_id, s.d FROM seen AS s ORDER BY s.d, s.chunk_id LIMIT $4) AS b$q$,
+        SELECT pg_catalog.array_agg(b.id ORDER BY b.d, b.id)
+          FROM (SELECT s.id, s.d FROM seen AS s ORDER BY s.d, s.id LIMIT $4) AS b$q$,
         -- the expression of the installed index, as kgrag_private.nearest orders by it
         -- (pgvector's operators and types named in its schema, which this path leaves out)
         CASE WHEN halfvec
              THEN pg_catalog.format('c.embedding::%1$I.halfvec(%2$s) OPERATOR(%1$I.<=>) $2::%1$I.halfvec(%2$s)',
                                     vector_schema, pg_catalog.length(coded))
-             ELSE pg_catalog.format('c.quantized OPERATOR(%I.<~>) $5', vector_schema) END)
+             ELSE pg_catalog.format('c.quantized OPERATOR(%I.<~>) $5', vector_schema) END,
+        id_column, source)
       INTO ids USING t, q, keys, candidates, coded;
     RETURN COALESCE(ids, '{}');
 END
 $_$;
 
-ALTER FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) OWNER TO kgrag_probe;
+ALTER FUNCTION kgrag_private.audience_nearest(kind text, q public.vector, coded bit, candidates integer, halfvec boolean) OWNER TO kgrag_probe;
 
 --
--- Name: FUNCTION audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_probe
+-- Name: FUNCTION audience_nearest(kind text, q public.vector, coded bit, candidates integer, halfvec boolean); Type: COMMENT; Schema: kgrag_private; Owner: kgrag_probe
 --
 
-COMMENT ON FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) IS 'Private. Returns the ids of the current tenant''s chunks the current transaction sees (for everyone, or of an audience it holds a group of: kgrag_private.seen_audiences) nearest to q by the vector index''s expression (halfvec: cosine on halfvec, else Hamming distance to coded, as the binary-quantized index), at most candidates, best first, ties by id; NULL when the tenant has no audience, the session sees every audience, or it sees more than 10,000 chunks: then kgrag_private.nearest walks the vector index as before. Read whole, the few chunks of a session that sees 5% of them cost what the index walk costs a session that sees them all (docs/benchmarks.md, audiences), where the walk through the others cost 8 times as much. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because counting a session''s chunks through chunk_audience_idx reads past the audience policy; it returns ids of chunks the session sees only, and kgrag_private.nearest reads them under the policy.';
+COMMENT ON FUNCTION kgrag_private.audience_nearest(kind text, q public.vector, coded bit, candidates integer, halfvec boolean) IS 'Private. Returns the ids of the current tenant''s chunks or entities (kind chunk | entity) the current transaction sees (for everyone, or of an audience it holds a group of: kgrag_private.seen_audiences; an entity''s audience is that of the documents whose graph it is of, kgrag.entity.audience) nearest to q by the vector index''s expression (halfvec: cosine on halfvec, else Hamming distance to coded, as the binary-quantized index), at most candidates, best first, ties by id; NULL when the tenant has no audience, the session sees every audience, or it sees more than 10,000 of them: then kgrag_private.nearest walks the vector index as before. Read whole, the few chunks of a session that sees 5% of them cost what the index walk costs a session that sees them all (docs/benchmarks.md, audiences), where the walk through the others cost 8 times as much. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because counting a session''s rows through chunk_audience_idx and entity_audience_idx reads past the audience policy; it returns ids of rows the session sees only, and kgrag_private.nearest reads them under the policy.';
 
 --
 -- Name: centre(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5822,7 +5834,7 @@ ALTER FUNCTION kgrag_private.id_access(id text) OWNER TO <owner>;
 -- Name: FUNCTION id_access(id text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.id_access(id text) IS 'Private. Returns the groups an id of the graph is for (an entity''s, or a name key: "person:maria silva~hr@1f3a9c2e" -> {hr}), NULL for an id of the shared graph (no ''~''). The tenant policies of the graph''s tables call it for a marked row.';
+COMMENT ON FUNCTION kgrag_private.id_access(id text) IS 'Private. Returns the groups an id of the graph is for (an entity''s, or a name key: "person:maria silva~hr@1f3a9c2e" -> {hr}), NULL for an id of the shared graph (no ''~''). The tenant policies of the graph''s tables read the mark as it does, with built-ins (a call per row costs more); kgrag_private.replace_communities marks a community''s id with its result.';
 
 --
 -- Name: identified_key(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6842,10 +6854,10 @@ BEGIN
         ' WHERE c.tenant_id = $1 AND c.community_id = x.community_id AND c.level = $4)' ELSE '' END;
     -- the question coded as the tenant's rows are (kgrag.quantize), for the bq index
     coded := kgrag_private.quantize(q, kgrag_private.tenant_centre());
-    IF kind = 'chunk' THEN
-        -- a session that sees few of the chunks (audiences): its own, ranked whole, not the index
-        -- (nor the count below, which would read the others under the policy)
-        seen := kgrag_private.audience_nearest(q, coded, candidates, halfvec);
+    IF kind IN ('chunk', 'entity') THEN
+        -- a session that sees few of the chunks or entities (audiences): its own, ranked whole,
+        -- not the index (nor the count below, which would read the others under the policy)
+        seen := kgrag_private.audience_nearest(kind, q, coded, candidates, halfvec);
     END IF;
     -- A set no larger than the candidate count is read whole and ranked exactly: the index would
     -- return all of it anyway, and an approximate graph shared with other tenants can leave a row
@@ -6871,7 +6883,7 @@ BEGIN
          LIMIT $5$q$,
         source, id_column,
         -- the expression of the installed index, repeated exactly
-        CASE WHEN seen IS NOT NULL THEN 'AND x.chunk_id = ANY ($7)'
+        CASE WHEN seen IS NOT NULL THEN format('AND x.%I = ANY ($7)', id_column)
              WHEN n <= candidates THEN 'AND x.embedding IS NOT NULL'
              WHEN halfvec
              THEN format('ORDER BY x.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s)', kgrag.dimension())
@@ -6888,7 +6900,7 @@ ALTER FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, over
 -- Name: FUNCTION nearest(kind text, q public.vector, k integer, overfetch integer, ef_search integer, level integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, overfetch integer, ef_search integer, level integer) IS 'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors; a tenant with no more rows than that candidate count is ranked exactly, whole, and so are the chunks of a session that sees few of them (kgrag_private.audience_nearest: a tenant with audiences). level (reports only) keeps reports of communities of that level.';
+COMMENT ON FUNCTION kgrag_private.nearest(kind text, q public.vector, k integer, overfetch integer, ef_search integer, level integer) IS 'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors; a tenant with no more rows than that candidate count is ranked exactly, whole, and so are the chunks and entities of a session that sees few of them (kgrag_private.audience_nearest: a tenant with audiences). level (reports only) keeps reports of communities of that level.';
 
 --
 -- Name: one_of(jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -11291,6 +11303,7 @@ CREATE TABLE kgrag.entity (
     answer_before text,
     answer_before_doc text,
     quantized bit(512),
+    audience text GENERATED ALWAYS AS (NULLIF(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ''::text)) STORED,
     CONSTRAINT entity_entity_id_check CHECK ((strpos(entity_id, '|'::text) = 0)),
     CONSTRAINT entity_quantized_check CHECK (((embedding IS NULL) = (quantized IS NULL)))
 );
@@ -11323,6 +11336,12 @@ COMMENT ON COLUMN kgrag.entity.answer_before_doc IS 'The document answer_before 
 --
 
 COMMENT ON COLUMN kgrag.entity.quantized IS 'The binary quantization of the embedding less the centre of its tenant''s embedder (kgrag.quantize; setting embedder_centres), NULL exactly when the embedding is: what the bq vector index holds.';
+
+--
+-- Name: COLUMN entity.audience; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.entity.audience IS 'The audience whose graph the entity is of, as its id is marked (the groups, as kgrag.chunk.audience writes them; NULL: the shared graph''s): entity_audience_idx lists a tenant''s entities by audience.';
 
 --
 -- Name: communities; Type: VIEW; Schema: kgrag; Owner: <owner>
@@ -12689,6 +12708,12 @@ CREATE INDEX edge_src_weight_idx ON kgrag.edge USING btree (tenant_id, src, weig
 CREATE INDEX entity_answer_chunk_idx ON kgrag.entity USING btree (tenant_id, answer_chunk_id) WHERE (answer_chunk_id IS NOT NULL);
 
 --
+-- Name: entity_audience_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
+--
+
+CREATE INDEX entity_audience_idx ON kgrag.entity USING btree (tenant_id, audience) INCLUDE (entity_id, quantized);
+
+--
 -- Name: entity_embedding_bq_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
 --
 
@@ -13111,6 +13136,12 @@ CREATE POLICY probe_read ON kgrag.chunk FOR SELECT TO kgrag_probe USING (true);
 CREATE POLICY probe_read ON kgrag.document FOR SELECT TO kgrag_probe USING (true);
 
 --
+-- Name: entity probe_read; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY probe_read ON kgrag.entity FOR SELECT TO kgrag_probe USING (true);
+
+--
 -- Name: query_log; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
 --
 
@@ -13150,13 +13181,13 @@ ALTER TABLE kgrag.settings ENABLE ROW LEVEL SECURITY;
 -- Name: alias tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.alias USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.alias USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: alias_source tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.alias_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.alias_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: alias_trigram_stats tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13180,19 +13211,19 @@ CREATE POLICY tenant_isolation ON kgrag.chunk USING (((tenant_id = kgrag.current
 -- Name: community tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.community USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(community_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(community_id), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.community USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(community_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(community_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: community_member tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.community_member USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.community_member USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: community_report tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.community_report USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(community_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(community_id), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.community_report USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(community_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(community_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: curation tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13216,19 +13247,19 @@ CREATE POLICY tenant_isolation ON kgrag.document USING (((tenant_id = kgrag.curr
 -- Name: edge tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.edge USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(src), kgrag_private.groups_for(tenant_id))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(dst), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.edge USING (((tenant_id = kgrag.current_tenant()) AND (((strpos(src, '~'::text) = 0) AND (strpos(dst, '~'::text) = 0)) OR (kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(src, '~'::text, 2), '@'::text, 1), ''::text), ','::text)) AND ((split_part(split_part(src, '~'::text, 2), '@'::text, 1) = split_part(split_part(dst, '~'::text, 2), '@'::text, 1)) OR kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(dst, '~'::text, 2), '@'::text, 1), ''::text), ','::text))))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND (((strpos(src, '~'::text) = 0) AND (strpos(dst, '~'::text) = 0)) OR (kgrag_private.holds_all(string_to_array(NULLIF(split_part(split_part(src, '~'::text, 2), '@'::text, 1), ''::text), ','::text), kgrag_private.groups_for(tenant_id)) AND kgrag_private.holds_all(string_to_array(NULLIF(split_part(split_part(dst, '~'::text, 2), '@'::text, 1), ''::text), ','::text), kgrag_private.groups_for(tenant_id))))));
 
 --
 -- Name: entity tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.entity USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.entity USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: entity_source tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.entity_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.entity_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: ingest_failure tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13264,13 +13295,13 @@ CREATE POLICY tenant_isolation ON kgrag.log_overflow USING ((tenant_id = kgrag.c
 -- Name: mention tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.mention USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.mention USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: namesake_context tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.namesake_context USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(name_key))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(name_key), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.namesake_context USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(name_key, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(name_key, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
 
 --
 -- Name: query_log tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13288,7 +13319,7 @@ CREATE POLICY tenant_isolation ON kgrag.reembedding USING ((tenant_id = kgrag.cu
 -- Name: relation_evidence tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.relation_evidence USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(src, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(src), kgrag_private.groups_for(tenant_id))) AND ((strpos(dst, '~'::text) = 0) OR kgrag_private.holds_all(kgrag_private.id_access(dst), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.relation_evidence USING (((tenant_id = kgrag.current_tenant()) AND (((strpos(src, '~'::text) = 0) AND (strpos(dst, '~'::text) = 0)) OR (kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(src, '~'::text, 2), '@'::text, 1), ''::text), ','::text)) AND ((split_part(split_part(src, '~'::text, 2), '@'::text, 1) = split_part(split_part(dst, '~'::text, 2), '@'::text, 1)) OR kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(dst, '~'::text, 2), '@'::text, 1), ''::text), ','::text))))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND (((strpos(src, '~'::text) = 0) AND (strpos(dst, '~'::text) = 0)) OR (kgrag_private.holds_all(string_to_array(NULLIF(split_part(split_part(src, '~'::text, 2), '@'::text, 1), ''::text), ','::text), kgrag_private.groups_for(tenant_id)) AND kgrag_private.holds_all(string_to_array(NULLIF(split_part(split_part(dst, '~'::text, 2), '@'::text, 1), ''::text), ','::text), kgrag_private.groups_for(tenant_id))))));
 
 --
 -- Name: set_aside tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13489,13 +13520,13 @@ GRANT ALL ON FUNCTION kgrag.use_key(key text, tenant text) TO kgrag_writer;
 GRANT ALL ON FUNCTION kgrag.use_key(key text, tenant text) TO kgrag_curator;
 
 --
--- Name: FUNCTION audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean); Type: ACL; Schema: kgrag_private; Owner: kgrag_probe
+-- Name: FUNCTION audience_nearest(kind text, q public.vector, coded bit, candidates integer, halfvec boolean); Type: ACL; Schema: kgrag_private; Owner: kgrag_probe
 --
 
-REVOKE ALL ON FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) TO kgrag_reader;
-GRANT ALL ON FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) TO kgrag_writer;
-GRANT ALL ON FUNCTION kgrag_private.audience_nearest(q public.vector, coded bit, candidates integer, halfvec boolean) TO kgrag_curator;
+REVOKE ALL ON FUNCTION kgrag_private.audience_nearest(kind text, q public.vector, coded bit, candidates integer, halfvec boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.audience_nearest(kind text, q public.vector, coded bit, candidates integer, halfvec boolean) TO kgrag_reader;
+GRANT ALL ON FUNCTION kgrag_private.audience_nearest(kind text, q public.vector, coded bit, candidates integer, halfvec boolean) TO kgrag_writer;
+GRANT ALL ON FUNCTION kgrag_private.audience_nearest(kind text, q public.vector, coded bit, candidates integer, halfvec boolean) TO kgrag_curator;
 
 --
 -- Name: FUNCTION check_key(key text, tenant text, acting name); Type: ACL; Schema: kgrag_private; Owner: <owner>
@@ -13759,6 +13790,36 @@ GRANT SELECT ON TABLE kgrag.community_report TO kgrag_curator;
 GRANT SELECT ON TABLE kgrag.entity TO kgrag_reader;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kgrag.entity TO kgrag_writer;
 GRANT SELECT ON TABLE kgrag.entity TO kgrag_curator;
+
+--
+-- Name: COLUMN entity.tenant_id; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(tenant_id) ON TABLE kgrag.entity TO kgrag_probe;
+
+--
+-- Name: COLUMN entity.entity_id; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(entity_id) ON TABLE kgrag.entity TO kgrag_probe;
+
+--
+-- Name: COLUMN entity.embedding; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(embedding) ON TABLE kgrag.entity TO kgrag_probe;
+
+--
+-- Name: COLUMN entity.quantized; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(quantized) ON TABLE kgrag.entity TO kgrag_probe;
+
+--
+-- Name: COLUMN entity.audience; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(audience) ON TABLE kgrag.entity TO kgrag_probe;
 
 --
 -- Name: TABLE communities; Type: ACL; Schema: kgrag; Owner: <owner>

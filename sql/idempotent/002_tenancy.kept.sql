@@ -476,4 +476,4 @@ AS $$
 $$;
 GRANT EXECUTE ON FUNCTION kgrag_private.id_access(text) TO kgrag_reader, kgrag_writer, kgrag_curator, kgrag_probe, kgrag_logger;
 COMMENT ON FUNCTION kgrag_private.id_access(text) IS
-'Private. Returns the groups an id of the graph is for (an entity''s, or a name key: "person:maria silva~hr@1f3a9c2e" -> {hr}), NULL for an id of the shared graph (no ''~''). The tenant policies of the graph''s tables call it for a marked row.';
+'Private. Returns the groups an id of the graph is for (an entity''s, or a name key: "person:maria silva~hr@1f3a9c2e" -> {hr}), NULL for an id of the shared graph (no ''~''). The tenant policies of the graph''s tables read the mark as it does, with built-ins (a call per row costs more); kgrag_private.replace_communities marks a community''s id with its result.';

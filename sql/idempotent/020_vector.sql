@@ -206,7 +206,7 @@ $$;
 COMMENT ON FUNCTION kgrag_private.vector_scan_end() IS
 'Private. Returns nothing; puts back the settings that kgrag_private.vector_scan_begin changed.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.audience_nearest(q vector, coded bit, candidates integer, halfvec boolean)
+CREATE OR REPLACE FUNCTION kgrag_private.audience_nearest(kind text, q vector, coded bit, candidates integer, halfvec boolean)
 RETURNS text[]
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
@@ -214,16 +214,26 @@ SET plan_cache_mode = force_custom_plan  -- see kgrag_private.search_at: no gene
 AS $$
 DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
-    most constant integer := 10000;  -- the chunks a session may see for them to be read whole
+    most constant integer := 10000;  -- the rows a session may see for them to be read whole
+    source text;
+    id_column text;
     keys text[];
     open_rows integer;
     seen_rows integer;
     ids text[];
     vector_schema name;
 BEGIN
-    -- A session that sees few of the tenant's chunks (its audiences') would walk the vector index
-    -- through all the others; its own are counted in chunk_audience_idx (reading the index alone)
-    -- and, when at most `most`, ranked whole by the index's expression.
+    -- A session that sees few of the tenant's chunks or entities (its audiences') would walk the
+    -- vector index through all the others; its own are counted in chunk_audience_idx (or
+    -- entity_audience_idx: an entity's audience is its document's) reading the index alone and,
+    -- when at most `most`, ranked whole by the index's expression.
+    SELECT x.source, x.id_column INTO source, id_column
+      FROM (VALUES ('chunk', 'chunk', 'chunk_id'), ('entity', 'entity', 'entity_id')) AS x(kind, source, id_column)
+     WHERE x.kind = audience_nearest.kind;
+    IF source IS NULL THEN
+        RAISE EXCEPTION 'kind must be chunk or entity, got %', COALESCE(pg_catalog.quote_literal(kind), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.audience IS NOT NULL) THEN
         RETURN NULL;  -- no audience in the tenant: the index
     END IF;
@@ -231,14 +241,15 @@ BEGIN
     IF keys IS NULL THEN
         RETURN NULL;  -- every audience (or too many to list): the index
     END IF;
-    SELECT count(*) INTO open_rows
-      FROM (SELECT FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.audience IS NULL LIMIT most + 1) AS s;
+    EXECUTE pg_catalog.format('SELECT count(*) FROM (SELECT FROM kgrag.%I AS c WHERE c.tenant_id = $1'
+                              ' AND c.audience IS NULL LIMIT $2) AS s', source)
+       INTO open_rows USING t, most + 1;
     IF open_rows > most THEN
         RETURN NULL;
     END IF;
-    SELECT count(*) INTO seen_rows
-      FROM (SELECT FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.audience = ANY (keys)
-            LIMIT most + 1 - open_rows) AS s;
+    EXECUTE pg_catalog.format('SELECT count(*) FROM (SELECT FROM kgrag.%I AS c WHERE c.tenant_id = $1'
+                              ' AND c.audience = ANY ($2) LIMIT $3) AS s', source)
+       INTO seen_rows USING t, keys, most + 1 - open_rows;
     IF open_rows + seen_rows > most THEN
         RETURN NULL;
     END IF;
@@ -246,34 +257,35 @@ BEGIN
       FROM pg_catalog.pg_extension AS x JOIN pg_catalog.pg_namespace AS n ON n.oid = x.extnamespace
      WHERE x.extname = 'vector';
     EXECUTE pg_catalog.format($q$
-        WITH seen AS MATERIALIZED (  -- (materialized: never the vector index, which lists every chunk)
-            SELECT c.chunk_id, %1$s AS d
-              FROM kgrag.chunk AS c
+        WITH seen AS MATERIALIZED (  -- (materialized: never the vector index, which lists every row)
+            SELECT c.%2$I AS id, %1$s AS d
+              FROM kgrag.%3$I AS c
              WHERE c.tenant_id = $1 AND c.audience IS NULL AND c.quantized IS NOT NULL
-            UNION ALL  -- (two index-only scans of chunk_audience_idx, which holds quantized)
-            SELECT c.chunk_id, %1$s
-              FROM kgrag.chunk AS c
+            UNION ALL  -- (two index-only scans of the audience index, which holds quantized)
+            SELECT c.%2$I, %1$s
+              FROM kgrag.%3$I AS c
              WHERE c.tenant_id = $1 AND c.audience = ANY ($3) AND c.quantized IS NOT NULL
         )
-        SELECT pg_catalog.array_agg(b.chunk_id ORDER BY b.d, b.chunk_id)
-          FROM (SELECT s.chunk_id, s.d FROM seen AS s ORDER BY s.d, s.chunk_id LIMIT $4) AS b$q$,
+        SELECT pg_catalog.array_agg(b.id ORDER BY b.d, b.id)
+          FROM (SELECT s.id, s.d FROM seen AS s ORDER BY s.d, s.id LIMIT $4) AS b$q$,
         -- the expression of the installed index, as kgrag_private.nearest orders by it
         -- (pgvector's operators and types named in its schema, which this path leaves out)
         CASE WHEN halfvec
              THEN pg_catalog.format('c.embedding::%1$I.halfvec(%2$s) OPERATOR(%1$I.<=>) $2::%1$I.halfvec(%2$s)',
                                     vector_schema, pg_catalog.length(coded))
-             ELSE pg_catalog.format('c.quantized OPERATOR(%I.<~>) $5', vector_schema) END)
+             ELSE pg_catalog.format('c.quantized OPERATOR(%I.<~>) $5', vector_schema) END,
+        id_column, source)
       INTO ids USING t, q, keys, candidates, coded;
     RETURN COALESCE(ids, '{}');
 END
 $$;
 GRANT CREATE ON SCHEMA kgrag_private TO kgrag_probe;  -- a new owner must be able to create in the schema
-ALTER FUNCTION kgrag_private.audience_nearest(vector, bit, integer, boolean) OWNER TO kgrag_probe;
+ALTER FUNCTION kgrag_private.audience_nearest(text, vector, bit, integer, boolean) OWNER TO kgrag_probe;
 REVOKE CREATE ON SCHEMA kgrag_private FROM kgrag_probe;
-REVOKE EXECUTE ON FUNCTION kgrag_private.audience_nearest(vector, bit, integer, boolean) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION kgrag_private.audience_nearest(vector, bit, integer, boolean) TO kgrag_reader, kgrag_writer, kgrag_curator;
-COMMENT ON FUNCTION kgrag_private.audience_nearest(vector, bit, integer, boolean) IS
-'Private. Returns the ids of the current tenant''s chunks the current transaction sees (for everyone, or of an audience it holds a group of: kgrag_private.seen_audiences) nearest to q by the vector index''s expression (halfvec: cosine on halfvec, else Hamming distance to coded, as the binary-quantized index), at most candidates, best first, ties by id; NULL when the tenant has no audience, the session sees every audience, or it sees more than 10,000 chunks: then kgrag_private.nearest walks the vector index as before. Read whole, the few chunks of a session that sees 5% of them cost what the index walk costs a session that sees them all (docs/benchmarks.md, audiences), where the walk through the others cost 8 times as much. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because counting a session''s chunks through chunk_audience_idx reads past the audience policy; it returns ids of chunks the session sees only, and kgrag_private.nearest reads them under the policy.';
+REVOKE EXECUTE ON FUNCTION kgrag_private.audience_nearest(text, vector, bit, integer, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION kgrag_private.audience_nearest(text, vector, bit, integer, boolean) TO kgrag_reader, kgrag_writer, kgrag_curator;
+COMMENT ON FUNCTION kgrag_private.audience_nearest(text, vector, bit, integer, boolean) IS
+'Private. Returns the ids of the current tenant''s chunks or entities (kind chunk | entity) the current transaction sees (for everyone, or of an audience it holds a group of: kgrag_private.seen_audiences; an entity''s audience is that of the documents whose graph it is of, kgrag.entity.audience) nearest to q by the vector index''s expression (halfvec: cosine on halfvec, else Hamming distance to coded, as the binary-quantized index), at most candidates, best first, ties by id; NULL when the tenant has no audience, the session sees every audience, or it sees more than 10,000 of them: then kgrag_private.nearest walks the vector index as before. Read whole, the few chunks of a session that sees 5% of them cost what the index walk costs a session that sees them all (docs/benchmarks.md, audiences), where the walk through the others cost 8 times as much. SECURITY DEFINER, owned by kgrag_probe (on the allow-list), because counting a session''s rows through chunk_audience_idx and entity_audience_idx reads past the audience policy; it returns ids of rows the session sees only, and kgrag_private.nearest reads them under the policy.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.nearest(
     kind text, q vector, k integer, overfetch integer, ef_search integer, level integer DEFAULT NULL)
@@ -308,10 +320,10 @@ BEGIN
         ' WHERE c.tenant_id = $1 AND c.community_id = x.community_id AND c.level = $4)' ELSE '' END;
     -- the question coded as the tenant's rows are (kgrag.quantize), for the bq index
     coded := kgrag_private.quantize(q, kgrag_private.tenant_centre());
-    IF kind = 'chunk' THEN
-        -- a session that sees few of the chunks (audiences): its own, ranked whole, not the index
-        -- (nor the count below, which would read the others under the policy)
-        seen := kgrag_private.audience_nearest(q, coded, candidates, halfvec);
+    IF kind IN ('chunk', 'entity') THEN
+        -- a session that sees few of the chunks or entities (audiences): its own, ranked whole,
+        -- not the index (nor the count below, which would read the others under the policy)
+        seen := kgrag_private.audience_nearest(kind, q, coded, candidates, halfvec);
     END IF;
     -- A set no larger than the candidate count is read whole and ranked exactly: the index would
     -- return all of it anyway, and an approximate graph shared with other tenants can leave a row
@@ -337,7 +349,7 @@ BEGIN
          LIMIT $5$q$,
         source, id_column,
         -- the expression of the installed index, repeated exactly
-        CASE WHEN seen IS NOT NULL THEN 'AND x.chunk_id = ANY ($7)'
+        CASE WHEN seen IS NOT NULL THEN format('AND x.%I = ANY ($7)', id_column)
              WHEN n <= candidates THEN 'AND x.embedding IS NOT NULL'
              WHEN halfvec
              THEN format('ORDER BY x.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s)', kgrag.dimension())
@@ -348,7 +360,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.nearest(text, vector, integer, integer, integer, integer) IS
-'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors; a tenant with no more rows than that candidate count is ranked exactly, whole, and so are the chunks of a session that sees few of them (kgrag_private.audience_nearest: a tenant with audiences). level (reports only) keeps reports of communities of that level.';
+'Private. Returns the k chunks, entities or community reports (kind chunk | entity | report) of the current tenant nearest to q: (ref_id, rank, similarity = 1 - cosine distance), best first, ties by id. Candidates (k * overfetch, at least vector_min_candidates) come from the vector index (kgrag.vector_index(): halfvec or binary-quantized HNSW) with iterative scans, then are re-ranked by exact cosine on the full vectors; a tenant with no more rows than that candidate count is ranked exactly, whole, and so are the chunks and entities of a session that sees few of them (kgrag_private.audience_nearest: a tenant with audiences). level (reports only) keeps reports of communities of that level.';
 
 CREATE OR REPLACE FUNCTION kgrag.search_chunks_vector(
     q vector, k integer DEFAULT 10, overfetch integer DEFAULT NULL, ef_search integer DEFAULT NULL)

@@ -80,6 +80,10 @@ BEGIN
     EXECUTE $q$DELETE FROM kgrag.community_report WHERE pg_catalog.strpos(community_id, '~') > 0$q$;
     EXECUTE 'ALTER TABLE kgrag.community_report ENABLE ROW LEVEL SECURITY';
     EXECUTE 'ALTER TABLE kgrag.community_report FORCE ROW LEVEL SECURITY';
+    EXECUTE 'DROP POLICY probe_read ON kgrag.entity';
+    EXECUTE 'REVOKE SELECT (tenant_id, entity_id, audience, quantized, embedding) ON kgrag.entity FROM kgrag_probe';
+    EXECUTE 'DROP INDEX kgrag.entity_audience_idx';
+    EXECUTE 'ALTER TABLE kgrag.entity DROP COLUMN audience';
     EXECUTE 'DROP FUNCTION kgrag_private.id_access(text)';
 END
 $$;

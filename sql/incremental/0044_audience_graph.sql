@@ -8,17 +8,19 @@
 -- weight, degree, quote or answer of the shared graph says anything it alone says), and every row
 -- derived from it (entity, alias, source, mention, edge, evidence, namesake context, membership,
 -- and the communities detected on the audience's graph alone, with their reports) carries its
--- audience in its ids. The tenant policy of each of those tables reads it there
--- (kgrag_private.id_access, kept: a policy calls it) and shows a marked row only to a session that
--- sees its audience (kgrag_private.may_see, as for chunks), and lets a marked row be written only
--- by a session holding every group of the mark (as kgrag.lexeme_stats: a writer of hr does not
--- write into the graph of "finance,hr", which finance's holders read); an unmarked row costs one
--- strpos.
+-- audience in its ids. The tenant policy of each of those tables reads it there (with built-ins,
+-- as kgrag_private.id_access reads it: a function call per row cost 1.6 µs) and shows a marked row
+-- only to a session that sees its audience (kgrag_private.may_see, as for chunks; an edge's ends
+-- are of one audience, checked once), and lets a marked row be written only by a session holding
+-- every group of the mark (as kgrag.lexeme_stats: a writer of hr does not write into the graph of
+-- "finance,hr", which finance's holders read); an unmarked row costs a strpos. kgrag.entity.audience
+-- (stored, indexed with the entity's id and quantized vector, as kgrag.chunk.audience) lets a
+-- session that sees few entities rank its own without walking the vector index through the others.
 --
 -- One statement (a DO block), each DDL through EXECUTE: see 0021_edge_rank_index.sql (Citus).
 DO $$
 BEGIN
-    -- first created here: the policies call it (body: sql/idempotent/002_tenancy.kept.sql)
+    -- first created here: community ids store its result (body: sql/idempotent/002_tenancy.kept.sql)
     EXECUTE $q$
 CREATE FUNCTION kgrag_private.id_access(id text) RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
@@ -30,39 +32,51 @@ $body$
 $q$;
     EXECUTE 'GRANT EXECUTE ON FUNCTION kgrag_private.id_access(text) TO kgrag_reader, kgrag_writer, kgrag_curator, kgrag_probe, kgrag_logger';
     EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.entity
-        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))
-        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id))))$q$;
+        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(entity_id, '~', 2), '@', 1), ','))))
+        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.holds_all(pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(entity_id, '~', 2), '@', 1), ','), kgrag_private.groups_for(tenant_id))))$q$;
     EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.alias
-        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))
-        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id))))$q$;
+        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(entity_id, '~', 2), '@', 1), ','))))
+        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.holds_all(pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(entity_id, '~', 2), '@', 1), ','), kgrag_private.groups_for(tenant_id))))$q$;
     EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.alias_source
-        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))
-        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id))))$q$;
+        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(entity_id, '~', 2), '@', 1), ','))))
+        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.holds_all(pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(entity_id, '~', 2), '@', 1), ','), kgrag_private.groups_for(tenant_id))))$q$;
     EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.entity_source
-        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))
-        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id))))$q$;
+        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(entity_id, '~', 2), '@', 1), ','))))
+        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.holds_all(pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(entity_id, '~', 2), '@', 1), ','), kgrag_private.groups_for(tenant_id))))$q$;
     EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.mention
-        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))
-        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id))))$q$;
+        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(entity_id, '~', 2), '@', 1), ','))))
+        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.holds_all(pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(entity_id, '~', 2), '@', 1), ','), kgrag_private.groups_for(tenant_id))))$q$;
     EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.edge
-        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(src, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND (pg_catalog.strpos(dst, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst))))
-        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(src, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(src), kgrag_private.groups_for(tenant_id))) AND (pg_catalog.strpos(dst, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(dst), kgrag_private.groups_for(tenant_id))))$q$;
+        USING (tenant_id = kgrag.current_tenant() AND ((pg_catalog.strpos(src, '~') = 0 AND pg_catalog.strpos(dst, '~') = 0) OR (kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(NULLIF(pg_catalog.split_part(pg_catalog.split_part(src, '~', 2), '@', 1), ''), ',')) AND (pg_catalog.split_part(pg_catalog.split_part(src, '~', 2), '@', 1) = pg_catalog.split_part(pg_catalog.split_part(dst, '~', 2), '@', 1) OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(NULLIF(pg_catalog.split_part(pg_catalog.split_part(dst, '~', 2), '@', 1), ''), ','))))))
+        WITH CHECK (tenant_id = kgrag.current_tenant() AND ((pg_catalog.strpos(src, '~') = 0 AND pg_catalog.strpos(dst, '~') = 0) OR (kgrag_private.holds_all(pg_catalog.string_to_array(NULLIF(pg_catalog.split_part(pg_catalog.split_part(src, '~', 2), '@', 1), ''), ','), kgrag_private.groups_for(tenant_id)) AND kgrag_private.holds_all(pg_catalog.string_to_array(NULLIF(pg_catalog.split_part(pg_catalog.split_part(dst, '~', 2), '@', 1), ''), ','), kgrag_private.groups_for(tenant_id)))))$q$;
     EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.relation_evidence
-        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(src, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(src))) AND (pg_catalog.strpos(dst, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(dst))))
-        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(src, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(src), kgrag_private.groups_for(tenant_id))) AND (pg_catalog.strpos(dst, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(dst), kgrag_private.groups_for(tenant_id))))$q$;
+        USING (tenant_id = kgrag.current_tenant() AND ((pg_catalog.strpos(src, '~') = 0 AND pg_catalog.strpos(dst, '~') = 0) OR (kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(NULLIF(pg_catalog.split_part(pg_catalog.split_part(src, '~', 2), '@', 1), ''), ',')) AND (pg_catalog.split_part(pg_catalog.split_part(src, '~', 2), '@', 1) = pg_catalog.split_part(pg_catalog.split_part(dst, '~', 2), '@', 1) OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(NULLIF(pg_catalog.split_part(pg_catalog.split_part(dst, '~', 2), '@', 1), ''), ','))))))
+        WITH CHECK (tenant_id = kgrag.current_tenant() AND ((pg_catalog.strpos(src, '~') = 0 AND pg_catalog.strpos(dst, '~') = 0) OR (kgrag_private.holds_all(pg_catalog.string_to_array(NULLIF(pg_catalog.split_part(pg_catalog.split_part(src, '~', 2), '@', 1), ''), ','), kgrag_private.groups_for(tenant_id)) AND kgrag_private.holds_all(pg_catalog.string_to_array(NULLIF(pg_catalog.split_part(pg_catalog.split_part(dst, '~', 2), '@', 1), ''), ','), kgrag_private.groups_for(tenant_id)))))$q$;
     EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.namesake_context
-        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(name_key, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(name_key))))
-        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(name_key, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(name_key), kgrag_private.groups_for(tenant_id))))$q$;
+        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(name_key, '~') = 0 OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(name_key, '~', 2), '@', 1), ','))))
+        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(name_key, '~') = 0 OR kgrag_private.holds_all(pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(name_key, '~', 2), '@', 1), ','), kgrag_private.groups_for(tenant_id))))$q$;
     EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.community_member
-        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(entity_id))))
-        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(entity_id), kgrag_private.groups_for(tenant_id))))$q$;
+        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(entity_id, '~', 2), '@', 1), ','))))
+        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(entity_id, '~') = 0 OR kgrag_private.holds_all(pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(entity_id, '~', 2), '@', 1), ','), kgrag_private.groups_for(tenant_id))))$q$;
     EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.community
-        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(community_id, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(community_id))))
-        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(community_id, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(community_id), kgrag_private.groups_for(tenant_id))))$q$;
+        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(community_id, '~') = 0 OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(community_id, '~', 2), '@', 1), ','))))
+        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(community_id, '~') = 0 OR kgrag_private.holds_all(pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(community_id, '~', 2), '@', 1), ','), kgrag_private.groups_for(tenant_id))))$q$;
     EXECUTE $q$ALTER POLICY tenant_isolation ON kgrag.community_report
-        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(community_id, '~') = 0 OR kgrag_private.may_see(tenant_id, kgrag_private.id_access(community_id))))
-        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(community_id, '~') = 0 OR kgrag_private.holds_all(kgrag_private.id_access(community_id), kgrag_private.groups_for(tenant_id))))$q$;
+        USING (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(community_id, '~') = 0 OR kgrag_private.may_see(tenant_id, pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(community_id, '~', 2), '@', 1), ','))))
+        WITH CHECK (tenant_id = kgrag.current_tenant() AND (pg_catalog.strpos(community_id, '~') = 0 OR kgrag_private.holds_all(pg_catalog.string_to_array(pg_catalog.split_part(pg_catalog.split_part(community_id, '~', 2), '@', 1), ','), kgrag_private.groups_for(tenant_id))))$q$;
+    -- an entity's audience as one text (NULL: the shared graph's), stored and indexed as a chunk's:
+    -- a session that sees few of the entities ranks its own by the index alone
+    -- (kgrag_private.audience_nearest), not the vector index through every other audience's
+    EXECUTE $q$ALTER TABLE kgrag.entity ADD COLUMN audience text GENERATED ALWAYS AS
+        (NULLIF(pg_catalog.split_part(pg_catalog.split_part(entity_id, '~', 2), '@', 1), '')) STORED$q$;
+    EXECUTE 'CREATE INDEX entity_audience_idx ON kgrag.entity (tenant_id, audience) INCLUDE (entity_id, quantized)';
+    EXECUTE $q$COMMENT ON COLUMN kgrag.entity.audience IS
+'The audience whose graph the entity is of, as its id is marked (the groups, as kgrag.chunk.audience writes them; NULL: the shared graph''s): entity_audience_idx lists a tenant''s entities by audience.'$q$;
+    -- the probe (kgrag_private.audience_nearest) reads an entity's id, audience and vectors, nothing
+    -- of its name or what the documents say of it
+    EXECUTE 'GRANT SELECT (tenant_id, entity_id, audience, quantized, embedding) ON kgrag.entity TO kgrag_probe';
+    EXECUTE 'CREATE POLICY probe_read ON kgrag.entity FOR SELECT TO kgrag_probe USING (true)';
     EXECUTE $q$COMMENT ON FUNCTION kgrag_private.id_access(text) IS
-'Private. Returns the groups an id of the graph is for (an entity''s, or a name key: "person:maria silva~hr@1f3a9c2e" -> {hr}), NULL for an id of the shared graph (no ''~''). The tenant policies of the graph''s tables call it for a marked row.'$q$;
+'Private. Returns the groups an id of the graph is for (an entity''s, or a name key: "person:maria silva~hr@1f3a9c2e" -> {hr}), NULL for an id of the shared graph (no ''~''). The tenant policies of the graph''s tables read the mark as it does, with built-ins (a call per row costs more); kgrag_private.replace_communities marks a community''s id with its result.'$q$;
 END
 $$;

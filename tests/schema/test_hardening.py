@@ -42,9 +42,9 @@ DEFINER_ALLOWED = {
     ),
     "kgrag.tenants()": (PROBE, "the tenants the caller may use and their document counts"),
     "kgrag_private.seen_audiences(text)": (PROBE, "the audiences of a tenant's chunks the caller holds a group of"),
-    "kgrag_private.audience_nearest(vector,bit,integer,boolean)": (
+    "kgrag_private.audience_nearest(text,vector,bit,integer,boolean)": (
         PROBE,
-        "the nearest of the few chunks a caller sees, through chunk_audience_idx",
+        "the nearest of the few chunks or entities a caller sees, through chunk_audience_idx and entity_audience_idx",
     ),
     "kgrag_private.log_search(text,text,text[],integer,integer,double precision,boolean,text,integer,"
     "text[],text,text)": (
@@ -113,7 +113,7 @@ def test_no_security_definer_function_outside_the_allow_list(admin: psycopg.Conn
         assert public == (False,), function
 
 
-def test_the_probe_role_reads_three_tables_and_the_logger_writes_one(admin: psycopg.Connection) -> None:
+def test_the_probe_role_reads_three_tables_and_entity_ids_and_the_logger_writes_one(admin: psycopg.Connection) -> None:
     role = admin.execute(
         "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s", [PROBE]
     ).fetchone()
@@ -127,7 +127,19 @@ def test_the_probe_role_reads_three_tables_and_the_logger_writes_one(admin: psyc
         "SELECT tablename, cmd, qual FROM pg_policies WHERE schemaname = 'kgrag' AND %s = ANY (roles) ORDER BY 1",
         [PROBE],
     ).fetchall()
-    assert policies == [("alias", "SELECT", "true"), ("chunk", "SELECT", "true"), ("document", "SELECT", "true")]
+    assert policies == [
+        ("alias", "SELECT", "true"),
+        ("chunk", "SELECT", "true"),
+        ("document", "SELECT", "true"),
+        ("entity", "SELECT", "true"),
+    ]
+    # of an entity, its id, audience and vectors alone (revision 0044: kgrag_private.audience_nearest)
+    columns = admin.execute(
+        "SELECT table_name, column_name FROM information_schema.column_privileges"
+        " WHERE grantee = %s AND table_name = 'entity' ORDER BY 2",
+        [PROBE],
+    ).fetchall()
+    assert [c for _, c in columns] == ["audience", "embedding", "entity_id", "quantized", "tenant_id"]
     logger = admin.execute(
         "SELECT table_name, privilege_type FROM information_schema.role_table_grants WHERE grantee = %s ORDER BY 1, 2",
         [LOGGER],

@@ -618,7 +618,11 @@ def test_a_caller_who_sees_few_chunks_gets_the_nearest_of_its_own(
     docs = []
     for i in range(240):
         access = [None, ["a"], ["a"], ["a"], ["a"], ["b"], ["a", "b"]][i % 7]
-        doc: dict[str, Any] = {"doc_id": f"d{i:03d}", "text": " ".join(rng.choices(words, k=12)) + f" item {i}."}
+        doc: dict[str, Any] = {
+            "doc_id": f"d{i:03d}",
+            "text": " ".join(rng.choices(words, k=12)) + f" item {i} at Station {i % 40}.",
+            "entities": [{"name": f"Station {i % 40}", "type": "Place"}],  # each audience's graph its stations
+        }
         if access:
             doc["access"] = access
         docs.append(doc)
@@ -641,15 +645,22 @@ def test_a_caller_who_sees_few_chunks_gets_the_nearest_of_its_own(
         ).fetchone()  # type: ignore[misc]
         by_probe = {
             halfvec: conn.execute(
-                "SELECT kgrag_private.audience_nearest(%s::vector, %s::bit varying, 12, %s)", [vec, coded, halfvec]
+                "SELECT kgrag_private.audience_nearest('chunk', %s::vector, %s::bit varying, 12, %s)",
+                [vec, coded, halfvec],
             ).fetchone()[0]  # type: ignore[index]
             for halfvec in (False, True)
         }
         found = [r[0] for r in conn.execute("SELECT chunk_id FROM kgrag.search_chunks_vector(%s::vector, 5)", [vec])]
+        entities_by_probe = conn.execute(
+            "SELECT kgrag_private.audience_nearest('entity', %s::vector, %s::bit varying, 12, false)", [vec, coded]
+        ).fetchone()[0]  # type: ignore[index]
+        entities_found = [
+            r[0] for r in conn.execute("SELECT entity_id FROM kgrag.search_entities_vector(%s::vector, 5, 0)", [vec])
+        ]
         counted = dict(conn.execute("SELECT audience, sum(chunks) FROM kgrag.lexeme_stats GROUP BY 1").fetchall())
         conn.execute("SELECT kgrag.use_groups('{}')")
         narrowed = conn.execute(
-            "SELECT kgrag_private.audience_nearest(%s::vector, %s::bit varying, 500, false)", [vec, coded]
+            "SELECT kgrag_private.audience_nearest('chunk', %s::vector, %s::bit varying, 500, false)", [vec, coded]
         ).fetchone()
     # a writer holding b writes statistics for b, never for an audience naming a group it lacks
     stats = (
@@ -685,6 +696,18 @@ def test_a_caller_who_sees_few_chunks_gets_the_nearest_of_its_own(
     open_rows = admin.execute("SELECT chunk_id FROM kgrag.chunk WHERE tenant_id = %s AND access IS NULL", [tenant])
     public = {r[0] for r in open_rows}
     assert narrowed is not None and set(narrowed[0]) == public
+    # the entities of the graphs the b holder sees (the shared one, b's and a,b's), as the index orders them
+    entities_seen = (
+        "SELECT entity_id FROM kgrag.entity WHERE tenant_id = %s AND quantized IS NOT NULL"
+        " AND (audience IS NULL OR string_to_array(audience, ',') && '{b}')"
+    )
+    by_hamming = admin.execute(
+        entities_seen + " ORDER BY quantized <~> %s::bit varying, entity_id LIMIT 12", [tenant, coded]
+    )
+    assert entities_by_probe == [r[0] for r in by_hamming]
+    by_cosine = admin.execute(entities_seen + " ORDER BY embedding <=> %s::vector, entity_id LIMIT 5", [tenant, vec])
+    assert entities_found == [r[0] for r in by_cosine]
+    assert any(e.endswith("~b") for e in entities_by_probe) and not any(e.endswith("~a") for e in entities_by_probe)
 
 
 @pytest.mark.slow
