@@ -91,13 +91,21 @@ BEGIN
     IF target IS NULL OR length(target) > 2000 THEN
         RAISE EXCEPTION 'give the target of a review item (kgrag.review_queue.target)' USING ERRCODE = '22023';
     END IF;
+    -- a target in an audience's graph is refused before anything is looked up (run as the schema
+    -- owner, whom a superuser's bypass of the policies would let tell whether it exists)
+    IF strpos(target, '~') > 0 THEN
+        RAISE EXCEPTION 'decisions about the graph of an audience (%) are not taken yet', target
+            USING ERRCODE = '0A000',
+                  HINT = 'Its documents can be corrected at the source and ingested again; see docs/audiences.md.';
+    END IF;
     IF cardinality(parts) = 3 THEN  -- a relation: checked as it stands, and about its document where it has one
         docs := kgrag_private.relation_documents(parts[1], parts[2], parts[3]);
         IF cardinality(docs) = 0 THEN
             RAISE EXCEPTION 'no relation % is stated', quote_literal(target) USING ERRCODE = '22023';
         END IF;
-    ELSIF NOT ((target LIKE 'name:%' AND EXISTS (SELECT 1 FROM kgrag.alias AS a
-                                                  WHERE a.tenant_id = t AND a.alias_fold = substr(target, 6)))
+    ELSIF NOT ((target LIKE 'name:%' AND EXISTS (SELECT 1 FROM kgrag.alias AS a  -- (a name of the shared graph)
+                                                  WHERE a.tenant_id = t AND a.alias_fold = substr(target, 6)
+                                                    AND strpos(a.entity_id, '~') = 0))
                OR (target LIKE 'namesake:%' AND EXISTS (SELECT 1 FROM kgrag.entity_source AS s
                                                         WHERE s.tenant_id = t AND s.name_key = substr(target, 10)))
                OR (target LIKE 'set_aside:%' AND EXISTS (SELECT 1 FROM kgrag.set_aside AS s
@@ -130,7 +138,7 @@ ALTER FUNCTION kgrag.approve(target text, note text) OWNER TO <owner>;
 -- Name: FUNCTION approve(target text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.approve(target text, note text) IS 'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
+COMMENT ON FUNCTION kgrag.approve(target text, note text) IS 'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing; 0A000 for a target in the graph of an audience (an id marked ''~''), refused before anything is looked up. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 --
 -- Name: canonical_name(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -5782,8 +5790,10 @@ BEGIN
       FROM pg_temp.kgrag_stage_document AS d;
     -- and one for an audience gives the shared graph nothing of it: its entities (and so its
     -- relations, resolved to them) are the audience's own, and what it set aside is not queued
+    -- (every staged entity's, whatever the session wrote into the staging table: NULL for everyone)
     UPDATE pg_temp.kgrag_stage_entity AS e SET audience = kgrag_private.audience_key(d.access)
-      FROM pg_temp.kgrag_stage_document AS d WHERE d.doc_id = e.doc_id AND d.access IS NOT NULL;
+      FROM pg_temp.kgrag_stage_document AS d
+     WHERE d.doc_id = e.doc_id AND e.audience IS DISTINCT FROM kgrag_private.audience_key(d.access);
     DELETE FROM pg_temp.kgrag_stage_set_aside AS a
      USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = a.doc_id AND d.access IS NOT NULL;
 END
@@ -8505,7 +8515,7 @@ ALTER FUNCTION kgrag_private.replace_communities() OWNER TO <owner>;
 -- Name: FUNCTION replace_communities(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.replace_communities() IS 'Private. Replaces the current tenant''s communities with the hierarchical clustering staged in pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster). Ids derive from level and members, so unchanged communities (and their reports) stay; a community of an audience''s graph has its id marked as its members'' (kgrag_private.id_access), read by the audience''s holders alone. Only the communities the caller sees are replaced (those of an audience it does not hold stay). Returns counts as jsonb.';
+COMMENT ON FUNCTION kgrag_private.replace_communities() IS 'Private. Replaces the current tenant''s communities with the hierarchical clustering staged in pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster). Ids derive from level and members, so unchanged communities (and their reports) stay; a community of an audience''s graph has its id marked as its members'' (kgrag_private.id_access), read by the audience''s holders alone. Only the communities the caller sees are replaced (those of an audience it does not see stay as they are). Returns counts as jsonb.';
 
 --
 -- Name: reports_overtaken(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -12066,9 +12076,9 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
             NULL::text
            FROM (kgrag.alias a
              JOIN kgrag.entity e ON ((e.entity_id = a.entity_id)))
-          WHERE (a.alias_fold <> ''::text)
+          WHERE ((a.alias_fold <> ''::text) AND (strpos(a.entity_id, '~'::text) = 0))
           GROUP BY a.alias_fold
-         HAVING (count(DISTINCT regexp_replace(kgrag_private.namesake_key(a.entity_id), '~.*$'::text, ''::text)) > 1)
+         HAVING (count(DISTINCT kgrag_private.namesake_key(a.entity_id)) > 1)
         UNION ALL
          SELECT 'namesakes'::text,
             ('namesake:'::text || x.name_key),
@@ -13181,13 +13191,13 @@ ALTER TABLE kgrag.settings ENABLE ROW LEVEL SECURITY;
 -- Name: alias tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.alias USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.alias USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text)))));
 
 --
 -- Name: alias_source tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.alias_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.alias_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text)))));
 
 --
 -- Name: alias_trigram_stats tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13211,19 +13221,19 @@ CREATE POLICY tenant_isolation ON kgrag.chunk USING (((tenant_id = kgrag.current
 -- Name: community tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.community USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(community_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(community_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.community USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(community_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(community_id, '~'::text, 2), '@'::text, 1), ','::text)))));
 
 --
 -- Name: community_member tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.community_member USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.community_member USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text)))));
 
 --
 -- Name: community_report tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.community_report USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(community_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(community_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.community_report USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(community_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(community_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(community_id, '~'::text, 2), '@'::text, 1), ','::text)))));
 
 --
 -- Name: curation tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13247,19 +13257,19 @@ CREATE POLICY tenant_isolation ON kgrag.document USING (((tenant_id = kgrag.curr
 -- Name: edge tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.edge USING (((tenant_id = kgrag.current_tenant()) AND (((strpos(src, '~'::text) = 0) AND (strpos(dst, '~'::text) = 0)) OR (kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(src, '~'::text, 2), '@'::text, 1), ''::text), ','::text)) AND ((split_part(split_part(src, '~'::text, 2), '@'::text, 1) = split_part(split_part(dst, '~'::text, 2), '@'::text, 1)) OR kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(dst, '~'::text, 2), '@'::text, 1), ''::text), ','::text))))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND (((strpos(src, '~'::text) = 0) AND (strpos(dst, '~'::text) = 0)) OR (kgrag_private.holds_all(string_to_array(NULLIF(split_part(split_part(src, '~'::text, 2), '@'::text, 1), ''::text), ','::text), kgrag_private.groups_for(tenant_id)) AND kgrag_private.holds_all(string_to_array(NULLIF(split_part(split_part(dst, '~'::text, 2), '@'::text, 1), ''::text), ','::text), kgrag_private.groups_for(tenant_id))))));
+CREATE POLICY tenant_isolation ON kgrag.edge USING (((tenant_id = kgrag.current_tenant()) AND (((strpos(src, '~'::text) = 0) AND (strpos(dst, '~'::text) = 0)) OR (kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(src, '~'::text, 2), '@'::text, 1), ''::text), ','::text)) AND ((split_part(split_part(src, '~'::text, 2), '@'::text, 1) = split_part(split_part(dst, '~'::text, 2), '@'::text, 1)) OR kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(dst, '~'::text, 2), '@'::text, 1), ''::text), ','::text))))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND (((strpos(src, '~'::text) = 0) AND (strpos(dst, '~'::text) = 0)) OR (kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(src, '~'::text, 2), '@'::text, 1), ''::text), ','::text)) AND ((split_part(split_part(src, '~'::text, 2), '@'::text, 1) = split_part(split_part(dst, '~'::text, 2), '@'::text, 1)) OR kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(dst, '~'::text, 2), '@'::text, 1), ''::text), ','::text)))))));
 
 --
 -- Name: entity tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.entity USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.entity USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text)))));
 
 --
 -- Name: entity_source tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.entity_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.entity_source USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text)))));
 
 --
 -- Name: ingest_failure tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13295,13 +13305,13 @@ CREATE POLICY tenant_isolation ON kgrag.log_overflow USING ((tenant_id = kgrag.c
 -- Name: mention tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.mention USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.mention USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(entity_id, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ','::text)))));
 
 --
 -- Name: namesake_context tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.namesake_context USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(name_key, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.holds_all(string_to_array(split_part(split_part(name_key, '~'::text, 2), '@'::text, 1), ','::text), kgrag_private.groups_for(tenant_id)))));
+CREATE POLICY tenant_isolation ON kgrag.namesake_context USING (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(name_key, '~'::text, 2), '@'::text, 1), ','::text))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((strpos(name_key, '~'::text) = 0) OR kgrag_private.may_see(tenant_id, string_to_array(split_part(split_part(name_key, '~'::text, 2), '@'::text, 1), ','::text)))));
 
 --
 -- Name: query_log tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -13319,7 +13329,7 @@ CREATE POLICY tenant_isolation ON kgrag.reembedding USING ((tenant_id = kgrag.cu
 -- Name: relation_evidence tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY tenant_isolation ON kgrag.relation_evidence USING (((tenant_id = kgrag.current_tenant()) AND (((strpos(src, '~'::text) = 0) AND (strpos(dst, '~'::text) = 0)) OR (kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(src, '~'::text, 2), '@'::text, 1), ''::text), ','::text)) AND ((split_part(split_part(src, '~'::text, 2), '@'::text, 1) = split_part(split_part(dst, '~'::text, 2), '@'::text, 1)) OR kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(dst, '~'::text, 2), '@'::text, 1), ''::text), ','::text))))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND (((strpos(src, '~'::text) = 0) AND (strpos(dst, '~'::text) = 0)) OR (kgrag_private.holds_all(string_to_array(NULLIF(split_part(split_part(src, '~'::text, 2), '@'::text, 1), ''::text), ','::text), kgrag_private.groups_for(tenant_id)) AND kgrag_private.holds_all(string_to_array(NULLIF(split_part(split_part(dst, '~'::text, 2), '@'::text, 1), ''::text), ','::text), kgrag_private.groups_for(tenant_id))))));
+CREATE POLICY tenant_isolation ON kgrag.relation_evidence USING (((tenant_id = kgrag.current_tenant()) AND (((strpos(src, '~'::text) = 0) AND (strpos(dst, '~'::text) = 0)) OR (kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(src, '~'::text, 2), '@'::text, 1), ''::text), ','::text)) AND ((split_part(split_part(src, '~'::text, 2), '@'::text, 1) = split_part(split_part(dst, '~'::text, 2), '@'::text, 1)) OR kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(dst, '~'::text, 2), '@'::text, 1), ''::text), ','::text))))))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND (((strpos(src, '~'::text) = 0) AND (strpos(dst, '~'::text) = 0)) OR (kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(src, '~'::text, 2), '@'::text, 1), ''::text), ','::text)) AND ((split_part(split_part(src, '~'::text, 2), '@'::text, 1) = split_part(split_part(dst, '~'::text, 2), '@'::text, 1)) OR kgrag_private.may_see(tenant_id, string_to_array(NULLIF(split_part(split_part(dst, '~'::text, 2), '@'::text, 1), ''::text), ','::text)))))));
 
 --
 -- Name: set_aside tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>

@@ -503,8 +503,10 @@ BEGIN
       FROM pg_temp.kgrag_stage_document AS d;
     -- and one for an audience gives the shared graph nothing of it: its entities (and so its
     -- relations, resolved to them) are the audience's own, and what it set aside is not queued
+    -- (every staged entity's, whatever the session wrote into the staging table: NULL for everyone)
     UPDATE pg_temp.kgrag_stage_entity AS e SET audience = kgrag_private.audience_key(d.access)
-      FROM pg_temp.kgrag_stage_document AS d WHERE d.doc_id = e.doc_id AND d.access IS NOT NULL;
+      FROM pg_temp.kgrag_stage_document AS d
+     WHERE d.doc_id = e.doc_id AND e.audience IS DISTINCT FROM kgrag_private.audience_key(d.access);
     DELETE FROM pg_temp.kgrag_stage_set_aside AS a
      USING pg_temp.kgrag_stage_document AS d WHERE d.doc_id = a.doc_id AND d.access IS NOT NULL;
 END

@@ -133,7 +133,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.replace_communities() IS
-'Private. Replaces the current tenant''s communities with the hierarchical clustering staged in pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster). Ids derive from level and members, so unchanged communities (and their reports) stay; a community of an audience''s graph has its id marked as its members'' (kgrag_private.id_access), read by the audience''s holders alone. Only the communities the caller sees are replaced (those of an audience it does not hold stay). Returns counts as jsonb.';
+'Private. Replaces the current tenant''s communities with the hierarchical clustering staged in pg_temp.kgrag_stage_cluster(entity_id, level, cluster, parent_cluster). Ids derive from level and members, so unchanged communities (and their reports) stay; a community of an audience''s graph has its id marked as its members'' (kgrag_private.id_access), read by the audience''s holders alone. Only the communities the caller sees are replaced (those of an audience it does not see stay as they are). Returns counts as jsonb.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.refresh_answers() RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

@@ -57,10 +57,10 @@ WITH relations AS (
            format('"%s" names %s', a.alias_fold, string_agg(DISTINCT e.name, ', ')), NULL, NULL, NULL
       FROM kgrag.alias AS a
       JOIN kgrag.entity AS e ON e.entity_id = a.entity_id
-     WHERE a.alias_fold <> ''
+     -- (the shared graph's names: a decision names its target to every curator)
+     WHERE a.alias_fold <> '' AND strpos(a.entity_id, '~') = 0
      GROUP BY a.alias_fold
-    -- (namesakes of one name: the next item; an entity and its twins in an audience's graph: one)
-    HAVING count(DISTINCT regexp_replace(kgrag_private.namesake_key(a.entity_id), '~.*$', '')) > 1
+    HAVING count(DISTINCT kgrag_private.namesake_key(a.entity_id)) > 1  -- namesakes of one name: the next item
     UNION ALL
     -- one name, several people kept apart (nothing joined them): one person or several is a guess
     SELECT 'namesakes', 'namesake:' || x.name_key,
@@ -384,13 +384,21 @@ BEGIN
     IF target IS NULL OR length(target) > 2000 THEN
         RAISE EXCEPTION 'give the target of a review item (kgrag.review_queue.target)' USING ERRCODE = '22023';
     END IF;
+    -- a target in an audience's graph is refused before anything is looked up (run as the schema
+    -- owner, whom a superuser's bypass of the policies would let tell whether it exists)
+    IF strpos(target, '~') > 0 THEN
+        RAISE EXCEPTION 'decisions about the graph of an audience (%) are not taken yet', target
+            USING ERRCODE = '0A000',
+                  HINT = 'Its documents can be corrected at the source and ingested again; see docs/audiences.md.';
+    END IF;
     IF cardinality(parts) = 3 THEN  -- a relation: checked as it stands, and about its document where it has one
         docs := kgrag_private.relation_documents(parts[1], parts[2], parts[3]);
         IF cardinality(docs) = 0 THEN
             RAISE EXCEPTION 'no relation % is stated', quote_literal(target) USING ERRCODE = '22023';
         END IF;
-    ELSIF NOT ((target LIKE 'name:%' AND EXISTS (SELECT 1 FROM kgrag.alias AS a
-                                                  WHERE a.tenant_id = t AND a.alias_fold = substr(target, 6)))
+    ELSIF NOT ((target LIKE 'name:%' AND EXISTS (SELECT 1 FROM kgrag.alias AS a  -- (a name of the shared graph)
+                                                  WHERE a.tenant_id = t AND a.alias_fold = substr(target, 6)
+                                                    AND strpos(a.entity_id, '~') = 0))
                OR (target LIKE 'namesake:%' AND EXISTS (SELECT 1 FROM kgrag.entity_source AS s
                                                         WHERE s.tenant_id = t AND s.name_key = substr(target, 10)))
                OR (target LIKE 'set_aside:%' AND EXISTS (SELECT 1 FROM kgrag.set_aside AS s
@@ -419,7 +427,7 @@ $$;
 REVOKE EXECUTE ON FUNCTION kgrag.approve(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.approve(text, text) TO kgrag_curator, kgrag_writer;
 COMMENT ON FUNCTION kgrag.approve(text, text) IS
-'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
+'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing; 0A000 for a target in the graph of an audience (an id marked ''~''), refused before anything is looked up. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) RETURNS boolean
 LANGUAGE sql STABLE SECURITY INVOKER

@@ -388,9 +388,34 @@ def test_an_audience_s_graph_is_its_holders_own(dsn: str, tmp_path: Path, holder
         queued = conn.execute("SELECT item, target FROM kgrag.review_queue").fetchall()
         assert queued and not [q for q in queued if "~" in q[1]], queued
         assert ("ambiguous_name", "name:auth service") not in queued  # an entity and its twin are one
-    # a writer writes a row of an audience's graph only for groups it holds, every one of them
+    # a curator of no group learns nothing by approving a marked target: refused before any lookup,
+    # whether it exists or not
+    with connect(holders(tenant, [], CURATOR), role=CURATOR) as conn:
+        for target in ("person:marta quillfeather~hr", "person:nobody at all~hr", "namesake:person:x~hr"):
+            with (
+                pytest.raises(psycopg.errors.FeatureNotSupported, match="decisions about the graph of an audience"),
+                tenant_transaction(conn, tenant),
+            ):
+                conn.execute("SELECT kgrag.approve(%s)", [target])
+    # a session staging a document for everyone cannot mark its entities as an audience's
+    with connect(holders(tenant, ["hr"], WRITER), role=WRITER) as conn, conn.transaction(force_rollback=True):
+        conn.execute("SELECT kgrag.use_tenant(%s)", [tenant])
+        conn.execute("SELECT kgrag_private.stage_begin()")
+        conn.execute("INSERT INTO pg_temp.kgrag_stage_document (doc_id, content_hash) VALUES ('staged', 'h')")
+        conn.execute(
+            "INSERT INTO pg_temp.kgrag_stage_chunk (doc_id, ordinal, char_start, char_end, text, content_hash)"
+            " VALUES ('staged', 0, 0, 12, 'Staged Thing', 'h0')"
+        )
+        conn.execute(
+            "INSERT INTO pg_temp.kgrag_stage_entity (doc_id, name, type, ordinals, audience)"
+            " VALUES ('staged', 'Staged Thing', 'Thing', '{0}', 'hr')"
+        )
+        conn.execute("SELECT kgrag_private.ingest_apply()")
+        ids = conn.execute("SELECT entity_id FROM kgrag.entity WHERE name = 'Staged Thing'").fetchall()
+        assert ids == [("thing:staged thing",)]
+    # a writer writes the rows of the graphs it sees (as it writes chunks), no other
     hr_writer = holders(tenant, ["hr"], WRITER)
-    for mark, allowed in (("~finance", False), ("~finance,hr", False), ("~hr", True)):
+    for mark, allowed in (("~finance", False), ("~finance,legal", False), ("~finance,hr", True), ("~hr", True)):
         with connect(hr_writer, role=WRITER) as conn, conn.transaction(force_rollback=True):
             conn.execute("SELECT kgrag.use_tenant(%s)", [tenant])
             insert = "INSERT INTO kgrag.entity (tenant_id, entity_id, name, type) VALUES (%s, %s, 'Forged', 'Service')"
@@ -413,6 +438,39 @@ def test_an_audience_s_graph_is_its_holders_own(dsn: str, tmp_path: Path, holder
         build(conn, tenant, EMBEDDER)
     with connect(dsn) as owner:  # (but the searches logged meanwhile)
         assert {**checksums(owner, tenant), "query_log": ""} == {**shared, "query_log": ""}
+
+
+def test_a_builder_holding_one_of_an_audience_s_groups_builds_the_graphs_it_sees(
+    dsn: str, tmp_path: Path, holders: Callable[..., str]
+) -> None:
+    """A document for finance or hr is seen by hr's writer, whose build detects that graph's
+    communities again, the same; those of a graph it does not see stay."""
+    tenant = "halfheld"
+    docs = [
+        {
+            "doc_id": doc_id,
+            "text": f"The {a} calls the {b}.",
+            "entities": [{"name": a, "type": "Service"}, {"name": b, "type": "Service"}],
+            "relations": [{"source": a, "target": b, "type": "CALLS"}],
+            **({"access": access} if access else {}),
+        }
+        for doc_id, a, b, access in (
+            ("open", "Auth Service", "Session Store", None),
+            ("both", "Garnet Ledger", "Quartz Queue", ["finance", "hr"]),
+            ("hr-only", "Falcon Gateway", "Heron Queue", ["hr"]),
+            ("fin-only", "Zircon Ledger", "Maple Queue", ["finance"]),
+        )
+    ]
+    _populate(holders(tenant, ["finance", "hr"], WRITER), tmp_path, tenant, docs)
+    count = "SELECT count(*) FROM kgrag.community WHERE tenant_id = %s AND community_id LIKE %s"
+    with connect(dsn) as owner:
+        before = {m: owner.execute(count, [tenant, f"%~{m}"]).fetchone() for m in ("hr", "finance,hr", "finance")}
+    assert (0,) not in before.values()
+    with connect(holders(tenant, ["hr"], WRITER), role=WRITER) as conn:
+        build(conn, tenant, EMBEDDER, force=True)
+    with connect(dsn) as owner:
+        after = {m: owner.execute(count, [tenant, f"%~{m}"]).fetchone() for m in ("hr", "finance,hr", "finance")}
+    assert after == before
 
 
 def test_a_reader_may_not_read_cached_extractions(dsn: str, login: Callable[..., str]) -> None:
