@@ -220,11 +220,12 @@ AUDIENCE_ATTACKS = [
     (
         "a reader without hr names hr's person, or the marked id of hr's entity or of hr's twin of a shared "
         "one, to k_hop; reads entities, communities, reports, PageRank and the global route; a writer of hr "
-        "inserts entity rows marked ~finance and ~finance,hr; a curator of hr decides about hr's relation",
-        '"no entity is named" (as for a name nobody wrote); nothing of hr; both rows refused by the policy '
-        "(a row of an audience's graph is written only by a holder of all its groups); refused (0A000: every "
-        "curator reads decisions) and nothing of hr's graph queued; the shared communities equal a tenant's "
-        "without hr's document",
+        "inserts entity rows marked ~finance and ~finance,legal, and stages a public document's entity marked "
+        "~hr; a curator of hr decides about hr's relation; a curator of no group approves hr's marked ids",
+        '"no entity is named" (as for a name nobody wrote); nothing of hr; both rows refused by the policy; '
+        "the staged entity stored unmarked; refused (0A000: every curator reads decisions) and nothing of hr's "
+        "graph queued; refused before any lookup, existing or not (the review found approve telling whether "
+        "hr's person existed); the shared communities equal a tenant's without hr's document",
         "tenancy/test_audiences.py::test_an_audience_s_graph_is_its_holders_own",
     ),
     (
