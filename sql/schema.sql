@@ -91,13 +91,9 @@ BEGIN
     IF target IS NULL OR length(target) > 2000 THEN
         RAISE EXCEPTION 'give the target of a review item (kgrag.review_queue.target)' USING ERRCODE = '22023';
     END IF;
-    -- a target in an audience's graph is refused before anything is looked up (run as the schema
-    -- owner, whom a superuser's bypass of the policies would let tell whether it exists)
-    IF strpos(target, '~') > 0 THEN
-        RAISE EXCEPTION 'decisions about the graph of an audience (%) are not taken yet', target
-            USING ERRCODE = '0A000',
-                  HINT = 'Its documents can be corrected at the source and ingested again; see docs/audiences.md.';
-    END IF;
+    -- before anything is looked up (run as the schema owner, whom a superuser's bypass of the
+    -- policies would let tell whether such a target exists)
+    PERFORM kgrag_private.refuse_audience_target(target);
     IF cardinality(parts) = 3 THEN  -- a relation: checked as it stands, and about its document where it has one
         docs := kgrag_private.relation_documents(parts[1], parts[2], parts[3]);
         IF cardinality(docs) = 0 THEN
@@ -2017,7 +2013,7 @@ BEGIN
         -- id marked with an audience, kgrag_private.id_access) are one name: the shared one answers
         -- (kgrag_private.with_twins adds the twins where a walk starts)
         IF cardinality(found) > 1
-           AND (SELECT count(DISTINCT regexp_replace(x, '~[^@]*', '')) FROM unnest(found) AS x) = 1 THEN
+           AND (SELECT count(DISTINCT kgrag_private.twin_key(x)) FROM unnest(found) AS x) = 1 THEN
             found := ARRAY(SELECT x FROM unnest(found) AS x ORDER BY strpos(x, '~') > 0, x COLLATE "C" LIMIT 1);
         END IF;
         IF cardinality(found) = 0 THEN
@@ -2941,7 +2937,7 @@ BEGIN
                AND strpos(spoken, ' ' || a.alias_fold || ' ') > 0
              GROUP BY a.alias_fold
             -- (an entity and its twins in the audiences the session sees are one: kgrag_private.with_twins)
-            HAVING count(DISTINCT regexp_replace(a.entity_id, '~[^@]*', '')) > 1) AS x;
+            HAVING count(DISTINCT kgrag_private.twin_key(a.entity_id)) > 1) AS x;
     RETURN COALESCE('; ' || note || ' (each is a seed; name one, or pass seed_entities)', '');
 END
 $$;
@@ -4340,13 +4336,7 @@ BEGIN
     IF length(COALESCE(note, '')) > 2000 THEN
         RAISE EXCEPTION 'a note is at most 2,000 characters, got %', length(note) USING ERRCODE = '22023';
     END IF;
-    -- a decision is read by every curator of the tenant: none names what only an audience's
-    -- documents say (an entity of an audience's graph, kgrag_private.id_access)
-    IF strpos(target, '~') > 0 THEN
-        RAISE EXCEPTION 'decisions about the graph of an audience (%) are not taken yet', target
-            USING ERRCODE = '0A000',
-                  HINT = 'Its documents can be corrected at the source and ingested again; see docs/audiences.md.';
-    END IF;
+    PERFORM kgrag_private.refuse_audience_target(target);
     -- who (the login role, which the database authenticated) and when (its clock): never the caller's
     -- to say; only the curation functions, SECURITY DEFINER, reach this insert
     INSERT INTO kgrag.curation (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at)
@@ -8282,6 +8272,33 @@ ALTER FUNCTION kgrag_private.refresh_reports() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.refresh_reports() IS 'Private. Writes the template report of every community of the current tenant whose content changed (or that has none): subjects with their answers and the relations between them, each with its chunk id, and evidence_chunk_ids = the chunks citing the most members. Unchanged reports are kept. Returns counts as jsonb.';
 
 --
+-- Name: refuse_audience_target(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.refuse_audience_target(target text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    -- a decision is read by every curator of the tenant: none names what only an audience's
+    -- documents say (an id of an audience's graph is marked '~': kgrag_private.id_access)
+    IF strpos(target, '~') > 0 THEN
+        RAISE EXCEPTION 'decisions about the graph of an audience (%) are not taken yet', target
+            USING ERRCODE = '0A000',
+                  HINT = 'Its documents can be corrected at the source and ingested again; see docs/audiences.md.';
+    END IF;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.refuse_audience_target(target text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION refuse_audience_target(target text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.refuse_audience_target(target text) IS 'Private. Raises 0A000 for a decision''s target in the graph of an audience (an id marked ''~'', kgrag_private.id_access), whether it exists or not: every curator reads kgrag.curation. kgrag_private.decide and kgrag.approve call it first.';
+
+--
 -- Name: rejected(text, text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -10460,6 +10477,25 @@ ALTER FUNCTION kgrag_private.traversal_timeout(budget_ms integer) OWNER TO <owne
 COMMENT ON FUNCTION kgrag_private.traversal_timeout(budget_ms integer) IS 'Private. Never returns: raises SQLSTATE 57014 (query_canceled) when a traversal exceeds its time budget.';
 
 --
+-- Name: twin_key(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.twin_key(id text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT pg_catalog.regexp_replace(id, '~[^@]*', '')
+$$;
+
+ALTER FUNCTION kgrag_private.twin_key(id text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION twin_key(id text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.twin_key(id text) IS 'Private. Returns an entity id without its audience mark ("service:auth service~hr" -> "service:auth service"; a namesake''s mark stays): an entity of the shared graph and its twins in audiences'' graphs have one twin key (kgrag.resolve_entities, kgrag_private.with_twins, kgrag_private.ambiguity_note).';
+
+--
 -- Name: validity_note(jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -10832,7 +10868,7 @@ BEGIN
          CROSS JOIN LATERAL (SELECT a.entity_id FROM kgrag.alias AS a
                               WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(e.name) OFFSET 0) AS x
          WHERE e.tenant_id = t AND e.entity_id = ANY (ids) AND x.entity_id <> ALL (ids)
-           AND regexp_replace(x.entity_id, '~[^@]*', '') = regexp_replace(e.entity_id, '~[^@]*', '')
+           AND kgrag_private.twin_key(x.entity_id) = kgrag_private.twin_key(e.entity_id)
          ORDER BY 1);
 END
 $$;

@@ -16,6 +16,15 @@ $$;
 COMMENT ON FUNCTION kgrag_private.traversal_timeout(integer) IS
 'Private. Never returns: raises SQLSTATE 57014 (query_canceled) when a traversal exceeds its time budget.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.twin_key(id text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.regexp_replace(id, '~[^@]*', '')
+$$;
+COMMENT ON FUNCTION kgrag_private.twin_key(text) IS
+'Private. Returns an entity id without its audience mark ("service:auth service~hr" -> "service:auth service"; a namesake''s mark stays): an entity of the shared graph and its twins in audiences'' graphs have one twin key (kgrag.resolve_entities, kgrag_private.with_twins, kgrag_private.ambiguity_note).';
+
 CREATE OR REPLACE FUNCTION kgrag.resolve_entities(names text[]) RETURNS text[]
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -46,7 +55,7 @@ BEGIN
         -- id marked with an audience, kgrag_private.id_access) are one name: the shared one answers
         -- (kgrag_private.with_twins adds the twins where a walk starts)
         IF cardinality(found) > 1
-           AND (SELECT count(DISTINCT regexp_replace(x, '~[^@]*', '')) FROM unnest(found) AS x) = 1 THEN
+           AND (SELECT count(DISTINCT kgrag_private.twin_key(x)) FROM unnest(found) AS x) = 1 THEN
             found := ARRAY(SELECT x FROM unnest(found) AS x ORDER BY strpos(x, '~') > 0, x COLLATE "C" LIMIT 1);
         END IF;
         IF cardinality(found) = 0 THEN
@@ -89,7 +98,7 @@ BEGIN
          CROSS JOIN LATERAL (SELECT a.entity_id FROM kgrag.alias AS a
                               WHERE a.tenant_id = t AND a.alias_fold = kgrag.canonical_name(e.name) OFFSET 0) AS x
          WHERE e.tenant_id = t AND e.entity_id = ANY (ids) AND x.entity_id <> ALL (ids)
-           AND regexp_replace(x.entity_id, '~[^@]*', '') = regexp_replace(e.entity_id, '~[^@]*', '')
+           AND kgrag_private.twin_key(x.entity_id) = kgrag_private.twin_key(e.entity_id)
          ORDER BY 1);
 END
 $$;

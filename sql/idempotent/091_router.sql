@@ -136,7 +136,7 @@ BEGIN
                AND strpos(spoken, ' ' || a.alias_fold || ' ') > 0
              GROUP BY a.alias_fold
             -- (an entity and its twins in the audiences the session sees are one: kgrag_private.with_twins)
-            HAVING count(DISTINCT regexp_replace(a.entity_id, '~[^@]*', '')) > 1) AS x;
+            HAVING count(DISTINCT kgrag_private.twin_key(a.entity_id)) > 1) AS x;
     RETURN COALESCE('; ' || note || ' (each is a seed; name one, or pass seed_entities)', '');
 END
 $$;

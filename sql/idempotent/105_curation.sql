@@ -135,6 +135,23 @@ GRANT EXECUTE ON FUNCTION kgrag_private.check_writing(text) TO kgrag_logger;  --
 COMMENT ON FUNCTION kgrag_private.check_writing(text) IS
 'Private. Returns nothing when the transaction may write tenant (the current one, checked first by the caller): its tenant was named without an API key (what the session may write is then the function''s EXECUTE grant), or with a writer''s key; raises 42501 when it was named with a reader''s key. The SECURITY DEFINER functions that write (the curation functions, kgrag.delete_documents, kgrag.purge) call it first: inside them current_user is their owner, whom kgrag.current_tenant() would ask instead of the caller.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.refuse_audience_target(target text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    -- a decision is read by every curator of the tenant: none names what only an audience's
+    -- documents say (an id of an audience's graph is marked '~': kgrag_private.id_access)
+    IF strpos(target, '~') > 0 THEN
+        RAISE EXCEPTION 'decisions about the graph of an audience (%) are not taken yet', target
+            USING ERRCODE = '0A000',
+                  HINT = 'Its documents can be corrected at the source and ingested again; see docs/audiences.md.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.refuse_audience_target(text) IS
+'Private. Raises 0A000 for a decision''s target in the graph of an audience (an id marked ''~'', kgrag_private.id_access), whether it exists or not: every curator reads kgrag.curation. kgrag_private.decide and kgrag.approve call it first.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.decide(kind text, target text, value text, doc_id text, note text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -144,13 +161,7 @@ BEGIN
     IF length(COALESCE(note, '')) > 2000 THEN
         RAISE EXCEPTION 'a note is at most 2,000 characters, got %', length(note) USING ERRCODE = '22023';
     END IF;
-    -- a decision is read by every curator of the tenant: none names what only an audience's
-    -- documents say (an entity of an audience's graph, kgrag_private.id_access)
-    IF strpos(target, '~') > 0 THEN
-        RAISE EXCEPTION 'decisions about the graph of an audience (%) are not taken yet', target
-            USING ERRCODE = '0A000',
-                  HINT = 'Its documents can be corrected at the source and ingested again; see docs/audiences.md.';
-    END IF;
+    PERFORM kgrag_private.refuse_audience_target(target);
     -- who (the login role, which the database authenticated) and when (its clock): never the caller's
     -- to say; only the curation functions, SECURITY DEFINER, reach this insert
     INSERT INTO kgrag.curation (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at)
@@ -384,13 +395,9 @@ BEGIN
     IF target IS NULL OR length(target) > 2000 THEN
         RAISE EXCEPTION 'give the target of a review item (kgrag.review_queue.target)' USING ERRCODE = '22023';
     END IF;
-    -- a target in an audience's graph is refused before anything is looked up (run as the schema
-    -- owner, whom a superuser's bypass of the policies would let tell whether it exists)
-    IF strpos(target, '~') > 0 THEN
-        RAISE EXCEPTION 'decisions about the graph of an audience (%) are not taken yet', target
-            USING ERRCODE = '0A000',
-                  HINT = 'Its documents can be corrected at the source and ingested again; see docs/audiences.md.';
-    END IF;
+    -- before anything is looked up (run as the schema owner, whom a superuser's bypass of the
+    -- policies would let tell whether such a target exists)
+    PERFORM kgrag_private.refuse_audience_target(target);
     IF cardinality(parts) = 3 THEN  -- a relation: checked as it stands, and about its document where it has one
         docs := kgrag_private.relation_documents(parts[1], parts[2], parts[3]);
         IF cardinality(docs) = 0 THEN

@@ -9,7 +9,7 @@
 -- derived from it (entity, alias, source, mention, edge, evidence, namesake context, membership,
 -- and the communities detected on the audience's graph alone, with their reports) carries its
 -- audience in its ids. The tenant policy of each of those tables reads it there (with built-ins,
--- as kgrag_private.id_access reads it: a function call per row cost 1.6 µs) and shows a marked row
+-- as kgrag_private.id_access reads it: not a function call per row) and shows a marked row
 -- only to a session that sees its audience (kgrag_private.may_see, as for chunks; an edge's ends
 -- are of one audience, checked once), and lets it write only such rows (a writer writes the rows
 -- of the graphs it sees, as it writes chunks); an unmarked row costs a strpos. kgrag.entity.audience
