@@ -1918,11 +1918,12 @@ CREATE FUNCTION kgrag.report_embedding_text(report text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    -- a report opens with its title and its subjects, strongest first: a long one's vector is of
-    -- that head (a sentence encoder's vector of a list of hundreds of subjects names none of them,
-    -- and costs in proportion to the text: the longest template reports hold 100,000s of
-    -- characters); a report of a community of a few dozen members is embedded whole
-    SELECT left(report, 4000)
+    -- a report opens with its title and its subjects, strongest first: its vector is of that head.
+    -- A sentence encoder's vector of a list of hundreds of subjects names none of them, its cost
+    -- grows with the text (e5 embedded MuSiQue's 128 report heads in 27 s at 1,000 characters, 80 s
+    -- at 4,000), and a longer head found no more: the documents the first 3 reports cite held as
+    -- many of a question's supporting paragraphs (docs/benchmarks.md, "How much of a report e5 reads")
+    SELECT left(report, 1000)
 $$;
 
 ALTER FUNCTION kgrag.report_embedding_text(report text) OWNER TO <owner>;
@@ -1931,7 +1932,7 @@ ALTER FUNCTION kgrag.report_embedding_text(report text) OWNER TO <owner>;
 -- Name: FUNCTION report_embedding_text(report text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.report_embedding_text(report text) IS 'Returns the text a community report is embedded from: its first 4,000 characters: the whole of a report of a community of a few dozen members, the head of a longer one (its title, its size and its strongest subjects with what the corpus says of each).';
+COMMENT ON FUNCTION kgrag.report_embedding_text(report text) IS 'Returns the text a community report is embedded from: its first 1,000 characters (its title, its size and its strongest subjects with what the corpus says of each). A report rewritten with the same head keeps its vector (kgrag_private.refresh_reports).';
 
 --
 -- Name: reranker(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -5623,6 +5624,24 @@ BEGIN
                   JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = r.community_id AND c.level = lvl
                  WHERE r.tenant_id = t AND NOT r.stale
                  ORDER BY r.weight DESC, r.community_id COLLATE "C" LIMIT n) AS x;
+    ELSIF question_vec IS NOT NULL AND opts ? 'map_of' THEN
+        -- the mixed route's map: of the reports of the communities its subject (the seeds, opts
+        -- map_of) is in, the nearest to the question (no floor: the seed ties it to the question)
+        SELECT COALESCE(jsonb_agg(jsonb_build_object('community_id', x.community_id, 'score', x.similarity,
+                                                     'position', x.position) ORDER BY x.position), '[]')
+          INTO maps
+          FROM (SELECT r.community_id, 1 - (r.embedding <=> question_vec) AS similarity,
+                       row_number() OVER (ORDER BY r.embedding <=> question_vec, r.community_id COLLATE "C") AS position
+                  FROM kgrag.community_report AS r
+                  JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = r.community_id AND c.level = lvl
+                 WHERE r.tenant_id = t AND NOT r.stale AND r.embedding IS NOT NULL
+                   AND EXISTS (SELECT 1 FROM kgrag.community_member AS m
+                                WHERE m.tenant_id = t AND m.community_id = r.community_id
+                                  AND m.entity_id IN (SELECT jsonb_array_elements_text(opts -> 'map_of')))
+                 ORDER BY r.embedding <=> question_vec, r.community_id COLLATE "C" LIMIT n) AS x;
+    END IF;
+    IF whole_collection OR maps <> '[]' THEN
+        NULL;  -- (chosen above: the whole collection, or the mixed route's map)
     ELSIF question_vec IS NOT NULL THEN
         SELECT COALESCE(jsonb_agg(jsonb_build_object('community_id', x.community_id, 'score', x.similarity,
                                                      'position', x.rank) ORDER BY x.rank), '[]')
@@ -5674,7 +5693,7 @@ ALTER FUNCTION kgrag_private.global_rows(question_vec public.vector, question te
 -- Name: FUNCTION global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb) IS 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight; each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
+COMMENT ON FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb) IS 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight, or, for the mixed route (opts map_of: its seeds), the reports of the communities its seeds are in, nearest the question first, whatever their similarity (else ranked as above); each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
 
 --
 -- Name: group_role(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8254,7 +8273,13 @@ BEGIN
     ON CONFLICT (tenant_id, community_id) DO UPDATE
        SET title = excluded.title, report = excluded.report, evidence_chunk_ids = excluded.evidence_chunk_ids,
            weight = excluded.weight, generator = excluded.generator, generated_hash = excluded.generated_hash,
-           stale = false, generated_at = excluded.generated_at, embedding = NULL, quantized = NULL
+           stale = false, generated_at = excluded.generated_at,
+           -- the vector is of the report's head (kgrag.report_embedding_text): a change past it
+           -- (a subject far down the list, a relation, the evidence) keeps it, with no model run
+           embedding = CASE WHEN kgrag.report_embedding_text(excluded.report) = kgrag.report_embedding_text(r.report)
+                            THEN r.embedding END,
+           quantized = CASE WHEN kgrag.report_embedding_text(excluded.report) = kgrag.report_embedding_text(r.report)
+                            THEN r.quantized END
      WHERE r.generated_hash <> excluded.generated_hash;
     GET DIAGNOSTICS written = ROW_COUNT;
     DROP TABLE pg_temp.kgrag_report;
@@ -8269,7 +8294,7 @@ ALTER FUNCTION kgrag_private.refresh_reports() OWNER TO <owner>;
 -- Name: FUNCTION refresh_reports(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.refresh_reports() IS 'Private. Writes the template report of every community of the current tenant whose content changed (or that has none): subjects with their answers and the relations between them, each with its chunk id, and evidence_chunk_ids = the chunks citing the most members. Unchanged reports are kept. Returns counts as jsonb.';
+COMMENT ON FUNCTION kgrag_private.refresh_reports() IS 'Private. Writes the template report of every community of the current tenant whose content changed (or that has none): subjects with their answers and the relations between them, each with its chunk id, and evidence_chunk_ids = the chunks citing the most members. Unchanged reports are kept; a rewritten report keeps its vector when the text it is embedded from (kgrag.report_embedding_text) is unchanged. Returns counts as jsonb.';
 
 --
 -- Name: refuse_audience_target(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -9489,7 +9514,9 @@ BEGIN
         END;
     END IF;
     IF route = 'mixed' THEN
-        rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, false, k, opts || '{"reports": 1}') AS x
+        -- one map: the report of the subject's community nearest the question
+        rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, false, k,
+                                                                 opts || jsonb_build_object('reports', 1, 'map_of', to_jsonb(seeds))) AS x
                            WHERE x.kind = 'community') || COALESCE(rows_out, '{}');
     ELSIF route = 'global' AND subject_absent AND NOT (opts ->> 'whole_collection')::boolean THEN
         rows_out := '{}';  -- an aggregation about what nobody wrote about: nothing, not every report
@@ -9522,7 +9549,7 @@ ALTER FUNCTION kgrag_private.search_rows(route text, asked text, question_vec pu
 -- Name: FUNCTION search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb, subject text, subject_absent boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb, subject text, subject_absent boolean) IS 'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts the best community report first; global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject and no seed; ranked against the subject where it names one but no entity, or by weight where none clears the floor; nothing where the question names a subject no chunk holds, subject_absent, unless whole_collection is asked); vector, and local without a seed, the fused vector and lexical chunks.';
+COMMENT ON FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb, subject text, subject_absent boolean) IS 'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts first the report of a community its seeds are in, the nearest to the question (else the best report above the floor); global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject and no seed; ranked against the subject where it names one but no entity, or by weight where none clears the floor; nothing where the question names a subject no chunk holds, subject_absent, unless whole_collection is asked); vector, and local without a seed, the fused vector and lexical chunks.';
 
 --
 -- Name: seen_audiences(text); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_probe

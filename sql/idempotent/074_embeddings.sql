@@ -28,14 +28,15 @@ CREATE OR REPLACE FUNCTION kgrag.report_embedding_text(report text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
-    -- a report opens with its title and its subjects, strongest first: a long one's vector is of
-    -- that head (a sentence encoder's vector of a list of hundreds of subjects names none of them,
-    -- and costs in proportion to the text: the longest template reports hold 100,000s of
-    -- characters); a report of a community of a few dozen members is embedded whole
-    SELECT left(report, 4000)
+    -- a report opens with its title and its subjects, strongest first: its vector is of that head.
+    -- A sentence encoder's vector of a list of hundreds of subjects names none of them, its cost
+    -- grows with the text (e5 embedded MuSiQue's 128 report heads in 27 s at 1,000 characters, 80 s
+    -- at 4,000), and a longer head found no more: the documents the first 3 reports cite held as
+    -- many of a question's supporting paragraphs (docs/benchmarks.md, "How much of a report e5 reads")
+    SELECT left(report, 1000)
 $$;
 COMMENT ON FUNCTION kgrag.report_embedding_text(text) IS
-'Returns the text a community report is embedded from: its first 4,000 characters: the whole of a report of a community of a few dozen members, the head of a longer one (its title, its size and its strongest subjects with what the corpus says of each).';
+'Returns the text a community report is embedded from: its first 1,000 characters (its title, its size and its strongest subjects with what the corpus says of each). A report rewritten with the same head keeps its vector (kgrag_private.refresh_reports).';
 
 CREATE OR REPLACE FUNCTION kgrag.embedding_todo(kind text, after text DEFAULT NULL, max_rows integer DEFAULT 256)
 RETURNS TABLE (ref_id text, body text, body_hash text)

@@ -318,7 +318,13 @@ BEGIN
     ON CONFLICT (tenant_id, community_id) DO UPDATE
        SET title = excluded.title, report = excluded.report, evidence_chunk_ids = excluded.evidence_chunk_ids,
            weight = excluded.weight, generator = excluded.generator, generated_hash = excluded.generated_hash,
-           stale = false, generated_at = excluded.generated_at, embedding = NULL, quantized = NULL
+           stale = false, generated_at = excluded.generated_at,
+           -- the vector is of the report's head (kgrag.report_embedding_text): a change past it
+           -- (a subject far down the list, a relation, the evidence) keeps it, with no model run
+           embedding = CASE WHEN kgrag.report_embedding_text(excluded.report) = kgrag.report_embedding_text(r.report)
+                            THEN r.embedding END,
+           quantized = CASE WHEN kgrag.report_embedding_text(excluded.report) = kgrag.report_embedding_text(r.report)
+                            THEN r.quantized END
      WHERE r.generated_hash <> excluded.generated_hash;
     GET DIAGNOSTICS written = ROW_COUNT;
     DROP TABLE pg_temp.kgrag_report;
@@ -327,7 +333,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.refresh_reports() IS
-'Private. Writes the template report of every community of the current tenant whose content changed (or that has none): subjects with their answers and the relations between them, each with its chunk id, and evidence_chunk_ids = the chunks citing the most members. Unchanged reports are kept. Returns counts as jsonb.';
+'Private. Writes the template report of every community of the current tenant whose content changed (or that has none): subjects with their answers and the relations between them, each with its chunk id, and evidence_chunk_ids = the chunks citing the most members. Unchanged reports are kept; a rewritten report keeps its vector when the text it is embedded from (kgrag.report_embedding_text) is unchanged. Returns counts as jsonb.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.set_report_text(community_id text, report text, generator text) RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER

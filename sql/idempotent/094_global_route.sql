@@ -23,6 +23,24 @@ BEGIN
                   JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = r.community_id AND c.level = lvl
                  WHERE r.tenant_id = t AND NOT r.stale
                  ORDER BY r.weight DESC, r.community_id COLLATE "C" LIMIT n) AS x;
+    ELSIF question_vec IS NOT NULL AND opts ? 'map_of' THEN
+        -- the mixed route's map: of the reports of the communities its subject (the seeds, opts
+        -- map_of) is in, the nearest to the question (no floor: the seed ties it to the question)
+        SELECT COALESCE(jsonb_agg(jsonb_build_object('community_id', x.community_id, 'score', x.similarity,
+                                                     'position', x.position) ORDER BY x.position), '[]')
+          INTO maps
+          FROM (SELECT r.community_id, 1 - (r.embedding <=> question_vec) AS similarity,
+                       row_number() OVER (ORDER BY r.embedding <=> question_vec, r.community_id COLLATE "C") AS position
+                  FROM kgrag.community_report AS r
+                  JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = r.community_id AND c.level = lvl
+                 WHERE r.tenant_id = t AND NOT r.stale AND r.embedding IS NOT NULL
+                   AND EXISTS (SELECT 1 FROM kgrag.community_member AS m
+                                WHERE m.tenant_id = t AND m.community_id = r.community_id
+                                  AND m.entity_id IN (SELECT jsonb_array_elements_text(opts -> 'map_of')))
+                 ORDER BY r.embedding <=> question_vec, r.community_id COLLATE "C" LIMIT n) AS x;
+    END IF;
+    IF whole_collection OR maps <> '[]' THEN
+        NULL;  -- (chosen above: the whole collection, or the mixed route's map)
     ELSIF question_vec IS NOT NULL THEN
         SELECT COALESCE(jsonb_agg(jsonb_build_object('community_id', x.community_id, 'score', x.similarity,
                                                      'position', x.rank) ORDER BY x.rank), '[]')
@@ -68,4 +86,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.global_rows(vector, text, boolean, integer, jsonb) IS
-'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight; each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
+'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight, or, for the mixed route (opts map_of: its seeds), the reports of the communities its seeds are in, nearest the question first, whatever their similarity (else ranked as above); each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
