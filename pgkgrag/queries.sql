@@ -377,6 +377,15 @@ SELECT kgrag_private.communities_outdated();
 SELECT kgrag.setting('community_seed')::integer, kgrag.setting('community_resolution')::float8,
        kgrag.setting('community_max_size')::integer;
 
+-- name: community_partition
+-- The communities each entity the caller sees is in now, by level, and whether a change reached
+-- them since (where Leiden starts from, and what it keeps).
+SELECT m.entity_id, c.level, m.community_id, c.stale
+  FROM kgrag.community_member AS m
+  JOIN kgrag.community AS c ON c.tenant_id = m.tenant_id AND c.community_id = m.community_id
+ WHERE m.tenant_id = kgrag.current_tenant()
+ ORDER BY m.entity_id COLLATE "C", c.level;
+
 -- name: community_graph
 SELECT graph, src, dst, weight FROM kgrag_private.community_graph();
 

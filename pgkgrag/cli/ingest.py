@@ -152,9 +152,15 @@ def ingest(
 @click.command(name="build")
 @tenant_option
 @click.option("--force", is_flag=True, help="Run community detection even if nothing is stale.")
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Detect the communities from scratch: the same graph always gives the same ones (by default "
+    "detection starts from the current communities, and a change moves only those it reaches).",
+)
 @reports_option
 @friendly_errors
-def build_command(tenant: str | None, force: bool, reports: str) -> None:
+def build_command(tenant: str | None, force: bool, fresh: bool, reports: str) -> None:
     """Bring communities, reports, answers and embeddings up to date (only what is stale)."""
     config, conn = open_tenant(tenant, WRITER)
     with conn, progress() as bar:
@@ -163,6 +169,7 @@ def build_command(tenant: str | None, force: bool, reports: str) -> None:
             config.tenant,
             tenant_embedder(conn, config.tenant),
             force=force,
+            fresh=fresh,
             report_writer=report_writer(reports),
             progress=steps(bar),
         )

@@ -58,6 +58,8 @@ def ingest_table(
         table.add_row("communities", str(built.communities.communities if built.communities else "unchanged"))
         table.add_row("reports written", str(built.reports.written))
         table.add_row("answers written", str(built.answers))
+        for step, seconds in built.seconds.items():
+            table.add_row(f"time: build: {step}", f"{seconds:.2f} s")
     summed = f" (summed over {jobs} writers)" if jobs > 1 else ""
     for step, seconds in summary.seconds.items():
         table.add_row(f"time: {step}{summed if step in BATCH_STEPS else ''}", f"{seconds:.2f} s")
@@ -95,7 +97,7 @@ def build_line(built: BuildSummary) -> str:
             f"; curators' decisions applied: {built.renamed} names, {built.relations_decided} relations, "
             f"{built.namesakes_moved} namesakes moved"
         )
-    return line
+    return line + "; time: " + ", ".join(f"{step} {seconds:.1f} s" for step, seconds in built.seconds.items())
 
 
 def delete_line(asked: int, deleted: AppliedCounts) -> str:

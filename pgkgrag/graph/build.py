@@ -1,14 +1,11 @@
-"""Graph products after ingestion: communities (hierarchical Leiden), reports, answers, embeddings.
-
-Leiden runs here, on each of the tenant's co-occurrence graphs (kgrag_private.community_graph: the
-shared one and each audience's, apart), with graspologic-native (the Rust Leiden of Microsoft
-GraphRAG), seeded: the same graph always gives the same communities. Everything else is SQL
-(kgrag_private.replace_communities, refresh_reports, refresh_answers, refresh_lexeme_stats,
-refresh_alias_trigram_stats).
+"""Graph products after ingestion: communities (hierarchical Leiden, pgkgrag.graph.communities),
+reports, answers, embeddings. Everything but Leiden is SQL (kgrag_private.replace_communities,
+refresh_reports, refresh_answers, refresh_lexeme_stats, refresh_alias_trigram_stats).
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -19,21 +16,11 @@ from pydantic import BaseModel, ConfigDict
 from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.embed.embedders import Embedder
 from pgkgrag.embed.vectors import ProgressCallback, embed_pending
-from pgkgrag.extras import missing
-from pgkgrag.ingest import staging
+from pgkgrag.graph.communities import CommunityCounts, detect_communities
 from pgkgrag.queries import Q
 
 if TYPE_CHECKING:
     from pgkgrag.llm.client import OpenAICompatibleClient
-
-
-class CommunityCounts(BaseModel):
-    """What kgrag_private.replace_communities() returns."""
-
-    model_config = ConfigDict(extra="forbid")
-    communities: int
-    new: int
-    removed: int
 
 
 class ReportCounts(BaseModel):
@@ -57,44 +44,8 @@ class BuildSummary:
     common_trigrams: int = 0  # the name trigrams entity linking probes around (kgrag.alias_trigram_stats)
     renamed: int = 0  # entities given the name a curator decided (kgrag.rename_entity)
     relations_decided: int = 0  # relations whose edge a curator's decision removed or restored
+    seconds: dict[str, float] = field(default_factory=dict)  # where the time went, step by step
     namesakes_moved: int = 0  # documents whose namesake a merge or split moved to another entity
-
-
-def detect_communities(conn: psycopg.Connection) -> CommunityCounts:
-    """Run hierarchical Leiden over each of the tenant's graphs the caller sees (the shared one, and
-    each audience's: kgrag_private.community_graph) alone, and store the result (in the caller's
-    transaction): the same graph gives the same communities, whatever the others hold."""
-    try:
-        import graspologic_native as gn
-    except ImportError as exc:
-        raise missing("graph") from exc
-    row = conn.execute(Q["community_settings"]).fetchone()
-    assert row is not None
-    seed, resolution, max_size = row
-    graphs: dict[str, list[tuple[str, str, float]]] = {}
-    for graph, src, dst, weight in conn.execute(Q["community_graph"]).fetchall():
-        graphs.setdefault(graph, []).append((src, dst, float(weight)))
-    rows: list[tuple[str, int, int, int | None]] = []
-    for graph in sorted(graphs):
-        clusters = gn.hierarchical_leiden(
-            graphs[graph],
-            resolution=resolution,
-            randomness=0.001,
-            use_modularity=True,
-            max_cluster_size=max_size,
-            seed=seed,
-        )
-        # each graph's cluster numbers after the previous graphs' (a cluster is (level, number))
-        offset = 1 + max((r[2] for r in rows), default=-1)
-        rows += [
-            (c.node, c.level, c.cluster + offset, None if c.parent_cluster is None else c.parent_cluster + offset)
-            for c in clusters
-        ]
-    staging.begin(conn)
-    staging.copy_rows(conn, staging.CLUSTERS, rows)
-    counts = conn.execute(Q["replace_communities"]).fetchone()
-    assert counts is not None
-    return CommunityCounts.model_validate(counts[0])
 
 
 def build(
@@ -103,13 +54,22 @@ def build(
     embedder: Embedder,
     *,
     force: bool = False,
+    fresh: bool = False,
     report_writer: OpenAICompatibleClient | None = None,
     progress: ProgressCallback | None = None,
 ) -> BuildSummary:
-    """Bring communities, reports, answers and embeddings up to date; only what is stale is redone.
+    """Bring communities, reports, answers and embeddings up to date; only what is stale is redone
+    (force: detect the communities even if none is; fresh: from scratch, pgkgrag.graph.communities).
     With a report_writer (an LLM client), template reports are rewritten as cited summaries;
     progress hears of each page of entity and report vectors ("entity embeddings", n)."""
     summary = BuildSummary()
+    started = time.perf_counter()
+
+    def step(name: str) -> None:
+        nonlocal started
+        summary.seconds[name] = summary.seconds.get(name, 0.0) + time.perf_counter() - started
+        started = time.perf_counter()
+
     # the curators' decisions first, in a transaction of their own (the locks they take are an
     # ingestion's, held for this step only): the communities see the edges decided
     with tenant_transaction(conn, tenant):
@@ -119,8 +79,9 @@ def build(
         summary.namesakes_moved = decided[0]["namesakes_moved"]
     with tenant_transaction(conn, tenant):
         outdated = conn.execute(Q["communities_outdated"]).fetchone()
-        if force or (outdated and outdated[0]):
-            summary.communities = detect_communities(conn)
+        if force or fresh or (outdated and outdated[0]):
+            summary.communities = detect_communities(conn, fresh=fresh)
+        step("decisions and communities")
         # answers first: the reports quote them
         answers = conn.execute(Q["refresh_answers"]).fetchone()
         summary.answers = answers[0] if answers else 0
@@ -136,7 +97,10 @@ def build(
 
             rewrite = rewrite_reports(conn, report_writer)
             summary.summarized, summary.summaries_rejected = rewrite.written, rewrite.rejected
+    step("reports, answers and statistics")
     # after the build's transaction, a page per transaction: no lock held while the model runs
     summary.entity_embeddings = embed_pending(conn, tenant, embedder, "entity", progress=progress)
+    step("embed entities")
     summary.report_embeddings = embed_pending(conn, tenant, embedder, "report", progress=progress)
+    step("embed reports")
     return summary

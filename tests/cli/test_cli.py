@@ -106,6 +106,8 @@ def test_ingest_build_delete_from_the_command_line(server: Server, template: str
         table = summary(first.stdout)
         assert table["entities in the tenant"] == str(entities) and table["edges in the tenant"] == str(edges)
         assert table["time: elapsed"].endswith(" s")
+        steps = ("decisions and communities", "reports, answers and statistics", "embed entities", "embed reports")
+        assert all(table[f"time: build: {step}"].endswith(" s") for step in steps)  # where the build's time went
         good.write_text("".join(json.dumps(d) + "\n" for d in OPS))
         again = run("ingest", str(good), "--tenant", "acme", dsn=dsn)  # the tenant's embedder is remembered
         assert again.returncode == 0, again.stderr

@@ -3,6 +3,7 @@ and what is stale, on small corpora."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -199,3 +200,74 @@ def test_build_tells_its_progress_on_the_vectors_it_embeds(conn: psycopg.Connect
     done = {"entity embeddings": built.entity_embeddings, "report embeddings": built.report_embeddings}
     assert built.report_embeddings > 0  # (the entities' vectors came with the ingestion)
     assert heard == {step: n for step, n in done.items() if n}
+
+
+def _topics(documents: int) -> list[dict[str, object]]:
+    """Documents each naming four people of one of twelve teams and, one time in four, one of another
+    team: a co-occurrence graph of a few hundred nodes whose communities nest (max size 25)."""
+    rng = random.Random(7)
+    teams = [[f"Person {t}-{p}" for p in range(30)] for t in range(12)]
+    docs: list[dict[str, object]] = []
+    for n in range(documents):
+        team = teams[n % len(teams)]
+        names = rng.sample(team, 4) + ([rng.choice(teams[rng.randrange(len(teams))])] if n % 4 == 0 else [])
+        docs.append(
+            {
+                "doc_id": f"d{n:03d}",
+                "text": " and ".join(names) + " met.",
+                "entities": [{"name": name, "type": "Person"} for name in dict.fromkeys(names)],
+            }
+        )
+    return docs
+
+
+def _communities(conn: psycopg.Connection) -> dict[str, bool]:
+    return dict(q(conn, "SELECT community_id, stale FROM kgrag.community"))
+
+
+def test_a_change_moves_only_the_communities_it_reached(
+    conn: psycopg.Connection,
+    admin: psycopg.Connection,
+    dsn: str,
+    login_roles: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """A build after a change starts Leiden from the current communities and keeps each one the change
+    did not reach (pgkgrag.graph.communities); `pgkgrag build --fresh` detects them from scratch, as
+    the first build did, and the same graph then gives the same communities whatever came before."""
+    docs = _topics(240)
+    ingest(conn, tmp_path, docs)
+    build(conn, "t1", HashEmbedder(512))
+    fresh_before = _communities(conn)
+    changed = docs[100]
+    docs[100] = {
+        **changed,
+        "text": f"{changed['text']} Person 3-1 joined.",
+        "entities": [*changed["entities"], {"name": "Person 3-1", "type": "Person"}],  # type: ignore[list-item]
+    }
+    ingest(conn, tmp_path, docs)
+    now = _communities(conn)
+    reached = {c for c, stale in now.items() if stale}
+    assert reached and len(reached) < len(now) / 4
+    built = build(conn, "t1", HashEmbedder(512))
+    after = _communities(conn)
+    kept = set(now) - reached
+    assert kept <= set(after)  # every community the change did not reach, with its report
+    assert built.reports.written <= max(2, len(after) // 10)
+    # from scratch: the same as a first build of the same documents in another tenant
+    writer = login_roles(WRITER)
+    admin.execute("SELECT kgrag.grant_tenant(%s, 't1')", [writer])
+    admin.commit()
+    done = run("build", "--tenant", "t1", "--fresh", dsn=as_role(dsn, writer))
+    assert done.returncode == 0, done.stderr
+    ingest(conn, tmp_path, docs, tenant="t2")
+    build(conn, "t2", HashEmbedder(512))
+    with tenant_transaction(conn, "t2"):
+        elsewhere = {c for (c,) in conn.execute("SELECT community_id FROM kgrag.community").fetchall()}
+    assert set(_communities(conn)) == elsewhere
+    assert not kept <= elsewhere  # (a fresh detection would have moved some the change did not reach)
+    assert set(fresh_before) != elsewhere
+    # every report embedded again, as docs/upgrading.md says
+    with tenant_transaction(conn, "t1"):
+        conn.execute("UPDATE kgrag.community_report SET embedding = NULL, quantized = NULL")
+    assert build(conn, "t1", HashEmbedder(512)).report_embeddings == len(elsewhere)
