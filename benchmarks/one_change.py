@@ -15,6 +15,7 @@ import json
 import re
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import psycopg
@@ -32,18 +33,23 @@ def first_sentence(text: str) -> str:
     return re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
 
 
-def modularity(conn: psycopg.Connection) -> tuple[float, float]:
-    """Modularity of the top level of the communities stored and of a fresh detection of the same graph."""
+def modularity(conn: psycopg.Connection) -> tuple[float, float, int, int]:
+    """Modularity of the top level of the communities stored and of a fresh detection of the same graph,
+    and how many communities of one member each holds (any level)."""
     import graspologic_native as gn
 
     with tenant_transaction(conn, "bench"):
         edges = [(a, b, float(w)) for _, a, b, w in conn.execute("SELECT * FROM kgrag_private.community_graph()")]
         stored = dict(conn.execute(Q_TOP).fetchall())
+        alone = conn.execute("SELECT count(*) FROM kgrag.community WHERE size = 1").fetchone()
     numbers = {c: n for n, c in enumerate(sorted(set(stored.values())))}
     fresh = gn.hierarchical_leiden(edges, resolution=1.0, randomness=0.001, max_cluster_size=25, seed=42)
+    sizes = Counter((c.level, c.cluster) for c in fresh)
     return (
         gn.modularity(edges, {node: numbers[c] for node, c in stored.items()}),
         gn.modularity(edges, {c.node: c.cluster for c in fresh if c.level == 0}),
+        alone[0] if alone else 0,
+        sum(1 for n in sizes.values() if n == 1),
     )
 
 
@@ -112,7 +118,7 @@ def main() -> None:
                 ]
             )
             print(rows[-1], flush=True)
-        kept, fresh = modularity(conn)
+        kept, fresh, alone, fresh_alone = modularity(conn)
     body = (
         f"{len(docs)} MuSiQue paragraphs as JSONL, `auto` extractor, `{args.embedder}` embedder, one writer; then "
         f"{args.changes} documents in turn, each with the first sentence of the next paragraph appended, ingested "
@@ -134,7 +140,8 @@ def main() -> None:
         )
         + f"\n\nModularity of the top level after the last change: {kept:.4f} as the builds left it, {fresh:.4f} for a "
         "fresh detection of the same graph (`pgkgrag build --fresh`; the default settings: seed 42, resolution 1, "
-        "maximum size 25).\n"
+        "maximum size 25); communities of one member: "
+        f"{alone} as the builds left them, {fresh_alone} fresh.\n"
     )
     print(body)
     write_section(f"one_change_{args.embedder}", f"One changed document ({args.embedder})", body)

@@ -378,13 +378,7 @@ SELECT kgrag.setting('community_seed')::integer, kgrag.setting('community_resolu
        kgrag.setting('community_max_size')::integer;
 
 -- name: community_partition
--- The communities each entity the caller sees is in now, by level, and whether a change reached
--- them since (where Leiden starts from, and what it keeps).
-SELECT m.entity_id, c.level, m.community_id, c.stale
-  FROM kgrag.community_member AS m
-  JOIN kgrag.community AS c ON c.tenant_id = m.tenant_id AND c.community_id = m.community_id
- WHERE m.tenant_id = kgrag.current_tenant()
- ORDER BY m.entity_id COLLATE "C", c.level;
+SELECT entity_id, level, community_id, stale FROM kgrag_private.community_partition();
 
 -- name: community_graph
 SELECT graph, src, dst, weight FROM kgrag_private.community_graph();

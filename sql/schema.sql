@@ -2870,7 +2870,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0044'::text$$;
+    AS $$SELECT '0045'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -4160,6 +4160,34 @@ ALTER FUNCTION kgrag_private.community_graph() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.community_graph() IS 'Private. Returns the graphs communities are detected on, each apart: (graph = '''' for the shared graph, else the audience''s groups as kgrag_private.audience_key writes them; src, dst, weight), the current tenant''s co-occurrence edges within one graph (an audience''s entities are marked, kgrag_private.id_access: the caller reads the audiences it sees), each pair once (src < dst), in a fixed order, with weight = chunks citing both. The driver runs hierarchical Leiden on each graph alone (settings community_seed, community_resolution, community_max_size: the same communities for the same graph, whatever the others hold) and stores them together with kgrag_private.replace_communities.';
+
+--
+-- Name: community_partition(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.community_partition() RETURNS TABLE(entity_id text, level integer, community_id text, stale boolean)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
+    SELECT m.entity_id, c.level, m.community_id, c.stale
+      FROM kgrag.community_member AS m
+      JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = m.community_id
+     WHERE m.tenant_id = t
+     ORDER BY m.entity_id COLLATE "C", c.level;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.community_partition() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION community_partition(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.community_partition() IS 'Private. Returns the communities of the current tenant the caller sees, member by member: (entity_id, level, community_id, stale = a change reached it since it was detected). Community detection starts from them and keeps those that are not stale (pgkgrag/graph/communities.py).';
 
 --
 -- Name: context_blocks_at(text, public.vector, text, text, integer, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5625,8 +5653,9 @@ BEGIN
                  WHERE r.tenant_id = t AND NOT r.stale
                  ORDER BY r.weight DESC, r.community_id COLLATE "C" LIMIT n) AS x;
     ELSIF question_vec IS NOT NULL AND opts ? 'map_of' THEN
-        -- the mixed route's map: of the reports of the communities its subject (the seeds, opts
-        -- map_of) is in, the nearest to the question (no floor: the seed ties it to the question)
+        -- the mixed route's map: of the reports of the communities its subject (the seeds the
+        -- question names, opts map_of) is in, the nearest to the question (no floor: the name
+        -- ties it to the question)
         SELECT COALESCE(jsonb_agg(jsonb_build_object('community_id', x.community_id, 'score', x.similarity,
                                                      'position', x.position) ORDER BY x.position), '[]')
           INTO maps
@@ -5693,7 +5722,7 @@ ALTER FUNCTION kgrag_private.global_rows(question_vec public.vector, question te
 -- Name: FUNCTION global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb) IS 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight, or, for the mixed route (opts map_of: its seeds), the reports of the communities its seeds are in, nearest the question first, whatever their similarity (else ranked as above); each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
+COMMENT ON FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb) IS 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight, or, for the mixed route (opts map_of: the seeds the question names), the reports of the communities they are in, nearest the question first, whatever their similarity (else ranked as above); each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
 
 --
 -- Name: group_role(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -9514,9 +9543,10 @@ BEGIN
         END;
     END IF;
     IF route = 'mixed' THEN
-        -- one map: the report of the subject's community nearest the question
+        -- one map: the report of the community of the subject the question names (not a fuzzy or
+        -- vector seed) nearest the question
         rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, false, k,
-                                                                 opts || jsonb_build_object('reports', 1, 'map_of', to_jsonb(seeds))) AS x
+                                                                 opts || jsonb_build_object('reports', 1, 'map_of', to_jsonb(COALESCE(named_seeds, '{}')))) AS x
                            WHERE x.kind = 'community') || COALESCE(rows_out, '{}');
     ELSIF route = 'global' AND subject_absent AND NOT (opts ->> 'whole_collection')::boolean THEN
         rows_out := '{}';  -- an aggregation about what nobody wrote about: nothing, not every report
@@ -9549,7 +9579,7 @@ ALTER FUNCTION kgrag_private.search_rows(route text, asked text, question_vec pu
 -- Name: FUNCTION search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb, subject text, subject_absent boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb, subject text, subject_absent boolean) IS 'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts first the report of a community its seeds are in, the nearest to the question (else the best report above the floor); global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject and no seed; ranked against the subject where it names one but no entity, or by weight where none clears the floor; nothing where the question names a subject no chunk holds, subject_absent, unless whole_collection is asked); vector, and local without a seed, the fused vector and lexical chunks.';
+COMMENT ON FUNCTION kgrag_private.search_rows(route text, asked text, question_vec public.vector, question text, seeds text[], named_seeds text[], k integer, opts jsonb, subject text, subject_absent boolean) IS 'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts first the report of a community its named seeds are in, the nearest to the question (else the best report above the floor); global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject and no seed; ranked against the subject where it names one but no entity, or by weight where none clears the floor; nothing where the question names a subject no chunk holds, subject_absent, unless whole_collection is asked); vector, and local without a seed, the fused vector and lexical chunks.';
 
 --
 -- Name: seen_audiences(text); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_probe
@@ -14168,7 +14198,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ch
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'chunk_min_chars', '400', 'Chunks shorter than this are merged with their neighbours when the text allows.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'chunk_min_similarity', '0.3', 'A chunk found by vector search counts as evidence only above this cosine similarity.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'chunk_overlap_chars', '100', 'Characters a chunk repeats from the end of the previous one.');
-INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'community_max_size', '25', 'Communities larger than this are split again one level down (hierarchical Leiden).');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'community_max_size', '25', 'Communities of this many members or more are split again one level down (hierarchical Leiden).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'community_resolution', '1.0', 'Leiden resolution: higher gives more, smaller communities.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'community_seed', '42', 'Seed of hierarchical Leiden: the same graph always gives the same communities.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'edge_rank_depth', '100', 'The largest degree cap a walk may use: a capped walk reads at most this many of a node''s strongest edges.');

@@ -143,6 +143,7 @@ def reads(question: str, others: dict[str, list[str]], mine: dict[str, list[str]
         ),
         "known_names": ("SELECT * FROM kgrag_private.known_names()", []),
         "community_graph": ("SELECT * FROM kgrag_private.community_graph()", []),
+        "community_partition": ("SELECT * FROM kgrag_private.community_partition()", []),
         "template_reports": ("SELECT * FROM kgrag_private.template_reports()", []),
         "ontology_entity_type": ("SELECT kgrag.ontology_entity_type('service')", []),
         "ontology_relation_type": ("SELECT kgrag.ontology_relation_type('depends on')", []),

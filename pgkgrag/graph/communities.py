@@ -74,40 +74,46 @@ class Leiden:
         return [(c.node, c.level, c.cluster, c.parent_cluster) for c in clusters]
 
     def from_current(self, edges: list[Edge], current: Current) -> list[Row]:
-        """Hierarchical Leiden as graspologic's (a community larger than max_size is split again, on its
-        own subgraph, one level down), each level starting from the current communities and keeping
-        every one that no change reached (not stale, its members all still in the community being
-        split): one of this level stays as it is; one below goes whole where Leiden put most of its
-        members; the other nodes take the communities Leiden gives them."""
+        """Hierarchical Leiden as graspologic's (a community of max_size members or more is split
+        again, on its own subgraph, one level down), each level starting from the current
+        communities. A current community no change reached (not stale, its members all still in the
+        community being split) stays whole: at this level as it is; below, whole where Leiden put
+        most of its members. The other nodes take the communities Leiden gives them, less the kept
+        ones' members (a changed node Leiden puts with a kept community stands beside it)."""
         rows: list[Row] = []
         numbers = count()
 
         def split(group: list[str], group_edges: list[Edge], level: int, parent: int | None) -> None:
-            inside = set(group)
+            unit = current.units(group, level)
             membership = self.partition(group_edges, current.start(level, group_edges)) if group_edges else {}
-            unit = {node: current.unit(node, level, inside) for node in group}
-            placed: dict[str, Counter[int]] = defaultdict(Counter)  # where Leiden put each unit's members
+            # each unit where Leiden put most of its members (then the lowest cluster: a fixed order)
+            placed: dict[str, Counter[int]] = defaultdict(Counter)
             for node in group:
                 if node in membership:
                     placed[unit[node]][membership[node]] += 1
-            found: dict[object, list[str]] = defaultdict(list)
+            cluster_of = {u: min(c.items(), key=lambda p: (-p[1], p[0]))[0] for u, c in placed.items()}
+            found: dict[tuple[str, object], list[str]] = defaultdict(list)
             for node in group:
-                held = current.community(node, level)
-                if held is not None and unit[node] == held:
-                    found[held].append(node)  # a community of this level no change reached: as it is
-                elif placed[unit[node]]:  # (most members, then the lowest number: Counter's order is not)
-                    found[min(placed[unit[node]].items(), key=lambda p: (-p[1], p[0]))[0]].append(node)
+                if unit[node] == current.community(node, level):
+                    found["kept", unit[node]].append(node)
+                elif unit[node] in cluster_of:  # (beside a kept community Leiden put it with: apart)
+                    found["leiden", cluster_of[unit[node]]].append(node)
                 else:
-                    found[node].append(node)  # no edge inside the group: a community of its own
+                    found["unit", unit[node]].append(node)  # no edge inside the group: alone
             groups = sorted(found.values())
             if parent is not None and len(groups) == 1:
                 return  # nothing to split: the parent is final
-            for members in groups:
+            child = {node: n for n, members in enumerate(groups) if len(members) >= self.max_size for node in members}
+            inner: dict[int, list[Edge]] = defaultdict(list)
+            for edge in group_edges:  # each edge to the community below that holds both its ends
+                n = child.get(edge[0])
+                if n is not None and n == child.get(edge[1]):
+                    inner[n].append(edge)
+            for n, members in enumerate(groups):
                 cluster = next(numbers)
                 rows.extend((node, level, cluster, parent) for node in members)
-                if len(members) > self.max_size:
-                    these = set(members)
-                    split(members, [e for e in group_edges if e[0] in these and e[1] in these], level + 1, cluster)
+                if len(members) >= self.max_size:
+                    split(members, inner[n], level + 1, cluster)
 
         split(sorted({node for edge in edges for node in edge[:2]}), edges, 0, None)
         return rows
@@ -118,22 +124,33 @@ class Current:
     """The communities now: each entity's by level, each community's members, the stale ones (those a
     change reached: kgrag_private.refresh_graph marks them)."""
 
-    levels: dict[str, list[str]]
+    levels: dict[str, dict[int, str]]
     members: dict[str, frozenset[str]]
     stale: frozenset[str]
 
     def community(self, node: str, level: int) -> str | None:
-        ids = self.levels.get(node, [])
-        return ids[level] if len(ids) > level else None
+        return self.levels.get(node, {}).get(level)
 
-    def unit(self, node: str, level: int, inside: set[str]) -> str:
-        """What the node stays with at this level: the largest community of this level or below holding
-        it that no change reached and whose members are all inside, else the node alone (no entity id
-        is a community id: the ids of one hold a colon, the others none)."""
-        for community in self.levels.get(node, [])[level:]:
-            if community not in self.stale and self.members[community] <= inside:
-                return community
-        return node
+    def holds_any(self, edges: list[Edge]) -> bool:
+        return any(edge[0] in self.levels or edge[1] in self.levels for edge in edges)
+
+    def units(self, group: list[str], level: int) -> dict[str, str]:
+        """What each node stays with at this level: the largest community of this level or below
+        holding it that no change reached and whose members are all in the group, else the node
+        alone (an entity id holds a colon, a community id none)."""
+        inside = set(group)
+        usable: dict[str, bool] = {}
+        out: dict[str, str] = {}
+        for node in group:
+            out[node] = node
+            held = self.levels.get(node, {})
+            for community in (held[at] for at in sorted(held) if at >= level):
+                if community not in usable:
+                    usable[community] = community not in self.stale and self.members[community] <= inside
+                if usable[community]:
+                    out[node] = community
+                    break
+        return out
 
     def start(self, level: int, edges: list[Edge]) -> dict[str, int] | None:
         """Each node's current community at this level as a number (in the order of their ids), a node
@@ -148,20 +165,16 @@ class Current:
 
 
 def _current(conn: psycopg.Connection) -> Current:
-    """The communities the caller sees now."""
-    by_level: dict[str, dict[int, str]] = defaultdict(dict)
+    """The communities the caller sees now (kgrag_private.community_partition)."""
+    levels: dict[str, dict[int, str]] = defaultdict(dict)
     members: dict[str, set[str]] = defaultdict(set)
     stale: set[str] = set()
     for entity_id, level, community_id, is_stale in conn.execute(Q["community_partition"]).fetchall():
-        by_level[entity_id][level] = community_id
+        levels[entity_id][level] = community_id
         members[community_id].add(entity_id)
         if is_stale:
             stale.add(community_id)
-    return Current(
-        {node: [levels[n] for n in sorted(levels)] for node, levels in by_level.items()},
-        {community: frozenset(nodes) for community, nodes in members.items()},
-        frozenset(stale),
-    )
+    return Current(dict(levels), {c: frozenset(nodes) for c, nodes in members.items()}, frozenset(stale))
 
 
 def _graphs(conn: psycopg.Connection) -> Iterator[list[Edge]]:
@@ -185,8 +198,8 @@ def detect_communities(conn: psycopg.Connection, *, fresh: bool = False) -> Comm
     leiden = Leiden(gn, *row)
     current = None if fresh else _current(conn)
     rows: list[Row] = []
-    for edges in _graphs(conn):
-        found = leiden.from_current(edges, current) if current and current.levels else leiden.fresh(edges)
+    for edges in _graphs(conn):  # a graph none of whose nodes is in a community yet: from scratch
+        found = leiden.from_current(edges, current) if current and current.holds_any(edges) else leiden.fresh(edges)
         # each graph's cluster numbers after the previous graphs' (a cluster is (level, number))
         offset = 1 + max((r[2] for r in rows), default=-1)
         rows += [(node, level, c + offset, None if p is None else p + offset) for node, level, c, p in found]

@@ -25,6 +25,25 @@ $$;
 COMMENT ON FUNCTION kgrag_private.communities_outdated() IS
 'Private. Returns true when the communities of the current tenant no longer match its graph: one is stale, or a connected entity belongs to none.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.community_partition()
+RETURNS TABLE (entity_id text, level integer, community_id text, stale boolean)
+LANGUAGE plpgsql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+BEGIN
+    RETURN QUERY
+    SELECT m.entity_id, c.level, m.community_id, c.stale
+      FROM kgrag.community_member AS m
+      JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = m.community_id
+     WHERE m.tenant_id = t
+     ORDER BY m.entity_id COLLATE "C", c.level;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.community_partition() IS
+'Private. Returns the communities of the current tenant the caller sees, member by member: (entity_id, level, community_id, stale = a change reached it since it was detected). Community detection starts from them and keeps those that are not stale (pgkgrag/graph/communities.py).';
+
 CREATE OR REPLACE FUNCTION kgrag_private.community_graph()
 RETURNS TABLE (graph text, src text, dst text, weight double precision)
 LANGUAGE plpgsql STABLE SECURITY INVOKER

@@ -24,8 +24,9 @@ BEGIN
                  WHERE r.tenant_id = t AND NOT r.stale
                  ORDER BY r.weight DESC, r.community_id COLLATE "C" LIMIT n) AS x;
     ELSIF question_vec IS NOT NULL AND opts ? 'map_of' THEN
-        -- the mixed route's map: of the reports of the communities its subject (the seeds, opts
-        -- map_of) is in, the nearest to the question (no floor: the seed ties it to the question)
+        -- the mixed route's map: of the reports of the communities its subject (the seeds the
+        -- question names, opts map_of) is in, the nearest to the question (no floor: the name
+        -- ties it to the question)
         SELECT COALESCE(jsonb_agg(jsonb_build_object('community_id', x.community_id, 'score', x.similarity,
                                                      'position', x.position) ORDER BY x.position), '[]')
           INTO maps
@@ -86,4 +87,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.global_rows(vector, text, boolean, integer, jsonb) IS
-'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight, or, for the mixed route (opts map_of: its seeds), the reports of the communities its seeds are in, nearest the question first, whatever their similarity (else ranked as above); each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
+'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight, or, for the mixed route (opts map_of: the seeds the question names), the reports of the communities they are in, nearest the question first, whatever their similarity (else ranked as above); each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';

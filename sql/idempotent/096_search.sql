@@ -128,9 +128,10 @@ BEGIN
         END;
     END IF;
     IF route = 'mixed' THEN
-        -- one map: the report of the subject's community nearest the question
+        -- one map: the report of the community of the subject the question names (not a fuzzy or
+        -- vector seed) nearest the question
         rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, false, k,
-                                                                 opts || jsonb_build_object('reports', 1, 'map_of', to_jsonb(seeds))) AS x
+                                                                 opts || jsonb_build_object('reports', 1, 'map_of', to_jsonb(COALESCE(named_seeds, '{}')))) AS x
                            WHERE x.kind = 'community') || COALESCE(rows_out, '{}');
     ELSIF route = 'global' AND subject_absent AND NOT (opts ->> 'whole_collection')::boolean THEN
         rows_out := '{}';  -- an aggregation about what nobody wrote about: nothing, not every report
@@ -157,7 +158,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.search_rows(text, text, vector, text, text[], text[], integer, jsonb, text, boolean) IS
-'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts first the report of a community its seeds are in, the nearest to the question (else the best report above the floor); global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject and no seed; ranked against the subject where it names one but no entity, or by weight where none clears the floor; nothing where the question names a subject no chunk holds, subject_absent, unless whole_collection is asked); vector, and local without a seed, the fused vector and lexical chunks.';
+'Private. Runs a route for kgrag_search: (result = its rows, said = what the reason adds, over_budget = why the walk stopped when it ran out of its budget). local and mixed walk from the seeds (kgrag_private.local_rows; a walk over its budget falls back to vector and lexical chunks, each row payload.coverage = reduced); mixed puts first the report of a community its named seeds are in, the nearest to the question (else the best report above the floor); global returns reports and the chunks they cite (the whole collection by weight where asked, or where the router found no subject and no seed; ranked against the subject where it names one but no entity, or by weight where none clears the floor; nothing where the question names a subject no chunk holds, subject_absent, unless whole_collection is asked); vector, and local without a seed, the fused vector and lexical chunks.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.search_caveats(
     reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb, subject_absent boolean)

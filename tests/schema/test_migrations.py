@@ -608,3 +608,49 @@ def test_revision_0044_down_forgets_every_audience_graph_and_set_access_applies_
         assert checksums(conn, "t", leave_out=("embedding", "quantized")) == before
         conn.execute("SELECT kgrag.use_tenant('t')")  # applied once: named again, nothing moves
         assert conn.execute("SELECT kgrag.set_access('{hr-1}', '{hr}')").fetchone()[0]["moved"] == 0  # type: ignore[index]
+
+
+def test_revision_0045_sets_aside_the_vectors_of_reports_longer_than_their_new_head(
+    empty_dsn: str, tmp_path: Path
+) -> None:
+    """Up to 0045: the vectors of the reports longer than 1,000 characters (made of up to 4,000) are
+    set aside in every tenant, the others kept; the next build makes them again. Down: the setting's
+    description as before."""
+    from ingesting import OPS, ingest
+
+    from pgkgrag.db.connections import connect, tenant_transaction
+    from pgkgrag.embed.embedders import HashEmbedder
+    from pgkgrag.graph.build import build
+
+    migrations.upgrade(empty_dsn, "head")
+    counts = (
+        "SELECT count(*) FILTER (WHERE length(report) > 1000), count(*) FILTER (WHERE length(report) <= 1000),"
+        " count(*) FILTER (WHERE embedding IS NULL AND length(report) > 1000),"
+        " count(*) FILTER (WHERE embedding IS NULL AND length(report) <= 1000)"
+        " FROM kgrag.community_report WHERE tenant_id = %s"
+    )
+    with connect(empty_dsn) as conn:
+        for tenant in ("t", "u"):
+            assert ingest(conn, tmp_path, OPS, tenant=tenant).ok
+            build(conn, tenant, HashEmbedder(512))
+            with tenant_transaction(conn, tenant):  # one report made long, as a big community's is
+                conn.execute(
+                    "UPDATE kgrag.community_report SET report = report || repeat(' filler', 200)"
+                    " WHERE tenant_id = %s AND community_id = (SELECT min(community_id) FROM kgrag.community_report"
+                    " WHERE tenant_id = %s)",
+                    [tenant, tenant],
+                )
+    migrations.downgrade(empty_dsn, "0044")  # (its vector as a build before 0045 left it)
+    migrations.upgrade(empty_dsn, "head")
+    with connect(empty_dsn) as conn:
+        for tenant in ("t", "u"):
+            with tenant_transaction(conn, tenant):
+                long, short, long_unset, short_unset = conn.execute(counts, [tenant]).fetchone()  # type: ignore[misc]
+            assert long == long_unset >= 1 and short > 0 and short_unset == 0, tenant
+            assert build(conn, tenant, HashEmbedder(512)).report_embeddings == long
+    with psycopg.connect(empty_dsn) as conn:
+        described = "SELECT description FROM kgrag.settings WHERE tenant_id = '*' AND key = 'community_max_size'"
+        assert "or more" in conn.execute(described).fetchone()[0]  # type: ignore[index]
+    migrations.downgrade(empty_dsn, "0044")
+    with psycopg.connect(empty_dsn) as conn:
+        assert "larger than" in conn.execute(described).fetchone()[0]  # type: ignore[index]
