@@ -94,6 +94,12 @@ BEGIN
       FROM members AS m;
 
     PERFORM kgrag_private.lock_keys('communities', ARRAY['all']);
+    -- a community that stays loses a parent that goes before the parent goes: the foreign key
+    -- cascades, and would take it with its report and vector (its new parent is set below)
+    UPDATE kgrag.community AS c SET parent_id = NULL
+     WHERE c.tenant_id = t AND c.parent_id IS NOT NULL
+       AND c.community_id IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n)
+       AND c.parent_id NOT IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n);
     DELETE FROM kgrag.community AS c
      WHERE c.tenant_id = t AND c.community_id NOT IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n);
     GET DIAGNOSTICS n_gone = ROW_COUNT;

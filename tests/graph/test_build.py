@@ -249,10 +249,13 @@ def test_a_change_moves_only_the_communities_it_reached(
     now = _communities(conn)
     reached = {c for c, stale in now.items() if stale}
     assert reached and len(reached) < len(now) / 4
+    written = dict(q(conn, "SELECT community_id, generated_at FROM kgrag.community_report"))
     built = build(conn, "t1", HashEmbedder(512))
     after = _communities(conn)
     kept = set(now) - reached
-    assert kept <= set(after)  # every community the change did not reach, with its report
+    assert kept <= set(after)  # every community the change did not reach, with its report as it was
+    rewritten = dict(q(conn, "SELECT community_id, generated_at FROM kgrag.community_report"))
+    assert {c for c in kept if rewritten[c] != written[c]} == set()  # (not even when its parent went)
     assert built.reports.written <= max(2, len(after) // 10)
     # from scratch: the same as a first build of the same documents in another tenant
     writer = login_roles(WRITER)
