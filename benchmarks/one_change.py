@@ -5,7 +5,10 @@ build run: the seconds of each against the first run's, the communities the buil
 reports it wrote and the report vectors it computed again; and how the communities the builds left
 compare with a fresh detection of the same graph (the modularity of their top level).
 
-    python benchmarks/one_change.py [--docs 300] [--changes 3] [--embedder e5]
+    python benchmarks/one_change.py [--docs 300] [--changes 3] [--embedder e5] [--fresh]
+
+--fresh: every build after a change detects the communities from scratch (`pgkgrag build --fresh`),
+as every build did before detection started from the current communities.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from multihop import musique
 from pgkgrag.db.connections import connect, tenant_transaction
 from pgkgrag.embed.embedders import get_embedder
 from pgkgrag.graph.build import BuildSummary, build
+from pgkgrag.graph.communities import Leiden
 from pgkgrag.ingest.extractors.choice import AutoExtractor
 from pgkgrag.ingest.ingestor import Ingestor
+from pgkgrag.queries import Q
 
 
 def first_sentence(text: str) -> str:
@@ -34,27 +39,26 @@ def first_sentence(text: str) -> str:
 
 
 def modularity(conn: psycopg.Connection) -> tuple[float, float, int, int]:
-    """Modularity of the top level of the communities stored and of a fresh detection of the same graph,
-    and how many communities of one member each holds (any level)."""
+    """Modularity of the top level of the communities stored and of a fresh detection of the same graph
+    (the tenant's settings), and how many communities of one member each holds (any level)."""
     import graspologic_native as gn
 
     with tenant_transaction(conn, "bench"):
-        edges = [(a, b, float(w)) for _, a, b, w in conn.execute("SELECT * FROM kgrag_private.community_graph()")]
-        stored = dict(conn.execute(Q_TOP).fetchall())
-        alone = conn.execute("SELECT count(*) FROM kgrag.community WHERE size = 1").fetchone()
-    numbers = {c: n for n, c in enumerate(sorted(set(stored.values())))}
-    fresh = gn.hierarchical_leiden(edges, resolution=1.0, randomness=0.001, max_cluster_size=25, seed=42)
-    sizes = Counter((c.level, c.cluster) for c in fresh)
+        edges = [(a, b, float(w)) for _, a, b, w in conn.execute(Q["community_graph"])]
+        partition = conn.execute(Q["community_partition"]).fetchall()
+        settings = conn.execute(Q["community_settings"]).fetchone()
+    assert settings is not None
+    fresh = Leiden(gn, *settings).fresh(edges)
+    top = {entity: community for entity, level, community, _ in partition if level == 0}
+    numbers = {c: n for n, c in enumerate(sorted(set(top.values())))}
+    stored_sizes = Counter(community for _, _, community, _ in partition)
+    fresh_sizes = Counter((level, cluster) for _, level, cluster, _ in fresh)
     return (
-        gn.modularity(edges, {node: numbers[c] for node, c in stored.items()}),
-        gn.modularity(edges, {c.node: c.cluster for c in fresh if c.level == 0}),
-        alone[0] if alone else 0,
-        sum(1 for n in sizes.values() if n == 1),
+        gn.modularity(edges, {node: numbers[c] for node, c in top.items()}),
+        gn.modularity(edges, {node: cluster for node, level, cluster, _ in fresh if level == 0}),
+        sum(1 for n in stored_sizes.values() if n == 1),
+        sum(1 for n in fresh_sizes.values() if n == 1),
     )
-
-
-Q_TOP = """SELECT m.entity_id, m.community_id FROM kgrag.community_member AS m
-             JOIN kgrag.community AS c USING (tenant_id, community_id) WHERE c.level = 0"""
 
 
 def communities(built: BuildSummary) -> str:
@@ -69,6 +73,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=300, help="paragraphs ingested")
     parser.add_argument("--changes", type=int, default=3, help="documents changed, one after another")
     parser.add_argument("--embedder", default="e5")
+    parser.add_argument("--fresh", action="store_true", help="detect the communities from scratch at every build")
     args = parser.parse_args()
     docs = musique()[0][: args.docs]
     embedder = get_embedder(args.embedder, 512)
@@ -103,7 +108,7 @@ def main() -> None:
             started = time.perf_counter()
             Ingestor(conn, "bench", AutoExtractor(), embedder).run([one])
             ingested = time.perf_counter() - started
-            built = build(conn, "bench", embedder)
+            built = build(conn, "bench", embedder, fresh=args.fresh)
             whole = time.perf_counter() - started
             rows.append(
                 [
@@ -122,7 +127,8 @@ def main() -> None:
     body = (
         f"{len(docs)} MuSiQue paragraphs as JSONL, `auto` extractor, `{args.embedder}` embedder, one writer; then "
         f"{args.changes} documents in turn, each with the first sentence of the next paragraph appended, ingested "
-        "again and built. x: against the first run. Communities: after the build (those it created and removed; "
+        f"again and built ({'communities detected from scratch every time' if args.fresh else 'the default build'}). "
+        "x: against the first run. Communities: after the build (those it created and removed; "
         "`unchanged`: detection did not run). Reports written: the reports whose text changed; vectors: the report "
         "vectors computed again.\n\n"
         + markdown_table(
@@ -144,7 +150,13 @@ def main() -> None:
         f"{alone} as the builds left them, {fresh_alone} fresh.\n"
     )
     print(body)
-    write_section(f"one_change_{args.embedder}", f"One changed document ({args.embedder})", body)
+    way = " --fresh" if args.fresh else ""
+    write_section(
+        f"one_change_{args.embedder}{way.replace(' --', '_')}",
+        f"One changed document ({args.embedder}{way})",
+        body,
+        f"python benchmarks/one_change.py --embedder {args.embedder}{way}",
+    )
 
 
 if __name__ == "__main__":

@@ -599,7 +599,7 @@ BEGIN
               || kgrag_private.refresh_graph();
     -- Nothing of the deleted text survives this transaction: the communities it fed (their titles
     -- and reports) go until the next build, and so do the cached extractions of its chunks.
-    DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
+    PERFORM kgrag_private.delete_communities(ARRAY(SELECT c.community_id FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale));
     PERFORM kgrag_private.forget_extractions(texts);
     -- nor in the query log: the entities, names and chunks noted first that the graph no longer holds
     PERFORM kgrag_private.forget_in_logs(noted);
@@ -2453,7 +2453,7 @@ BEGIN
         PERFORM kgrag_private.retract_documents(into_audience);
         PERFORM kgrag_private.end_decisions(into_audience);
         counts := counts || pg_catalog.jsonb_build_object('graph', kgrag_private.refresh_graph());
-        DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
+        PERFORM kgrag_private.delete_communities(ARRAY(SELECT c.community_id FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale));
         PERFORM kgrag_private.forget_in_logs(noted);
     END IF;
     RETURN counts;
@@ -4591,6 +4591,36 @@ ALTER FUNCTION kgrag_private.delegated_calls() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.delegated_calls() IS 'Private. Returns the functions a public function calls, in one statement, with the tenant of the transaction as first argument (named tenant, checked first with kgrag_private.check_delegated_tenant): kgrag_private.search_at, context_blocks_at, link_entities_at, route_at, search_chunks_lexical_at, log_answer_at and log_llm_calls_at. On a Citus cluster kgrag_private.delegate_calls makes each a delegated function.';
 
 --
+-- Name: delete_communities(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.delete_communities(ids text[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+    gone integer;
+BEGIN
+    -- a community that stays loses its parent before the parent goes: the foreign key cascades,
+    -- and would take it, with its report and vector, to be written and embedded again
+    UPDATE kgrag.community AS c SET parent_id = NULL
+     WHERE c.tenant_id = t AND c.parent_id = ANY (ids) AND NOT c.community_id = ANY (ids);
+    DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.community_id = ANY (ids);
+    GET DIAGNOSTICS gone = ROW_COUNT;
+    RETURN gone;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.delete_communities(ids text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION delete_communities(ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.delete_communities(ids text[]) IS 'Private. Deletes these communities of the current tenant (their members and reports with them) and returns how many; a community below one of them that stays is detached first (parent_id NULL), where the foreign key would take it too. kgrag_private.replace_communities, kgrag.delete_documents and kgrag.set_access delete communities through it.';
+
+--
 -- Name: derive_entities(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5628,10 +5658,10 @@ ALTER FUNCTION kgrag_private.given_search_options(options jsonb) OWNER TO <owner
 COMMENT ON FUNCTION kgrag_private.given_search_options(options jsonb) IS 'Private. Returns the options a caller gave, by their current names (shape is whole_collection) and without the nulls that mean "the default"; raises SQLSTATE 22023 for what is not a jsonb object or names an unknown option (the hint lists the known ones).';
 
 --
--- Name: global_rows(public.vector, text, boolean, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: global_rows(public.vector, text, boolean, integer, jsonb, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb) RETURNS SETOF kgrag.search_row
+CREATE FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb, map_of text[] DEFAULT NULL::text[]) RETURNS SETOF kgrag.search_row
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -5652,10 +5682,10 @@ BEGIN
                   JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = r.community_id AND c.level = lvl
                  WHERE r.tenant_id = t AND NOT r.stale
                  ORDER BY r.weight DESC, r.community_id COLLATE "C" LIMIT n) AS x;
-    ELSIF question_vec IS NOT NULL AND opts ? 'map_of' THEN
+    ELSIF question_vec IS NOT NULL AND map_of IS NOT NULL THEN
         -- the mixed route's map: of the reports of the communities its subject (the seeds the
-        -- question names, opts map_of) is in, the nearest to the question (no floor: the name
-        -- ties it to the question)
+        -- question names, map_of) is in, the nearest to the question (no floor: the name ties it
+        -- to the question)
         SELECT COALESCE(jsonb_agg(jsonb_build_object('community_id', x.community_id, 'score', x.similarity,
                                                      'position', x.position) ORDER BY x.position), '[]')
           INTO maps
@@ -5666,7 +5696,7 @@ BEGIN
                  WHERE r.tenant_id = t AND NOT r.stale AND r.embedding IS NOT NULL
                    AND EXISTS (SELECT 1 FROM kgrag.community_member AS m
                                 WHERE m.tenant_id = t AND m.community_id = r.community_id
-                                  AND m.entity_id IN (SELECT jsonb_array_elements_text(opts -> 'map_of')))
+                                  AND m.entity_id = ANY (map_of))
                  ORDER BY r.embedding <=> question_vec, r.community_id COLLATE "C" LIMIT n) AS x;
     END IF;
     IF whole_collection OR maps <> '[]' THEN
@@ -5716,13 +5746,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb, map_of text[]) OWNER TO <owner>;
 
 --
--- Name: FUNCTION global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb, map_of text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb) IS 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight, or, for the mixed route (opts map_of: the seeds the question names), the reports of the communities they are in, nearest the question first, whatever their similarity (else ranked as above); each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
+COMMENT ON FUNCTION kgrag_private.global_rows(question_vec public.vector, question text, whole_collection boolean, k integer, opts jsonb, map_of text[]) IS 'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight, or, for the mixed route (map_of: the seeds the question names), the reports of the communities they are in, nearest the question first, whatever their similarity (else ranked as above); each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
 
 --
 -- Name: group_role(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8522,15 +8552,9 @@ BEGIN
       FROM members AS m;
 
     PERFORM kgrag_private.lock_keys('communities', ARRAY['all']);
-    -- a community that stays loses a parent that goes before the parent goes: the foreign key
-    -- cascades, and would take it with its report and vector (its new parent is set below)
-    UPDATE kgrag.community AS c SET parent_id = NULL
-     WHERE c.tenant_id = t AND c.parent_id IS NOT NULL
-       AND c.community_id IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n)
-       AND c.parent_id NOT IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n);
-    DELETE FROM kgrag.community AS c
-     WHERE c.tenant_id = t AND c.community_id NOT IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n);
-    GET DIAGNOSTICS n_gone = ROW_COUNT;
+    n_gone := kgrag_private.delete_communities(ARRAY(
+        SELECT c.community_id FROM kgrag.community AS c
+         WHERE c.tenant_id = t AND c.community_id NOT IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n)));
     INSERT INTO kgrag.community (tenant_id, community_id, level, parent_id, title, size, weight, stale)
     SELECT t, n.community_id, n.level, NULL, '', cardinality(n.ids), 0, false
       FROM pg_temp.kgrag_new_community AS n ORDER BY n.level, n.community_id
@@ -9552,7 +9576,7 @@ BEGIN
         -- one map: the report of the community of the subject the question names (not a fuzzy or
         -- vector seed) nearest the question
         rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, false, k,
-                                                                 opts || jsonb_build_object('reports', 1, 'map_of', to_jsonb(COALESCE(named_seeds, '{}')))) AS x
+                                                                 opts || '{"reports": 1}', COALESCE(named_seeds, '{}')) AS x
                            WHERE x.kind = 'community') || COALESCE(rows_out, '{}');
     ELSIF route = 'global' AND subject_absent AND NOT (opts ->> 'whole_collection')::boolean THEN
         rows_out := '{}';  -- an aggregation about what nobody wrote about: nothing, not every report

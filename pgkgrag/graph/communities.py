@@ -11,9 +11,10 @@ Two ways, with the same settings (community_seed, community_resolution, communit
   from the communities its nodes are in now, and every community no change reached (not stale:
   kgrag_private.refresh_graph marks those holding an entity a write touched) is kept as it is; the
   other nodes take the communities Leiden gives them. Leiden from scratch draws every node's order
-  anew: one sentence added to one of 300 documents replaced 111 of 283 communities (docs/benchmarks.md,
-  "One changed document"). What this way gives depends on where it started: a fresh build of the
-  same graph may group some nodes otherwise (the benchmark compares their modularity).
+  anew: one sentence added to one of 300 documents rewrote 93-143 of ~290 reports that way, 7-18 this
+  way (docs/benchmarks.md, "One changed document"). What this way gives depends on where it started:
+  a fresh build of the same graph may group some nodes otherwise (the benchmark compares their
+  modularity).
 """
 
 from __future__ import annotations

@@ -418,7 +418,7 @@ BEGIN
               || kgrag_private.refresh_graph();
     -- Nothing of the deleted text survives this transaction: the communities it fed (their titles
     -- and reports) go until the next build, and so do the cached extractions of its chunks.
-    DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale;
+    PERFORM kgrag_private.delete_communities(ARRAY(SELECT c.community_id FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale));
     PERFORM kgrag_private.forget_extractions(texts);
     -- nor in the query log: the entities, names and chunks noted first that the graph no longer holds
     PERFORM kgrag_private.forget_in_logs(noted);

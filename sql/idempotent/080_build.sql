@@ -44,6 +44,26 @@ $$;
 COMMENT ON FUNCTION kgrag_private.community_partition() IS
 'Private. Returns the communities of the current tenant the caller sees, member by member: (entity_id, level, community_id, stale = a change reached it since it was detected). Community detection starts from them and keeps those that are not stale (pgkgrag/graph/communities.py).';
 
+CREATE OR REPLACE FUNCTION kgrag_private.delete_communities(ids text[]) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+    gone integer;
+BEGIN
+    -- a community that stays loses its parent before the parent goes: the foreign key cascades,
+    -- and would take it, with its report and vector, to be written and embedded again
+    UPDATE kgrag.community AS c SET parent_id = NULL
+     WHERE c.tenant_id = t AND c.parent_id = ANY (ids) AND NOT c.community_id = ANY (ids);
+    DELETE FROM kgrag.community AS c WHERE c.tenant_id = t AND c.community_id = ANY (ids);
+    GET DIAGNOSTICS gone = ROW_COUNT;
+    RETURN gone;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.delete_communities(text[]) IS
+'Private. Deletes these communities of the current tenant (their members and reports with them) and returns how many; a community below one of them that stays is detached first (parent_id NULL), where the foreign key would take it too. kgrag_private.replace_communities, kgrag.delete_documents and kgrag.set_access delete communities through it.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.community_graph()
 RETURNS TABLE (graph text, src text, dst text, weight double precision)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -94,15 +114,9 @@ BEGIN
       FROM members AS m;
 
     PERFORM kgrag_private.lock_keys('communities', ARRAY['all']);
-    -- a community that stays loses a parent that goes before the parent goes: the foreign key
-    -- cascades, and would take it with its report and vector (its new parent is set below)
-    UPDATE kgrag.community AS c SET parent_id = NULL
-     WHERE c.tenant_id = t AND c.parent_id IS NOT NULL
-       AND c.community_id IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n)
-       AND c.parent_id NOT IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n);
-    DELETE FROM kgrag.community AS c
-     WHERE c.tenant_id = t AND c.community_id NOT IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n);
-    GET DIAGNOSTICS n_gone = ROW_COUNT;
+    n_gone := kgrag_private.delete_communities(ARRAY(
+        SELECT c.community_id FROM kgrag.community AS c
+         WHERE c.tenant_id = t AND c.community_id NOT IN (SELECT n.community_id FROM pg_temp.kgrag_new_community AS n)));
     INSERT INTO kgrag.community (tenant_id, community_id, level, parent_id, title, size, weight, stale)
     SELECT t, n.community_id, n.level, NULL, '', cardinality(n.ids), 0, false
       FROM pg_temp.kgrag_new_community AS n ORDER BY n.level, n.community_id

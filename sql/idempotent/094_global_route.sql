@@ -1,7 +1,7 @@
 -- The global route: community reports as the map, then the chunks they cite.
 
 CREATE OR REPLACE FUNCTION kgrag_private.global_rows(
-    question_vec vector, question text, whole_collection boolean, k integer, opts jsonb)
+    question_vec vector, question text, whole_collection boolean, k integer, opts jsonb, map_of text[] DEFAULT NULL)
 RETURNS SETOF kgrag.search_row
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -23,10 +23,10 @@ BEGIN
                   JOIN kgrag.community AS c ON c.tenant_id = t AND c.community_id = r.community_id AND c.level = lvl
                  WHERE r.tenant_id = t AND NOT r.stale
                  ORDER BY r.weight DESC, r.community_id COLLATE "C" LIMIT n) AS x;
-    ELSIF question_vec IS NOT NULL AND opts ? 'map_of' THEN
+    ELSIF question_vec IS NOT NULL AND map_of IS NOT NULL THEN
         -- the mixed route's map: of the reports of the communities its subject (the seeds the
-        -- question names, opts map_of) is in, the nearest to the question (no floor: the name
-        -- ties it to the question)
+        -- question names, map_of) is in, the nearest to the question (no floor: the name ties it
+        -- to the question)
         SELECT COALESCE(jsonb_agg(jsonb_build_object('community_id', x.community_id, 'score', x.similarity,
                                                      'position', x.position) ORDER BY x.position), '[]')
           INTO maps
@@ -37,7 +37,7 @@ BEGIN
                  WHERE r.tenant_id = t AND NOT r.stale AND r.embedding IS NOT NULL
                    AND EXISTS (SELECT 1 FROM kgrag.community_member AS m
                                 WHERE m.tenant_id = t AND m.community_id = r.community_id
-                                  AND m.entity_id IN (SELECT jsonb_array_elements_text(opts -> 'map_of')))
+                                  AND m.entity_id = ANY (map_of))
                  ORDER BY r.embedding <=> question_vec, r.community_id COLLATE "C" LIMIT n) AS x;
     END IF;
     IF whole_collection OR maps <> '[]' THEN
@@ -86,5 +86,5 @@ BEGIN
      LIMIT global_rows.k;
 END
 $$;
-COMMENT ON FUNCTION kgrag_private.global_rows(vector, text, boolean, integer, jsonb) IS
-'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight, or, for the mixed route (opts map_of: the seeds the question names), the reports of the communities they are in, nearest the question first, whatever their similarity (else ranked as above); each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';
+COMMENT ON FUNCTION kgrag_private.global_rows(vector, text, boolean, integer, jsonb, text[]) IS
+'Private. The global route: community reports of the chosen level (option level) ranked against the question above the report floor (by its vector, or by its words when the vector is NULL), or, for a question about the whole collection (whole_collection), every report by weight, or, for the mixed route (map_of: the seeds the question names), the reports of the communities they are in, nearest the question first, whatever their similarity (else ranked as above); each report as the map (kind community), then up to k chunks they cite as evidence (kind chunk, payload.via = the community).';

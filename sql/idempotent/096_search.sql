@@ -131,7 +131,7 @@ BEGIN
         -- one map: the report of the community of the subject the question names (not a fuzzy or
         -- vector seed) nearest the question
         rows_out := ARRAY(SELECT x FROM kgrag_private.global_rows(question_vec, question, false, k,
-                                                                 opts || jsonb_build_object('reports', 1, 'map_of', to_jsonb(COALESCE(named_seeds, '{}')))) AS x
+                                                                 opts || '{"reports": 1}', COALESCE(named_seeds, '{}')) AS x
                            WHERE x.kind = 'community') || COALESCE(rows_out, '{}');
     ELSIF route = 'global' AND subject_absent AND NOT (opts ->> 'whole_collection')::boolean THEN
         rows_out := '{}';  -- an aggregation about what nobody wrote about: nothing, not every report

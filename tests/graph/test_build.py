@@ -16,6 +16,7 @@ from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.embed.embedders import HashEmbedder
 from pgkgrag.graph.build import build
 from pgkgrag.ingest.extractors.gazetteer import GazetteerExtractor, KnownName
+from pgkgrag.ingest.ingestor import delete_documents
 
 
 def test_build_regenerates_only_what_is_stale(conn: psycopg.Connection, tmp_path: Path) -> None:
@@ -274,3 +275,50 @@ def test_a_change_moves_only_the_communities_it_reached(
     with tenant_transaction(conn, "t1"):
         conn.execute("UPDATE kgrag.community_report SET embedding = NULL, quantized = NULL")
     assert build(conn, "t1", HashEmbedder(512)).report_embeddings == len(elsewhere)
+
+
+def test_a_report_keeps_its_vector_while_its_head_is_unchanged(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """kgrag_private.refresh_reports writes again a report whose text changed; its vector is kept when
+    the text it is embedded from (kgrag.report_embedding_text, the first 1,000 characters) is the same,
+    and made again when it is not."""
+    ingest(conn, tmp_path, _topics(240))
+    build(conn, "t1", HashEmbedder(512))
+    long = q(conn, "SELECT community_id FROM kgrag.community_report WHERE length(report) > 1100 ORDER BY 1 LIMIT 2")
+    assert len(long) == 2
+    (tail,), (head,) = long
+    with tenant_transaction(conn, "t1"):  # as if each had said something else: past its head, in it
+        conn.execute(
+            "UPDATE kgrag.community_report SET generated_hash = 'before', report = CASE community_id"
+            " WHEN %s THEN report || ' (said before)' ELSE '(said before) ' || report END"
+            " WHERE community_id IN (%s, %s)",
+            [tail, tail, head],
+        )
+    vectors = "SELECT community_id, embedding::text FROM kgrag.community_report WHERE community_id IN (%s, %s)"
+    before = dict(q(conn, vectors, tail, head))
+    built = build(conn, "t1", HashEmbedder(512))
+    assert built.reports.written == 2 and built.report_embeddings == 1
+    after = dict(q(conn, vectors, tail, head))
+    assert after[tail] == before[tail] and after[head] is not None
+
+
+def test_a_community_stays_when_the_community_above_it_goes(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """Deleting a document deletes the communities it reached (stale) until the next build; a
+    community below one of them that it did not reach stays, detached, with its report
+    (kgrag_private.delete_communities: the parent's foreign key would cascade)."""
+    ingest(conn, tmp_path, _topics(240))
+    build(conn, "t1", HashEmbedder(512))
+    reports = dict(q(conn, "SELECT community_id, generated_at FROM kgrag.community_report"))
+    delete_documents(conn, "t1", ["d100"])
+    left = dict(q(conn, "SELECT community_id, parent_id FROM kgrag.community WHERE level > 0"))
+    detached = {c for c, parent in left.items() if parent is None}
+    assert detached  # (their parents went)
+    assert dict(
+        q(
+            conn,
+            "SELECT community_id, generated_at FROM kgrag.community_report WHERE community_id = ANY (%s)",
+            list(detached),
+        )
+    ) == {c: reports[c] for c in detached}
+    built = build(conn, "t1", HashEmbedder(512))
+    assert built.communities is not None
+    assert q(conn, "SELECT count(*) FROM kgrag.community WHERE level > 0 AND parent_id IS NULL") == [(0,)]
