@@ -399,6 +399,9 @@ SELECT kgrag_private.refresh_reports();
 -- name: refresh_lexeme_stats
 SELECT kgrag.refresh_lexeme_stats();
 
+-- name: refresh_chunk_spread
+SELECT kgrag.refresh_chunk_spread();
+
 -- name: refresh_alias_trigram_stats
 SELECT kgrag.refresh_alias_trigram_stats();
 

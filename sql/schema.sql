@@ -1112,7 +1112,7 @@ ALTER FUNCTION kgrag.kgrag_search(question_vec public.vector, route text, questi
 -- Name: FUNCTION kgrag_search(question_vec public.vector, route text, question text, k integer, options jsonb); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.kgrag_search(question_vec public.vector, route text, question text, k integer, options jsonb) IS 'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), seed_entities (entity ids, names or aliases: the local route from these, whatever the router would pick), direction (out, in or both: how the walk follows typed edges; default out), graph_ranking (paths: the graph''s chunks are those of the entities the walk reached, nearest first; pagerank: by Personalized PageRank mass, see kgrag.personalized_pagerank, source pagerank and payload.ppr_mass; both: the two lists fused; default setting search_graph_ranking; the reason says which ranked them), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question about the collection (a global rule) naming a subject no chunk holds returns no rows, and says so. A question asking how many or for every item (a count rule: how many, all the, quantos, todos os) says in its reason and in each row''s payload.matching how many chunks, documents and entities of the type it names match, and that only the rows returned are shown. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left for kgrag.last_search().';
+COMMENT ON FUNCTION kgrag.kgrag_search(question_vec public.vector, route text, question text, k integer, options jsonb) IS 'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage; chunk_alone_min_similarity: where the question has no seed and no lexical match, a vector chunk must also clear it, by default the median similarity of two of the tenant''s passages, kgrag.refresh_chunk_spread, so that an unrelated question returns nothing whatever the embedder''s scale; -1 turns it off), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), seed_entities (entity ids, names or aliases: the local route from these, whatever the router would pick), direction (out, in or both: how the walk follows typed edges; default out), graph_ranking (paths: the graph''s chunks are those of the entities the walk reached, nearest first; pagerank: by Personalized PageRank mass, see kgrag.personalized_pagerank, source pagerank and payload.ppr_mass; both: the two lists fused; default setting search_graph_ranking; the reason says which ranked them), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question about the collection (a global rule) naming a subject no chunk holds returns no rows, and says so. A question asking how many or for every item (a count rule: how many, all the, quantos, todos os) says in its reason and in each row''s payload.matching how many chunks, documents and entities of the type it names match, and that only the rows returned are shown. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left for kgrag.last_search().';
 
 --
 -- Name: last_search(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1708,6 +1708,56 @@ ALTER FUNCTION kgrag.refresh_alias_trigram_stats() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag.refresh_alias_trigram_stats() IS 'Counts, for the current tenant, the 200 commonest trigrams of its names (those of the shared graph: not an audience''s, kgrag_private.id_access) (kgrag.alias.trigrams, held by two names or more) and the share of its names holding each, and stores them in kgrag.alias_trigram_stats (replacing the tenant''s row); returns how many. pgkgrag build runs it. kgrag.link_entities probes the alias index with a span''s rarest trigrams by them; they change what is read, never what is found. Reads every name of the tenant once: a build step.';
+
+--
+-- Name: refresh_chunk_spread(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.refresh_chunk_spread() RETURNS double precision
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+    model text := kgrag.setting('embedder') #>> '{}';
+    sampled integer;
+    middle double precision;
+BEGIN
+    -- Every pair of up to 256 of the tenant's chunks for everyone (no audience: the figure is the
+    -- same whoever builds, and says nothing of a group's documents), picked by a hash of their ids
+    -- (the same chunks give the same figure, whatever the order they came in).
+    WITH picked AS (
+        SELECT c.chunk_id, c.embedding
+          FROM kgrag.chunk AS c
+         WHERE c.tenant_id = t AND c.audience IS NULL AND c.embedding IS NOT NULL
+         ORDER BY pg_catalog.md5(c.chunk_id), c.chunk_id
+         LIMIT 256
+    )
+    SELECT (SELECT count(*) FROM picked),
+           (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY 1 - (a.embedding <=> b.embedding))
+              FROM picked AS a JOIN picked AS b ON a.chunk_id < b.chunk_id)
+      INTO sampled, middle;
+    IF model IS NULL OR sampled < 2 THEN
+        DELETE FROM kgrag.settings AS s WHERE s.tenant_id = t AND s.key = 'chunk_spread';
+        RETURN NULL;
+    END IF;
+    INSERT INTO kgrag.settings AS s (tenant_id, key, value, description)
+    VALUES (t, 'chunk_spread',
+            jsonb_build_object('embedder', model, 'median', round(middle::numeric, 4), 'chunks', sampled),
+            'Measured by pgkgrag build (kgrag.refresh_chunk_spread): the median similarity of two of this tenant''s '
+            'passages; a vector chunk nothing else supports must be nearer the question than that.')
+    ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value WHERE s.value IS DISTINCT FROM excluded.value;
+    RETURN round(middle::numeric, 4);
+END
+$$;
+
+ALTER FUNCTION kgrag.refresh_chunk_spread() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION refresh_chunk_spread(); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.refresh_chunk_spread() IS 'Measures how alike the current tenant''s passages are to one another, for its embedder: the median cosine similarity of every pair of up to 256 of its chunks for everyone (no audience; picked by a hash of their ids, so the same chunks give the same figure), stored as its setting chunk_spread ({"embedder", "median", "chunks"}) and returned (NULL, and the setting removed, with fewer than two such chunks or no embedder recorded). pgkgrag build runs it. A search whose question names nothing of the graph and matches no passage by its words keeps only the vector chunks above that median (search option chunk_alone_min_similarity): an unrelated question in the collection''s language sits near the similarity two unrelated passages have, whatever the model''s scale.';
 
 --
 -- Name: refresh_edge_ranks(text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -3870,6 +3920,7 @@ BEGIN
         PERFORM (merged ->> 'hops')::integer, (merged ->> 'degree_cap')::integer, (merged ->> 'entities')::integer,
                 (merged ->> 'reports')::integer, (merged ->> 'seeds')::integer, (merged ->> 'level')::integer,
                 (merged ->> 'as_of')::timestamptz, (merged ->> 'chunk_min_similarity')::float8,
+                (merged ->> 'chunk_alone_min_similarity')::float8,
                 (merged ->> 'entity_seed_min_similarity')::float8, (merged ->> 'report_min_similarity')::float8,
                 (merged ->> 'lexical_min_coverage')::float8, (merged ->> 'rrf_k')::integer,
                 (merged ->> 'graph_weight')::float8,
@@ -3904,6 +3955,7 @@ BEGIN
        OR (merged ->> 'level')::integer NOT BETWEEN 0 AND 100
        OR (merged ->> 'lexical_min_coverage')::float8 NOT BETWEEN 0 AND 1
        OR (merged ->> 'chunk_min_similarity')::float8 NOT BETWEEN -1 AND 1
+       OR (merged ->> 'chunk_alone_min_similarity')::float8 NOT BETWEEN -1 AND 1
        OR (merged ->> 'entity_seed_min_similarity')::float8 NOT BETWEEN -1 AND 1
        OR (merged ->> 'report_min_similarity')::float8 NOT BETWEEN -1 AND 1
        OR jsonb_array_length(COALESCE(NULLIF(merged -> 'relations', 'null'), '[]')) > 100
@@ -4030,10 +4082,10 @@ ALTER FUNCTION kgrag_private.checked_groups(groups text[]) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.checked_groups(groups text[]) IS 'Private. Returns a list of groups sorted and without repeats; raises 22023 for more than 32, a NULL, or a name that is not 1-63 lower-case letters, digits or _.- starting with a letter or digit.';
 
 --
--- Name: chunk_lists(public.vector, text, integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: chunk_lists(public.vector, text, integer, jsonb, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question text, k integer, opts jsonb) RETURNS jsonb
+CREATE FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question text, k integer, opts jsonb, seeded boolean) RETURNS jsonb
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -4041,21 +4093,27 @@ CREATE FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question t
         'vector', COALESCE((SELECT jsonb_agg(v.chunk_id ORDER BY v.rank)
                               FROM kgrag.search_chunks_vector(question_vec, k) AS v
                              WHERE question_vec IS NOT NULL
-                               AND v.similarity >= (opts ->> 'chunk_min_similarity')::float8), '[]'),
-        'lexical', COALESCE((SELECT jsonb_agg(l.chunk_id ORDER BY l.rank)
+                               AND v.similarity >= (opts ->> 'chunk_min_similarity')::float8
+                               -- a vector nothing else supports: nearer than two of the
+                               -- collection's passages are to each other
+                               AND (seeded OR l.ids <> '[]'
+                                    OR v.similarity >= (opts ->> 'chunk_alone_min_similarity')::float8)), '[]'),
+        'lexical', l.ids)
+      FROM (SELECT COALESCE((SELECT jsonb_agg(x.chunk_id ORDER BY x.rank)
                                FROM kgrag_private.search_chunks_lexical_at(  -- (kgrag.search_chunks_lexical)
                                         kgrag.current_tenant(), question, k, 'any', NULL,
-                                        (opts ->> 'lexical_min_coverage')::float8) AS l
-                              WHERE question IS NOT NULL), '[]'))
+                                        (opts ->> 'lexical_min_coverage')::float8) AS x
+                              WHERE question IS NOT NULL), '[]') AS ids
+             OFFSET 0) AS l  -- (a fence: once)
 $$;
 
-ALTER FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question text, k integer, opts jsonb) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question text, k integer, opts jsonb, seeded boolean) OWNER TO <owner>;
 
 --
--- Name: FUNCTION chunk_lists(question_vec public.vector, question text, k integer, opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION chunk_lists(question_vec public.vector, question text, k integer, opts jsonb, seeded boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question text, k integer, opts jsonb) IS 'Private. Returns {"vector": [...], "lexical": [...]}: the chunk ids of vector search above the similarity floor and of lexical search above the coverage floor, best first (a list is empty when its input, the vector or the text, is NULL).';
+COMMENT ON FUNCTION kgrag_private.chunk_lists(question_vec public.vector, question text, k integer, opts jsonb, seeded boolean) IS 'Private. Returns {"vector": [...], "lexical": [...]}: the chunk ids of vector search above the similarity floor (chunk_min_similarity; where the search has no seed and lexical search found nothing, also above chunk_alone_min_similarity: the collection''s median passage-to-passage similarity) and of lexical search above the coverage floor, best first (a list is empty when its input, the vector or the text, is NULL).';
 
 --
 -- Name: chunk_place(integer, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4076,6 +4134,27 @@ ALTER FUNCTION kgrag_private.chunk_place(page integer, headings text[]) OWNER TO
 --
 
 COMMENT ON FUNCTION kgrag_private.chunk_place(page integer, headings text[]) IS 'Private. Returns the page and headings of a chunk as the payload of a search row carries them: {"page": N, "headings": [...]}, each only where the chunk has it ({} for a chunk of a source without pages or headings).';
+
+--
+-- Name: chunk_spread_floor(jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.chunk_spread_floor(spread jsonb, embedder jsonb) RETURNS double precision
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- a median measured with another embedder says nothing of this one's scale
+    SELECT CASE WHEN jsonb_typeof(spread -> 'median') = 'number' AND spread -> 'embedder' = embedder
+                THEN least(greatest((spread ->> 'median')::float8, -1), 1) END
+$$;
+
+ALTER FUNCTION kgrag_private.chunk_spread_floor(spread jsonb, embedder jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION chunk_spread_floor(spread jsonb, embedder jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.chunk_spread_floor(spread jsonb, embedder jsonb) IS 'Private. Returns the median of the setting chunk_spread (kgrag.refresh_chunk_spread) within -1..1 when it was measured with the embedder given (the tenant''s), else NULL.';
 
 --
 -- Name: chunk_texts_with_vectors(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -4480,6 +4559,7 @@ CREATE FUNCTION kgrag_private.default_search_options() RETURNS jsonb
         'entities', v -> 'search_entities', 'reports', v -> 'search_reports',
         'seeds', v -> 'search_seeds', 'level', 0, 'relations', NULL, 'as_of', NULL,
         'chunk_min_similarity', f -> 'chunk_min_similarity',
+        'chunk_alone_min_similarity', to_jsonb(COALESCE(kgrag_private.chunk_spread_floor(v -> 'chunk_spread', v -> 'embedder'), -1)),
         'entity_seed_min_similarity', f -> 'entity_seed_min_similarity',
         'report_min_similarity', f -> 'report_min_similarity',
         'lexical_min_coverage', v -> 'lexical_min_coverage', 'rrf_k', v -> 'rrf_k',
@@ -4490,7 +4570,7 @@ CREATE FUNCTION kgrag_private.default_search_options() RETURNS jsonb
       FROM (SELECT kgrag_private.settings_of(ARRAY['search_hops', 'search_degree_cap', 'search_entities',
                                                    'search_reports', 'search_seeds', 'lexical_min_coverage', 'rrf_k',
                                                    'rrf_graph_weight', 'search_neighbours', 'search_graph_ranking',
-                                                   'query_log', 'walk_min_confidence']) AS v,
+                                                   'query_log', 'walk_min_confidence', 'chunk_spread', 'embedder']) AS v,
                    kgrag_private.floors_of(ARRAY['chunk_min_similarity', 'entity_seed_min_similarity',
                                                  'report_min_similarity']) AS f
              OFFSET 0) AS d  -- (a fence: each once, not once per reference)
@@ -4502,7 +4582,7 @@ ALTER FUNCTION kgrag_private.default_search_options() OWNER TO <owner>;
 -- Name: FUNCTION default_search_options(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.default_search_options() IS 'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors (kgrag_private.floor: for the tenant''s embedder), rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter, history false, min_confidence the setting walk_min_confidence.';
+COMMENT ON FUNCTION kgrag_private.default_search_options() IS 'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors (kgrag_private.floor: for the tenant''s embedder; chunk_alone_min_similarity: the median of the setting chunk_spread measured with the tenant''s embedder, else -1), rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter, history false, min_confidence the setting walk_min_confidence.';
 
 --
 -- Name: delegate_calls(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5619,7 +5699,8 @@ CREATE FUNCTION kgrag_private.given_search_options(options jsonb) RETURNS jsonb
     AS $$
 DECLARE
     allowed constant text[] := ARRAY['hops', 'degree_cap', 'entities', 'reports', 'seeds', 'level', 'relations',
-                                     'as_of', 'chunk_min_similarity', 'entity_seed_min_similarity',
+                                     'as_of', 'chunk_min_similarity', 'chunk_alone_min_similarity',
+                                     'entity_seed_min_similarity',
                                      'report_min_similarity', 'lexical_min_coverage', 'rrf_k', 'graph_weight',
                                      'whole_collection', 'neighbours', 'direction', 'seed_entities', 'graph_ranking', 'log',
                                      'history', 'min_confidence'];
@@ -6390,7 +6471,7 @@ CREATE FUNCTION kgrag_private.local_rows(question_vec public.vector, question te
     AS $$
 DECLARE
     reached jsonb := kgrag_private.reached_entities(seeds, opts);
-    lists jsonb := kgrag_private.chunk_lists(question_vec, question, k, opts);
+    lists jsonb := kgrag_private.chunk_lists(question_vec, question, k, opts, true);
     ranked jsonb := '[]';  -- with graph_ranking pagerank or both: the chunks by Personalized PageRank mass
 BEGIN
     IF opts ->> 'graph_ranking' IN ('pagerank', 'both') THEN
@@ -9374,10 +9455,14 @@ BEGIN
             RAISE NOTICE 'tenant % has no documents: the search found nothing to search', quote_literal(t)
                 USING HINT = 'Check the name (SELECT * FROM kgrag.tenants() lists the tenants with documents), or ingest first.';
         ELSE
-            reason := format('nothing cleared the floors (%s): no entity seed, no chunk above similarity %s, no lexical '
+            reason := format('nothing cleared the floors (%s): no entity seed, no chunk above similarity %s%s, no lexical '
                              'match covering %s of the question''s words, no report above similarity %s',
-                             reason, opts ->> 'chunk_min_similarity', opts ->> 'lexical_min_coverage',
-                             opts ->> 'report_min_similarity');
+                             reason, opts ->> 'chunk_min_similarity',
+                             CASE WHEN (opts ->> 'chunk_alone_min_similarity')::float8 > (opts ->> 'chunk_min_similarity')::float8
+                                  THEN format(' (%s where nothing else matched: the median similarity of two of the '
+                                              'collection''s passages, setting chunk_spread)', opts ->> 'chunk_alone_min_similarity')
+                                  ELSE '' END,
+                             opts ->> 'lexical_min_coverage', opts ->> 'report_min_similarity');
         END IF;
     END IF;
     RETURN reason;
@@ -9390,7 +9475,7 @@ ALTER FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row
 -- Name: FUNCTION search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb, subject_absent boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb, subject_absent boolean) IS 'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents (also raised as a NOTICE, which every client shows) or that nothing cleared the floors (naming them).';
+COMMENT ON FUNCTION kgrag_private.search_caveats(reason text, result kgrag.search_row[], route text, has_vector boolean, opts jsonb, subject_absent boolean) IS 'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents (also raised as a NOTICE, which every client shows) or that nothing cleared the floors (naming them, and the median passage similarity a vector chunk alone must clear where it is higher).';
 
 --
 -- Name: search_chunks_lexical_at(text, text, integer, text, regconfig, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -9567,7 +9652,7 @@ BEGIN
             END IF;
             rows_out := ARRAY(SELECT (x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason,
                                       x.payload || '{"coverage": "reduced", "fallback": "vector+lexical"}')::kgrag.search_row
-                                FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts), k, opts) AS x);
+                                FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts, true), k, opts) AS x);
             said := format('; the graph was over budget (%s): vector and lexical chunks returned instead, '
                            'coverage reduced', over_budget);
         END;
@@ -9593,7 +9678,7 @@ BEGIN
             said := '; no report cleared the floor against the subject: every report of the level, by weight';
         END IF;
     ELSIF route = 'vector' OR (route = 'local' AND cardinality(seeds) = 0) THEN
-        rows_out := ARRAY(SELECT x FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts), k, opts) AS x);
+        rows_out := ARRAY(SELECT x FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts, false), k, opts) AS x);
         IF route = 'local' THEN
             said := said || '; no seed: vector and lexical chunks only';
         END IF;
@@ -9893,6 +9978,7 @@ DECLARE
       "chunk_min_chars": {"type": "integer", "min": 0, "max": 2147483647},
       "chunk_min_similarity": {"type": "number", "min": -1, "max": 1},
       "chunk_overlap_chars": {"type": "integer", "min": 0, "max": 2147483647},
+      "chunk_spread": {"type": "object"},
       "community_max_size": {"type": "integer", "min": 2, "max": 2147483647},
       "community_resolution": {"type": "number", "min": 0.0001, "max": 10000},
       "community_seed": {"type": "integer", "min": 0, "max": 2147483647},

@@ -199,6 +199,7 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         "refresh_reports": ("SELECT kgrag_private.refresh_reports()", []),
         "refresh_lexeme_stats": ("SELECT kgrag.refresh_lexeme_stats()", []),
         "refresh_alias_trigram_stats": ("SELECT kgrag.refresh_alias_trigram_stats()", []),
+        "refresh_chunk_spread": ("SELECT kgrag.refresh_chunk_spread()", []),
         # an empty staged batch and an empty clustering: the caller's own graph only
         "stage_begin": ("SELECT kgrag_private.stage_begin()", []),
         "ingest_apply": ("SELECT kgrag_private.ingest_apply()", []),

@@ -87,6 +87,7 @@ def build_line(built: BuildSummary) -> str:
         f"communities: {communities}; reports written: {built.reports.written} of {built.reports.reports}; "
         f"answers written: {built.answers}; common words counted: {built.common_lexemes}; "
         f"common name trigrams counted: {built.common_trigrams}; "
+        f"median passage similarity: {'none' if built.chunk_spread is None else f'{built.chunk_spread:.3f}'}; "
         f"embedded: {built.entity_embeddings} entities, {built.report_embeddings} reports"
     )
     if built.summarized or built.summaries_rejected:

@@ -1,6 +1,6 @@
 """Graph products after ingestion: communities (hierarchical Leiden, pgkgrag.graph.communities),
 reports, answers, embeddings. Everything but Leiden is SQL (kgrag_private.replace_communities,
-refresh_reports, refresh_answers, refresh_lexeme_stats, refresh_alias_trigram_stats).
+refresh_reports, refresh_answers, refresh_lexeme_stats, refresh_alias_trigram_stats, refresh_chunk_spread).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class BuildSummary:
     report_embeddings: int = 0
     common_lexemes: int = 0  # the words lexical search draws no candidates from (kgrag.lexeme_stats)
     common_trigrams: int = 0  # the name trigrams entity linking probes around (kgrag.alias_trigram_stats)
+    chunk_spread: float | None = None  # the median similarity of two passages (kgrag.refresh_chunk_spread)
     renamed: int = 0  # entities given the name a curator decided (kgrag.rename_entity)
     relations_decided: int = 0  # relations whose edge a curator's decision removed or restored
     seconds: dict[str, float] = field(default_factory=dict)  # where the time went, step by step
@@ -92,6 +93,8 @@ def build(
         summary.common_lexemes = lexemes[0] if lexemes else 0
         trigrams = conn.execute(Q["refresh_alias_trigram_stats"]).fetchone()
         summary.common_trigrams = trigrams[0] if trigrams else 0
+        spread = conn.execute(Q["refresh_chunk_spread"]).fetchone()
+        summary.chunk_spread = spread[0] if spread else None
         if report_writer is not None:
             from pgkgrag.llm.reports import rewrite_reports
 

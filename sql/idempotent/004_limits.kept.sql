@@ -28,6 +28,7 @@ DECLARE
       "chunk_min_chars": {"type": "integer", "min": 0, "max": 2147483647},
       "chunk_min_similarity": {"type": "number", "min": -1, "max": 1},
       "chunk_overlap_chars": {"type": "integer", "min": 0, "max": 2147483647},
+      "chunk_spread": {"type": "object"},
       "community_max_size": {"type": "integer", "min": 2, "max": 2147483647},
       "community_resolution": {"type": "number", "min": 0.0001, "max": 10000},
       "community_seed": {"type": "integer", "min": 0, "max": 2147483647},

@@ -403,3 +403,54 @@ AS $$
 $$;
 COMMENT ON FUNCTION kgrag.search_reports_vector(vector, integer, integer, integer, integer) IS
 'Returns the k community reports nearest to q, optionally of one community level: (community_id, rank, similarity). Same two phases as search_chunks_vector.';
+
+CREATE OR REPLACE FUNCTION kgrag.refresh_chunk_spread() RETURNS double precision
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes the query to one shard
+    model text := kgrag.setting('embedder') #>> '{}';
+    sampled integer;
+    middle double precision;
+BEGIN
+    -- Every pair of up to 256 of the tenant's chunks for everyone (no audience: the figure is the
+    -- same whoever builds, and says nothing of a group's documents), picked by a hash of their ids
+    -- (the same chunks give the same figure, whatever the order they came in).
+    WITH picked AS (
+        SELECT c.chunk_id, c.embedding
+          FROM kgrag.chunk AS c
+         WHERE c.tenant_id = t AND c.audience IS NULL AND c.embedding IS NOT NULL
+         ORDER BY pg_catalog.md5(c.chunk_id), c.chunk_id
+         LIMIT 256
+    )
+    SELECT (SELECT count(*) FROM picked),
+           (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY 1 - (a.embedding <=> b.embedding))
+              FROM picked AS a JOIN picked AS b ON a.chunk_id < b.chunk_id)
+      INTO sampled, middle;
+    IF model IS NULL OR sampled < 2 THEN
+        DELETE FROM kgrag.settings AS s WHERE s.tenant_id = t AND s.key = 'chunk_spread';
+        RETURN NULL;
+    END IF;
+    INSERT INTO kgrag.settings AS s (tenant_id, key, value, description)
+    VALUES (t, 'chunk_spread',
+            jsonb_build_object('embedder', model, 'median', round(middle::numeric, 4), 'chunks', sampled),
+            'Measured by pgkgrag build (kgrag.refresh_chunk_spread): the median similarity of two of this tenant''s '
+            'passages; a vector chunk nothing else supports must be nearer the question than that.')
+    ON CONFLICT (tenant_id, key) DO UPDATE SET value = excluded.value WHERE s.value IS DISTINCT FROM excluded.value;
+    RETURN round(middle::numeric, 4);
+END
+$$;
+COMMENT ON FUNCTION kgrag.refresh_chunk_spread() IS
+'Measures how alike the current tenant''s passages are to one another, for its embedder: the median cosine similarity of every pair of up to 256 of its chunks for everyone (no audience; picked by a hash of their ids, so the same chunks give the same figure), stored as its setting chunk_spread ({"embedder", "median", "chunks"}) and returned (NULL, and the setting removed, with fewer than two such chunks or no embedder recorded). pgkgrag build runs it. A search whose question names nothing of the graph and matches no passage by its words keeps only the vector chunks above that median (search option chunk_alone_min_similarity): an unrelated question in the collection''s language sits near the similarity two unrelated passages have, whatever the model''s scale.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.chunk_spread_floor(spread jsonb, embedder jsonb) RETURNS double precision
+LANGUAGE sql IMMUTABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- a median measured with another embedder says nothing of this one's scale
+    SELECT CASE WHEN jsonb_typeof(spread -> 'median') = 'number' AND spread -> 'embedder' = embedder
+                THEN least(greatest((spread ->> 'median')::float8, -1), 1) END
+$$;
+COMMENT ON FUNCTION kgrag_private.chunk_spread_floor(jsonb, jsonb) IS
+'Private. Returns the median of the setting chunk_spread (kgrag.refresh_chunk_spread) within -1..1 when it was measured with the embedder given (the tenant''s), else NULL.';

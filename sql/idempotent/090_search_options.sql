@@ -7,7 +7,8 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     allowed constant text[] := ARRAY['hops', 'degree_cap', 'entities', 'reports', 'seeds', 'level', 'relations',
-                                     'as_of', 'chunk_min_similarity', 'entity_seed_min_similarity',
+                                     'as_of', 'chunk_min_similarity', 'chunk_alone_min_similarity',
+                                     'entity_seed_min_similarity',
                                      'report_min_similarity', 'lexical_min_coverage', 'rrf_k', 'graph_weight',
                                      'whole_collection', 'neighbours', 'direction', 'seed_entities', 'graph_ranking', 'log',
                                      'history', 'min_confidence'];
@@ -49,6 +50,7 @@ AS $$
         'entities', v -> 'search_entities', 'reports', v -> 'search_reports',
         'seeds', v -> 'search_seeds', 'level', 0, 'relations', NULL, 'as_of', NULL,
         'chunk_min_similarity', f -> 'chunk_min_similarity',
+        'chunk_alone_min_similarity', to_jsonb(COALESCE(kgrag_private.chunk_spread_floor(v -> 'chunk_spread', v -> 'embedder'), -1)),
         'entity_seed_min_similarity', f -> 'entity_seed_min_similarity',
         'report_min_similarity', f -> 'report_min_similarity',
         'lexical_min_coverage', v -> 'lexical_min_coverage', 'rrf_k', v -> 'rrf_k',
@@ -59,13 +61,13 @@ AS $$
       FROM (SELECT kgrag_private.settings_of(ARRAY['search_hops', 'search_degree_cap', 'search_entities',
                                                    'search_reports', 'search_seeds', 'lexical_min_coverage', 'rrf_k',
                                                    'rrf_graph_weight', 'search_neighbours', 'search_graph_ranking',
-                                                   'query_log', 'walk_min_confidence']) AS v,
+                                                   'query_log', 'walk_min_confidence', 'chunk_spread', 'embedder']) AS v,
                    kgrag_private.floors_of(ARRAY['chunk_min_similarity', 'entity_seed_min_similarity',
                                                  'report_min_similarity']) AS f
              OFFSET 0) AS d  -- (a fence: each once, not once per reference)
 $$;
 COMMENT ON FUNCTION kgrag_private.default_search_options() IS
-'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors (kgrag_private.floor: for the tenant''s embedder), rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter, history false, min_confidence the setting walk_min_confidence.';
+'Private. Returns every search option with the current tenant''s default: the search_* settings, the floors (kgrag_private.floor: for the tenant''s embedder; chunk_alone_min_similarity: the median of the setting chunk_spread measured with the tenant''s embedder, else -1), rrf_k, rrf_graph_weight, query_log; level 0, direction out, no relation, as_of or seed_entities filter, history false, min_confidence the setting walk_min_confidence.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.check_search_options(merged jsonb, given jsonb) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -82,6 +84,7 @@ BEGIN
         PERFORM (merged ->> 'hops')::integer, (merged ->> 'degree_cap')::integer, (merged ->> 'entities')::integer,
                 (merged ->> 'reports')::integer, (merged ->> 'seeds')::integer, (merged ->> 'level')::integer,
                 (merged ->> 'as_of')::timestamptz, (merged ->> 'chunk_min_similarity')::float8,
+                (merged ->> 'chunk_alone_min_similarity')::float8,
                 (merged ->> 'entity_seed_min_similarity')::float8, (merged ->> 'report_min_similarity')::float8,
                 (merged ->> 'lexical_min_coverage')::float8, (merged ->> 'rrf_k')::integer,
                 (merged ->> 'graph_weight')::float8,
@@ -116,6 +119,7 @@ BEGIN
        OR (merged ->> 'level')::integer NOT BETWEEN 0 AND 100
        OR (merged ->> 'lexical_min_coverage')::float8 NOT BETWEEN 0 AND 1
        OR (merged ->> 'chunk_min_similarity')::float8 NOT BETWEEN -1 AND 1
+       OR (merged ->> 'chunk_alone_min_similarity')::float8 NOT BETWEEN -1 AND 1
        OR (merged ->> 'entity_seed_min_similarity')::float8 NOT BETWEEN -1 AND 1
        OR (merged ->> 'report_min_similarity')::float8 NOT BETWEEN -1 AND 1
        OR jsonb_array_length(COALESCE(NULLIF(merged -> 'relations', 'null'), '[]')) > 100

@@ -35,7 +35,8 @@ $$;
 COMMENT ON FUNCTION kgrag_private.fused_chunks(jsonb, integer, jsonb) IS
 'Private. Returns the k best chunks of the RRF fusion of named chunk lists as search rows, the chunks of the lists own_page then bridge_page (if given) first in their order; source = the list other than those two that ranked the chunk best (graph when none did), payload.ranks = its rank in every list.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.chunk_lists(question_vec vector, question text, k integer, opts jsonb)
+CREATE OR REPLACE FUNCTION kgrag_private.chunk_lists(question_vec vector, question text, k integer, opts jsonb,
+                                                     seeded boolean)
 RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -44,15 +45,21 @@ AS $$
         'vector', COALESCE((SELECT jsonb_agg(v.chunk_id ORDER BY v.rank)
                               FROM kgrag.search_chunks_vector(question_vec, k) AS v
                              WHERE question_vec IS NOT NULL
-                               AND v.similarity >= (opts ->> 'chunk_min_similarity')::float8), '[]'),
-        'lexical', COALESCE((SELECT jsonb_agg(l.chunk_id ORDER BY l.rank)
+                               AND v.similarity >= (opts ->> 'chunk_min_similarity')::float8
+                               -- a vector nothing else supports: nearer than two of the
+                               -- collection's passages are to each other
+                               AND (seeded OR l.ids <> '[]'
+                                    OR v.similarity >= (opts ->> 'chunk_alone_min_similarity')::float8)), '[]'),
+        'lexical', l.ids)
+      FROM (SELECT COALESCE((SELECT jsonb_agg(x.chunk_id ORDER BY x.rank)
                                FROM kgrag_private.search_chunks_lexical_at(  -- (kgrag.search_chunks_lexical)
                                         kgrag.current_tenant(), question, k, 'any', NULL,
-                                        (opts ->> 'lexical_min_coverage')::float8) AS l
-                              WHERE question IS NOT NULL), '[]'))
+                                        (opts ->> 'lexical_min_coverage')::float8) AS x
+                              WHERE question IS NOT NULL), '[]') AS ids
+             OFFSET 0) AS l  -- (a fence: once)
 $$;
-COMMENT ON FUNCTION kgrag_private.chunk_lists(vector, text, integer, jsonb) IS
-'Private. Returns {"vector": [...], "lexical": [...]}: the chunk ids of vector search above the similarity floor and of lexical search above the coverage floor, best first (a list is empty when its input, the vector or the text, is NULL).';
+COMMENT ON FUNCTION kgrag_private.chunk_lists(vector, text, integer, jsonb, boolean) IS
+'Private. Returns {"vector": [...], "lexical": [...]}: the chunk ids of vector search above the similarity floor (chunk_min_similarity; where the search has no seed and lexical search found nothing, also above chunk_alone_min_similarity: the collection''s median passage-to-passage similarity) and of lexical search above the coverage floor, best first (a list is empty when its input, the vector or the text, is NULL).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.with_neighbours(given_rows kgrag.search_row[]) RETURNS SETOF kgrag.search_row
 LANGUAGE plpgsql STABLE SECURITY INVOKER

@@ -270,7 +270,7 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     reached jsonb := kgrag_private.reached_entities(seeds, opts);
-    lists jsonb := kgrag_private.chunk_lists(question_vec, question, k, opts);
+    lists jsonb := kgrag_private.chunk_lists(question_vec, question, k, opts, true);
     ranked jsonb := '[]';  -- with graph_ranking pagerank or both: the chunks by Personalized PageRank mass
 BEGIN
     IF opts ->> 'graph_ranking' IN ('pagerank', 'both') THEN

@@ -122,7 +122,7 @@ BEGIN
             END IF;
             rows_out := ARRAY(SELECT (x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason,
                                       x.payload || '{"coverage": "reduced", "fallback": "vector+lexical"}')::kgrag.search_row
-                                FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts), k, opts) AS x);
+                                FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts, true), k, opts) AS x);
             said := format('; the graph was over budget (%s): vector and lexical chunks returned instead, '
                            'coverage reduced', over_budget);
         END;
@@ -148,7 +148,7 @@ BEGIN
             said := '; no report cleared the floor against the subject: every report of the level, by weight';
         END IF;
     ELSIF route = 'vector' OR (route = 'local' AND cardinality(seeds) = 0) THEN
-        rows_out := ARRAY(SELECT x FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts), k, opts) AS x);
+        rows_out := ARRAY(SELECT x FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts, false), k, opts) AS x);
         IF route = 'local' THEN
             said := said || '; no seed: vector and lexical chunks only';
         END IF;
@@ -197,17 +197,21 @@ BEGIN
             RAISE NOTICE 'tenant % has no documents: the search found nothing to search', quote_literal(t)
                 USING HINT = 'Check the name (SELECT * FROM kgrag.tenants() lists the tenants with documents), or ingest first.';
         ELSE
-            reason := format('nothing cleared the floors (%s): no entity seed, no chunk above similarity %s, no lexical '
+            reason := format('nothing cleared the floors (%s): no entity seed, no chunk above similarity %s%s, no lexical '
                              'match covering %s of the question''s words, no report above similarity %s',
-                             reason, opts ->> 'chunk_min_similarity', opts ->> 'lexical_min_coverage',
-                             opts ->> 'report_min_similarity');
+                             reason, opts ->> 'chunk_min_similarity',
+                             CASE WHEN (opts ->> 'chunk_alone_min_similarity')::float8 > (opts ->> 'chunk_min_similarity')::float8
+                                  THEN format(' (%s where nothing else matched: the median similarity of two of the '
+                                              'collection''s passages, setting chunk_spread)', opts ->> 'chunk_alone_min_similarity')
+                                  ELSE '' END,
+                             opts ->> 'lexical_min_coverage', opts ->> 'report_min_similarity');
         END IF;
     END IF;
     RETURN reason;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.search_caveats(text, kgrag.search_row[], text, boolean, jsonb, boolean) IS
-'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents (also raised as a NOTICE, which every client shows) or that nothing cleared the floors (naming them).';
+'Private. Returns a search''s reason with what the caller should know added: the graph stale around the entities returned, no question vector, no or stale community reports for the global and mixed routes, and for no row at all, that the tenant has no documents (also raised as a NOTICE, which every client shows) or that nothing cleared the floors (naming them, and the median passage similarity a vector chunk alone must clear where it is higher).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.log_search_result(
     question text, question_vec vector, route text, reason text, seeds text[], returned kgrag.search_row[],
@@ -383,7 +387,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.kgrag_search(vector, text, text, integer, jsonb) IS
-'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), seed_entities (entity ids, names or aliases: the local route from these, whatever the router would pick), direction (out, in or both: how the walk follows typed edges; default out), graph_ranking (paths: the graph''s chunks are those of the entities the walk reached, nearest first; pagerank: by Personalized PageRank mass, see kgrag.personalized_pagerank, source pagerank and payload.ppr_mass; both: the two lists fused; default setting search_graph_ranking; the reason says which ranked them), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question about the collection (a global rule) naming a subject no chunk holds returns no rows, and says so. A question asking how many or for every item (a count rule: how many, all the, quantos, todos os) says in its reason and in each row''s payload.matching how many chunks, documents and entities of the type it names match, and that only the rows returned are shown. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left for kgrag.last_search().';
+'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage; chunk_alone_min_similarity: where the question has no seed and no lexical match, a vector chunk must also clear it, by default the median similarity of two of the tenant''s passages, kgrag.refresh_chunk_spread, so that an unrelated question returns nothing whatever the embedder''s scale; -1 turns it off), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), seed_entities (entity ids, names or aliases: the local route from these, whatever the router would pick), direction (out, in or both: how the walk follows typed edges; default out), graph_ranking (paths: the graph''s chunks are those of the entities the walk reached, nearest first; pagerank: by Personalized PageRank mass, see kgrag.personalized_pagerank, source pagerank and payload.ppr_mass; both: the two lists fused; default setting search_graph_ranking; the reason says which ranked them), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question about the collection (a global rule) naming a subject no chunk holds returns no rows, and says so. A question asking how many or for every item (a count rule: how many, all the, quantos, todos os) says in its reason and in each row''s payload.matching how many chunks, documents and entities of the type it names match, and that only the rows returned are shown. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left for kgrag.last_search().';
 
 CREATE OR REPLACE FUNCTION kgrag.last_search() RETURNS TABLE (route text, reason text, reports text[])
 LANGUAGE sql STABLE SECURITY INVOKER
