@@ -106,7 +106,7 @@ COMMENT ON FUNCTION kgrag_private.with_twins(text[]) IS
 'Private. Returns the entity ids given followed by their twins the session sees: the same id marked with another audience, or unmarked ("service:auth service" and "service:auth service~hr", kgrag_private.id_access), found through their shared name. Where a walk starts (kgrag.k_hop, kgrag.personalized_pagerank, the search option seed_entities), what an audience''s documents say of an entity of the shared graph is walked for the audience''s holders. A session holding no group reads nothing.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.walk_filter(as_of timestamptz, history boolean, min_confidence double precision)
-RETURNS TABLE (at timestamptz, min_conf double precision, dated boolean)
+RETURNS TABLE (at timestamptz, min_conf double precision, guarded boolean)
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -119,15 +119,34 @@ BEGIN
     END IF;
     -- current facts unless the caller asks for another time (as_of) or for every time (history)
     at := CASE WHEN as_of IS NOT NULL THEN as_of WHEN COALESCE(history, false) THEN NULL ELSE now() END;
-    -- one probe of edge_dated_idx: a tenant without dated relations has no co-occurrence to hold back
-    dated := at IS NOT NULL AND EXISTS (SELECT 1 FROM kgrag.edge AS z
-                                         WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS'
-                                           AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL));
+    -- A co-occurrence may have to be held back (kgrag_private.pair_walkable) only where some
+    -- stated relation is not walked: a weak one under a confidence floor, one dated (one probe of
+    -- edge_dated_idx), denied (relation_evidence_negated_idx) or rejected by a curator (curation_pkey).
+    guarded := min_conf > 0
+               OR (at IS NOT NULL AND EXISTS (SELECT 1 FROM kgrag.edge AS z
+                                               WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS'
+                                                 AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL)))
+               OR EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r WHERE r.tenant_id = t AND r.negated)
+               OR EXISTS (SELECT 1 FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.kind = 'reject_relation');
     RETURN NEXT;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.walk_filter(timestamptz, boolean, double precision) IS
-'Private. Returns which relations a walk follows: at, the time they must hold at (as_of; else now(), the current facts; NULL, every time, when history is true and no as_of is given), min_conf (min_confidence, else the setting walk_min_confidence; 22023 outside 0..1), and dated (whether the tenant has a dated stated relation, so that a co-occurrence may have to be held back: kgrag_private.pair_holds). A walk follows an edge whose confidence >= min_conf, valid at at (valid_from <= at < valid_to, a missing bound open), and, for a co-occurrence, whose pair holds at at.';
+'Private. Returns which relations a walk follows: at, the time they must hold at (as_of; else now(), the current facts; NULL, every time, when history is true and no as_of is given), min_conf (min_confidence, else the setting walk_min_confidence; 22023 outside 0..1), and guarded (whether some stated relation of the tenant may not be walked: min_conf above 0, a dated relation, a denied one, a curator''s rejection; then a co-occurrence is checked: kgrag_private.pair_walkable). A walk follows an edge whose confidence >= min_conf, valid at at (valid_from <= at < valid_to, a missing bound open), and, for a co-occurrence, whose pair is walkable.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.named_out_of_time(t text, x text, chunk text, at timestamptz) RETURNS boolean
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- (relation_evidence_chunk_idx: the few relations one chunk states)
+    SELECT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
+                    WHERE r.tenant_id = t AND r.chunk_id = chunk AND (r.src = x OR r.dst = x) AND NOT r.negated)
+       AND NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
+                        WHERE r.tenant_id = t AND r.chunk_id = chunk AND (r.src = x OR r.dst = x) AND NOT r.negated
+                          AND (r.valid_from IS NULL OR r.valid_from <= at) AND (r.valid_to IS NULL OR r.valid_to > at))
+$$;
+COMMENT ON FUNCTION kgrag_private.named_out_of_time(text, text, text, timestamptz) IS
+'Private. Returns whether entity x is named in a chunk only in relations of another time: the chunk states relations of x (not denied), and every one is dated and does not hold at at ("Ana worked at Northwind from 2015 to 2019": Northwind, today).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.pair_holds(t text, a text, b text, at timestamptz) RETURNS boolean
 LANGUAGE sql STABLE SECURITY INVOKER
@@ -149,11 +168,43 @@ $$;
 COMMENT ON FUNCTION kgrag_private.pair_holds(text, text, text, timestamptz) IS
 'Private. Returns whether the co-occurrence of entities a and b may be walked at time at: false when a dated relation stated between them (either way) does not hold at that time (an employer of the past, or of the future: walking their co-occurrence would re-admit it) and no relation stated between them holds then (a past internship beside a current job keeps the pair).';
 
+CREATE OR REPLACE FUNCTION kgrag_private.pair_walkable(t text, a text, b text, at timestamptz, min_conf double precision)
+RETURNS boolean
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- A co-occurrence is what the chunks naming both say; a chunk lends it to the walk unless
+    -- what it states makes it false at that time or under that confidence floor.
+    SELECT (at IS NULL OR kgrag_private.pair_holds(t, a, b, at))
+           -- (a co-occurrence no chunk explains, written by hand, is walked as it stands)
+           AND COALESCE(bool_or(
+                   -- a relation the chunk states (or denies) between them speaks for it: the chunk
+                   -- counts only while a relation between them is walked (not rejected, strong
+                   -- enough, holding)
+                   (NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
+                                 WHERE r.tenant_id = t AND r.chunk_id = ma.chunk_id
+                                   AND ((r.src = a AND r.dst = b) OR (r.src = b AND r.dst = a)))
+                    OR EXISTS (SELECT 1 FROM kgrag.edge AS y
+                                WHERE y.tenant_id = t AND y.rel <> 'CO_OCCURS'
+                                  AND ((y.src = a AND y.dst = b) OR (y.src = b AND y.dst = a))
+                                  AND y.confidence >= min_conf
+                                  AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
+                                                      AND (y.valid_to IS NULL OR y.valid_to > at)))))
+                   -- and neither is named there only in facts of another time
+                   AND (at IS NULL OR NOT (kgrag_private.named_out_of_time(t, a, ma.chunk_id, at)
+                                           OR kgrag_private.named_out_of_time(t, b, ma.chunk_id, at)))), true)
+      FROM kgrag.mention AS ma  -- the chunks naming both (mention_pkey, merged)
+      JOIN kgrag.mention AS mb ON mb.tenant_id = t AND mb.entity_id = b AND mb.chunk_id = ma.chunk_id
+     WHERE ma.tenant_id = t AND ma.entity_id = a
+$$;
+COMMENT ON FUNCTION kgrag_private.pair_walkable(text, text, text, timestamptz, double precision) IS
+'Private. Returns whether the co-occurrence of entities a and b may be walked at time at (NULL: any time) with the confidence floor min_conf: the pair holds at at (kgrag_private.pair_holds), and some chunk naming both (a) states no relation between them, or one between them is walked (it has an edge, not rejected by a curator, with confidence >= min_conf, holding at at), and (b) names neither only in relations that do not hold at at (kgrag_private.named_out_of_time). A co-occurrence no chunk names both of (written by hand) is walked as stored. So an expired, future, rejected, denied or too weak relation does not come back through the co-occurrence of the sentence that stated it, nor does an employer of the past through the sentence that names it beside the current one.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.walk_bounds(
     hops integer, degree_cap integer, relations text[], direction text, as_of timestamptz, history boolean,
     min_confidence double precision)
 RETURNS TABLE (deadline timestamptz, budget_ms integer, relation_keys text[], at timestamptz,
-               min_conf double precision, dated boolean)
+               min_conf double precision, guarded boolean)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -187,12 +238,12 @@ BEGIN
     END IF;
     relation_keys := CASE WHEN relations IS NOT NULL
                           THEN ARRAY(SELECT DISTINCT kgrag.relation_key(r) FROM unnest(relations) AS r WHERE r IS NOT NULL) END;
-    SELECT f.at, f.min_conf, f.dated INTO at, min_conf, dated FROM kgrag_private.walk_filter(as_of, history, min_confidence) AS f;
+    SELECT f.at, f.min_conf, f.guarded INTO at, min_conf, guarded FROM kgrag_private.walk_filter(as_of, history, min_confidence) AS f;
     RETURN NEXT;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.walk_bounds(integer, integer, text[], text, timestamptz, boolean, double precision) IS
-'Private. Checks a walk''s arguments (hops within max_hops, degree_cap within edge_rank_depth, direction out, in or both, min_confidence within 0..1; 22023 otherwise) and returns its deadline (khop_timeout_ms from now, or the end of the kgrag_search that runs it if sooner), that budget in ms, the relation types as keys (NULL for all), and the relations it follows (at, min_conf, dated: kgrag_private.walk_filter).';
+'Private. Checks a walk''s arguments (hops within max_hops, degree_cap within edge_rank_depth, direction out, in or both, min_confidence within 0..1; 22023 otherwise) and returns its deadline (khop_timeout_ms from now, or the end of the kgrag_search that runs it if sooner), that budget in ms, the relation types as keys (NULL for all), and the relations it follows (at, min_conf, guarded: kgrag_private.walk_filter).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.walk(
     seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamptz, direction text,
@@ -209,11 +260,11 @@ DECLARE
     budget_ms integer;
     at timestamptz;
     min_conf double precision;
-    dated boolean;
+    guarded boolean;
     walked integer;
 BEGIN
-    SELECT w.relation_keys, w.deadline, w.budget_ms, w.at, w.min_conf, w.dated
-      INTO rels, deadline, budget_ms, at, min_conf, dated
+    SELECT w.relation_keys, w.deadline, w.budget_ms, w.at, w.min_conf, w.guarded
+      INTO rels, deadline, budget_ms, at, min_conf, guarded
       FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction, as_of, history, min_confidence) AS w;
     -- The branch a direction does not take is a one-time filter that fails, so it is never
     -- scanned; the plan is kept from call to call (a custom plan for each walk cost more to make,
@@ -237,7 +288,7 @@ BEGIN
                           -- the cap counts the edges that hold (kgrag_private.walk_filter), not expired ones
                           AND y.confidence >= min_conf
                           AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at) AND (y.valid_to IS NULL OR y.valid_to > at)))
-                          AND (NOT dated OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, y.src, y.dst, at))
+                          AND (NOT guarded OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf))
                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                         LIMIT degree_cap) AS x
                UNION ALL
@@ -251,7 +302,7 @@ BEGIN
            AND (rels IS NULL OR g.rel = ANY (rels))
            AND g.confidence >= min_conf  -- the relations the walk follows: kgrag_private.walk_filter
            AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
-           AND (NOT dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, at))
+           AND (NOT guarded OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, g.src, g.dst, at, min_conf))
            AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
     )
     SELECT w.entity_id, w.hop, w.trail, w.seed, w.steps FROM walk AS w LIMIT max_paths + 1;
@@ -269,7 +320,7 @@ COMMENT ON FUNCTION kgrag_private.walk(text[], integer, integer, text[], timesta
 
 CREATE OR REPLACE FUNCTION kgrag_private.frontier_step(
     front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamptz, direction text,
-    deadline timestamptz, budget_ms integer, paths_left bigint, min_conf double precision, dated boolean)
+    deadline timestamptz, budget_ms integer, paths_left bigint, min_conf double precision, guarded boolean)
 RETURNS TABLE (next_front text[], reached text[], step_paths bigint)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -303,7 +354,7 @@ BEGIN
                                           AND y.confidence >= min_conf  -- the cap counts the edges that hold
                                           AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
                                                               AND (y.valid_to IS NULL OR y.valid_to > at)))
-                                          AND (NOT dated OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, y.src, y.dst, at))
+                                          AND (NOT guarded OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf))
                                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                         LIMIT degree_cap) AS x
                                  WHERE direction <> 'in'
@@ -311,7 +362,7 @@ BEGIN
                                    AND x.confidence >= min_conf  -- as in walk()
                                    AND (at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= at)
                                                        AND (x.valid_to IS NULL OR x.valid_to > at)))
-                                   AND (NOT dated OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, x.src, x.dst, at))
+                                   AND (NOT guarded OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, x.src, x.dst, at, min_conf))
                                    AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
                                 UNION ALL
                                 SELECT x.src, f.o, 0
@@ -323,7 +374,7 @@ BEGIN
                                    AND x.confidence >= min_conf  -- as in walk()
                                    AND (at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= at)
                                                        AND (x.valid_to IS NULL OR x.valid_to > at)))
-                                   AND (NOT dated OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, x.src, x.dst, at))
+                                   AND (NOT guarded OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, x.src, x.dst, at, min_conf))
                                    AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
                                  LIMIT paths_left) AS c
                          GROUP BY c.next_id) AS g
@@ -373,7 +424,7 @@ BEGIN
         END IF;
         SELECT * INTO step FROM kgrag_private.frontier_step(front, visited, h, degree_cap, bounds.relation_keys, bounds.at,
                                                             direction, bounds.deadline, bounds.budget_ms,
-                                                            max_paths - examined + 1, bounds.min_conf, bounds.dated);
+                                                            max_paths - examined + 1, bounds.min_conf, bounds.guarded);
         front := step.next_front;
         examined := examined + step.step_paths;
         IF examined > max_paths THEN
@@ -420,7 +471,7 @@ AS $$
      ORDER BY w.hop, w.entity_id COLLATE "C"
 $$;
 COMMENT ON FUNCTION kgrag.k_hop(text[], integer, integer, text[], timestamptz, text, boolean, double precision) IS
-'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities, with their twins in the audiences the session sees: kgrag_private.with_twins), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction, out of a node among the edges that hold at the walk''s time and confidence; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and the co-occurrence of a pair is not followed while a dated relation between them does not hold (an expired employer is not reached through it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
+'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities, with their twins in the audiences the session sees: kgrag_private.with_twins), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction, out of a node among the edges that hold at the walk''s time and confidence; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and a co-occurrence is followed only where a chunk naming both lends it (kgrag_private.pair_walkable): not the sentence of a relation between them that is not followed (expired, of the future, rejected by a curator, denied, below min_confidence), nor a sentence that names one of them only in relations of another time (an expired employer is not reached through it, nor through the current one named beside it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
 
 CREATE OR REPLACE FUNCTION kgrag.fanout(seed text, hops integer, degree_cap integer DEFAULT NULL, direction text DEFAULT 'out')
 RETURNS TABLE (hop integer, nodes bigint, new_nodes bigint, paths bigint)

@@ -40,7 +40,7 @@ COMMENT ON FUNCTION kgrag_private.check_pagerank_args(double precision, integer,
 
 CREATE OR REPLACE FUNCTION kgrag_private.pagerank_entities(
     ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamptz, budget_ms integer,
-    at timestamptz, min_conf double precision, dated boolean)
+    at timestamptz, min_conf double precision, guarded boolean)
 RETURNS text[]
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -62,7 +62,7 @@ BEGIN
                                                    AND y.confidence >= min_conf  -- kgrag_private.walk_filter
                                                    AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
                                                                        AND (y.valid_to IS NULL OR y.valid_to > at)))
-                                                   AND (NOT dated OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, y.src, y.dst, at))
+                                                   AND (NOT guarded OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf))
                                                  ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                                  LIMIT degree_cap) AS g
                            UNION ALL
@@ -89,7 +89,7 @@ COMMENT ON FUNCTION kgrag_private.pagerank_entities(text[], integer, integer, in
 
 CREATE OR REPLACE FUNCTION kgrag_private.pagerank_subgraph(
     ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[],
-    chunk_weights double precision[], max_edges integer, at timestamptz, min_conf double precision, dated boolean)
+    chunk_weights double precision[], max_edges integer, at timestamptz, min_conf double precision, guarded boolean)
 RETURNS TABLE (nodes text[], reset double precision[], esrc integer[], edst integer[], eprob double precision[])
 LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
@@ -124,7 +124,7 @@ BEGIN
                  WHERE g.tenant_id = t
                    AND g.confidence >= min_conf  -- as pagerank_entities
                    AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
-                   AND (NOT dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, at))
+                   AND (NOT guarded OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, g.src, g.dst, at, min_conf))
                  GROUP BY 1, 2, 3) AS y
          GROUP BY y.a, y.b
          ORDER BY sum(y.w) DESC, y.a COLLATE "C", y.b COLLATE "C"
@@ -256,8 +256,8 @@ BEGIN
                                WHERE m.tenant_id = t AND m.chunk_id = ANY (seed_chunks)
                                  AND m.entity_id <> ALL (seed_ids)
                                ORDER BY m.entity_id),
-            h, degree_cap, max_edges, deadline, budget_ms, walked.at, walked.min_conf, walked.dated),
-        seed_chunks, seeds, seed_weights, given_chunks, chunk_weights, max_edges, walked.at, walked.min_conf, walked.dated);
+            h, degree_cap, max_edges, deadline, budget_ms, walked.at, walked.min_conf, walked.guarded),
+        seed_chunks, seeds, seed_weights, given_chunks, chunk_weights, max_edges, walked.at, walked.min_conf, walked.guarded);
     IF COALESCE(cardinality(graph.nodes), 0) = 0 OR (SELECT sum(r) FROM unnest(graph.reset) AS r) <= 0 THEN
         RETURN;
     END IF;

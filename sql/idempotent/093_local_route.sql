@@ -36,7 +36,7 @@ BEGIN
                             AND g.confidence >= f.min_conf
                             AND (f.at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= f.at)
                                                   AND (g.valid_to IS NULL OR g.valid_to > f.at)))
-                            AND (NOT f.dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, f.at)))
+                            AND (NOT f.guarded OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, g.src, g.dst, f.at, f.min_conf)))
                           AS confidence
                  FROM kgrag.edge AS g
                 WHERE g.tenant_id = t

@@ -203,6 +203,16 @@ def test_the_degree_cap_counts_the_relations_that_hold(tconn: psycopg.Connection
             " VALUES ('t1', %s, %s, %s, %s, %s, %s)",
             rows,
         )
+        # the chunk their co-occurrence comes from (it states neither relation)
+        cur.execute("INSERT INTO kgrag.document (tenant_id, doc_id, content_hash) VALUES ('t1', 'd', 'h')")
+        cur.execute(
+            "INSERT INTO kgrag.chunk (tenant_id, chunk_id, doc_id, ordinal, char_start, char_end, text, content_hash)"
+            " VALUES ('t1', 'd#0', 'd', 0, 0, 1, 'x', 'h')"
+        )
+        cur.executemany(
+            "INSERT INTO kgrag.mention (tenant_id, entity_id, chunk_id) VALUES ('t1', %s, 'd#0')",
+            [("person:ana",), ("org:northwind",)],
+        )
     tconn.execute("SELECT kgrag.refresh_edge_ranks(%s)", [ids])
     walk = "SELECT entity_id FROM kgrag.k_hop(ARRAY[%s], 1{}) WHERE hop = 1 ORDER BY 1"
     assert tconn.execute(walk.format(", degree_cap => 2"), ["org:hub"]).fetchall() == [("org:cur",)]
