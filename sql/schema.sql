@@ -1085,7 +1085,7 @@ ALTER FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, relat
 -- Name: FUNCTION k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) IS 'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities, with their twins in the audiences the session sees: kgrag_private.with_twins), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction, out of a node among the edges that hold at the walk''s time and confidence; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and the co-occurrence of a pair is not followed while a dated relation between them does not hold (an expired employer is not reached through it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
+COMMENT ON FUNCTION kgrag.k_hop(seeds text[], hops integer, degree_cap integer, relations text[], as_of timestamp with time zone, direction text, history boolean, min_confidence double precision) IS 'Returns the entities within hops edges of the seeds (entity ids, names or aliases, see kgrag.resolve_entities, with their twins in the audiences the session sees: kgrag_private.with_twins), one row each at its shortest hop: (entity_id, hop, path from the seed, seed, directions: out or in for each step); the seeds themselves come back at hop 0. direction: out (the default) follows edges from src to dst, in from dst to src ("who signed X?": k_hop(ARRAY[''X''], 1, relations => ARRAY[''signed''], direction => ''in'')), both either way. degree_cap keeps each edge that is among the degree_cap strongest of its source (by weight, ties by dst then rel; counted over every relation type, in the stored direction, out of a node among the edges that hold at the walk''s time and confidence; at most kgrag.edge_rank_depth()), relations keeps those relation types whatever their case. The walk follows the current facts: a relation with a validity (valid_from, valid_to) is followed only while it holds now, or at as_of when given (history => true: at any time), and a co-occurrence is followed only where a chunk naming both lends it (kgrag_private.pair_walkable): not the sentence of a relation between them that is not followed (expired, of the future, rejected by a curator, denied, below min_confidence), nor a sentence that names one of them only in relations of another time (an expired employer is not reached through it, nor through the current one named beside it); a stated relation below min_confidence (default setting walk_min_confidence) is not followed. Ties between equally short paths go to the lexicographically first path. Refuses hops above the setting max_hops; cancelled after khop_timeout_ms.';
 
 --
 -- Name: kgrag_search(public.vector, text, text, integer, jsonb); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1428,8 +1428,8 @@ BEGIN
                                WHERE m.tenant_id = t AND m.chunk_id = ANY (seed_chunks)
                                  AND m.entity_id <> ALL (seed_ids)
                                ORDER BY m.entity_id),
-            h, degree_cap, max_edges, deadline, budget_ms, walked.at, walked.min_conf, walked.dated),
-        seed_chunks, seeds, seed_weights, given_chunks, chunk_weights, max_edges, walked.at, walked.min_conf, walked.dated);
+            h, degree_cap, max_edges, deadline, budget_ms, walked.at, walked.min_conf, walked.guarded),
+        seed_chunks, seeds, seed_weights, given_chunks, chunk_weights, max_edges, walked.at, walked.min_conf, walked.guarded);
     IF COALESCE(cardinality(graph.nodes), 0) = 0 OR (SELECT sum(r) FROM unnest(graph.reset) AS r) <= 0 THEN
         RETURN;
     END IF;
@@ -2920,7 +2920,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0045'::text$$;
+    AS $$SELECT '0046'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -4386,15 +4386,26 @@ CREATE FUNCTION kgrag_private.count_caveat(count_rule text, subject text, rows_i
 DECLARE
     matching jsonb := kgrag_private.subject_count(subject, cardinality(rows_in));
 BEGIN
-    said := format('; the question asks for a count or a complete list (rule %s): %s chunks in %s documents hold every word of "%s"',
-                   count_rule,
-                   CASE WHEN (matching ->> 'capped')::boolean THEN 'more than ' ELSE '' END || (matching ->> 'chunks'),
-                   CASE WHEN (matching ->> 'capped')::boolean THEN 'at least ' ELSE '' END || (matching ->> 'documents'),
-                   subject)
-            || COALESCE((SELECT ', the graph holds ' || string_agg(format('%s entities of type %s', e.value, e.key), ', ' ORDER BY e.key)
-                           FROM jsonb_each_text(matching -> 'entities') AS e), '')
-            || format('; %s rows are shown: a count or a list made from them alone may be incomplete',
-                      cardinality(rows_in));
+    IF (matching ->> 'chunks')::integer = 0 AND NOT EXISTS (SELECT 1 FROM jsonb_each_text(matching -> 'entities')) THEN
+        -- no word of it in any chunk, no entity type of that name: a zero would be a guess
+        said := format('; the question asks for a count or a complete list (rule %s): no chunk holds every word of "%s" '
+                       'and no entity type is called so, so the count is unknown, not zero (the documents may say it '
+                       'in other words or in another language); %s rows are shown%s', count_rule, subject,
+                       cardinality(rows_in),
+                       CASE WHEN cardinality(rows_in) > 0 THEN ', found by meaning or by name: not a count' ELSE '' END);
+        matching := matching || '{"known": false}';
+    ELSE
+        said := format('; the question asks for a count or a complete list (rule %s): %s chunks in %s documents hold every word of "%s"',
+                       count_rule,
+                       CASE WHEN (matching ->> 'capped')::boolean THEN 'more than ' ELSE '' END || (matching ->> 'chunks'),
+                       CASE WHEN (matching ->> 'capped')::boolean THEN 'at least ' ELSE '' END || (matching ->> 'documents'),
+                       subject)
+                || COALESCE((SELECT ', the graph holds ' || string_agg(format('%s entities of type %s', e.value, e.key), ', ' ORDER BY e.key)
+                               FROM jsonb_each_text(matching -> 'entities') AS e), '')
+                || format('; %s rows are shown: a count or a list made from them alone may be incomplete',
+                          cardinality(rows_in));
+        matching := matching || '{"known": true}';
+    END IF;
     result := ARRAY(SELECT (x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason,
                             x.payload || jsonb_build_object('matching', matching))::kgrag.search_row
                       FROM unnest(rows_in) WITH ORDINALITY AS x(rank, ref_id, kind, source, score, route, reason, payload, o)
@@ -4409,7 +4420,7 @@ ALTER FUNCTION kgrag_private.count_caveat(count_rule text, subject text, rows_in
 -- Name: FUNCTION count_caveat(count_rule text, subject text, rows_in kgrag.search_row[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.count_caveat(count_rule text, subject text, rows_in kgrag.search_row[]) IS 'Private. For a question that asks how many or for every item (a count rule of kgrag.router_rule matched): what the reason adds (how many chunks and documents hold the subject, how many entities of the types it names, and that only the rows shown were returned) and the rows with payload.matching (kgrag_private.subject_count).';
+COMMENT ON FUNCTION kgrag_private.count_caveat(count_rule text, subject text, rows_in kgrag.search_row[]) IS 'Private. For a question that asks how many or for every item (a count rule of kgrag.router_rule matched): what the reason adds (how many chunks and documents hold the subject, how many entities of the types it names, and that only the rows shown were returned; where no chunk holds its words and no entity type has its name, that the count is unknown, not zero: the documents may say it otherwise, in another language) and the rows with payload.matching (kgrag_private.subject_count; known = false for an unknown count).';
 
 --
 -- Name: coverage(tsvector, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -5441,7 +5452,7 @@ BEGIN
         END IF;
         SELECT * INTO step FROM kgrag_private.frontier_step(front, visited, h, degree_cap, bounds.relation_keys, bounds.at,
                                                             direction, bounds.deadline, bounds.budget_ms,
-                                                            max_paths - examined + 1, bounds.min_conf, bounds.dated);
+                                                            max_paths - examined + 1, bounds.min_conf, bounds.guarded);
         front := step.next_front;
         examined := examined + step.step_paths;
         IF examined > max_paths THEN
@@ -5467,7 +5478,7 @@ COMMENT ON FUNCTION kgrag_private.frontier(seeds text[], hops integer, degree_ca
 -- Name: frontier_step(text[], text[], integer, integer, text[], timestamp with time zone, text, timestamp with time zone, integer, bigint, double precision, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint, min_conf double precision, dated boolean) RETURNS TABLE(next_front text[], reached text[], step_paths bigint)
+CREATE FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint, min_conf double precision, guarded boolean) RETURNS TABLE(next_front text[], reached text[], step_paths bigint)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
@@ -5500,7 +5511,7 @@ BEGIN
                                           AND y.confidence >= min_conf  -- the cap counts the edges that hold
                                           AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
                                                               AND (y.valid_to IS NULL OR y.valid_to > at)))
-                                          AND (NOT dated OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, y.src, y.dst, at))
+                                          AND (NOT guarded OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf))
                                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                         LIMIT degree_cap) AS x
                                  WHERE direction <> 'in'
@@ -5508,7 +5519,7 @@ BEGIN
                                    AND x.confidence >= min_conf  -- as in walk()
                                    AND (at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= at)
                                                        AND (x.valid_to IS NULL OR x.valid_to > at)))
-                                   AND (NOT dated OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, x.src, x.dst, at))
+                                   AND (NOT guarded OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, x.src, x.dst, at, min_conf))
                                    AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
                                 UNION ALL
                                 SELECT x.src, f.o, 0
@@ -5520,7 +5531,7 @@ BEGIN
                                    AND x.confidence >= min_conf  -- as in walk()
                                    AND (at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= at)
                                                        AND (x.valid_to IS NULL OR x.valid_to > at)))
-                                   AND (NOT dated OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, x.src, x.dst, at))
+                                   AND (NOT guarded OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, x.src, x.dst, at, min_conf))
                                    AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
                                  LIMIT paths_left) AS c
                          GROUP BY c.next_id) AS g
@@ -5531,13 +5542,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint, min_conf double precision, dated boolean) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint, min_conf double precision, guarded boolean) OWNER TO <owner>;
 
 --
--- Name: FUNCTION frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint, min_conf double precision, dated boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint, min_conf double precision, guarded boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint, min_conf double precision, dated boolean) IS 'Private. One hop of kgrag_private.frontier: from the paths of the frontier (steps || trail, in trail byte order) at hop h - 1, the paths of the entities not visited before that the edges out of it reach (next_front, each entity by its first path in byte order), those entities (reached), and the edges followed (step_paths, kept or not), at most paths_left; only the relations that hold at at with a confidence of at least min_conf (kgrag_private.walk_filter). Cancelled (57014) past the deadline.';
+COMMENT ON FUNCTION kgrag_private.frontier_step(front text[], visited text[], h integer, degree_cap integer, rels text[], at timestamp with time zone, direction text, deadline timestamp with time zone, budget_ms integer, paths_left bigint, min_conf double precision, guarded boolean) IS 'Private. One hop of kgrag_private.frontier: from the paths of the frontier (steps || trail, in trail byte order) at hop h - 1, the paths of the entities not visited before that the edges out of it reach (next_front, each entity by its first path in byte order), those entities (reached), and the edges followed (step_paths, kept or not), at most paths_left; only the relations that hold at at with a confidence of at least min_conf (kgrag_private.walk_filter). Cancelled (57014) past the deadline.';
 
 --
 -- Name: fts_probe(tsquery, regconfig, integer); Type: FUNCTION; Schema: kgrag_private; Owner: kgrag_probe
@@ -6892,6 +6903,30 @@ ALTER FUNCTION kgrag_private.named_by(doc_ids text[]) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.named_by(doc_ids text[]) IS 'Private. Returns the entities (ids, sorted) whose names these documents gave (kgrag.alias_source): the ones to lock, and to pass to kgrag_private.forget_aliases once the documents'' sources are gone.';
 
 --
+-- Name: named_out_of_time(text, text, text, timestamp with time zone); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.named_out_of_time(t text, x text, chunk text, at timestamp with time zone) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- (relation_evidence_chunk_idx: the few relations one chunk states)
+    SELECT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
+                    WHERE r.tenant_id = t AND r.chunk_id = chunk AND (r.src = x OR r.dst = x) AND NOT r.negated)
+       AND NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
+                        WHERE r.tenant_id = t AND r.chunk_id = chunk AND (r.src = x OR r.dst = x) AND NOT r.negated
+                          AND (r.valid_from IS NULL OR r.valid_from <= at) AND (r.valid_to IS NULL OR r.valid_to > at))
+$$;
+
+ALTER FUNCTION kgrag_private.named_out_of_time(t text, x text, chunk text, at timestamp with time zone) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION named_out_of_time(t text, x text, chunk text, at timestamp with time zone); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.named_out_of_time(t text, x text, chunk text, at timestamp with time zone) IS 'Private. Returns whether entity x is named in a chunk only in relations of another time: the chunk states relations of x (not denied), and every one is dated and does not hold at at ("Ana worked at Northwind from 2015 to 2019": Northwind, today).';
+
+--
 -- Name: namesake_documents(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -7137,7 +7172,7 @@ COMMENT ON FUNCTION kgrag_private.pad_vector(v public.vector) IS 'Private. Retur
 -- Name: pagerank_entities(text[], integer, integer, integer, timestamp with time zone, integer, timestamp with time zone, double precision, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer, at timestamp with time zone, min_conf double precision, dated boolean) RETURNS text[]
+CREATE FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer, at timestamp with time zone, min_conf double precision, guarded boolean) RETURNS text[]
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
@@ -7158,7 +7193,7 @@ BEGIN
                                                    AND y.confidence >= min_conf  -- kgrag_private.walk_filter
                                                    AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
                                                                        AND (y.valid_to IS NULL OR y.valid_to > at)))
-                                                   AND (NOT dated OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, y.src, y.dst, at))
+                                                   AND (NOT guarded OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf))
                                                  ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                                  LIMIT degree_cap) AS g
                            UNION ALL
@@ -7181,13 +7216,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer, at timestamp with time zone, min_conf double precision, dated boolean) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer, at timestamp with time zone, min_conf double precision, guarded boolean) OWNER TO <owner>;
 
 --
--- Name: FUNCTION pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer, at timestamp with time zone, min_conf double precision, dated boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer, at timestamp with time zone, min_conf double precision, guarded boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer, at timestamp with time zone, min_conf double precision, dated boolean) IS 'Private. Returns the entities of Personalized PageRank''s subgraph: those given (the seeds), then those within hops edges of them, hop by hop, each hop by id (degree_cap: each node''s strongest edges; typed edges either way; the edges that hold at at with a confidence of at least min_conf, see kgrag_private.walk_filter), at most max_entities, the nearest first. Cancelled with SQLSTATE 57014 past the deadline.';
+COMMENT ON FUNCTION kgrag_private.pagerank_entities(ents text[], hops integer, degree_cap integer, max_entities integer, deadline timestamp with time zone, budget_ms integer, at timestamp with time zone, min_conf double precision, guarded boolean) IS 'Private. Returns the entities of Personalized PageRank''s subgraph: those given (the seeds), then those within hops edges of them, hop by hop, each hop by id (degree_cap: each node''s strongest edges; typed edges either way; the edges that hold at at with a confidence of at least min_conf, see kgrag_private.walk_filter), at most max_entities, the nearest first. Cancelled with SQLSTATE 57014 past the deadline.';
 
 --
 -- Name: pagerank_list(public.vector, text[], integer, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -7227,7 +7262,7 @@ COMMENT ON FUNCTION kgrag_private.pagerank_list(question_vec public.vector, seed
 -- Name: pagerank_subgraph(text[], text[], text[], double precision[], text[], double precision[], integer, timestamp with time zone, double precision, boolean); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, dated boolean) RETURNS TABLE(nodes text[], reset double precision[], esrc integer[], edst integer[], eprob double precision[])
+CREATE FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, guarded boolean) RETURNS TABLE(nodes text[], reset double precision[], esrc integer[], edst integer[], eprob double precision[])
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
@@ -7261,7 +7296,7 @@ BEGIN
                  WHERE g.tenant_id = t
                    AND g.confidence >= min_conf  -- as pagerank_entities
                    AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
-                   AND (NOT dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, at))
+                   AND (NOT guarded OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, g.src, g.dst, at, min_conf))
                  GROUP BY 1, 2, 3) AS y
          GROUP BY y.a, y.b
          ORDER BY sum(y.w) DESC, y.a COLLATE "C", y.b COLLATE "C"
@@ -7304,13 +7339,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, dated boolean) OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, guarded boolean) OWNER TO <owner>;
 
 --
--- Name: FUNCTION pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, dated boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, guarded boolean); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, dated boolean) IS 'Private. Returns Personalized PageRank''s subgraph as arrays: the nodes (''e'' || entity_id in the order given, then ''c'' || chunk_id by id: the chunks citing the entities, at most max_edges mentions, nearest entities first, and the seed chunks), the reset weight of each (an entity seed: its weight, else 1 / the chunks citing it; a seed chunk: its weight, else 1), and the steps (source, destination, probability: an entity-chunk link weighs 1, an entity-entity link the edge''s weight times its confidence summed over relation types, at most max_edges pairs, the strongest first).';
+COMMENT ON FUNCTION kgrag_private.pagerank_subgraph(ents text[], seed_chunks text[], seeds text[], seed_weights double precision[], given_chunks text[], chunk_weights double precision[], max_edges integer, at timestamp with time zone, min_conf double precision, guarded boolean) IS 'Private. Returns Personalized PageRank''s subgraph as arrays: the nodes (''e'' || entity_id in the order given, then ''c'' || chunk_id by id: the chunks citing the entities, at most max_edges mentions, nearest entities first, and the seed chunks), the reset weight of each (an entity seed: its weight, else 1 / the chunks citing it; a seed chunk: its weight, else 1), and the steps (source, destination, probability: an entity-chunk link weighs 1, an entity-entity link the edge''s weight times its confidence summed over relation types, at most max_edges pairs, the strongest first).';
 
 --
 -- Name: pair_differs(text, text, text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -7408,6 +7443,47 @@ ALTER FUNCTION kgrag_private.pair_relations(t text, src text, dst text, fixes js
 --
 
 COMMENT ON FUNCTION kgrag_private.pair_relations(t text, src text, dst text, fixes jsonb) IS 'Private. Returns the typed relations between src and dst (tenant t) whose edge a decision can make or unmake: the edges there are, the relations stated, and the types corrections (fixes) turn them into. The graph refresh recomputes them all when one of them is touched and the pair has a correction, and the build when a decision about the pair changes what it should hold.';
+
+--
+-- Name: pair_walkable(text, text, text, timestamp with time zone, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.pair_walkable(t text, a text, b text, at timestamp with time zone, min_conf double precision) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- A co-occurrence is what the chunks naming both say; a chunk lends it to the walk unless
+    -- what it states makes it false at that time or under that confidence floor.
+    SELECT (at IS NULL OR kgrag_private.pair_holds(t, a, b, at))
+           -- (a co-occurrence no chunk explains, written by hand, is walked as it stands)
+           AND COALESCE(bool_or(
+                   -- a relation the chunk states (or denies) between them speaks for it: the chunk
+                   -- counts only while a relation between them is walked (not rejected, strong
+                   -- enough, holding)
+                   (NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
+                                 WHERE r.tenant_id = t AND r.chunk_id = ma.chunk_id
+                                   AND ((r.src = a AND r.dst = b) OR (r.src = b AND r.dst = a)))
+                    OR EXISTS (SELECT 1 FROM kgrag.edge AS y
+                                WHERE y.tenant_id = t AND y.rel <> 'CO_OCCURS'
+                                  AND ((y.src = a AND y.dst = b) OR (y.src = b AND y.dst = a))
+                                  AND y.confidence >= min_conf
+                                  AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
+                                                      AND (y.valid_to IS NULL OR y.valid_to > at)))))
+                   -- and neither is named there only in facts of another time
+                   AND (at IS NULL OR NOT (kgrag_private.named_out_of_time(t, a, ma.chunk_id, at)
+                                           OR kgrag_private.named_out_of_time(t, b, ma.chunk_id, at)))), true)
+      FROM kgrag.mention AS ma  -- the chunks naming both (mention_pkey, merged)
+      JOIN kgrag.mention AS mb ON mb.tenant_id = t AND mb.entity_id = b AND mb.chunk_id = ma.chunk_id
+     WHERE ma.tenant_id = t AND ma.entity_id = a
+$$;
+
+ALTER FUNCTION kgrag_private.pair_walkable(t text, a text, b text, at timestamp with time zone, min_conf double precision) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION pair_walkable(t text, a text, b text, at timestamp with time zone, min_conf double precision); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.pair_walkable(t text, a text, b text, at timestamp with time zone, min_conf double precision) IS 'Private. Returns whether the co-occurrence of entities a and b may be walked at time at (NULL: any time) with the confidence floor min_conf: the pair holds at at (kgrag_private.pair_holds), and some chunk naming both (a) states no relation between them, or one between them is walked (it has an edge, not rejected by a curator, with confidence >= min_conf, holding at at), and (b) names neither only in relations that do not hold at at (kgrag_private.named_out_of_time). A co-occurrence no chunk names both of (written by hand) is walked as stored. So an expired, future, rejected, denied or too weak relation does not come back through the co-occurrence of the sentence that stated it, nor does an employer of the past through the sentence that names it beside the current one.';
 
 --
 -- Name: path_length(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -7894,7 +7970,7 @@ BEGIN
                             AND g.confidence >= f.min_conf
                             AND (f.at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= f.at)
                                                   AND (g.valid_to IS NULL OR g.valid_to > f.at)))
-                            AND (NOT f.dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, f.at)))
+                            AND (NOT f.guarded OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, g.src, g.dst, f.at, f.min_conf)))
                           AS confidence
                  FROM kgrag.edge AS g
                 WHERE g.tenant_id = t
@@ -10784,11 +10860,11 @@ DECLARE
     budget_ms integer;
     at timestamptz;
     min_conf double precision;
-    dated boolean;
+    guarded boolean;
     walked integer;
 BEGIN
-    SELECT w.relation_keys, w.deadline, w.budget_ms, w.at, w.min_conf, w.dated
-      INTO rels, deadline, budget_ms, at, min_conf, dated
+    SELECT w.relation_keys, w.deadline, w.budget_ms, w.at, w.min_conf, w.guarded
+      INTO rels, deadline, budget_ms, at, min_conf, guarded
       FROM kgrag_private.walk_bounds(hops, degree_cap, relations, direction, as_of, history, min_confidence) AS w;
     -- The branch a direction does not take is a one-time filter that fails, so it is never
     -- scanned; the plan is kept from call to call (a custom plan for each walk cost more to make,
@@ -10812,7 +10888,7 @@ BEGIN
                           -- the cap counts the edges that hold (kgrag_private.walk_filter), not expired ones
                           AND y.confidence >= min_conf
                           AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at) AND (y.valid_to IS NULL OR y.valid_to > at)))
-                          AND (NOT dated OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, y.src, y.dst, at))
+                          AND (NOT guarded OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf))
                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                         LIMIT degree_cap) AS x
                UNION ALL
@@ -10826,7 +10902,7 @@ BEGIN
            AND (rels IS NULL OR g.rel = ANY (rels))
            AND g.confidence >= min_conf  -- the relations the walk follows: kgrag_private.walk_filter
            AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
-           AND (NOT dated OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_holds(t, g.src, g.dst, at))
+           AND (NOT guarded OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, g.src, g.dst, at, min_conf))
            AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
     )
     SELECT w.entity_id, w.hop, w.trail, w.seed, w.steps FROM walk AS w LIMIT max_paths + 1;
@@ -10852,7 +10928,7 @@ COMMENT ON FUNCTION kgrag_private.walk(seeds text[], hops integer, degree_cap in
 -- Name: walk_bounds(integer, integer, text[], text, timestamp with time zone, boolean, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relations text[], direction text, as_of timestamp with time zone, history boolean, min_confidence double precision) RETURNS TABLE(deadline timestamp with time zone, budget_ms integer, relation_keys text[], at timestamp with time zone, min_conf double precision, dated boolean)
+CREATE FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relations text[], direction text, as_of timestamp with time zone, history boolean, min_confidence double precision) RETURNS TABLE(deadline timestamp with time zone, budget_ms integer, relation_keys text[], at timestamp with time zone, min_conf double precision, guarded boolean)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -10886,7 +10962,7 @@ BEGIN
     END IF;
     relation_keys := CASE WHEN relations IS NOT NULL
                           THEN ARRAY(SELECT DISTINCT kgrag.relation_key(r) FROM unnest(relations) AS r WHERE r IS NOT NULL) END;
-    SELECT f.at, f.min_conf, f.dated INTO at, min_conf, dated FROM kgrag_private.walk_filter(as_of, history, min_confidence) AS f;
+    SELECT f.at, f.min_conf, f.guarded INTO at, min_conf, guarded FROM kgrag_private.walk_filter(as_of, history, min_confidence) AS f;
     RETURN NEXT;
 END
 $$;
@@ -10897,13 +10973,13 @@ ALTER FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relat
 -- Name: FUNCTION walk_bounds(hops integer, degree_cap integer, relations text[], direction text, as_of timestamp with time zone, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relations text[], direction text, as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Private. Checks a walk''s arguments (hops within max_hops, degree_cap within edge_rank_depth, direction out, in or both, min_confidence within 0..1; 22023 otherwise) and returns its deadline (khop_timeout_ms from now, or the end of the kgrag_search that runs it if sooner), that budget in ms, the relation types as keys (NULL for all), and the relations it follows (at, min_conf, dated: kgrag_private.walk_filter).';
+COMMENT ON FUNCTION kgrag_private.walk_bounds(hops integer, degree_cap integer, relations text[], direction text, as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Private. Checks a walk''s arguments (hops within max_hops, degree_cap within edge_rank_depth, direction out, in or both, min_confidence within 0..1; 22023 otherwise) and returns its deadline (khop_timeout_ms from now, or the end of the kgrag_search that runs it if sooner), that budget in ms, the relation types as keys (NULL for all), and the relations it follows (at, min_conf, guarded: kgrag_private.walk_filter).';
 
 --
 -- Name: walk_filter(timestamp with time zone, boolean, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.walk_filter(as_of timestamp with time zone, history boolean, min_confidence double precision) RETURNS TABLE(at timestamp with time zone, min_conf double precision, dated boolean)
+CREATE FUNCTION kgrag_private.walk_filter(as_of timestamp with time zone, history boolean, min_confidence double precision) RETURNS TABLE(at timestamp with time zone, min_conf double precision, guarded boolean)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -10916,10 +10992,15 @@ BEGIN
     END IF;
     -- current facts unless the caller asks for another time (as_of) or for every time (history)
     at := CASE WHEN as_of IS NOT NULL THEN as_of WHEN COALESCE(history, false) THEN NULL ELSE now() END;
-    -- one probe of edge_dated_idx: a tenant without dated relations has no co-occurrence to hold back
-    dated := at IS NOT NULL AND EXISTS (SELECT 1 FROM kgrag.edge AS z
-                                         WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS'
-                                           AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL));
+    -- A co-occurrence may have to be held back (kgrag_private.pair_walkable) only where some
+    -- stated relation is not walked: a weak one under a confidence floor, one dated (one probe of
+    -- edge_dated_idx), denied (relation_evidence_negated_idx) or rejected by a curator (curation_pkey).
+    guarded := min_conf > 0
+               OR (at IS NOT NULL AND EXISTS (SELECT 1 FROM kgrag.edge AS z
+                                               WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS'
+                                                 AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL)))
+               OR EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r WHERE r.tenant_id = t AND r.negated)
+               OR EXISTS (SELECT 1 FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.kind = 'reject_relation');
     RETURN NEXT;
 END
 $$;
@@ -10930,7 +11011,7 @@ ALTER FUNCTION kgrag_private.walk_filter(as_of timestamp with time zone, history
 -- Name: FUNCTION walk_filter(as_of timestamp with time zone, history boolean, min_confidence double precision); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.walk_filter(as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Private. Returns which relations a walk follows: at, the time they must hold at (as_of; else now(), the current facts; NULL, every time, when history is true and no as_of is given), min_conf (min_confidence, else the setting walk_min_confidence; 22023 outside 0..1), and dated (whether the tenant has a dated stated relation, so that a co-occurrence may have to be held back: kgrag_private.pair_holds). A walk follows an edge whose confidence >= min_conf, valid at at (valid_from <= at < valid_to, a missing bound open), and, for a co-occurrence, whose pair holds at at.';
+COMMENT ON FUNCTION kgrag_private.walk_filter(as_of timestamp with time zone, history boolean, min_confidence double precision) IS 'Private. Returns which relations a walk follows: at, the time they must hold at (as_of; else now(), the current facts; NULL, every time, when history is true and no as_of is given), min_conf (min_confidence, else the setting walk_min_confidence; 22023 outside 0..1), and guarded (whether some stated relation of the tenant may not be walked: min_conf above 0, a dated relation, a denied one, a curator''s rejection; then a co-occurrence is checked: kgrag_private.pair_walkable). A walk follows an edge whose confidence >= min_conf, valid at at (valid_from <= at < valid_to, a missing bound open), and, for a co-occurrence, whose pair is walkable.';
 
 --
 -- Name: weak_links(text, text[], jsonb, jsonb, double precision, double precision, text[], real[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -13003,6 +13084,12 @@ CREATE INDEX relation_evidence_chunk_idx ON kgrag.relation_evidence USING btree 
 --
 
 CREATE INDEX relation_evidence_dst_idx ON kgrag.relation_evidence USING btree (tenant_id, dst);
+
+--
+-- Name: relation_evidence_negated_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
+--
+
+CREATE INDEX relation_evidence_negated_idx ON kgrag.relation_evidence USING btree (tenant_id) WHERE negated;
 
 --
 -- Name: alias_source alias_source_tenant_id_entity_id_alias_fkey; Type: FK CONSTRAINT; Schema: kgrag; Owner: <owner>

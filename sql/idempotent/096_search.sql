@@ -257,15 +257,26 @@ AS $$
 DECLARE
     matching jsonb := kgrag_private.subject_count(subject, cardinality(rows_in));
 BEGIN
-    said := format('; the question asks for a count or a complete list (rule %s): %s chunks in %s documents hold every word of "%s"',
-                   count_rule,
-                   CASE WHEN (matching ->> 'capped')::boolean THEN 'more than ' ELSE '' END || (matching ->> 'chunks'),
-                   CASE WHEN (matching ->> 'capped')::boolean THEN 'at least ' ELSE '' END || (matching ->> 'documents'),
-                   subject)
-            || COALESCE((SELECT ', the graph holds ' || string_agg(format('%s entities of type %s', e.value, e.key), ', ' ORDER BY e.key)
-                           FROM jsonb_each_text(matching -> 'entities') AS e), '')
-            || format('; %s rows are shown: a count or a list made from them alone may be incomplete',
-                      cardinality(rows_in));
+    IF (matching ->> 'chunks')::integer = 0 AND NOT EXISTS (SELECT 1 FROM jsonb_each_text(matching -> 'entities')) THEN
+        -- no word of it in any chunk, no entity type of that name: a zero would be a guess
+        said := format('; the question asks for a count or a complete list (rule %s): no chunk holds every word of "%s" '
+                       'and no entity type is called so, so the count is unknown, not zero (the documents may say it '
+                       'in other words or in another language); %s rows are shown%s', count_rule, subject,
+                       cardinality(rows_in),
+                       CASE WHEN cardinality(rows_in) > 0 THEN ', found by meaning or by name: not a count' ELSE '' END);
+        matching := matching || '{"known": false}';
+    ELSE
+        said := format('; the question asks for a count or a complete list (rule %s): %s chunks in %s documents hold every word of "%s"',
+                       count_rule,
+                       CASE WHEN (matching ->> 'capped')::boolean THEN 'more than ' ELSE '' END || (matching ->> 'chunks'),
+                       CASE WHEN (matching ->> 'capped')::boolean THEN 'at least ' ELSE '' END || (matching ->> 'documents'),
+                       subject)
+                || COALESCE((SELECT ', the graph holds ' || string_agg(format('%s entities of type %s', e.value, e.key), ', ' ORDER BY e.key)
+                               FROM jsonb_each_text(matching -> 'entities') AS e), '')
+                || format('; %s rows are shown: a count or a list made from them alone may be incomplete',
+                          cardinality(rows_in));
+        matching := matching || '{"known": true}';
+    END IF;
     result := ARRAY(SELECT (x.rank, x.ref_id, x.kind, x.source, x.score, x.route, x.reason,
                             x.payload || jsonb_build_object('matching', matching))::kgrag.search_row
                       FROM unnest(rows_in) WITH ORDINALITY AS x(rank, ref_id, kind, source, score, route, reason, payload, o)
@@ -274,7 +285,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.count_caveat(text, text, kgrag.search_row[]) IS
-'Private. For a question that asks how many or for every item (a count rule of kgrag.router_rule matched): what the reason adds (how many chunks and documents hold the subject, how many entities of the types it names, and that only the rows shown were returned) and the rows with payload.matching (kgrag_private.subject_count).';
+'Private. For a question that asks how many or for every item (a count rule of kgrag.router_rule matched): what the reason adds (how many chunks and documents hold the subject, how many entities of the types it names, and that only the rows shown were returned; where no chunk holds its words and no entity type has its name, that the count is unknown, not zero: the documents may say it otherwise, in another language) and the rows with payload.matching (kgrag_private.subject_count; known = false for an unknown count).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.leave_last_search(route text, reason text, reports text[]) RETURNS void
 LANGUAGE sql VOLATILE SECURITY INVOKER

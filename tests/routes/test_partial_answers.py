@@ -5,7 +5,9 @@ only k are shown."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -74,6 +76,7 @@ def test_a_count_says_how_many_match_and_that_k_are_shown(reader: psycopg.Connec
         "documents": len(documents),
         "capped": False,
         "entities": {"Incident": incidents},
+        "known": True,
     }
     reason = rows[0]["reason"]
     assert "asks for a count or a complete list (rule en-count)" in reason
@@ -110,3 +113,24 @@ def test_the_shell_says_it_too(demo: str) -> None:
     assert "(rule en-count)" in said and "rows are shown" in said and "entities of type Incident" in said
     empty = run("search", "What are the main themes about office furniture?", "--tenant", DEMO_TENANT, dsn=demo)
     assert "which no chunk of the collection mentions" in " ".join(empty.stdout.split())
+
+
+def test_a_count_whose_words_no_chunk_holds_is_unknown_not_zero(dsn: str, tmp_path: Path) -> None:
+    """English incident notes, asked in Portuguese, from the shell: no chunk holds "incidentes" and
+    no entity type is called so (the keyphrases extractor types none Incident), so the count is
+    said to be unknown, not a true zero; a count the words do find still says how many."""
+    for n, what in enumerate(("the payment database ran out of disk", "a certificate expired", "the queue stalled")):
+        (tmp_path / f"inc-{n}.md").write_text(
+            f"# Incident {n}\n\nIncident {n}: {what}; the on-call engineer fixed it.\n"
+        )
+    done = run("ingest", str(tmp_path), "--tenant", "notes", "--embedder", "hash", dsn=dsn)
+    assert done.returncode == 0, done.stderr
+    asked = run("search", "Quantos incidentes houve?", "--tenant", "notes", "--json", dsn=dsn)
+    assert asked.returncode == 0, asked.stderr
+    rows = json.loads(asked.stdout)
+    said = rows[0]["reason"] if rows else ""
+    assert 'no chunk holds every word of "incidentes"' in said and "unknown, not zero" in said, said
+    assert all(row["payload"]["matching"]["known"] is False for row in rows)
+    english = json.loads(run("search", "How many incidents were there?", "--tenant", "notes", "--json", dsn=dsn).stdout)
+    assert '3 chunks in 3 documents hold every word of "incidents"' in english[0]["reason"]
+    assert english[0]["payload"]["matching"]["known"] is True
