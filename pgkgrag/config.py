@@ -15,7 +15,8 @@ class Config:
     """Connection settings.
 
     dsn: KGRAG_DSN, a PostgreSQL connection string; when unset the embedded server is used.
-    home: KGRAG_HOME, the directory of the embedded server's data (default ./.pgkgrag).
+    home: KGRAG_HOME, the directory of the embedded server's data; by default the nearest .pgkgrag
+    in the current directory or above it (as git finds .git), else ./.pgkgrag (project_home).
     tenant: KGRAG_TENANT, the tenant commands act for (default 'default'); what a tenant's name may
     be is the database's rule (kgrag_private.is_tenant_name), checked by kgrag.use_tenant.
     """
@@ -27,9 +28,22 @@ class Config:
     @classmethod
     def from_env(cls, tenant: str | None = None) -> Config:
         dsn = os.environ.get("KGRAG_DSN") or None
-        home = Path(os.environ.get("KGRAG_HOME") or ".pgkgrag").expanduser().resolve()
+        given = os.environ.get("KGRAG_HOME")
+        home = Path(given).expanduser().resolve() if given else project_home(Path.cwd())
         chosen = tenant or os.environ.get("KGRAG_TENANT") or DEFAULT_TENANT
         return cls(dsn=dsn, home=home, tenant=chosen)
+
+
+def project_home(start: Path) -> Path:
+    """The private server's directory of the project `start` is in: the nearest .pgkgrag holding a
+    server's data (a `data` directory) in `start` or a directory above it, as git finds .git, so
+    every command of a project finds the same server from any of its folders; `start`/.pgkgrag when
+    there is none (the first command creates it there)."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".pgkgrag" / "data").is_dir():
+            return folder / ".pgkgrag"
+    return here / ".pgkgrag"
 
 
 # The schema's dimension when none is chosen at install time: the widest of the bundled embedders (use,

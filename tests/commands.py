@@ -36,13 +36,23 @@ def command_env(dsn: str | None = None, home: Path | None = None, **settings: st
 
 
 def run(
-    *args: str, dsn: str | None = None, home: Path | None = None, python: Path | None = None, **settings: str
+    *args: str,
+    dsn: str | None = None,
+    home: Path | None = None,
+    python: Path | None = None,
+    cwd: Path | None = None,
+    **settings: str,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `pgkgrag ARGS` to the end (`python -m pgkgrag ARGS` with another venv's python); settings
-    are extra environment variables (KGRAG_TENANT=...)."""
+    """Run `pgkgrag ARGS` to the end (`python -m pgkgrag ARGS` with another venv's python), in cwd if
+    given; settings are extra environment variables (KGRAG_TENANT=...)."""
     command = [str(python), "-m", "pgkgrag"] if python else [PGKGRAG]
     return subprocess.run(
-        [*command, *args], env=command_env(dsn, home, **settings), capture_output=True, text=True, timeout=600
+        [*command, *args],
+        env=command_env(dsn, home, **settings),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
     )
 
 

@@ -16,7 +16,7 @@ from rich.table import Table
 from pgkgrag.graph.build import BuildSummary
 from pgkgrag.graph.totals import GraphTotals, Stale
 from pgkgrag.ingest.ingestor import BATCH_STEPS
-from pgkgrag.ingest.summary import AppliedCounts, IngestSummary
+from pgkgrag.ingest.summary import AppliedCounts, IngestSummary, split_where
 from pgkgrag.retrieval.evaluation import RouteFigures
 from pgkgrag.retrieval.results import SearchResult, SearchRow
 
@@ -39,8 +39,9 @@ def ingest_table(
         ("written", summary.written),
         ("failed", len(summary.failed)),
         ("rejected input", len(summary.rejected_inputs)),
+        ("of which files", sum(split_where(where)[1] is None for where, _ in summary.rejected_inputs)),
+        ("of which JSONL lines", sum(split_where(where)[1] is not None for where, _ in summary.rejected_inputs)),
         ("relations dropped", len(summary.dropped_relations)),
-        ("files not read", len(summary.unreadable)),
         ("chunks", summary.counts.chunks),
         ("mentions", summary.counts.mentions),
         ("relations", summary.counts.relations),

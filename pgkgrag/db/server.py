@@ -143,6 +143,11 @@ class EmbeddedServer:
                 f"but the embedded server is PostgreSQL {PG_MAJOR}: point KGRAG_HOME elsewhere "
                 "or move that directory away"
             )
+        if not version_file.exists():
+            _note(
+                f"creating a private PostgreSQL server in {self.home} (none in this folder or above it; "
+                "KGRAG_HOME names another, KGRAG_DSN a server of yours)"
+            )
         self.home.mkdir(parents=True, exist_ok=True)
         status = self._run()
         if _MARK not in (self.data_dir / "pg_hba.conf").read_text():  # a server initdb left open

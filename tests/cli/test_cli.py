@@ -39,18 +39,25 @@ def test_upgrade_twice_downgrade_base_upgrade_again(server: Server) -> None:
 
 @pytest.mark.slow
 def test_embedded_lifecycle_from_the_command_line(tmp_path: Path) -> None:
-    home = tmp_path / "kgrag-home"
+    """The private server of a project, started in its folder and found from any folder under it
+    (the nearest .pgkgrag above, as git finds .git); a folder outside it says it creates another."""
+    project = tmp_path / "project"
+    deep = project / "notes" / "2026"
+    deep.mkdir(parents=True)
     try:
-        assert "not running" in run("db", "status", home=home).stdout
-        started = run("db", "upgrade", home=home)
+        assert "not running" in run("db", "status", cwd=project).stdout
+        started = run("db", "upgrade", cwd=project)
         assert started.returncode == 0, started.stderr
         assert "started the embedded PostgreSQL" in started.stderr
-        status = run("db", "status", home=home)
-        assert "running" in status.stdout and "(head)" in status.stdout
-        reused = run("db", "start", home=home)
-        assert "already running" in reused.stdout
+        assert f"creating a private PostgreSQL server in {project / '.pgkgrag'}" in started.stderr
+        status = run("db", "status", cwd=deep)
+        assert "running" in status.stdout and "(head)" in status.stdout and str(project / ".pgkgrag") in status.stdout
+        reused = run("db", "start", cwd=deep)
+        assert "already running" in reused.stdout and "creating" not in reused.stderr
+        assert not (deep / ".pgkgrag").exists()
+        assert "not running" in run("db", "status", home=tmp_path / "elsewhere").stdout
     finally:
-        stopped = run("db", "stop", home=home)
+        stopped = run("db", "stop", cwd=deep)
     assert "stopped" in stopped.stdout
 
 

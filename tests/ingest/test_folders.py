@@ -55,7 +55,8 @@ def test_a_mixed_folder_is_stored_with_pages_and_headings_and_every_bad_file_rec
     table = summary(first.stdout)
     stored = [*GOOD, *(p.name for p in REAL)]
     assert table["documents read"] == table["written"] == str(len(stored))
-    assert table["files not read"] == str(len(BAD_FILES))
+    assert table["rejected input"] == table["of which files"] == str(len(BAD_FILES))
+    assert table["of which JSONL lines"] == "0"
     assert rows(dsn, "SELECT doc_id FROM kgrag.document ORDER BY doc_id") == [(d,) for d in sorted(stored)]
     failures = dict(rows(dsn, "SELECT doc_id, reason FROM kgrag.ingest_failure"))
     assert sorted(failures) == list(BAD_FILES)
@@ -169,3 +170,36 @@ def test_re_ingestion_goes_by_content(folder: Path, dsn: str, conn: psycopg.Conn
     assert ingest() == (1, len(GOOD) + len(REAL) - 1)
     docs = {d for (d,) in rows(dsn, "SELECT doc_id FROM kgrag.document")}
     assert {"handbook.md", "runbook.md"} <= docs
+
+
+def test_links_and_empty_files_are_named_once_under_their_place_in_the_folder(dsn: str, tmp_path: Path) -> None:
+    """A link inside the folder (to a file of it, to a folder outside it) is not followed: no
+    document stored twice, nothing read from outside; every file not taken is a line of the run and
+    a failure row whose doc_id is its path in the folder (the doc_id it would have had); the summary's
+    counts add up."""
+    team, outside = tmp_path / "team", tmp_path / "outside"
+    (team / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (team / "a.md").write_text("# A\n\nAna Costa works at Contoso.\n")
+    (team / "sub" / "s.md").write_text("# S\n\nA note about Contoso.\n")
+    (outside / "secret.md").write_text("# Secret\n\nNot for this tenant.\n")
+    (team / "b.md").symlink_to(team / "a.md")
+    (team / "sub" / "elsewhere").symlink_to(outside)
+    (team / "empty.txt").write_text("")
+    (team / "lines.jsonl").write_text('{"doc_id": "j1"}\n')
+    done = run("ingest", str(team), "--embedder", "hash", "--tenant", "acme", dsn=dsn)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    said = " ".join(done.stderr.split())
+    assert f"rejected {team / 'b.md'}: a symbolic link (to {team / 'a.md'}): not followed" in said
+    assert f"rejected {team / 'sub' / 'elsewhere'}: a symbolic link (to {outside}): not followed" in said
+    table = summary(done.stdout)
+    assert (table["written"], table["rejected input"], table["of which files"], table["of which JSONL lines"]) == (
+        "2",
+        "4",
+        "3",
+        "1",
+    )
+    assert rows(dsn, "SELECT doc_id FROM kgrag.document ORDER BY 1") == [("a.md",), ("sub/s.md",)]
+    failures = sorted(d for (d,) in rows(dsn, "SELECT doc_id FROM kgrag.ingest_failure"))
+    # (a JSONL line without a doc_id is kept under its file and line)
+    assert failures[1:] == ["b.md", "empty.txt", "sub/elsewhere"] and failures[0].endswith("lines.jsonl:1"), failures

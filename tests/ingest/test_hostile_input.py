@@ -122,7 +122,7 @@ def test_hostile_lines_are_reported_by_line_and_the_good_ones_written(
         json.dumps({"doc_id": "bang", "text": "!!! and Ledger 9", "entities": [{"name": "!!!"}, {"name": "Ledger 9"}]})
         + "\n"
     )
-    (folder / "gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")  # a file that cannot be read
+    (folder / "gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")  # a link, to nothing: not followed
     (folder / "later.md").write_text("# Later\n\n" + GOOD[3]["text"])  # after the unreadable one, in order
     out = run("ingest", str(folder), "--embedder", "hash", "--tenant", "h", dsn=dsn)
     assert out.returncode == 1 and "Traceback" not in out.stderr + out.stdout, out.stderr
@@ -131,7 +131,7 @@ def test_hostile_lines_are_reported_by_line_and_the_good_ones_written(
         assert any(f"mixed.jsonl:{number}:" in r for r in rejected), (what, number, rejected)
     for number, (what, _) in enumerate(HOSTILE[8:], start=11):
         assert any(f"mixed.jsonl:{number}:" in r for r in rejected), (what, number, rejected)
-    assert any("gone.jsonl" in r and "cannot read" in r for r in rejected), rejected
+    assert any("gone.jsonl" in r and "a symbolic link" in r for r in rejected), rejected
     with connect(dsn) as conn, tenant_transaction(conn, "h"):
         docs = {r[0] for r in conn.execute("SELECT doc_id FROM kgrag.document")}
         entities = {r[0] for r in conn.execute("SELECT entity_id FROM kgrag.entity")}

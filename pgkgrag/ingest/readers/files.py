@@ -3,10 +3,11 @@ text, and Markdown (read for its structure), PDF, HTML and DOCX files converted 
 an isolated worker, within its time and memory limits. A file is a document whose doc_id is its
 path below the folder given (so a renamed file is a new document). Every file of a folder is
 accounted for: one that cannot be read (an unknown format, not a regular file, past a limit,
-damaged, encrypted, without text) is a failure that names the file and says why; hidden files and
-folders (a name starting with a dot) are left alone. What is read in this process is read bounded:
-a plain text file up to max_document_mb (its bytes are its document's text), a JSONL line up to
-8 times that (at most max_file_mb); neither a growing file nor a device named like one gets past."""
+damaged, encrypted, without text, a symbolic link found in a folder) is a failure that names the
+file and says why; hidden files and folders (a name starting with a dot) are left alone. What is
+read in this process is read bounded: a plain text file up to max_document_mb (its bytes are its
+document's text), a JSONL line up to 8 times that (at most max_file_mb); neither a growing file nor
+a device named like one gets past."""
 
 from __future__ import annotations
 
@@ -47,9 +48,15 @@ def input_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
             yield path, path.parent
             continue
         # os.walk names what it cannot read (onerror) instead of stopping the whole folder
+        # (a link to a folder is not walked: os.walk leaves it, and it comes as itself, refused)
         unreadable: list[OSError] = []
         found = []
         for folder, folders, names in os.walk(path, onerror=unreadable.append):
+            found += [
+                Path(folder) / name
+                for name in folders
+                if not name.startswith(".") and (Path(folder) / name).is_symlink()
+            ]
             folders[:] = [name for name in folders if not name.startswith(".")]
             found += [Path(folder) / name for name in names if not name.startswith(".")]
         # an unreadable folder comes as itself: read_inputs reports it and goes on
@@ -77,6 +84,8 @@ def _mb(size: int) -> str:
 
 
 NOT_REGULAR = "not a regular file (a device, a pipe or a socket): not read"
+# a link inside a folder given: its target is read where it lives (once), never through the link
+LINKED = "a symbolic link (to {target}): not followed; ingest its target where it lives"
 
 
 def _refused_unread(file: Path, limits: ReaderLimits, *, text: bool = False) -> str | None:
@@ -110,7 +119,14 @@ def _item(file: Path, root: Path, converted: Converted, kind: str) -> InputItem:
             {"start": s.start, "end": s.end, "page": s.page, "headings": list(s.headings)} for s in converted.sections
         ],
     }
-    return document_item(str(file), data)
+    return _as_document(file, root, data)
+
+
+def _as_document(file: Path, root: Path, data: dict[str, object]) -> InputItem:
+    """A file's document, or, when it is no document (no text left, a limit), its failure under the
+    doc_id it would have had, as a file that could not be read."""
+    item = document_item(str(file), data)
+    return _failed(file, root, item.error) if item.error is not None else item
 
 
 def _read_text(file: Path, root: Path, limits: ReaderLimits) -> InputItem:
@@ -128,8 +144,9 @@ def _read_text(file: Path, root: Path, limits: ReaderLimits) -> InputItem:
         return _failed(file, root, f"cannot read the file: {exc.strerror or exc}")
     heading = first_heading(text)  # a plain text's title: its first Markdown-like heading, else its name
     title = " ".join(heading.split()) if heading else ""
-    return document_item(
-        str(file),
+    return _as_document(
+        file,
+        root,
         {
             "doc_id": _doc_id(file, root),
             "title": title or file.stem.replace("_", " ").replace("-", " "),
@@ -228,9 +245,12 @@ def _jsonl_item(where: str, raw: bytes | None, limits: ReaderLimits) -> InputIte
 def read_inputs(paths: list[Path], limits: ReaderLimits = DEFAULT_LIMITS) -> Iterator[InputItem]:
     """Every document of the given files and folders, and every file that could not be one."""
     with IsolatedReaders(limits) as readers:
+        folders = {path for path in paths if path.is_dir()}  # (a link named on its own is read: it was asked for)
         for file, root in input_files(paths):
             suffix = file.suffix.lower()
-            if file.is_dir():
+            if root in folders and file.is_symlink():
+                yield _failed(file, root, LINKED.format(target=os.readlink(file)))
+            elif file.is_dir():
                 yield InputItem(str(file), error="cannot read the folder (permission denied or I/O error): skipped")
             elif suffix == ".jsonl":
                 yield from _read_jsonl(file, limits)
