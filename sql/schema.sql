@@ -6879,6 +6879,91 @@ ALTER FUNCTION kgrag_private.may_use_tenant(tenant text) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.may_use_tenant(tenant text) IS 'Private. Returns whether the session''s login role may act for the tenant: it owns the schema (CREATE on it), or it is a member of the tenant''s role or of the every-tenant role (kgrag.grant_tenant), or an API key was checked for the tenant in this transaction (kgrag.use_key, kgrag_private.key_sealed); on a Citus worker serving another node, also the owners of the SECURITY DEFINER helpers, as which that node logs in there.';
 
 --
+-- Name: move_namesakes(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.move_namesakes(batch_docs text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    others text[];
+    olds text[];  -- the moves: each document's old entity, its new one, the document
+    news text[];
+    moved_docs text[];
+    present text[];  -- the entities the caller's change touched before the moves
+BEGIN
+    -- Moving an occurrence: what its document contributes goes from the old id to the new one. A
+    -- document of this batch is counted once it is in (the caller's touch); any other is counted
+    -- out before and in after, so co-occurrence weights move exactly.
+    others := ARRAY(SELECT DISTINCT n.doc_id FROM pg_temp.kgrag_namesake AS n
+                     WHERE n.doc_id <> ALL (COALESCE(batch_docs, '{}')) ORDER BY 1);
+    PERFORM kgrag_private.touched_scratch();
+    present := ARRAY(SELECT DISTINCT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY');
+    IF cardinality(others) > 0 THEN
+        PERFORM kgrag_private.touch_documents(others, -1);
+    END IF;
+    -- (the moves as bound arrays: Citus runs each statement where the tenant's shards are, and a
+    -- scratch table must not go with it)
+    SELECT array_agg(n.entity_id ORDER BY n.doc_id COLLATE "C"), array_agg(n.new_id ORDER BY n.doc_id COLLATE "C"),
+           array_agg(n.doc_id ORDER BY n.doc_id COLLATE "C")
+      INTO olds, news, moved_docs FROM pg_temp.kgrag_namesake AS n;
+    INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, description)
+    SELECT DISTINCT ON (u.new_id) t, u.new_id, e.name, e.type, ''
+      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = u.entity_id
+     ORDER BY u.new_id, u.doc_id COLLATE "C"
+    ON CONFLICT (tenant_id, entity_id) DO NOTHING;
+    -- the moved documents' chunks, each with the old and the new id
+    UPDATE kgrag.mention AS m SET entity_id = x.new_id
+      FROM (SELECT u.entity_id, u.new_id, c.chunk_id FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = u.doc_id) AS x
+     WHERE m.tenant_id = t AND m.entity_id = x.entity_id AND m.chunk_id = x.chunk_id;
+    UPDATE kgrag.relation_evidence AS r SET src = x.new_id
+      FROM (SELECT u.entity_id, u.new_id, c.chunk_id FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = u.doc_id) AS x
+     WHERE r.tenant_id = t AND r.src = x.entity_id AND r.chunk_id = x.chunk_id;
+    UPDATE kgrag.relation_evidence AS r SET dst = x.new_id
+      FROM (SELECT u.entity_id, u.new_id, c.chunk_id FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = u.doc_id) AS x
+     WHERE r.tenant_id = t AND r.dst = x.entity_id AND r.chunk_id = x.chunk_id;
+    UPDATE kgrag.entity_source AS s SET entity_id = u.new_id
+      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+     WHERE s.tenant_id = t AND s.entity_id = u.entity_id AND s.doc_id = u.doc_id;
+    -- the names the documents gave, first on the new entity, then their sources
+    INSERT INTO kgrag.alias (tenant_id, entity_id, alias, sourced)
+    SELECT DISTINCT t, u.new_id, s.alias, true
+      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+      JOIN kgrag.alias_source AS s ON s.tenant_id = t AND s.entity_id = u.entity_id AND s.doc_id = u.doc_id
+    ON CONFLICT DO NOTHING;
+    UPDATE kgrag.alias_source AS s SET entity_id = u.new_id
+      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
+     WHERE s.tenant_id = t AND s.entity_id = u.entity_id AND s.doc_id = u.doc_id;
+    PERFORM kgrag_private.forget_aliases(olds);
+    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
+    SELECT DISTINCT x.id, NULL::text, 'ENTITY', 0
+      FROM pg_temp.kgrag_namesake AS n CROSS JOIN LATERAL (VALUES (n.entity_id), (n.new_id)) AS x(id);
+    IF cardinality(others) > 0 THEN
+        PERFORM kgrag_private.touch_documents(others, 1);
+        -- the other entities of those documents keep their sources and their co-occurrences with
+        -- each other (counted out and in: no change); only the moved ids are theirs to refresh, so
+        -- no entity another writer holds is derived again here
+        DELETE FROM pg_temp.kgrag_touched AS k
+         WHERE k.rel = 'ENTITY' AND k.a <> ALL (present) AND k.a <> ALL (olds) AND k.a <> ALL (news);
+    END IF;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.move_namesakes(batch_docs text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION move_namesakes(batch_docs text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.move_namesakes(batch_docs text[]) IS 'Private. Returns nothing; moves each occurrence left in pg_temp.kgrag_namesake to its new entity (created with the old one''s name and type): its document''s mentions, evidence, source and aliases, and notes in pg_temp.kgrag_touched what the graph refresh must recompute (documents not in batch_docs are counted out before and in after, so co-occurrence weights move exactly). For kgrag_private.resolve_namesakes.';
+
+--
 -- Name: named_by(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -6952,6 +7037,57 @@ ALTER FUNCTION kgrag_private.namesake_documents(entity_id text) OWNER TO <owner>
 COMMENT ON FUNCTION kgrag_private.namesake_documents(entity_id text) IS 'Private. Returns the documents (in byte order) whose namesakes an entity is (kgrag.entity_source rows with a name key): none for an entity that is not a namesake.';
 
 --
+-- Name: namesake_entities(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.namesake_entities() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    changed integer;
+    moved integer;
+BEGIN
+    -- components: each occurrence takes the least document it is linked to, until none moves
+    LOOP
+        UPDATE pg_temp.kgrag_namesake AS n SET comp = x.comp
+          FROM (SELECT l.name_key, l.doc_id, min(l.comp) AS comp
+                  FROM (SELECT k.name_key, k.b AS doc_id, a.comp
+                          FROM pg_temp.kgrag_namesake_link AS k
+                          JOIN pg_temp.kgrag_namesake AS a ON a.name_key = k.name_key AND a.doc_id = k.a
+                        UNION ALL
+                        SELECT k.name_key, k.a, b.comp
+                          FROM pg_temp.kgrag_namesake_link AS k
+                          JOIN pg_temp.kgrag_namesake AS b ON b.name_key = k.name_key AND b.doc_id = k.b) AS l
+                 GROUP BY l.name_key, l.doc_id) AS x
+         WHERE n.name_key = x.name_key AND n.doc_id = x.doc_id AND x.comp < n.comp AND n.comp <> '';
+        GET DIAGNOSTICS changed = ROW_COUNT;
+        EXIT WHEN changed = 0;
+    END LOOP;
+
+    -- The entity of the most documents keeps the name key (ties: its least document first); each
+    -- other one is the name key marked with its least document.
+    UPDATE pg_temp.kgrag_namesake AS n
+       SET new_id = CASE WHEN r.place = 1 THEN n.name_key ELSE n.name_key || '@' || left(md5(n.comp), 8) END
+      FROM (SELECT x.name_key, x.comp,
+                   row_number() OVER (PARTITION BY x.name_key ORDER BY count(*) DESC, x.comp COLLATE "C") AS place
+              FROM pg_temp.kgrag_namesake AS x GROUP BY x.name_key, x.comp) AS r
+     WHERE r.name_key = n.name_key AND r.comp = n.comp;
+    DELETE FROM pg_temp.kgrag_namesake AS n WHERE n.entity_id = n.new_id;
+    SELECT count(*) INTO moved FROM pg_temp.kgrag_namesake;
+    RETURN moved;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.namesake_entities() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION namesake_entities(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.namesake_entities() IS 'Private. Returns how many occurrences change entity: joins the linked occurrences of pg_temp.kgrag_namesake into components (through any chain), gives each its entity id (the component of the most documents keeps the name key, ties to its least document; each other one the key marked with its least document, "person:joao souza@1f3a9c2e") and keeps only the occurrences whose entity changes. For kgrag_private.resolve_namesakes.';
+
+--
 -- Name: namesake_key(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -6988,6 +7124,125 @@ ALTER FUNCTION kgrag_private.namesake_kinds() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.namesake_kinds() IS 'Private. Returns the canonical entity types of the setting namesake_types: those never joined across documents on the name alone.';
+
+--
+-- Name: namesake_links(text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.namesake_links(keys text[], batch_docs text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    shared integer := greatest(1, (kgrag.setting('namesake_shared_neighbours') #>> '{}')::integer);
+    split_off text[];  -- the occurrences a curator split off (kgrag.split_entity)
+BEGIN
+    split_off := ARRAY(SELECT c.target FROM kgrag.curation AS c
+                        WHERE c.tenant_id = t AND c.kind = 'split_entity' AND c.target LIKE 'namesake:%');
+
+    -- Two occurrences sharing `shared` neighbours are one entity. A neighbour is another entity
+    -- cited in a chunk that cites the occurrence, by its name key when it is a namesake itself
+    -- (so what it resolves to does not matter). An occurrence a curator split off has none.
+    -- Each document's neighbours are computed once, when it comes (kgrag.namesake_context; ''
+    -- alone: none), and read after that: a batch computes its own documents', not every document
+    -- of its names again.
+    -- (every read of a scratch table is a MATERIALIZED CTE: Citus joins its result, never the table)
+    DELETE FROM kgrag.namesake_context AS x WHERE x.tenant_id = t AND x.doc_id = ANY (COALESCE(batch_docs, '{}'));
+    WITH todo AS MATERIALIZED (
+        SELECT n.* FROM pg_temp.kgrag_namesake AS n WHERE n.comp <> ''
+    ), missing AS MATERIALIZED (
+        SELECT n.* FROM todo AS n
+         WHERE NOT EXISTS (SELECT 1 FROM kgrag.namesake_context AS x
+                            WHERE x.tenant_id = t AND x.name_key = n.name_key AND x.doc_id = n.doc_id)
+    ), found AS MATERIALIZED (
+        SELECT DISTINCT n.name_key, n.doc_id, COALESCE(o.name_key, m2.entity_id) AS token
+          FROM missing AS n
+          JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = n.doc_id
+          JOIN kgrag.mention AS m ON m.tenant_id = t AND m.chunk_id = c.chunk_id AND m.entity_id = n.entity_id
+          JOIN kgrag.mention AS m2 ON m2.tenant_id = t AND m2.chunk_id = c.chunk_id AND m2.entity_id <> n.entity_id
+          LEFT JOIN kgrag.entity_source AS o ON o.tenant_id = t AND o.entity_id = m2.entity_id AND o.doc_id = n.doc_id
+    )
+    INSERT INTO kgrag.namesake_context (tenant_id, name_key, doc_id, token)
+    SELECT t, f.name_key, f.doc_id, f.token FROM found AS f WHERE f.token <> f.name_key
+    UNION
+    SELECT t, n.name_key, n.doc_id, '' FROM missing AS n
+    ON CONFLICT DO NOTHING;
+    WITH own AS MATERIALIZED (
+        SELECT n.name_key, n.doc_id FROM pg_temp.kgrag_namesake AS n
+         WHERE n.comp <> ''
+           AND ('namesake:' || n.name_key || '@' || n.doc_id) <> ALL (split_off)
+    ), context AS MATERIALIZED (
+        SELECT x.name_key, x.doc_id, x.token
+          FROM kgrag.namesake_context AS x
+         WHERE x.tenant_id = t AND x.name_key = ANY (keys) AND x.token <> ''
+    )
+    INSERT INTO pg_temp.kgrag_namesake_link (name_key, a, b)
+    SELECT x.name_key, x.doc_id, y.doc_id
+      FROM context AS x JOIN context AS y ON y.name_key = x.name_key AND y.token = x.token AND y.doc_id > x.doc_id
+     WHERE (x.name_key, x.doc_id) IN (SELECT o.name_key, o.doc_id FROM own AS o)
+       AND (y.name_key, y.doc_id) IN (SELECT o.name_key, o.doc_id FROM own AS o)
+     GROUP BY x.name_key, x.doc_id, y.doc_id
+    HAVING count(*) >= shared;
+    -- a curator's merge joins two occurrences, unless either was split off after it
+    INSERT INTO pg_temp.kgrag_namesake_link (name_key, a, b)
+    SELECT substr(split_part(c.target, '@', 1), 10), c.doc_id, b.doc_id
+      FROM kgrag.curation AS c CROSS JOIN LATERAL jsonb_array_elements_text(c.value::jsonb) AS b(doc_id)
+     WHERE c.tenant_id = t AND c.kind = 'merge_entities'
+       AND substr(split_part(c.target, '@', 1), 10) = ANY (keys)
+       AND NOT EXISTS (SELECT 1 FROM kgrag.curation AS s
+                        WHERE s.tenant_id = t AND s.kind = 'split_entity' AND s.decided_at > c.decided_at
+                          AND (s.doc_id = c.doc_id OR c.value::jsonb ? s.doc_id)
+                          AND s.target = 'namesake:' || substr(split_part(c.target, '@', 1), 10) || '@' || s.doc_id);
+
+END
+$$;
+
+ALTER FUNCTION kgrag_private.namesake_links(keys text[], batch_docs text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION namesake_links(keys text[], batch_docs text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.namesake_links(keys text[], batch_docs text[]) IS 'Private. Returns nothing; links, in pg_temp.kgrag_namesake_link, the occurrences of pg_temp.kgrag_namesake that are one entity: sharing the setting namesake_shared_neighbours of neighbours (kgrag.namesake_context, computed once per document, those of batch_docs again), or merged by a curator (kgrag.merge_entities) and not split off since (kgrag.split_entity; an occurrence split off has no neighbour). For kgrag_private.resolve_namesakes.';
+
+--
+-- Name: namesake_occurrences(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.namesake_occurrences(keys text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    most constant integer := 500;  -- documents of one name resolved apart; past that, the name decides
+BEGIN
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake (name_key text, doc_id text, entity_id text, comp text, new_id text)
+        ON COMMIT DROP;
+    CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake_link (name_key text, a text, b text) ON COMMIT DROP;
+    TRUNCATE pg_temp.kgrag_namesake, pg_temp.kgrag_namesake_link;
+    -- each document that gives a name key is an occurrence, first on its own (comp: the least
+    -- document of the entity it will be)
+    INSERT INTO pg_temp.kgrag_namesake (name_key, doc_id, entity_id, comp)
+    SELECT s.name_key, s.doc_id, s.entity_id, s.doc_id
+      FROM kgrag.entity_source AS s WHERE s.tenant_id = t AND s.name_key = ANY (keys);
+    -- a name given by more than `most` documents is one entity, as the name alone would make it; so is
+    -- a name of a type the setting namesake_types no longer lists
+    UPDATE pg_temp.kgrag_namesake AS n SET comp = ''
+     WHERE n.name_key IN (SELECT x.name_key FROM pg_temp.kgrag_namesake AS x GROUP BY x.name_key HAVING count(*) > most)
+        OR split_part(n.name_key, ':', 1) <> ALL (ARRAY(SELECT replace(k, ' ', '_') FROM unnest(kgrag_private.namesake_kinds()) AS k));
+    ANALYZE pg_temp.kgrag_namesake;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.namesake_occurrences(keys text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION namesake_occurrences(keys text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.namesake_occurrences(keys text[]) IS 'Private. Returns nothing; fills pg_temp.kgrag_namesake (created if missing, dropped at commit) with each document that gives one of these name keys, an occurrence on its own (comp: its document), and empties pg_temp.kgrag_namesake_link; a name given by more than 500 documents, or of a type the setting namesake_types no longer lists, is one entity (comp empty). For kgrag_private.resolve_namesakes.';
 
 --
 -- Name: namesakes_of(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8815,17 +9070,7 @@ CREATE FUNCTION kgrag_private.resolve_namesakes(keys text[], batch_docs text[]) 
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    t text := kgrag.current_tenant();
-    shared integer := greatest(1, (kgrag.setting('namesake_shared_neighbours') #>> '{}')::integer);
-    most constant integer := 500;  -- documents of one name resolved apart; past that, the name decides
-    others text[];
-    split_off text[];  -- the occurrences a curator split off (kgrag.split_entity)
-    olds text[];  -- the moves: each document's old entity, its new one, the document
-    news text[];
-    moved_docs text[];
-    present text[];  -- the entities the caller's change touched before the moves
     moved integer;
-    changed integer;
 BEGIN
     keys := ARRAY(SELECT DISTINCT k FROM unnest(keys) AS k WHERE k IS NOT NULL ORDER BY 1);
     IF cardinality(keys) = 0 THEN
@@ -8836,166 +9081,11 @@ BEGIN
     -- So no other writer changes an occurrence of these names, and moving the mentions of
     -- documents this transaction did not lock is safe.
     PERFORM kgrag_private.lock_keys('namesake', keys);
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake (name_key text, doc_id text, entity_id text, comp text, new_id text)
-        ON COMMIT DROP;
-    CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake_link (name_key text, a text, b text) ON COMMIT DROP;
-    TRUNCATE pg_temp.kgrag_namesake, pg_temp.kgrag_namesake_link;
-    -- each document that gives a name key is an occurrence, first on its own (comp: the least
-    -- document of the entity it will be)
-    INSERT INTO pg_temp.kgrag_namesake (name_key, doc_id, entity_id, comp)
-    SELECT s.name_key, s.doc_id, s.entity_id, s.doc_id
-      FROM kgrag.entity_source AS s WHERE s.tenant_id = t AND s.name_key = ANY (keys);
-    -- a name given by more than `most` documents is one entity, as the name alone would make it; so is
-    -- a name of a type the setting namesake_types no longer lists
-    UPDATE pg_temp.kgrag_namesake AS n SET comp = ''
-     WHERE n.name_key IN (SELECT x.name_key FROM pg_temp.kgrag_namesake AS x GROUP BY x.name_key HAVING count(*) > most)
-        OR split_part(n.name_key, ':', 1) <> ALL (ARRAY(SELECT replace(k, ' ', '_') FROM unnest(kgrag_private.namesake_kinds()) AS k));
-    ANALYZE pg_temp.kgrag_namesake;
-    split_off := ARRAY(SELECT c.target FROM kgrag.curation AS c
-                        WHERE c.tenant_id = t AND c.kind = 'split_entity' AND c.target LIKE 'namesake:%');
-
-    -- Two occurrences sharing `shared` neighbours are one entity. A neighbour is another entity
-    -- cited in a chunk that cites the occurrence, by its name key when it is a namesake itself
-    -- (so what it resolves to does not matter). An occurrence a curator split off has none.
-    -- Each document's neighbours are computed once, when it comes (kgrag.namesake_context; ''
-    -- alone: none), and read after that: a batch computes its own documents', not every document
-    -- of its names again.
-    -- (every read of a scratch table is a MATERIALIZED CTE: Citus joins its result, never the table)
-    DELETE FROM kgrag.namesake_context AS x WHERE x.tenant_id = t AND x.doc_id = ANY (COALESCE(batch_docs, '{}'));
-    WITH todo AS MATERIALIZED (
-        SELECT n.* FROM pg_temp.kgrag_namesake AS n WHERE n.comp <> ''
-    ), missing AS MATERIALIZED (
-        SELECT n.* FROM todo AS n
-         WHERE NOT EXISTS (SELECT 1 FROM kgrag.namesake_context AS x
-                            WHERE x.tenant_id = t AND x.name_key = n.name_key AND x.doc_id = n.doc_id)
-    ), found AS MATERIALIZED (
-        SELECT DISTINCT n.name_key, n.doc_id, COALESCE(o.name_key, m2.entity_id) AS token
-          FROM missing AS n
-          JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = n.doc_id
-          JOIN kgrag.mention AS m ON m.tenant_id = t AND m.chunk_id = c.chunk_id AND m.entity_id = n.entity_id
-          JOIN kgrag.mention AS m2 ON m2.tenant_id = t AND m2.chunk_id = c.chunk_id AND m2.entity_id <> n.entity_id
-          LEFT JOIN kgrag.entity_source AS o ON o.tenant_id = t AND o.entity_id = m2.entity_id AND o.doc_id = n.doc_id
-    )
-    INSERT INTO kgrag.namesake_context (tenant_id, name_key, doc_id, token)
-    SELECT t, f.name_key, f.doc_id, f.token FROM found AS f WHERE f.token <> f.name_key
-    UNION
-    SELECT t, n.name_key, n.doc_id, '' FROM missing AS n
-    ON CONFLICT DO NOTHING;
-    WITH own AS MATERIALIZED (
-        SELECT n.name_key, n.doc_id FROM pg_temp.kgrag_namesake AS n
-         WHERE n.comp <> ''
-           AND ('namesake:' || n.name_key || '@' || n.doc_id) <> ALL (split_off)
-    ), context AS MATERIALIZED (
-        SELECT x.name_key, x.doc_id, x.token
-          FROM kgrag.namesake_context AS x
-         WHERE x.tenant_id = t AND x.name_key = ANY (keys) AND x.token <> ''
-    )
-    INSERT INTO pg_temp.kgrag_namesake_link (name_key, a, b)
-    SELECT x.name_key, x.doc_id, y.doc_id
-      FROM context AS x JOIN context AS y ON y.name_key = x.name_key AND y.token = x.token AND y.doc_id > x.doc_id
-     WHERE (x.name_key, x.doc_id) IN (SELECT o.name_key, o.doc_id FROM own AS o)
-       AND (y.name_key, y.doc_id) IN (SELECT o.name_key, o.doc_id FROM own AS o)
-     GROUP BY x.name_key, x.doc_id, y.doc_id
-    HAVING count(*) >= shared;
-    -- a curator's merge joins two occurrences, unless either was split off after it
-    INSERT INTO pg_temp.kgrag_namesake_link (name_key, a, b)
-    SELECT substr(split_part(c.target, '@', 1), 10), c.doc_id, b.doc_id
-      FROM kgrag.curation AS c CROSS JOIN LATERAL jsonb_array_elements_text(c.value::jsonb) AS b(doc_id)
-     WHERE c.tenant_id = t AND c.kind = 'merge_entities'
-       AND substr(split_part(c.target, '@', 1), 10) = ANY (keys)
-       AND NOT EXISTS (SELECT 1 FROM kgrag.curation AS s
-                        WHERE s.tenant_id = t AND s.kind = 'split_entity' AND s.decided_at > c.decided_at
-                          AND (s.doc_id = c.doc_id OR c.value::jsonb ? s.doc_id)
-                          AND s.target = 'namesake:' || substr(split_part(c.target, '@', 1), 10) || '@' || s.doc_id);
-
-    -- components: each occurrence takes the least document it is linked to, until none moves
-    LOOP
-        UPDATE pg_temp.kgrag_namesake AS n SET comp = x.comp
-          FROM (SELECT l.name_key, l.doc_id, min(l.comp) AS comp
-                  FROM (SELECT k.name_key, k.b AS doc_id, a.comp
-                          FROM pg_temp.kgrag_namesake_link AS k
-                          JOIN pg_temp.kgrag_namesake AS a ON a.name_key = k.name_key AND a.doc_id = k.a
-                        UNION ALL
-                        SELECT k.name_key, k.a, b.comp
-                          FROM pg_temp.kgrag_namesake_link AS k
-                          JOIN pg_temp.kgrag_namesake AS b ON b.name_key = k.name_key AND b.doc_id = k.b) AS l
-                 GROUP BY l.name_key, l.doc_id) AS x
-         WHERE n.name_key = x.name_key AND n.doc_id = x.doc_id AND x.comp < n.comp AND n.comp <> '';
-        GET DIAGNOSTICS changed = ROW_COUNT;
-        EXIT WHEN changed = 0;
-    END LOOP;
-
-    -- The entity of the most documents keeps the name key (ties: its least document first); each
-    -- other one is the name key marked with its least document.
-    UPDATE pg_temp.kgrag_namesake AS n
-       SET new_id = CASE WHEN r.place = 1 THEN n.name_key ELSE n.name_key || '@' || left(md5(n.comp), 8) END
-      FROM (SELECT x.name_key, x.comp,
-                   row_number() OVER (PARTITION BY x.name_key ORDER BY count(*) DESC, x.comp COLLATE "C") AS place
-              FROM pg_temp.kgrag_namesake AS x GROUP BY x.name_key, x.comp) AS r
-     WHERE r.name_key = n.name_key AND r.comp = n.comp;
-    DELETE FROM pg_temp.kgrag_namesake AS n WHERE n.entity_id = n.new_id;
-    SELECT count(*) INTO moved FROM pg_temp.kgrag_namesake;
-    IF moved = 0 THEN
-        RETURN 0;
-    END IF;
-
-    -- Moving an occurrence: what its document contributes goes from the old id to the new one. A
-    -- document of this batch is counted once it is in (the caller's touch); any other is counted
-    -- out before and in after, so co-occurrence weights move exactly.
-    others := ARRAY(SELECT DISTINCT n.doc_id FROM pg_temp.kgrag_namesake AS n
-                     WHERE n.doc_id <> ALL (COALESCE(batch_docs, '{}')) ORDER BY 1);
-    PERFORM kgrag_private.touched_scratch();
-    present := ARRAY(SELECT DISTINCT k.a FROM pg_temp.kgrag_touched AS k WHERE k.rel = 'ENTITY');
-    IF cardinality(others) > 0 THEN
-        PERFORM kgrag_private.touch_documents(others, -1);
-    END IF;
-    -- (the moves as bound arrays: Citus runs each statement where the tenant's shards are, and a
-    -- scratch table must not go with it)
-    SELECT array_agg(n.entity_id ORDER BY n.doc_id COLLATE "C"), array_agg(n.new_id ORDER BY n.doc_id COLLATE "C"),
-           array_agg(n.doc_id ORDER BY n.doc_id COLLATE "C")
-      INTO olds, news, moved_docs FROM pg_temp.kgrag_namesake AS n;
-    INSERT INTO kgrag.entity (tenant_id, entity_id, name, type, description)
-    SELECT DISTINCT ON (u.new_id) t, u.new_id, e.name, e.type, ''
-      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
-      JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = u.entity_id
-     ORDER BY u.new_id, u.doc_id COLLATE "C"
-    ON CONFLICT (tenant_id, entity_id) DO NOTHING;
-    -- the moved documents' chunks, each with the old and the new id
-    UPDATE kgrag.mention AS m SET entity_id = x.new_id
-      FROM (SELECT u.entity_id, u.new_id, c.chunk_id FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
-              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = u.doc_id) AS x
-     WHERE m.tenant_id = t AND m.entity_id = x.entity_id AND m.chunk_id = x.chunk_id;
-    UPDATE kgrag.relation_evidence AS r SET src = x.new_id
-      FROM (SELECT u.entity_id, u.new_id, c.chunk_id FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
-              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = u.doc_id) AS x
-     WHERE r.tenant_id = t AND r.src = x.entity_id AND r.chunk_id = x.chunk_id;
-    UPDATE kgrag.relation_evidence AS r SET dst = x.new_id
-      FROM (SELECT u.entity_id, u.new_id, c.chunk_id FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
-              JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.doc_id = u.doc_id) AS x
-     WHERE r.tenant_id = t AND r.dst = x.entity_id AND r.chunk_id = x.chunk_id;
-    UPDATE kgrag.entity_source AS s SET entity_id = u.new_id
-      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
-     WHERE s.tenant_id = t AND s.entity_id = u.entity_id AND s.doc_id = u.doc_id;
-    -- the names the documents gave, first on the new entity, then their sources
-    INSERT INTO kgrag.alias (tenant_id, entity_id, alias, sourced)
-    SELECT DISTINCT t, u.new_id, s.alias, true
-      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
-      JOIN kgrag.alias_source AS s ON s.tenant_id = t AND s.entity_id = u.entity_id AND s.doc_id = u.doc_id
-    ON CONFLICT DO NOTHING;
-    UPDATE kgrag.alias_source AS s SET entity_id = u.new_id
-      FROM unnest(olds, news, moved_docs) AS u(entity_id, new_id, doc_id)
-     WHERE s.tenant_id = t AND s.entity_id = u.entity_id AND s.doc_id = u.doc_id;
-    PERFORM kgrag_private.forget_aliases(olds);
-    INSERT INTO pg_temp.kgrag_touched (a, b, rel, n)
-    SELECT DISTINCT x.id, NULL::text, 'ENTITY', 0
-      FROM pg_temp.kgrag_namesake AS n CROSS JOIN LATERAL (VALUES (n.entity_id), (n.new_id)) AS x(id);
-    IF cardinality(others) > 0 THEN
-        PERFORM kgrag_private.touch_documents(others, 1);
-        -- the other entities of those documents keep their sources and their co-occurrences with
-        -- each other (counted out and in: no change); only the moved ids are theirs to refresh, so
-        -- no entity another writer holds is derived again here
-        DELETE FROM pg_temp.kgrag_touched AS k
-         WHERE k.rel = 'ENTITY' AND k.a <> ALL (present) AND k.a <> ALL (olds) AND k.a <> ALL (news);
+    PERFORM kgrag_private.namesake_occurrences(keys);
+    PERFORM kgrag_private.namesake_links(keys, batch_docs);
+    moved := kgrag_private.namesake_entities();
+    IF moved > 0 THEN
+        PERFORM kgrag_private.move_namesakes(batch_docs);
     END IF;
     RETURN moved;
 END

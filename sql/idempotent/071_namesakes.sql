@@ -72,32 +72,14 @@ $$;
 COMMENT ON FUNCTION kgrag_private.staged_namesakes() IS
 'Private. Returns the name keys (sorted) of the namesakes a staged ingestion batch gives (entities of a type of the setting namesake_types without an identifier): what the batch locks before anything else.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.resolve_namesakes(keys text[], batch_docs text[]) RETURNS integer
+CREATE OR REPLACE FUNCTION kgrag_private.namesake_occurrences(keys text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
     t text := kgrag.current_tenant();
-    shared integer := greatest(1, (kgrag.setting('namesake_shared_neighbours') #>> '{}')::integer);
     most constant integer := 500;  -- documents of one name resolved apart; past that, the name decides
-    others text[];
-    split_off text[];  -- the occurrences a curator split off (kgrag.split_entity)
-    olds text[];  -- the moves: each document's old entity, its new one, the document
-    news text[];
-    moved_docs text[];
-    present text[];  -- the entities the caller's change touched before the moves
-    moved integer;
-    changed integer;
 BEGIN
-    keys := ARRAY(SELECT DISTINCT k FROM unnest(keys) AS k WHERE k IS NOT NULL ORDER BY 1);
-    IF cardinality(keys) = 0 THEN
-        RETURN 0;
-    END IF;
-    -- Every writer of a document of a name locks its name key before anything else (ingestion and
-    -- deletion; the build's decisions take nothing before): taken again here, it waits for nothing.
-    -- So no other writer changes an occurrence of these names, and moving the mentions of
-    -- documents this transaction did not lock is safe.
-    PERFORM kgrag_private.lock_keys('namesake', keys);
     CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake (name_key text, doc_id text, entity_id text, comp text, new_id text)
         ON COMMIT DROP;
     CREATE TEMP TABLE IF NOT EXISTS kgrag_namesake_link (name_key text, a text, b text) ON COMMIT DROP;
@@ -113,6 +95,20 @@ BEGIN
      WHERE n.name_key IN (SELECT x.name_key FROM pg_temp.kgrag_namesake AS x GROUP BY x.name_key HAVING count(*) > most)
         OR split_part(n.name_key, ':', 1) <> ALL (ARRAY(SELECT replace(k, ' ', '_') FROM unnest(kgrag_private.namesake_kinds()) AS k));
     ANALYZE pg_temp.kgrag_namesake;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.namesake_occurrences(text[]) IS
+'Private. Returns nothing; fills pg_temp.kgrag_namesake (created if missing, dropped at commit) with each document that gives one of these name keys, an occurrence on its own (comp: its document), and empties pg_temp.kgrag_namesake_link; a name given by more than 500 documents, or of a type the setting namesake_types no longer lists, is one entity (comp empty). For kgrag_private.resolve_namesakes.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.namesake_links(keys text[], batch_docs text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    shared integer := greatest(1, (kgrag.setting('namesake_shared_neighbours') #>> '{}')::integer);
+    split_off text[];  -- the occurrences a curator split off (kgrag.split_entity)
+BEGIN
     split_off := ARRAY(SELECT c.target FROM kgrag.curation AS c
                         WHERE c.tenant_id = t AND c.kind = 'split_entity' AND c.target LIKE 'namesake:%');
 
@@ -170,6 +166,19 @@ BEGIN
                           AND (s.doc_id = c.doc_id OR c.value::jsonb ? s.doc_id)
                           AND s.target = 'namesake:' || substr(split_part(c.target, '@', 1), 10) || '@' || s.doc_id);
 
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.namesake_links(text[], text[]) IS
+'Private. Returns nothing; links, in pg_temp.kgrag_namesake_link, the occurrences of pg_temp.kgrag_namesake that are one entity: sharing the setting namesake_shared_neighbours of neighbours (kgrag.namesake_context, computed once per document, those of batch_docs again), or merged by a curator (kgrag.merge_entities) and not split off since (kgrag.split_entity; an occurrence split off has no neighbour). For kgrag_private.resolve_namesakes.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.namesake_entities() RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    changed integer;
+    moved integer;
+BEGIN
     -- components: each occurrence takes the least document it is linked to, until none moves
     LOOP
         UPDATE pg_temp.kgrag_namesake AS n SET comp = x.comp
@@ -197,10 +206,24 @@ BEGIN
      WHERE r.name_key = n.name_key AND r.comp = n.comp;
     DELETE FROM pg_temp.kgrag_namesake AS n WHERE n.entity_id = n.new_id;
     SELECT count(*) INTO moved FROM pg_temp.kgrag_namesake;
-    IF moved = 0 THEN
-        RETURN 0;
-    END IF;
+    RETURN moved;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.namesake_entities() IS
+'Private. Returns how many occurrences change entity: joins the linked occurrences of pg_temp.kgrag_namesake into components (through any chain), gives each its entity id (the component of the most documents keeps the name key, ties to its least document; each other one the key marked with its least document, "person:joao souza@1f3a9c2e") and keeps only the occurrences whose entity changes. For kgrag_private.resolve_namesakes.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.move_namesakes(batch_docs text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    others text[];
+    olds text[];  -- the moves: each document's old entity, its new one, the document
+    news text[];
+    moved_docs text[];
+    present text[];  -- the entities the caller's change touched before the moves
+BEGIN
     -- Moving an occurrence: what its document contributes goes from the old id to the new one. A
     -- document of this batch is counted once it is in (the caller's touch); any other is counted
     -- out before and in after, so co-occurrence weights move exactly.
@@ -258,6 +281,33 @@ BEGIN
         -- no entity another writer holds is derived again here
         DELETE FROM pg_temp.kgrag_touched AS k
          WHERE k.rel = 'ENTITY' AND k.a <> ALL (present) AND k.a <> ALL (olds) AND k.a <> ALL (news);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.move_namesakes(text[]) IS
+'Private. Returns nothing; moves each occurrence left in pg_temp.kgrag_namesake to its new entity (created with the old one''s name and type): its document''s mentions, evidence, source and aliases, and notes in pg_temp.kgrag_touched what the graph refresh must recompute (documents not in batch_docs are counted out before and in after, so co-occurrence weights move exactly). For kgrag_private.resolve_namesakes.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.resolve_namesakes(keys text[], batch_docs text[]) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    moved integer;
+BEGIN
+    keys := ARRAY(SELECT DISTINCT k FROM unnest(keys) AS k WHERE k IS NOT NULL ORDER BY 1);
+    IF cardinality(keys) = 0 THEN
+        RETURN 0;
+    END IF;
+    -- Every writer of a document of a name locks its name key before anything else (ingestion and
+    -- deletion; the build's decisions take nothing before): taken again here, it waits for nothing.
+    -- So no other writer changes an occurrence of these names, and moving the mentions of
+    -- documents this transaction did not lock is safe.
+    PERFORM kgrag_private.lock_keys('namesake', keys);
+    PERFORM kgrag_private.namesake_occurrences(keys);
+    PERFORM kgrag_private.namesake_links(keys, batch_docs);
+    moved := kgrag_private.namesake_entities();
+    IF moved > 0 THEN
+        PERFORM kgrag_private.move_namesakes(batch_docs);
     END IF;
     RETURN moved;
 END
