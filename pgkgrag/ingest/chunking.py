@@ -121,15 +121,14 @@ def _common(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
 def _joins(last: _Part, run: _Part, settings: ChunkSettings) -> bool:
     """Whether a part goes with the run after it: it is smaller than min_chars, they fit in
     max_chars together, on one page (a chunk cites the page it starts on), and the run is a
-    subsection or a sibling section of it (never the next chapter: the headings they share still
-    say where the chunk is)."""
-    common = _common(last.headings, run.headings)
-    related = common == last.headings or (len(last.headings) == len(run.headings) and common == last.headings[:-1])
+    subsection of it (never a sibling section or the next chapter: a chunk never spans two headings
+    of the same or a higher level, and its headings are the part's own)."""
     return (
         last.end - last.start < settings.min_chars
         and run.end - last.start <= settings.max_chars
         and last.pages[1] == run.pages[0]
-        and related
+        and len(run.headings) > len(last.headings)
+        and _common(last.headings, run.headings) == last.headings
     )
 
 

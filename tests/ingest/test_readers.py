@@ -177,3 +177,34 @@ def test_a_c_library_out_of_memory_is_named_as_memory(monkeypatch: pytest.Monkey
     monkeypatch.setattr(worker, "convert", out_of_memory)
     outcome, message = worker.answer("html", tmp_path / "big.html", 1)
     assert outcome == "refused" and "setting reader_memory_mb" in message, message
+
+
+def test_a_docx_title_stays_above_its_heading_1_sections_and_no_chunk_spans_two(tmp_path: Path) -> None:
+    """A Title, then two Heading 1 sections (the first short, with a Heading 2 under it): every
+    chunk's headings start with the Title, and the short section takes its subsection with it but
+    never the next Heading 1 (a chunk spans no two headings of the same or a higher level)."""
+    import docx
+
+    from pgkgrag.ingest.chunking import ChunkSettings, chunk_text
+
+    made = docx.Document()
+    made.add_paragraph("Team Handbook", style="Title")
+    made.add_paragraph("On-call rotation", style="Heading 1")
+    made.add_paragraph("Each week one engineer is on call.")
+    made.add_paragraph("Escalation", style="Heading 2")
+    made.add_paragraph("After ten minutes the on-call engineer calls the lead.")
+    made.add_paragraph("Expenses", style="Heading 1")
+    made.add_paragraph("Expenses are filed within thirty days with a receipt. " * 3)
+    made.save(str(tmp_path / "handbook.docx"))
+    items = list(read_inputs([tmp_path]))
+    assert len(items) == 1 and items[0].document is not None, items
+    document = items[0].document
+    headings = [tuple(s.headings) for s in document.sections or []]
+    assert headings == [
+        ("Team Handbook", "On-call rotation"),
+        ("Team Handbook", "On-call rotation", "Escalation"),
+        ("Team Handbook", "Expenses"),
+    ]
+    chunks = chunk_text(document.text, document.title or "", ChunkSettings(1200, 400, 100), document.sections or [])
+    assert [c.headings for c in chunks] == [("Team Handbook", "On-call rotation"), ("Team Handbook", "Expenses")]
+    assert "Expenses" not in chunks[0].text and "Escalation" not in chunks[1].text

@@ -42,15 +42,19 @@ class Builder:
 
     page: int | None = None
     headings: tuple[str, ...] = ()
+    levels: tuple[int, ...] = ()  # the level of each heading of the path, increasing
     parts: list[str] = field(default_factory=list)
     length: int = 0
     sections: list[Section] = field(default_factory=list)
 
     def heading(self, level: int, text: str) -> None:
-        """A heading of level 1-6: the path above the blocks that follow is cut to its level."""
+        """A heading of level 0-6 (0: a document's title above its first level): the path above the
+        blocks that follow keeps the headings of a higher level (a smaller number) and then this one."""
         text = clean(text).replace("\n", " ")
         if text:
-            self.headings = (*self.headings[: max(0, level - 1)], text)
+            kept = sum(1 for above in self.levels if above < level)
+            self.headings = (*self.headings[:kept], text)
+            self.levels = (*self.levels[:kept], level)
 
     def block(self, text: str) -> None:
         text = clean(text)

@@ -31,9 +31,9 @@ def _check_zip(path: Path, max_bytes: int) -> None:
 
 
 def _level(style: str) -> int | None:
-    """The heading level a paragraph style stands for: Title 1, Heading N N, else None."""
+    """The heading level a paragraph style stands for: Title 0 (above Heading 1), Heading N N, else None."""
     if style == "Title":
-        return 1
+        return 0
     if style.startswith("Heading "):
         level = style.removeprefix("Heading ").strip()
         return int(level) if level.isdigit() and 1 <= int(level) <= 6 else None

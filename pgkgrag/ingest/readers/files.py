@@ -16,7 +16,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from pgkgrag.errors import KgragError
 from pgkgrag.ingest.chunking import first_heading
@@ -122,7 +122,7 @@ def _item(file: Path, root: Path, converted: Converted, kind: str) -> InputItem:
     return _as_document(file, root, data)
 
 
-def _as_document(file: Path, root: Path, data: dict[str, object]) -> InputItem:
+def _as_document(file: Path, root: Path, data: dict[str, Any]) -> InputItem:
     """A file's document, or, when it is no document (no text left, a limit), its failure under the
     doc_id it would have had, as a file that could not be read."""
     item = document_item(str(file), data)
