@@ -208,3 +208,28 @@ def test_a_docx_title_stays_above_its_heading_1_sections_and_no_chunk_spans_two(
     chunks = chunk_text(document.text, document.title or "", ChunkSettings(1200, 400, 100), document.sections or [])
     assert [c.headings for c in chunks] == [("Team Handbook", "On-call rotation"), ("Team Handbook", "Expenses")]
     assert "Expenses" not in chunks[0].text and "Escalation" not in chunks[1].text
+
+
+def test_html_navigation_lines_and_bylines_stay_out_of_the_sections(tmp_path: Path) -> None:
+    """As texinfo and DocBook write manuals: a line of links to the previous and upper page above
+    and below the text, a navigation bar by its class, an author's name in an <h3>: none is a
+    section, and the page's own <h3> is."""
+    page = """<html><head><title>Thread Safety</title></head><body>
+<div class="navheader"><table><tr><td><a accesskey="p" href="a.html">Prev</a></td></tr></table></div>
+<div class="header"><p>Previous: <a href="a.html" rel="prev">Closure Example</a>, Up: <a href="u.html" rel="up">Using
+libffi</a> [<a href="i.html" rel="index">Index</a>]</p></div>
+<h3 class="author">John Fleck</h3>
+<h3 class="section">2.7 Thread Safety</h3>
+<p>libffi is not completely thread-safe; see <a href="a.html" rel="prev">the example</a> for how
+to prepare a call interface once per thread, which is the rule to follow in every program that
+uses it from more than one thread at a time, as the next paragraphs explain in detail.</p>
+<div class="header"><p>Next: <a href="n.html" rel="next">Memory Usage</a></p></div>
+</body></html>"""
+    (tmp_path / "thread-safety.html").write_text(page)
+    (item,) = list(read_inputs([tmp_path]))
+    assert item.document is not None, item.error
+    text = item.document.text
+    assert "Previous:" not in text and "Next:" not in text and "Prev" not in text, text
+    assert "John Fleck" in text  # a byline is text, not a heading
+    assert [tuple(s.headings) for s in item.document.sections or []] == [(), ("2.7 Thread Safety",)]
+    assert "see the example for how" in " ".join(text.split())  # a long paragraph with such a link stays

@@ -1,8 +1,10 @@
 """HTML: the text of the page in reading order (selectolax, the Lexbor HTML5 parser), headings as
-the sections, each table as one block of rows, without scripts, styles, navigation, headers,
-footers and forms. The title is the page's <title>, else its first <h1>. A page that nests elements
-deeper than MAX_DEPTH is refused: before it is parsed when its tags say so (nesting) and it has
-enough of them to keep the parser long, else by the walk of the parsed page."""
+the sections (a byline's heading is text), each table as one block of rows, without scripts,
+styles, navigation (landmarks, the classes of navigation bars, a line of links to the previous,
+next or upper page), headers, footers and forms. The title is the page's <title>, else its first
+<h1>. A page that nests elements deeper than MAX_DEPTH is refused: before it is parsed when its
+tags say so (nesting) and it has enough of them to keep the parser long, else by the walk of the
+parsed page."""
 
 from __future__ import annotations
 
@@ -24,6 +26,14 @@ BLOCKS = frozenset(
 HEADINGS = {f"h{level}": level for level in range(1, 7)}
 # landmarks that are not the page's content, whatever their tag (ARIA roles)
 SKIPPED_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "complementary", "menu", "menubar"})
+# classes documentation generators give what is not the page's content (DocBook's navigation bars,
+# breadcrumbs), whatever the tag
+SKIPPED_CLASSES = frozenset({"navheader", "navfooter", "navigation", "navbar", "breadcrumb", "breadcrumbs"})
+# a heading of one of these classes is a byline, not a section (DocBook: <h3 class="author">)
+BYLINE_CLASSES = frozenset({"author", "corpauthor", "editor", "othercredit", "byline"})
+# links to the neighbouring pages (texinfo's "Previous: ..., Up: ..." line above and below a page)
+NEIGHBOUR_LINKS = 'a[rel~="prev"], a[rel~="next"], a[rel~="up"]'
+NAVIGATION_LINE = 300  # a paragraph or table holding them, at most this long, mostly links: navigation
 PERMALINK = "\u00b6\u00a7#"  # the marks documentation generators put after a heading: ¶ § #
 MAX_DEPTH = 512  # elements within elements: where browsers stop nesting them
 # a page of fewer tags is parsed in half a second however it nests (the parser's time grows with
@@ -50,7 +60,9 @@ class _Walk:
             self.pending.append(node.text_content or "")
         elif tag in SKIPPED or tag.startswith("-") or (node.attributes.get("role") or "") in SKIPPED_ROLES:
             return  # (a tag starting with "-": a comment, the doctype)
-        elif tag in HEADINGS:
+        elif _classes(node) & SKIPPED_CLASSES or _navigation_line(node):
+            return
+        elif tag in HEADINGS and not _classes(node) & BYLINE_CLASSES:
             self.flush()
             self.builder.heading(HEADINGS[tag], node.text(deep=True, separator=" ").strip().rstrip(PERMALINK))
         elif tag == "table":
@@ -73,6 +85,20 @@ class _Walk:
         else:  # inline: its text joins the paragraph around it
             for child in node.iter(include_text=True):
                 self.visit(child, depth + 1)
+
+
+def _classes(node: Any) -> set[str]:
+    return set((node.attributes.get("class") or "").split())
+
+
+def _navigation_line(node: Any) -> bool:
+    """A short paragraph or table of links to the previous, next or upper page: most of its text
+    is links, one of them to a neighbouring page."""
+    if node.tag not in ("p", "table") or node.css_first(NEIGHBOUR_LINKS) is None:
+        return False
+    text = " ".join(node.text(deep=True).split())
+    linked = sum(len(" ".join(a.text(deep=True).split())) for a in node.css("a"))
+    return len(text) <= NAVIGATION_LINE and linked >= 0.4 * len(text)
 
 
 def read_html(path: Path) -> Converted:
