@@ -3062,6 +3062,7 @@ DECLARE
     keys text[];
     moved integer;
     fixes jsonb;
+    ends text[];  -- the entities of the relations decided anew
 BEGIN
     -- namesakes merged or split first (their name keys are the first locks every writer of them
     -- takes): their names resolved again, what moves noted for the refresh (the keys are read
@@ -3099,7 +3100,10 @@ BEGIN
         SELECT d.src, d.dst, r.rel, 0
           FROM differing AS d CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, d.src, d.dst, fixes)) AS r(rel)
     )
-    SELECT count(*) INTO relations FROM differing;
+    SELECT count(*), COALESCE(array_agg(d.src) || array_agg(d.dst), '{}') INTO relations, ends FROM differing AS d;
+    -- an answer may quote what was rejected (or taken back): chosen again at this build
+    UPDATE kgrag.entity AS e SET answer_stale = true
+     WHERE e.tenant_id = t AND e.entity_id = ANY (ends) AND NOT e.answer_stale;
     -- the relations whose edge shows other evidence than the one a person chose (an ingestion
     -- refreshes them when the chunk's document changes: kgrag_private.touch_documents)
     WITH chosen AS MATERIALIZED (
@@ -3131,7 +3135,7 @@ ALTER FUNCTION kgrag_private.apply_decisions() OWNER TO <owner>;
 -- Name: FUNCTION apply_decisions(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.apply_decisions() IS 'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, the typed relations of each pair a relation decision names whose edges differ from what the decisions make of its evidence (a rejected edge still there goes, a corrected one is built as the type decided, one taken back comes back from its evidence), recomputes the relations whose edge shows other evidence than the one a person chose (kgrag.correct_evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n (pairs recomputed), "namesakes_moved": n}.';
+COMMENT ON FUNCTION kgrag_private.apply_decisions() IS 'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, the typed relations of each pair a relation decision names whose edges differ from what the decisions make of its evidence (a rejected edge still there goes, a corrected one is built as the type decided, one taken back comes back from its evidence; the answers of their entities are chosen again: kgrag_private.refresh_answers passes over a sentence stating a rejected relation), recomputes the relations whose edge shows other evidence than the one a person chose (kgrag.correct_evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n (pairs recomputed), "namesakes_moved": n}.';
 
 --
 -- Name: apply_documents(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8498,14 +8502,24 @@ BEGIN
                -- (on the alias index: a subquery over a CTE of the entities scans all of them per row)
                EXISTS (SELECT 1 FROM kgrag.alias AS a
                         WHERE a.tenant_id = t AND a.entity_id = ch.entity_id AND a.alias_fold <> ''
-                          AND strpos(cs.folded, ' ' || a.alias_fold || ' ') > 0) AS names_it
+                          AND strpos(cs.folded, ' ' || a.alias_fold || ' ') > 0) AS names_it,
+               -- the sentence states a relation of the entity that a curator rejected (its quote):
+               -- a rumour is no answer while anything else names it
+               EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r  -- (relation_evidence_chunk_idx)
+                        WHERE r.tenant_id = t AND r.chunk_id = ch.chunk_id AND r.quote <> ''
+                          AND (r.src = ch.entity_id OR r.dst = ch.entity_id)
+                          AND strpos(cs.sentence, r.quote) > 0
+                          AND (SELECT c.kind = 'reject_relation' FROM kgrag.curation AS c
+                                WHERE c.tenant_id = t AND c.target = kgrag_private.relation_target(r.src, r.rel, r.dst)
+                                  AND c.kind IN ('reject_relation', 'approve', 'correct_relation')
+                                ORDER BY c.decided_at DESC LIMIT 1)) AS rejected
           FROM chunks AS ch
           JOIN chunk_sentences AS cs ON cs.chunk_id = ch.chunk_id
          WHERE ch.preference <= 20
     ), best AS (
         SELECT DISTINCT ON (x.entity_id) x.entity_id, x.chunk_id, x.content_hash, x.sentence
           FROM sentences AS x
-         ORDER BY x.entity_id, x.own DESC, x.names_it DESC, x.preference, x.pos
+         ORDER BY x.entity_id, x.rejected, x.own DESC, x.names_it DESC, x.preference, x.pos
     )
     UPDATE kgrag.entity AS e
        SET answer = b.answer, answer_chunk_id = b.chunk_id, answer_hash = b.content_hash, answer_stale = false,
@@ -8536,7 +8550,7 @@ ALTER FUNCTION kgrag_private.refresh_answers() OWNER TO <owner>;
 -- Name: FUNCTION refresh_answers(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.refresh_answers() IS 'Private. Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash: from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Notes the answer a person saw before a change (answer_before, until a person approves the new one: kgrag.review_queue, item answer_changed) and forgets it when the same answer comes back. Returns the number of answers written.';
+COMMENT ON FUNCTION kgrag_private.refresh_answers() IS 'Private. Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash (a sentence holding the quote of a relation of the entity a curator rejected comes last, whatever its place): from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Notes the answer a person saw before a change (answer_before, until a person approves the new one: kgrag.review_queue, item answer_changed) and forgets it when the same answer comes back. Returns the number of answers written.';
 
 --
 -- Name: refresh_graph(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

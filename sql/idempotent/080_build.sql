@@ -212,14 +212,24 @@ BEGIN
                -- (on the alias index: a subquery over a CTE of the entities scans all of them per row)
                EXISTS (SELECT 1 FROM kgrag.alias AS a
                         WHERE a.tenant_id = t AND a.entity_id = ch.entity_id AND a.alias_fold <> ''
-                          AND strpos(cs.folded, ' ' || a.alias_fold || ' ') > 0) AS names_it
+                          AND strpos(cs.folded, ' ' || a.alias_fold || ' ') > 0) AS names_it,
+               -- the sentence states a relation of the entity that a curator rejected (its quote):
+               -- a rumour is no answer while anything else names it
+               EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r  -- (relation_evidence_chunk_idx)
+                        WHERE r.tenant_id = t AND r.chunk_id = ch.chunk_id AND r.quote <> ''
+                          AND (r.src = ch.entity_id OR r.dst = ch.entity_id)
+                          AND strpos(cs.sentence, r.quote) > 0
+                          AND (SELECT c.kind = 'reject_relation' FROM kgrag.curation AS c
+                                WHERE c.tenant_id = t AND c.target = kgrag_private.relation_target(r.src, r.rel, r.dst)
+                                  AND c.kind IN ('reject_relation', 'approve', 'correct_relation')
+                                ORDER BY c.decided_at DESC LIMIT 1)) AS rejected
           FROM chunks AS ch
           JOIN chunk_sentences AS cs ON cs.chunk_id = ch.chunk_id
          WHERE ch.preference <= 20
     ), best AS (
         SELECT DISTINCT ON (x.entity_id) x.entity_id, x.chunk_id, x.content_hash, x.sentence
           FROM sentences AS x
-         ORDER BY x.entity_id, x.own DESC, x.names_it DESC, x.preference, x.pos
+         ORDER BY x.entity_id, x.rejected, x.own DESC, x.names_it DESC, x.preference, x.pos
     )
     UPDATE kgrag.entity AS e
        SET answer = b.answer, answer_chunk_id = b.chunk_id, answer_hash = b.content_hash, answer_stale = false,
@@ -244,7 +254,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.refresh_answers() IS
-'Private. Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash: from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Notes the answer a person saw before a change (answer_before, until a person approves the new one: kgrag.review_queue, item answer_changed) and forgets it when the same answer comes back. Returns the number of answers written.';
+'Private. Writes a short answer for every entity of the current tenant that has none or a stale one, with its chunk''s id and hash (a sentence holding the quote of a relation of the entity a curator rejected comes last, whatever its place): from a citing document titled with the entity''s name (its own page), the first sentence there naming it, else that document''s first sentence; otherwise the first sentence naming it in the chunks that cite it (or the first sentence of its first chunk). Notes the answer a person saw before a change (answer_before, until a person approves the new one: kgrag.review_queue, item answer_changed) and forgets it when the same answer comes back. Returns the number of answers written.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.reports_overtaken() RETURNS text[]
 LANGUAGE plpgsql STABLE SECURITY INVOKER

@@ -588,6 +588,7 @@ DECLARE
     keys text[];
     moved integer;
     fixes jsonb;
+    ends text[];  -- the entities of the relations decided anew
 BEGIN
     -- namesakes merged or split first (their name keys are the first locks every writer of them
     -- takes): their names resolved again, what moves noted for the refresh (the keys are read
@@ -625,7 +626,10 @@ BEGIN
         SELECT d.src, d.dst, r.rel, 0
           FROM differing AS d CROSS JOIN LATERAL unnest(kgrag_private.pair_relations(t, d.src, d.dst, fixes)) AS r(rel)
     )
-    SELECT count(*) INTO relations FROM differing;
+    SELECT count(*), COALESCE(array_agg(d.src) || array_agg(d.dst), '{}') INTO relations, ends FROM differing AS d;
+    -- an answer may quote what was rejected (or taken back): chosen again at this build
+    UPDATE kgrag.entity AS e SET answer_stale = true
+     WHERE e.tenant_id = t AND e.entity_id = ANY (ends) AND NOT e.answer_stale;
     -- the relations whose edge shows other evidence than the one a person chose (an ingestion
     -- refreshes them when the chunk's document changes: kgrag_private.touch_documents)
     WITH chosen AS MATERIALIZED (
@@ -651,7 +655,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.apply_decisions() IS
-'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, the typed relations of each pair a relation decision names whose edges differ from what the decisions make of its evidence (a rejected edge still there goes, a corrected one is built as the type decided, one taken back comes back from its evidence), recomputes the relations whose edge shows other evidence than the one a person chose (kgrag.correct_evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n (pairs recomputed), "namesakes_moved": n}.';
+'Private. The first step of pgkgrag build: gives entities the names decided (kgrag.rename_entity) and recomputes, through the graph refresh, the typed relations of each pair a relation decision names whose edges differ from what the decisions make of its evidence (a rejected edge still there goes, a corrected one is built as the type decided, one taken back comes back from its evidence; the answers of their entities are chosen again: kgrag_private.refresh_answers passes over a sentence stating a rejected relation), recomputes the relations whose edge shows other evidence than the one a person chose (kgrag.correct_evidence), and resolves again the names of namesakes merged or split (kgrag_private.resolve_namesakes). Returns {"renamed": n, "relations": n (pairs recomputed), "namesakes_moved": n}.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.decision_family(kind text, target text) RETURNS text
 LANGUAGE sql IMMUTABLE SECURITY INVOKER

@@ -53,7 +53,7 @@ DOCS = [
     },
     {
         "doc_id": "rumour",
-        "text": "A rumour says Bruno Lima mentors Diego Alves.",
+        "text": "A rumour says Bruno Lima mentors Diego Alves. Diego Alves leads the data team.",
         "entities": [{"name": "Bruno Lima", "type": "Person"}, {"name": "Diego Alves", "type": "Person"}],
         "relations": [
             {
@@ -129,7 +129,7 @@ def test_an_employer_of_the_past_does_not_come_back_through_the_current_one(read
     assert (NORTHWIND,) not in ppr
 
 
-def test_a_rejected_or_weak_relation_does_not_come_back_through_its_own_sentence(
+def test_a_rejected_or_weak_relation_does_not_come_back_through_its_own_sentence_or_answer(
     reader: psycopg.Connection,
     conn: psycopg.Connection,
     admin: psycopg.Connection,
@@ -137,6 +137,9 @@ def test_a_rejected_or_weak_relation_does_not_come_back_through_its_own_sentence
     login_roles: Callable[[str], str],
 ) -> None:
     assert walk(reader, "Bruno Lima", 1) == {DIEGO: 1}
+    answer = "SELECT answer FROM kgrag.entities WHERE entity_id = %s"
+    with tenant_transaction(reader, "t1"):
+        assert reader.execute(answer, [DIEGO]).fetchone() == ("A rumour says Bruno Lima mentors Diego Alves.",)
     assert walk(reader, "Bruno Lima", 1, min_confidence=0.5) == {}  # 0.4: not MENTORS, not its sentence either
     assert walk(reader, "Diego Alves", 1, direction="out") == {BRUNO: 1}  # back along the co-occurrence
     assert walk(reader, "Diego Alves", 1, min_confidence=0.5) == {}
@@ -157,5 +160,7 @@ def test_a_rejected_or_weak_relation_does_not_come_back_through_its_own_sentence
     build(conn, "t1", HashEmbedder(512))
     assert walk(reader, "Bruno Lima", 1) == {}
     assert walk(reader, "Diego Alves", 1, history=True) == {}
+    with tenant_transaction(reader, "t1"):  # the rumour is no answer once rejected
+        assert reader.execute(answer, [DIEGO]).fetchone() == ("Diego Alves leads the data team.",)
     said = context(reader, "Who does Bruno Lima mentor?")
     assert "MENTORS" not in said and "[entity Diego" not in said, said
