@@ -597,6 +597,8 @@ BEGIN
     -- the namesakes the documents joined or kept apart are resolved again without them
     counts := jsonb_build_object('documents', deleted, 'namesakes_moved', kgrag_private.resolve_namesakes(names, '{}'))
               || kgrag_private.refresh_graph();
+    -- and a name decided for an entity that went with them
+    PERFORM kgrag_private.end_entity_decisions();
     -- Nothing of the deleted text survives this transaction: the communities it fed (their titles
     -- and reports) go until the next build, and so do the cached extractions of its chunks.
     PERFORM kgrag_private.delete_communities(ARRAY(SELECT c.community_id FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale));
@@ -613,7 +615,7 @@ ALTER FUNCTION kgrag.delete_documents(doc_ids text[]) OWNER TO <owner>;
 -- Name: FUNCTION delete_documents(doc_ids text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored, and so are documents for an audience the caller does not hold (kgrag.current_groups); more than 100,000 ids a call are refused (22023), and so is a reader''s API key (42501, kgrag_private.check_writing). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';
+COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions) and the names decided for entities that went with them (kgrag_private.end_entity_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored, and so are documents for an audience the caller does not hold (kgrag.current_groups); more than 100,000 ids a call are refused (22023), and so is a reader''s API key (42501, kgrag_private.check_writing). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';
 
 --
 -- Name: dimension(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1112,7 +1114,7 @@ ALTER FUNCTION kgrag.kgrag_search(question_vec public.vector, route text, questi
 -- Name: FUNCTION kgrag_search(question_vec public.vector, route text, question text, k integer, options jsonb); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.kgrag_search(question_vec public.vector, route text, question text, k integer, options jsonb) IS 'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage; chunk_alone_min_similarity: where the question has no seed and no lexical match, a vector chunk must also clear it, by default the median similarity of two of the tenant''s passages, kgrag.refresh_chunk_spread, so that an unrelated question returns nothing whatever the embedder''s scale; -1 turns it off), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), seed_entities (entity ids, names or aliases: the local route from these, whatever the router would pick), direction (out, in or both: how the walk follows typed edges; default out), graph_ranking (paths: the graph''s chunks are those of the entities the walk reached, nearest first; pagerank: by Personalized PageRank mass, see kgrag.personalized_pagerank, source pagerank and payload.ppr_mass; both: the two lists fused; default setting search_graph_ranking; the reason says which ranked them), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question about the collection (a global rule) naming a subject no chunk holds returns no rows, and says so. A question asking how many or for every item (a count rule: how many, all the, quantos, todos os) says in its reason and in each row''s payload.matching how many chunks, documents and entities of the type it names match, and that only the rows returned are shown. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left for kgrag.last_search().';
+COMMENT ON FUNCTION kgrag.kgrag_search(question_vec public.vector, route text, question text, k integer, options jsonb) IS 'The entry point. Returns one row per result (rank, ref_id, kind, source, score, route, reason, payload) for a question embedding and its text (either may be NULL, not both: from psql, kgrag_search(question => ''...'') searches by the text alone, with entity linking, full-text search, the graph and the reports ranked by their words) and a route: auto (the router picks, see kgrag.route), local, global, mixed or vector. k bounds the chunk rows; options (jsonb) override hops, degree_cap, entities, reports, seeds, level, relations, as_of, the floors (chunk_min_similarity, entity_seed_min_similarity, report_min_similarity, lexical_min_coverage; chunk_alone_min_similarity: where the question has no seed and no lexical match (always, for a search by a vector without the question''s text), a vector chunk must also clear it, by default the median similarity of two of the tenant''s passages, kgrag.refresh_chunk_spread, so that an unrelated question returns nothing whatever the embedder''s scale; -1 turns it off), rrf_k, graph_weight, whole_collection (global route: every report of the level by weight; formerly shape), seed_entities (entity ids, names or aliases: the local route from these, whatever the router would pick), direction (out, in or both: how the walk follows typed edges; default out), graph_ranking (paths: the graph''s chunks are those of the entities the walk reached, nearest first; pagerank: by Personalized PageRank mass, see kgrag.personalized_pagerank, source pagerank and payload.ppr_mass; both: the two lists fused; default setting search_graph_ranking; the reason says which ranked them), neighbours (add after each chunk the chunk before and after it in its document, source neighbour; default setting search_neighbours) and log (whether this search is logged; default setting query_log; never in a read-only transaction, where the reason says so). payload.evidence_refs always names chunks of the tenant. A walk that runs out of its budget (khop_timeout_ms, max_paths_walked, search_timeout_ms) does not fail the search: the route falls back to vector and lexical chunks, the reason says so, each such row has payload.coverage = reduced, and kgrag.query_log.fallback is true; the error stands only when the fallback finds nothing either. A question about the collection (a global rule) naming a subject no chunk holds returns no rows, and says so. A question asking how many or for every item (a count rule: how many, all the, quantos, todos os) says in its reason and in each row''s payload.matching how many chunks, documents and entities of the type it names match, and that only the rows returned are shown. A question with nothing relevant returns no rows (a tenant without documents says so), and the reason is logged (kgrag.query_log) and left for kgrag.last_search().';
 
 --
 -- Name: last_search(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -1725,19 +1727,21 @@ DECLARE
 BEGIN
     -- Every pair of up to 256 of the tenant's chunks for everyone (no audience: the figure is the
     -- same whoever builds, and says nothing of a group's documents), picked by a hash of their ids
-    -- (the same chunks give the same figure, whatever the order they came in).
+    -- (the same chunks give the same figure, whatever the order they came in), two chunks of one
+    -- document aside (neighbours overlap: they say how alike a document is to itself). Too few
+    -- to say: fewer than 8 chunks, or of fewer than 3 documents.
     WITH picked AS (
-        SELECT c.chunk_id, c.embedding
+        SELECT c.chunk_id, c.doc_id, c.embedding
           FROM kgrag.chunk AS c
          WHERE c.tenant_id = t AND c.audience IS NULL AND c.embedding IS NOT NULL
          ORDER BY pg_catalog.md5(c.chunk_id), c.chunk_id
          LIMIT 256
     )
-    SELECT (SELECT count(*) FROM picked),
+    SELECT CASE WHEN (SELECT count(DISTINCT p.doc_id) FROM picked AS p) >= 3 THEN (SELECT count(*) FROM picked) ELSE 0 END,
            (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY 1 - (a.embedding <=> b.embedding))
-              FROM picked AS a JOIN picked AS b ON a.chunk_id < b.chunk_id)
+              FROM picked AS a JOIN picked AS b ON a.chunk_id < b.chunk_id AND a.doc_id <> b.doc_id)
       INTO sampled, middle;
-    IF model IS NULL OR sampled < 2 THEN
+    IF model IS NULL OR sampled < 8 THEN
         DELETE FROM kgrag.settings AS s WHERE s.tenant_id = t AND s.key = 'chunk_spread';
         RETURN NULL;
     END IF;
@@ -1757,7 +1761,7 @@ ALTER FUNCTION kgrag.refresh_chunk_spread() OWNER TO <owner>;
 -- Name: FUNCTION refresh_chunk_spread(); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.refresh_chunk_spread() IS 'Measures how alike the current tenant''s passages are to one another, for its embedder: the median cosine similarity of every pair of up to 256 of its chunks for everyone (no audience; picked by a hash of their ids, so the same chunks give the same figure), stored as its setting chunk_spread ({"embedder", "median", "chunks"}) and returned (NULL, and the setting removed, with fewer than two such chunks or no embedder recorded). pgkgrag build runs it. A search whose question names nothing of the graph and matches no passage by its words keeps only the vector chunks above that median (search option chunk_alone_min_similarity): an unrelated question in the collection''s language sits near the similarity two unrelated passages have, whatever the model''s scale.';
+COMMENT ON FUNCTION kgrag.refresh_chunk_spread() IS 'Measures how alike the current tenant''s passages are to one another, for its embedder: the median cosine similarity of every pair of up to 256 of its chunks for everyone (no audience; picked by a hash of their ids, so the same chunks give the same figure), two of one document aside, stored as its setting chunk_spread ({"embedder", "median", "chunks"}) and returned (NULL, and the setting removed, with fewer than 8 such chunks, fewer than 3 documents, or no embedder recorded). pgkgrag build runs it. A search whose question names nothing of the graph and matches no passage by its words keeps only the vector chunks above that median (search option chunk_alone_min_similarity): an unrelated question in the collection''s language sits near the similarity two unrelated passages have, whatever the model''s scale.';
 
 --
 -- Name: refresh_edge_ranks(text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2503,6 +2507,7 @@ BEGIN
         PERFORM kgrag_private.retract_documents(into_audience);
         PERFORM kgrag_private.end_decisions(into_audience);
         counts := counts || pg_catalog.jsonb_build_object('graph', kgrag_private.refresh_graph());
+        PERFORM kgrag_private.end_entity_decisions();
         PERFORM kgrag_private.delete_communities(ARRAY(SELECT c.community_id FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale));
         PERFORM kgrag_private.forget_in_logs(noted);
     END IF;
@@ -4149,7 +4154,7 @@ CREATE FUNCTION kgrag_private.chunk_spread_floor(spread jsonb, embedder jsonb) R
     AS $$
     -- a median measured with another embedder says nothing of this one's scale
     SELECT CASE WHEN jsonb_typeof(spread -> 'median') = 'number' AND spread -> 'embedder' = embedder
-                THEN least(greatest((spread ->> 'median')::float8, -1), 1) END
+                THEN least(greatest((spread ->> 'median')::numeric, -1), 1)::float8 END  -- (1e400 is a number)
 $$;
 
 ALTER FUNCTION kgrag_private.chunk_spread_floor(spread jsonb, embedder jsonb) OWNER TO <owner>;
@@ -4973,6 +4978,44 @@ ALTER FUNCTION kgrag_private.end_decisions(doc_ids text[]) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.end_decisions(doc_ids text[]) IS 'Private. Ends the current tenant''s decisions about documents it no longer holds, or holds for an audience, among doc_ids: each leaves kgrag.curation for kgrag.curation_ended with who ended it (the login role), when and why (its document was deleted, or went into an audience: then with that audience, kgrag.curation_ended.access, which only its holders read); a document still there for everyone keeps its decisions. Returns the decisions ended. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, nor write kgrag.curation.';
 
 --
+-- Name: end_entity_decisions(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.end_entity_decisions() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();  -- a bound value: Citus routes each query to one shard
+    n integer;
+BEGIN
+    -- a name decided for an entity that no document cites any more (it went with them)
+    WITH ended AS (
+        DELETE FROM kgrag.curation AS c
+         WHERE c.tenant_id = t AND c.kind = 'rename_entity'
+           AND NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = c.target)
+        RETURNING c.*
+    )
+    INSERT INTO kgrag.curation_ended (tenant_id, kind, target, value, doc_id, note, decided_by, decided_at,
+                                      ended_by, ended_at, why, access)
+    SELECT e.tenant_id, e.kind, e.target, e.value, e.doc_id, e.note, e.decided_by, e.decided_at,
+           session_user, clock_timestamp(), 'its entity went with the last document that cited it', NULL
+      FROM ended AS e
+        ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.end_entity_decisions() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION end_entity_decisions(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.end_entity_decisions() IS 'Private. Ends the current tenant''s name decisions (kgrag.rename_entity) about entities the graph no longer holds: the last document citing one was deleted (or went into an audience). Each leaves kgrag.curation for kgrag.curation_ended with who, when and why, as kgrag_private.end_decisions does. Returns the decisions ended. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone, after the graph is refreshed.';
+
+--
 -- Name: entity_rows(jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -5515,7 +5558,9 @@ BEGIN
                                           AND y.confidence >= min_conf  -- the cap counts the edges that hold
                                           AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
                                                               AND (y.valid_to IS NULL OR y.valid_to > at)))
-                                          AND (NOT guarded OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf))
+                                          AND (NOT guarded OR y.rel <> 'CO_OCCURS'
+                                               OR ((clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
+                                                   AND kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf)))
                                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                         LIMIT degree_cap) AS x
                                  WHERE direction <> 'in'
@@ -5523,7 +5568,6 @@ BEGIN
                                    AND x.confidence >= min_conf  -- as in walk()
                                    AND (at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= at)
                                                        AND (x.valid_to IS NULL OR x.valid_to > at)))
-                                   AND (NOT guarded OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, x.src, x.dst, at, min_conf))
                                    AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
                                 UNION ALL
                                 SELECT x.src, f.o, 0
@@ -5920,6 +5964,34 @@ ALTER FUNCTION kgrag_private.groups_for(tenant text) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.groups_for(tenant text) IS 'Private. Returns the groups of a tenant the current transaction holds, which decide what of a document for an audience (kgrag.document.access) it sees: with an API key checked in this transaction (kgrag.use_key), the groups the key carries, when its seal is this transaction''s for this tenant (kgrag_private.sealed, kgrag_private.key_mac: a replayed or altered seal holds nothing), whatever the login role; otherwise the schema owner {*} (every group), and any other login role the groups of the tenant granted to it or a role it belongs to (kgrag.grant_groups); narrowed, when kgrag.use_groups named some, to those of them it holds. The policies of kgrag.document, kgrag.chunk, kgrag.query_log and kgrag.curation_ended call it with the row''s tenant. SECURITY DEFINER, owned by the schema owner, because it reads kgrag_private.audience and checks the key''s seal; it answers for session_user and the transaction''s own settings only.';
+
+--
+-- Name: held_back(text, text, text, timestamp with time zone, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.held_back(t text, x text, chunk text, at timestamp with time zone, min_conf double precision) RETURNS boolean
+    LANGUAGE sql STABLE COST 500
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- (relation_evidence_chunk_idx: the few relations one chunk states)
+    SELECT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
+                    WHERE r.tenant_id = t AND r.chunk_id = chunk AND (r.src = x OR r.dst = x))
+       AND NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
+                        WHERE r.tenant_id = t AND r.chunk_id = chunk AND (r.src = x OR r.dst = x) AND NOT r.negated
+                          AND (at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= at)
+                                              AND (r.valid_to IS NULL OR r.valid_to > at)))
+                          AND EXISTS (SELECT 1 FROM kgrag.edge AS y  -- edge_pkey
+                                       WHERE y.tenant_id = t AND y.src = r.src AND y.dst = r.dst
+                                         AND y.rel <> 'CO_OCCURS' AND y.confidence >= min_conf))
+$$;
+
+ALTER FUNCTION kgrag_private.held_back(t text, x text, chunk text, at timestamp with time zone, min_conf double precision) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION held_back(t text, x text, chunk text, at timestamp with time zone, min_conf double precision); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.held_back(t text, x text, chunk text, at timestamp with time zone, min_conf double precision) IS 'Private. Returns whether entity x is named in a chunk only in relations a walk at time at (NULL: any time) with the confidence floor min_conf does not follow: the chunk states relations of x, and none stands (each is denied, or of another time, or has no edge of at least min_conf: rejected by a curator, too weak). "Ana worked at Northwind from 2015 to 2019", "Bruno never worked at Globex": Northwind today, Globex at any time.';
 
 --
 -- Name: hold_extractions(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6992,30 +7064,6 @@ ALTER FUNCTION kgrag_private.named_by(doc_ids text[]) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.named_by(doc_ids text[]) IS 'Private. Returns the entities (ids, sorted) whose names these documents gave (kgrag.alias_source): the ones to lock, and to pass to kgrag_private.forget_aliases once the documents'' sources are gone.';
 
 --
--- Name: named_out_of_time(text, text, text, timestamp with time zone); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
---
-
-CREATE FUNCTION kgrag_private.named_out_of_time(t text, x text, chunk text, at timestamp with time zone) RETURNS boolean
-    LANGUAGE sql STABLE
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-    -- (relation_evidence_chunk_idx: the few relations one chunk states)
-    SELECT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
-                    WHERE r.tenant_id = t AND r.chunk_id = chunk AND (r.src = x OR r.dst = x) AND NOT r.negated)
-       AND NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
-                        WHERE r.tenant_id = t AND r.chunk_id = chunk AND (r.src = x OR r.dst = x) AND NOT r.negated
-                          AND (r.valid_from IS NULL OR r.valid_from <= at) AND (r.valid_to IS NULL OR r.valid_to > at))
-$$;
-
-ALTER FUNCTION kgrag_private.named_out_of_time(t text, x text, chunk text, at timestamp with time zone) OWNER TO <owner>;
-
---
--- Name: FUNCTION named_out_of_time(t text, x text, chunk text, at timestamp with time zone); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag_private.named_out_of_time(t text, x text, chunk text, at timestamp with time zone) IS 'Private. Returns whether entity x is named in a chunk only in relations of another time: the chunk states relations of x (not denied), and every one is dated and does not hold at at ("Ana worked at Northwind from 2015 to 2019": Northwind, today).';
-
---
 -- Name: namesake_documents(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -7708,32 +7756,51 @@ COMMENT ON FUNCTION kgrag_private.pair_relations(t text, src text, dst text, fix
 --
 
 CREATE FUNCTION kgrag_private.pair_walkable(t text, a text, b text, at timestamp with time zone, min_conf double precision) RETURNS boolean
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE COST 1000
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
-    -- A co-occurrence is what the chunks naming both say; a chunk lends it to the walk unless
-    -- what it states makes it false at that time or under that confidence floor.
-    SELECT (at IS NULL OR kgrag_private.pair_holds(t, a, b, at))
-           -- (a co-occurrence no chunk explains, written by hand, is walked as it stands)
-           AND COALESCE(bool_or(
-                   -- a relation the chunk states (or denies) between them speaks for it: the chunk
-                   -- counts only while a relation between them is walked (not rejected, strong
-                   -- enough, holding)
-                   (NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
-                                 WHERE r.tenant_id = t AND r.chunk_id = ma.chunk_id
-                                   AND ((r.src = a AND r.dst = b) OR (r.src = b AND r.dst = a)))
-                    OR EXISTS (SELECT 1 FROM kgrag.edge AS y
-                                WHERE y.tenant_id = t AND y.rel <> 'CO_OCCURS'
-                                  AND ((y.src = a AND y.dst = b) OR (y.src = b AND y.dst = a))
-                                  AND y.confidence >= min_conf
-                                  AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
-                                                      AND (y.valid_to IS NULL OR y.valid_to > at)))))
-                   -- and neither is named there only in facts of another time
-                   AND (at IS NULL OR NOT (kgrag_private.named_out_of_time(t, a, ma.chunk_id, at)
-                                           OR kgrag_private.named_out_of_time(t, b, ma.chunk_id, at)))), true)
-      FROM kgrag.mention AS ma  -- the chunks naming both (mention_pkey, merged)
-      JOIN kgrag.mention AS mb ON mb.tenant_id = t AND mb.entity_id = b AND mb.chunk_id = ma.chunk_id
-     WHERE ma.tenant_id = t AND ma.entity_id = a
+DECLARE
+    related boolean;  -- a relation between them is walked (an edge not rejected, strong enough, holding)
+BEGIN
+    IF at IS NOT NULL AND NOT kgrag_private.pair_holds(t, a, b, at) THEN
+        RETURN false;
+    END IF;
+    -- neither states nor is stated anything (four probes): every chunk naming both lends it
+    IF NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r WHERE r.tenant_id = t AND r.src = a)
+       AND NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r WHERE r.tenant_id = t AND r.dst = a)
+       AND NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r WHERE r.tenant_id = t AND r.src = b)
+       AND NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r WHERE r.tenant_id = t AND r.dst = b) THEN
+        RETURN true;
+    END IF;
+    related := EXISTS (SELECT 1 FROM kgrag.edge AS y
+                        WHERE y.tenant_id = t AND y.rel <> 'CO_OCCURS'
+                          AND ((y.src = a AND y.dst = b) OR (y.src = b AND y.dst = a))
+                          AND y.confidence >= min_conf
+                          AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
+                                              AND (y.valid_to IS NULL OR y.valid_to > at))));
+    -- the first chunk naming both that lends it: what it states between them (if anything) is
+    -- walked, and it names neither only in relations the walk does not follow
+    -- Each chunk of the one cited less probes mention_pkey for the other (a plan kept from call
+    -- to call: one probe a chunk, never a hub's thousands of chunks against the other's), which
+    -- two capped counts tell (the condition below is the same either way round).
+    IF (SELECT count(*) FROM (SELECT 1 FROM kgrag.mention AS m WHERE m.tenant_id = t AND m.entity_id = b LIMIT 64) AS x)
+       < (SELECT count(*) FROM (SELECT 1 FROM kgrag.mention AS m WHERE m.tenant_id = t AND m.entity_id = a LIMIT 64) AS x) THEN
+        SELECT b, a INTO a, b;
+    END IF;
+    RETURN EXISTS (
+        SELECT 1
+          FROM kgrag.mention AS ma
+         WHERE ma.tenant_id = t AND ma.entity_id = a
+           AND EXISTS (SELECT 1 FROM kgrag.mention AS mb
+                        WHERE mb.tenant_id = t AND mb.entity_id = b AND mb.chunk_id = ma.chunk_id)
+           AND (related
+                OR (NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r  -- relation_evidence_pkey
+                                 WHERE r.tenant_id = t AND r.src = a AND r.dst = b AND r.chunk_id = ma.chunk_id)
+                    AND NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
+                                     WHERE r.tenant_id = t AND r.src = b AND r.dst = a AND r.chunk_id = ma.chunk_id)))
+           AND NOT kgrag_private.held_back(t, a, ma.chunk_id, at, min_conf)
+           AND NOT kgrag_private.held_back(t, b, ma.chunk_id, at, min_conf));
+END
 $$;
 
 ALTER FUNCTION kgrag_private.pair_walkable(t text, a text, b text, at timestamp with time zone, min_conf double precision) OWNER TO <owner>;
@@ -7742,7 +7809,7 @@ ALTER FUNCTION kgrag_private.pair_walkable(t text, a text, b text, at timestamp 
 -- Name: FUNCTION pair_walkable(t text, a text, b text, at timestamp with time zone, min_conf double precision); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.pair_walkable(t text, a text, b text, at timestamp with time zone, min_conf double precision) IS 'Private. Returns whether the co-occurrence of entities a and b may be walked at time at (NULL: any time) with the confidence floor min_conf: the pair holds at at (kgrag_private.pair_holds), and some chunk naming both (a) states no relation between them, or one between them is walked (it has an edge, not rejected by a curator, with confidence >= min_conf, holding at at), and (b) names neither only in relations that do not hold at at (kgrag_private.named_out_of_time). A co-occurrence no chunk names both of (written by hand) is walked as stored. So an expired, future, rejected, denied or too weak relation does not come back through the co-occurrence of the sentence that stated it, nor does an employer of the past through the sentence that names it beside the current one.';
+COMMENT ON FUNCTION kgrag_private.pair_walkable(t text, a text, b text, at timestamp with time zone, min_conf double precision) IS 'Private. Returns whether the co-occurrence of entities a and b may be walked at time at (NULL: any time) with the confidence floor min_conf: the pair holds at at (kgrag_private.pair_holds), and neither states nor is stated any relation, or some chunk naming both lends it: (a) it states no relation between them, or one between them is walked (an edge, not rejected by a curator, with confidence >= min_conf, holding at at), and (b) it names neither only in relations the walk does not follow (kgrag_private.held_back: denied, of another time, rejected, too weak). So an expired, future, rejected, denied or too weak relation does not come back through the co-occurrence of the sentence that stated it, nor through another entity that sentence names: an employer of the past is not reached through the current one named beside it, nor a company someone never worked at through the one they do.';
 
 --
 -- Name: path_length(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -9858,7 +9925,9 @@ BEGIN
             said := '; no report cleared the floor against the subject: every report of the level, by weight';
         END IF;
     ELSIF route = 'vector' OR (route = 'local' AND cardinality(seeds) = 0) THEN
-        rows_out := ARRAY(SELECT x FROM kgrag_private.fused_chunks(kgrag_private.chunk_lists(question_vec, question, k, opts, false), k, opts) AS x);
+        -- (a forced vector route still knows the seeds the router found)
+        rows_out := ARRAY(SELECT x FROM kgrag_private.fused_chunks(
+                              kgrag_private.chunk_lists(question_vec, question, k, opts, cardinality(seeds) > 0), k, opts) AS x);
         IF route = 'local' THEN
             said := said || '; no seed: vector and lexical chunks only';
         END IF;
@@ -10992,7 +11061,10 @@ BEGIN
                           -- the cap counts the edges that hold (kgrag_private.walk_filter), not expired ones
                           AND y.confidence >= min_conf
                           AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at) AND (y.valid_to IS NULL OR y.valid_to > at)))
-                          AND (NOT guarded OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf))
+                          AND (NOT guarded OR y.rel <> 'CO_OCCURS'
+                               -- (the budget checked as each co-occurrence is: a hub has thousands)
+                               OR ((clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
+                                   AND kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf)))
                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                         LIMIT degree_cap) AS x
                UNION ALL
@@ -11006,7 +11078,8 @@ BEGIN
            AND (rels IS NULL OR g.rel = ANY (rels))
            AND g.confidence >= min_conf  -- the relations the walk follows: kgrag_private.walk_filter
            AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
-           AND (NOT guarded OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, g.src, g.dst, at, min_conf))
+           AND (NOT guarded OR g.rel <> 'CO_OCCURS' OR g.way = '>'  -- (out: checked under the cap)
+                OR kgrag_private.pair_walkable(t, g.src, g.dst, at, min_conf))
            AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
     )
     SELECT w.entity_id, w.hop, w.trail, w.seed, w.steps FROM walk AS w LIMIT max_paths + 1;
@@ -11098,11 +11171,15 @@ BEGIN
     at := CASE WHEN as_of IS NOT NULL THEN as_of WHEN COALESCE(history, false) THEN NULL ELSE now() END;
     -- A co-occurrence may have to be held back (kgrag_private.pair_walkable) only where some
     -- stated relation is not walked: a weak one under a confidence floor, one dated (one probe of
-    -- edge_dated_idx), denied (relation_evidence_negated_idx) or rejected by a curator (curation_pkey).
+    -- edge_dated_idx, of relation_evidence_dated_idx: a dated sentence beside an undated one),
+    -- denied (relation_evidence_negated_idx) or rejected by a curator (curation_pkey).
     guarded := min_conf > 0
-               OR (at IS NOT NULL AND EXISTS (SELECT 1 FROM kgrag.edge AS z
-                                               WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS'
-                                                 AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL)))
+               OR (at IS NOT NULL AND (EXISTS (SELECT 1 FROM kgrag.edge AS z
+                                                WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS'
+                                                  AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL))
+                                       OR EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
+                                                   WHERE r.tenant_id = t AND NOT r.negated
+                                                     AND (r.valid_from IS NOT NULL OR r.valid_to IS NOT NULL))))
                OR EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r WHERE r.tenant_id = t AND r.negated)
                OR EXISTS (SELECT 1 FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.kind = 'reject_relation');
     RETURN NEXT;
@@ -13184,6 +13261,12 @@ CREATE INDEX query_log_time_idx ON kgrag.query_log USING btree (tenant_id, searc
 CREATE INDEX relation_evidence_chunk_idx ON kgrag.relation_evidence USING btree (tenant_id, chunk_id);
 
 --
+-- Name: relation_evidence_dated_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
+--
+
+CREATE INDEX relation_evidence_dated_idx ON kgrag.relation_evidence USING btree (tenant_id) WHERE ((NOT negated) AND ((valid_from IS NOT NULL) OR (valid_to IS NOT NULL)));
+
+--
 -- Name: relation_evidence_dst_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
 --
 
@@ -13971,6 +14054,12 @@ REVOKE ALL ON FUNCTION kgrag_private.delegate_calls() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION kgrag_private.end_decisions(doc_ids text[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION end_entity_decisions(); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.end_entity_decisions() FROM PUBLIC;
 
 --
 -- Name: FUNCTION forget_in_logs(noted jsonb); Type: ACL; Schema: kgrag_private; Owner: <owner>

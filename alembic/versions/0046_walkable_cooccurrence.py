@@ -1,4 +1,4 @@
-"""Walkable co-occurrence: an index of the denied relations, so a walk knows in one probe whether any may hold a co-occurrence back.
+"""Walkable co-occurrence: indexes of the denied and the dated relations (a walk asks for them).
 
 Revision ID: 0046
 Revises: 0045

@@ -416,19 +416,21 @@ DECLARE
 BEGIN
     -- Every pair of up to 256 of the tenant's chunks for everyone (no audience: the figure is the
     -- same whoever builds, and says nothing of a group's documents), picked by a hash of their ids
-    -- (the same chunks give the same figure, whatever the order they came in).
+    -- (the same chunks give the same figure, whatever the order they came in), two chunks of one
+    -- document aside (neighbours overlap: they say how alike a document is to itself). Too few
+    -- to say: fewer than 8 chunks, or of fewer than 3 documents.
     WITH picked AS (
-        SELECT c.chunk_id, c.embedding
+        SELECT c.chunk_id, c.doc_id, c.embedding
           FROM kgrag.chunk AS c
          WHERE c.tenant_id = t AND c.audience IS NULL AND c.embedding IS NOT NULL
          ORDER BY pg_catalog.md5(c.chunk_id), c.chunk_id
          LIMIT 256
     )
-    SELECT (SELECT count(*) FROM picked),
+    SELECT CASE WHEN (SELECT count(DISTINCT p.doc_id) FROM picked AS p) >= 3 THEN (SELECT count(*) FROM picked) ELSE 0 END,
            (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY 1 - (a.embedding <=> b.embedding))
-              FROM picked AS a JOIN picked AS b ON a.chunk_id < b.chunk_id)
+              FROM picked AS a JOIN picked AS b ON a.chunk_id < b.chunk_id AND a.doc_id <> b.doc_id)
       INTO sampled, middle;
-    IF model IS NULL OR sampled < 2 THEN
+    IF model IS NULL OR sampled < 8 THEN
         DELETE FROM kgrag.settings AS s WHERE s.tenant_id = t AND s.key = 'chunk_spread';
         RETURN NULL;
     END IF;
@@ -442,7 +444,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.refresh_chunk_spread() IS
-'Measures how alike the current tenant''s passages are to one another, for its embedder: the median cosine similarity of every pair of up to 256 of its chunks for everyone (no audience; picked by a hash of their ids, so the same chunks give the same figure), stored as its setting chunk_spread ({"embedder", "median", "chunks"}) and returned (NULL, and the setting removed, with fewer than two such chunks or no embedder recorded). pgkgrag build runs it. A search whose question names nothing of the graph and matches no passage by its words keeps only the vector chunks above that median (search option chunk_alone_min_similarity): an unrelated question in the collection''s language sits near the similarity two unrelated passages have, whatever the model''s scale.';
+'Measures how alike the current tenant''s passages are to one another, for its embedder: the median cosine similarity of every pair of up to 256 of its chunks for everyone (no audience; picked by a hash of their ids, so the same chunks give the same figure), two of one document aside, stored as its setting chunk_spread ({"embedder", "median", "chunks"}) and returned (NULL, and the setting removed, with fewer than 8 such chunks, fewer than 3 documents, or no embedder recorded). pgkgrag build runs it. A search whose question names nothing of the graph and matches no passage by its words keeps only the vector chunks above that median (search option chunk_alone_min_similarity): an unrelated question in the collection''s language sits near the similarity two unrelated passages have, whatever the model''s scale.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.chunk_spread_floor(spread jsonb, embedder jsonb) RETURNS double precision
 LANGUAGE sql IMMUTABLE SECURITY INVOKER
@@ -450,7 +452,7 @@ SET search_path FROM CURRENT
 AS $$
     -- a median measured with another embedder says nothing of this one's scale
     SELECT CASE WHEN jsonb_typeof(spread -> 'median') = 'number' AND spread -> 'embedder' = embedder
-                THEN least(greatest((spread ->> 'median')::float8, -1), 1) END
+                THEN least(greatest((spread ->> 'median')::numeric, -1), 1)::float8 END  -- (1e400 is a number)
 $$;
 COMMENT ON FUNCTION kgrag_private.chunk_spread_floor(jsonb, jsonb) IS
 'Private. Returns the median of the setting chunk_spread (kgrag.refresh_chunk_spread) within -1..1 when it was measured with the embedder given (the tenant''s), else NULL.';

@@ -121,11 +121,15 @@ BEGIN
     at := CASE WHEN as_of IS NOT NULL THEN as_of WHEN COALESCE(history, false) THEN NULL ELSE now() END;
     -- A co-occurrence may have to be held back (kgrag_private.pair_walkable) only where some
     -- stated relation is not walked: a weak one under a confidence floor, one dated (one probe of
-    -- edge_dated_idx), denied (relation_evidence_negated_idx) or rejected by a curator (curation_pkey).
+    -- edge_dated_idx, of relation_evidence_dated_idx: a dated sentence beside an undated one),
+    -- denied (relation_evidence_negated_idx) or rejected by a curator (curation_pkey).
     guarded := min_conf > 0
-               OR (at IS NOT NULL AND EXISTS (SELECT 1 FROM kgrag.edge AS z
-                                               WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS'
-                                                 AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL)))
+               OR (at IS NOT NULL AND (EXISTS (SELECT 1 FROM kgrag.edge AS z
+                                                WHERE z.tenant_id = t AND z.rel <> 'CO_OCCURS'
+                                                  AND (z.valid_from IS NOT NULL OR z.valid_to IS NOT NULL))
+                                       OR EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
+                                                   WHERE r.tenant_id = t AND NOT r.negated
+                                                     AND (r.valid_from IS NOT NULL OR r.valid_to IS NOT NULL))))
                OR EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r WHERE r.tenant_id = t AND r.negated)
                OR EXISTS (SELECT 1 FROM kgrag.curation AS c WHERE c.tenant_id = t AND c.kind = 'reject_relation');
     RETURN NEXT;
@@ -134,19 +138,25 @@ $$;
 COMMENT ON FUNCTION kgrag_private.walk_filter(timestamptz, boolean, double precision) IS
 'Private. Returns which relations a walk follows: at, the time they must hold at (as_of; else now(), the current facts; NULL, every time, when history is true and no as_of is given), min_conf (min_confidence, else the setting walk_min_confidence; 22023 outside 0..1), and guarded (whether some stated relation of the tenant may not be walked: min_conf above 0, a dated relation, a denied one, a curator''s rejection; then a co-occurrence is checked: kgrag_private.pair_walkable). A walk follows an edge whose confidence >= min_conf, valid at at (valid_from <= at < valid_to, a missing bound open), and, for a co-occurrence, whose pair is walkable.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.named_out_of_time(t text, x text, chunk text, at timestamptz) RETURNS boolean
+CREATE OR REPLACE FUNCTION kgrag_private.held_back(t text, x text, chunk text, at timestamptz, min_conf double precision)
+RETURNS boolean
 LANGUAGE sql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
+COST 500  -- (tested after the cheaper conditions of a chunk)
 AS $$
     -- (relation_evidence_chunk_idx: the few relations one chunk states)
     SELECT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
-                    WHERE r.tenant_id = t AND r.chunk_id = chunk AND (r.src = x OR r.dst = x) AND NOT r.negated)
+                    WHERE r.tenant_id = t AND r.chunk_id = chunk AND (r.src = x OR r.dst = x))
        AND NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
                         WHERE r.tenant_id = t AND r.chunk_id = chunk AND (r.src = x OR r.dst = x) AND NOT r.negated
-                          AND (r.valid_from IS NULL OR r.valid_from <= at) AND (r.valid_to IS NULL OR r.valid_to > at))
+                          AND (at IS NULL OR ((r.valid_from IS NULL OR r.valid_from <= at)
+                                              AND (r.valid_to IS NULL OR r.valid_to > at)))
+                          AND EXISTS (SELECT 1 FROM kgrag.edge AS y  -- edge_pkey
+                                       WHERE y.tenant_id = t AND y.src = r.src AND y.dst = r.dst
+                                         AND y.rel <> 'CO_OCCURS' AND y.confidence >= min_conf))
 $$;
-COMMENT ON FUNCTION kgrag_private.named_out_of_time(text, text, text, timestamptz) IS
-'Private. Returns whether entity x is named in a chunk only in relations of another time: the chunk states relations of x (not denied), and every one is dated and does not hold at at ("Ana worked at Northwind from 2015 to 2019": Northwind, today).';
+COMMENT ON FUNCTION kgrag_private.held_back(text, text, text, timestamptz, double precision) IS
+'Private. Returns whether entity x is named in a chunk only in relations a walk at time at (NULL: any time) with the confidence floor min_conf does not follow: the chunk states relations of x, and none stands (each is denied, or of another time, or has no edge of at least min_conf: rejected by a curator, too weak). "Ana worked at Northwind from 2015 to 2019", "Bruno never worked at Globex": Northwind today, Globex at any time.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.pair_holds(t text, a text, b text, at timestamptz) RETURNS boolean
 LANGUAGE sql STABLE SECURITY INVOKER
@@ -170,35 +180,55 @@ COMMENT ON FUNCTION kgrag_private.pair_holds(text, text, text, timestamptz) IS
 
 CREATE OR REPLACE FUNCTION kgrag_private.pair_walkable(t text, a text, b text, at timestamptz, min_conf double precision)
 RETURNS boolean
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
+COST 1000  -- called per edge: a capped walk reads the edges in strength order and stops at the cap
 AS $$
-    -- A co-occurrence is what the chunks naming both say; a chunk lends it to the walk unless
-    -- what it states makes it false at that time or under that confidence floor.
-    SELECT (at IS NULL OR kgrag_private.pair_holds(t, a, b, at))
-           -- (a co-occurrence no chunk explains, written by hand, is walked as it stands)
-           AND COALESCE(bool_or(
-                   -- a relation the chunk states (or denies) between them speaks for it: the chunk
-                   -- counts only while a relation between them is walked (not rejected, strong
-                   -- enough, holding)
-                   (NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
-                                 WHERE r.tenant_id = t AND r.chunk_id = ma.chunk_id
-                                   AND ((r.src = a AND r.dst = b) OR (r.src = b AND r.dst = a)))
-                    OR EXISTS (SELECT 1 FROM kgrag.edge AS y
-                                WHERE y.tenant_id = t AND y.rel <> 'CO_OCCURS'
-                                  AND ((y.src = a AND y.dst = b) OR (y.src = b AND y.dst = a))
-                                  AND y.confidence >= min_conf
-                                  AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
-                                                      AND (y.valid_to IS NULL OR y.valid_to > at)))))
-                   -- and neither is named there only in facts of another time
-                   AND (at IS NULL OR NOT (kgrag_private.named_out_of_time(t, a, ma.chunk_id, at)
-                                           OR kgrag_private.named_out_of_time(t, b, ma.chunk_id, at)))), true)
-      FROM kgrag.mention AS ma  -- the chunks naming both (mention_pkey, merged)
-      JOIN kgrag.mention AS mb ON mb.tenant_id = t AND mb.entity_id = b AND mb.chunk_id = ma.chunk_id
-     WHERE ma.tenant_id = t AND ma.entity_id = a
+DECLARE
+    related boolean;  -- a relation between them is walked (an edge not rejected, strong enough, holding)
+BEGIN
+    IF at IS NOT NULL AND NOT kgrag_private.pair_holds(t, a, b, at) THEN
+        RETURN false;
+    END IF;
+    -- neither states nor is stated anything (four probes): every chunk naming both lends it
+    IF NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r WHERE r.tenant_id = t AND r.src = a)
+       AND NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r WHERE r.tenant_id = t AND r.dst = a)
+       AND NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r WHERE r.tenant_id = t AND r.src = b)
+       AND NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r WHERE r.tenant_id = t AND r.dst = b) THEN
+        RETURN true;
+    END IF;
+    related := EXISTS (SELECT 1 FROM kgrag.edge AS y
+                        WHERE y.tenant_id = t AND y.rel <> 'CO_OCCURS'
+                          AND ((y.src = a AND y.dst = b) OR (y.src = b AND y.dst = a))
+                          AND y.confidence >= min_conf
+                          AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
+                                              AND (y.valid_to IS NULL OR y.valid_to > at))));
+    -- the first chunk naming both that lends it: what it states between them (if anything) is
+    -- walked, and it names neither only in relations the walk does not follow
+    -- Each chunk of the one cited less probes mention_pkey for the other (a plan kept from call
+    -- to call: one probe a chunk, never a hub's thousands of chunks against the other's), which
+    -- two capped counts tell (the condition below is the same either way round).
+    IF (SELECT count(*) FROM (SELECT 1 FROM kgrag.mention AS m WHERE m.tenant_id = t AND m.entity_id = b LIMIT 64) AS x)
+       < (SELECT count(*) FROM (SELECT 1 FROM kgrag.mention AS m WHERE m.tenant_id = t AND m.entity_id = a LIMIT 64) AS x) THEN
+        SELECT b, a INTO a, b;
+    END IF;
+    RETURN EXISTS (
+        SELECT 1
+          FROM kgrag.mention AS ma
+         WHERE ma.tenant_id = t AND ma.entity_id = a
+           AND EXISTS (SELECT 1 FROM kgrag.mention AS mb
+                        WHERE mb.tenant_id = t AND mb.entity_id = b AND mb.chunk_id = ma.chunk_id)
+           AND (related
+                OR (NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r  -- relation_evidence_pkey
+                                 WHERE r.tenant_id = t AND r.src = a AND r.dst = b AND r.chunk_id = ma.chunk_id)
+                    AND NOT EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r
+                                     WHERE r.tenant_id = t AND r.src = b AND r.dst = a AND r.chunk_id = ma.chunk_id)))
+           AND NOT kgrag_private.held_back(t, a, ma.chunk_id, at, min_conf)
+           AND NOT kgrag_private.held_back(t, b, ma.chunk_id, at, min_conf));
+END
 $$;
 COMMENT ON FUNCTION kgrag_private.pair_walkable(text, text, text, timestamptz, double precision) IS
-'Private. Returns whether the co-occurrence of entities a and b may be walked at time at (NULL: any time) with the confidence floor min_conf: the pair holds at at (kgrag_private.pair_holds), and some chunk naming both (a) states no relation between them, or one between them is walked (it has an edge, not rejected by a curator, with confidence >= min_conf, holding at at), and (b) names neither only in relations that do not hold at at (kgrag_private.named_out_of_time). A co-occurrence no chunk names both of (written by hand) is walked as stored. So an expired, future, rejected, denied or too weak relation does not come back through the co-occurrence of the sentence that stated it, nor does an employer of the past through the sentence that names it beside the current one.';
+'Private. Returns whether the co-occurrence of entities a and b may be walked at time at (NULL: any time) with the confidence floor min_conf: the pair holds at at (kgrag_private.pair_holds), and neither states nor is stated any relation, or some chunk naming both lends it: (a) it states no relation between them, or one between them is walked (an edge, not rejected by a curator, with confidence >= min_conf, holding at at), and (b) it names neither only in relations the walk does not follow (kgrag_private.held_back: denied, of another time, rejected, too weak). So an expired, future, rejected, denied or too weak relation does not come back through the co-occurrence of the sentence that stated it, nor through another entity that sentence names: an employer of the past is not reached through the current one named beside it, nor a company someone never worked at through the one they do.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.walk_bounds(
     hops integer, degree_cap integer, relations text[], direction text, as_of timestamptz, history boolean,
@@ -288,7 +318,10 @@ BEGIN
                           -- the cap counts the edges that hold (kgrag_private.walk_filter), not expired ones
                           AND y.confidence >= min_conf
                           AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at) AND (y.valid_to IS NULL OR y.valid_to > at)))
-                          AND (NOT guarded OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf))
+                          AND (NOT guarded OR y.rel <> 'CO_OCCURS'
+                               -- (the budget checked as each co-occurrence is: a hub has thousands)
+                               OR ((clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
+                                   AND kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf)))
                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                         LIMIT degree_cap) AS x
                UNION ALL
@@ -302,7 +335,8 @@ BEGIN
            AND (rels IS NULL OR g.rel = ANY (rels))
            AND g.confidence >= min_conf  -- the relations the walk follows: kgrag_private.walk_filter
            AND (at IS NULL OR ((g.valid_from IS NULL OR g.valid_from <= at) AND (g.valid_to IS NULL OR g.valid_to > at)))
-           AND (NOT guarded OR g.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, g.src, g.dst, at, min_conf))
+           AND (NOT guarded OR g.rel <> 'CO_OCCURS' OR g.way = '>'  -- (out: checked under the cap)
+                OR kgrag_private.pair_walkable(t, g.src, g.dst, at, min_conf))
            AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
     )
     SELECT w.entity_id, w.hop, w.trail, w.seed, w.steps FROM walk AS w LIMIT max_paths + 1;
@@ -354,7 +388,9 @@ BEGIN
                                           AND y.confidence >= min_conf  -- the cap counts the edges that hold
                                           AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
                                                               AND (y.valid_to IS NULL OR y.valid_to > at)))
-                                          AND (NOT guarded OR y.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf))
+                                          AND (NOT guarded OR y.rel <> 'CO_OCCURS'
+                                               OR ((clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
+                                                   AND kgrag_private.pair_walkable(t, y.src, y.dst, at, min_conf)))
                                         ORDER BY y.weight DESC, y.dst COLLATE "C", y.rel COLLATE "C"
                                         LIMIT degree_cap) AS x
                                  WHERE direction <> 'in'
@@ -362,7 +398,6 @@ BEGIN
                                    AND x.confidence >= min_conf  -- as in walk()
                                    AND (at IS NULL OR ((x.valid_from IS NULL OR x.valid_from <= at)
                                                        AND (x.valid_to IS NULL OR x.valid_to > at)))
-                                   AND (NOT guarded OR x.rel <> 'CO_OCCURS' OR kgrag_private.pair_walkable(t, x.src, x.dst, at, min_conf))
                                    AND (clock_timestamp() < deadline OR kgrag_private.traversal_timeout(budget_ms))
                                 UNION ALL
                                 SELECT x.src, f.o, 0

@@ -164,3 +164,44 @@ def test_a_rejected_or_weak_relation_does_not_come_back_through_its_own_sentence
         assert reader.execute(answer, [DIEGO]).fetchone() == ("Diego Alves leads the data team.",)
     said = context(reader, "Who does Bruno Lima mentor?")
     assert "MENTORS" not in said and "[entity Diego" not in said, said
+
+
+def test_a_denied_fact_or_a_dated_sentence_does_not_come_back_through_another_entity(
+    conn: psycopg.Connection, tmp_path: Path
+) -> None:
+    """Found by review: a company someone never worked at, named beside the one they do, is not
+    reached through it; and a dated sentence is held back even where another sentence states the
+    same relation without dates (so its edge has none)."""
+    docs = [
+        {
+            "doc_id": "denied",
+            "text": "Bruno Lima never worked at Globex; he works at Acme.",
+            "entities": [
+                {"name": "Bruno Lima", "type": "Person"},
+                {"name": "Globex", "type": "Organization"},
+                {"name": "Acme", "type": "Organization"},
+            ],
+            "relations": [
+                {"source": "Bruno Lima", "target": "Globex", "type": "WORKED_AT", "negated": True, "quote": "never"},
+                {"source": "Bruno Lima", "target": "Acme", "type": "WORKS_AT", "quote": "he works at Acme"},
+            ],
+        },
+        {
+            "doc_id": "dated",
+            "text": "Ana Costa worked at Northwind Traders from 2015 to 2019 and joined Contoso in 2020.",
+            "entities": DOCS[0]["entities"],
+            "relations": DOCS[0]["relations"],
+        },
+        {
+            "doc_id": "undated",
+            "text": "Ana Costa worked at Northwind Traders.",
+            "entities": DOCS[0]["entities"][:2],
+            "relations": [{"source": "Ana Costa", "target": "Northwind Traders", "type": "WORKED_AT"}],
+        },
+    ]
+    assert ingest(conn, tmp_path, docs, tenant="t2").ok
+    with tenant_transaction(conn, "t2"):
+        reached = "SELECT entity_id FROM kgrag.k_hop(ARRAY[%s], %s) WHERE hop > 0 ORDER BY 1"
+        assert conn.execute(reached, ["Bruno Lima", 2]).fetchall() == [("organization:acme",)]
+        assert conn.execute(reached, ["Acme", 1]).fetchall() == [(BRUNO,)]
+        assert (NORTHWIND,) not in conn.execute(reached, ["Contoso", 1]).fetchall()

@@ -131,11 +131,12 @@ def test_a_curator_works_the_queue_and_the_decisions_last(
     assert build(conn, "t1", HashEmbedder(512)).relations_decided == 1
     assert edges(conn) == [(ANA, "MANAGES", CONTOSO), (ANA, "MENTORS", BRUNO)]
 
-    # deleting the document forgets what came from it, decisions about it included
+    # deleting the document forgets what came from it, decisions about it included, and the name
+    # decided for Bruno, whom no document cites any more
     with tenant_transaction(conn, "t1"):
         conn.execute("SELECT kgrag.delete_documents(ARRAY['team'])")
     assert q(conn, "SELECT kind, doc_id FROM kgrag.curation WHERE doc_id IS NOT NULL") == []
-    assert q(conn, "SELECT kind FROM kgrag.curation") == [("rename_entity",)]
+    assert q(conn, "SELECT kind FROM kgrag.curation") == []
 
 
 def test_decisions_are_checked(conn: psycopg.Connection, tmp_path: Path) -> None:
@@ -350,3 +351,29 @@ def test_a_curator_corrects_the_evidence_and_it_lasts(
     with tenant_transaction(conn, "t1"):
         conn.execute("SELECT kgrag.delete_documents(ARRAY['org-chart'])")
     assert q(conn, "SELECT kind FROM kgrag.curation") == []
+
+
+def test_a_name_decided_for_an_entity_goes_with_its_last_document(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """A rename about an entity whose only document is deleted ends with it (forgotten, with why),
+    and a later document naming the same thing is not renamed by it."""
+    doc = {
+        "doc_id": "gw",
+        "text": "The Payment Gateway calls the Ledger.",
+        "entities": [{"name": "Payment Gateway", "type": "Service"}, {"name": "Ledger", "type": "Service"}],
+    }
+    assert ingest(conn, tmp_path, [doc]).ok
+    with tenant_transaction(conn, "t1"):
+        conn.execute("SELECT kgrag.rename_entity('Payment Gateway', 'Checkout Gateway')")
+    build(conn, "t1", HashEmbedder(512))
+    assert q(conn, "SELECT name FROM kgrag.entity WHERE entity_id = 'service:payment gateway'") == [
+        ("Checkout Gateway",)
+    ]
+    with tenant_transaction(conn, "t1"):
+        conn.execute("SELECT kgrag.delete_documents(ARRAY['gw'])")
+    history = "SELECT kind, state, why FROM kgrag.decision_history WHERE kind = 'rename_entity'"
+    assert q(conn, history) == [("rename_entity", "forgotten", "its entity went with the last document that cited it")]
+    assert ingest(conn, tmp_path, [dict(doc, doc_id="gw2")]).ok
+    build(conn, "t1", HashEmbedder(512))
+    assert q(conn, "SELECT name FROM kgrag.entity WHERE entity_id = 'service:payment gateway'") == [
+        ("Payment Gateway",)
+    ]
