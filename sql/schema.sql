@@ -12562,7 +12562,9 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
                     min(s.name) AS name,
                     string_agg(s.doc_id, ', '::text ORDER BY (s.doc_id COLLATE "C")) AS docs
                    FROM kgrag.entity_source s
-                  WHERE (s.name_key IS NOT NULL)
+                  WHERE ((s.name_key IS NOT NULL) AND (NOT (EXISTS ( SELECT 1
+                           FROM kgrag.curation c
+                          WHERE ((c.tenant_id = s.tenant_id) AND (c.kind = 'split_entity'::text) AND (c.target = ((('namesake:'::text || s.name_key) || '@'::text) || s.doc_id)))))))
                   GROUP BY s.name_key, s.entity_id) x
           GROUP BY x.name_key
          HAVING (count(*) > 1)

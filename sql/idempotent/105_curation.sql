@@ -70,7 +70,12 @@ WITH relations AS (
            NULL, NULL, NULL
       FROM (SELECT s.name_key, s.entity_id, min(s.name) AS name,
                    string_agg(s.doc_id, ', ' ORDER BY s.doc_id COLLATE "C") AS docs
-              FROM kgrag.entity_source AS s WHERE s.name_key IS NOT NULL
+              FROM kgrag.entity_source AS s
+             WHERE s.name_key IS NOT NULL
+               -- what a curator split off is decided, not a guess (kgrag.split_entity)
+               AND NOT EXISTS (SELECT 1 FROM kgrag.curation AS c
+                                WHERE c.tenant_id = s.tenant_id AND c.kind = 'split_entity'
+                                  AND c.target = 'namesake:' || s.name_key || '@' || s.doc_id)
              GROUP BY s.name_key, s.entity_id) AS x
      GROUP BY x.name_key
     HAVING count(*) > 1

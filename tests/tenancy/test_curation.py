@@ -215,6 +215,9 @@ def test_a_curator_in_psql_runs_the_readme_and_the_decisions_last(
     assert apart["acme-staff"] == JOAO and apart["beta-clinic"] != JOAO
     ingest(conn, tmp_path, [BETA_CLINIC])
     assert owners_of(conn, "João Souza") == apart
+    # what the curator split apart is decided: no namesakes item to approve away
+    queued = "SELECT item FROM kgrag.review_queue WHERE target LIKE 'namesake:%%'"
+    assert q(conn, queued) == []
 
     # the corrected relation stays corrected when its own document changes; approving takes it back
     carlos = "person:carlos pereira"
