@@ -9,6 +9,7 @@ Each corpus paragraph is a document (a title's parenthesised qualifier is droppe
 rank order.
 
     python benchmarks/multihop.py [--sets hotpotqa musique] [--graphs titles keyphrases] [--embedders use e5] [--k 5]
+                                  [--section multihop]
 """
 
 from __future__ import annotations
@@ -148,6 +149,9 @@ def main() -> None:
     parser.add_argument("--graphs", nargs="+", default=list(GRAPHS), choices=GRAPHS)
     parser.add_argument("--embedders", nargs="+", default=["use", "e5"], choices=["use", "e5", "hash"])
     parser.add_argument("--k", type=int, default=5)
+    parser.add_argument(
+        "--section", default="multihop", help="the section of docs/benchmarks.md written (one per kind of run)"
+    )
     args = parser.parse_args()
     loaders = {"musique": musique, "hotpotqa": hotpotqa}
     rows: list[list[object]] = []
@@ -192,7 +196,8 @@ def main() -> None:
         "from USE: see Similarity floors):\n\n" + size_table + "\n"
     )
     print(body)
-    write_section("multihop", "Multi-hop retrieval: vector vs the graph routes, two graphs", body)
+    title = "Multi-hop retrieval: vector vs the graph routes, two graphs"
+    write_section(args.section, title if args.section == "multihop" else f"{title} ({args.section})", body)
 
 
 if __name__ == "__main__":

@@ -160,3 +160,18 @@ def test_a_key_or_hash_in_the_text_is_no_name_and_loses_nothing(conn: psycopg.Co
     with tenant_transaction(conn, "t1"):
         names = {name for (name,) in conn.execute("SELECT name FROM kgrag.entity")}
     assert {"Ledger Service", "Payment Gateway"} <= names and max(len(name) for name in names) < 100
+
+
+def test_a_common_word_capitalized_or_shouted_is_no_name(conn: psycopg.Connection, tmp_path: Path) -> None:
+    """A manual's "Files" opening a sentence and a listing's FILE and REAL are words the same text
+    writes in lowercase: not entities, so a question saying "files" or "real" does not seed a walk
+    from them; the names it holds stay (Fortran, Lisbon), and so does an acronym it never lowercases."""
+    text = (
+        "Files are opened with OPEN. A REAL variable holds a real number; the FILE unit names the file.\n\n"
+        "Fortran reads files in Lisbon and at NASA."
+    )
+    assert ingest(conn, tmp_path, [{"doc_id": "m", "text": text}], extractor=KeyphraseExtractor()).ok
+    with tenant_transaction(conn, "t1"):
+        names = {n for (n,) in conn.execute("SELECT name FROM kgrag.entity WHERE type = 'Name'").fetchall()}
+    assert {"Fortran", "Lisbon", "NASA", "OPEN"} <= names, names
+    assert not {"Files", "FILE", "REAL"} & names, names

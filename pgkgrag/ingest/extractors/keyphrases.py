@@ -3,7 +3,8 @@
 Two kinds of entity per document, found in its text:
 - Names: runs of capitalized words, with the short lowercase connectors names carry inside
   ("University of Oxford", "Banco do Brasil"); a run's leading and trailing stop words are dropped
-  ("The", "Em"), so a capitalized sentence start is not a name.
+  ("The", "Em"), so a capitalized sentence start is not a name, and so is one word the text also
+  writes in lowercase ("Files" opening a sentence, a listing's "REAL": common words, not names).
 - Concepts: the document's best keyphrases by YAKE! (the `yake` library: statistics of the text
   itself, no model, no download), kept when they are two or three lowercase words, none of them a
   stop word ("payment gateway", "contrato de renovação" is not: "de").
@@ -101,6 +102,18 @@ def names_in(text: str, stops: frozenset[str]) -> list[str]:
     return found
 
 
+@functools.cache
+def lowercase_words(text: str) -> frozenset[str]:
+    """The words a text writes in lowercase somewhere."""
+    return frozenset(w for w in (m.group() for m in _WORD.finditer(text)) if w.islower())
+
+
+def common_word(name: str, lowercase: frozenset[str]) -> bool:
+    """A one-word name the same text also writes in lowercase is a common word capitalized (at a
+    sentence's start, in a heading) or shouted (a code listing's FILE, REAL), not a name."""
+    return " " not in name and name.lower() in lowercase
+
+
 class KeyphraseExtractor:
     """Names and YAKE! keyphrases found in each document, cited by the chunks that contain them."""
 
@@ -108,7 +121,7 @@ class KeyphraseExtractor:
 
     def fingerprint(self) -> str:
         settings = f"{metadata.version('yake')}:{KEYPHRASES_PER_DOCUMENT}:{NAME_MAX_WORDS}:{NAME_WORD_MAX_CHARS}"
-        return "keyphrases:v3:" + hashlib.sha256(settings.encode()).hexdigest()[:12]
+        return "keyphrases:v4:" + hashlib.sha256(settings.encode()).hexdigest()[:12]
 
     @staticmethod
     @functools.cache
@@ -123,8 +136,11 @@ class KeyphraseExtractor:
         text = prepared.document.text
         language = language_of(prepared.config if prepared.document.language else None, text)
         stops = stop_words(language)
-        phrases = [(name, "Name", True) for name in names_in(prepared.document.title, stops)]
-        phrases += [(name, "Name", False) for name in names_in(text, stops)]
+        common = lowercase_words(text)
+        phrases = [
+            (name, "Name", True) for name in names_in(prepared.document.title, stops) if not common_word(name, common)
+        ]
+        phrases += [(name, "Name", False) for name in names_in(text, stops) if not common_word(name, common)]
         # a concept is a phrase of lowercase content words: capitalized words are the names' (a
         # yake phrase that runs over a name, "Costa runs", is neither), one word alone is too common
         concepts = [
