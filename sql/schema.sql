@@ -9373,9 +9373,14 @@ BEGIN
                                                WHERE r.similarity >= (opts ->> 'report_min_similarity')::float8);
         END IF;
     END IF;
-    EXECUTE 'SELECT string_agg(e.name, '', '' ORDER BY array_position($2, e.entity_id))
+    -- the first seeds by name, each one the question does not name outright said to be so: by a
+    -- near spelling (a fuzzy link) or near in meaning (vector search)
+    EXECUTE 'SELECT string_agg(e.name || CASE WHEN e.entity_id = ANY ($3) THEN ''''
+                                              WHEN e.entity_id = ANY ($4) THEN '' (a near spelling)''
+                                              ELSE '' (near in meaning)'' END,
+                               '', '' ORDER BY array_position($2, e.entity_id))
                FROM kgrag.entity AS e WHERE e.tenant_id = $1 AND e.entity_id = ANY ($2[1:3])'
-       INTO named USING t, seeds;  -- planned each time: see kgrag_private.search_at
+       INTO named USING t, seeds, named_seeds, linked;  -- planned each time: see kgrag_private.search_at
     SELECT d.route, d.rule_id, d.reason INTO route, rule_id, reason
       FROM kgrag_private.route_decision(cardinality(seeds), named, global_rule, global_why, mixed_rule, mixed_why,
                                         question_vec IS NOT NULL, flat,
@@ -9444,7 +9449,7 @@ ALTER FUNCTION kgrag_private.route_decision(seeds integer, named text, global_ru
 -- Name: FUNCTION route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text, absent_subject text, subject text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text, absent_subject text, subject text) IS 'Private. The router''s rule and its reason, from what kgrag.route found: a global rule matched sends to global (the whole collection where the question names no subject; reports ranked against its subject where it names one, subject; nothing where no chunk holds a word of it, absent_subject); no seed to vector (the reason says whether there was no vector, a flat profile or no entity above the seed floor); a mixed rule with seeds to mixed; seeds alone to local. named = the names of the first seeds, for the reason.';
+COMMENT ON FUNCTION kgrag_private.route_decision(seeds integer, named text, global_rule text, global_why text, mixed_rule text, mixed_why text, has_vector boolean, flat boolean, gap double precision, best double precision, seed_floor text, absent_subject text, subject text) IS 'Private. The router''s rule and its reason, from what kgrag.route found: a global rule matched sends to global (the whole collection where the question names no subject; reports ranked against its subject where it names one, subject; nothing where no chunk holds a word of it, absent_subject); no seed to vector (the reason says whether there was no vector, a flat profile or no entity above the seed floor); a mixed rule with seeds to mixed; seeds alone to local. named = the names of the first seeds, for the reason, each the question does not name outright marked (a near spelling) or (near in meaning).';
 
 --
 -- Name: said_after(text, text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
