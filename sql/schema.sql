@@ -7778,8 +7778,6 @@ BEGIN
                           AND y.confidence >= min_conf
                           AND (at IS NULL OR ((y.valid_from IS NULL OR y.valid_from <= at)
                                               AND (y.valid_to IS NULL OR y.valid_to > at))));
-    -- the first chunk naming both that lends it: what it states between them (if anything) is
-    -- walked, and it names neither only in relations the walk does not follow
     -- Each chunk of the one cited less probes mention_pkey for the other (a plan kept from call
     -- to call: one probe a chunk, never a hub's thousands of chunks against the other's), which
     -- two capped counts tell (the condition below is the same either way round).
@@ -7787,6 +7785,8 @@ BEGIN
        < (SELECT count(*) FROM (SELECT 1 FROM kgrag.mention AS m WHERE m.tenant_id = t AND m.entity_id = a LIMIT 64) AS x) THEN
         SELECT b, a INTO a, b;
     END IF;
+    -- the first chunk naming both that lends it: what it states between them (if anything) is
+    -- walked, and it names neither only in relations the walk does not follow
     RETURN EXISTS (
         SELECT 1
           FROM kgrag.mention AS ma
