@@ -90,7 +90,7 @@ BEGIN
         reason := 'no entity of the graph is named'
                   || CASE WHEN NOT has_vector THEN ' (no question vector: entity and chunk vector search skipped)'
                           WHEN flat THEN format(' and none stands out (top-1 minus top-4 similarity %s < %s)',
-                                               round(gap::numeric, 3), kgrag_private.floor('router_flat_gap'))
+                                               round(gap::numeric, 4), kgrag_private.floor('router_flat_gap'))
                           ELSE format(' or close enough (best entity similarity %s < %s)',
                                       COALESCE(round(best::numeric, 3)::text, 'none'), seed_floor) END
                   || CASE WHEN NOT has_vector THEN ': lexical search over the chunks'
