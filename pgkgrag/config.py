@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,12 +39,21 @@ def project_home(start: Path) -> Path:
     """The private server's directory of the project `start` is in: the nearest .pgkgrag holding a
     server's data (a `data` directory) in `start` or a directory above it, as git finds .git, so
     every command of a project finds the same server from any of its folders; `start`/.pgkgrag when
-    there is none (the first command creates it there)."""
+    there is none (the first command creates it there). Only a .pgkgrag of this account's own, that
+    no one else may write, is taken: a server is started on its data, configuration included, and
+    one someone else left above (in /tmp, say) must not run as this account."""
     here = start.resolve()
     for folder in (here, *here.parents):
-        if (folder / ".pgkgrag" / "data").is_dir():
-            return folder / ".pgkgrag"
+        home = folder / ".pgkgrag"
+        if (home / "data").is_dir() and _own(home):
+            return home
     return here / ".pgkgrag"
+
+
+def _own(path: Path) -> bool:
+    """Owned by this account and writable by no one else."""
+    info = path.lstat()
+    return info.st_uid == os.getuid() and not info.st_mode & 0o022 and not stat.S_ISLNK(info.st_mode)
 
 
 # The schema's dimension when none is chosen at install time: the widest of the bundled embedders (use,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +231,22 @@ def test_the_shell_completes_commands_and_options() -> None:
     assert commands.returncode == 0 and "plain,status" in commands.stdout.split(), commands.stdout
     options = run(_PGKGRAG_COMPLETE="bash_complete", COMP_WORDS="pgkgrag search --ro", COMP_CWORD="2")
     assert "plain,--route" in options.stdout.split(), options.stdout
+
+
+def test_a_pgkgrag_folder_of_another_account_above_is_not_taken(tmp_path: Path) -> None:
+    """A .pgkgrag left above the current folder by someone else, or writable by others, is not the
+    project's server: a server started on it would run its configuration as this account."""
+    from pgkgrag.config import project_home
+
+    planted = tmp_path / ".pgkgrag"
+    (planted / "data").mkdir(parents=True)
+    below = tmp_path / "work" / "notes"
+    below.mkdir(parents=True)
+    planted.chmod(0o755)
+    assert project_home(below) == planted  # this account's own
+    planted.chmod(0o777)  # anyone may write it: not taken
+    assert project_home(below) == below / ".pgkgrag"
+    if os.geteuid() == 0:  # (root may give it away) another account's: not taken
+        planted.chmod(0o755)
+        os.chown(planted, 65534, -1)
+        assert project_home(below) == below / ".pgkgrag"
