@@ -45,15 +45,18 @@ def project_home(start: Path) -> Path:
     here = start.resolve()
     for folder in (here, *here.parents):
         home = folder / ".pgkgrag"
-        if (home / "data").is_dir() and _own(home):
+        if _own(home) and (home / "data").is_dir():
             return home
     return here / ".pgkgrag"
 
 
 def _own(path: Path) -> bool:
-    """Owned by this account and writable by no one else."""
-    info = path.lstat()
-    return info.st_uid == os.getuid() and not info.st_mode & 0o022 and not stat.S_ISLNK(info.st_mode)
+    """Owned by this account and writable by no one else (False where it is not there or not ours to read)."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return info.st_uid == os.getuid() and not info.st_mode & 0o022 and stat.S_ISDIR(info.st_mode)
 
 
 # The schema's dimension when none is chosen at install time: the widest of the bundled embedders (use,

@@ -598,7 +598,7 @@ BEGIN
     counts := jsonb_build_object('documents', deleted, 'namesakes_moved', kgrag_private.resolve_namesakes(names, '{}'))
               || kgrag_private.refresh_graph();
     -- and a name decided for an entity that went with them
-    PERFORM kgrag_private.end_entity_decisions();
+    PERFORM kgrag_private.end_entity_decisions(ARRAY(SELECT jsonb_array_elements_text(noted -> 'entities')));
     -- Nothing of the deleted text survives this transaction: the communities it fed (their titles
     -- and reports) go until the next build, and so do the cached extractions of its chunks.
     PERFORM kgrag_private.delete_communities(ARRAY(SELECT c.community_id FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale));
@@ -2507,7 +2507,7 @@ BEGIN
         PERFORM kgrag_private.retract_documents(into_audience);
         PERFORM kgrag_private.end_decisions(into_audience);
         counts := counts || pg_catalog.jsonb_build_object('graph', kgrag_private.refresh_graph());
-        PERFORM kgrag_private.end_entity_decisions();
+        PERFORM kgrag_private.end_entity_decisions(ARRAY(SELECT pg_catalog.jsonb_array_elements_text(noted -> 'entities')));
         PERFORM kgrag_private.delete_communities(ARRAY(SELECT c.community_id FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale));
         PERFORM kgrag_private.forget_in_logs(noted);
     END IF;
@@ -4978,10 +4978,10 @@ ALTER FUNCTION kgrag_private.end_decisions(doc_ids text[]) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.end_decisions(doc_ids text[]) IS 'Private. Ends the current tenant''s decisions about documents it no longer holds, or holds for an audience, among doc_ids: each leaves kgrag.curation for kgrag.curation_ended with who ended it (the login role), when and why (its document was deleted, or went into an audience: then with that audience, kgrag.curation_ended.access, which only its holders read); a document still there for everyone keeps its decisions. Returns the decisions ended. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, nor write kgrag.curation.';
 
 --
--- Name: end_entity_decisions(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+-- Name: end_entity_decisions(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.end_entity_decisions() RETURNS integer
+CREATE FUNCTION kgrag_private.end_entity_decisions(entity_ids text[]) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
@@ -4989,10 +4989,11 @@ DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes each query to one shard
     n integer;
 BEGIN
-    -- a name decided for an entity that no document cites any more (it went with them)
+    -- a name decided for one of these entities (those the documents going cited) that no
+    -- document cites any more: it went with them
     WITH ended AS (
         DELETE FROM kgrag.curation AS c
-         WHERE c.tenant_id = t AND c.kind = 'rename_entity'
+         WHERE c.tenant_id = t AND c.kind = 'rename_entity' AND c.target = ANY (entity_ids)
            AND NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = c.target)
         RETURNING c.*
     )
@@ -5007,13 +5008,13 @@ BEGIN
 END
 $$;
 
-ALTER FUNCTION kgrag_private.end_entity_decisions() OWNER TO <owner>;
+ALTER FUNCTION kgrag_private.end_entity_decisions(entity_ids text[]) OWNER TO <owner>;
 
 --
--- Name: FUNCTION end_entity_decisions(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION end_entity_decisions(entity_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.end_entity_decisions() IS 'Private. Ends the current tenant''s name decisions (kgrag.rename_entity) about entities the graph no longer holds: the last document citing one was deleted (or went into an audience). Each leaves kgrag.curation for kgrag.curation_ended with who, when and why, as kgrag_private.end_decisions does. Returns the decisions ended. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone, after the graph is refreshed.';
+COMMENT ON FUNCTION kgrag_private.end_entity_decisions(entity_ids text[]) IS 'Private. Ends the current tenant''s name decisions (kgrag.rename_entity) about those of entity_ids (the entities the documents going cited) the graph no longer holds: the last document citing one was deleted (or went into an audience). Each leaves kgrag.curation for kgrag.curation_ended with who, when and why, as kgrag_private.end_decisions does. Returns the decisions ended. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone, after the graph is refreshed.';
 
 --
 -- Name: entity_rows(jsonb, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8575,7 +8576,7 @@ BEGIN
                EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r  -- (relation_evidence_chunk_idx)
                         WHERE r.tenant_id = t AND r.chunk_id = ch.chunk_id AND r.quote <> ''
                           AND (r.src = ch.entity_id OR r.dst = ch.entity_id)
-                          AND strpos(cs.sentence, r.quote) > 0
+                          AND (strpos(cs.sentence, r.quote) > 0 OR strpos(r.quote, cs.sentence) > 0)  -- (or it spans it)
                           AND (SELECT c.kind = 'reject_relation' FROM kgrag.curation AS c
                                 WHERE c.tenant_id = t AND c.target = kgrag_private.relation_target(r.src, r.rel, r.dst)
                                   AND c.kind IN ('reject_relation', 'approve', 'correct_relation')
@@ -14063,10 +14064,10 @@ REVOKE ALL ON FUNCTION kgrag_private.delegate_calls() FROM PUBLIC;
 REVOKE ALL ON FUNCTION kgrag_private.end_decisions(doc_ids text[]) FROM PUBLIC;
 
 --
--- Name: FUNCTION end_entity_decisions(); Type: ACL; Schema: kgrag_private; Owner: <owner>
+-- Name: FUNCTION end_entity_decisions(entity_ids text[]); Type: ACL; Schema: kgrag_private; Owner: <owner>
 --
 
-REVOKE ALL ON FUNCTION kgrag_private.end_entity_decisions() FROM PUBLIC;
+REVOKE ALL ON FUNCTION kgrag_private.end_entity_decisions(entity_ids text[]) FROM PUBLIC;
 
 --
 -- Name: FUNCTION forget_in_logs(noted jsonb); Type: ACL; Schema: kgrag_private; Owner: <owner>

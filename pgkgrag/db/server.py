@@ -145,8 +145,8 @@ class EmbeddedServer:
             )
         if not version_file.exists():
             _note(
-                f"creating a private PostgreSQL server in {self.home} (none in this folder or above it; "
-                "KGRAG_HOME names another, KGRAG_DSN a server of yours)"
+                f"creating a private PostgreSQL server in {self.home} (KGRAG_HOME names another, "
+                "KGRAG_DSN a server of yours)"
             )
         self.home.mkdir(parents=True, exist_ok=True)
         status = self._run()

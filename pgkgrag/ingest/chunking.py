@@ -127,7 +127,7 @@ def _joins(last: _Part, run: _Part, settings: ChunkSettings) -> bool:
         last.end - last.start < settings.min_chars
         and run.end - last.start <= settings.max_chars
         and last.pages[1] == run.pages[0]
-        and len(run.headings) > len(last.headings)
+        and len(run.headings) > len(last.headings) > 0  # (text before any heading is nobody's parent)
         and _common(last.headings, run.headings) == last.headings
     )
 

@@ -235,7 +235,7 @@ BEGIN
         PERFORM kgrag_private.retract_documents(into_audience);
         PERFORM kgrag_private.end_decisions(into_audience);
         counts := counts || pg_catalog.jsonb_build_object('graph', kgrag_private.refresh_graph());
-        PERFORM kgrag_private.end_entity_decisions();
+        PERFORM kgrag_private.end_entity_decisions(ARRAY(SELECT pg_catalog.jsonb_array_elements_text(noted -> 'entities')));
         PERFORM kgrag_private.delete_communities(ARRAY(SELECT c.community_id FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale));
         PERFORM kgrag_private.forget_in_logs(noted);
     END IF;

@@ -417,7 +417,7 @@ BEGIN
     counts := jsonb_build_object('documents', deleted, 'namesakes_moved', kgrag_private.resolve_namesakes(names, '{}'))
               || kgrag_private.refresh_graph();
     -- and a name decided for an entity that went with them
-    PERFORM kgrag_private.end_entity_decisions();
+    PERFORM kgrag_private.end_entity_decisions(ARRAY(SELECT jsonb_array_elements_text(noted -> 'entities')));
     -- Nothing of the deleted text survives this transaction: the communities it fed (their titles
     -- and reports) go until the next build, and so do the cached extractions of its chunks.
     PERFORM kgrag_private.delete_communities(ARRAY(SELECT c.community_id FROM kgrag.community AS c WHERE c.tenant_id = t AND c.stale));

@@ -218,7 +218,7 @@ BEGIN
                EXISTS (SELECT 1 FROM kgrag.relation_evidence AS r  -- (relation_evidence_chunk_idx)
                         WHERE r.tenant_id = t AND r.chunk_id = ch.chunk_id AND r.quote <> ''
                           AND (r.src = ch.entity_id OR r.dst = ch.entity_id)
-                          AND strpos(cs.sentence, r.quote) > 0
+                          AND (strpos(cs.sentence, r.quote) > 0 OR strpos(r.quote, cs.sentence) > 0)  -- (or it spans it)
                           AND (SELECT c.kind = 'reject_relation' FROM kgrag.curation AS c
                                 WHERE c.tenant_id = t AND c.target = kgrag_private.relation_target(r.src, r.rel, r.dst)
                                   AND c.kind IN ('reject_relation', 'approve', 'correct_relation')

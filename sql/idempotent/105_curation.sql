@@ -727,7 +727,7 @@ REVOKE EXECUTE ON FUNCTION kgrag_private.end_decisions(text[]) FROM PUBLIC;
 COMMENT ON FUNCTION kgrag_private.end_decisions(text[]) IS
 'Private. Ends the current tenant''s decisions about documents it no longer holds, or holds for an audience, among doc_ids: each leaves kgrag.curation for kgrag.curation_ended with who ended it (the login role), when and why (its document was deleted, or went into an audience: then with that audience, kgrag.curation_ended.access, which only its holders read); a document still there for everyone keeps its decisions. Returns the decisions ended. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone: no tenant role may call it, nor write kgrag.curation.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.end_entity_decisions() RETURNS integer
+CREATE OR REPLACE FUNCTION kgrag_private.end_entity_decisions(entity_ids text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
 SET search_path FROM CURRENT
 AS $$
@@ -735,10 +735,11 @@ DECLARE
     t text := kgrag.current_tenant();  -- a bound value: Citus routes each query to one shard
     n integer;
 BEGIN
-    -- a name decided for an entity that no document cites any more (it went with them)
+    -- a name decided for one of these entities (those the documents going cited) that no
+    -- document cites any more: it went with them
     WITH ended AS (
         DELETE FROM kgrag.curation AS c
-         WHERE c.tenant_id = t AND c.kind = 'rename_entity'
+         WHERE c.tenant_id = t AND c.kind = 'rename_entity' AND c.target = ANY (entity_ids)
            AND NOT EXISTS (SELECT 1 FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = c.target)
         RETURNING c.*
     )
@@ -752,6 +753,6 @@ BEGIN
     RETURN n;
 END
 $$;
-REVOKE EXECUTE ON FUNCTION kgrag_private.end_entity_decisions() FROM PUBLIC;
-COMMENT ON FUNCTION kgrag_private.end_entity_decisions() IS
-'Private. Ends the current tenant''s name decisions (kgrag.rename_entity) about entities the graph no longer holds: the last document citing one was deleted (or went into an audience). Each leaves kgrag.curation for kgrag.curation_ended with who, when and why, as kgrag_private.end_decisions does. Returns the decisions ended. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone, after the graph is refreshed.';
+REVOKE EXECUTE ON FUNCTION kgrag_private.end_entity_decisions(text[]) FROM PUBLIC;
+COMMENT ON FUNCTION kgrag_private.end_entity_decisions(text[]) IS
+'Private. Ends the current tenant''s name decisions (kgrag.rename_entity) about those of entity_ids (the entities the documents going cited) the graph no longer holds: the last document citing one was deleted (or went into an audience). Each leaves kgrag.curation for kgrag.curation_ended with who, when and why, as kgrag_private.end_decisions does. Returns the decisions ended. For kgrag.delete_documents and kgrag.set_access (SECURITY DEFINER, owned by the schema owner) alone, after the graph is refreshed.';

@@ -65,3 +65,20 @@ def test_a_short_document_is_one_chunk() -> None:
 def test_unicode_and_unbroken_text(text: str) -> None:
     for c in chunk_text(text, "", SETTINGS):
         assert text[c.char_start : c.char_end] == c.text and len(c.text) <= SETTINGS.max_chars
+
+
+def test_text_before_the_first_heading_takes_no_chapter_with_it() -> None:
+    """Review: a short preamble with no heading is nobody's parent: each chapter after it is cut
+    under its own heading."""
+    from pgkgrag.ingest.inputs import SectionIn
+
+    text = "Draft v2." + "\n\n" + "On call text. " * 5 + "\n\n" + "Changes text. " * 5
+    first = len("Draft v2.")
+    second = first + 2 + len("On call text. " * 5)
+    sections = [
+        SectionIn(start=0, end=first, page=None, headings=[]),
+        SectionIn(start=first + 2, end=second, page=None, headings=["On call"]),
+        SectionIn(start=second + 2, end=len(text), page=None, headings=["Changes"]),
+    ]
+    chunks = chunk_text(text, "doc", SETTINGS, sections)
+    assert [c.headings for c in chunks] == [(), ("On call",), ("Changes",)]

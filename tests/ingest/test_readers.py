@@ -233,3 +233,18 @@ uses it from more than one thread at a time, as the next paragraphs explain in d
     assert "John Fleck" in text  # a byline is text, not a heading
     assert [tuple(s.headings) for s in item.document.sections or []] == [(), ("2.7 Thread Safety",)]
     assert "see the example for how" in " ".join(text.split())  # a long paragraph with such a link stays
+
+
+def test_a_content_line_with_a_link_to_the_next_page_stays() -> None:
+    """Review: a short paragraph that says something beside its rel=next link is content, not
+    navigation; two byline headings are two lines."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    from pgkgrag.ingest.readers.html import _navigation_line
+
+    page = LexborHTMLParser(
+        '<p>Then read <a rel="next" href="c.html">Configuring the Acme server</a> before starting.</p>'
+        '<p>Previous: <a rel="prev" href="a.html">Closure Example</a>, Up: <a rel="up" href="u.html">Using</a></p>'
+    )
+    content, navigation = page.css("p")
+    assert not _navigation_line(content) and _navigation_line(navigation)

@@ -364,9 +364,17 @@ def test_a_name_decided_for_an_entity_goes_with_its_last_document(conn: psycopg.
         "text": "The Payment Gateway calls the Ledger.",
         "entities": [{"name": "Payment Gateway", "type": "Service"}, {"name": "Ledger", "type": "Service"}],
     }
-    assert ingest(conn, tmp_path, [doc]).ok
+    other = {"doc_id": "misc", "text": "The Ledger is audited.", "entities": [{"name": "Ledger", "type": "Service"}]}
+    assert ingest(conn, tmp_path, [doc, other]).ok
     with tenant_transaction(conn, "t1"):
         conn.execute("SELECT kgrag.rename_entity('Payment Gateway', 'Checkout Gateway')")
+    # the gateway leaves its document by an ingestion, not a deletion: deleting another document
+    # does not end the decision about it (nor give a reason that is not true)
+    assert ingest(conn, tmp_path, [dict(doc, text="The Ledger is audited.", entities=doc["entities"][1:])]).ok
+    with tenant_transaction(conn, "t1"):
+        conn.execute("SELECT kgrag.delete_documents(ARRAY['misc'])")
+    assert q(conn, "SELECT kind FROM kgrag.curation") == [("rename_entity",)]
+    assert ingest(conn, tmp_path, [doc]).ok
     build(conn, "t1", HashEmbedder(512))
     assert q(conn, "SELECT name FROM kgrag.entity WHERE entity_id = 'service:payment gateway'") == [
         ("Checkout Gateway",)

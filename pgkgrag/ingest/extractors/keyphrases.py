@@ -40,6 +40,8 @@ _GUESSED = ("en", "pt", "es", "fr", "de", "it")  # for a document that names no 
 _CONNECTORS = frozenset({"of", "the", "de", "da", "do", "das", "dos", "del", "la", "le", "von", "van"})
 _WORD = re.compile("[^\\W\\d_](?:[\\w'\u2019.-]*\\w)?")  # a word starts with a letter
 _SENTENCE_END = re.compile(r"[.!?;:]\s*$|\n\s*$")
+_PLAIN_WORD = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*")  # letters, an inner apostrophe or hyphen
+_EDGE_PUNCTUATION = "\"'\u2018\u2019\u201c\u201d()[]{}<>,.;:!?\u00bf\u00a1*_`"
 KEYPHRASES_PER_DOCUMENT = 10
 NAME_MAX_WORDS = 6
 NAME_WORD_MAX_CHARS = 40  # a longer "word" (a hash, a key, a base64 line) is no part of a name or concept
@@ -102,10 +104,11 @@ def names_in(text: str, stops: frozenset[str]) -> list[str]:
     return found
 
 
-@functools.cache
 def lowercase_words(text: str) -> frozenset[str]:
-    """The words a text writes in lowercase somewhere."""
-    return frozenset(w for w in (m.group() for m in _WORD.finditer(text)) if w.islower())
+    """The words a text writes in lowercase somewhere, as words: not a part of an address, a path or
+    code (ana@contoso.com, /etc/postgresql, git_status), which a name may be part of."""
+    words = (token.strip(_EDGE_PUNCTUATION) for token in text.split())
+    return frozenset(w for w in words if w.islower() and _PLAIN_WORD.fullmatch(w))
 
 
 def common_word(name: str, lowercase: frozenset[str]) -> bool:

@@ -279,9 +279,12 @@ def count_inputs(paths: list[Path]) -> int | None:
     """How many documents the inputs hold at most (non-blank JSONL lines and other files), for a
     progress bar; None when there are none."""
     total = 0
-    for file, _ in input_files(paths):
+    folders = {path for path in paths if path.is_dir()}
+    for file, root in input_files(paths):
         try:
-            if file.suffix.lower() == ".jsonl" and stat.S_ISREG(file.stat().st_mode):
+            if root in folders and file.is_symlink():  # refused, never opened (read_inputs)
+                total += 1
+            elif file.suffix.lower() == ".jsonl" and stat.S_ISREG(file.stat().st_mode):
                 with file.open("rb") as handle:
                     total += _count_lines(handle)
             else:

@@ -8,6 +8,7 @@ parsed page."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,9 @@ SKIPPED_CLASSES = frozenset({"navheader", "navfooter", "navigation", "navbar", "
 BYLINE_CLASSES = frozenset({"author", "corpauthor", "editor", "othercredit", "byline"})
 # links to the neighbouring pages (texinfo's "Previous: ..., Up: ..." line above and below a page)
 NEIGHBOUR_LINKS = 'a[rel~="prev"], a[rel~="next"], a[rel~="up"]'
-NAVIGATION_LINE = 300  # a paragraph or table holding them, at most this long, mostly links: navigation
+NAVIGATION_LINE = 300  # a paragraph or table holding them, at most this long, only links and labels: navigation
+NAVIGATION_LABELS = frozenset({"previous", "prev", "next", "up", "top", "home", "index", "contents", "back"})
+_LABEL_WORD = re.compile(r"[^\W\d_]+")
 PERMALINK = "\u00b6\u00a7#"  # the marks documentation generators put after a heading: ¶ § #
 MAX_DEPTH = 512  # elements within elements: where browsers stop nesting them
 # a page of fewer tags is parsed in half a second however it nests (the parser's time grows with
@@ -62,7 +65,10 @@ class _Walk:
             return  # (a tag starting with "-": a comment, the doctype)
         elif _classes(node) & SKIPPED_CLASSES or _navigation_line(node):
             return
-        elif tag in HEADINGS and not _classes(node) & BYLINE_CLASSES:
+        elif tag in HEADINGS and _classes(node) & BYLINE_CLASSES:  # a byline: a line of text of its own
+            self.flush()
+            self.builder.block(node.text(deep=True, separator=" "))
+        elif tag in HEADINGS:
             self.flush()
             self.builder.heading(HEADINGS[tag], node.text(deep=True, separator=" ").strip().rstrip(PERMALINK))
         elif tag == "table":
@@ -92,13 +98,16 @@ def _classes(node: Any) -> set[str]:
 
 
 def _navigation_line(node: Any) -> bool:
-    """A short paragraph or table of links to the previous, next or upper page: most of its text
-    is links, one of them to a neighbouring page."""
+    """A short paragraph or table of links to the previous, next or upper page: one of them to a
+    neighbouring page, and nothing but links and their labels ("Previous:", "Up:") around them."""
     if node.tag not in ("p", "table") or node.css_first(NEIGHBOUR_LINKS) is None:
         return False
-    text = " ".join(node.text(deep=True).split())
-    linked = sum(len(" ".join(a.text(deep=True).split())) for a in node.css("a"))
-    return len(text) <= NAVIGATION_LINE and linked >= 0.4 * len(text)
+    text = node.text(deep=True)
+    if len(" ".join(text.split())) > NAVIGATION_LINE:
+        return False
+    for link in node.css("a"):
+        text = text.replace(link.text(deep=True), " ", 1)
+    return set(_LABEL_WORD.findall(text.lower())) <= NAVIGATION_LABELS
 
 
 def read_html(path: Path) -> Converted:
