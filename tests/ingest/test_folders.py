@@ -203,3 +203,7 @@ def test_links_and_empty_files_are_named_once_under_their_place_in_the_folder(ds
     failures = sorted(d for (d,) in rows(dsn, "SELECT doc_id FROM kgrag.ingest_failure"))
     # (a JSONL line without a doc_id is kept under its file and line)
     assert failures[1:] == ["b.md", "empty.txt", "sub/elsewhere"] and failures[0].endswith("lines.jsonl:1"), failures
+    # a link named on the command line was asked for: it is read (under its own name)
+    named = run("ingest", str(team / "b.md"), "--embedder", "hash", "--tenant", "acme", dsn=dsn)
+    assert named.returncode == 0, named.stderr
+    assert ("b.md",) in rows(dsn, "SELECT doc_id FROM kgrag.document ORDER BY 1")

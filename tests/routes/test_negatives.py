@@ -101,6 +101,23 @@ def test_a_writer_cannot_break_searches_with_the_measured_setting_and_a_group_ch
         # a value that is no number, or of another embedder, is no floor: the carried-over one stands
         result = run_search(conn, tenant, embedder, "como faço bolo de cenoura", "vector", 10, {})
         assert result.rows, forged
+    # a number past float8 is the ceiling (1): searches go on, nothing clears it alone
+    with psycopg.connect(writer) as attacker, tenant_transaction(attacker, tenant):
+        attacker.execute(
+            'UPDATE kgrag.settings SET value = \'{"embedder": "e5", "median": 1e400}\''
+            " WHERE tenant_id = %s AND key = 'chunk_spread'",
+            [tenant],
+        )
+    huge = run_search(conn, tenant, embedder, "como faço bolo de cenoura", "vector", 10, {})
+    assert huge.rows == [] and "(1 where nothing else matched" in huge.reason, huge.reason
+    # a reader measures nothing: the setting is written by writers (the build) alone
+    reader = login("kgrag_reader", tenant)
+    with (
+        psycopg.connect(reader) as own,
+        tenant_transaction(own, tenant),
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        own.execute("SELECT kgrag.refresh_chunk_spread()")
     # the build measures it again; a document for a group only does not move it
     (tmp_path / "salarios.md").write_text("# Salários\n\nA tabela de salários de 2026 sobe 5% em março para todos.\n")
     done = run("ingest", str(tmp_path), "--tenant", tenant, "--access", "hr", dsn=dsn)

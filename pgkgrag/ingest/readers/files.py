@@ -38,14 +38,16 @@ _SKIP = 2**20  # the rest of a JSONL line past its limit is read through this mu
 _LINE_TIMES_DOCUMENT = 8  # a JSONL line may take this many times max_document_mb (see _line_limit)
 
 
-def input_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
-    """(file, the folder its doc_id is relative to) for every file of the given files and folders
-    (folders recursively, hidden ones aside, in sorted order)."""
+def input_files(paths: list[Path]) -> Iterator[tuple[Path, Path, bool]]:
+    """(file, the folder its doc_id is relative to, whether it is a symbolic link found in a folder
+    given: refused, never opened) for every file of the given files and folders (folders
+    recursively, hidden ones aside, in sorted order; a link named on its own is read: it was asked
+    for)."""
     for path in paths:
         if not path.exists():
             raise KgragError(f"{path}: no such file or folder")
         if not path.is_dir():
-            yield path, path.parent
+            yield path, path.parent, False
             continue
         # os.walk names what it cannot read (onerror) instead of stopping the whole folder
         # (a link to a folder is not walked: os.walk leaves it, and it comes as itself, refused)
@@ -61,7 +63,7 @@ def input_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
             found += [Path(folder) / name for name in names if not name.startswith(".")]
         # an unreadable folder comes as itself: read_inputs reports it and goes on
         for file in sorted([*found, *(Path(e.filename) for e in unreadable if e.filename)]):
-            yield file, path
+            yield file, path, file.is_symlink()
 
 
 def _doc_id(file: Path, root: Path) -> str:
@@ -245,10 +247,9 @@ def _jsonl_item(where: str, raw: bytes | None, limits: ReaderLimits) -> InputIte
 def read_inputs(paths: list[Path], limits: ReaderLimits = DEFAULT_LIMITS) -> Iterator[InputItem]:
     """Every document of the given files and folders, and every file that could not be one."""
     with IsolatedReaders(limits) as readers:
-        folders = {path for path in paths if path.is_dir()}  # (a link named on its own is read: it was asked for)
-        for file, root in input_files(paths):
+        for file, root, linked in input_files(paths):
             suffix = file.suffix.lower()
-            if root in folders and file.is_symlink():
+            if linked:
                 yield _failed(file, root, LINKED.format(target=os.readlink(file)))
             elif file.is_dir():
                 yield InputItem(str(file), error="cannot read the folder (permission denied or I/O error): skipped")
@@ -279,10 +280,9 @@ def count_inputs(paths: list[Path]) -> int | None:
     """How many documents the inputs hold at most (non-blank JSONL lines and other files), for a
     progress bar; None when there are none."""
     total = 0
-    folders = {path for path in paths if path.is_dir()}
-    for file, root in input_files(paths):
+    for file, _, linked in input_files(paths):
         try:
-            if root in folders and file.is_symlink():  # refused, never opened (read_inputs)
+            if linked:  # refused, never opened (read_inputs)
                 total += 1
             elif file.suffix.lower() == ".jsonl" and stat.S_ISREG(file.stat().st_mode):
                 with file.open("rb") as handle:
