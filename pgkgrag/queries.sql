@@ -386,6 +386,10 @@ SELECT graph, src, dst, weight FROM kgrag_private.community_graph();
 -- name: replace_communities
 SELECT kgrag_private.replace_communities();
 
+-- name: rekey_identifiers
+-- Documents whose identified entities were keyed by an older rule, applied again (a page a call).
+SELECT kgrag_private.rekey_identifiers(%(most)s);
+
 -- name: apply_decisions
 -- The curators' decisions (kgrag.curation): names, and the relations whose edge disagrees.
 SELECT kgrag_private.apply_decisions();

@@ -107,6 +107,11 @@ BEGIN
                OR (target LIKE 'set_aside:%' AND EXISTS (SELECT 1 FROM kgrag.set_aside AS s
                                                          WHERE s.tenant_id = t
                                                            AND 'set_aside:' || md5(s.chunk_id || '|' || s.what) = target))
+               OR (target ~ '^identifiers:[^+]+:#[^+]+\+[^+]+:#[^+]+$'
+                   AND split_part(substr(target, 13), ':#', 1) = split_part(split_part(target, '+', 2), ':#', 1)
+                   AND (SELECT count(*) FROM kgrag.entity AS e
+                         WHERE e.tenant_id = t
+                           AND e.entity_id IN (split_part(substr(target, 13), '+', 1), split_part(target, '+', 2))) = 2)
                OR (target LIKE 'answer:%' AND EXISTS (
                        SELECT 1 FROM kgrag.entity AS e
                         WHERE e.tenant_id = t AND e.entity_id = substring(target FROM '^answer:(.*)@[0-9a-f]{8}$')
@@ -118,6 +123,10 @@ BEGIN
         docs := ARRAY(SELECT c.doc_id FROM kgrag.set_aside AS s
                         JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = s.chunk_id
                        WHERE s.tenant_id = t AND 'set_aside:' || md5(s.chunk_id || '|' || s.what) = target LIMIT 1);
+    END IF;
+    IF target LIKE 'identifiers:%' THEN  -- about the first document of the first: forgotten with it
+        docs := ARRAY(SELECT min(s.doc_id COLLATE "C") FROM kgrag.entity_source AS s
+                       WHERE s.tenant_id = t AND s.entity_id = split_part(substr(target, 13), '+', 1));
     END IF;
     IF target LIKE 'answer:%' THEN  -- about the document of the answer before: forgotten with it
         docs := ARRAY(SELECT e.answer_before_doc FROM kgrag.entity AS e
@@ -134,7 +143,7 @@ ALTER FUNCTION kgrag.approve(target text, note text) OWNER TO <owner>;
 -- Name: FUNCTION approve(target text, note text); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.approve(target text, note text) IS 'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing; 0A000 for a target in the graph of an audience (an id marked ''~''), refused before anything is looked up. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
+COMMENT ON FUNCTION kgrag.approve(target text, note text) IS 'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", identifiers a slip apart "identifiers:a+b", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing; 0A000 for a target in the graph of an audience (an id marked ''~''), refused before anything is looked up. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 --
 -- Name: canonical_name(text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2477,27 +2486,8 @@ BEGIN
     END IF;
     -- the documents go in again as they are stored, with their new audience and what was
     -- extracted from them (no extraction, no embedding): kgrag_private.ingest_apply does the rest
-    INSERT INTO pg_temp.kgrag_stage_document (doc_id, title, source_uri, metadata, lang, content_hash, access)
-    SELECT d.doc_id, d.title, d.source_uri, d.metadata, d.lang::text, d.content_hash, target
-      FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
-    INSERT INTO pg_temp.kgrag_stage_chunk (doc_id, ordinal, char_start, char_end, title, text, content_hash, embedding,
-                                           page, headings)
-    SELECT c.doc_id, c.ordinal, c.char_start, c.char_end, c.title, c.text, c.content_hash, c.embedding, c.page, c.headings
-      FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (moving);
-    INSERT INTO pg_temp.kgrag_stage_entity (doc_id, name, type, description, answer, answer_ordinal, aliases, ordinals,
-                                            identifier)
-    SELECT x.doc_id, x.name, x.type, x.description, x.answer, x.answer_ordinal, x.aliases, x.ordinals, x.identifier
-      FROM kgrag.document AS d
-     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_entity, d.extraction -> 'entities') AS x
-     WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
-    INSERT INTO pg_temp.kgrag_stage_relation
-    SELECT x.* FROM kgrag.document AS d
-     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_relation, d.extraction -> 'relations') AS x
-     WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
-    INSERT INTO pg_temp.kgrag_stage_set_aside
-    SELECT x.* FROM kgrag.document AS d
-     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_set_aside, d.extraction -> 'set_aside') AS x
-     WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
+    PERFORM kgrag_private.stage_stored(moving);
+    UPDATE pg_temp.kgrag_stage_document SET access = target;
     counts := pg_catalog.jsonb_build_object('moved', pg_catalog.cardinality(moving), 'access', target)
               || kgrag_private.ingest_apply();
     IF pg_catalog.cardinality(into_audience) > 0 THEN
@@ -5253,8 +5243,8 @@ BEGIN
         UNION ALL
         SELECT s.doc_id, s.name, s.type, s.kind, l.name, l.type, l.w
           FROM shorts AS s JOIN longs AS l ON l.doc_id = s.doc_id AND l.kind = s.kind AND l.last = s.last
-         WHERE s.kind = 'person' AND cardinality(s.w) = 2
-           AND (s.first = ANY (honorifics) OR (length(s.first) = 1 AND s.first = left(l.first, 1)))
+         WHERE cardinality(s.w) = 2  -- (a title says a person is meant, whatever the type)
+           AND (s.first = ANY (honorifics) OR (s.kind = 'person' AND length(s.first) = 1 AND s.first = left(l.first, 1)))
     )
     INSERT INTO pg_temp.kgrag_short_pair
     SELECT p.doc_id, p.name, p.type, p.kind, p.long_name, p.long_type, p.long_w FROM pairs AS p;
@@ -5269,7 +5259,7 @@ BEGIN
     SELECT p.doc_id, p.name, p.type, min(p.long_name), min(p.long_type)
       FROM (SELECT x.*, row_number() OVER (PARTITION BY x.doc_id, x.kind = 'person' ORDER BY x.name, x.long_name) AS n
               FROM pg_temp.kgrag_short_pair AS x) AS p
-     WHERE p.kind = 'person'
+     WHERE p.kind = 'person' OR split_part(kgrag.canonical_name(p.name), ' ', 1) = ANY (honorifics)
         OR (p.n <= checked_per_document AND COALESCE(kgrag_private.said_after(p.doc_id, p.long_w[1], p.long_w), false))
      GROUP BY p.doc_id, p.name, p.type
     HAVING count(DISTINCT array_to_string(p.long_w, ' ')) = 1;
@@ -5312,7 +5302,7 @@ ALTER FUNCTION kgrag_private.fold_short_forms() OWNER TO <owner>;
 -- Name: FUNCTION fold_short_forms(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS 'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; never one given with an identifier; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after, at most 100 such pairs read a document): the longer name takes its mentions, aliases (the short name among them) and relations. Each name is folded once and pairs are found by equal words, so the work grows with the names. Returns the number of short forms folded.';
+COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS 'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; never one given with an identifier; another type, such as the names the keyphrases extractor finds, which may be places: a title and the last word, "Ms. Liu", or only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after, at most 100 such pairs read a document): the longer name takes its mentions, aliases (the short name among them) and relations. Each name is folded once and pairs are found by equal words, so the work grows with the names. Returns the number of short forms folded.';
 
 --
 -- Name: forget_aliases(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -6018,7 +6008,7 @@ BEGIN
     TRUNCATE pg_temp.kgrag_extraction;
     INSERT INTO pg_temp.kgrag_extraction (doc_id, extraction)
     SELECT d.doc_id, jsonb_build_object(
-           'entities', COALESCE((SELECT jsonb_agg(to_jsonb(e) - 'entity_id' - 'audience' ORDER BY e.name, e.type, e.identifier)
+           'entities', COALESCE((SELECT jsonb_agg(to_jsonb(e) - 'entity_id' - 'audience' - 'identifier_form' ORDER BY e.name, e.type, e.identifier)
                                    FROM pg_temp.kgrag_stage_entity AS e WHERE e.doc_id = d.doc_id), '[]'),
            'relations', COALESCE((SELECT jsonb_agg(to_jsonb(r) ORDER BY r.ordinal, r.source, r.target, r.rel)
                                     FROM pg_temp.kgrag_stage_relation AS r WHERE r.doc_id = d.doc_id), '[]'),
@@ -6101,7 +6091,88 @@ ALTER FUNCTION kgrag_private.identified_key(entity_type text, identifier text) O
 -- Name: FUNCTION identified_key(entity_type text, identifier text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.identified_key(entity_type text, identifier text) IS 'Private. Returns the id of an entity given a verified identifier: its canonical type, '':#'', the canonical identifier ("Person", "EMP-0042" -> "person:#emp 0042"). Two documents giving one identifier give one entity, whatever the names they give it.';
+COMMENT ON FUNCTION kgrag_private.identified_key(entity_type text, identifier text) IS 'Private. Returns the id of an entity given a verified identifier, from its type and the form its identifier is compared in (kgrag_private.identifier_form): the canonical type, '':#'', the canonical form ("Person", "emp0042" -> "person:#emp0042"). Two documents giving one identifier, written alike or not, give one entity, whatever the names they give it.';
+
+--
+-- Name: identifier_form(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.identifier_form(kind text, identifier text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    code text := pg_catalog.replace(kgrag.canonical_name(identifier), ' ', '');
+    form text;
+BEGIN
+    IF kind = 'digits' THEN  -- a tax id, a phone number: its digits, whatever separates them
+        form := pg_catalog.regexp_replace(identifier, '[^0-9]', '', 'g');
+    ELSIF kind = 'url' THEN
+        -- no scheme, user, "www.", default port, fragment or trailing slash; then its words, without
+        -- a scheme or "www" left by a form that kept only the words (an id stored before this rule)
+        form := pg_catalog.lower(pg_catalog.btrim(identifier));
+        form := pg_catalog.regexp_replace(form, '#.*$', '');
+        form := pg_catalog.regexp_replace(form, '^[a-z][a-z0-9+.-]*://', '');
+        form := pg_catalog.regexp_replace(form, '^[^/@]*@', '');
+        form := pg_catalog.regexp_replace(form, '^www\.', '');
+        form := pg_catalog.regexp_replace(form, '^([^/:?]+):(80|443)(/|\?|$)', '\1\3');
+        form := pg_catalog.regexp_replace(form, '/+(\?|$)', '\1');
+        form := pg_catalog.regexp_replace(kgrag.canonical_name(form), '^(https? )?(www )?', '');
+    ELSE  -- a code: case and separators are no part of it ("EMP-0042", "emp 0042")
+        form := code;
+    END IF;
+    RETURN COALESCE(NULLIF(form, ''), code);
+END
+$_$;
+
+ALTER FUNCTION kgrag_private.identifier_form(kind text, identifier text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION identifier_form(kind text, identifier text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.identifier_form(kind text, identifier text) IS 'Private. Returns the form in which identifiers of a kind are compared: digits, the digits alone ("123.456.789-00" -> "12345678900"); url, the URL without scheme, user, "www.", default port, fragment or trailing slash, in canonical words ("https://www.Example.com:443/About/#team" -> "example com about"); code (any other kind), the canonical form without spaces ("CPF 123.456.789-00", "cpf 12345678900" -> "cpf12345678900"). A form that would be empty is the code''s.';
+
+--
+-- Name: identifier_kind(text, text, jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.identifier_kind(entity_type text, identifier text, kinds jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT COALESCE(kinds ->> pg_catalog.replace(kgrag.canonical_name(entity_type), ' ', '_'),
+                    CASE WHEN identifier ~* '^\s*([a-z][a-z0-9+.-]*://|www\.)[^\s]' THEN 'url' ELSE 'code' END)
+$$;
+
+ALTER FUNCTION kgrag_private.identifier_kind(entity_type text, identifier text, kinds jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION identifier_kind(entity_type text, identifier text, kinds jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.identifier_kind(entity_type text, identifier text, kinds jsonb) IS 'Private. Returns how an identifier of this entity type is compared: the kind kinds (kgrag_private.identifier_kinds()) gives its type, else url for one written as a URL (a scheme and "://", or "www."), else code.';
+
+--
+-- Name: identifier_kinds(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.identifier_kinds() RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+    -- (the types as the setting writes them, folded as entity ids fold them)
+    SELECT COALESCE(jsonb_object_agg(pg_catalog.replace(kgrag.canonical_name(k.key), ' ', '_'), k.value), '{}')
+      FROM jsonb_each_text(COALESCE(kgrag.setting('identifier_kinds'), '{}')) AS k
+$$;
+
+ALTER FUNCTION kgrag_private.identifier_kinds() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION identifier_kinds(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.identifier_kinds() IS 'Private. Returns the setting identifier_kinds of the current tenant with its entity types folded as entity ids fold them ({"tax_id": "digits"}): how an identifier of each type is compared.';
 
 --
 -- Name: ingest_apply(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8902,6 +8973,83 @@ ALTER FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) OWNE
 COMMENT ON FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) IS 'Private. Returns whether, for tenant t (the current one), the latest decision on a stated relation (kgrag.reject_relation, kgrag.correct_relation or kgrag.approve) rejects or corrects it: the graph refresh then builds no edge of it from its evidence.';
 
 --
+-- Name: rekey_identifiers(integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.rekey_identifiers(most integer) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    kinds jsonb := kgrag_private.identifier_kinds();
+    stale text[];
+    docs text[];
+    counts jsonb;
+BEGIN
+    IF most IS NULL OR most NOT BETWEEN 1 AND 100000 THEN
+        RAISE EXCEPTION 'apply 1 to 100,000 documents again a call, got %', COALESCE(most::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    -- the documents (that the caller sees) giving an identified entity whose id is not the one the
+    -- rule gives today: stored before it, or before the setting identifier_kinds changed
+    stale := ARRAY(
+        SELECT d.doc_id FROM kgrag.document AS d
+         WHERE d.tenant_id = t
+           AND d.doc_id IN (SELECT s.doc_id FROM kgrag.entity_source AS s
+                             WHERE s.tenant_id = t AND strpos(s.entity_id, ':#') > 0)
+           AND EXISTS (
+               SELECT s.entity_id FROM kgrag.entity_source AS s
+                WHERE s.tenant_id = t AND s.doc_id = d.doc_id AND strpos(s.entity_id, ':#') > 0
+               EXCEPT
+               SELECT kgrag_private.identified_key(x.type, kgrag_private.identifier_form(
+                          kgrag_private.identifier_kind(x.type, x.identifier, kinds), x.identifier))
+                      || COALESCE('~' || kgrag_private.audience_key(d.access), '')
+                 FROM jsonb_to_recordset(d.extraction -> 'entities') AS x(type text, identifier text)
+                WHERE kgrag.canonical_name(x.identifier) <> '')
+         ORDER BY d.doc_id COLLATE "C");
+    IF cardinality(stale) = 0 THEN
+        RETURN jsonb_build_object('documents', 0, 'left', 0, 'unkept', '[]'::jsonb);
+    END IF;
+    -- those stored before revision 0042 keep no extraction to apply again: named, left as they are
+    docs := ARRAY(SELECT d.doc_id FROM kgrag.document AS d
+                   WHERE d.tenant_id = t AND d.doc_id = ANY (stale) AND d.extraction IS NOT NULL
+                   ORDER BY d.doc_id COLLATE "C" LIMIT most);
+    counts := jsonb_build_object(
+        'unkept', COALESCE((SELECT jsonb_agg(d.doc_id ORDER BY d.doc_id COLLATE "C")
+                              FROM (SELECT x.doc_id FROM kgrag.document AS x
+                                     WHERE x.tenant_id = t AND x.doc_id = ANY (stale) AND x.extraction IS NULL
+                                     ORDER BY x.doc_id COLLATE "C" LIMIT 20) AS d), '[]'),
+        'left', (SELECT count(*) FROM kgrag.document AS d
+                  WHERE d.tenant_id = t AND d.doc_id = ANY (stale) AND d.extraction IS NOT NULL) - cardinality(docs),
+        'documents', cardinality(docs));
+    IF cardinality(docs) = 0 THEN
+        RETURN counts;
+    END IF;
+    PERFORM kgrag_private.stage_begin();
+    IF EXISTS (SELECT 1 FROM pg_temp.kgrag_stage_document) THEN
+        RAISE EXCEPTION 'an ingestion batch is staged in this transaction: apply documents again in a transaction of their own'
+            USING ERRCODE = '55000';
+    END IF;
+    -- as an ingestion of them would: their namesakes' locks, then their rows (so no writer changes
+    -- them between what is staged and what is applied)
+    PERFORM kgrag_private.lock_keys('namesake', kgrag_private.namesakes_of(docs));
+    PERFORM 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (docs)
+     ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
+    PERFORM kgrag_private.stage_stored(docs);
+    PERFORM kgrag_private.ingest_apply();
+    RETURN counts;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.rekey_identifiers(most integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION rekey_identifiers(most integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.rekey_identifiers(most integer) IS 'Private. A step of pgkgrag build: applies again, from what was extracted from them (kgrag_private.stage_stored, nothing extracted or embedded again), up to most (1 to 100,000) documents of the current tenant that the caller sees and that give an identified entity whose id is not the one the rule gives today (stored before identifiers were compared by kind, or before the setting identifier_kinds changed), in doc_id order, so that equal identifiers are one entity again. Returns {"documents": n applied, "left": n still to apply (the next call takes them), "unkept": up to 20 documents stored before revision 0042, which keep no extraction: ingest them again}. A decision that names an entity by its former id no longer applies.';
+
+--
 -- Name: relation_documents(text, text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -9499,6 +9647,7 @@ DECLARE
     max_aliases integer := kgrag.setting('max_aliases_per_entity')::integer;
     max_alias integer := kgrag.setting('max_alias_chars')::integer;
     max_quote integer := kgrag.setting('max_quote_chars')::integer;
+    kinds jsonb := kgrag_private.identifier_kinds();
     refused jsonb;
     nameless integer;
 BEGIN
@@ -9542,6 +9691,12 @@ BEGIN
     -- An identifier with no letter or digit identifies nothing: the name decides.
     UPDATE pg_temp.kgrag_stage_entity AS e SET identifier = NULL
      WHERE e.identifier IS NOT NULL AND kgrag.canonical_name(e.identifier) = '';
+    -- The others are compared in the form of their kind: "EMP-0042" and "emp 0042" are one.
+    UPDATE pg_temp.kgrag_stage_entity AS e
+       SET identifier_form = kgrag_private.identifier_form(kgrag_private.identifier_kind(e.type, e.identifier, kinds),
+                                                           e.identifier)
+     WHERE e.identifier_form IS DISTINCT FROM
+           kgrag_private.identifier_form(kgrag_private.identifier_kind(e.type, e.identifier, kinds), e.identifier);
     -- A name (or type) with no letter or digit would make one entity of every such name: dropped.
     DELETE FROM pg_temp.kgrag_stage_entity AS e WHERE kgrag.canonical_name(e.name) = '' OR kgrag.canonical_name(e.type) = '';
     GET DIAGNOSTICS nameless = ROW_COUNT;
@@ -9557,7 +9712,7 @@ ALTER FUNCTION kgrag_private.screen_staged() OWNER TO <owner>;
 -- Name: FUNCTION screen_staged(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.screen_staged() IS 'Private. The first step of kgrag_private.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars for names, identifiers, aliases and types, max_quote_chars) and every entity whose name or type folds to nothing; an identifier that folds to nothing is dropped (the name decides). Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
+COMMENT ON FUNCTION kgrag_private.screen_staged() IS 'Private. The first step of kgrag_private.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars for names, identifiers, aliases and types, max_quote_chars) and every entity whose name or type folds to nothing; an identifier that folds to nothing is dropped (the name decides), any other is given the form its kind compares (kgrag_private.identifier_form, the kind of the setting identifier_kinds: kgrag_private.identifier_kind), which its entity''s id is made of. Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
 
 --
 -- Name: sealed(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -10160,6 +10315,7 @@ DECLARE
     rule jsonb := kgrag_private.setting_rule(setting_key);
     kind text := pg_catalog.jsonb_typeof(value);
     want text := rule ->> 'type';
+    fault text;
 BEGIN
     -- what is wrong with the value as the setting's rule sees it (NULL: nothing)
     IF rule IS NULL THEN
@@ -10192,6 +10348,21 @@ BEGIN
         RETURN pg_catalog.format('setting %s takes an http(s) URL of at most 2,000 characters, or empty, got %s', setting_key,
                                  pg_catalog.left(value::text, 100));
     END IF;
+    IF rule ? 'max_keys' AND (SELECT count(*) FROM pg_catalog.jsonb_object_keys(value)) > (rule ->> 'max_keys')::integer THEN
+        RETURN pg_catalog.format('setting %s takes at most %s keys, got %s', setting_key, rule ->> 'max_keys',
+                                 (SELECT count(*) FROM pg_catalog.jsonb_object_keys(value)));
+    END IF;
+    IF rule ? 'values' THEN  -- an object whose every value is one of these
+        SELECT pg_catalog.format('setting %s takes one of %s for each key, got %s for %s', setting_key,
+                                 rule -> 'values', pg_catalog.left(v.value::text, 100),
+                                 pg_catalog.quote_literal(pg_catalog.left(v.key, 100)))
+          INTO fault FROM pg_catalog.jsonb_each(value) AS v
+         WHERE NOT kgrag_private.one_of(rule -> 'values', v.value)
+         ORDER BY v.key LIMIT 1;
+        IF fault IS NOT NULL THEN
+            RETURN fault;
+        END IF;
+    END IF;
     IF rule ? 'pattern' AND value #>> '{}' !~ (rule ->> 'pattern') THEN
         RETURN pg_catalog.format('setting %s takes a name matching %s, got %s', setting_key, rule ->> 'pattern',
                                  pg_catalog.left(value::text, 100));
@@ -10209,7 +10380,7 @@ ALTER FUNCTION kgrag_private.setting_fault(setting_key text, value jsonb) OWNER 
 -- Name: FUNCTION setting_fault(setting_key text, value jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.setting_fault(setting_key text, value jsonb) IS 'Private. Returns what is wrong with a value of a setting by its rule (kgrag_private.setting_rule): not a setting, null where null is no value, not one of the values allowed, of another type, a fraction where a whole number is wanted, outside the floor and ceiling, not an http(s) URL, not matching the name''s pattern, longer than 1,000,000 characters of JSON; NULL when nothing is.';
+COMMENT ON FUNCTION kgrag_private.setting_fault(setting_key text, value jsonb) IS 'Private. Returns what is wrong with a value of a setting by its rule (kgrag_private.setting_rule): not a setting, null where null is no value, not one of the values allowed, of another type, a fraction where a whole number is wanted, outside the floor and ceiling, not an http(s) URL, not matching the name''s pattern, an object with too many keys or a value not allowed, longer than 1,000,000 characters of JSON; NULL when nothing is.';
 
 --
 -- Name: setting_rule(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -10222,7 +10393,8 @@ CREATE FUNCTION kgrag_private.setting_rule(setting_key text) RETURNS jsonb
 DECLARE
     -- type: integer, number, boolean, string, url, array or object; min and max (numbers, inclusive);
     -- allowed (the values it may take); null (whether JSON null is a value); owner (the schema
-    -- owner's alone: tenant rows only the owner writes). A key not here is not a setting a tenant has.
+    -- owner's alone: tenant rows only the owner writes); for an object, values (what each of its
+    -- values may be) and max_keys. A key not here is not a setting a tenant has.
     -- (PL/pgSQL, not SQL: a SQL function would be inlined into its callers' queries, which would
     -- parse this text again each time they are planned)
     rules CONSTANT jsonb := $rules${
@@ -10250,6 +10422,7 @@ DECLARE
       "hnsw_max_scan_tuples": {"type": "integer", "min": 1, "max": 2147483647},
       "idempotent_objects": {"type": "array", "owner": true},
       "idempotent_sha256": {"type": "string", "owner": true},
+      "identifier_kinds": {"type": "object", "values": ["code", "digits", "url"], "max_keys": 1000},
       "ingest_failure_days": {"type": "integer", "min": 1, "max": 36500},
       "khop_timeout_ms": {"type": "integer", "min": 1, "max": 86400000},
       "language_codes": {"type": "object"},
@@ -10321,7 +10494,7 @@ ALTER FUNCTION kgrag_private.setting_rule(setting_key text) OWNER TO <owner>;
 -- Name: FUNCTION setting_rule(setting_key text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.setting_rule(setting_key text) IS 'Private. Returns what a setting may be, as jsonb: its type (integer, number, boolean, string, url: an http(s) URL, array, object), its floor and ceiling (min, max, inclusive) or the values allowed, whether JSON null is a value (null), whether it is the schema owner''s alone (owner: a URL, a model endpoint, a process limit; a tenant''s row only the owner writes), a pattern for a name; NULL for a key that is no setting. kgrag_private.setting_allowed checks every row of kgrag.settings against it when it is written.';
+COMMENT ON FUNCTION kgrag_private.setting_rule(setting_key text) IS 'Private. Returns what a setting may be, as jsonb: its type (integer, number, boolean, string, url: an http(s) URL, array, object), its floor and ceiling (min, max, inclusive) or the values allowed, whether JSON null is a value (null), whether it is the schema owner''s alone (owner: a URL, a model endpoint, a process limit; a tenant''s row only the owner writes), a pattern for a name, for an object what each value may be (values) and how many keys it may have (max_keys); NULL for a key that is no setting. kgrag_private.setting_allowed checks every row of kgrag.settings against it when it is written.';
 
 --
 -- Name: setting_writable(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -10430,10 +10603,12 @@ BEGIN
         doc_id text NOT NULL, name text NOT NULL, type text NOT NULL, description text NOT NULL DEFAULT '',
         answer text, answer_ordinal integer, aliases text[] NOT NULL DEFAULT '{}', ordinals integer[] NOT NULL,
         identifier text, audience text,
+        -- the form the identifier is compared in (kgrag_private.screen_staged sets it)
+        identifier_form text,
         -- an entity of a document for an audience is the audience's own: its id is marked with it
         -- (kgrag_private.id_access reads the mark, and the graph tables' policies with it)
-        entity_id text GENERATED ALWAYS AS (CASE WHEN identifier IS NULL THEN kgrag.entity_key(type, name)
-                                                 ELSE kgrag_private.identified_key(type, identifier) END
+        entity_id text GENERATED ALWAYS AS (CASE WHEN identifier_form IS NULL THEN kgrag.entity_key(type, name)
+                                                 ELSE kgrag_private.identified_key(type, identifier_form) END
                                             || COALESCE('~' || audience, '')) STORED
     ) ON COMMIT DROP;
     CREATE INDEX IF NOT EXISTS kgrag_stage_entity_doc ON pg_temp.kgrag_stage_entity (doc_id);
@@ -10459,6 +10634,51 @@ ALTER FUNCTION kgrag_private.stage_begin() OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.stage_begin() IS 'Private. Returns nothing; creates the temporary staging tables of one ingestion batch (pg_temp.kgrag_stage_document, _chunk, _entity, _relation, _set_aside, _cluster), dropped at commit. COPY the batch into them, then call kgrag_private.ingest_apply().';
+
+--
+-- Name: stage_stored(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.stage_stored(doc_ids text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    -- the documents as they are stored, with what was extracted from them (no extraction, no
+    -- embedding): kgrag_private.ingest_apply applies them again
+    INSERT INTO pg_temp.kgrag_stage_document (doc_id, title, source_uri, metadata, lang, content_hash, access)
+    SELECT d.doc_id, d.title, d.source_uri, d.metadata, d.lang::text, d.content_hash, d.access
+      FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
+    INSERT INTO pg_temp.kgrag_stage_chunk (doc_id, ordinal, char_start, char_end, title, text, content_hash, embedding,
+                                           page, headings)
+    SELECT c.doc_id, c.ordinal, c.char_start, c.char_end, c.title, c.text, c.content_hash, c.embedding, c.page, c.headings
+      FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);
+    INSERT INTO pg_temp.kgrag_stage_entity (doc_id, name, type, description, answer, answer_ordinal, aliases, ordinals,
+                                            identifier)
+    SELECT x.doc_id, x.name, x.type, x.description, x.answer, x.answer_ordinal, x.aliases, x.ordinals, x.identifier
+      FROM kgrag.document AS d
+     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_entity, d.extraction -> 'entities') AS x
+     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
+    INSERT INTO pg_temp.kgrag_stage_relation
+    SELECT x.* FROM kgrag.document AS d
+     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_relation, d.extraction -> 'relations') AS x
+     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
+    INSERT INTO pg_temp.kgrag_stage_set_aside
+    SELECT x.* FROM kgrag.document AS d
+     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_set_aside, d.extraction -> 'set_aside') AS x
+     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
+END
+$$;
+
+ALTER FUNCTION kgrag_private.stage_stored(doc_ids text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION stage_stored(doc_ids text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.stage_stored(doc_ids text[]) IS 'Private. Returns nothing; stages these documents of the current tenant (those the caller sees, with a kept extraction: kgrag.document.extraction) as they are stored: their rows, chunks with their vectors, and the entities, relations and what was set aside that were extracted from them, so that kgrag_private.ingest_apply applies them again without extracting or embedding anything. For kgrag.set_access and kgrag_private.rekey_identifiers; the caller has called kgrag_private.stage_begin on an empty batch.';
 
 --
 -- Name: staged_namesakes(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -12517,7 +12737,34 @@ COMMENT ON TABLE kgrag.set_aside IS 'What an extractor found in a chunk and did 
 --
 
 CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
- WITH relations AS (
+ WITH identified AS (
+         SELECT e.entity_id,
+            e.name,
+            split_part(e.entity_id, ':#'::text, 1) AS kind,
+            split_part(e.entity_id, ':#'::text, 2) AS form
+           FROM kgrag.entity e
+          WHERE ((strpos(e.entity_id, ':#'::text) > 0) AND (strpos(e.entity_id, '~'::text) = 0))
+        ), identifier_variants AS (
+         SELECT i_1.entity_id,
+            i_1.kind,
+            v.v
+           FROM (identified i_1
+             CROSS JOIN LATERAL ( SELECT i_1.form
+                  WHERE ((length(i_1.form) >= 5) AND (length(i_1.form) <= 64))
+                UNION
+                 SELECT OVERLAY(i_1.form PLACING ''::text FROM n.n FOR 1) AS "overlay"
+                   FROM generate_series(1, length(i_1.form)) n(n)
+                  WHERE ((length(i_1.form) >= 5) AND (length(i_1.form) <= 64))
+                UNION
+                 SELECT ('#'::text || d.digits)
+                   FROM ( SELECT regexp_replace(i_1.form, '[^0-9]'::text, ''::text, 'g'::text) AS digits) d
+                  WHERE (length(d.digits) >= 6)) v(v))
+        ), near_identifiers AS (
+         SELECT DISTINCT a.entity_id AS a,
+            b.entity_id AS b
+           FROM (identifier_variants a
+             JOIN identifier_variants b ON (((b.kind = a.kind) AND (b.v = a.v) AND (a.entity_id < (b.entity_id COLLATE "C")))))
+        ), relations AS (
          SELECT r.src,
             r.rel,
             r.dst,
@@ -12575,6 +12822,16 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
           GROUP BY x.name_key
          HAVING (count(*) > 1)
         UNION ALL
+         SELECT 'near_identifiers'::text,
+            ((('identifiers:'::text || n.a) || '+'::text) || n.b),
+            "left"(format('%s (%s) and %s (%s) have identifiers a slip apart. If they are one: correct the document, or compare the type''s identifiers by their digits (setting identifier_kinds)'::text, ea.name, n.a, eb.name, n.b), 2000) AS "left",
+            NULL::double precision,
+            NULL::text,
+            NULL::text
+           FROM ((near_identifiers n
+             JOIN identified ea ON ((ea.entity_id = n.a)))
+             JOIN identified eb ON ((eb.entity_id = n.b)))
+        UNION ALL
          SELECT 'answer_changed'::text,
             kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer) AS answer_target,
             "left"(format('%s: the answer was "%s", it is now "%s"'::text, e.name, e.answer_before, e.answer), 2000) AS "left",
@@ -12610,7 +12867,7 @@ ALTER VIEW kgrag.review_queue OWNER TO <owner>;
 -- Name: VIEW review_queue; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, are one character apart or have the same six digits or more: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 
 --
 -- Name: router_rule; Type: TABLE; Schema: kgrag; Owner: <owner>

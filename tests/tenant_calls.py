@@ -225,6 +225,7 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         "merge_entities": ("SELECT kgrag.merge_entities(%s, %s, 'attack')", [entities[0], entities[-1]]),
         "split_entity": ("SELECT kgrag.split_entity(%s, %s, 'attack')", [entities[0], others["docs"][0]]),
         "apply_decisions": ("SELECT kgrag_private.apply_decisions()", []),
+        "rekey_identifiers": ("SELECT kgrag_private.rekey_identifiers(100)", []),  # the caller's documents only
         "llm_cache_get": ("SELECT * FROM kgrag_private.llm_cache_get(%s)", [["k"]]),  # a writer's (revision 0042)
         "llm_cache_put": (
             """SELECT kgrag_private.llm_cache_put('k', 'm', '{"entities": [], "relations": []}', 'h')""",

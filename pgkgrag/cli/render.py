@@ -99,6 +99,13 @@ def build_line(built: BuildSummary) -> str:
             f"; curators' decisions applied: {built.renamed} names, {built.relations_decided} relations, "
             f"{built.namesakes_moved} namesakes moved"
         )
+    if built.rekeyed:
+        line += f"; documents applied again (their identifiers compared anew): {built.rekeyed}"
+    if built.unkept:
+        line += (
+            f"; identifiers in an older form in documents stored before revision 0042 (ingest them again): "
+            + ", ".join(built.unkept)
+        )
     return line + "; time: " + ", ".join(f"{step} {seconds:.1f} s" for step, seconds in built.seconds.items())
 
 

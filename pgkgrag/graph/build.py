@@ -19,6 +19,8 @@ from pgkgrag.embed.vectors import ProgressCallback, embed_pending
 from pgkgrag.graph.communities import CommunityCounts, detect_communities
 from pgkgrag.queries import Q
 
+REKEY_PAGE = 1000  # documents applied again a transaction when identifiers are compared anew
+
 if TYPE_CHECKING:
     from pgkgrag.llm.client import OpenAICompatibleClient
 
@@ -47,6 +49,8 @@ class BuildSummary:
     relations_decided: int = 0  # relations whose edge a curator's decision removed or restored
     seconds: dict[str, float] = field(default_factory=dict)  # where the time went, step by step
     namesakes_moved: int = 0  # documents whose namesake a merge or split moved to another entity
+    rekeyed: int = 0  # documents applied again: their identifiers are compared another way now
+    unkept: list[str] = field(default_factory=list)  # of those, stored without an extraction to apply
 
 
 def build(
@@ -71,7 +75,19 @@ def build(
         summary.seconds[name] = summary.seconds.get(name, 0.0) + time.perf_counter() - started
         started = time.perf_counter()
 
-    # the curators' decisions first, in a transaction of their own (the locks they take are an
+    # identifiers keyed by an older rule (or before the setting identifier_kinds changed) first,
+    # a page of documents a transaction, as an ingestion of them would be
+    while True:
+        with tenant_transaction(conn, tenant):
+            row = conn.execute(Q["rekey_identifiers"], {"most": REKEY_PAGE}).fetchone()
+        assert row is not None
+        summary.rekeyed += row[0]["documents"]
+        summary.unkept = row[0]["unkept"]
+        if progress is not None and row[0]["documents"]:
+            progress("documents applied again", row[0]["documents"])
+        if not row[0]["documents"] or not row[0]["left"]:
+            break
+    # the curators' decisions next, in a transaction of their own (the locks they take are an
     # ingestion's, held for this step only): the communities see the edges decided
     with tenant_transaction(conn, tenant):
         decided = conn.execute(Q["apply_decisions"]).fetchone()

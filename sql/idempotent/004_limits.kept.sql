@@ -17,7 +17,8 @@ AS $$
 DECLARE
     -- type: integer, number, boolean, string, url, array or object; min and max (numbers, inclusive);
     -- allowed (the values it may take); null (whether JSON null is a value); owner (the schema
-    -- owner's alone: tenant rows only the owner writes). A key not here is not a setting a tenant has.
+    -- owner's alone: tenant rows only the owner writes); for an object, values (what each of its
+    -- values may be) and max_keys. A key not here is not a setting a tenant has.
     -- (PL/pgSQL, not SQL: a SQL function would be inlined into its callers' queries, which would
     -- parse this text again each time they are planned)
     rules CONSTANT jsonb := $rules${
@@ -45,6 +46,7 @@ DECLARE
       "hnsw_max_scan_tuples": {"type": "integer", "min": 1, "max": 2147483647},
       "idempotent_objects": {"type": "array", "owner": true},
       "idempotent_sha256": {"type": "string", "owner": true},
+      "identifier_kinds": {"type": "object", "values": ["code", "digits", "url"], "max_keys": 1000},
       "ingest_failure_days": {"type": "integer", "min": 1, "max": 36500},
       "khop_timeout_ms": {"type": "integer", "min": 1, "max": 86400000},
       "language_codes": {"type": "object"},
@@ -110,7 +112,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.setting_rule(text) IS
-'Private. Returns what a setting may be, as jsonb: its type (integer, number, boolean, string, url: an http(s) URL, array, object), its floor and ceiling (min, max, inclusive) or the values allowed, whether JSON null is a value (null), whether it is the schema owner''s alone (owner: a URL, a model endpoint, a process limit; a tenant''s row only the owner writes), a pattern for a name; NULL for a key that is no setting. kgrag_private.setting_allowed checks every row of kgrag.settings against it when it is written.';
+'Private. Returns what a setting may be, as jsonb: its type (integer, number, boolean, string, url: an http(s) URL, array, object), its floor and ceiling (min, max, inclusive) or the values allowed, whether JSON null is a value (null), whether it is the schema owner''s alone (owner: a URL, a model endpoint, a process limit; a tenant''s row only the owner writes), a pattern for a name, for an object what each value may be (values) and how many keys it may have (max_keys); NULL for a key that is no setting. kgrag_private.setting_allowed checks every row of kgrag.settings against it when it is written.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.one_of(allowed jsonb, value jsonb) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
@@ -130,6 +132,7 @@ DECLARE
     rule jsonb := kgrag_private.setting_rule(setting_key);
     kind text := pg_catalog.jsonb_typeof(value);
     want text := rule ->> 'type';
+    fault text;
 BEGIN
     -- what is wrong with the value as the setting's rule sees it (NULL: nothing)
     IF rule IS NULL THEN
@@ -162,6 +165,21 @@ BEGIN
         RETURN pg_catalog.format('setting %s takes an http(s) URL of at most 2,000 characters, or empty, got %s', setting_key,
                                  pg_catalog.left(value::text, 100));
     END IF;
+    IF rule ? 'max_keys' AND (SELECT count(*) FROM pg_catalog.jsonb_object_keys(value)) > (rule ->> 'max_keys')::integer THEN
+        RETURN pg_catalog.format('setting %s takes at most %s keys, got %s', setting_key, rule ->> 'max_keys',
+                                 (SELECT count(*) FROM pg_catalog.jsonb_object_keys(value)));
+    END IF;
+    IF rule ? 'values' THEN  -- an object whose every value is one of these
+        SELECT pg_catalog.format('setting %s takes one of %s for each key, got %s for %s', setting_key,
+                                 rule -> 'values', pg_catalog.left(v.value::text, 100),
+                                 pg_catalog.quote_literal(pg_catalog.left(v.key, 100)))
+          INTO fault FROM pg_catalog.jsonb_each(value) AS v
+         WHERE NOT kgrag_private.one_of(rule -> 'values', v.value)
+         ORDER BY v.key LIMIT 1;
+        IF fault IS NOT NULL THEN
+            RETURN fault;
+        END IF;
+    END IF;
     IF rule ? 'pattern' AND value #>> '{}' !~ (rule ->> 'pattern') THEN
         RETURN pg_catalog.format('setting %s takes a name matching %s, got %s', setting_key, rule ->> 'pattern',
                                  pg_catalog.left(value::text, 100));
@@ -173,7 +191,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.setting_fault(text, jsonb) IS
-'Private. Returns what is wrong with a value of a setting by its rule (kgrag_private.setting_rule): not a setting, null where null is no value, not one of the values allowed, of another type, a fraction where a whole number is wanted, outside the floor and ceiling, not an http(s) URL, not matching the name''s pattern, longer than 1,000,000 characters of JSON; NULL when nothing is.';
+'Private. Returns what is wrong with a value of a setting by its rule (kgrag_private.setting_rule): not a setting, null where null is no value, not one of the values allowed, of another type, a fraction where a whole number is wanted, outside the floor and ceiling, not an http(s) URL, not matching the name''s pattern, an object with too many keys or a value not allowed, longer than 1,000,000 characters of JSON; NULL when nothing is.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.within_limits(setting_key text, value jsonb) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY INVOKER

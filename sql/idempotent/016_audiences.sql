@@ -148,6 +148,41 @@ $$;
 COMMENT ON FUNCTION kgrag_private.check_audiences(text[]) IS
 'Private. Raises 42501 naming the first of these groups the transaction does not hold (kgrag.current_groups): a document is written only for audiences its writer holds (the policy of kgrag.document refuses the row too, less clearly).';
 
+CREATE OR REPLACE FUNCTION kgrag_private.stage_stored(doc_ids text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+BEGIN
+    -- the documents as they are stored, with what was extracted from them (no extraction, no
+    -- embedding): kgrag_private.ingest_apply applies them again
+    INSERT INTO pg_temp.kgrag_stage_document (doc_id, title, source_uri, metadata, lang, content_hash, access)
+    SELECT d.doc_id, d.title, d.source_uri, d.metadata, d.lang::text, d.content_hash, d.access
+      FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
+    INSERT INTO pg_temp.kgrag_stage_chunk (doc_id, ordinal, char_start, char_end, title, text, content_hash, embedding,
+                                           page, headings)
+    SELECT c.doc_id, c.ordinal, c.char_start, c.char_end, c.title, c.text, c.content_hash, c.embedding, c.page, c.headings
+      FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (doc_ids);
+    INSERT INTO pg_temp.kgrag_stage_entity (doc_id, name, type, description, answer, answer_ordinal, aliases, ordinals,
+                                            identifier)
+    SELECT x.doc_id, x.name, x.type, x.description, x.answer, x.answer_ordinal, x.aliases, x.ordinals, x.identifier
+      FROM kgrag.document AS d
+     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_entity, d.extraction -> 'entities') AS x
+     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
+    INSERT INTO pg_temp.kgrag_stage_relation
+    SELECT x.* FROM kgrag.document AS d
+     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_relation, d.extraction -> 'relations') AS x
+     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
+    INSERT INTO pg_temp.kgrag_stage_set_aside
+    SELECT x.* FROM kgrag.document AS d
+     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_set_aside, d.extraction -> 'set_aside') AS x
+     WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.stage_stored(text[]) IS
+'Private. Returns nothing; stages these documents of the current tenant (those the caller sees, with a kept extraction: kgrag.document.extraction) as they are stored: their rows, chunks with their vectors, and the entities, relations and what was set aside that were extracted from them, so that kgrag_private.ingest_apply applies them again without extracting or embedding anything. For kgrag.set_access and kgrag_private.rekey_identifiers; the caller has called kgrag_private.stage_begin on an empty batch.';
+
 CREATE OR REPLACE FUNCTION kgrag.set_access(doc_ids text[], groups text[]) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp  -- a SECURITY DEFINER path: nothing a caller can write
@@ -205,27 +240,8 @@ BEGIN
     END IF;
     -- the documents go in again as they are stored, with their new audience and what was
     -- extracted from them (no extraction, no embedding): kgrag_private.ingest_apply does the rest
-    INSERT INTO pg_temp.kgrag_stage_document (doc_id, title, source_uri, metadata, lang, content_hash, access)
-    SELECT d.doc_id, d.title, d.source_uri, d.metadata, d.lang::text, d.content_hash, target
-      FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
-    INSERT INTO pg_temp.kgrag_stage_chunk (doc_id, ordinal, char_start, char_end, title, text, content_hash, embedding,
-                                           page, headings)
-    SELECT c.doc_id, c.ordinal, c.char_start, c.char_end, c.title, c.text, c.content_hash, c.embedding, c.page, c.headings
-      FROM kgrag.chunk AS c WHERE c.tenant_id = t AND c.doc_id = ANY (moving);
-    INSERT INTO pg_temp.kgrag_stage_entity (doc_id, name, type, description, answer, answer_ordinal, aliases, ordinals,
-                                            identifier)
-    SELECT x.doc_id, x.name, x.type, x.description, x.answer, x.answer_ordinal, x.aliases, x.ordinals, x.identifier
-      FROM kgrag.document AS d
-     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_entity, d.extraction -> 'entities') AS x
-     WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
-    INSERT INTO pg_temp.kgrag_stage_relation
-    SELECT x.* FROM kgrag.document AS d
-     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_relation, d.extraction -> 'relations') AS x
-     WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
-    INSERT INTO pg_temp.kgrag_stage_set_aside
-    SELECT x.* FROM kgrag.document AS d
-     CROSS JOIN LATERAL pg_catalog.jsonb_populate_recordset(NULL::pg_temp.kgrag_stage_set_aside, d.extraction -> 'set_aside') AS x
-     WHERE d.tenant_id = t AND d.doc_id = ANY (moving);
+    PERFORM kgrag_private.stage_stored(moving);
+    UPDATE pg_temp.kgrag_stage_document SET access = target;
     counts := pg_catalog.jsonb_build_object('moved', pg_catalog.cardinality(moving), 'access', target)
               || kgrag_private.ingest_apply();
     IF pg_catalog.cardinality(into_audience) > 0 THEN

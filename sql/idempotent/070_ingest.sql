@@ -52,10 +52,12 @@ BEGIN
         doc_id text NOT NULL, name text NOT NULL, type text NOT NULL, description text NOT NULL DEFAULT '',
         answer text, answer_ordinal integer, aliases text[] NOT NULL DEFAULT '{}', ordinals integer[] NOT NULL,
         identifier text, audience text,
+        -- the form the identifier is compared in (kgrag_private.screen_staged sets it)
+        identifier_form text,
         -- an entity of a document for an audience is the audience's own: its id is marked with it
         -- (kgrag_private.id_access reads the mark, and the graph tables' policies with it)
-        entity_id text GENERATED ALWAYS AS (CASE WHEN identifier IS NULL THEN kgrag.entity_key(type, name)
-                                                 ELSE kgrag_private.identified_key(type, identifier) END
+        entity_id text GENERATED ALWAYS AS (CASE WHEN identifier_form IS NULL THEN kgrag.entity_key(type, name)
+                                                 ELSE kgrag_private.identified_key(type, identifier_form) END
                                             || COALESCE('~' || audience, '')) STORED
     ) ON COMMIT DROP;
     CREATE INDEX IF NOT EXISTS kgrag_stage_entity_doc ON pg_temp.kgrag_stage_entity (doc_id);
@@ -85,6 +87,7 @@ DECLARE
     max_aliases integer := kgrag.setting('max_aliases_per_entity')::integer;
     max_alias integer := kgrag.setting('max_alias_chars')::integer;
     max_quote integer := kgrag.setting('max_quote_chars')::integer;
+    kinds jsonb := kgrag_private.identifier_kinds();
     refused jsonb;
     nameless integer;
 BEGIN
@@ -128,6 +131,12 @@ BEGIN
     -- An identifier with no letter or digit identifies nothing: the name decides.
     UPDATE pg_temp.kgrag_stage_entity AS e SET identifier = NULL
      WHERE e.identifier IS NOT NULL AND kgrag.canonical_name(e.identifier) = '';
+    -- The others are compared in the form of their kind: "EMP-0042" and "emp 0042" are one.
+    UPDATE pg_temp.kgrag_stage_entity AS e
+       SET identifier_form = kgrag_private.identifier_form(kgrag_private.identifier_kind(e.type, e.identifier, kinds),
+                                                           e.identifier)
+     WHERE e.identifier_form IS DISTINCT FROM
+           kgrag_private.identifier_form(kgrag_private.identifier_kind(e.type, e.identifier, kinds), e.identifier);
     -- A name (or type) with no letter or digit would make one entity of every such name: dropped.
     DELETE FROM pg_temp.kgrag_stage_entity AS e WHERE kgrag.canonical_name(e.name) = '' OR kgrag.canonical_name(e.type) = '';
     GET DIAGNOSTICS nameless = ROW_COUNT;
@@ -137,7 +146,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.screen_staged() IS
-'Private. The first step of kgrag_private.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars for names, identifiers, aliases and types, max_quote_chars) and every entity whose name or type folds to nothing; an identifier that folds to nothing is dropped (the name decides). Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
+'Private. The first step of kgrag_private.ingest_apply: takes out of the staged batch every document past a limit of what one document may carry (settings max_title_chars, max_aliases_per_entity, max_alias_chars for names, identifiers, aliases and types, max_quote_chars) and every entity whose name or type folds to nothing; an identifier that folds to nothing is dropped (the name decides), any other is given the form its kind compares (kgrag_private.identifier_form, the kind of the setting identifier_kinds: kgrag_private.identifier_kind), which its entity''s id is made of. Returns {"refused": {doc_id: why}, "rejected": {reason: n}}.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.said_after(doc text, short text, long_words text[]) RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -214,8 +223,8 @@ BEGIN
         UNION ALL
         SELECT s.doc_id, s.name, s.type, s.kind, l.name, l.type, l.w
           FROM shorts AS s JOIN longs AS l ON l.doc_id = s.doc_id AND l.kind = s.kind AND l.last = s.last
-         WHERE s.kind = 'person' AND cardinality(s.w) = 2
-           AND (s.first = ANY (honorifics) OR (length(s.first) = 1 AND s.first = left(l.first, 1)))
+         WHERE cardinality(s.w) = 2  -- (a title says a person is meant, whatever the type)
+           AND (s.first = ANY (honorifics) OR (s.kind = 'person' AND length(s.first) = 1 AND s.first = left(l.first, 1)))
     )
     INSERT INTO pg_temp.kgrag_short_pair
     SELECT p.doc_id, p.name, p.type, p.kind, p.long_name, p.long_type, p.long_w FROM pairs AS p;
@@ -230,7 +239,7 @@ BEGIN
     SELECT p.doc_id, p.name, p.type, min(p.long_name), min(p.long_type)
       FROM (SELECT x.*, row_number() OVER (PARTITION BY x.doc_id, x.kind = 'person' ORDER BY x.name, x.long_name) AS n
               FROM pg_temp.kgrag_short_pair AS x) AS p
-     WHERE p.kind = 'person'
+     WHERE p.kind = 'person' OR split_part(kgrag.canonical_name(p.name), ' ', 1) = ANY (honorifics)
         OR (p.n <= checked_per_document AND COALESCE(kgrag_private.said_after(p.doc_id, p.long_w[1], p.long_w), false))
      GROUP BY p.doc_id, p.name, p.type
     HAVING count(DISTINCT array_to_string(p.long_w, ' ')) = 1;
@@ -267,7 +276,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.fold_short_forms() IS
-'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; never one given with an identifier; another type, such as the names the keyphrases extractor finds, which may be places: only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after, at most 100 such pairs read a document): the longer name takes its mentions, aliases (the short name among them) and relations. Each name is folded once and pairs are found by equal words, so the work grows with the names. Returns the number of short forms folded.';
+'Private. A step of kgrag_private.ingest_apply, for every extractor: within one staged document, an entity of a type listed in the setting short_form_types (Person and Name, the keyphrases extractor''s, by default) whose name is a short form of exactly one longer name of the same type in that document is folded into it (a Person: its first or last word, "Ms. Liu", "G. Liu"; never one given with an identifier; another type, such as the names the keyphrases extractor finds, which may be places: a title and the last word, "Ms. Liu", or only the first word of a name of two or three words, said alone only after the whole name, kgrag_private.said_after, at most 100 such pairs read a document): the longer name takes its mentions, aliases (the short name among them) and relations. Each name is folded once and pairs are found by equal words, so the work grows with the names. Returns the number of short forms folded.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.apply_documents(docs text[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER
@@ -494,7 +503,7 @@ BEGIN
     TRUNCATE pg_temp.kgrag_extraction;
     INSERT INTO pg_temp.kgrag_extraction (doc_id, extraction)
     SELECT d.doc_id, jsonb_build_object(
-           'entities', COALESCE((SELECT jsonb_agg(to_jsonb(e) - 'entity_id' - 'audience' ORDER BY e.name, e.type, e.identifier)
+           'entities', COALESCE((SELECT jsonb_agg(to_jsonb(e) - 'entity_id' - 'audience' - 'identifier_form' ORDER BY e.name, e.type, e.identifier)
                                    FROM pg_temp.kgrag_stage_entity AS e WHERE e.doc_id = d.doc_id), '[]'),
            'relations', COALESCE((SELECT jsonb_agg(to_jsonb(r) ORDER BY r.ordinal, r.source, r.target, r.rel)
                                     FROM pg_temp.kgrag_stage_relation AS r WHERE r.doc_id = d.doc_id), '[]'),

@@ -1,5 +1,6 @@
 -- Identity beyond the name. An entity given a verified identifier (an employee number, a tax id, a
--- URL) is keyed by it, whatever its name. An entity of a type of the setting namesake_types (Person
+-- URL) is keyed by it, whatever its name, in the form its kind compares (the digits of a number,
+-- a code without case or separators, a URL's canonical form). An entity of a type of the setting namesake_types (Person
 -- by default) given without one is never joined across documents on its name alone: the
 -- documents that give one name (its name key) are resolved into entities by what they share
 -- besides the name (a neighbour: another entity cited in the same chunks), and by the decisions of
@@ -14,7 +15,125 @@ AS $$
     SELECT pg_catalog.replace(kgrag.canonical_name(entity_type), ' ', '_') || ':#' || kgrag.canonical_name(identifier)
 $$;
 COMMENT ON FUNCTION kgrag_private.identified_key(text, text) IS
-'Private. Returns the id of an entity given a verified identifier: its canonical type, '':#'', the canonical identifier ("Person", "EMP-0042" -> "person:#emp 0042"). Two documents giving one identifier give one entity, whatever the names they give it.';
+'Private. Returns the id of an entity given a verified identifier, from its type and the form its identifier is compared in (kgrag_private.identifier_form): the canonical type, '':#'', the canonical form ("Person", "emp0042" -> "person:#emp0042"). Two documents giving one identifier, written alike or not, give one entity, whatever the names they give it.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.identifier_kinds() RETURNS jsonb
+LANGUAGE sql STABLE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+    -- (the types as the setting writes them, folded as entity ids fold them)
+    SELECT COALESCE(jsonb_object_agg(pg_catalog.replace(kgrag.canonical_name(k.key), ' ', '_'), k.value), '{}')
+      FROM jsonb_each_text(COALESCE(kgrag.setting('identifier_kinds'), '{}')) AS k
+$$;
+COMMENT ON FUNCTION kgrag_private.identifier_kinds() IS
+'Private. Returns the setting identifier_kinds of the current tenant with its entity types folded as entity ids fold them ({"tax_id": "digits"}): how an identifier of each type is compared.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.identifier_kind(entity_type text, identifier text, kinds jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT COALESCE(kinds ->> pg_catalog.replace(kgrag.canonical_name(entity_type), ' ', '_'),
+                    CASE WHEN identifier ~* '^\s*([a-z][a-z0-9+.-]*://|www\.)[^\s]' THEN 'url' ELSE 'code' END)
+$$;
+COMMENT ON FUNCTION kgrag_private.identifier_kind(text, text, jsonb) IS
+'Private. Returns how an identifier of this entity type is compared: the kind kinds (kgrag_private.identifier_kinds()) gives its type, else url for one written as a URL (a scheme and "://", or "www."), else code.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.identifier_form(kind text, identifier text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    code text := pg_catalog.replace(kgrag.canonical_name(identifier), ' ', '');
+    form text;
+BEGIN
+    IF kind = 'digits' THEN  -- a tax id, a phone number: its digits, whatever separates them
+        form := pg_catalog.regexp_replace(identifier, '[^0-9]', '', 'g');
+    ELSIF kind = 'url' THEN
+        -- no scheme, user, "www.", default port, fragment or trailing slash; then its words, without
+        -- a scheme or "www" left by a form that kept only the words (an id stored before this rule)
+        form := pg_catalog.lower(pg_catalog.btrim(identifier));
+        form := pg_catalog.regexp_replace(form, '#.*$', '');
+        form := pg_catalog.regexp_replace(form, '^[a-z][a-z0-9+.-]*://', '');
+        form := pg_catalog.regexp_replace(form, '^[^/@]*@', '');
+        form := pg_catalog.regexp_replace(form, '^www\.', '');
+        form := pg_catalog.regexp_replace(form, '^([^/:?]+):(80|443)(/|\?|$)', '\1\3');
+        form := pg_catalog.regexp_replace(form, '/+(\?|$)', '\1');
+        form := pg_catalog.regexp_replace(kgrag.canonical_name(form), '^(https? )?(www )?', '');
+    ELSE  -- a code: case and separators are no part of it ("EMP-0042", "emp 0042")
+        form := code;
+    END IF;
+    RETURN COALESCE(NULLIF(form, ''), code);
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.identifier_form(text, text) IS
+'Private. Returns the form in which identifiers of a kind are compared: digits, the digits alone ("123.456.789-00" -> "12345678900"); url, the URL without scheme, user, "www.", default port, fragment or trailing slash, in canonical words ("https://www.Example.com:443/About/#team" -> "example com about"); code (any other kind), the canonical form without spaces ("CPF 123.456.789-00", "cpf 12345678900" -> "cpf12345678900"). A form that would be empty is the code''s.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.rekey_identifiers(most integer) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    kinds jsonb := kgrag_private.identifier_kinds();
+    stale text[];
+    docs text[];
+    counts jsonb;
+BEGIN
+    IF most IS NULL OR most NOT BETWEEN 1 AND 100000 THEN
+        RAISE EXCEPTION 'apply 1 to 100,000 documents again a call, got %', COALESCE(most::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    -- the documents (that the caller sees) giving an identified entity whose id is not the one the
+    -- rule gives today: stored before it, or before the setting identifier_kinds changed
+    stale := ARRAY(
+        SELECT d.doc_id FROM kgrag.document AS d
+         WHERE d.tenant_id = t
+           AND d.doc_id IN (SELECT s.doc_id FROM kgrag.entity_source AS s
+                             WHERE s.tenant_id = t AND strpos(s.entity_id, ':#') > 0)
+           AND EXISTS (
+               SELECT s.entity_id FROM kgrag.entity_source AS s
+                WHERE s.tenant_id = t AND s.doc_id = d.doc_id AND strpos(s.entity_id, ':#') > 0
+               EXCEPT
+               SELECT kgrag_private.identified_key(x.type, kgrag_private.identifier_form(
+                          kgrag_private.identifier_kind(x.type, x.identifier, kinds), x.identifier))
+                      || COALESCE('~' || kgrag_private.audience_key(d.access), '')
+                 FROM jsonb_to_recordset(d.extraction -> 'entities') AS x(type text, identifier text)
+                WHERE kgrag.canonical_name(x.identifier) <> '')
+         ORDER BY d.doc_id COLLATE "C");
+    IF cardinality(stale) = 0 THEN
+        RETURN jsonb_build_object('documents', 0, 'left', 0, 'unkept', '[]'::jsonb);
+    END IF;
+    -- those stored before revision 0042 keep no extraction to apply again: named, left as they are
+    docs := ARRAY(SELECT d.doc_id FROM kgrag.document AS d
+                   WHERE d.tenant_id = t AND d.doc_id = ANY (stale) AND d.extraction IS NOT NULL
+                   ORDER BY d.doc_id COLLATE "C" LIMIT most);
+    counts := jsonb_build_object(
+        'unkept', COALESCE((SELECT jsonb_agg(d.doc_id ORDER BY d.doc_id COLLATE "C")
+                              FROM (SELECT x.doc_id FROM kgrag.document AS x
+                                     WHERE x.tenant_id = t AND x.doc_id = ANY (stale) AND x.extraction IS NULL
+                                     ORDER BY x.doc_id COLLATE "C" LIMIT 20) AS d), '[]'),
+        'left', (SELECT count(*) FROM kgrag.document AS d
+                  WHERE d.tenant_id = t AND d.doc_id = ANY (stale) AND d.extraction IS NOT NULL) - cardinality(docs),
+        'documents', cardinality(docs));
+    IF cardinality(docs) = 0 THEN
+        RETURN counts;
+    END IF;
+    PERFORM kgrag_private.stage_begin();
+    IF EXISTS (SELECT 1 FROM pg_temp.kgrag_stage_document) THEN
+        RAISE EXCEPTION 'an ingestion batch is staged in this transaction: apply documents again in a transaction of their own'
+            USING ERRCODE = '55000';
+    END IF;
+    -- as an ingestion of them would: their namesakes' locks, then their rows (so no writer changes
+    -- them between what is staged and what is applied)
+    PERFORM kgrag_private.lock_keys('namesake', kgrag_private.namesakes_of(docs));
+    PERFORM 1 FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (docs)
+     ORDER BY d.doc_id COLLATE "C" FOR UPDATE;
+    PERFORM kgrag_private.stage_stored(docs);
+    PERFORM kgrag_private.ingest_apply();
+    RETURN counts;
+END
+$$;
+COMMENT ON FUNCTION kgrag_private.rekey_identifiers(integer) IS
+'Private. A step of pgkgrag build: applies again, from what was extracted from them (kgrag_private.stage_stored, nothing extracted or embedded again), up to most (1 to 100,000) documents of the current tenant that the caller sees and that give an identified entity whose id is not the one the rule gives today (stored before identifiers were compared by kind, or before the setting identifier_kinds changed), in doc_id order, so that equal identifiers are one entity again. Returns {"documents": n applied, "left": n still to apply (the next call takes them), "unkept": up to 20 documents stored before revision 0042, which keep no extraction: ingest them again}. A decision that names an entity by its former id no longer applies.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.namesake_kinds() RETURNS text[]
 LANGUAGE sql STABLE SECURITY INVOKER

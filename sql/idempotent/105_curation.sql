@@ -30,7 +30,28 @@ COMMENT ON FUNCTION kgrag_private.answer_target(text, text, text) IS
 'Private. Returns how a decision names one change of an entity''s answer: "answer:ENTITY@HASH", the hash of the answer before and the answer after (approving one change leaves the next one in the queue).';
 
 CREATE OR REPLACE VIEW kgrag.review_queue WITH (security_invoker = true) AS
-WITH relations AS (
+WITH identified AS (  -- the shared graph's entities keyed by an identifier, in the form compared
+    SELECT e.entity_id, e.name, split_part(e.entity_id, ':#', 1) AS kind, split_part(e.entity_id, ':#', 2) AS form
+      FROM kgrag.entity AS e
+     WHERE strpos(e.entity_id, ':#') > 0 AND strpos(e.entity_id, '~') = 0
+), identifier_variants AS (
+    -- a form of 5 to 64 characters with and without each of its characters, and the digits of one
+    -- with six or more ('#' stands in no form): two forms sharing one are one slip apart
+    SELECT i.entity_id, i.kind, v.v
+      FROM identified AS i
+     CROSS JOIN LATERAL (SELECT i.form WHERE length(i.form) BETWEEN 5 AND 64
+                         UNION
+                         SELECT overlay(i.form PLACING '' FROM n FOR 1)
+                           FROM generate_series(1, length(i.form)) AS n WHERE length(i.form) BETWEEN 5 AND 64
+                         UNION
+                         SELECT '#' || d.digits
+                           FROM (SELECT regexp_replace(i.form, '[^0-9]', '', 'g') AS digits) AS d
+                          WHERE length(d.digits) >= 6) AS v(v)
+), near_identifiers AS (
+    SELECT DISTINCT a.entity_id AS a, b.entity_id AS b
+      FROM identifier_variants AS a
+      JOIN identifier_variants AS b ON b.kind = a.kind AND b.v = a.v AND a.entity_id < b.entity_id COLLATE "C"
+), relations AS (
     SELECT r.src, r.rel, r.dst, max(r.confidence) FILTER (WHERE NOT r.negated) AS confidence,
            bool_or(r.negated) AS negated, min(r.chunk_id COLLATE "C") AS chunk_id,
            (array_agg(r.quote ORDER BY r.confidence DESC, r.chunk_id COLLATE "C"))[1] AS quote
@@ -80,6 +101,15 @@ WITH relations AS (
      GROUP BY x.name_key
     HAVING count(*) > 1
     UNION ALL
+    -- two identifiers of one type a slip apart (a character left out, added, swapped or mistyped, or
+    -- the same digits with other letters): one entity written two ways, or two, is a guess
+    SELECT 'near_identifiers', 'identifiers:' || n.a || '+' || n.b,
+           left(format('%s (%s) and %s (%s) have identifiers a slip apart. If they are one: correct the document, or compare the type''s identifiers by their digits (setting identifier_kinds)',
+                       ea.name, n.a, eb.name, n.b), 2000), NULL, NULL, NULL
+      FROM near_identifiers AS n
+      JOIN identified AS ea ON ea.entity_id = n.a
+      JOIN identified AS eb ON eb.entity_id = n.b
+    UNION ALL
     -- an answer changed since a person last saw it: a document changed, or another became its source
     SELECT 'answer_changed', kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer),
            left(format('%s: the answer was "%s", it is now "%s"', e.name, e.answer_before, e.answer), 2000), NULL,
@@ -98,7 +128,7 @@ SELECT i.item, i.target, i.what, i.confidence, i.chunk_id, i.quote
    AND strpos(i.target, '~') = 0  -- (no decision is taken on an audience's graph: kgrag_private.decide)
  ORDER BY (i.item = 'sample'), i.item, i.target COLLATE "C";
 COMMENT ON VIEW kgrag.review_queue IS
-'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, are one character apart or have the same six digits or more: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 GRANT SELECT ON kgrag.review_queue TO kgrag_reader, kgrag_writer, kgrag_curator;
 
 CREATE OR REPLACE FUNCTION kgrag_private.relation_documents(src text, rel text, dst text) RETURNS text[]
@@ -416,6 +446,11 @@ BEGIN
                OR (target LIKE 'set_aside:%' AND EXISTS (SELECT 1 FROM kgrag.set_aside AS s
                                                          WHERE s.tenant_id = t
                                                            AND 'set_aside:' || md5(s.chunk_id || '|' || s.what) = target))
+               OR (target ~ '^identifiers:[^+]+:#[^+]+\+[^+]+:#[^+]+$'
+                   AND split_part(substr(target, 13), ':#', 1) = split_part(split_part(target, '+', 2), ':#', 1)
+                   AND (SELECT count(*) FROM kgrag.entity AS e
+                         WHERE e.tenant_id = t
+                           AND e.entity_id IN (split_part(substr(target, 13), '+', 1), split_part(target, '+', 2))) = 2)
                OR (target LIKE 'answer:%' AND EXISTS (
                        SELECT 1 FROM kgrag.entity AS e
                         WHERE e.tenant_id = t AND e.entity_id = substring(target FROM '^answer:(.*)@[0-9a-f]{8}$')
@@ -428,6 +463,10 @@ BEGIN
                         JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = s.chunk_id
                        WHERE s.tenant_id = t AND 'set_aside:' || md5(s.chunk_id || '|' || s.what) = target LIMIT 1);
     END IF;
+    IF target LIKE 'identifiers:%' THEN  -- about the first document of the first: forgotten with it
+        docs := ARRAY(SELECT min(s.doc_id COLLATE "C") FROM kgrag.entity_source AS s
+                       WHERE s.tenant_id = t AND s.entity_id = split_part(substr(target, 13), '+', 1));
+    END IF;
     IF target LIKE 'answer:%' THEN  -- about the document of the answer before: forgotten with it
         docs := ARRAY(SELECT e.answer_before_doc FROM kgrag.entity AS e
                        WHERE e.tenant_id = t AND e.entity_id = substring(target FROM '^answer:(.*)@[0-9a-f]{8}$'));
@@ -439,7 +478,7 @@ $$;
 REVOKE EXECUTE ON FUNCTION kgrag.approve(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.approve(text, text) TO kgrag_curator, kgrag_writer;
 COMMENT ON FUNCTION kgrag.approve(text, text) IS
-'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing; 0A000 for a target in the graph of an audience (an id marked ''~''), refused before anything is looked up. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
+'Records that a review item (kgrag.review_queue.target: a relation "src|REL|dst", an ambiguous name "name:...", namesakes kept apart "namesake:...", identifiers a slip apart "identifiers:a+b", something set aside "set_aside:...", a changed answer "answer:...", an entity id) was checked and is right, with an optional note: it leaves the queue (a changed answer is the answer seen from the next build on); on a relation rejected before, it takes the rejection back (the next build or ingestion restores the edge from its evidence). 22023 for a target that names nothing; 0A000 for a target in the graph of an audience (an id marked ''~''), refused before anything is looked up. SECURITY DEFINER, owned by the schema owner, on the allow-list: decisions are written through the curation functions only (no tenant role writes kgrag.curation), with who (the login role) and when (the database''s clock); for kgrag_curator and kgrag_writer.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.rejected(t text, src text, rel text, dst text) RETURNS boolean
 LANGUAGE sql STABLE SECURITY INVOKER

@@ -17,7 +17,7 @@ from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.embed.embedders import HashEmbedder
 from pgkgrag.graph.build import build
 
-ANA = "person:#emp 1001"  # one person in both documents: her employee number says so
+ANA = "person:#emp1001"  # one person in both documents: her employee number says so
 NORTHWIND = "organization:northwind"
 CONTOSO = "organization:contoso"
 BRUNO = "person:bruno lima"

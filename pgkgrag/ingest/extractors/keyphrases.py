@@ -38,6 +38,9 @@ _YAKE_LANGUAGE = {"english": "en", "portuguese": "pt", "spanish": "es", "french"
                   "norwegian": "no", "romanian": "ro", "russian": "ru", "swedish": "sv", "turkish": "tr"}  # fmt: skip
 _GUESSED = ("en", "pt", "es", "fr", "de", "it")  # for a document that names no language
 _CONNECTORS = frozenset({"of", "the", "de", "da", "do", "das", "dos", "del", "la", "le", "von", "van"})
+# a title before a surname ("Ms. Liu"): it starts a name, and its period ends no sentence (the same
+# words kgrag_private.fold_short_forms folds such a name by)
+_HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "dr", "prof", "sr", "sra", "srta", "dra", "dom", "dona"})
 _WORD = re.compile("[^\\W\\d_](?:[\\w'\u2019.-]*\\w)?")  # a word starts with a letter
 _SENTENCE_END = re.compile(r"[.!?;:]\s*$|\n\s*$")
 _PLAIN_WORD = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*")  # letters, an inner apostrophe or hyphen
@@ -81,11 +84,12 @@ def names_in(text: str, stops: frozenset[str]) -> list[str]:
 
     def close() -> None:
         words = list(run)
-        while words and (words[0].lower() in stops or words[0].lower() in _CONNECTORS):
+        titled = bool(words) and words[0].rstrip(".").lower() in _HONORIFICS
+        while not titled and words and (words[0].lower() in stops or words[0].lower() in _CONNECTORS):
             words.pop(0)
         while words and (words[-1].lower() in stops or words[-1].lower() in _CONNECTORS):
             words.pop()
-        if words and len(words) <= NAME_MAX_WORDS:
+        if words and len(words) <= NAME_MAX_WORDS and not (titled and len(words) == 1):
             found.append(" ".join(words))
         run.clear()
 
@@ -93,7 +97,12 @@ def names_in(text: str, stops: frozenset[str]) -> list[str]:
         word = match.group()
         gap = text[previous_end : match.start()]
         previous_end = match.end()
-        if run and (gap.strip() or _SENTENCE_END.search(gap)):  # punctuation between words ends a name
+        after_title = len(run) == 1 and run[0].lower() in _HONORIFICS and gap.strip() in ("", ".")
+        if after_title and gap.strip():
+            run[0] += "."  # "Ms. Liu" as written
+        elif run and (gap.strip() or _SENTENCE_END.search(gap)):  # punctuation between words ends a name
+            close()
+        if word[0].isupper() and word.lower() in _HONORIFICS and run:  # a title starts a name
             close()
         if len(word) <= NAME_WORD_MAX_CHARS and (word[0].isupper() or (run and word.lower() in _CONNECTORS)):
             run.append(word)
@@ -124,7 +133,7 @@ class KeyphraseExtractor:
 
     def fingerprint(self) -> str:
         settings = f"{metadata.version('yake')}:{KEYPHRASES_PER_DOCUMENT}:{NAME_MAX_WORDS}:{NAME_WORD_MAX_CHARS}"
-        return "keyphrases:v4:" + hashlib.sha256(settings.encode()).hexdigest()[:12]
+        return "keyphrases:v5:" + hashlib.sha256(settings.encode()).hexdigest()[:12]
 
     @staticmethod
     @functools.cache
