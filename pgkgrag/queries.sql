@@ -403,6 +403,9 @@ SELECT kgrag_private.refresh_reports();
 -- name: refresh_lexeme_stats
 SELECT kgrag.refresh_lexeme_stats();
 
+-- name: refresh_common_words
+SELECT kgrag.refresh_common_words();
+
 -- name: refresh_chunk_spread
 SELECT kgrag.refresh_chunk_spread();
 
@@ -523,3 +526,19 @@ SELECT kgrag.purge();
 -- name: log_llm_calls
 -- The LLM calls made for the current tenant (kgrag.llm_call; kgrag.llm_cost sums them).
 SELECT kgrag_private.log_llm_calls(%s);
+
+-- name: claim_tickets
+-- Up to a page of the tenant's queued tickets, claimed by this session (pgkgrag worker).
+SELECT ticket, doc_id, document, attempts FROM kgrag_private.claim_tickets(%s);
+
+-- name: settle_tickets
+SELECT kgrag_private.settle_tickets(%s);
+
+-- name: submit_document
+SELECT kgrag.submit_document(%s);
+
+-- name: ticket_state
+SELECT ticket, doc_id, state, attempts, reason, submitted_at, finished_at FROM kgrag.ingest_queue WHERE ticket = %s;
+
+-- name: queue_states
+SELECT state, count(*) FROM kgrag.ingest_queue GROUP BY state ORDER BY state;

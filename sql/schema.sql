@@ -1773,6 +1773,61 @@ ALTER FUNCTION kgrag.refresh_chunk_spread() OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag.refresh_chunk_spread() IS 'Measures how alike the current tenant''s passages are to one another, for its embedder: the median cosine similarity of every pair of up to 256 of its chunks for everyone (no audience; picked by a hash of their ids, so the same chunks give the same figure), two of one document aside, stored as its setting chunk_spread ({"embedder", "median", "chunks"}) and returned (NULL, and the setting removed, with fewer than 8 such chunks, fewer than 3 documents, or no embedder recorded). pgkgrag build runs it. A search whose question names nothing of the graph and matches no passage by its words keeps only the vector chunks above that median (search option chunk_alone_min_similarity): an unrelated question in the collection''s language sits near the similarity two unrelated passages have, whatever the model''s scale.';
 
 --
+-- Name: refresh_common_words(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.refresh_common_words() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    t text := kgrag.current_tenant();
+    configs regconfig[] := kgrag_private.tenant_languages();
+    most_names constant integer := 5000;  -- names looked at: those the most documents give
+    most_chunks constant integer := 50;   -- chunks read for a name, in each language
+    marked integer;
+BEGIN
+    -- A one-word name (letters, an inner apostrophe or hyphen, not all lowercase, no identifier)
+    -- is a common word where a chunk writes it in lowercase as a word of its own ("the history of
+    -- the API", not "history.md"): the chunks holding its lexeme are found through the text index
+    -- (kgrag_private.fts_probe: those the caller sees), then read for the lowercase word.
+    WITH names AS MATERIALIZED (
+        SELECT e.entity_id, pg_catalog.lower(e.name) AS word
+          FROM kgrag.entity AS e
+         WHERE e.tenant_id = t AND strpos(e.entity_id, ':#') = 0
+           AND e.name ~ '^[[:alpha:]]+([''’-][[:alpha:]]+)*$' AND e.name <> pg_catalog.lower(e.name)
+         ORDER BY (SELECT count(*) FROM kgrag.entity_source AS s WHERE s.tenant_id = t AND s.entity_id = e.entity_id) DESC,
+                  e.entity_id COLLATE "C"
+         LIMIT most_names
+    ), common AS MATERIALIZED (
+        SELECT n.entity_id FROM names AS n
+         WHERE EXISTS (
+               SELECT 1 FROM unnest(configs) AS g(cfg)
+                CROSS JOIN LATERAL kgrag_private.fts_probe(pg_catalog.plainto_tsquery(g.cfg, n.word), g.cfg, most_chunks) AS p
+                JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = p.chunk_id
+                WHERE strpos(c.text, n.word) > 0
+                  AND c.text ~ ('(^|[[:space:]])["''‘’“”(\[{<*_`¿¡]*' || n.word || '[]"''‘’“”)}>,.;:!?*_`]*([[:space:]]|$)'))
+    )
+    UPDATE kgrag.entity AS e SET common_word = x.common
+      FROM (SELECT y.entity_id, y.entity_id IN (SELECT c.entity_id FROM common AS c) AS common
+              FROM kgrag.entity AS y
+             WHERE y.tenant_id = t
+               AND (y.common_word OR y.entity_id IN (SELECT c.entity_id FROM common AS c))) AS x
+     WHERE e.tenant_id = t AND e.entity_id = x.entity_id AND e.common_word IS DISTINCT FROM x.common;
+    SELECT count(*) INTO marked FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.common_word;
+    RETURN marked;
+END
+$_$;
+
+ALTER FUNCTION kgrag.refresh_common_words() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION refresh_common_words(); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.refresh_common_words() IS 'Marks the entities of the current tenant whose one-word name (letters, an inner apostrophe or hyphen, not all in lowercase; no identifier) a chunk the caller sees also writes as a plain lowercase word ("History" beside "the history of the API"; kgrag.entity.common_word) and unmarks the others; returns how many are marked. Such a name is linked from a question''s word only where the question capitalizes it and ranks below named entities on the local route. Bounded: the 5,000 names the most documents give, 50 chunks holding the word''s lexeme read for each, in each language of the tenant (through the text index, kgrag_private.fts_probe). pgkgrag build runs it.';
+
+--
 -- Name: refresh_edge_ranks(text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
 --
 
@@ -2106,6 +2161,47 @@ ALTER FUNCTION kgrag.resolve_entities(names text[]) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag.resolve_entities(names text[]) IS 'Returns the entity ids of up to 100 entities given by id, name or alias (a name or alias matches whatever the case and the accents), in the order given, once each. A name of an entity of the shared graph and of its twins in the audiences the session sees (kgrag_private.id_access) gives the shared one (else the first twin by id). A name no entity has, or one that several entities have (the error lists them), raises SQLSTATE 22023. What kgrag.k_hop, kgrag.fanout, kgrag.neighbourhood and the search option seed_entities accept.';
+
+--
+-- Name: retry_documents(bigint[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.retry_documents(tickets bigint[]) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    retried integer;
+    documents integer;
+    size bigint;
+BEGIN
+    PERFORM kgrag_private.check_writing(t);
+    IF tickets IS NULL OR cardinality(tickets) > 10000 THEN
+        RAISE EXCEPTION 'name 0 to 10,000 tickets a call' USING ERRCODE = '22023';
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtext('kgrag|' || t || '|queue'), 0);
+    SELECT count(*), COALESCE(sum(i.bytes), 0) INTO documents, size FROM kgrag.ingest_ticket AS i
+     WHERE i.tenant_id = t AND i.ticket = ANY (tickets) AND i.state = 'failed' AND i.document IS NOT NULL;
+    PERFORM kgrag_private.queue_room(t, documents, size);
+    UPDATE kgrag.ingest_ticket AS i
+       SET state = 'queued', attempts = 0, reason = NULL, not_before = now(), started_at = NULL, finished_at = NULL
+     WHERE i.tenant_id = t AND i.ticket = ANY (tickets) AND i.state = 'failed' AND i.document IS NOT NULL;
+    GET DIAGNOSTICS retried = ROW_COUNT;
+    IF retried > 0 THEN
+        PERFORM pg_notify('kgrag_ingest', '');
+    END IF;
+    RETURN retried;
+END
+$$;
+
+ALTER FUNCTION kgrag.retry_documents(tickets bigint[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION retry_documents(tickets bigint[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.retry_documents(tickets bigint[]) IS 'Queues again the failed tickets named (at most 10,000; those of the current tenant the caller sees, with their payload), their attempts counted from 0, and returns how many; other tickets are ignored. 53400 when they would take the waiting documents past the ceilings (kgrag.submit_document). SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer and writer keys.';
 
 --
 -- Name: revoke_groups(text, text, text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2654,6 +2750,63 @@ ALTER FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors public.vect
 COMMENT ON FUNCTION kgrag.store_embeddings(kind text, ids text[], vectors public.vector[], text_hashes text[]) IS 'Stores embeddings computed by a client for entities or community reports (kind ''entity'' or ''report''): ids, vectors and text_hashes (the body_hash kgrag.embedding_todo gave) are arrays of one length (at most 10,000); a vector of a model narrower than the columns is stored zero-padded (kgrag_private.fit_vector). A row whose text no longer has that hash is left alone. Entities are locked as an ingestion batch locks them (kgrag_private.lock_keys), so the two never deadlock. Returns the number of rows updated.';
 
 --
+-- Name: submit_document(jsonb); Type: FUNCTION; Schema: kgrag; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag.submit_document(doc jsonb) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    max_text bigint := ((kgrag.setting('max_document_mb') #>> '{}')::numeric * 1048576)::bigint;
+    size bigint;
+    fault text;
+    groups text[];
+    digest text;
+    ticket bigint;
+BEGIN
+    -- As the schema owner: the queue is written here only, so its ceilings hold for every client.
+    PERFORM kgrag_private.check_writing(t);
+    size := octet_length(doc::text);
+    IF size > 8 * max_text THEN  -- as a JSONL line: its text JSON-escaped, its entities and relations
+        RAISE EXCEPTION 'a document of % MB is above the limit of % MB (8 times setting max_document_mb)',
+            round(size / 1048576.0, 1), round(8 * max_text / 1048576.0, 1) USING ERRCODE = '54000';
+    END IF;
+    fault := kgrag_private.submission_fault(doc, max_text);
+    IF fault IS NOT NULL THEN
+        RAISE EXCEPTION 'document %: %', COALESCE(quote_literal(left(doc ->> 'doc_id', 100)), '(no doc_id)'), fault
+            USING ERRCODE = CASE WHEN fault LIKE 'its text is%' THEN '54000' ELSE '22023' END;
+    END IF;
+    groups := NULLIF(ARRAY(SELECT DISTINCT g FROM jsonb_array_elements_text(COALESCE(doc -> 'access', '[]')) AS g ORDER BY g), '{}');
+    PERFORM kgrag_private.check_audiences(COALESCE(groups, '{}'));
+    -- one submitter of a tenant at a time from here: its ceilings hold under concurrency
+    PERFORM pg_advisory_xact_lock(hashtext('kgrag|' || t || '|queue'), 0);
+    digest := md5(doc::text);  -- (jsonb's text is normalized: one document, one digest)
+    SELECT i.ticket INTO ticket FROM kgrag.ingest_ticket AS i
+     WHERE i.tenant_id = t AND i.doc_id = btrim(doc ->> 'doc_id') AND i.state = 'queued' AND i.payload_md5 = digest
+     ORDER BY i.ticket DESC LIMIT 1;
+    IF ticket IS NOT NULL THEN
+        RETURN ticket;  -- the same document is waiting already
+    END IF;
+    PERFORM kgrag_private.queue_room(t, 1, size);
+    ticket := nextval('kgrag.ingest_ticket_seq');
+    INSERT INTO kgrag.ingest_ticket (tenant_id, ticket, doc_id, document, payload_md5, bytes, access, submitted_by)
+    VALUES (t, ticket, btrim(doc ->> 'doc_id'), doc, digest, size, groups, session_user);
+    PERFORM pg_notify('kgrag_ingest', '');  -- (no tenant named: any session may listen)
+    RETURN ticket;
+END
+$$;
+
+ALTER FUNCTION kgrag.submit_document(doc jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION submit_document(doc jsonb); Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag.submit_document(doc jsonb) IS 'Submits a document to the current tenant''s ingestion queue and returns its ticket; a worker (pgkgrag worker) ingests it as pgkgrag ingest would a JSONL line, and kgrag.ingest_queue shows its state. The document has the fields of a JSONL line (doc_id, text, title, metadata, language, source_uri, entities, relations, sections, access) and is checked here (kgrag_private.submission_fault): 22023 for a bad one, 54000 for one above the size limits (max_document_mb for its text, 8 times that in all), nothing queued. The same document already waiting returns its ticket; one unchanged since it was stored is settled unchanged by the worker. 53400 when the tenant''s waiting documents would pass the ceilings queue_max_documents or queue_max_mb (the schema owner''s settings: retry later). A document for groups (access) is for groups the caller holds (42501). SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer and writer keys (a reader''s key: 42501). Notifies channel kgrag_ingest (an empty payload).';
+
+--
 -- Name: tenants(); Type: FUNCTION; Schema: kgrag; Owner: kgrag_probe
 --
 
@@ -2915,7 +3068,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0046'::text$$;
+    AS $$SELECT '0048'::text$$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -4179,6 +4332,60 @@ ALTER FUNCTION kgrag_private.chunk_texts_with_vectors(content_hashes text[]) OWN
 --
 
 COMMENT ON FUNCTION kgrag_private.chunk_texts_with_vectors(content_hashes text[]) IS 'Private. Returns those of the given chunk content hashes for which the current tenant already holds an embedded chunk: ingestion embeds only the others (an unchanged text keeps its vector).';
+
+--
+-- Name: claim_tickets(integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.claim_tickets(most integer) RETURNS TABLE(ticket bigint, doc_id text, document jsonb, attempts integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    lock_class constant integer := pg_catalog.hashtext('kgrag|ingest claim');
+    key integer;
+    chosen bigint[];
+BEGIN
+    PERFORM kgrag_private.check_writing(t);
+    IF most IS NULL OR most NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'claim 1 to 10,000 tickets a call, got %', COALESCE(most::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    -- This session's claims are marked with a key of its own, held as a session advisory lock
+    -- until it ends: a claim whose key nobody holds is a gone worker's (killed, disconnected).
+    key := pg_catalog.current_setting('kgrag.claim_key', true)::integer;
+    IF key IS NULL THEN
+        key := (pg_catalog.random() * 2147483646)::integer + 1;
+        PERFORM pg_catalog.set_config('kgrag.claim_key', key::text, false);
+        PERFORM pg_catalog.pg_advisory_lock(lock_class, key);
+    END IF;
+    UPDATE kgrag.ingest_ticket AS i SET state = 'queued', claimed_key = NULL
+     WHERE i.tenant_id = t AND i.state = 'working' AND i.claimed_key IS DISTINCT FROM key
+       AND pg_catalog.pg_try_advisory_xact_lock(lock_class, COALESCE(i.claimed_key, 0));
+    -- the oldest waiting tickets no other worker holds, each after every earlier ticket of its
+    -- document (two versions of a document are applied in the order they came); chosen once, then
+    -- claimed (a join would choose again for every row it updates)
+    chosen := ARRAY(SELECT w.ticket FROM kgrag.ingest_ticket AS w
+                     WHERE w.tenant_id = t AND w.state = 'queued' AND w.not_before <= now()
+                       AND NOT EXISTS (SELECT 1 FROM kgrag.ingest_ticket AS e
+                                        WHERE e.tenant_id = t AND e.doc_id = w.doc_id AND e.ticket < w.ticket
+                                          AND e.state IN ('queued', 'working'))
+                     ORDER BY w.ticket LIMIT most FOR UPDATE SKIP LOCKED);
+    RETURN QUERY
+    UPDATE kgrag.ingest_ticket AS i
+       SET state = 'working', attempts = i.attempts + 1, started_at = now(), reason = NULL, claimed_key = key
+     WHERE i.tenant_id = t AND i.ticket = ANY (chosen)
+    RETURNING i.ticket, i.doc_id, i.document, i.attempts;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.claim_tickets(most integer) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION claim_tickets(most integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.claim_tickets(most integer) IS 'Private. Claims for this session up to most (1 to 10,000) of the current tenant''s queued tickets that it sees, oldest first, skipping those another worker holds (FOR UPDATE SKIP LOCKED) and those of a document with an earlier ticket waiting, and returns (ticket, doc_id, document, attempts): each now working, its attempts counted. First gives back to the queue the claims of worker sessions that are gone (a killed worker loses nothing): a session marks its claims with a key of its own (setting kgrag.claim_key) that it holds as a session advisory lock until it ends. SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer (pgkgrag worker).';
 
 --
 -- Name: communities_outdated(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8331,6 +8538,43 @@ ALTER FUNCTION kgrag_private.question_words(question text, config regconfig) OWN
 COMMENT ON FUNCTION kgrag_private.question_words(question text, config regconfig) IS 'Private. Returns the content words of a question in a text search configuration (accents folded): what lexical coverage is counted over.';
 
 --
+-- Name: queue_room(text, integer, bigint); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.queue_room(tenant text, documents integer, bytes bigint) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    max_documents bigint := (kgrag.setting('queue_max_documents') #>> '{}')::bigint;
+    max_bytes numeric := (kgrag.setting('queue_max_mb') #>> '{}')::numeric * 1048576;
+    waiting bigint;
+    held numeric;
+BEGIN
+    SELECT count(*), COALESCE(sum(i.bytes), 0) INTO waiting, held FROM kgrag.ingest_ticket AS i
+     WHERE i.tenant_id = tenant AND i.state IN ('queued', 'working');
+    IF waiting + documents > max_documents THEN
+        RAISE EXCEPTION 'the ingestion queue of tenant % holds % documents, and % more would pass its ceiling of % (setting queue_max_documents)',
+            quote_literal(tenant), waiting, documents, max_documents
+            USING ERRCODE = '53400', HINT = 'Submit again once a worker (pgkgrag worker) has taken some: SELECT state, count(*) FROM kgrag.ingest_queue GROUP BY 1;';
+    END IF;
+    IF held + bytes > max_bytes THEN
+        RAISE EXCEPTION 'the ingestion queue of tenant % holds % MB, and % MB more would pass its ceiling of % MB (setting queue_max_mb)',
+            quote_literal(tenant), round(held / 1048576, 1), round(bytes / 1048576.0, 1), round(max_bytes / 1048576, 1)
+            USING ERRCODE = '53400', HINT = 'Submit again once a worker (pgkgrag worker) has taken some.';
+    END IF;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.queue_room(tenant text, documents integer, bytes bigint) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION queue_room(tenant text, documents integer, bytes bigint); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.queue_room(tenant text, documents integer, bytes bigint) IS 'Private. Raises 53400 (configuration_limit_exceeded) when documents more documents of bytes bytes would take the tenant''s waiting documents (queued or being ingested) past the settings queue_max_documents or queue_max_mb (the schema owner''s); returns nothing otherwise. The caller holds the tenant''s queue lock.';
+
+--
 -- Name: reached_entities(text[], jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -8375,6 +8619,8 @@ BEGIN
                   AND ((g.src = s.a AND g.dst = s.b) OR (g.dst = s.a AND g.src = s.b))) AS l
     ), scored AS (
         SELECT w.*,
+               COALESCE((SELECT e.common_word FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = w.entity_id),
+                        false) AS common_word,
                COALESCE((SELECT l.weight FROM linked AS l
                           WHERE l.a = w.path[w.hop] AND l.b = w.entity_id AND l.way = w.directions[w.hop]), 0) AS weight,
                -- the product of the steps' confidences (rounded: the same product whatever the order)
@@ -8389,7 +8635,7 @@ BEGIN
                                                  'confidence', r.confidence, 'position', r.position)
                               ORDER BY r.position), '[]')
       INTO reached
-      FROM (SELECT s.*, row_number() OVER (ORDER BY s.hop, s.confidence DESC, s.weight DESC,
+      FROM (SELECT s.*, row_number() OVER (ORDER BY s.hop, s.common_word, s.confidence DESC, s.weight DESC,
                                                     array_position(seeds, s.seed), s.entity_id COLLATE "C") AS position
               FROM scored AS s) AS r;
     RETURN reached;
@@ -8402,7 +8648,7 @@ ALTER FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) OWNER TO
 -- Name: FUNCTION reached_entities(seeds text[], opts jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) IS 'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of, direction, history and min_confidence) as a jsonb array of {entity_id, hop, path, directions, seed, confidence, position}, by position: the nearest first, then the surest path (confidence: the product of its steps'' confidences, each the highest confidence of the edges the walk could take for that step: a co-occurrence is sure, 1, a stated relation as sure as its best evidence), then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
+COMMENT ON FUNCTION kgrag_private.reached_entities(seeds text[], opts jsonb) IS 'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of, direction, history and min_confidence) as a jsonb array of {entity_id, hop, path, directions, seed, confidence, position}, by position: the nearest first, then, at one distance, named entities before common words (kgrag.entity.common_word), then the surest path (confidence: the product of its steps'' confidences, each the highest confidence of the edges the walk could take for that step: a co-occurrence is sure, 1, a stated relation as sure as its best evidence), then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
 
 --
 -- Name: record_embedder(text, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -10424,6 +10670,7 @@ DECLARE
       "idempotent_sha256": {"type": "string", "owner": true},
       "identifier_kinds": {"type": "object", "values": ["code", "digits", "url"], "max_keys": 1000},
       "ingest_failure_days": {"type": "integer", "min": 1, "max": 36500},
+      "ingest_max_attempts": {"type": "integer", "min": 1, "max": 100},
       "khop_timeout_ms": {"type": "integer", "min": 1, "max": 86400000},
       "language_codes": {"type": "object"},
       "lexical_candidates": {"type": "integer", "min": 1, "max": 2147483647},
@@ -10452,6 +10699,8 @@ DECLARE
       "ppr_max_iterations": {"type": "integer", "min": 1, "max": 2147483647},
       "ppr_tolerance": {"type": "number", "min": 1e-12, "max": 1},
       "query_log": {"type": "boolean"},
+      "queue_max_documents": {"type": "integer", "min": 1, "max": 100000000, "owner": true},
+      "queue_max_mb": {"type": "number", "min": 0.001, "max": 10000000, "owner": true},
       "query_log_days": {"type": "integer", "min": 1, "max": 36500},
       "reader_memory_mb": {"type": "integer", "min": 64, "max": 1048576, "owner": true},
       "reader_timeout_s": {"type": "number", "min": 1, "max": 86400, "owner": true},
@@ -10544,6 +10793,85 @@ ALTER FUNCTION kgrag_private.settings_of(setting_keys text[]) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.settings_of(setting_keys text[]) IS 'Private. Returns, as one jsonb object, what kgrag.setting returns for each of several keys (the tenant''s own row within the owner''s limits, else the default; an unknown key is left out), in one statement.';
+
+--
+-- Name: settle_tickets(jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.settle_tickets(settled jsonb) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    max_attempts integer := (kgrag.setting('ingest_max_attempts') #>> '{}')::integer;
+    counts jsonb;
+BEGIN
+    PERFORM kgrag_private.check_writing(t);
+    IF jsonb_typeof(settled) IS DISTINCT FROM 'array' OR jsonb_array_length(settled) > 10000 THEN
+        RAISE EXCEPTION 'settle a JSON array of at most 10,000 tickets a call' USING ERRCODE = '22023';
+    END IF;
+    -- only this session's claims: a ticket another worker took back meanwhile is its own
+    WITH given AS (
+        SELECT DISTINCT ON (s.ticket) s.ticket, s.state, left(s.reason, 2000) AS reason,
+               least(greatest(COALESCE(s.delay, 0), 0), 3600) AS delay
+          FROM jsonb_to_recordset(settled) AS s(ticket bigint, state text, reason text, delay double precision)
+         WHERE s.state IN ('stored', 'unchanged', 'failed', 'retry', 'wait')
+         ORDER BY s.ticket
+    ), mine AS (
+        SELECT i.ticket, g.state AS asked, g.reason, least(g.delay * 2 ^ i.waits, 3600) AS delay, i.waits, i.attempts,
+               i.doc_id, i.access
+          FROM kgrag.ingest_ticket AS i JOIN given AS g ON g.ticket = i.ticket
+         WHERE i.tenant_id = t AND i.state = 'working'
+           AND i.claimed_key = pg_catalog.current_setting('kgrag.claim_key', true)::integer
+    ), decided AS (
+        SELECT m.*, CASE WHEN m.asked = 'retry' AND m.attempts >= max_attempts THEN 'failed'
+                         WHEN m.asked IN ('retry', 'wait') THEN 'queued' ELSE m.asked END AS state
+          FROM mine AS m
+    ), updated AS (
+        UPDATE kgrag.ingest_ticket AS i
+           SET state = d.state,
+               reason = CASE WHEN d.asked = 'retry' AND d.state = 'failed'
+                                  THEN format('failed %s times, the last: %s', d.attempts, d.reason)
+                             WHEN d.asked = 'wait'
+                                  THEN format('waiting %s s (the endpoint failed %s times in a row): %s',
+                                              round(d.delay::numeric, 1), d.waits + 1, d.reason)
+                             ELSE d.reason END,
+               waits = CASE WHEN d.asked = 'wait' THEN i.waits + 1 ELSE 0 END,
+               -- a wait is the endpoint's failure, not the document's: no attempt counted
+               attempts = CASE WHEN d.asked = 'wait' THEN greatest(i.attempts - 1, 0) ELSE i.attempts END,
+               -- a document stored keeps no payload; a failed one keeps it for kgrag.retry_documents
+               document = CASE WHEN d.state IN ('stored', 'unchanged') THEN NULL ELSE i.document END,
+               not_before = CASE WHEN d.state = 'queued'
+                                 THEN now() + make_interval(secs => CASE WHEN d.asked = 'wait' THEN d.delay
+                                                                         ELSE least(2 ^ d.attempts, 600) END)
+                                 ELSE i.not_before END,
+               finished_at = CASE WHEN d.state = 'queued' THEN NULL ELSE now() END,
+               claimed_key = NULL
+          FROM decided AS d
+         WHERE i.tenant_id = t AND i.ticket = d.ticket
+        RETURNING i.ticket, i.state, i.doc_id, i.reason, i.access
+    ), failed AS (  -- kept with the other failures of the tenant's documents
+        INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, access)
+        SELECT DISTINCT ON (u.doc_id) t, u.doc_id, 'ticket:' || u.ticket, u.reason, u.access
+          FROM updated AS u WHERE u.state = 'failed' ORDER BY u.doc_id, u.ticket DESC
+        ON CONFLICT (tenant_id, doc_id) DO UPDATE
+           SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = excluded.failed_at,
+               access = excluded.access
+    )
+    SELECT COALESCE(jsonb_object_agg(x.state, x.n), '{}') INTO counts
+      FROM (SELECT u.state, count(*) AS n FROM updated AS u GROUP BY u.state) AS x;
+    RETURN counts;
+END
+$$;
+
+ALTER FUNCTION kgrag_private.settle_tickets(settled jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION settle_tickets(settled jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.settle_tickets(settled jsonb) IS 'Private. Settles tickets this session claimed (kgrag_private.claim_tickets), from a JSON array (at most 10,000) of {ticket, state, reason, delay}: stored and unchanged (their payload dropped), failed (with its reason, kept in kgrag.ingest_failure too), retry (the document failed in a way that may pass: queued again after 2^attempts seconds, at most 600, until the setting ingest_max_attempts is reached, then failed), wait (the endpoint failed, not the document: queued again after delay seconds, doubled for each wait of the ticket in a row, at most 3,600, no attempt counted; the wait and its reason in reason: a circuit breaker every worker of the tenant obeys). A ticket not claimed by this session is left as it is. Returns {state: n}. SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer (pgkgrag worker).';
 
 --
 -- Name: span_forms(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -10887,6 +11215,82 @@ ALTER FUNCTION kgrag_private.subject_types(subject text, cap integer) OWNER TO <
 --
 
 COMMENT ON FUNCTION kgrag_private.subject_types(subject text, cap integer) IS 'Private. Returns the entity types whose name the subject holds as a word, in a language of the tenant''s documents ("incidents" names the type Incident), with the number of entities of each (at most cap counted; capped: more exist). At most 1,000 types are looked at.';
+
+--
+-- Name: submission_fault(jsonb, bigint); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.submission_fault(doc jsonb, max_text_bytes bigint) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    allowed constant text[] := ARRAY['doc_id', 'text', 'title', 'metadata', 'language', 'source_uri', 'entities',
+                                     'relations', 'sections', 'access'];
+    extra text;
+    bad integer;
+BEGIN
+    -- the shape of a JSONL line (pgkgrag.ingest.inputs.DocumentIn); what only the worker can tell
+    -- (dates of relations, sections against the text) fails the ticket with its reason
+    IF doc IS NULL OR jsonb_typeof(doc) <> 'object' THEN
+        RETURN 'a document is a JSON object ({"doc_id": ..., "text": ...})';
+    END IF;
+    SELECT k INTO extra FROM jsonb_object_keys(doc) AS k WHERE k <> ALL (allowed) ORDER BY k LIMIT 1;
+    IF extra IS NOT NULL THEN
+        RETURN format('%s is no field of a document (%s)', quote_literal(left(extra, 60)), array_to_string(allowed, ', '));
+    END IF;
+    IF jsonb_typeof(doc -> 'doc_id') IS DISTINCT FROM 'string' OR btrim(doc ->> 'doc_id') = ''
+       OR length(btrim(doc ->> 'doc_id')) > 256 OR strpos(doc ->> 'doc_id', '#') > 0 OR doc ->> 'doc_id' ~ '[[:cntrl:]]' THEN
+        RETURN 'doc_id must be a text of 1 to 256 characters, without ''#'' and without control characters';
+    END IF;
+    IF jsonb_typeof(doc -> 'text') IS DISTINCT FROM 'string' OR btrim(doc ->> 'text') = '' THEN
+        RETURN 'text must be a non-empty text';
+    END IF;
+    IF octet_length(doc ->> 'text') > max_text_bytes THEN
+        RETURN format('its text is %s MB, above the limit of %s MB of a document''s text (setting max_document_mb)',
+                      round(octet_length(doc ->> 'text') / 1048576.0, 1), round(max_text_bytes / 1048576.0, 3));
+    END IF;
+    IF jsonb_typeof(doc -> 'title') NOT IN ('string', 'null') THEN
+        RETURN 'title must be a text';
+    ELSIF jsonb_typeof(doc -> 'language') NOT IN ('string', 'null') OR jsonb_typeof(doc -> 'source_uri') NOT IN ('string', 'null') THEN
+        RETURN 'language and source_uri must be texts';
+    ELSIF jsonb_typeof(doc -> 'metadata') NOT IN ('object', 'null') THEN
+        RETURN 'metadata must be a JSON object';
+    ELSIF jsonb_typeof(doc -> 'entities') NOT IN ('array', 'null') OR jsonb_typeof(doc -> 'relations') NOT IN ('array', 'null')
+          OR jsonb_typeof(doc -> 'sections') NOT IN ('array', 'null') THEN
+        RETURN 'entities, relations and sections must be JSON arrays';
+    END IF;
+    SELECT min(e.n) INTO bad FROM jsonb_array_elements(COALESCE(doc -> 'entities', '[]')) WITH ORDINALITY AS e(x, n)
+     WHERE jsonb_typeof(e.x) <> 'object' OR jsonb_typeof(e.x -> 'name') IS DISTINCT FROM 'string' OR btrim(e.x ->> 'name') = '';
+    IF bad IS NOT NULL THEN
+        RETURN format('entities[%s] must be an object with a non-empty name', bad - 1);
+    END IF;
+    SELECT min(r.n) INTO bad FROM jsonb_array_elements(COALESCE(doc -> 'relations', '[]')) WITH ORDINALITY AS r(x, n)
+     WHERE jsonb_typeof(r.x) <> 'object' OR jsonb_typeof(r.x -> 'source') IS DISTINCT FROM 'string'
+        OR jsonb_typeof(r.x -> 'target') IS DISTINCT FROM 'string' OR jsonb_typeof(r.x -> 'type') IS DISTINCT FROM 'string';
+    IF bad IS NOT NULL THEN
+        RETURN format('relations[%s] must be an object with a source, a target and a type', bad - 1);
+    END IF;
+    IF jsonb_typeof(doc -> 'access') = 'array' THEN
+        IF jsonb_array_length(doc -> 'access') NOT BETWEEN 1 AND 32
+           OR EXISTS (SELECT 1 FROM jsonb_array_elements(doc -> 'access') AS g(x)
+                       WHERE jsonb_typeof(g.x) <> 'string' OR g.x #>> '{}' !~ '^[a-z0-9][a-z0-9_.-]{0,62}$') THEN
+            RETURN 'access must name 1 to 32 groups (1-63 lower-case letters, digits or _.-)';
+        END IF;
+    ELSIF jsonb_typeof(doc -> 'access') IS DISTINCT FROM 'null' AND doc ? 'access' THEN
+        RETURN 'access must be a JSON array of groups, or null (everyone of the tenant)';
+    END IF;
+    RETURN NULL;
+END
+$_$;
+
+ALTER FUNCTION kgrag_private.submission_fault(doc jsonb, max_text_bytes bigint) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION submission_fault(doc jsonb, max_text_bytes bigint); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.submission_fault(doc jsonb, max_text_bytes bigint) IS 'Private. Returns what is wrong with a document submitted to the ingestion queue, as a JSONL line would be read (fields doc_id, text, title, metadata, language, source_uri, entities, relations, sections, access; a doc_id of 1 to 256 characters without ''#'' or control characters; a non-empty text of at most max_text_bytes; entities with names, relations with a source, a target and a type; 1 to 32 group names), or NULL. What only a worker can tell (a relation''s dates, sections against the text) fails its ticket with the reason.';
 
 --
 -- Name: template_reports(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -11608,12 +12012,17 @@ DECLARE
 BEGIN
     -- One word of the question that is an alias. A capitalized one-word name ("Taken", a film) is
     -- cased only where the question capitalizes that word too ("taken by the British" is not the
-    -- film), unless the question capitalizes nothing.
+    -- film), unless the question capitalizes nothing; one the tenant's documents also write as a
+    -- plain lowercase word (kgrag.entity.common_word: "History") only where the question
+    -- capitalizes it.
     RETURN (SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', a.entity_id, 'first', f.first, 'cased', a.cased)), '[]')
               FROM kgrag_private.question_spans(whole) AS f
-             CROSS JOIN LATERAL (SELECT x.entity_id, (NOT kgrag.is_cased_name(x.alias) OR cardinality(capitalized) = 0
-                                                      OR f.phrase = ANY (capitalized)) AS cased
+             CROSS JOIN LATERAL (SELECT x.entity_id,
+                                        (f.phrase = ANY (capitalized)
+                                         OR (NOT e.common_word
+                                             AND (NOT kgrag.is_cased_name(x.alias) OR cardinality(capitalized) = 0))) AS cased
                                    FROM kgrag.alias AS x
+                                   JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = x.entity_id
                                   WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
              WHERE f.len = 1 AND length(f.phrase) >= 2 AND f.phrase <> ALL (stop));
 END
@@ -11625,7 +12034,7 @@ ALTER FUNCTION kgrag_private.word_links(whole text, stop text[], capitalized tex
 -- Name: FUNCTION word_links(whole text, stop text[], capitalized text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.word_links(whole text, stop text[], capitalized text[]) IS 'Private. Returns the words of a canonical question that are aliases, as a jsonb array of {entity_id, first = the word''s position, cased}: cased is false where the case rule of one-word names refuses the match (kgrag.is_cased_name: a capitalized one-word name the question writes in lower case, when it capitalizes anything). Stop words and single letters are not looked up.';
+COMMENT ON FUNCTION kgrag_private.word_links(whole text, stop text[], capitalized text[]) IS 'Private. Returns the words of a canonical question that are aliases, as a jsonb array of {entity_id, first = the word''s position, cased}: cased is false where the case rule of one-word names refuses the match (kgrag.is_cased_name: a capitalized one-word name the question writes in lower case, when it capitalizes anything; a common word of the tenant''s documents, kgrag.entity.common_word, the question writes in lower case). Stop words and single letters are not looked up.';
 
 SET default_tablespace = '';
 
@@ -12011,6 +12420,7 @@ CREATE TABLE kgrag.entity (
     answer_before_doc text,
     quantized bit(512),
     audience text GENERATED ALWAYS AS (NULLIF(split_part(split_part(entity_id, '~'::text, 2), '@'::text, 1), ''::text)) STORED,
+    common_word boolean DEFAULT false NOT NULL,
     CONSTRAINT entity_entity_id_check CHECK ((strpos(entity_id, '|'::text) = 0)),
     CONSTRAINT entity_quantized_check CHECK (((embedding IS NULL) = (quantized IS NULL)))
 );
@@ -12049,6 +12459,12 @@ COMMENT ON COLUMN kgrag.entity.quantized IS 'The binary quantization of the embe
 --
 
 COMMENT ON COLUMN kgrag.entity.audience IS 'The audience whose graph the entity is of, as its id is marked (the groups, as kgrag.chunk.audience writes them; NULL: the shared graph''s): entity_audience_idx lists a tenant''s entities by audience.';
+
+--
+-- Name: COLUMN entity.common_word; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON COLUMN kgrag.entity.common_word IS 'Whether the entity''s one-word name is a common word of the tenant''s documents: another chunk writes it as a plain lowercase word (kgrag.refresh_common_words, run by pgkgrag build). A question''s word links such an entity only where the question capitalizes it, and the local route ranks it below named entities.';
 
 --
 -- Name: communities; Type: VIEW; Schema: kgrag; Owner: <owner>
@@ -12412,6 +12828,86 @@ COMMENT ON TABLE kgrag.ingest_failure IS 'What an ingestion could not take, and 
 --
 
 COMMENT ON COLUMN kgrag.ingest_failure.access IS 'The groups the document is for (any one of them sees it; 1 to 32 names of 1-63 lower-case letters, digits or _.-); NULL: everyone of the tenant. A session sees the row only when it holds one of them (kgrag.current_groups).';
+
+--
+-- Name: ingest_ticket; Type: TABLE; Schema: kgrag; Owner: <owner>
+--
+
+CREATE TABLE kgrag.ingest_ticket (
+    tenant_id text NOT NULL,
+    ticket bigint NOT NULL,
+    doc_id text NOT NULL,
+    document jsonb,
+    payload_md5 text NOT NULL,
+    bytes integer NOT NULL,
+    access text[],
+    state text DEFAULT 'queued'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    waits integer DEFAULT 0 NOT NULL,
+    reason text,
+    submitted_by text NOT NULL,
+    submitted_at timestamp with time zone DEFAULT now() NOT NULL,
+    not_before timestamp with time zone DEFAULT now() NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    claimed_key integer,
+    CONSTRAINT ingest_ticket_access_groups CHECK (((access IS NULL) OR (((cardinality(access) >= 1) AND (cardinality(access) <= 32)) AND (array_position(access, NULL::text) IS NULL) AND (array_to_string(access, ','::text) ~ '^[a-z0-9][a-z0-9_.-]{0,62}(,[a-z0-9][a-z0-9_.-]{0,62})*$'::text)))),
+    CONSTRAINT ingest_ticket_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT ingest_ticket_bytes_check CHECK ((bytes >= 0)),
+    CONSTRAINT ingest_ticket_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'working'::text, 'stored'::text, 'unchanged'::text, 'failed'::text]))),
+    CONSTRAINT ingest_ticket_waits_check CHECK ((waits >= 0))
+);
+ALTER TABLE ONLY kgrag.ingest_ticket ALTER COLUMN tenant_id SET STATISTICS 1;
+
+ALTER TABLE ONLY kgrag.ingest_ticket FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE kgrag.ingest_ticket OWNER TO <owner>;
+
+--
+-- Name: TABLE ingest_ticket; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag.ingest_ticket IS 'One document submitted to the ingestion queue (kgrag.submit_document): its payload (kept until it is stored, and for a failed one until it is tried again: kgrag.retry_documents), state, attempts, why it failed, who submitted it and when, and the worker session that claimed it. Written through the queue''s functions only; read through kgrag.ingest_queue.';
+
+--
+-- Name: ingest_queue; Type: VIEW; Schema: kgrag; Owner: <owner>
+--
+
+CREATE VIEW kgrag.ingest_queue WITH (security_invoker='true') AS
+ SELECT ticket,
+    doc_id,
+    state,
+    attempts,
+    reason,
+    bytes,
+    access,
+    submitted_by,
+    submitted_at,
+    not_before,
+    started_at,
+    finished_at
+   FROM kgrag.ingest_ticket i;
+
+ALTER VIEW kgrag.ingest_queue OWNER TO <owner>;
+
+--
+-- Name: VIEW ingest_queue; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON VIEW kgrag.ingest_queue IS 'The current tenant''s ingestion queue (the tickets of kgrag.submit_document that the session sees: a document for an audience by those who hold one of its groups): ticket, doc_id, state (queued; working; stored; unchanged: already stored as submitted; failed: see reason, kgrag.retry_documents tries it again), attempts, reason, bytes, access, who submitted it and when, not_before (when a worker may next try it), when the last attempt started and when it was settled. A ticket whose worker was killed shows working until a worker claims again: then it is queued, and taken.';
+
+--
+-- Name: ingest_ticket_seq; Type: SEQUENCE; Schema: kgrag; Owner: <owner>
+--
+
+CREATE SEQUENCE kgrag.ingest_ticket_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE kgrag.ingest_ticket_seq OWNER TO <owner>;
 
 --
 -- Name: lexeme_stats; Type: TABLE; Schema: kgrag; Owner: <owner>
@@ -13201,6 +13697,13 @@ ALTER TABLE ONLY kgrag.ingest_failure
     ADD CONSTRAINT ingest_failure_pkey PRIMARY KEY (tenant_id, doc_id);
 
 --
+-- Name: ingest_ticket ingest_ticket_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag.ingest_ticket
+    ADD CONSTRAINT ingest_ticket_pkey PRIMARY KEY (tenant_id, ticket);
+
+--
 -- Name: lexeme_stats lexeme_stats_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
 --
 
@@ -13490,6 +13993,18 @@ CREATE INDEX entity_type_idx ON kgrag.entity USING btree (tenant_id, type);
 CREATE INDEX entity_unembedded_idx ON kgrag.entity USING btree (tenant_id) WHERE (embedding IS NULL);
 
 --
+-- Name: ingest_ticket_doc_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
+--
+
+CREATE INDEX ingest_ticket_doc_idx ON kgrag.ingest_ticket USING btree (tenant_id, doc_id, ticket);
+
+--
+-- Name: ingest_ticket_waiting_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
+--
+
+CREATE INDEX ingest_ticket_waiting_idx ON kgrag.ingest_ticket USING btree (tenant_id, ticket) INCLUDE (doc_id, bytes) WHERE (state = ANY (ARRAY['queued'::text, 'working'::text]));
+
+--
 -- Name: llm_cache_content_idx; Type: INDEX; Schema: kgrag; Owner: <owner>
 --
 
@@ -13774,6 +14289,12 @@ ALTER TABLE kgrag.entity_source ENABLE ROW LEVEL SECURITY;
 ALTER TABLE kgrag.ingest_failure ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: ingest_ticket; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE kgrag.ingest_ticket ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: lexeme_stats; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
 --
 
@@ -14026,6 +14547,12 @@ CREATE POLICY tenant_isolation ON kgrag.entity_source USING (((tenant_id = kgrag
 CREATE POLICY tenant_isolation ON kgrag.ingest_failure USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.may_see(tenant_id, access)))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.may_see(tenant_id, access))));
 
 --
+-- Name: ingest_ticket tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY tenant_isolation ON kgrag.ingest_ticket USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.may_see(tenant_id, access)))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.may_see(tenant_id, access))));
+
+--
 -- Name: lexeme_stats tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
@@ -14227,6 +14754,13 @@ GRANT ALL ON FUNCTION kgrag.rename_entity(entity text, new_name text, note text)
 GRANT ALL ON FUNCTION kgrag.rename_entity(entity text, new_name text, note text) TO kgrag_writer;
 
 --
+-- Name: FUNCTION retry_documents(tickets bigint[]); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.retry_documents(tickets bigint[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.retry_documents(tickets bigint[]) TO kgrag_writer;
+
+--
 -- Name: FUNCTION revoke_groups(role_name text, tenant text, groups text[]); Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
@@ -14258,6 +14792,13 @@ GRANT ALL ON FUNCTION kgrag.set_access(doc_ids text[], groups text[]) TO kgrag_w
 REVOKE ALL ON FUNCTION kgrag.split_entity(entity text, doc_id text, note text) FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag.split_entity(entity text, doc_id text, note text) TO kgrag_curator;
 GRANT ALL ON FUNCTION kgrag.split_entity(entity text, doc_id text, note text) TO kgrag_writer;
+
+--
+-- Name: FUNCTION submit_document(doc jsonb); Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag.submit_document(doc jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag.submit_document(doc jsonb) TO kgrag_writer;
 
 --
 -- Name: FUNCTION tenants(); Type: ACL; Schema: kgrag; Owner: kgrag_probe
@@ -14301,6 +14842,13 @@ GRANT ALL ON FUNCTION kgrag_private.check_key(key text, tenant text, acting name
 
 REVOKE ALL ON FUNCTION kgrag_private.check_writing(tenant text) FROM PUBLIC;
 GRANT ALL ON FUNCTION kgrag_private.check_writing(tenant text) TO kgrag_logger;
+
+--
+-- Name: FUNCTION claim_tickets(most integer); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.claim_tickets(most integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.claim_tickets(most integer) TO kgrag_writer;
 
 --
 -- Name: FUNCTION decide(kind text, target text, value text, doc_id text, note text); Type: ACL; Schema: kgrag_private; Owner: <owner>
@@ -14454,6 +15002,13 @@ REVOKE ALL ON FUNCTION kgrag_private.retract_documents(doc_ids text[]) FROM PUBL
 --
 
 REVOKE ALL ON FUNCTION kgrag_private.seen_audiences(tenant text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION settle_tickets(settled jsonb); Type: ACL; Schema: kgrag_private; Owner: <owner>
+--
+
+REVOKE ALL ON FUNCTION kgrag_private.settle_tickets(settled jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION kgrag_private.settle_tickets(settled jsonb) TO kgrag_writer;
 
 --
 -- Name: TABLE alias; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -14675,6 +15230,22 @@ GRANT SELECT ON TABLE kgrag.ingest_failure TO kgrag_curator;
 GRANT SELECT,DELETE ON TABLE kgrag.ingest_failure TO kgrag_logger;
 
 --
+-- Name: TABLE ingest_ticket; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+
+--
+-- Name: TABLE ingest_queue; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT ON TABLE kgrag.ingest_queue TO kgrag_reader;
+GRANT SELECT ON TABLE kgrag.ingest_queue TO kgrag_writer;
+GRANT SELECT ON TABLE kgrag.ingest_queue TO kgrag_curator;
+
+--
 -- Name: TABLE lexeme_stats; Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
@@ -14874,6 +15445,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'gr
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'hnsw_ef_search', '100', 'hnsw.ef_search for vector searches; raised to the candidate count when that is larger.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'hnsw_max_scan_tuples', '20000', 'hnsw.max_scan_tuples: how far an iterative index scan may go to find enough rows of the tenant.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_failure_days', '365', 'kgrag.purge() deletes the rows of kgrag.ingest_failure older than this many days (a document ingested again clears its row at once).');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_max_attempts', '3', 'How many times a worker tries a document of the ingestion queue before it is failed (kgrag.ingest_queue; kgrag.retry_documents tries it again).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'khop_timeout_ms', '5000', 'A traversal that runs longer than this is cancelled (SQLSTATE 57014) with a message saying how to narrow it.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'language_codes', '{"de": "german", "en": "english", "es": "spanish", "fr": "french", "it": "italian", "pt": "portuguese"}', 'Language codes a document may give (en, pt-BR, ...) and the text search configuration each stands for; a document may also name a configuration directly (kgrag.text_search_config).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'lexical_candidates', '1000', 'Lexical search scores at most this many chunks per text search configuration, drawn by the question''s rarest words; a word more chunks hold than this draws none. Bounds its work on a large corpus (a corpus with fewer matches scores every match).');
@@ -14903,6 +15475,8 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'pp
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ppr_tolerance', '0.000001', 'Personalized PageRank: stop once a round changes the masses by less than this (L1).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'query_log', 'true', 'Log every kgrag_search call in kgrag.query_log.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'query_log_days', '90', 'kgrag.purge() deletes the rows of kgrag.query_log (and kgrag.log_overflow) older than this many days.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'queue_max_documents', '10000', 'The most documents a tenant may have waiting in the ingestion queue (queued or being ingested): a submission past it is refused (kgrag.submit_document). The schema owner''s.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'queue_max_mb', '1000', 'The most megabytes of documents a tenant may have waiting in the ingestion queue: a submission past it is refused. The schema owner''s.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'reader_memory_mb', '2048', 'A file whose reader (Markdown, PDF, HTML, DOCX) needs more memory than this is stopped and refused. The schema owner''s alone.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'reader_timeout_s', '120', 'A file whose reader (Markdown, PDF, HTML, DOCX) runs longer than this is stopped and refused (the reader''s own process ends itself then too). The schema owner''s alone.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'report_evidence_chunks', '5', 'A community report cites this many chunks: those that cite the most members.');

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import subprocess
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -244,3 +246,21 @@ def login(dsn: str, login_roles: Callable[[str], str], admin: psycopg.Connection
 def as_role(dsn: str, role: str) -> str:
     """The same database, logged in as another role."""
     return make_conninfo(dsn, user=role)
+
+
+@pytest.fixture(scope="session")
+def node_pg(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with the `pg` package installed from the npm registry, for Node.js scripts."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("Node.js (node and npm) is not installed on this machine")
+    folder = tmp_path_factory.mktemp("node")
+    installed = subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--silent", "pg@8"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if installed.returncode != 0:
+        pytest.skip(f"npm could not install pg from the registry: {installed.stderr.strip()[-300:]}")
+    return folder

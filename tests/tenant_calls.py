@@ -198,6 +198,7 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         "refresh_answers": ("SELECT kgrag_private.refresh_answers()", []),
         "refresh_reports": ("SELECT kgrag_private.refresh_reports()", []),
         "refresh_lexeme_stats": ("SELECT kgrag.refresh_lexeme_stats()", []),
+        "refresh_common_words": ("SELECT kgrag.refresh_common_words()", []),
         "refresh_alias_trigram_stats": ("SELECT kgrag.refresh_alias_trigram_stats()", []),
         "refresh_chunk_spread": ("SELECT kgrag.refresh_chunk_spread()", []),
         # an empty staged batch and an empty clustering: the caller's own graph only

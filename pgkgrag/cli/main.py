@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from pgkgrag.cli import db, demo, graph, ingest, keys, purge, search, serve
+from pgkgrag.cli import db, demo, graph, ingest, keys, purge, search, serve, worker
 
 
 @click.group()
@@ -20,6 +20,7 @@ for command in (
     ingest.build_command,
     ingest.delete,
     ingest.reembed_command,
+    worker.worker_command,
     search.search_command,
     search.context_command,
     search.ask_command,

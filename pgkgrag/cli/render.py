@@ -16,6 +16,7 @@ from rich.table import Table
 from pgkgrag.graph.build import BuildSummary
 from pgkgrag.graph.totals import GraphTotals, Stale
 from pgkgrag.ingest.ingestor import BATCH_STEPS
+from pgkgrag.ingest.queue_worker import WorkerCounts
 from pgkgrag.ingest.summary import AppliedCounts, IngestSummary, split_where
 from pgkgrag.retrieval.evaluation import RouteFigures
 from pgkgrag.retrieval.results import SearchResult, SearchRow
@@ -87,6 +88,7 @@ def build_line(built: BuildSummary) -> str:
     line = (
         f"communities: {communities}; reports written: {built.reports.written} of {built.reports.reports}; "
         f"answers written: {built.answers}; common words counted: {built.common_lexemes}; "
+        f"names that are common words: {built.common_words}; "
         f"common name trigrams counted: {built.common_trigrams}; "
         f"median passage similarity: {'none' if built.chunk_spread is None else f'{built.chunk_spread:.3f}'}; "
         f"embedded: {built.entity_embeddings} entities, {built.report_embeddings} reports"
@@ -103,10 +105,20 @@ def build_line(built: BuildSummary) -> str:
         line += f"; documents applied again (their identifiers compared anew): {built.rekeyed}"
     if built.unkept:
         line += (
-            f"; identifiers in an older form in documents stored before revision 0042 (ingest them again): "
+            "; identifiers in an older form in documents stored before revision 0042 (ingest them again): "
             + ", ".join(built.unkept)
         )
     return line + "; time: " + ", ".join(f"{step} {seconds:.1f} s" for step, seconds in built.seconds.items())
+
+
+def worker_line(counts: WorkerCounts) -> str:
+    settled = ", ".join(f"{state} {n}" for state, n in sorted(counts.settled.items())) or "nothing"
+    line = f"tickets settled: {settled}; pages claimed: {counts.pages}"
+    if counts.endpoint_failures:
+        line += f"; pages that waited for a failing endpoint: {counts.endpoint_failures}"
+    for built in counts.builds:
+        line += "; built: " + build_line(built)
+    return line
 
 
 def delete_line(asked: int, deleted: AppliedCounts) -> str:

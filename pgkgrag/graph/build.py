@@ -1,6 +1,7 @@
 """Graph products after ingestion: communities (hierarchical Leiden, pgkgrag.graph.communities),
 reports, answers, embeddings. Everything but Leiden is SQL (kgrag_private.replace_communities,
-refresh_reports, refresh_answers, refresh_lexeme_stats, refresh_alias_trigram_stats, refresh_chunk_spread).
+refresh_reports, refresh_answers, refresh_lexeme_stats, refresh_common_words, refresh_alias_trigram_stats,
+refresh_chunk_spread).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class BuildSummary:
     entity_embeddings: int = 0
     report_embeddings: int = 0
     common_lexemes: int = 0  # the words lexical search draws no candidates from (kgrag.lexeme_stats)
+    common_words: int = 0  # one-word names the documents also write in lowercase (kgrag.entity.common_word)
     common_trigrams: int = 0  # the name trigrams entity linking probes around (kgrag.alias_trigram_stats)
     chunk_spread: float | None = None  # the median similarity of two passages (kgrag.refresh_chunk_spread)
     renamed: int = 0  # entities given the name a curator decided (kgrag.rename_entity)
@@ -107,6 +109,8 @@ def build(
         summary.reports = ReportCounts.model_validate(reports[0])
         lexemes = conn.execute(Q["refresh_lexeme_stats"]).fetchone()
         summary.common_lexemes = lexemes[0] if lexemes else 0
+        words = conn.execute(Q["refresh_common_words"]).fetchone()
+        summary.common_words = words[0] if words else 0
         trigrams = conn.execute(Q["refresh_alias_trigram_stats"]).fetchone()
         summary.common_trigrams = trigrams[0] if trigrams else 0
         spread = conn.execute(Q["refresh_chunk_spread"]).fetchone()

@@ -94,10 +94,8 @@ class Ingestor:
         self.work = BatchWork(conn, tenant, extractor, embedder, self.progress)
 
     def run(self, paths: list[Path]) -> IngestSummary:
-        summary = IngestSummary()
-        use_embedder(self.conn, self.tenant, self.embedder)
         items = (with_access(item, self.access) for item in read_inputs(paths, self.work.settings.readers))
-        self._write_batches(_batches(items, self.batch_size, summary), summary)
+        summary = self.write_items(items, embed_entities=False)
         with tenant_transaction(self.conn, self.tenant):
             for doc_id, version, why in summary.unreadable:  # each file that could not be read, with its version
                 self.conn.execute(Q["record_ingest_failure"], [doc_id, version, why, self.access])
@@ -111,16 +109,29 @@ class Ingestor:
                 page = failures[first : first + FAILURES_PAGE]
                 clear, keep = (read_again, kept) if first == 0 else ([], [])
                 self.conn.execute(Q["record_input_failures"], [clear, keep, Jsonb(page), self.access])
-        # New and re-described entities are embedded once, after the batches and outside their
-        # transactions (no entity lock held while a model runs). An entity without an embedding
-        # (say the run was stopped here) is found by lexical linking and embedded by the next
-        # ingest or build.
+        self.embed_entities(summary)
+        return summary
+
+    def write_items(self, items: Iterable[InputItem], *, embed_entities: bool = True) -> IngestSummary:
+        """Ingest documents already read (a document, or why an input is none), in batches; what
+        was done is the result (pgkgrag ingest's files, pgkgrag worker's tickets)."""
+        summary = IngestSummary()
+        use_embedder(self.conn, self.tenant, self.embedder)
+        self._write_batches(_batches(items, self.batch_size, summary), summary)
+        if embed_entities:
+            self.embed_entities(summary)
+        return summary
+
+    def embed_entities(self, summary: IngestSummary) -> None:
+        """New and re-described entities are embedded once, after the batches and outside their
+        transactions (no entity lock held while a model runs). An entity without an embedding (say
+        the run was stopped here) is found by lexical linking and embedded by the next ingest or
+        build."""
         start = time.perf_counter()
         summary.counts.entity_embeddings += embed_pending(
             self.conn, self.tenant, self.embedder, "entity", progress=self.progress
         )
         summary.seconds["embed entities"] += time.perf_counter() - start
-        return summary
 
     def _write_batches(self, batches: Iterator[list[InputItem]], summary: IngestSummary) -> None:
         if not self.workers and not self.embed_ahead:

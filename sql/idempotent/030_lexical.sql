@@ -114,6 +114,51 @@ $$;
 COMMENT ON FUNCTION kgrag.refresh_lexeme_stats() IS
 'Counts, for the current tenant and each audience (kgrag.chunk.audience; '''' for documents for everyone), the lexemes that more of its chunks hold than lexical search scores (setting lexical_candidates) and stores them in kgrag.lexeme_stats (replacing the tenant''s rows of the audiences the caller sees: a row is read only by a session that sees its audience and written only by one holding all its groups, and the others'' are kept for their holders); returns how many. pgkgrag build runs it. Reads every chunk of the tenant once: a build step, not a search step. Until it runs, lexical search counts each word of a question through the index (bounded, but a very common word''s whole index list is read).';
 
+CREATE OR REPLACE FUNCTION kgrag.refresh_common_words() RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    t text := kgrag.current_tenant();
+    configs regconfig[] := kgrag_private.tenant_languages();
+    most_names constant integer := 5000;  -- names looked at: those the most documents give
+    most_chunks constant integer := 50;   -- chunks read for a name, in each language
+    marked integer;
+BEGIN
+    -- A one-word name (letters, an inner apostrophe or hyphen, not all lowercase, no identifier)
+    -- is a common word where a chunk writes it in lowercase as a word of its own ("the history of
+    -- the API", not "history.md"): the chunks holding its lexeme are found through the text index
+    -- (kgrag_private.fts_probe: those the caller sees), then read for the lowercase word.
+    WITH names AS MATERIALIZED (
+        SELECT e.entity_id, pg_catalog.lower(e.name) AS word
+          FROM kgrag.entity AS e
+         WHERE e.tenant_id = t AND strpos(e.entity_id, ':#') = 0
+           AND e.name ~ '^[[:alpha:]]+([''’-][[:alpha:]]+)*$' AND e.name <> pg_catalog.lower(e.name)
+         ORDER BY (SELECT count(*) FROM kgrag.entity_source AS s WHERE s.tenant_id = t AND s.entity_id = e.entity_id) DESC,
+                  e.entity_id COLLATE "C"
+         LIMIT most_names
+    ), common AS MATERIALIZED (
+        SELECT n.entity_id FROM names AS n
+         WHERE EXISTS (
+               SELECT 1 FROM unnest(configs) AS g(cfg)
+                CROSS JOIN LATERAL kgrag_private.fts_probe(pg_catalog.plainto_tsquery(g.cfg, n.word), g.cfg, most_chunks) AS p
+                JOIN kgrag.chunk AS c ON c.tenant_id = t AND c.chunk_id = p.chunk_id
+                WHERE strpos(c.text, n.word) > 0
+                  AND c.text ~ ('(^|[[:space:]])["''‘’“”(\[{<*_`¿¡]*' || n.word || '[]"''‘’“”)}>,.;:!?*_`]*([[:space:]]|$)'))
+    )
+    UPDATE kgrag.entity AS e SET common_word = x.common
+      FROM (SELECT y.entity_id, y.entity_id IN (SELECT c.entity_id FROM common AS c) AS common
+              FROM kgrag.entity AS y
+             WHERE y.tenant_id = t
+               AND (y.common_word OR y.entity_id IN (SELECT c.entity_id FROM common AS c))) AS x
+     WHERE e.tenant_id = t AND e.entity_id = x.entity_id AND e.common_word IS DISTINCT FROM x.common;
+    SELECT count(*) INTO marked FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.common_word;
+    RETURN marked;
+END
+$$;
+COMMENT ON FUNCTION kgrag.refresh_common_words() IS
+'Marks the entities of the current tenant whose one-word name (letters, an inner apostrophe or hyphen, not all in lowercase; no identifier) a chunk the caller sees also writes as a plain lowercase word ("History" beside "the history of the API"; kgrag.entity.common_word) and unmarks the others; returns how many are marked. Such a name is linked from a question''s word only where the question capitalizes it and ranks below named entities on the local route. Bounded: the 5,000 names the most documents give, 50 chunks holding the word''s lexeme read for each, in each language of the tenant (through the text index, kgrag_private.fts_probe). pgkgrag build runs it.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.lexical_candidates(question text, config regconfig, mode text, cap integer)
 RETURNS TABLE (chunk_id text, tsv tsvector)
 LANGUAGE plpgsql STABLE SECURITY INVOKER

@@ -213,18 +213,23 @@ DECLARE
 BEGIN
     -- One word of the question that is an alias. A capitalized one-word name ("Taken", a film) is
     -- cased only where the question capitalizes that word too ("taken by the British" is not the
-    -- film), unless the question capitalizes nothing.
+    -- film), unless the question capitalizes nothing; one the tenant's documents also write as a
+    -- plain lowercase word (kgrag.entity.common_word: "History") only where the question
+    -- capitalizes it.
     RETURN (SELECT COALESCE(jsonb_agg(jsonb_build_object('entity_id', a.entity_id, 'first', f.first, 'cased', a.cased)), '[]')
               FROM kgrag_private.question_spans(whole) AS f
-             CROSS JOIN LATERAL (SELECT x.entity_id, (NOT kgrag.is_cased_name(x.alias) OR cardinality(capitalized) = 0
-                                                      OR f.phrase = ANY (capitalized)) AS cased
+             CROSS JOIN LATERAL (SELECT x.entity_id,
+                                        (f.phrase = ANY (capitalized)
+                                         OR (NOT e.common_word
+                                             AND (NOT kgrag.is_cased_name(x.alias) OR cardinality(capitalized) = 0))) AS cased
                                    FROM kgrag.alias AS x
+                                   JOIN kgrag.entity AS e ON e.tenant_id = t AND e.entity_id = x.entity_id
                                   WHERE x.tenant_id = t AND x.alias_fold = f.phrase OFFSET 0) AS a
              WHERE f.len = 1 AND length(f.phrase) >= 2 AND f.phrase <> ALL (stop));
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.word_links(text, text[], text[]) IS
-'Private. Returns the words of a canonical question that are aliases, as a jsonb array of {entity_id, first = the word''s position, cased}: cased is false where the case rule of one-word names refuses the match (kgrag.is_cased_name: a capitalized one-word name the question writes in lower case, when it capitalizes anything). Stop words and single letters are not looked up.';
+'Private. Returns the words of a canonical question that are aliases, as a jsonb array of {entity_id, first = the word''s position, cased}: cased is false where the case rule of one-word names refuses the match (kgrag.is_cased_name: a capitalized one-word name the question writes in lower case, when it capitalizes anything; a common word of the tenant''s documents, kgrag.entity.common_word, the question writes in lower case). Stop words and single letters are not looked up.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.strong_links(whole text, stop text[], words jsonb) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY INVOKER

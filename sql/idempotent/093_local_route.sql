@@ -43,6 +43,8 @@ BEGIN
                   AND ((g.src = s.a AND g.dst = s.b) OR (g.dst = s.a AND g.src = s.b))) AS l
     ), scored AS (
         SELECT w.*,
+               COALESCE((SELECT e.common_word FROM kgrag.entity AS e WHERE e.tenant_id = t AND e.entity_id = w.entity_id),
+                        false) AS common_word,
                COALESCE((SELECT l.weight FROM linked AS l
                           WHERE l.a = w.path[w.hop] AND l.b = w.entity_id AND l.way = w.directions[w.hop]), 0) AS weight,
                -- the product of the steps' confidences (rounded: the same product whatever the order)
@@ -57,14 +59,14 @@ BEGIN
                                                  'confidence', r.confidence, 'position', r.position)
                               ORDER BY r.position), '[]')
       INTO reached
-      FROM (SELECT s.*, row_number() OVER (ORDER BY s.hop, s.confidence DESC, s.weight DESC,
+      FROM (SELECT s.*, row_number() OVER (ORDER BY s.hop, s.common_word, s.confidence DESC, s.weight DESC,
                                                     array_position(seeds, s.seed), s.entity_id COLLATE "C") AS position
               FROM scored AS s) AS r;
     RETURN reached;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.reached_entities(text[], jsonb) IS
-'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of, direction, history and min_confidence) as a jsonb array of {entity_id, hop, path, directions, seed, confidence, position}, by position: the nearest first, then the surest path (confidence: the product of its steps'' confidences, each the highest confidence of the edges the walk could take for that step: a co-occurrence is sure, 1, a stated relation as sure as its best evidence), then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
+'Private. Returns the entities the walk from the seeds reaches (kgrag.k_hop with the options hops, degree_cap, relations, as_of, direction, history and min_confidence) as a jsonb array of {entity_id, hop, path, directions, seed, confidence, position}, by position: the nearest first, then, at one distance, named entities before common words (kgrag.entity.common_word), then the surest path (confidence: the product of its steps'' confidences, each the highest confidence of the edges the walk could take for that step: a co-occurrence is sure, 1, a stated relation as sure as its best evidence), then the strongest last step, then the seed order. Held as a value, not a temporary table: it runs on a standby.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.pagerank_list(question_vec vector, seeds text[], k integer, opts jsonb)
 RETURNS jsonb

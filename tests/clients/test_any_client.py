@@ -275,24 +275,6 @@ def test_bad_embedding_requests_get_clear_errors(
     assert message in error["message"] and error["type"] == "invalid_request_error"
 
 
-@pytest.fixture(scope="session")
-def node_pg(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with the `pg` package installed from the npm registry, for Node.js scripts."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("Node.js (node and npm) is not installed on this machine")
-    folder = tmp_path_factory.mktemp("node")
-    installed = subprocess.run(
-        ["npm", "install", "--no-audit", "--no-fund", "--silent", "pg@8"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if installed.returncode != 0:
-        pytest.skip(f"npm could not install pg from the registry: {installed.stderr.strip()[-300:]}")
-    return folder
-
-
 def test_node_embeds_through_serve_and_gets_the_python_clients_rows(
     node_pg: Path, embeddings_server: str, reader: str
 ) -> None:

@@ -101,17 +101,20 @@ def test_identifiers_written_two_ways_are_one_entity_and_a_slip_is_queued(
     # the tenant compares its people's identifiers by their digits: the next build keys them anew
     refused = tsql(
         writer,
-        """INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'identifier_kinds', '{"Person": "digit"}')""",
+        "INSERT INTO kgrag.settings (tenant_id, key, value)"
+        """ VALUES ('t1', 'identifier_kinds', '{"Person": "digit"}')""",
     )
     assert 'takes one of ["code", "digits", "url"] for each key, got "digit"' in refused.stderr, refused.stderr
     set_kind = tsql(
         writer,
-        """INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'identifier_kinds', '{"Person": "digits"}')""",
+        "INSERT INTO kgrag.settings (tenant_id, key, value)"
+        """ VALUES ('t1', 'identifier_kinds', '{"Person": "digits"}')""",
     )
     assert set_kind.returncode == 0 and "ERROR" not in set_kind.stderr, set_kind.stderr
     built = run("build", "--tenant", "t1", dsn=writer)
     assert built.returncode == 0, built.stdout + built.stderr
-    assert "documents applied again (their identifiers compared anew): 4" in " ".join(built.stdout.split()), built.stdout
+    said = " ".join(built.stdout.split())
+    assert "documents applied again (their identifiers compared anew): 4" in said, built.stdout
     assert entities(writer) == {
         "person:#0024": ["badge-2"],
         "person:#0042": ["badge-1"],

@@ -1,0 +1,180 @@
+"""pgkgrag worker: the documents submitted to the ingestion queue (kgrag.submit_document), ingested
+with the same batches as pgkgrag ingest.
+
+A worker claims a page of a tenant's queued tickets (kgrag_private.claim_tickets: FOR UPDATE SKIP
+LOCKED, so any number of workers share the queue), ingests them, and settles each ticket
+(kgrag_private.settle_tickets): stored, unchanged, failed with its reason, or tried again later. A
+worker killed at any point leaves its claims to the next claim of any worker (its session held
+their key); what it had written is unchanged when tried again, so nothing is stored twice. When an
+endpoint (the embedder, the LLM) fails a whole page, the page waits, longer each time, and the
+next claim after the wait probes it: a circuit breaker held in the queue itself, for every worker
+of the tenant. Communities, reports and answers are built after a quiet period, not per document.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from pgkgrag.db.connections import tenant_transaction
+from pgkgrag.embed.embedders import Embedder
+from pgkgrag.graph.build import BuildSummary, build
+from pgkgrag.ingest.extractors.base import Extractor
+from pgkgrag.ingest.ingestor import Ingestor
+from pgkgrag.ingest.inputs import InputItem, document_item
+from pgkgrag.ingest.summary import IngestSummary
+from pgkgrag.queries import Q
+
+CHANNEL = "kgrag_ingest"  # kgrag.submit_document notifies it
+
+
+@dataclass
+class WorkerCounts:
+    """What a worker did, by ticket state, and the builds it ran."""
+
+    settled: dict[str, int] = field(default_factory=dict)
+    pages: int = 0
+    endpoint_failures: int = 0
+    builds: list[BuildSummary] = field(default_factory=list)
+
+    def add(self, counts: dict[str, int]) -> None:
+        for state, n in counts.items():
+            self.settled[state] = self.settled.get(state, 0) + n
+
+
+def outcomes(claimed: Sequence[tuple[int, str]], summary: IngestSummary) -> list[dict[str, Any]]:
+    """How each claimed ticket ((ticket, doc_id)) ends after its page was ingested: unchanged,
+    failed (the document is at fault: it is no document, or past a limit), retry (its extraction
+    failed: it may pass later) or stored."""
+    tickets = {f"ticket:{ticket}": ticket for ticket, _ in claimed}
+    by_doc = {doc_id: ticket for ticket, doc_id in claimed}
+    ends: dict[int, dict[str, Any]] = {}
+    for where in summary.unchanged_at:
+        ends[tickets[where]] = {"state": "unchanged"}
+    for where, why in summary.rejected_inputs:
+        ends[tickets[where]] = {"state": "failed", "reason": why}
+    for doc_id, why in summary.failed:
+        ends[by_doc[doc_id]] = {"state": "retry", "reason": f"extraction failed: {why}"}
+    return [{"ticket": ticket, **ends.get(ticket, {"state": "stored"})} for ticket, _ in claimed]
+
+
+class QueueWorker:
+    """Drains the ingestion queue of some tenants on one connection of its own (LISTENing on
+    another), building each tenant's communities, reports and answers once its queue was quiet
+    for `quiet_s` seconds."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        listen: psycopg.Connection | None,
+        tenants: Sequence[str],
+        extractor_for: Callable[[str], Extractor],
+        embedder_for: Callable[[str], Embedder],
+        *,
+        page: int = 200,
+        batch_size: int = 200,
+        quiet_s: float = 5.0,
+        wait_s: float = 15.0,
+        progress: Callable[[str, int], None] | None = None,
+    ) -> None:
+        self.conn = conn
+        self.listen = listen
+        self.tenants = list(tenants)
+        self.extractor_for = extractor_for
+        self.embedder_for = embedder_for
+        self.page = page
+        self.batch_size = batch_size
+        self.quiet_s = quiet_s
+        self.wait_s = wait_s  # a page whose endpoint failed waits this long (doubled by each wait in a row)
+        self.progress = progress or (lambda step, n: None)
+        self.counts = WorkerCounts()
+        self._unbuilt: dict[str, float] = {}  # tenant -> when it last stored something not built yet
+
+    def drain(self, tenant: str) -> int:
+        """Claim, ingest and settle the tenant's queued tickets until none is left to claim now;
+        returns how many were settled."""
+        done = 0
+        while True:
+            with tenant_transaction(self.conn, tenant):
+                rows = self.conn.execute(Q["claim_tickets"], [self.page]).fetchall()
+            if not rows:
+                return done
+            self.counts.pages += 1
+            done += self._ingest(tenant, [(int(t), str(d), doc) for t, d, doc, _ in rows])
+
+    def _ingest(self, tenant: str, rows: list[tuple[int, str, Any]]) -> int:
+        claimed = [(ticket, doc_id) for ticket, doc_id, _ in rows]
+        items: list[InputItem] = [document_item(f"ticket:{ticket}", doc) for ticket, _, doc in rows]
+        try:
+            ingestor = Ingestor(
+                self.conn, tenant, self.extractor_for(tenant), self.embedder_for(tenant), batch_size=self.batch_size
+            )
+            summary = ingestor.write_items(items)
+        except psycopg.OperationalError:
+            raise  # the connection itself: nothing can be settled on it (another worker takes the claims)
+        except psycopg.Error as exc:  # the database refused something of the page: each document alone
+            self.conn.rollback()
+            if len(rows) > 1:
+                return sum(self._ingest(tenant, [row]) for row in rows)
+            why = f"the database refused it ({type(exc).__name__}: {str(exc)[:300]})"
+            self._settle(tenant, [{"ticket": claimed[0][0], "state": "retry", "reason": why}])
+            return 1
+        except Exception as exc:  # an endpoint (the embedder, the LLM) failed the page: it waits
+            self.conn.rollback()
+            self.counts.endpoint_failures += 1
+            # (the wait doubles with each failure of the ticket in a row: kgrag_private.settle_tickets)
+            reason = f"the page failed ({type(exc).__name__}: {str(exc)[:300]})"
+            self._settle(
+                tenant, [{"ticket": t, "state": "wait", "reason": reason, "delay": self.wait_s} for t, _ in claimed]
+            )
+            return len(claimed)
+        ends = outcomes(claimed, summary)
+        self._settle(tenant, ends)
+        if any(end["state"] == "stored" for end in ends):
+            self._unbuilt[tenant] = time.monotonic()
+        self.progress("documents", len(ends))
+        return len(ends)
+
+    def _settle(self, tenant: str, ends: list[dict[str, Any]]) -> None:
+        with tenant_transaction(self.conn, tenant):
+            row = self.conn.execute(Q["settle_tickets"], [Jsonb(ends)]).fetchone()
+        self.counts.add(row[0] if row else {})
+
+    def build_quiet(self, *, now: bool = False) -> None:
+        """Build the tenants that stored something and have been quiet for quiet_s (now: all of them)."""
+        for tenant, last in sorted(self._unbuilt.items()):
+            if now or time.monotonic() - last >= self.quiet_s:
+                self.counts.builds.append(build(self.conn, tenant, self.embedder_for(tenant)))
+                del self._unbuilt[tenant]
+
+    def run(self, *, drain_only: bool, stop: Callable[[], bool] = lambda: False, poll_s: float = 30.0) -> WorkerCounts:
+        """Drain every tenant; with drain_only, build and return; else wait for a submission
+        (LISTEN, or poll_s at most: a notification missed is found then), build the tenants that
+        went quiet, and go on until stop()."""
+        while True:
+            for tenant in self.tenants:
+                self.drain(tenant)
+            if drain_only:
+                self.build_quiet(now=True)
+                return self.counts
+            self.build_quiet()
+            if stop():
+                return self.counts
+            self._wait(min(poll_s, self.quiet_s if self._unbuilt else poll_s))
+
+    def _wait(self, seconds: float) -> None:
+        if self.listen is None:
+            time.sleep(seconds)
+            return
+        for _ in self.listen.notifies(timeout=seconds, stop_after=1):
+            pass  # a submission: drain again
+
+
+def start_listening(conn: psycopg.Connection) -> None:
+    """LISTEN on the queue's channel (conn in autocommit)."""
+    conn.execute(f"LISTEN {CHANNEL}")
