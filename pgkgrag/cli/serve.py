@@ -38,6 +38,14 @@ from pgkgrag.db.connections import ensure_server
 )
 @click.option("--connections", type=click.IntRange(1, 64), default=4, show_default=True, help="Database connections.")
 @click.option(
+    "--writer-connections",
+    type=click.IntRange(1, 64),
+    default=2,
+    show_default=True,
+    help="Database connections as kgrag_writer, for the documents submitted (POST /v1/documents, the MCP tool "
+    "remember); the login role must be granted kgrag_writer for them.",
+)
+@click.option(
     "--max-body",
     type=click.IntRange(1024, 256 * 1024 * 1024),
     default=4 * 1024 * 1024,
@@ -85,6 +93,7 @@ def serve_command(
     concurrent_per_tenant: int,
     timeout: float,
     connections: int,
+    writer_connections: int,
     max_body: int,
     max_question_chars: int,
     max_inputs: int,
@@ -106,6 +115,7 @@ def serve_command(
         in_progress_per_tenant=concurrent_per_tenant,
         timeout_s=timeout,
         connections=connections,
+        writer_connections=writer_connections,
         max_body_bytes=max_body,
         max_question_chars=max_question_chars,
         max_inputs=max_inputs,

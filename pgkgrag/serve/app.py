@@ -5,7 +5,9 @@ Every request but GET /healthz and GET /metrics carries an API key (Authorizatio
 made by `pgkgrag keys create`); the database checks it and binds the request to the key's tenant
 (pgkgrag.serve.service). POST /v1/search and /v1/context embed the question with the tenant's
 embedder and call kgrag.kgrag_search and kgrag.context; POST /v1/ask answers with verified
-citations (pgkgrag.llm.answers, the chat endpoint of KGRAG_LLM_URL); POST /v1/entity and
+citations (pgkgrag.llm.answers, the chat endpoint of KGRAG_LLM_URL); POST /v1/documents submits
+documents (JSON, or files as a multipart form) to the tenant's ingestion queue with a writer key
+(202 and their tickets; GET /v1/documents/{ticket} says where each is); POST /v1/entity and
 /v1/neighbourhood show the graph around an entity; POST /v1/embeddings embeds with a named model,
 so a client can make the SQL call itself. /mcp serves the same as MCP tools (pgkgrag.serve.mcp).
 FastAPI validates and routes; uvicorn serves. Every error, whatever refuses the request (the
@@ -23,7 +25,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 import psycopg
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pgkgrag.extras import missing
 from pgkgrag.queries import Q
@@ -87,6 +89,39 @@ class NeighbourhoodRequest(EntityRequest):
     hops: int = Field(default=2, ge=1, le=4)
     degree_cap: int | None = Field(default=4, ge=1, le=100)
     direction: Literal["out", "in", "both"] = "out"
+
+
+class DocumentsRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    documents: list[dict[str, Any]] = Field(
+        min_length=1, description="Documents as JSONL lines: doc_id, text, title, metadata, language, entities, ..."
+    )
+    tenant: str | None = Field(default=None, description="For a key of several tenants: which one.")
+
+
+async def _submission(request: Request) -> tuple[str | None, list[dict[str, Any]], list[tuple[str, bytes]]]:
+    """(tenant, documents, files) of POST /v1/documents: a JSON body ({"documents": [...]}), or a
+    multipart form of files (field "files", repeated; "tenant" optional)."""
+    if request.headers.get("content-type", "").startswith("multipart/form-data"):
+        form = await request.form()
+        files = [
+            (str(item.filename or "upload"), await item.read())
+            for item in form.getlist("files")
+            if not isinstance(item, str)
+        ]
+        tenant = form.get("tenant")
+        if not files:
+            raise ApiError(400, 'a multipart submission sends its files in the field "files"', "files")
+        return (tenant if isinstance(tenant, str) else None), [], files
+    try:
+        body = DocumentsRequest.model_validate_json(await request.body())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if first.get("type") == "json_invalid":
+            raise ApiError(400, f"the body is not JSON: {first['msg']}", code="invalid_json") from exc
+        param = ".".join(str(p) for p in first.get("loc", ())) or None
+        raise ApiError(400, f"{param or 'request'}: {first['msg']}", param) from exc
+    return body.tenant, body.documents, []
 
 
 def _texts(request: EmbeddingRequest, limits: Limits) -> list[str]:
@@ -223,6 +258,19 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
         return await service.neighbourhood(
             acting, request.is_disconnected, body.name, body.hops, body.degree_cap, body.direction
         )
+
+    @app.post("/v1/documents", status_code=202)
+    async def documents(request: Request) -> dict[str, Any]:
+        tenant, given, files = await _submission(request)
+        acting = await caller(request, tenant)
+        tickets = await service.submit(acting, request.is_disconnected, given, files)
+        metrics.documents_submitted.inc(len(tickets))
+        return {"tenant": acting.tenant, "tickets": tickets}
+
+    @app.get("/v1/documents/{ticket}")
+    async def document_ticket(ticket: int, request: Request) -> dict[str, Any]:
+        acting = await caller(request, request.query_params.get("tenant"))
+        return {"tenant": acting.tenant, **await service.ticket(acting, request.is_disconnected, ticket)}
 
     @app.post("/v1/embeddings")
     async def embeddings(body: EmbeddingRequest, request: Request) -> dict[str, Any]:

@@ -31,6 +31,8 @@ class Limits:
     in_progress_per_tenant: int = 2  # requests in progress at once (per key for embeddings)
     timeout_s: float = 30.0  # per request, its embedding included; then its work is cancelled (408)
     connections: int = 4
+    writer_connections: int = 2  # as kgrag_writer: the documents submitted (POST /v1/documents, the MCP note)
+    max_documents: int = 100  # documents per POST /v1/documents
     max_body_bytes: int = 4 * 1024 * 1024
     max_question_chars: int = 20_000  # the owner's ceiling on max_question_chars, which SQL checks
     max_inputs: int = 128  # texts per embeddings request

@@ -37,6 +37,9 @@ CODES = {  # every code an error of the service may carry, and what it means
     "too_many_in_progress": "the tenant (or the key, for embeddings) has as many requests or answers in progress "
     "as it may (Retry-After)",
     "client_closed": "the client went away; its work was cancelled",
+    "queue_full": "the tenant's ingestion queue is at its ceiling (settings queue_max_documents, queue_max_mb: "
+    "Retry-After)",
+    "document_too_large": "a document submitted is above the size limits (setting max_document_mb)",
     "llm_not_configured": "/v1/ask, and this server has no LLM (KGRAG_LLM_URL)",
     "llm_failed": "the LLM failed or answered nothing",
     "server_busy": "every database connection is busy, or the database is out of a resource (SQLSTATE class 53)",
@@ -97,3 +100,20 @@ def from_database(exc: psycopg.Error) -> ApiError:
     elif not state and isinstance(exc, psycopg.OperationalError):  # the connection broke
         status, code = 503, "database_unavailable"
     return ApiError(status, described.message, code=code)
+
+
+QUEUE_RETRY_S = 30  # Retry-After of a submission refused by a full queue: a worker takes pages meanwhile
+
+
+def submission_error(exc: psycopg.Error, index: int) -> ApiError:
+    """The error of the document at `index` of a submission that the database refused: 429 with
+    Retry-After when the queue is at its ceiling, 413 past a size limit, else as any database error,
+    its message naming the document."""
+    error = from_database(exc)
+    state = describe(exc).sqlstate or ""
+    message = f"documents[{index}]: {error.message}"
+    if state == "53400":
+        return too_many(message, "queue_full", QUEUE_RETRY_S)
+    if state == "54000":
+        return ApiError(413, message, "documents", "document_too_large")
+    return ApiError(error.status, message, "documents" if error.status == 400 else None, error.code)

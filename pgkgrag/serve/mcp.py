@@ -1,6 +1,7 @@
 """The MCP tools of pgkgrag (the official `mcp` SDK): search, context, ask, entity and neighbourhood,
-for an agent, over streamable HTTP at /mcp/ of `pgkgrag serve` (the same API keys and limits as
-/v1/...) or over stdio (`pgkgrag mcp --tenant T`, as the login role of KGRAG_DSN, for T alone).
+and remember (a note stored for the tenant, with a writer key), for an agent, over streamable HTTP
+at /mcp/ of `pgkgrag serve` (the same API keys and limits as /v1/...) or over stdio (`pgkgrag mcp
+--tenant T`, as the login role of KGRAG_DSN, for T alone).
 
 Each tool calls the service (pgkgrag.serve.service), so the database binds the call to the key's
 tenant; over stdio, every call acts for T, whatever else the login role may act for (the schema
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -35,7 +37,8 @@ INSTRUCTIONS = (
     "Retrieval over one tenant's documents in PostgreSQL (pgkgrag). search returns ranked chunks, "
     "entities and community reports with the route taken and why; context returns a ready block of "
     "cited passages for an answer; ask answers with verified citations (needs the server's LLM); "
-    "entity and neighbourhood show what the knowledge graph says around a name. Cite chunk ids."
+    "entity and neighbourhood show what the knowledge graph says around a name; remember stores a note "
+    "for every user of the tenant (writer keys only). Cite chunk ids."
 )
 # its length is bounded in SQL (setting max_question_chars), as for every caller
 Question = Annotated[str, Field(description="The question, in natural language.", min_length=1)]
@@ -57,7 +60,7 @@ K = Annotated[
 ]
 Tenant = Annotated[str | None, Field(description="Only for a key of several tenants: which one.")]
 Who = Callable[[Context, str | None], Awaitable[Caller]]
-TOOLS = ("search", "context", "ask", "entity", "neighbourhood")
+TOOLS = ("search", "context", "ask", "entity", "neighbourhood", "remember")
 
 
 class _Counted(MCPServer):
@@ -171,6 +174,30 @@ def _tools(service: Service, who: Who, metrics: telemetry.Metrics) -> MCPServer:
         caller = await acting(ctx, tenant)
         around: dict[str, Any] = await call(service.neighbourhood(caller, None, name, hops, degree_cap, direction))
         return around
+
+    @server.tool()
+    async def remember(
+        text: Annotated[str, Field(description="The note, in plain text.", min_length=1)],
+        ctx: Context,
+        title: Annotated[str, Field(description="A short title.", max_length=500)] = "",
+        doc_id: Annotated[
+            str | None,
+            Field(
+                description="Its id: a note submitted again with the same id replaces it (default: from its text).",
+                min_length=1,
+                max_length=256,
+            ),
+        ] = None,
+        tenant: Tenant = None,
+    ) -> dict[str, Any]:
+        """Store a note in the tenant's documents, where every user of the tenant will find it
+        (with a writer key; a reader key is refused). It is searchable once the tenant's worker has
+        ingested it; returns its ticket."""
+        caller = await acting(ctx, tenant)
+        note_id = doc_id or "note-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+        (ticket,) = await call(service.submit(caller, None, [{"doc_id": note_id, "title": title, "text": text}]))
+        metrics.documents_submitted.inc()
+        return {"tenant": caller.tenant, "doc_id": note_id, "ticket": ticket}
 
     return server
 

@@ -1,4 +1,5 @@
-"""What the service holds for its calls: a fixed set of database connections (as kgrag_reader) and
+"""What the service holds for its calls: fixed sets of database connections (as kgrag_reader, and a
+few as kgrag_writer for the documents submitted) and
 the embedders it has loaded, one per name, whose calls take turns (each model's apart, so that a
 slow model's queue does not hold up another's)."""
 
@@ -85,10 +86,12 @@ class _Locked:
 
 
 class Connections:
-    """A fixed set of connections as kgrag_reader; a call waits for one until its deadline."""
+    """A fixed set of connections as one role (kgrag_reader by default); a call waits for one until
+    its deadline."""
 
-    def __init__(self, dsn: str, size: int) -> None:
+    def __init__(self, dsn: str, size: int, role: str = READER) -> None:
         self._dsn = dsn
+        self._role = role
         self._idle: queue.Queue[psycopg.Connection | None] = queue.Queue()
         for _ in range(size):
             self._idle.put(None)  # opened at first use
@@ -103,14 +106,14 @@ class Connections:
             ) from None
         try:
             if conn is None or conn.closed or conn.broken:
-                conn = _connected(self._dsn)
+                conn = _connected(self._dsn, self._role)
             yield conn
         finally:
             self._idle.put(conn)
 
 
-def _connected(dsn: str) -> psycopg.Connection:
+def _connected(dsn: str, role: str) -> psycopg.Connection:
     try:
-        return connect_app(dsn, READER)
+        return connect_app(dsn, role)
     except KgragError as exc:  # the database cannot be reached, or its schema is not this version's
         raise ApiError(503, str(exc), code="database_unavailable") from exc

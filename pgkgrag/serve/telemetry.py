@@ -88,6 +88,11 @@ class Metrics:
             "kgrag_llm_tokens", "Tokens the LLM endpoint reported, by kind.", ["kind"], registry=self.registry
         )
         self.errors = Counter("kgrag_errors", "Failed requests by error code.", ["code"], registry=self.registry)
+        self.documents_submitted = Counter(
+            "kgrag_documents_submitted",
+            "Documents submitted to the ingestion queues (POST /v1/documents, the MCP tool remember).",
+            registry=self.registry,
+        )
         self.tool_calls = Counter(
             "kgrag_mcp_tool_calls",
             "MCP tool calls by tool and outcome (ok, or the error's code).",

@@ -497,7 +497,7 @@ def test_an_agent_searches_through_mcp_with_its_key(setup: Setup, base: str) -> 
         )
     )
     described = {t.name: t for t in tools}  # type: ignore[attr-defined]
-    assert set(described) == {"search", "context", "ask", "entity", "neighbourhood"}
+    assert set(described) == {"search", "context", "ask", "entity", "neighbourhood", "remember"}
     assert all(t.description and t.input_schema["properties"] for t in described.values())
     assert described["search"].input_schema["required"] == ["question"]
     assert not searched.is_error and searched.structured_content["tenant"] == "a"  # type: ignore[attr-defined]

@@ -1,0 +1,44 @@
+"""Files uploaded to POST /v1/documents, converted to documents by pgkgrag's readers (the same as
+pgkgrag ingest's, in their isolated process) within the tenant's limits (max_file_mb,
+max_document_mb, the reader's time and memory): each file's document is named by its file name."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pgkgrag.db.connections import tenant_transaction
+from pgkgrag.ingest.batch import TenantSettings
+from pgkgrag.ingest.readers.files import read_inputs
+from pgkgrag.serve.errors import ApiError
+
+
+def safe_name(name: str, index: int) -> str:
+    """A file name to keep: its last part, never hidden or empty (upload-N then)."""
+    last = Path(name.replace("\\", "/")).name.strip()
+    return last if last and not last.startswith(".") else f"upload-{index}"
+
+
+def converted(conn: psycopg.Connection, tenant: str, files: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
+    """The documents of uploaded files (name, content), as a JSONL line would give them; 400 naming
+    the first file that is no document (its reader's reason)."""
+    with tenant_transaction(conn, tenant):
+        limits = TenantSettings.load(conn).readers
+    names = [safe_name(name, i) for i, (name, _) in enumerate(files)]
+    if len(set(names)) != len(names):
+        raise ApiError(400, "two files of the request have one name: each file's document is named by it", "files")
+    documents = []
+    with tempfile.TemporaryDirectory(prefix="pgkgrag-upload-") as folder:
+        for name, (_, content) in zip(names, files, strict=True):
+            path = Path(folder) / name
+            path.write_bytes(content)
+            (item,) = list(read_inputs([path], limits))
+            if item.document is None:
+                raise ApiError(400, f"files: {name}: {item.error}", "files", "invalid_value")
+            document = item.document.model_dump(mode="json", exclude_none=True)
+            document["source_uri"] = name
+            documents.append(document)
+    return documents
