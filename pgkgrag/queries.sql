@@ -541,4 +541,7 @@ SELECT kgrag.submit_document(%s);
 SELECT ticket, doc_id, state, attempts, reason, submitted_at, finished_at FROM kgrag.ingest_queue WHERE ticket = %s;
 
 -- name: queue_states
-SELECT state, count(*) FROM kgrag.ingest_queue GROUP BY state ORDER BY state;
+-- The tenant's tickets by state; "waiting": queued after an endpoint failed them (the breaker).
+SELECT CASE WHEN state = 'queued' AND not_before > now() AND reason LIKE 'waiting %%' THEN 'waiting' ELSE state END,
+       count(*)
+  FROM kgrag.ingest_queue GROUP BY 1 ORDER BY 1;

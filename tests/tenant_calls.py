@@ -227,6 +227,19 @@ def writes(others: dict[str, list[str]]) -> dict[str, tuple[str, list[Any]]]:
         "split_entity": ("SELECT kgrag.split_entity(%s, %s, 'attack')", [entities[0], others["docs"][0]]),
         "apply_decisions": ("SELECT kgrag_private.apply_decisions()", []),
         "rekey_identifiers": ("SELECT kgrag_private.rekey_identifiers(100)", []),  # the caller's documents only
+        # the queue: a document of the other tenant's name queued for the caller's own; the other
+        # tenant's tickets (the numbers are one sequence) neither claimed, settled nor retried
+        "submit_document": (
+            "SELECT kgrag.submit_document(jsonb_build_object('doc_id', %s::text, 'text', 'taken over'))",
+            [others["docs"][0]],
+        ),
+        "claim_tickets": ("SELECT count(*) FROM kgrag_private.claim_tickets(100)", []),
+        "settle_tickets": (
+            "SELECT kgrag_private.settle_tickets(jsonb_agg(jsonb_build_object('ticket', t, 'state', 'stored')))"
+            " FROM generate_series(1, 1000) AS t",
+            [],
+        ),
+        "retry_documents": ("SELECT kgrag.retry_documents(ARRAY(SELECT generate_series(1, 1000)::bigint))", []),
         "llm_cache_get": ("SELECT * FROM kgrag_private.llm_cache_get(%s)", [["k"]]),  # a writer's (revision 0042)
         "llm_cache_put": (
             """SELECT kgrag_private.llm_cache_put('k', 'm', '{"entities": [], "relations": []}', 'h')""",

@@ -20,7 +20,8 @@ from pgkgrag.config import Config
 from pgkgrag.db.connections import READER, connect_app, ensure_server
 from pgkgrag.graph.entities import entity_card
 from pgkgrag.graph.picture import write_neighbourhood
-from pgkgrag.graph.totals import graph_totals, staleness, tenants
+from pgkgrag.graph.totals import graph_totals, require_documents, staleness, tenants
+from pgkgrag.ingest.queue_worker import queue_states
 
 
 @click.command(name="graph")
@@ -73,15 +74,20 @@ def show_command(name: str, tenant: str | None, as_json: bool) -> None:
 @json_option
 @friendly_errors
 def status_command(tenant: str | None, as_json: bool) -> None:
-    """The tenant's counts and what of it is stale (kgrag.staleness), with the command that fixes it."""
-    config, conn = open_tenant(tenant, READER)
+    """The tenant's counts, what of it is stale (kgrag.staleness), with the command that fixes it, and its
+    ingestion queue by state (kgrag.ingest_queue)."""
+    config, conn = open_tenant(tenant, READER, existing=False)
     with conn:
-        totals = graph_totals(conn, config.tenant)
+        queue = queue_states(conn, config.tenant)
+        # a tenant with documents waiting in its queue only is one too
+        totals = graph_totals(conn, config.tenant) if queue else require_documents(conn, config.tenant)
         stale = staleness(conn, config.tenant)
     if as_json:
-        print_json({"tenant": config.tenant, "totals": totals, "stale": stale})
+        print_json({"tenant": config.tenant, "totals": totals, "stale": stale, "queue": queue})
         return
     console.print(render.status_table(config.tenant, totals, stale))
+    if queue:
+        console.print(render.queue_line(queue), highlight=False, markup=False)
     if any(row.how_many for row in stale):
         console.print(f"stale: run `pgkgrag build --tenant {config.tenant}`", highlight=False, markup=False)
     else:

@@ -111,6 +111,15 @@ def build_line(built: BuildSummary) -> str:
     return line + "; time: " + ", ".join(f"{step} {seconds:.1f} s" for step, seconds in built.seconds.items())
 
 
+def queue_line(states: dict[str, int]) -> str:
+    line = "ingestion queue: " + ", ".join(f"{state} {n}" for state, n in sorted(states.items()))
+    if states.get("waiting"):
+        line += " (waiting: an endpoint failed them; a worker tries again after the wait)"
+    if states.get("failed"):
+        line += " (failed: SELECT ticket, reason FROM kgrag.ingest_queue WHERE state = 'failed'; kgrag.retry_documents)"
+    return line
+
+
 def worker_line(counts: WorkerCounts) -> str:
     settled = ", ".join(f"{state} {n}" for state, n in sorted(counts.settled.items())) or "nothing"
     line = f"tickets settled: {settled}; pages claimed: {counts.pages}"

@@ -178,3 +178,10 @@ class QueueWorker:
 def start_listening(conn: psycopg.Connection) -> None:
     """LISTEN on the queue's channel (conn in autocommit)."""
     conn.execute(f"LISTEN {CHANNEL}")
+
+
+def queue_states(conn: psycopg.Connection, tenant: str) -> dict[str, int]:
+    """The tenant's tickets by state (kgrag.ingest_queue); "waiting": queued, held back after an
+    endpoint failed them."""
+    with tenant_transaction(conn, tenant):
+        return {str(state): int(n) for state, n in conn.execute(Q["queue_states"]).fetchall()}

@@ -25,12 +25,13 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 import psycopg
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from pgkgrag.extras import missing
 from pgkgrag.queries import Q
 from pgkgrag.serve import telemetry
 from pgkgrag.serve.callers import Caller, Limits, RouteName
+from pgkgrag.serve.documents import add_document_routes
 from pgkgrag.serve.errors import ApiError
 from pgkgrag.serve.middleware import BodyLimit, Measured, refused
 from pgkgrag.serve.pool import SERVED
@@ -89,39 +90,6 @@ class NeighbourhoodRequest(EntityRequest):
     hops: int = Field(default=2, ge=1, le=4)
     degree_cap: int | None = Field(default=4, ge=1, le=100)
     direction: Literal["out", "in", "both"] = "out"
-
-
-class DocumentsRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    documents: list[dict[str, Any]] = Field(
-        min_length=1, description="Documents as JSONL lines: doc_id, text, title, metadata, language, entities, ..."
-    )
-    tenant: str | None = Field(default=None, description="For a key of several tenants: which one.")
-
-
-async def _submission(request: Request) -> tuple[str | None, list[dict[str, Any]], list[tuple[str, bytes]]]:
-    """(tenant, documents, files) of POST /v1/documents: a JSON body ({"documents": [...]}), or a
-    multipart form of files (field "files", repeated; "tenant" optional)."""
-    if request.headers.get("content-type", "").startswith("multipart/form-data"):
-        form = await request.form()
-        files = [
-            (str(item.filename or "upload"), await item.read())
-            for item in form.getlist("files")
-            if not isinstance(item, str)
-        ]
-        tenant = form.get("tenant")
-        if not files:
-            raise ApiError(400, 'a multipart submission sends its files in the field "files"', "files")
-        return (tenant if isinstance(tenant, str) else None), [], files
-    try:
-        body = DocumentsRequest.model_validate_json(await request.body())
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        if first.get("type") == "json_invalid":
-            raise ApiError(400, f"the body is not JSON: {first['msg']}", code="invalid_json") from exc
-        param = ".".join(str(p) for p in first.get("loc", ())) or None
-        raise ApiError(400, f"{param or 'request'}: {first['msg']}", param) from exc
-    return body.tenant, body.documents, []
 
 
 def _texts(request: EmbeddingRequest, limits: Limits) -> list[str]:
@@ -259,18 +227,7 @@ def create_app(dsn: str, limits: Limits | None = None) -> FastAPI:
             acting, request.is_disconnected, body.name, body.hops, body.degree_cap, body.direction
         )
 
-    @app.post("/v1/documents", status_code=202)
-    async def documents(request: Request) -> dict[str, Any]:
-        tenant, given, files = await _submission(request)
-        acting = await caller(request, tenant)
-        tickets = await service.submit(acting, request.is_disconnected, given, files)
-        metrics.documents_submitted.inc(len(tickets))
-        return {"tenant": acting.tenant, "tickets": tickets}
-
-    @app.get("/v1/documents/{ticket}")
-    async def document_ticket(ticket: int, request: Request) -> dict[str, Any]:
-        acting = await caller(request, request.query_params.get("tenant"))
-        return {"tenant": acting.tenant, **await service.ticket(acting, request.is_disconnected, ticket)}
+    add_document_routes(app, service, metrics, caller)
 
     @app.post("/v1/embeddings")
     async def embeddings(body: EmbeddingRequest, request: Request) -> dict[str, Any]:

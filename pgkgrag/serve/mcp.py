@@ -24,6 +24,7 @@ from pydantic import Field, ValidationError
 from pgkgrag.extras import missing
 from pgkgrag.serve import telemetry
 from pgkgrag.serve.callers import Caller, Limits, RouteName
+from pgkgrag.serve.documents import submit
 from pgkgrag.serve.errors import ApiError
 from pgkgrag.serve.service import Service
 
@@ -195,7 +196,7 @@ def _tools(service: Service, who: Who, metrics: telemetry.Metrics) -> MCPServer:
         ingested it; returns its ticket."""
         caller = await acting(ctx, tenant)
         note_id = doc_id or "note-" + hashlib.sha256(text.encode()).hexdigest()[:16]
-        (ticket,) = await call(service.submit(caller, None, [{"doc_id": note_id, "title": title, "text": text}]))
+        (ticket,) = await call(submit(service, caller, None, [{"doc_id": note_id, "title": title, "text": text}]))
         metrics.documents_submitted.inc()
         return {"tenant": caller.tenant, "doc_id": note_id, "ticket": ticket}
 

@@ -28,8 +28,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import psycopg
-from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 
 from pgkgrag.db.connections import READER, WRITER, acting_with_key, connect_app, tenant_transaction
 from pgkgrag.embed.embedders import Embedder
@@ -44,9 +42,8 @@ from pgkgrag.serve import telemetry
 from pgkgrag.serve.admission import Admission
 from pgkgrag.serve.callers import Caller, Limits, bearer_key, key_id
 from pgkgrag.serve.calls import Call, Disconnected, Watched, in_time
-from pgkgrag.serve.errors import ApiError, submission_error
+from pgkgrag.serve.errors import ApiError
 from pgkgrag.serve.pool import Connections, Models
-from pgkgrag.serve.uploads import converted
 
 if TYPE_CHECKING:
     from pgkgrag.llm.answers import Answer
@@ -254,48 +251,6 @@ class Service:
             lambda conn, _: entity_card(conn, caller.tenant, name),
             counted_as=f"tenant {caller.tenant}",
         )
-
-    async def submit(
-        self,
-        caller: Caller,
-        disconnected: Disconnected | None,
-        documents: list[dict[str, Any]],
-        files: Sequence[tuple[str, bytes]] = (),
-    ) -> list[int]:
-        """Submit documents, and files converted by pgkgrag's readers within the tenant's limits
-        (PDF, HTML, DOCX, Markdown, text), to the tenant's ingestion queue in one transaction
-        (kgrag.submit_document checks each, and the ceilings): their tickets, or an error naming
-        the first refused."""
-        if not 1 <= len(documents) + len(files) <= self.limits.max_documents:
-            raise ApiError(400, f"give 1 to {self.limits.max_documents} documents a request", "documents")
-
-        def work(conn: psycopg.Connection, call: Call) -> list[int]:
-            read = converted(conn, caller.tenant, list(files)) if files else []
-            call.check()
-            tickets = []
-            with tenant_transaction(conn, caller.tenant):
-                for i, document in enumerate([*documents, *read]):
-                    try:
-                        row = conn.execute(Q["submit_document"], [Jsonb(document)]).fetchone()
-                    except psycopg.Error as exc:
-                        raise submission_error(exc, i) from exc
-                    assert row is not None
-                    tickets.append(int(row[0]))
-            return tickets
-
-        return await self.run(caller, disconnected, work, counted_as=f"tenant {caller.tenant}", writing=True)
-
-    async def ticket(self, caller: Caller, disconnected: Disconnected | None, ticket: int) -> dict[str, Any]:
-        """A ticket of the tenant's ingestion queue (kgrag.ingest_queue): 404 for one it does not see."""
-
-        def work(conn: psycopg.Connection, _: Call) -> dict[str, Any] | None:
-            with tenant_transaction(conn, caller.tenant), conn.cursor(row_factory=dict_row) as cur:
-                return cur.execute(Q["ticket_state"], [ticket]).fetchone()
-
-        found = await self.run(caller, disconnected, work, counted_as=f"tenant {caller.tenant}")
-        if found is None:
-            raise ApiError(404, f"tenant {caller.tenant!r} has no ticket {ticket}", "ticket", "not_found")
-        return {k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in found.items()}
 
     async def neighbourhood(
         self,

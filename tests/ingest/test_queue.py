@@ -253,6 +253,8 @@ def test_a_failing_embedding_endpoint_makes_the_tenant_wait_and_it_goes_on_when_
     assert "waiting 2.0 s (the endpoint failed 2 times" in next(iter(queue(writer).values()))[3], second.stdout
     time.sleep(0.5)
     assert "pages claimed: 0" in run("worker", "--tenant", "t1", "--drain", *args, dsn=writer, **endpoint).stdout
+    status = run("status", "--tenant", "t1", dsn=writer)
+    assert "ingestion queue: waiting 3 (waiting: an endpoint failed them" in status.stdout, status.stdout
     llm.embed_failure = None  # the endpoint is back
     time.sleep(1.6)
     back = run("worker", "--tenant", "t1", "--drain", *args, dsn=writer, **endpoint)
@@ -306,3 +308,36 @@ def test_a_submission_that_is_no_document_is_refused(dsn: str, login: Callable[.
     assert refused.returncode != 0 and (
         "a document is a JSON object" in refused.stderr or "access must name" in refused.stderr
     )
+
+
+def test_another_tenant_or_session_cannot_claim_settle_or_retry_the_tickets(
+    dsn: str, login: Callable[..., str]
+) -> None:
+    writer, other = login("kgrag_writer", "t1"), login("kgrag_writer", "t2")
+    tickets = [
+        int(tsql(writer, f"SELECT kgrag.submit_document('{note(f'p{i}', f'Payroll note {i}.')}')").stdout)
+        for i in range(3)
+    ]
+    listed = ", ".join(map(str, tickets))
+    settle = (
+        "SELECT kgrag_private.settle_tickets(jsonb_agg(jsonb_build_object('ticket', t, 'state', 'stored')))"
+        f" FROM unnest(ARRAY[{listed}]) t"
+    )
+    for statement, nothing in (
+        ("SELECT count(*) FROM kgrag_private.claim_tickets(100)", "0"),
+        (settle, "{}"),
+        (f"SELECT kgrag.retry_documents(ARRAY[{listed}]::bigint[])", "0"),
+        ("SELECT count(*) FROM kgrag.ingest_queue", "0"),
+    ):
+        done = psql(other, "-1", "-c", "SELECT kgrag.use_tenant('t2')", "-c", statement)
+        assert done.returncode == 0 and done.stdout.splitlines()[1:] == [nothing], (statement, done.stdout, done.stderr)
+    # t1's own claims are this session's: another session of the same writer cannot settle them
+    with psycopg.connect(writer) as first, psycopg.connect(writer) as second:
+        with tenant_transaction(first, "t1"):
+            claimed = [r[0] for r in first.execute("SELECT ticket FROM kgrag_private.claim_tickets(100)")]
+        assert sorted(claimed) == tickets
+        with tenant_transaction(second, "t1"):
+            assert second.execute(settle.replace("stored", "failed")).fetchone() == ({},)
+            # nor claim them again while the first session lives
+            assert second.execute("SELECT count(*) FROM kgrag_private.claim_tickets(100)").fetchone() == (0,)
+    assert {s[1] for s in queue(writer).values()} == {"working"}

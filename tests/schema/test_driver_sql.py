@@ -129,7 +129,7 @@ def test_every_named_query_is_used_and_every_use_is_named() -> None:
     assert set(queries.Q) - used == set(), "queries.sql holds a query nothing runs"
 
 
-SET_BY_SQL = {"kgrag_stage_entity": ("audience",)}
+SET_BY_SQL = {"kgrag_stage_entity": ("audience", "identifier_form")}
 
 
 def test_copy_columns_match_the_staging_tables(conn: psycopg.Connection) -> None:
@@ -145,5 +145,6 @@ def test_copy_columns_match_the_staging_tables(conn: psycopg.Connection) -> None
                     [f"pg_temp.{table.name}"],
                 )
             ]
-            # (the audience of a document's entities is set by SQL, from the staged document's access)
+            # (the audience of a document's entities is set by SQL, from the staged document's access,
+            # and so is the form of their identifiers, by kind)
             assert [*table.columns, *SET_BY_SQL.get(table.name, ())] == columns, table.name

@@ -77,6 +77,10 @@ DEFINER_ALLOWED = {
         "moves the tenant's documents the caller sees into or out of an audience, ending the decisions about them",
     ),
     "kgrag_private.llm_cache_get(text[])": (OWNER, "the cached extractions of chunk texts the caller names by hash"),
+    "kgrag.submit_document(jsonb)": (OWNER, "queues one checked document for the tenant, within the owner's ceilings"),
+    "kgrag_private.claim_tickets(integer)": (OWNER, "claims the tenant's queued tickets for this session"),
+    "kgrag_private.settle_tickets(jsonb)": (OWNER, "settles the tickets this session claimed"),
+    "kgrag.retry_documents(bigint[])": (OWNER, "queues again the tenant's failed tickets named, within the ceilings"),
 }
 
 # pgspot findings accepted, with why. pgspot assumes an attacker may write to the schemas on the
@@ -282,6 +286,7 @@ WRITTEN_BY_THE_DATABASE = {
     "llm_call",
     "curation",
     "curation_ended",
+    "ingest_ticket",  # (revision 0048) the queue, through its functions: its ceilings hold for every client
 }
 
 
