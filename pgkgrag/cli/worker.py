@@ -65,10 +65,14 @@ def worker_command(
     config, conn = open_tenant(tenant, WRITER, existing=False)
     dsn = ensure_server(config)
     stopping = False
+    queue: QueueWorker | None = None
 
     def stop(signum: int, frame: FrameType | None) -> None:
+        """SIGTERM: a worker waiting stops now; one ingesting ends its page, settles it, and stops."""
         nonlocal stopping
         stopping = True
+        if queue is not None and queue.waiting:
+            raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
     with conn, connect_app(dsn, WRITER) as listen:

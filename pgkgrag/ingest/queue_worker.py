@@ -93,19 +93,22 @@ class QueueWorker:
         self.wait_s = wait_s  # a page whose endpoint failed waits this long (doubled by each wait in a row)
         self.progress = progress or (lambda step, n: None)
         self.counts = WorkerCounts()
+        self.waiting = False  # whether it waits for a submission (nothing under way)
+        self._stop: Callable[[], bool] = lambda: False
         self._unbuilt: dict[str, float] = {}  # tenant -> when it last stored something not built yet
 
     def drain(self, tenant: str) -> int:
         """Claim, ingest and settle the tenant's queued tickets until none is left to claim now;
         returns how many were settled."""
         done = 0
-        while True:
+        while not self._stop():  # (a stop asked ends the page under way, not the queue)
             with tenant_transaction(self.conn, tenant):
                 rows = self.conn.execute(Q["claim_tickets"], [self.page]).fetchall()
             if not rows:
                 return done
             self.counts.pages += 1
             done += self._ingest(tenant, [(int(t), str(d), doc) for t, d, doc, _ in rows])
+        return done
 
     def _ingest(self, tenant: str, rows: list[tuple[int, str, Any]]) -> int:
         claimed = [(ticket, doc_id) for ticket, doc_id, _ in rows]
@@ -155,7 +158,8 @@ class QueueWorker:
     def run(self, *, drain_only: bool, stop: Callable[[], bool] = lambda: False, poll_s: float = 30.0) -> WorkerCounts:
         """Drain every tenant; with drain_only, build and return; else wait for a submission
         (LISTEN, or poll_s at most: a notification missed is found then), build the tenants that
-        went quiet, and go on until stop()."""
+        went quiet, and go on until stop() (checked between pages too)."""
+        self._stop = stop
         while True:
             for tenant in self.tenants:
                 self.drain(tenant)
@@ -168,11 +172,15 @@ class QueueWorker:
             self._wait(min(poll_s, self.quiet_s if self._unbuilt else poll_s))
 
     def _wait(self, seconds: float) -> None:
-        if self.listen is None:
-            time.sleep(seconds)
-            return
-        for _ in self.listen.notifies(timeout=seconds, stop_after=1):
-            pass  # a submission: drain again
+        self.waiting = True  # (a stop asked now may interrupt: nothing is under way)
+        try:
+            if self.listen is None:
+                time.sleep(seconds)
+                return
+            for _ in self.listen.notifies(timeout=seconds, stop_after=1):
+                pass  # a submission: drain again
+        finally:
+            self.waiting = False
 
 
 def start_listening(conn: psycopg.Connection) -> None:
