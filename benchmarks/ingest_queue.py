@@ -46,13 +46,15 @@ def ingest_file(dsn: str, tenant: str, embedder: Embedder, docs: list[dict[str, 
 
 
 def submit_and_drain(dsn: str, tenant: str, embedder: Embedder, docs: list[dict[str, str]]) -> tuple[float, float]:
-    with connect(dsn) as conn:
+    with connect(dsn) as conn, connect(dsn) as stage:
         started = time.perf_counter()
         with tenant_transaction(conn, tenant):
             for d in docs:
                 conn.execute("SELECT kgrag.submit_document(%s::jsonb)", [json.dumps(d)])
         submitted = time.perf_counter() - started
-        worker = QueueWorker(conn, None, [tenant], lambda _: KeyphraseExtractor(), lambda _: embedder, page=400)
+        worker = QueueWorker(
+            conn, None, [tenant], lambda _: KeyphraseExtractor(), lambda _: embedder, page=500, stage_conn=stage
+        )
         started = time.perf_counter()
         worker.drain(tenant)
         drained = time.perf_counter() - started
@@ -135,8 +137,8 @@ def main() -> None:
         f"{args.rounds} rounds (the two ways alternating which runs first); each round into a tenant of its own. "
         "`ingest`: Ingestor.run on a JSONL file, batches of 200 chunked and embedded ahead on a second "
         "connection (pgkgrag ingest's code); `submit`: the documents submitted with kgrag.submit_document, one "
-        "call each in one transaction; `worker`: QueueWorker.drain (pages of 400 claimed, ingested in batches "
-        "of 200 with the same code, each ticket settled).\n\n"
+        "call each in one transaction; `worker`: QueueWorker.drain (pages of 500 claimed, ingested in batches "
+        "of 200 with the same code and a staging connection, each ticket settled).\n\n"
         + markdown_table(
             ["embedder", "documents", "ingest s", "submit s", "worker s", "ingest docs/s", "worker docs/s",
              "worker / ingest throughput"],

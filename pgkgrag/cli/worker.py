@@ -28,7 +28,7 @@ from pgkgrag.ingest.queue_worker import QueueWorker, start_listening
     "--embedder", type=click.Choice(EMBEDDERS), default=None, help="Default: the tenant's embedder (as for ingest)."
 )
 @click.option(
-    "--page", type=click.IntRange(1, 10_000), default=200, show_default=True, help="Tickets claimed at a time."
+    "--page", type=click.IntRange(1, 10_000), default=500, show_default=True, help="Tickets claimed at a time."
 )
 @click.option(
     "--batch-size", type=click.IntRange(1, 100_000), default=200, show_default=True, help="Documents per transaction."
@@ -61,7 +61,8 @@ def worker_command(
 ) -> None:
     """Ingest the documents submitted to a tenant's queue (SQL kgrag.submit_document, HTTP POST /v1/documents,
     the MCP tool), woken by each submission; any number of workers share a queue. Its connections are
-    its own, apart from the service's."""
+    its own (three: claims and writes, the next batch's staging, the wait for submissions), apart from the
+    service's."""
     config, conn = open_tenant(tenant, WRITER, existing=False)
     dsn = ensure_server(config)
     stopping = False
@@ -75,7 +76,7 @@ def worker_command(
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    with conn, connect_app(dsn, WRITER) as listen:
+    with conn, connect_app(dsn, WRITER) as listen, connect_app(dsn, WRITER) as stage:
         listen.autocommit = True
         start_listening(listen)
         chosen: dict[str, tuple[Extractor, Embedder]] = {}
@@ -95,6 +96,7 @@ def worker_command(
             batch_size=batch_size,
             quiet_s=quiet_seconds,
             wait_s=wait_seconds,
+            stage_conn=stage,
         )
         if not drain:
             console.print(f"pgkgrag worker: tenant {config.tenant!r}, waiting for documents (Ctrl-C or SIGTERM stops)")

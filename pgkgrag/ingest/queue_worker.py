@@ -23,6 +23,7 @@ from psycopg.types.json import Jsonb
 
 from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.embed.embedders import Embedder
+from pgkgrag.embed.vectors import embed_pending
 from pgkgrag.graph.build import BuildSummary, build
 from pgkgrag.ingest.extractors.base import Extractor
 from pgkgrag.ingest.ingestor import Ingestor
@@ -81,8 +82,10 @@ class QueueWorker:
         quiet_s: float = 5.0,
         wait_s: float = 15.0,
         progress: Callable[[str, int], None] | None = None,
+        stage_conn: psycopg.Connection | None = None,
     ) -> None:
         self.conn = conn
+        self.stage_conn = stage_conn  # (as pgkgrag ingest's: the next batch chunked and extracted meanwhile)
         self.listen = listen
         self.tenants = list(tenants)
         self.extractor_for = extractor_for
@@ -105,9 +108,14 @@ class QueueWorker:
             with tenant_transaction(self.conn, tenant):
                 rows = self.conn.execute(Q["claim_tickets"], [self.page]).fetchall()
             if not rows:
-                return done
+                break
             self.counts.pages += 1
             done += self._ingest(tenant, [(int(t), str(d), doc) for t, d, doc, _ in rows])
+        if done:
+            # new entities embedded once the queue is empty, not after every page: an entity row
+            # with a vector costs its index an entry at each later write (linking finds one
+            # without a vector by its names meanwhile, as after pgkgrag ingest)
+            embed_pending(self.conn, tenant, self.embedder_for(tenant), "entity", progress=self.progress)
         return done
 
     def _ingest(self, tenant: str, rows: list[tuple[int, str, Any]]) -> int:
@@ -115,20 +123,25 @@ class QueueWorker:
         items: list[InputItem] = [document_item(f"ticket:{ticket}", doc) for ticket, _, doc in rows]
         try:
             ingestor = Ingestor(
-                self.conn, tenant, self.extractor_for(tenant), self.embedder_for(tenant), batch_size=self.batch_size
+                self.conn,
+                tenant,
+                self.extractor_for(tenant),
+                self.embedder_for(tenant),
+                batch_size=self.batch_size,
+                stage_conn=self.stage_conn,
             )
-            summary = ingestor.write_items(items)
+            summary = ingestor.write_items(items, embed_entities=False)
         except psycopg.OperationalError:
             raise  # the connection itself: nothing can be settled on it (another worker takes the claims)
         except psycopg.Error as exc:  # the database refused something of the page: each document alone
-            self.conn.rollback()
+            self._rollback()
             if len(rows) > 1:
                 return sum(self._ingest(tenant, [row]) for row in rows)
             why = f"the database refused it ({type(exc).__name__}: {str(exc)[:300]})"
             self._settle(tenant, [{"ticket": claimed[0][0], "state": "retry", "reason": why}])
             return 1
         except Exception as exc:  # an endpoint (the embedder, the LLM) failed the page: it waits
-            self.conn.rollback()
+            self._rollback()
             self.counts.endpoint_failures += 1
             # (the wait doubles with each failure of the ticket in a row: kgrag_private.settle_tickets)
             reason = f"the page failed ({type(exc).__name__}: {str(exc)[:300]})"
@@ -142,6 +155,11 @@ class QueueWorker:
             self._unbuilt[tenant] = time.monotonic()
         self.progress("documents", len(ends))
         return len(ends)
+
+    def _rollback(self) -> None:
+        for conn in (self.conn, self.stage_conn):
+            if conn is not None and not conn.closed:
+                conn.rollback()
 
     def _settle(self, tenant: str, ends: list[dict[str, Any]]) -> None:
         with tenant_transaction(self.conn, tenant):

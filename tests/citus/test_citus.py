@@ -433,3 +433,45 @@ def test_limits_the_log_rate_and_the_purge_hold_on_the_cluster(cluster: str) -> 
     assert json.loads(out.stdout)["ops1"]["query_log"] == 3
     with psycopg.connect(cluster) as admin:
         assert admin.execute("SELECT count(*) FROM kgrag.query_log WHERE tenant_id = 'ops1'").fetchone() == (0,)
+
+
+def test_the_ingestion_queue_works_by_tenant_on_the_cluster(cluster: str) -> None:
+    """Revision 0048 on the real cluster: a writer submits documents (each statement on its tenant's
+    shard), two workers drain the queue at once, a killed worker's claims return, and a reader finds
+    the documents; another tenant's writer sees and takes nothing of it."""
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute("SELECT count(*) FROM kgrag.distribute()")
+        login(admin, "citus_t_queue_writer", "kgrag_writer", ["queue1"])
+        login(admin, "citus_t_queue_other", "kgrag_writer", ["queue2"])
+    writer = as_role(cluster, "citus_t_queue_writer")
+    spread: list[str] = []
+    with watched(writer, spread) as conn, tenant_transaction(conn, "queue1"):
+        conn.execute("SET LOCAL citus.multi_task_query_log_level = warning")
+        tickets = [
+            conn.execute(
+                "SELECT kgrag.submit_document(%s::jsonb)",
+                [json.dumps({"doc_id": f"q{i:02d}", "text": f"Queue note {i}: shipment {i} left Porto on time."})],
+            ).fetchone()[0]  # type: ignore[index]
+            for i in range(30)
+        ]
+    assert spread == []
+    # a session that claims and goes away: its claims return to the queue
+    with connect(writer) as gone, tenant_transaction(gone, "queue1"):
+        assert gone.execute("SELECT count(*) FROM kgrag_private.claim_tickets(5)").fetchone() == (5,)
+    with connect(as_role(cluster, "citus_t_queue_other")) as other, tenant_transaction(other, "queue2"):
+        assert other.execute("SELECT count(*) FROM kgrag_private.claim_tickets(100)").fetchone() == (0,)
+        assert other.execute("SELECT kgrag.retry_documents(%s)", [tickets]).fetchone() == (0,)
+    workers = [
+        commands.start("worker", "--tenant", "queue1", "--embedder", "hash", "--drain", "--page", "4", dsn=writer)
+        for _ in range(2)
+    ]
+    for process in workers:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, out + err
+    with connect(writer) as conn:
+        with tenant_transaction(conn, "queue1"):
+            states = conn.execute("SELECT state, count(*) FROM kgrag.ingest_queue GROUP BY 1").fetchall()
+            documents = conn.execute("SELECT count(*) FROM kgrag.document").fetchone()
+        found = first_chunk(conn, "queue1", EMBEDDER.embed(["Queue note 7: shipment 7 left Porto on time."])[0])
+    assert dict(states) == {"stored": 30} and documents == (30,)
+    assert found == "q07#0"

