@@ -46,12 +46,13 @@ def ingest_file(dsn: str, tenant: str, embedder: Embedder, docs: list[dict[str, 
 
 
 def submit_and_drain(dsn: str, tenant: str, embedder: Embedder, docs: list[dict[str, str]]) -> tuple[float, float]:
-    with connect(dsn) as conn, connect(dsn) as stage:
+    with connect(dsn) as client:  # (an application's connection: a worker's own never submits)
         started = time.perf_counter()
-        with tenant_transaction(conn, tenant):
+        with tenant_transaction(client, tenant):
             for d in docs:
-                conn.execute("SELECT kgrag.submit_document(%s::jsonb)", [json.dumps(d)])
+                client.execute("SELECT kgrag.submit_document(%s::jsonb)", [json.dumps(d)])
         submitted = time.perf_counter() - started
+    with connect(dsn) as conn, connect(dsn) as stage:
         worker = QueueWorker(
             conn, None, [tenant], lambda _: KeyphraseExtractor(), lambda _: embedder, page=500, stage_conn=stage
         )

@@ -184,9 +184,10 @@ def _tools(service: Service, who: Who, metrics: telemetry.Metrics) -> MCPServer:
         doc_id: Annotated[
             str | None,
             Field(
-                description="Its id: a note submitted again with the same id replaces it (default: from its text).",
+                description="Its id among the notes (stored as note-ID): a note submitted again with the same id "
+                "replaces it (default: from its text).",
                 min_length=1,
-                max_length=256,
+                max_length=200,
             ),
         ] = None,
         tenant: Tenant = None,
@@ -195,7 +196,8 @@ def _tools(service: Service, who: Who, metrics: telemetry.Metrics) -> MCPServer:
         (with a writer key; a reader key is refused). It is searchable once the tenant's worker has
         ingested it; returns its ticket."""
         caller = await acting(ctx, tenant)
-        note_id = doc_id or "note-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+        # a note's id is a note's: an agent replaces its notes, never a document of the tenant's
+        note_id = "note-" + (doc_id or hashlib.sha256(text.encode()).hexdigest()[:16])
         (ticket,) = await call(submit(service, caller, None, [{"doc_id": note_id, "title": title, "text": text}]))
         metrics.documents_submitted.inc()
         return {"tenant": caller.tenant, "doc_id": note_id, "ticket": ticket}

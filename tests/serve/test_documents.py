@@ -156,7 +156,7 @@ def test_the_queue_ceiling_answers_429_with_retry_after(setup: Setup, base: str)
             owner.execute("DELETE FROM kgrag.settings WHERE tenant_id = 'a' AND key = 'queue_max_documents'")
 
 
-async def _remember(base: str, key: str, text: str) -> object:
+async def _remember(base: str, key: str, text: str, **more: str) -> object:
     import httpx2
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
@@ -169,7 +169,7 @@ async def _remember(base: str, key: str, text: str) -> object:
         await session.initialize()
         tools = {t.name: t for t in (await session.list_tools()).tools}
         assert "every user of the tenant will find it" in " ".join((tools["remember"].description or "").split())
-        return await session.call_tool("remember", {"text": text, "title": "Agent note"})
+        return await session.call_tool("remember", {"text": text, "title": "Agent note", **more})
 
 
 def test_an_agent_remembers_a_note_with_a_writer_key(setup: Setup, base: str) -> None:
@@ -177,6 +177,9 @@ def test_an_agent_remembers_a_note_with_a_writer_key(setup: Setup, base: str) ->
     kept = asyncio.run(_remember(base, setup.writer_key, text))
     assert not kept.is_error, kept  # type: ignore[attr-defined]
     ticket = kept.structured_content["ticket"]  # type: ignore[attr-defined]
+    # a note named like a document of the tenant is a note: the document stays as it is
+    named = asyncio.run(_remember(base, setup.writer_key, "Refunds need nobody's approval.", doc_id="t-101"))
+    assert named.structured_content["doc_id"] == "note-t-101"  # type: ignore[attr-defined]
     denied = asyncio.run(_remember(base, setup.reader_key, "a reader's note"))
     assert denied.is_error and "403 tenant_not_allowed" in denied.content[0].text  # type: ignore[attr-defined]
     drain(setup)
