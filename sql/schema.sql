@@ -563,6 +563,8 @@ DECLARE
     counts jsonb;
     noted jsonb;  -- what the query log may name, forgotten there if the graph loses it
     held text[];  -- the caller's groups (kgrag.current_groups answers for session_user)
+    waited integer;
+    waited_bytes bigint;
 BEGIN
     -- As the schema owner (SECURITY DEFINER): the decisions about the documents and what the query
     -- log says of them change here, which no tenant role may change itself; the caller names
@@ -598,6 +600,18 @@ BEGIN
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     PERFORM kgrag_private.forget_aliases(named);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
+    -- and their tickets in the ingestion queue, payloads with them (what waited no longer counts)
+    WITH gone AS (
+        DELETE FROM kgrag.ingest_ticket AS i
+         WHERE i.tenant_id = t AND i.doc_id = ANY (doc_ids) AND kgrag_private.sees(i.access, held)
+        RETURNING i.state, i.bytes
+    )
+    SELECT count(*) FILTER (WHERE g.state IN ('queued', 'working')),
+           COALESCE(sum(g.bytes) FILTER (WHERE g.state IN ('queued', 'working')), 0)
+      INTO waited, waited_bytes FROM gone AS g;
+    IF waited > 0 THEN
+        PERFORM kgrag_private.queue_room(t, -waited, -waited_bytes);
+    END IF;
     PERFORM kgrag_private.retract_documents(doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
@@ -624,7 +638,7 @@ ALTER FUNCTION kgrag.delete_documents(doc_ids text[]) OWNER TO <owner>;
 -- Name: FUNCTION delete_documents(doc_ids text[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions) and the names decided for entities that went with them (kgrag_private.end_entity_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored, and so are documents for an audience the caller does not hold (kgrag.current_groups); more than 100,000 ids a call are refused (22023), and so is a reader''s API key (42501, kgrag_private.check_writing). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';
+COMMENT ON FUNCTION kgrag.delete_documents(doc_ids text[]) IS 'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, their tickets in the ingestion queue (kgrag.ingest_ticket, payloads with them), the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions) and the names decided for entities that went with them (kgrag_private.end_entity_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored, and so are documents for an audience the caller does not hold (kgrag.current_groups); more than 100,000 ids a call are refused (22023), and so is a reader''s API key (42501, kgrag_private.check_writing). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';
 
 --
 -- Name: dimension(); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2172,7 +2186,8 @@ CREATE FUNCTION kgrag.retry_documents(tickets bigint[]) RETURNS integer
     AS $$
 DECLARE
     t text := kgrag.current_tenant();
-    retried integer;
+    held text[] := kgrag_private.groups_for(t);
+    again bigint[];
     documents integer;
     size bigint;
 BEGIN
@@ -2180,18 +2195,27 @@ BEGIN
     IF tickets IS NULL OR cardinality(tickets) > 10000 THEN
         RAISE EXCEPTION 'name 0 to 10,000 tickets a call' USING ERRCODE = '22023';
     END IF;
-    PERFORM pg_advisory_xact_lock(hashtext('kgrag|' || t || '|queue'), 0);
-    SELECT count(*), COALESCE(sum(i.bytes), 0) INTO documents, size FROM kgrag.ingest_ticket AS i
-     WHERE i.tenant_id = t AND i.ticket = ANY (tickets) AND i.state = 'failed' AND i.document IS NOT NULL;
+    PERFORM kgrag_private.queue_room(t, 0, 0);  -- (the queue's row first)
+    -- the failed ones the caller sees with their payload, each the last version of its document
+    -- (an older version tried again would undo a newer one)
+    again := ARRAY(SELECT i.ticket FROM kgrag.ingest_ticket AS i
+                    WHERE i.tenant_id = t AND i.ticket = ANY (tickets) AND i.state = 'failed' AND i.document IS NOT NULL
+                      AND kgrag_private.sees(i.access, held)
+                      AND NOT EXISTS (SELECT 1 FROM kgrag.ingest_ticket AS later
+                                       WHERE later.tenant_id = t AND later.doc_id = i.doc_id AND later.ticket > i.ticket)
+                    ORDER BY i.ticket);
+    SELECT count(*), COALESCE(sum(i.bytes), 0) INTO documents, size
+      FROM kgrag.ingest_ticket AS i WHERE i.tenant_id = t AND i.ticket = ANY (again);
+    IF documents = 0 THEN
+        RETURN 0;
+    END IF;
     PERFORM kgrag_private.queue_room(t, documents, size);
     UPDATE kgrag.ingest_ticket AS i
-       SET state = 'queued', attempts = 0, reason = NULL, not_before = now(), started_at = NULL, finished_at = NULL
-     WHERE i.tenant_id = t AND i.ticket = ANY (tickets) AND i.state = 'failed' AND i.document IS NOT NULL;
-    GET DIAGNOSTICS retried = ROW_COUNT;
-    IF retried > 0 THEN
-        PERFORM pg_notify('kgrag_ingest', '');
-    END IF;
-    RETURN retried;
+       SET state = 'queued', attempts = 0, waits = 0, reason = NULL, not_before = now(), started_at = NULL,
+           finished_at = NULL
+     WHERE i.tenant_id = t AND i.ticket = ANY (again);
+    PERFORM pg_notify('kgrag_ingest', '');
+    RETURN documents;
 END
 $$;
 
@@ -2201,7 +2225,7 @@ ALTER FUNCTION kgrag.retry_documents(tickets bigint[]) OWNER TO <owner>;
 -- Name: FUNCTION retry_documents(tickets bigint[]); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.retry_documents(tickets bigint[]) IS 'Queues again the failed tickets named (at most 10,000; those of the current tenant the caller sees, with their payload), their attempts counted from 0, and returns how many; other tickets are ignored. 53400 when they would take the waiting documents past the ceilings (kgrag.submit_document). SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer and writer keys.';
+COMMENT ON FUNCTION kgrag.retry_documents(tickets bigint[]) IS 'Queues again the failed tickets named (at most 10,000; those of the current tenant the caller sees, with their payload, each the last ticket of its doc_id: an older version would undo a newer one), their attempts counted from 0, and returns how many; other tickets are ignored. 53400 when they would take the waiting documents past the ceilings (kgrag.submit_document). SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer and writer keys.';
 
 --
 -- Name: revoke_groups(text, text, text[]); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -2759,11 +2783,13 @@ CREATE FUNCTION kgrag.submit_document(doc jsonb) RETURNS bigint
     AS $$
 DECLARE
     t text := kgrag.current_tenant();
+    held text[] := kgrag_private.groups_for(t);  -- the caller's (session_user's, or its key's)
     max_text bigint := ((kgrag.setting('max_document_mb') #>> '{}')::numeric * 1048576)::bigint;
     size bigint;
     fault text;
     groups text[];
     digest text;
+    id text;
     ticket bigint;
 BEGIN
     -- As the schema owner: the queue is written here only, so its ceilings hold for every client.
@@ -2778,21 +2804,34 @@ BEGIN
         RAISE EXCEPTION 'document %: %', COALESCE(quote_literal(left(doc ->> 'doc_id', 100)), '(no doc_id)'), fault
             USING ERRCODE = CASE WHEN fault LIKE 'its text is%' THEN '54000' ELSE '22023' END;
     END IF;
+    id := doc ->> 'doc_id';
     groups := NULLIF(ARRAY(SELECT DISTINCT g FROM jsonb_array_elements_text(COALESCE(doc -> 'access', '[]')) AS g ORDER BY g), '{}');
     PERFORM kgrag_private.check_audiences(COALESCE(groups, '{}'));
-    -- one submitter of a tenant at a time from here: its ceilings hold under concurrency
-    PERFORM pg_advisory_xact_lock(hashtext('kgrag|' || t || '|queue'), 0);
+    -- the queue's row first (one writer of the tenant's queue at a time), then what is there
+    PERFORM kgrag_private.queue_room(t, 0, 0);
+    -- a stored document of that id is replaced only by a writer who sees it, as by pgkgrag ingest
+    -- (the worker checks again with the submitter's groups: kgrag_private.claim_tickets)
+    IF EXISTS (SELECT 1 FROM kgrag.document AS d
+                WHERE d.tenant_id = t AND d.doc_id = id AND NOT kgrag_private.sees(d.access, held)) THEN
+        RAISE EXCEPTION 'document %: a document of that id is for groups this transaction does not hold: not its to replace',
+            quote_literal(left(id, 100)) USING ERRCODE = '42501';
+    END IF;
     digest := md5(doc::text);  -- (jsonb's text is normalized: one document, one digest)
+    -- the same document waiting as the last version of its id: that ticket
     SELECT i.ticket INTO ticket FROM kgrag.ingest_ticket AS i
-     WHERE i.tenant_id = t AND i.doc_id = btrim(doc ->> 'doc_id') AND i.state = 'queued' AND i.payload_md5 = digest
+     WHERE i.tenant_id = t AND i.doc_id = id AND i.state = 'queued' AND i.payload_md5 = digest
+       AND kgrag_private.sees(i.access, held)
+       AND NOT EXISTS (SELECT 1 FROM kgrag.ingest_ticket AS later
+                        WHERE later.tenant_id = t AND later.doc_id = id AND later.ticket > i.ticket)
      ORDER BY i.ticket DESC LIMIT 1;
     IF ticket IS NOT NULL THEN
-        RETURN ticket;  -- the same document is waiting already
+        RETURN ticket;
     END IF;
     PERFORM kgrag_private.queue_room(t, 1, size);
     ticket := nextval('kgrag.ingest_ticket_seq');
-    INSERT INTO kgrag.ingest_ticket (tenant_id, ticket, doc_id, document, payload_md5, bytes, access, submitted_by)
-    VALUES (t, ticket, btrim(doc ->> 'doc_id'), doc, digest, size, groups, session_user);
+    INSERT INTO kgrag.ingest_ticket (tenant_id, ticket, doc_id, document, payload_md5, bytes, access, submitted_groups,
+                                     submitted_by)
+    VALUES (t, ticket, id, doc, digest, size, groups, held, session_user);
     PERFORM pg_notify('kgrag_ingest', '');  -- (no tenant named: any session may listen)
     RETURN ticket;
 END
@@ -2804,7 +2843,7 @@ ALTER FUNCTION kgrag.submit_document(doc jsonb) OWNER TO <owner>;
 -- Name: FUNCTION submit_document(doc jsonb); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.submit_document(doc jsonb) IS 'Submits a document to the current tenant''s ingestion queue and returns its ticket; a worker (pgkgrag worker) ingests it as pgkgrag ingest would a JSONL line, and kgrag.ingest_queue shows its state. The document has the fields of a JSONL line (doc_id, text, title, metadata, language, source_uri, entities, relations, sections, access) and is checked here (kgrag_private.submission_fault): 22023 for a bad one, 54000 for one above the size limits (max_document_mb for its text, 8 times that in all), nothing queued. The same document already waiting returns its ticket; one unchanged since it was stored is settled unchanged by the worker. 53400 when the tenant''s waiting documents would pass the ceilings queue_max_documents or queue_max_mb (the schema owner''s settings: retry later). A document for groups (access) is for groups the caller holds (42501). SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer and writer keys (a reader''s key: 42501). Notifies channel kgrag_ingest (an empty payload).';
+COMMENT ON FUNCTION kgrag.submit_document(doc jsonb) IS 'Submits a document to the current tenant''s ingestion queue and returns its ticket; a worker (pgkgrag worker) ingests it as pgkgrag ingest would a JSONL line, and kgrag.ingest_queue shows its state. The document has the fields of a JSONL line (doc_id, text, title, metadata, language, source_uri, entities, relations, sections, access) and is checked here (kgrag_private.submission_fault): 22023 for a bad one, 54000 for one above the size limits (max_document_mb for its text, 8 times that in all), nothing queued. The same document waiting as the last version of its doc_id returns its ticket; one unchanged since it was stored is settled unchanged by the worker. 53400 when the tenant''s waiting documents would pass the ceilings queue_max_documents or queue_max_mb (the schema owner''s settings: retry later; kgrag.ingest_queue_load counts them, one submitter of a tenant at a time). A document for groups (access) is for groups the caller holds, and one replacing a stored document is by a caller who sees it (42501). SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer and writer keys (a reader''s key: 42501). Notifies channel kgrag_ingest (an empty payload).';
 
 --
 -- Name: tenants(); Type: FUNCTION; Schema: kgrag; Owner: kgrag_probe
@@ -4337,45 +4376,81 @@ COMMENT ON FUNCTION kgrag_private.chunk_texts_with_vectors(content_hashes text[]
 -- Name: claim_tickets(integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
-CREATE FUNCTION kgrag_private.claim_tickets(most integer) RETURNS TABLE(ticket bigint, doc_id text, document jsonb, attempts integer)
+CREATE FUNCTION kgrag_private.claim_tickets(most integer) RETURNS TABLE(ticket bigint, doc_id text, document text, attempts integer)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     t text := kgrag.current_tenant();
+    held text[] := kgrag_private.groups_for(t);  -- the caller's: the tickets of audiences it sees
+    max_attempts integer := (kgrag.setting('ingest_max_attempts') #>> '{}')::integer;
     lock_class constant integer := pg_catalog.hashtext('kgrag|ingest claim');
-    key integer;
+    key integer := pg_catalog.pg_backend_pid();
     chosen bigint[];
+    refused bigint[];
+    left_docs integer;
+    left_bytes bigint;
 BEGIN
     PERFORM kgrag_private.check_writing(t);
     IF most IS NULL OR most NOT BETWEEN 1 AND 10000 THEN
         RAISE EXCEPTION 'claim 1 to 10,000 tickets a call, got %', COALESCE(most::text, 'NULL') USING ERRCODE = '22023';
     END IF;
-    -- This session's claims are marked with a key of its own, held as a session advisory lock
-    -- until it ends: a claim whose key nobody holds is a gone worker's (killed, disconnected).
-    key := pg_catalog.current_setting('kgrag.claim_key', true)::integer;
-    IF key IS NULL THEN
-        key := (pg_catalog.random() * 2147483646)::integer + 1;
-        PERFORM pg_catalog.set_config('kgrag.claim_key', key::text, false);
+    -- A claim is marked with this session's process id, which it holds as a session advisory lock
+    -- until it ends: a claim whose id nobody holds is a gone worker's (killed, disconnected).
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks AS l
+                    WHERE l.locktype = 'advisory' AND l.pid = key AND l.granted
+                      AND l.classid = lock_class::oid AND l.objid = key::oid AND l.objsubid = 2) THEN
         PERFORM pg_catalog.pg_advisory_lock(lock_class, key);
     END IF;
-    UPDATE kgrag.ingest_ticket AS i SET state = 'queued', claimed_key = NULL
-     WHERE i.tenant_id = t AND i.state = 'working' AND i.claimed_key IS DISTINCT FROM key
-       AND pg_catalog.pg_try_advisory_xact_lock(lock_class, COALESCE(i.claimed_key, 0));
+    PERFORM kgrag_private.queue_room(t, 0, 0);  -- (the queue's row: its counts move below)
+    -- the claims of gone sessions go back to the queue, or fail once tried as often as allowed
+    -- (a document that kills its worker every time stops here)
+    WITH gone AS (
+        UPDATE kgrag.ingest_ticket AS i
+           SET state = CASE WHEN i.attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+               reason = CASE WHEN i.attempts >= max_attempts
+                             THEN format('its worker stopped while ingesting it, %s times', i.attempts) END,
+               finished_at = CASE WHEN i.attempts >= max_attempts THEN now() END,
+               claimed_key = NULL
+         WHERE i.tenant_id = t AND i.state = 'working' AND kgrag_private.sees(i.access, held)
+           AND i.claimed_key IS DISTINCT FROM key
+           AND pg_catalog.pg_try_advisory_xact_lock(lock_class, COALESCE(i.claimed_key, 0))
+        RETURNING i.state, i.bytes
+    )
+    SELECT count(*) FILTER (WHERE g.state = 'failed'), COALESCE(sum(g.bytes) FILTER (WHERE g.state = 'failed'), 0)
+      INTO left_docs, left_bytes FROM gone AS g;
     -- the oldest waiting tickets no other worker holds, each after every earlier ticket of its
     -- document (two versions of a document are applied in the order they came); chosen once, then
     -- claimed (a join would choose again for every row it updates)
     chosen := ARRAY(SELECT w.ticket FROM kgrag.ingest_ticket AS w
                      WHERE w.tenant_id = t AND w.state = 'queued' AND w.not_before <= now()
+                       AND kgrag_private.sees(w.access, held)
                        AND NOT EXISTS (SELECT 1 FROM kgrag.ingest_ticket AS e
                                         WHERE e.tenant_id = t AND e.doc_id = w.doc_id AND e.ticket < w.ticket
                                           AND e.state IN ('queued', 'working'))
                      ORDER BY w.ticket LIMIT most FOR UPDATE SKIP LOCKED);
+    -- a ticket replacing a stored document its submitter did not see fails here, whoever the worker
+    refused := ARRAY(SELECT i.ticket FROM kgrag.ingest_ticket AS i
+                      WHERE i.tenant_id = t AND i.ticket = ANY (chosen)
+                        AND EXISTS (SELECT 1 FROM kgrag.document AS d
+                                     WHERE d.tenant_id = t AND d.doc_id = i.doc_id
+                                       AND NOT kgrag_private.sees(d.access, COALESCE(i.submitted_groups, '{}'))));
+    WITH failed AS (
+        UPDATE kgrag.ingest_ticket AS i
+           SET state = 'failed', finished_at = now(), attempts = i.attempts + 1,
+               reason = 'a document of that id is for groups its submitter did not hold: not theirs to replace'
+         WHERE i.tenant_id = t AND i.ticket = ANY (refused)
+        RETURNING i.bytes
+    )
+    SELECT left_docs + count(*), left_bytes + COALESCE(sum(f.bytes), 0) INTO left_docs, left_bytes FROM failed AS f;
+    IF left_docs > 0 THEN
+        PERFORM kgrag_private.queue_room(t, -left_docs, -left_bytes);
+    END IF;
     RETURN QUERY
     UPDATE kgrag.ingest_ticket AS i
        SET state = 'working', attempts = i.attempts + 1, started_at = now(), reason = NULL, claimed_key = key
-     WHERE i.tenant_id = t AND i.ticket = ANY (chosen)
-    RETURNING i.ticket, i.doc_id, i.document, i.attempts;
+     WHERE i.tenant_id = t AND i.ticket = ANY (chosen) AND i.ticket <> ALL (refused)
+    RETURNING i.ticket, i.doc_id, i.document::text, i.attempts;
 END
 $$;
 
@@ -4385,7 +4460,7 @@ ALTER FUNCTION kgrag_private.claim_tickets(most integer) OWNER TO <owner>;
 -- Name: FUNCTION claim_tickets(most integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.claim_tickets(most integer) IS 'Private. Claims for this session up to most (1 to 10,000) of the current tenant''s queued tickets that it sees, oldest first, skipping those another worker holds (FOR UPDATE SKIP LOCKED) and those of a document with an earlier ticket waiting, and returns (ticket, doc_id, document, attempts): each now working, its attempts counted. First gives back to the queue the claims of worker sessions that are gone (a killed worker loses nothing): a session marks its claims with a key of its own (setting kgrag.claim_key) that it holds as a session advisory lock until it ends. SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer (pgkgrag worker).';
+COMMENT ON FUNCTION kgrag_private.claim_tickets(most integer) IS 'Private. Claims for this session up to most (1 to 10,000) of the current tenant''s queued tickets of the audiences it sees, oldest first, skipping those another worker holds (FOR UPDATE SKIP LOCKED) and those of a document with an earlier ticket waiting, and returns (ticket, doc_id, document as JSON text, attempts): each now working, its attempts counted; a ticket whose doc_id names a stored document its submitter did not see fails instead. First gives back to the queue the claims of worker sessions that are gone (a killed worker loses nothing), or fails those tried ingest_max_attempts times: a session marks its claims with its process id and holds it as a session advisory lock until it ends. SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer (pgkgrag worker).';
 
 --
 -- Name: communities_outdated(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -8542,7 +8617,7 @@ COMMENT ON FUNCTION kgrag_private.question_words(question text, config regconfig
 --
 
 CREATE FUNCTION kgrag_private.queue_room(tenant text, documents integer, bytes bigint) RETURNS void
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
@@ -8551,18 +8626,23 @@ DECLARE
     waiting bigint;
     held numeric;
 BEGIN
-    SELECT count(*), COALESCE(sum(i.bytes), 0) INTO waiting, held FROM kgrag.ingest_ticket AS i
-     WHERE i.tenant_id = tenant AND i.state IN ('queued', 'working');
-    IF waiting + documents > max_documents THEN
+    -- the tenant's row, locked: one writer of its queue at a time from here to the commit (under
+    -- REPEATABLE READ a second one fails to serialize), whatever of the queue either sees
+    INSERT INTO kgrag.ingest_queue_load AS l (tenant_id) VALUES (tenant) ON CONFLICT (tenant_id) DO NOTHING;
+    SELECT l.documents, l.bytes INTO waiting, held FROM kgrag.ingest_queue_load AS l WHERE l.tenant_id = tenant FOR UPDATE;
+    IF documents > 0 AND waiting + documents > max_documents THEN
         RAISE EXCEPTION 'the ingestion queue of tenant % holds % documents, and % more would pass its ceiling of % (setting queue_max_documents)',
             quote_literal(tenant), waiting, documents, max_documents
             USING ERRCODE = '53400', HINT = 'Submit again once a worker (pgkgrag worker) has taken some: SELECT state, count(*) FROM kgrag.ingest_queue GROUP BY 1;';
     END IF;
-    IF held + bytes > max_bytes THEN
+    IF documents > 0 AND held + bytes > max_bytes THEN
         RAISE EXCEPTION 'the ingestion queue of tenant % holds % MB, and % MB more would pass its ceiling of % MB (setting queue_max_mb)',
             quote_literal(tenant), round(held / 1048576, 1), round(bytes / 1048576.0, 1), round(max_bytes / 1048576, 1)
             USING ERRCODE = '53400', HINT = 'Submit again once a worker (pgkgrag worker) has taken some.';
     END IF;
+    UPDATE kgrag.ingest_queue_load AS l
+       SET documents = greatest(l.documents + queue_room.documents, 0), bytes = greatest(l.bytes + queue_room.bytes, 0)
+     WHERE l.tenant_id = tenant;
 END
 $$;
 
@@ -8572,7 +8652,7 @@ ALTER FUNCTION kgrag_private.queue_room(tenant text, documents integer, bytes bi
 -- Name: FUNCTION queue_room(tenant text, documents integer, bytes bigint); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.queue_room(tenant text, documents integer, bytes bigint) IS 'Private. Raises 53400 (configuration_limit_exceeded) when documents more documents of bytes bytes would take the tenant''s waiting documents (queued or being ingested) past the settings queue_max_documents or queue_max_mb (the schema owner''s); returns nothing otherwise. The caller holds the tenant''s queue lock.';
+COMMENT ON FUNCTION kgrag_private.queue_room(tenant text, documents integer, bytes bigint) IS 'Private. Counts documents more documents of bytes bytes as waiting in the tenant''s ingestion queue (kgrag.ingest_queue_load, its row locked until the commit: one writer of the queue at a time), or, given negative numbers, fewer; raises 53400 (configuration_limit_exceeded) when more would pass the settings queue_max_documents or queue_max_mb (the schema owner''s). For the queue''s functions (SECURITY DEFINER), which alone write the row.';
 
 --
 -- Name: reached_entities(text[], jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -10804,14 +10884,19 @@ CREATE FUNCTION kgrag_private.settle_tickets(settled jsonb) RETURNS jsonb
     AS $$
 DECLARE
     t text := kgrag.current_tenant();
+    held text[] := kgrag_private.groups_for(t);
     max_attempts integer := (kgrag.setting('ingest_max_attempts') #>> '{}')::integer;
+    most_waits constant integer := 10;  -- endpoint failures in a row a ticket waits through; then they count
     counts jsonb;
+    left_docs integer;
+    left_bytes bigint;
 BEGIN
     PERFORM kgrag_private.check_writing(t);
     IF jsonb_typeof(settled) IS DISTINCT FROM 'array' OR jsonb_array_length(settled) > 10000 THEN
         RAISE EXCEPTION 'settle a JSON array of at most 10,000 tickets a call' USING ERRCODE = '22023';
     END IF;
-    -- only this session's claims: a ticket another worker took back meanwhile is its own
+    PERFORM kgrag_private.queue_room(t, 0, 0);  -- (the queue's row: its counts move below)
+    -- only this session's claims (its process id: kgrag_private.claim_tickets)
     WITH given AS (
         SELECT DISTINCT ON (s.ticket) s.ticket, s.state, left(s.reason, 2000) AS reason,
                least(greatest(COALESCE(s.delay, 0), 0), 3600) AS delay
@@ -10819,11 +10904,13 @@ BEGIN
          WHERE s.state IN ('stored', 'unchanged', 'failed', 'retry', 'wait')
          ORDER BY s.ticket
     ), mine AS (
-        SELECT i.ticket, g.state AS asked, g.reason, least(g.delay * 2 ^ i.waits, 3600) AS delay, i.waits, i.attempts,
-               i.doc_id, i.access
+        SELECT i.ticket, CASE WHEN g.state = 'wait' AND i.waits + 1 >= most_waits THEN 'retry' ELSE g.state END AS asked,
+               CASE WHEN g.state = 'wait' AND i.waits + 1 >= most_waits
+                    THEN format('the endpoint failed %s times in a row: %s', i.waits + 1, g.reason) ELSE g.reason END AS reason,
+               least(g.delay * 2 ^ least(i.waits, 12), 3600) AS delay, i.waits, i.attempts, i.doc_id, i.access, i.bytes
           FROM kgrag.ingest_ticket AS i JOIN given AS g ON g.ticket = i.ticket
-         WHERE i.tenant_id = t AND i.state = 'working'
-           AND i.claimed_key = pg_catalog.current_setting('kgrag.claim_key', true)::integer
+         WHERE i.tenant_id = t AND i.state = 'working' AND i.claimed_key = pg_catalog.pg_backend_pid()
+           AND kgrag_private.sees(i.access, held)
     ), decided AS (
         SELECT m.*, CASE WHEN m.asked = 'retry' AND m.attempts >= max_attempts THEN 'failed'
                          WHEN m.asked IN ('retry', 'wait') THEN 'queued' ELSE m.asked END AS state
@@ -10844,13 +10931,13 @@ BEGIN
                document = CASE WHEN d.state IN ('stored', 'unchanged') THEN NULL ELSE i.document END,
                not_before = CASE WHEN d.state = 'queued'
                                  THEN now() + make_interval(secs => CASE WHEN d.asked = 'wait' THEN d.delay
-                                                                         ELSE least(2 ^ d.attempts, 600) END)
+                                                                         ELSE least(2 ^ least(d.attempts, 12), 600) END)
                                  ELSE i.not_before END,
                finished_at = CASE WHEN d.state = 'queued' THEN NULL ELSE now() END,
                claimed_key = NULL
           FROM decided AS d
          WHERE i.tenant_id = t AND i.ticket = d.ticket
-        RETURNING i.ticket, i.state, i.doc_id, i.reason, i.access
+        RETURNING i.ticket, i.state, i.doc_id, i.reason, i.access, i.bytes
     ), failed AS (  -- kept with the other failures of the tenant's documents
         INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, access)
         SELECT DISTINCT ON (u.doc_id) t, u.doc_id, 'ticket:' || u.ticket, u.reason, u.access
@@ -10859,8 +10946,13 @@ BEGIN
            SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = excluded.failed_at,
                access = excluded.access
     )
-    SELECT COALESCE(jsonb_object_agg(x.state, x.n), '{}') INTO counts
-      FROM (SELECT u.state, count(*) AS n FROM updated AS u GROUP BY u.state) AS x;
+    SELECT COALESCE(jsonb_object_agg(x.state, x.n), '{}'), COALESCE(sum(x.n) FILTER (WHERE x.state <> 'queued'), 0),
+           COALESCE(sum(x.b) FILTER (WHERE x.state <> 'queued'), 0)
+      INTO counts, left_docs, left_bytes
+      FROM (SELECT u.state, count(*) AS n, sum(u.bytes) AS b FROM updated AS u GROUP BY u.state) AS x;
+    IF left_docs > 0 THEN  -- no longer waiting
+        PERFORM kgrag_private.queue_room(t, -left_docs, -left_bytes);
+    END IF;
     RETURN counts;
 END
 $$;
@@ -10871,7 +10963,7 @@ ALTER FUNCTION kgrag_private.settle_tickets(settled jsonb) OWNER TO <owner>;
 -- Name: FUNCTION settle_tickets(settled jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.settle_tickets(settled jsonb) IS 'Private. Settles tickets this session claimed (kgrag_private.claim_tickets), from a JSON array (at most 10,000) of {ticket, state, reason, delay}: stored and unchanged (their payload dropped), failed (with its reason, kept in kgrag.ingest_failure too), retry (the document failed in a way that may pass: queued again after 2^attempts seconds, at most 600, until the setting ingest_max_attempts is reached, then failed), wait (the endpoint failed, not the document: queued again after delay seconds, doubled for each wait of the ticket in a row, at most 3,600, no attempt counted; the wait and its reason in reason: a circuit breaker every worker of the tenant obeys). A ticket not claimed by this session is left as it is. Returns {state: n}. SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer (pgkgrag worker).';
+COMMENT ON FUNCTION kgrag_private.settle_tickets(settled jsonb) IS 'Private. Settles tickets this session claimed (kgrag_private.claim_tickets: by its process id), from a JSON array (at most 10,000) of {ticket, state, reason, delay}: stored and unchanged (their payload dropped), failed (with its reason, kept in kgrag.ingest_failure too), retry (the document failed in a way that may pass: queued again after 2^attempts seconds, at most 600, until the setting ingest_max_attempts is reached, then failed), wait (the endpoint failed, not the document: queued again after delay seconds, doubled for each wait of the ticket in a row, at most 3,600, no attempt counted; the wait and its reason in reason: a circuit breaker every worker of the tenant obeys; after 10 waits in a row a wait counts as an attempt, so a document that always fails the endpoint ends failed). A ticket not claimed by this session is left as it is. Returns {state: n}. SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer (pgkgrag worker).';
 
 --
 -- Name: span_forms(text, text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -11239,9 +11331,41 @@ BEGIN
     IF extra IS NOT NULL THEN
         RETURN format('%s is no field of a document (%s)', quote_literal(left(extra, 60)), array_to_string(allowed, ', '));
     END IF;
-    IF jsonb_typeof(doc -> 'doc_id') IS DISTINCT FROM 'string' OR btrim(doc ->> 'doc_id') = ''
-       OR length(btrim(doc ->> 'doc_id')) > 256 OR strpos(doc ->> 'doc_id', '#') > 0 OR doc ->> 'doc_id' ~ '[[:cntrl:]]' THEN
-        RETURN 'doc_id must be a text of 1 to 256 characters, without ''#'' and without control characters';
+    IF jsonb_typeof(doc -> 'doc_id') IS DISTINCT FROM 'string' OR doc ->> 'doc_id' = ''
+       OR length(doc ->> 'doc_id') > 256 OR strpos(doc ->> 'doc_id', '#') > 0 OR doc ->> 'doc_id' ~ '[[:cntrl:]]'
+       -- (no blank at either end, Unicode's included: Python would strip it, SQL would not)
+       OR doc ->> 'doc_id' ~ '^[[:space:]\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff]'
+       OR doc ->> 'doc_id' ~ '[[:space:]\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff]$' THEN
+        RETURN 'doc_id must be a text of 1 to 256 characters, without ''#'', control characters or blank space at either end';
+    END IF;
+    -- what a JSON reader of the worker may refuse: nesting past 32 levels, a number of more than
+    -- 100 digits (checked on the document's text: a quoted string holds neither in a way that
+    -- matters, so a text with many brackets is measured by its structure below only if needed)
+    IF doc::text ~ '[0-9]{101}' AND EXISTS (
+           WITH RECURSIVE walk(v, depth) AS (
+               SELECT doc, 1
+               UNION ALL
+               SELECT c.v, w.depth + 1
+                 FROM walk AS w
+                CROSS JOIN LATERAL (SELECT e.value FROM jsonb_each(CASE WHEN jsonb_typeof(w.v) = 'object' THEN w.v END) AS e
+                                    UNION ALL
+                                    SELECT a.value FROM jsonb_array_elements(CASE WHEN jsonb_typeof(w.v) = 'array' THEN w.v END) AS a) AS c(v)
+                WHERE w.depth <= 33)
+           SELECT 1 FROM walk AS w WHERE jsonb_typeof(w.v) = 'number' AND length(w.v::text) > 100) THEN
+        RETURN 'a number of the document has more than 100 digits';
+    END IF;
+    IF (SELECT max(depth) FROM (
+            WITH RECURSIVE walk(v, depth) AS (
+                SELECT doc, 1
+                UNION ALL
+                SELECT c.v, w.depth + 1
+                  FROM walk AS w
+                 CROSS JOIN LATERAL (SELECT e.value FROM jsonb_each(CASE WHEN jsonb_typeof(w.v) = 'object' THEN w.v END) AS e
+                                     UNION ALL
+                                     SELECT a.value FROM jsonb_array_elements(CASE WHEN jsonb_typeof(w.v) = 'array' THEN w.v END) AS a) AS c(v)
+                 WHERE w.depth <= 33 AND jsonb_typeof(c.v) IN ('object', 'array'))
+            SELECT w.depth FROM walk AS w) AS x) > 32 THEN
+        RETURN 'the document nests deeper than 32 levels';
     END IF;
     IF jsonb_typeof(doc -> 'text') IS DISTINCT FROM 'string' OR btrim(doc ->> 'text') = '' THEN
         RETURN 'text must be a non-empty text';
@@ -12841,6 +12965,7 @@ CREATE TABLE kgrag.ingest_ticket (
     payload_md5 text NOT NULL,
     bytes integer NOT NULL,
     access text[],
+    submitted_groups text[],
     state text DEFAULT 'queued'::text NOT NULL,
     attempts integer DEFAULT 0 NOT NULL,
     waits integer DEFAULT 0 NOT NULL,
@@ -12895,6 +13020,29 @@ ALTER VIEW kgrag.ingest_queue OWNER TO <owner>;
 --
 
 COMMENT ON VIEW kgrag.ingest_queue IS 'The current tenant''s ingestion queue (the tickets of kgrag.submit_document that the session sees: a document for an audience by those who hold one of its groups): ticket, doc_id, state (queued; working; stored; unchanged: already stored as submitted; failed: see reason, kgrag.retry_documents tries it again), attempts, reason, bytes, access, who submitted it and when, not_before (when a worker may next try it), when the last attempt started and when it was settled. A ticket whose worker was killed shows working until a worker claims again: then it is queued, and taken.';
+
+--
+-- Name: ingest_queue_load; Type: TABLE; Schema: kgrag; Owner: <owner>
+--
+
+CREATE TABLE kgrag.ingest_queue_load (
+    tenant_id text NOT NULL,
+    documents bigint DEFAULT 0 NOT NULL,
+    bytes bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT ingest_queue_load_bytes_check CHECK ((bytes >= 0)),
+    CONSTRAINT ingest_queue_load_documents_check CHECK ((documents >= 0))
+);
+ALTER TABLE ONLY kgrag.ingest_queue_load ALTER COLUMN tenant_id SET STATISTICS 1;
+
+ALTER TABLE ONLY kgrag.ingest_queue_load FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE kgrag.ingest_queue_load OWNER TO <owner>;
+
+--
+-- Name: TABLE ingest_queue_load; Type: COMMENT; Schema: kgrag; Owner: <owner>
+--
+
+COMMENT ON TABLE kgrag.ingest_queue_load IS 'What each tenant has waiting in the ingestion queue (documents queued or being ingested, and their bytes), kept by the queue''s functions and read under the row''s lock against the ceilings queue_max_documents and queue_max_mb. No tenant role reads or writes it.';
 
 --
 -- Name: ingest_ticket_seq; Type: SEQUENCE; Schema: kgrag; Owner: <owner>
@@ -13697,6 +13845,13 @@ ALTER TABLE ONLY kgrag.ingest_failure
     ADD CONSTRAINT ingest_failure_pkey PRIMARY KEY (tenant_id, doc_id);
 
 --
+-- Name: ingest_queue_load ingest_queue_load_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE ONLY kgrag.ingest_queue_load
+    ADD CONSTRAINT ingest_queue_load_pkey PRIMARY KEY (tenant_id);
+
+--
 -- Name: ingest_ticket ingest_ticket_pkey; Type: CONSTRAINT; Schema: kgrag; Owner: <owner>
 --
 
@@ -14289,6 +14444,12 @@ ALTER TABLE kgrag.entity_source ENABLE ROW LEVEL SECURITY;
 ALTER TABLE kgrag.ingest_failure ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: ingest_queue_load; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
+--
+
+ALTER TABLE kgrag.ingest_queue_load ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: ingest_ticket; Type: ROW SECURITY; Schema: kgrag; Owner: <owner>
 --
 
@@ -14545,6 +14706,12 @@ CREATE POLICY tenant_isolation ON kgrag.entity_source USING (((tenant_id = kgrag
 --
 
 CREATE POLICY tenant_isolation ON kgrag.ingest_failure USING (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.may_see(tenant_id, access)))) WITH CHECK (((tenant_id = kgrag.current_tenant()) AND ((access IS NULL) OR kgrag_private.may_see(tenant_id, access))));
+
+--
+-- Name: ingest_queue_load tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY tenant_isolation ON kgrag.ingest_queue_load USING ((tenant_id = kgrag.current_tenant())) WITH CHECK ((tenant_id = kgrag.current_tenant()));
 
 --
 -- Name: ingest_ticket tenant_isolation; Type: POLICY; Schema: kgrag; Owner: <owner>

@@ -13,6 +13,7 @@ of the tenant. Communities, reports and answers are built after a quiet period, 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,20 @@ class WorkerCounts:
     def add(self, counts: dict[str, int]) -> None:
         for state, n in counts.items():
             self.settled[state] = self.settled.get(state, 0) + n
+
+
+def read_claims(rows: list[Any]) -> tuple[list[tuple[int, str, Any]], list[dict[str, Any]]]:
+    """The claimed tickets' documents (ticket, doc_id, document), and the settlement of those whose
+    JSON this process cannot read (a number past Python's digits, nesting past its recursion)."""
+    readable, unreadable = [], []
+    for ticket, doc_id, text, _ in rows:
+        try:
+            readable.append((int(ticket), str(doc_id), json.loads(text)))
+        except (ValueError, RecursionError) as exc:
+            unreadable.append(
+                {"ticket": int(ticket), "state": "failed", "reason": f"the document cannot be read: {exc}"}
+            )
+    return readable, unreadable
 
 
 def outcomes(claimed: Sequence[tuple[int, str]], summary: IngestSummary) -> list[dict[str, Any]]:
@@ -110,8 +125,13 @@ class QueueWorker:
             if not rows:
                 break
             self.counts.pages += 1
-            done += self._ingest(tenant, [(int(t), str(d), doc) for t, d, doc, _ in rows])
-        if done:
+            readable, unreadable = read_claims(rows)
+            if unreadable:
+                self._settle(tenant, unreadable)
+                done += len(unreadable)
+            if readable:
+                done += self._ingest(tenant, readable)
+        if done and not self._stop():
             # new entities embedded once the queue is empty, not after every page: an entity row
             # with a vector costs its index an entry at each later write (linking finds one
             # without a vector by its names meanwhile, as after pgkgrag ingest)
@@ -131,9 +151,9 @@ class QueueWorker:
                 stage_conn=self.stage_conn,
             )
             summary = ingestor.write_items(items, embed_entities=False)
-        except psycopg.OperationalError:
-            raise  # the connection itself: nothing can be settled on it (another worker takes the claims)
         except psycopg.Error as exc:  # the database refused something of the page: each document alone
+            if self.conn.broken or self.conn.closed:
+                raise  # the connection itself: nothing can be settled on it (another worker takes the claims)
             self._rollback()
             if len(rows) > 1:
                 return sum(self._ingest(tenant, [row]) for row in rows)
@@ -181,12 +201,12 @@ class QueueWorker:
         while True:
             for tenant in self.tenants:
                 self.drain(tenant)
+            if stop():  # (stopping: no build; the next worker or pgkgrag build does it)
+                return self.counts
             if drain_only:
                 self.build_quiet(now=True)
                 return self.counts
             self.build_quiet()
-            if stop():
-                return self.counts
             self._wait(min(poll_s, self.quiet_s if self._unbuilt else poll_s))
 
     def _wait(self, seconds: float) -> None:

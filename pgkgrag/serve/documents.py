@@ -118,6 +118,7 @@ def add_document_routes(
 ) -> None:
     @app.post("/v1/documents", status_code=202)
     async def documents(request: Request) -> dict[str, Any]:
+        await service.key_holder(request.headers.get("authorization"))  # a valid key before the body is read
         tenant, given, files = await submission(request)
         acting = await caller(request, tenant)
         tickets = await submit(service, acting, request.is_disconnected, given, files)

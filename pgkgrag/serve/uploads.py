@@ -15,16 +15,21 @@ from pgkgrag.ingest.batch import TenantSettings
 from pgkgrag.ingest.readers.files import read_inputs
 from pgkgrag.serve.errors import ApiError
 
+MOST_FILES = 10  # files converted in one request: each may take the reader's time limit
+
 
 def safe_name(name: str, index: int) -> str:
-    """A file name to keep: its last part, never hidden or empty (upload-N then)."""
-    last = Path(name.replace("\\", "/")).name.strip()
+    """A file name to keep: its last part, without control characters, at most 200 characters,
+    never hidden or empty (upload-N then)."""
+    last = "".join(c for c in Path(name.replace("\\", "/")).name if c.isprintable()).strip()[-200:]
     return last if last and not last.startswith(".") else f"upload-{index}"
 
 
 def converted(conn: psycopg.Connection, tenant: str, files: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
     """The documents of uploaded files (name, content), as a JSONL line would give them; 400 naming
     the first file that is no document (its reader's reason)."""
+    if len(files) > MOST_FILES:
+        raise ApiError(400, f"send at most {MOST_FILES} files a request, got {len(files)}", "files")
     with tenant_transaction(conn, tenant):
         limits = TenantSettings.load(conn).readers
     names = [safe_name(name, i) for i, (name, _) in enumerate(files)]

@@ -373,6 +373,8 @@ DECLARE
     counts jsonb;
     noted jsonb;  -- what the query log may name, forgotten there if the graph loses it
     held text[];  -- the caller's groups (kgrag.current_groups answers for session_user)
+    waited integer;
+    waited_bytes bigint;
 BEGIN
     -- As the schema owner (SECURITY DEFINER): the decisions about the documents and what the query
     -- log says of them change here, which no tenant role may change itself; the caller names
@@ -408,6 +410,18 @@ BEGIN
     DELETE FROM kgrag.alias_source AS a WHERE a.tenant_id = t AND a.doc_id = ANY (doc_ids);
     PERFORM kgrag_private.forget_aliases(named);
     DELETE FROM kgrag.ingest_failure AS f WHERE f.tenant_id = t AND f.doc_id = ANY (doc_ids);
+    -- and their tickets in the ingestion queue, payloads with them (what waited no longer counts)
+    WITH gone AS (
+        DELETE FROM kgrag.ingest_ticket AS i
+         WHERE i.tenant_id = t AND i.doc_id = ANY (doc_ids) AND kgrag_private.sees(i.access, held)
+        RETURNING i.state, i.bytes
+    )
+    SELECT count(*) FILTER (WHERE g.state IN ('queued', 'working')),
+           COALESCE(sum(g.bytes) FILTER (WHERE g.state IN ('queued', 'working')), 0)
+      INTO waited, waited_bytes FROM gone AS g;
+    IF waited > 0 THEN
+        PERFORM kgrag_private.queue_room(t, -waited, -waited_bytes);
+    END IF;
     PERFORM kgrag_private.retract_documents(doc_ids);
     DELETE FROM kgrag.document AS d WHERE d.tenant_id = t AND d.doc_id = ANY (doc_ids);
     GET DIAGNOSTICS deleted = ROW_COUNT;
@@ -430,4 +444,4 @@ $$;
 REVOKE EXECUTE ON FUNCTION kgrag.delete_documents(text[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.delete_documents(text[]) TO kgrag_writer;
 COMMENT ON FUNCTION kgrag.delete_documents(text[]) IS
-'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions) and the names decided for entities that went with them (kgrag_private.end_entity_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored, and so are documents for an audience the caller does not hold (kgrag.current_groups); more than 100,000 ids a call are refused (22023), and so is a reader''s API key (42501, kgrag_private.check_writing). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';
+'Deletes documents of the current tenant with everything that came from them, in one transaction: chunks, mentions, evidence, the aliases they gave and what they said of entities (names, descriptions and answers are derived again from the documents that remain; an embedding of changed text goes), the cached extractions of their chunks, their tickets in the ingestion queue (kgrag.ingest_ticket, payloads with them), the decisions about them (kgrag.curation.doc_id: each ends with an entry in kgrag.curation_ended, kgrag_private.end_decisions) and the names decided for entities that went with them (kgrag_private.end_entity_decisions), the answers a person saw that came from them (kgrag.entity.answer_before), the communities they fed (titles and reports, until the next build), and what the query log says of the entities, names and chunks the graph no longer holds (kgrag_private.forget_in_logs). Namesakes the documents joined or kept apart are resolved again without them (kgrag_private.resolve_namesakes). Edges are recomputed and entities no chunk cites any more disappear. Returns counts as jsonb; unknown ids are ignored, and so are documents for an audience the caller does not hold (kgrag.current_groups); more than 100,000 ids a call are refused (22023), and so is a reader''s API key (42501, kgrag_private.check_writing). SECURITY DEFINER, owned by the schema owner, on the allow-list: it ends decisions and redacts the query log, which no tenant role may write; the caller names documents of its tenant and nothing else. For kgrag_writer.';

@@ -2,6 +2,7 @@
 DO $$
 BEGIN
     DELETE FROM kgrag.settings WHERE key IN ('queue_max_documents', 'queue_max_mb', 'ingest_max_attempts');
+    EXECUTE 'DROP TABLE kgrag.ingest_queue_load';
     EXECUTE 'DROP TABLE kgrag.ingest_ticket';
     EXECUTE 'DROP SEQUENCE kgrag.ingest_ticket_seq';
 END

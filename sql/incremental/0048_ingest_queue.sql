@@ -7,6 +7,7 @@
 --   Written through the queue's functions only (SECURITY DEFINER: the ceilings are checked there);
 --   read by the tenant's roles, a document for an audience by those who see it.
 -- - kgrag.ingest_ticket_seq: the tickets' numbers (one order for every tenant).
+-- - kgrag.ingest_queue_load: what each tenant has waiting, against the ceilings (the queue's own).
 -- - Settings queue_max_documents (10,000) and queue_max_mb (1,000): the schema owner's ceilings
 --   on what a tenant may have waiting; ingest_max_attempts (3): how often a document is tried.
 --
@@ -30,6 +31,7 @@ CREATE TABLE kgrag.ingest_ticket (
     payload_md5   text NOT NULL,
     bytes         integer NOT NULL CHECK (bytes >= 0),
     access        text[],
+    submitted_groups text[],  -- the groups the submitter held ({*}: every group)
     state         text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'working', 'stored', 'unchanged', 'failed')),
     attempts      integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
     waits         integer NOT NULL DEFAULT 0 CHECK (waits >= 0),  -- endpoint failures in a row
@@ -39,7 +41,7 @@ CREATE TABLE kgrag.ingest_ticket (
     not_before    timestamptz NOT NULL DEFAULT now(),
     started_at    timestamptz,
     finished_at   timestamptz,
-    claimed_key   integer,  -- the claiming session's key (kgrag_private.claim_tickets)
+    claimed_key   integer,  -- the claiming session's process id (kgrag_private.claim_tickets)
     PRIMARY KEY (tenant_id, ticket),
     CONSTRAINT ingest_ticket_access_groups CHECK (access IS NULL OR (cardinality(access) BETWEEN 1 AND 32
         AND array_position(access, NULL) IS NULL
@@ -61,6 +63,24 @@ CREATE TABLE kgrag.ingest_ticket (
         USING (tenant_id = kgrag.current_tenant() AND (access IS NULL OR kgrag_private.may_see(tenant_id, access)))
         WITH CHECK (tenant_id = kgrag.current_tenant() AND (access IS NULL OR kgrag_private.may_see(tenant_id, access)))$q$;
     EXECUTE 'GRANT SELECT ON kgrag.ingest_ticket TO kgrag_reader, kgrag_writer, kgrag_curator';
+    -- what each tenant has waiting, kept by the queue's functions: the ceilings are read here,
+    -- under this row's lock, whatever of the queue the caller sees
+    EXECUTE $q$
+CREATE TABLE kgrag.ingest_queue_load (
+    tenant_id text PRIMARY KEY,
+    documents bigint NOT NULL DEFAULT 0 CHECK (documents >= 0),
+    bytes     bigint NOT NULL DEFAULT 0 CHECK (bytes >= 0)
+)$q$;
+    IF distributed THEN
+        EXECUTE $q$SELECT pg_catalog.create_distributed_table('kgrag.ingest_queue_load', 'tenant_id', colocate_with => 'kgrag.document')$q$;
+    ELSE
+        EXECUTE 'ALTER TABLE kgrag.ingest_queue_load ALTER COLUMN tenant_id SET STATISTICS 1';
+    END IF;
+    EXECUTE $q$COMMENT ON TABLE kgrag.ingest_queue_load IS 'What each tenant has waiting in the ingestion queue (documents queued or being ingested, and their bytes), kept by the queue''s functions and read under the row''s lock against the ceilings queue_max_documents and queue_max_mb. No tenant role reads or writes it.'$q$;
+    EXECUTE 'ALTER TABLE kgrag.ingest_queue_load ENABLE ROW LEVEL SECURITY';
+    EXECUTE 'ALTER TABLE kgrag.ingest_queue_load FORCE ROW LEVEL SECURITY';
+    EXECUTE $q$CREATE POLICY tenant_isolation ON kgrag.ingest_queue_load
+        USING (tenant_id = kgrag.current_tenant()) WITH CHECK (tenant_id = kgrag.current_tenant())$q$;
     INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES
         ('*', 'queue_max_documents', '10000', 'The most documents a tenant may have waiting in the ingestion queue (queued or being ingested): a submission past it is refused (kgrag.submit_document). The schema owner''s.'),
         ('*', 'queue_max_mb', '1000', 'The most megabytes of documents a tenant may have waiting in the ingestion queue: a submission past it is refused. The schema owner''s.'),

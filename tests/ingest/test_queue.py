@@ -313,3 +313,59 @@ def test_another_tenant_or_session_cannot_claim_settle_or_retry_the_tickets(
             # nor claim them again while the first session lives
             assert second.execute("SELECT count(*) FROM kgrag_private.claim_tickets(100)").fetchone() == (0,)
     assert {s[1] for s in queue(writer).values()} == {"working"}
+
+
+def test_audiences_versions_and_broken_documents_hold_in_the_queue(
+    dsn: str, login: Callable[..., str], admin: psycopg.Connection
+) -> None:
+    """What an adversarial review found: a writer without HR's group neither replaces nor claims,
+    settles or retries HR's documents, and its count of what waits includes them; a document no
+    JSON reader takes is refused when submitted; an older version is never applied over a newer
+    one; a document whose worker dies every time ends failed."""
+    hr, plain = login("kgrag_writer", "t1"), login("kgrag_writer", "t1")
+    admin.execute("SELECT kgrag.grant_groups(%s, 't1', ARRAY['hr'])", [hr.split("user=")[1].split()[0]])
+    admin.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'queue_max_documents', '3')")
+    admin.commit()
+    salaries = note("salaries", "Salaries rise 3% in May.", access=["hr"])
+    assert tsql(hr, f"SELECT kgrag.submit_document('{salaries}')").returncode == 0
+    assert worker(hr).returncode == 0
+    hidden = tsql(hr, f"SELECT kgrag.submit_document('{note('review', 'Review due.', access=['hr'])}')")
+    assert hidden.returncode == 0, hidden.stderr
+    # replacing HR's document without HR's group: refused, as pgkgrag ingest is
+    forged = tsql(plain, f"SELECT kgrag.submit_document('{note('salaries', 'Salaries are frozen.')}')")
+    assert "a document of that id is for groups this transaction does not hold" in forged.stderr, forged.stderr
+    for statement, nothing in (
+        ("SELECT count(*) FROM kgrag_private.claim_tickets(100)", "0"),
+        (f"SELECT kgrag.retry_documents(ARRAY[{int(hidden.stdout)}])", "0"),
+        ("SELECT count(*) FROM kgrag.ingest_queue WHERE doc_id = 'review'", "0"),
+    ):
+        assert tsql(plain, statement).stdout == nothing, statement
+    # the queue holds 1 (HR's, unseen) of 3: two more fit, a third does not
+    for i in range(2):
+        assert tsql(plain, f"SELECT kgrag.submit_document('{note(f'v{i}', f'Version {i}.')}')").returncode == 0
+    full = tsql(plain, f"SELECT kgrag.submit_document('{note('v2', 'Version 2.')}')")
+    assert "holds 3 documents, and 1 more would pass its ceiling of 3" in full.stderr, full.stderr
+    assert worker(hr).returncode == 0  # (empties the queue)
+    # a document whose JSON nests past 32 levels, or a number of 101 digits: refused when submitted
+    deep = '{"doc_id": "deep", "text": "x", "metadata": ' + '{"a": ' * 40 + "1" + "}" * 40 + "}"
+    assert "nests deeper than 32 levels" in tsql(plain, f"SELECT kgrag.submit_document('{deep}')").stderr
+    huge = '{"doc_id": "huge", "text": "x", "metadata": {"n": 1' + "0" * 100 + "}}"
+    assert "more than 100 digits" in tsql(plain, f"SELECT kgrag.submit_document('{huge}')").stderr
+    # v1, v2, then v1 again: a new ticket after v2's, so v1 is the version stored
+    tickets = [
+        int(tsql(plain, f"SELECT kgrag.submit_document('{note('policy', text)}')").stdout)
+        for text in ("Policy one.", "Policy two.", "Policy one.")
+    ]
+    assert tickets[0] < tickets[1] < tickets[2]
+    assert worker(plain).returncode == 0
+    with psycopg.connect(plain) as conn, tenant_transaction(conn, "t1"):
+        stored = conn.execute("SELECT text FROM kgrag.chunk WHERE doc_id = 'policy'").fetchone()
+    assert stored == ("Policy one.",)
+    # a document whose worker dies each time: taken back, then failed at ingest_max_attempts (1)
+    admin.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'ingest_max_attempts', '1')")
+    admin.commit()
+    doomed = int(tsql(plain, f"SELECT kgrag.submit_document('{note('doomed', 'It always crashes.')}')").stdout)
+    with psycopg.connect(plain) as gone, tenant_transaction(gone, "t1"):
+        assert gone.execute("SELECT count(*) FROM kgrag_private.claim_tickets(10)").fetchone() == (1,)
+    assert tsql(plain, "SELECT count(*) FROM kgrag_private.claim_tickets(10)").stdout == "0"
+    assert queue(plain)[doomed][1:] == ("failed", 1, "its worker stopped while ingesting it, 1 times")
