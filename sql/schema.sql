@@ -6394,8 +6394,9 @@ BEGIN
         -- a scheme or "www" left by a form that kept only the words (an id stored before this rule)
         form := pg_catalog.lower(pg_catalog.btrim(identifier));
         form := pg_catalog.regexp_replace(form, '#.*$', '');
-        form := pg_catalog.regexp_replace(form, '^[a-z][a-z0-9+.-]*://', '');
-        form := pg_catalog.regexp_replace(form, '^[^/@]*@', '');
+        IF form ~ '^[a-z][a-z0-9+.-]*://' THEN  -- (a user before the host only after a scheme: not an address)
+            form := pg_catalog.regexp_replace(pg_catalog.regexp_replace(form, '^[a-z][a-z0-9+.-]*://', ''), '^[^/@]*@', '');
+        END IF;
         form := pg_catalog.regexp_replace(form, '^www\.', '');
         form := pg_catalog.regexp_replace(form, '^([^/:?]+):(80|443)(/|\?|$)', '\1\3');
         form := pg_catalog.regexp_replace(form, '/+(\?|$)', '\1');
@@ -7776,6 +7777,41 @@ ALTER FUNCTION kgrag_private.one_of(allowed jsonb, value jsonb) OWNER TO <owner>
 --
 
 COMMENT ON FUNCTION kgrag_private.one_of(allowed jsonb, value jsonb) IS 'Private. Returns whether a value (a scalar: allowed values are) is one of the JSON array allowed, exactly.';
+
+--
+-- Name: one_slip(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.one_slip(a text, b text) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    i integer := 1;
+BEGIN
+    IF a = b OR abs(length(a) - length(b)) > 1 THEN
+        RETURN false;
+    ELSIF length(a) > length(b) THEN
+        RETURN kgrag_private.one_slip(b, a);
+    END IF;
+    WHILE i <= length(a) AND substr(a, i, 1) = substr(b, i, 1) LOOP  -- the first difference
+        i := i + 1;
+    END LOOP;
+    IF length(a) < length(b) THEN  -- one character added there
+        RETURN substr(a, i) = substr(b, i + 1);
+    END IF;
+    RETURN i < length(a) AND substr(a, i, 1) = substr(b, i + 1, 1) AND substr(a, i + 1, 1) = substr(b, i, 1)
+       AND substr(a, i + 2) = substr(b, i + 2);  -- two neighbours swapped, the rest alike
+END
+$$;
+
+ALTER FUNCTION kgrag_private.one_slip(a text, b text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION one_slip(a text, b text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.one_slip(a text, b text) IS 'Private. Returns whether two texts are one slip of the hand apart: one character added or dropped, or two neighbours swapped ("emp0042", "emp0024"); not a character replaced by another, as numbers given in a row differ. For the near_identifiers items of kgrag.review_queue.';
 
 --
 -- Name: own_scratch(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -13404,10 +13440,15 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
                    FROM ( SELECT regexp_replace(i_1.form, '[^0-9]'::text, ''::text, 'g'::text) AS digits) d
                   WHERE (length(d.digits) >= 6)) v(v))
         ), near_identifiers AS (
-         SELECT DISTINCT a.entity_id AS a,
-            b.entity_id AS b
-           FROM (identifier_variants a
-             JOIN identifier_variants b ON (((b.kind = a.kind) AND (b.v = a.v) AND (a.entity_id < (b.entity_id COLLATE "C")))))
+         SELECT p.a,
+            p.b
+           FROM ((( SELECT DISTINCT a.entity_id AS a,
+                    b.entity_id AS b
+                   FROM (identifier_variants a
+                     JOIN identifier_variants b ON (((b.kind = a.kind) AND (b.v = a.v) AND (a.entity_id < (b.entity_id COLLATE "C")))))) p
+             JOIN identified fa ON ((fa.entity_id = p.a)))
+             JOIN identified fb ON ((fb.entity_id = p.b)))
+          WHERE (kgrag_private.one_slip(fa.form, fb.form) OR ((regexp_replace(fa.form, '[^0-9]'::text, ''::text, 'g'::text) = regexp_replace(fb.form, '[^0-9]'::text, ''::text, 'g'::text)) AND (length(regexp_replace(fa.form, '[^0-9]'::text, ''::text, 'g'::text)) >= 6)))
         ), relations AS (
          SELECT r.src,
             r.rel,
@@ -13511,7 +13552,7 @@ ALTER VIEW kgrag.review_queue OWNER TO <owner>;
 -- Name: VIEW review_queue; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, are one character apart or have the same six digits or more: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, are a slip apart, kgrag_private.one_slip, or have the same six digits or more: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 
 --
 -- Name: router_rule; Type: TABLE; Schema: kgrag; Owner: <owner>

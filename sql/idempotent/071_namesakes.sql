@@ -53,8 +53,9 @@ BEGIN
         -- a scheme or "www" left by a form that kept only the words (an id stored before this rule)
         form := pg_catalog.lower(pg_catalog.btrim(identifier));
         form := pg_catalog.regexp_replace(form, '#.*$', '');
-        form := pg_catalog.regexp_replace(form, '^[a-z][a-z0-9+.-]*://', '');
-        form := pg_catalog.regexp_replace(form, '^[^/@]*@', '');
+        IF form ~ '^[a-z][a-z0-9+.-]*://' THEN  -- (a user before the host only after a scheme: not an address)
+            form := pg_catalog.regexp_replace(pg_catalog.regexp_replace(form, '^[a-z][a-z0-9+.-]*://', ''), '^[^/@]*@', '');
+        END IF;
         form := pg_catalog.regexp_replace(form, '^www\.', '');
         form := pg_catalog.regexp_replace(form, '^([^/:?]+):(80|443)(/|\?|$)', '\1\3');
         form := pg_catalog.regexp_replace(form, '/+(\?|$)', '\1');
