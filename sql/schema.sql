@@ -4429,6 +4429,11 @@ BEGIN
                                         WHERE e.tenant_id = t AND e.doc_id = w.doc_id AND e.ticket < w.ticket
                                           AND e.state IN ('queued', 'working'))
                      ORDER BY w.ticket LIMIT most FOR UPDATE SKIP LOCKED);
+    -- and no more than 64 MB of documents a claim (one at least): a page is held in a worker's memory
+    chosen := ARRAY(SELECT x.ticket
+                      FROM (SELECT i.ticket, i.bytes, sum(i.bytes) OVER (ORDER BY i.ticket) AS upto
+                              FROM kgrag.ingest_ticket AS i WHERE i.tenant_id = t AND i.ticket = ANY (chosen)) AS x
+                     WHERE x.upto - x.bytes < 67108864 ORDER BY x.ticket);
     -- a ticket replacing a stored document its submitter did not see fails here, whoever the worker
     refused := ARRAY(SELECT i.ticket FROM kgrag.ingest_ticket AS i
                       WHERE i.tenant_id = t AND i.ticket = ANY (chosen)
@@ -4460,7 +4465,7 @@ ALTER FUNCTION kgrag_private.claim_tickets(most integer) OWNER TO <owner>;
 -- Name: FUNCTION claim_tickets(most integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.claim_tickets(most integer) IS 'Private. Claims for this session up to most (1 to 10,000) of the current tenant''s queued tickets of the audiences it sees, oldest first, skipping those another worker holds (FOR UPDATE SKIP LOCKED) and those of a document with an earlier ticket waiting, and returns (ticket, doc_id, document as JSON text, attempts): each now working, its attempts counted; a ticket whose doc_id names a stored document its submitter did not see fails instead. First gives back to the queue the claims of worker sessions that are gone (a killed worker loses nothing), or fails those tried ingest_max_attempts times: a session marks its claims with its process id and holds it as a session advisory lock until it ends. SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer (pgkgrag worker).';
+COMMENT ON FUNCTION kgrag_private.claim_tickets(most integer) IS 'Private. Claims for this session up to most (1 to 10,000) of the current tenant''s queued tickets of the audiences it sees, oldest first (64 MB of documents at most, one at least), skipping those another worker holds (FOR UPDATE SKIP LOCKED) and those of a document with an earlier ticket waiting, and returns (ticket, doc_id, document as JSON text, attempts): each now working, its attempts counted; a ticket whose doc_id names a stored document its submitter did not see fails instead. First gives back to the queue the claims of worker sessions that are gone (a killed worker loses nothing), or fails those tried ingest_max_attempts times: a session marks its claims with its process id and holds it as a session advisory lock until it ends. SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer (pgkgrag worker).';
 
 --
 -- Name: communities_outdated(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -10977,7 +10982,12 @@ BEGIN
     ), failed AS (  -- kept with the other failures of the tenant's documents
         INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, access)
         SELECT DISTINCT ON (u.doc_id) t, u.doc_id, 'ticket:' || u.ticket, u.reason, u.access
-          FROM updated AS u WHERE u.state = 'failed' ORDER BY u.doc_id, u.ticket DESC
+          FROM updated AS u
+         WHERE u.state = 'failed'
+           -- (a failure kept for an audience the caller does not see stays as it is)
+           AND NOT EXISTS (SELECT 1 FROM kgrag.ingest_failure AS x
+                            WHERE x.tenant_id = t AND x.doc_id = u.doc_id AND NOT kgrag_private.sees(x.access, held))
+         ORDER BY u.doc_id, u.ticket DESC
         ON CONFLICT (tenant_id, doc_id) DO UPDATE
            SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = excluded.failed_at,
                access = excluded.access

@@ -8,7 +8,8 @@ status 200 wraps `content` (text) as the first choice; other statuses send `cont
 `chat_delay` (seconds) makes chat slow; `embed_delay` (seconds per text) makes /embeddings slow,
 and `embedding_dim`, when set, makes its vectors the hash embedder's of that dimension (else 3
 numbers from the text's length); `embedding_requests_at_once` is the most /embeddings requests
-it served at one time; `embed_failure` (status, body) makes /embeddings fail; `raw_reply` is sent
+it served at one time; `embed_failure` (status, body) makes /embeddings fail, every request or
+(with `embed_refused`, a marker) those with a text holding the marker; `raw_reply` is sent
 as the whole body of a 200 (not JSON, say); `retry_after` is sent as the Retry-After header of every
 answer that is not a 200.
 
@@ -45,6 +46,7 @@ class FakeOpenAI:
         self.embedding_dim: int | None = None
         self.embedding_requests_at_once = 0  # the most /embeddings requests in flight at one time
         self.embed_failure: tuple[int, str] | None = None
+        self.embed_refused: str | None = None
         self._in_flight = 0
         self.raw_reply: str | None = None
         self.retry_after: str | None = None
@@ -120,7 +122,9 @@ class FakeOpenAI:
     def embeddings(self, path: str, body: dict[str, Any]) -> tuple[int, str]:
         with self._lock:
             self.requests.append({"path": path, "body": body})
-        if self.embed_failure is not None:
+        if self.embed_failure is not None and (
+            self.embed_refused is None or any(self.embed_refused in t for t in body["input"])
+        ):
             return self.embed_failure
         texts = body["input"]
         vectors = (

@@ -14,6 +14,7 @@ of the tenant. Communities, reports and answers are built after a quiet period, 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,12 @@ from pgkgrag.ingest.inputs import InputItem, document_item
 from pgkgrag.ingest.summary import IngestSummary
 from pgkgrag.queries import Q
 
+log = logging.getLogger("pgkgrag.worker")
 CHANNEL = "kgrag_ingest"  # kgrag.submit_document notifies it
+
+
+class FailedAlone(Exception):
+    """A document tried alone failed outside the database; its cause says how."""
 
 
 @dataclass
@@ -134,11 +140,16 @@ class QueueWorker:
         if done and not self._stop():
             # new entities embedded once the queue is empty, not after every page: an entity row
             # with a vector costs its index an entry at each later write (linking finds one
-            # without a vector by its names meanwhile, as after pgkgrag ingest)
-            embed_pending(self.conn, tenant, self.embedder_for(tenant), "entity", progress=self.progress)
+            # without a vector by its names meanwhile, as after pgkgrag ingest; the next drain or
+            # build embeds what an endpoint failed here)
+            try:
+                embed_pending(self.conn, tenant, self.embedder_for(tenant), "entity", progress=self.progress)
+            except Exception as exc:
+                self._rollback()
+                log.warning("tenant %s: entities not embedded (%s: %s)", tenant, type(exc).__name__, exc)
         return done
 
-    def _ingest(self, tenant: str, rows: list[tuple[int, str, Any]]) -> int:
+    def _ingest(self, tenant: str, rows: list[tuple[int, str, Any]], *, alone: bool = False) -> int:
         claimed = [(ticket, doc_id) for ticket, doc_id, _ in rows]
         items: list[InputItem] = [document_item(f"ticket:{ticket}", doc) for ticket, _, doc in rows]
         try:
@@ -160,21 +171,53 @@ class QueueWorker:
             why = f"the database refused it ({type(exc).__name__}: {str(exc)[:300]})"
             self._settle(tenant, [{"ticket": claimed[0][0], "state": "retry", "reason": why}])
             return 1
-        except Exception as exc:  # an endpoint (the embedder, the LLM) failed the page: it waits
+        except Exception as exc:  # an endpoint (the embedder, the LLM), or one document, failed the page
             self._rollback()
-            self.counts.endpoint_failures += 1
-            # (the wait doubles with each failure of the ticket in a row: kgrag_private.settle_tickets)
-            reason = f"the page failed ({type(exc).__name__}: {str(exc)[:300]})"
-            self._settle(
-                tenant, [{"ticket": t, "state": "wait", "reason": reason, "delay": self.wait_s} for t, _ in claimed]
-            )
-            return len(claimed)
+            if len(rows) == 1 and alone:
+                raise FailedAlone(exc) from exc
+            return self._split(tenant, rows, exc)
         ends = outcomes(claimed, summary)
         self._settle(tenant, ends)
         if any(end["state"] == "stored" for end in ends):
             self._unbuilt[tenant] = time.monotonic()
         self.progress("documents", len(ends))
         return len(ends)
+
+    def _split(self, tenant: str, rows: list[tuple[int, str, Any]], exc: Exception) -> int:
+        """A page that failed outside the database, taken one document at a time: those that fail
+        alone while another goes through are at fault (an attempt counted, then failed); while none
+        goes through, two failing in a row say the endpoint is down, and the rest of the page waits
+        with them (no attempt counted, longer each time: a breaker every worker obeys)."""
+        failed: list[tuple[int, BaseException]] = []
+        passed = 0
+        rest: list[tuple[int, str, Any]] = []
+        for index, row in enumerate(rows if len(rows) > 1 else []):
+            try:
+                self._ingest(tenant, [row], alone=True)
+                passed += 1
+            except FailedAlone as failure:
+                failed.append((row[0], failure.__cause__ or failure))
+                if not passed and len(failed) >= 2:
+                    rest = rows[index + 1 :]
+                    break
+        if len(rows) == 1:
+            failed = [(rows[0][0], exc)]
+        state = "retry" if passed else "wait"
+        if not passed:
+            self.counts.endpoint_failures += 1
+        said = "the page failed" if state == "wait" else "it failed alone while others went through"
+        ends = [
+            {"ticket": ticket, "state": state, "reason": f"{said} ({type(why).__name__}: {str(why)[:300]})",
+             "delay": self.wait_s}
+            for ticket, why in failed
+        ]  # fmt: skip
+        ends += [
+            {"ticket": ticket, "state": "wait", "delay": self.wait_s,
+             "reason": f"the page failed ({type(exc).__name__}: {str(exc)[:300]})"}
+            for ticket, _, _ in rest
+        ]  # fmt: skip
+        self._settle(tenant, ends)
+        return len(rows)
 
     def _rollback(self) -> None:
         for conn in (self.conn, self.stage_conn):
@@ -190,7 +233,13 @@ class QueueWorker:
         """Build the tenants that stored something and have been quiet for quiet_s (now: all of them)."""
         for tenant, last in sorted(self._unbuilt.items()):
             if now or time.monotonic() - last >= self.quiet_s:
-                self.counts.builds.append(build(self.conn, tenant, self.embedder_for(tenant)))
+                try:
+                    self.counts.builds.append(build(self.conn, tenant, self.embedder_for(tenant)))
+                except Exception as exc:
+                    self._rollback()
+                    log.warning("tenant %s: build failed (%s: %s)", tenant, type(exc).__name__, exc)
+                    self._unbuilt[tenant] = time.monotonic()
+                    continue
                 del self._unbuilt[tenant]
 
     def run(self, *, drain_only: bool, stop: Callable[[], bool] = lambda: False, poll_s: float = 30.0) -> WorkerCounts:

@@ -369,3 +369,24 @@ def test_audiences_versions_and_broken_documents_hold_in_the_queue(
         assert gone.execute("SELECT count(*) FROM kgrag_private.claim_tickets(10)").fetchone() == (1,)
     assert tsql(plain, "SELECT count(*) FROM kgrag_private.claim_tickets(10)").stdout == "0"
     assert queue(plain)[doomed][1:] == ("failed", 1, "its worker stopped while ingesting it, 1 times")
+
+
+def test_a_document_the_endpoint_refuses_alone_fails_and_the_others_go_through(
+    dsn: str, login: Callable[..., str], admin: psycopg.Connection
+) -> None:
+    llm = FakeOpenAI()
+    llm.embedding_dim = 512
+    llm.embed_failure, llm.embed_refused = (400, '{"error": {"message": "bad input"}}'), "POISON"
+    writer = login("kgrag_writer", "t1")
+    admin.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('t1', 'ingest_max_attempts', '1')")
+    admin.commit()
+    texts = ["Dock 1 opens at six.", "POISON pill text.", "Dock 3 opens at seven."]
+    tickets = [
+        int(tsql(writer, f"SELECT kgrag.submit_document('{note(f'd{i}', t)}')").stdout) for i, t in enumerate(texts)
+    ]
+    endpoint = {"KGRAG_EMBED_URL": llm.url, "KGRAG_LLM_RETRIES": "1", "KGRAG_LLM_BACKOFF": "0"}
+    done = run("worker", "--tenant", "t1", "--drain", "--embedder", "openai", dsn=writer, **endpoint)
+    assert "stored 2" in done.stdout and "failed 1" in done.stdout, done.stdout + done.stderr
+    states = queue(writer)
+    assert states[tickets[1]][1] == "failed" and "it failed alone while others went through" in states[tickets[1]][3]
+    assert {states[t][1] for t in (tickets[0], tickets[2])} == {"stored"}
