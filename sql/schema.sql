@@ -4384,6 +4384,7 @@ DECLARE
     t text := kgrag.current_tenant();
     held text[] := kgrag_private.groups_for(t);  -- the caller's: the tickets of audiences it sees
     max_attempts integer := (kgrag.setting('ingest_max_attempts') #>> '{}')::integer;
+    claim_minutes integer := (kgrag.setting('ingest_claim_minutes') #>> '{}')::integer;
     lock_class constant integer := pg_catalog.hashtext('kgrag|ingest claim');
     key integer := pg_catalog.pg_backend_pid();
     chosen bigint[];
@@ -4414,7 +4415,9 @@ BEGIN
                claimed_key = NULL
          WHERE i.tenant_id = t AND i.state = 'working' AND kgrag_private.sees(i.access, held)
            AND i.claimed_key IS DISTINCT FROM key
-           AND pg_catalog.pg_try_advisory_xact_lock(lock_class, COALESCE(i.claimed_key, 0))
+           -- (or held past ingest_claim_minutes: a hung worker's; what it writes after is unchanged)
+           AND (i.started_at < now() - make_interval(mins => claim_minutes)
+                OR pg_catalog.pg_try_advisory_xact_lock(lock_class, COALESCE(i.claimed_key, 0)))
         RETURNING i.state, i.bytes
     )
     SELECT count(*) FILTER (WHERE g.state = 'failed'), COALESCE(sum(g.bytes) FILTER (WHERE g.state = 'failed'), 0)
@@ -4465,7 +4468,7 @@ ALTER FUNCTION kgrag_private.claim_tickets(most integer) OWNER TO <owner>;
 -- Name: FUNCTION claim_tickets(most integer); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.claim_tickets(most integer) IS 'Private. Claims for this session up to most (1 to 10,000) of the current tenant''s queued tickets of the audiences it sees, oldest first (64 MB of documents at most, one at least), skipping those another worker holds (FOR UPDATE SKIP LOCKED) and those of a document with an earlier ticket waiting, and returns (ticket, doc_id, document as JSON text, attempts): each now working, its attempts counted; a ticket whose doc_id names a stored document its submitter did not see fails instead. First gives back to the queue the claims of worker sessions that are gone (a killed worker loses nothing), or fails those tried ingest_max_attempts times: a session marks its claims with its process id and holds it as a session advisory lock until it ends. SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer (pgkgrag worker).';
+COMMENT ON FUNCTION kgrag_private.claim_tickets(most integer) IS 'Private. Claims for this session up to most (1 to 10,000) of the current tenant''s queued tickets of the audiences it sees, oldest first (64 MB of documents at most, one at least), skipping those another worker holds (FOR UPDATE SKIP LOCKED) and those of a document with an earlier ticket waiting, and returns (ticket, doc_id, document as JSON text, attempts): each now working, its attempts counted; a ticket whose doc_id names a stored document its submitter did not see fails instead. First gives back to the queue the claims of worker sessions that are gone (a killed worker loses nothing) or held longer than the setting ingest_claim_minutes (a hung one), or fails those tried ingest_max_attempts times: a session marks its claims with its process id and holds it as a session advisory lock until it ends. SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer (pgkgrag worker).';
 
 --
 -- Name: communities_outdated(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -10791,6 +10794,7 @@ DECLARE
       "idempotent_sha256": {"type": "string", "owner": true},
       "identifier_kinds": {"type": "object", "values": ["code", "digits", "url"], "max_keys": 1000},
       "ingest_failure_days": {"type": "integer", "min": 1, "max": 36500},
+      "ingest_claim_minutes": {"type": "integer", "min": 1, "max": 10080},
       "ingest_max_attempts": {"type": "integer", "min": 1, "max": 100},
       "khop_timeout_ms": {"type": "integer", "min": 1, "max": 86400000},
       "language_codes": {"type": "object"},
@@ -15662,6 +15666,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'en
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'graph_chunks_per_entity', '100', 'Local route: the graph list ranks at most this many chunks citing each reached entity (the first by chunk id), besides the chunks the vector and lexical lists hold. Bounds the work of a walk that reaches a hub.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'hnsw_ef_search', '100', 'hnsw.ef_search for vector searches; raised to the candidate count when that is larger.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'hnsw_max_scan_tuples', '20000', 'hnsw.max_scan_tuples: how far an iterative index scan may go to find enough rows of the tenant.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_claim_minutes', '60', 'How long a worker may hold a ticket of the ingestion queue: past it, another worker takes it back even from a live session (a hung worker).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_failure_days', '365', 'kgrag.purge() deletes the rows of kgrag.ingest_failure older than this many days (a document ingested again clears its row at once).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_max_attempts', '3', 'How many times a worker tries a document of the ingestion queue before it is failed (kgrag.ingest_queue; kgrag.retry_documents tries it again).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'khop_timeout_ms', '5000', 'A traversal that runs longer than this is cancelled (SQLSTATE 57014) with a message saying how to narrow it.');

@@ -48,6 +48,7 @@ DECLARE
       "idempotent_sha256": {"type": "string", "owner": true},
       "identifier_kinds": {"type": "object", "values": ["code", "digits", "url"], "max_keys": 1000},
       "ingest_failure_days": {"type": "integer", "min": 1, "max": 36500},
+      "ingest_claim_minutes": {"type": "integer", "min": 1, "max": 10080},
       "ingest_max_attempts": {"type": "integer", "min": 1, "max": 100},
       "khop_timeout_ms": {"type": "integer", "min": 1, "max": 86400000},
       "language_codes": {"type": "object"},

@@ -215,6 +215,7 @@ DECLARE
     t text := kgrag.current_tenant();
     held text[] := kgrag_private.groups_for(t);  -- the caller's: the tickets of audiences it sees
     max_attempts integer := (kgrag.setting('ingest_max_attempts') #>> '{}')::integer;
+    claim_minutes integer := (kgrag.setting('ingest_claim_minutes') #>> '{}')::integer;
     lock_class constant integer := pg_catalog.hashtext('kgrag|ingest claim');
     key integer := pg_catalog.pg_backend_pid();
     chosen bigint[];
@@ -245,7 +246,9 @@ BEGIN
                claimed_key = NULL
          WHERE i.tenant_id = t AND i.state = 'working' AND kgrag_private.sees(i.access, held)
            AND i.claimed_key IS DISTINCT FROM key
-           AND pg_catalog.pg_try_advisory_xact_lock(lock_class, COALESCE(i.claimed_key, 0))
+           -- (or held past ingest_claim_minutes: a hung worker's; what it writes after is unchanged)
+           AND (i.started_at < now() - make_interval(mins => claim_minutes)
+                OR pg_catalog.pg_try_advisory_xact_lock(lock_class, COALESCE(i.claimed_key, 0)))
         RETURNING i.state, i.bytes
     )
     SELECT count(*) FILTER (WHERE g.state = 'failed'), COALESCE(sum(g.bytes) FILTER (WHERE g.state = 'failed'), 0)
@@ -292,7 +295,7 @@ $$;
 REVOKE EXECUTE ON FUNCTION kgrag_private.claim_tickets(integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag_private.claim_tickets(integer) TO kgrag_writer;
 COMMENT ON FUNCTION kgrag_private.claim_tickets(integer) IS
-'Private. Claims for this session up to most (1 to 10,000) of the current tenant''s queued tickets of the audiences it sees, oldest first (64 MB of documents at most, one at least), skipping those another worker holds (FOR UPDATE SKIP LOCKED) and those of a document with an earlier ticket waiting, and returns (ticket, doc_id, document as JSON text, attempts): each now working, its attempts counted; a ticket whose doc_id names a stored document its submitter did not see fails instead. First gives back to the queue the claims of worker sessions that are gone (a killed worker loses nothing), or fails those tried ingest_max_attempts times: a session marks its claims with its process id and holds it as a session advisory lock until it ends. SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer (pgkgrag worker).';
+'Private. Claims for this session up to most (1 to 10,000) of the current tenant''s queued tickets of the audiences it sees, oldest first (64 MB of documents at most, one at least), skipping those another worker holds (FOR UPDATE SKIP LOCKED) and those of a document with an earlier ticket waiting, and returns (ticket, doc_id, document as JSON text, attempts): each now working, its attempts counted; a ticket whose doc_id names a stored document its submitter did not see fails instead. First gives back to the queue the claims of worker sessions that are gone (a killed worker loses nothing) or held longer than the setting ingest_claim_minutes (a hung one), or fails those tried ingest_max_attempts times: a session marks its claims with its process id and holds it as a session advisory lock until it ends. SECURITY DEFINER, owned by the schema owner, on the allow-list: the queue is written through its functions only; for kgrag_writer (pgkgrag worker).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.settle_tickets(settled jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -9,7 +9,8 @@
 -- - kgrag.ingest_ticket_seq: the tickets' numbers (one order for every tenant).
 -- - kgrag.ingest_queue_load: what each tenant has waiting, against the ceilings (the queue's own).
 -- - Settings queue_max_documents (10,000) and queue_max_mb (1,000): the schema owner's ceilings
---   on what a tenant may have waiting; ingest_max_attempts (3): how often a document is tried.
+--   on what a tenant may have waiting; ingest_max_attempts (3): how often a document is tried;
+--   ingest_claim_minutes (60): how long a worker may hold a ticket.
 --
 -- Through EXECUTE, as every DDL of a revision: see 0021_edge_rank_index.sql (Citus).
 DO $$
@@ -84,6 +85,7 @@ CREATE TABLE kgrag.ingest_queue_load (
     INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES
         ('*', 'queue_max_documents', '10000', 'The most documents a tenant may have waiting in the ingestion queue (queued or being ingested): a submission past it is refused (kgrag.submit_document). The schema owner''s.'),
         ('*', 'queue_max_mb', '1000', 'The most megabytes of documents a tenant may have waiting in the ingestion queue: a submission past it is refused. The schema owner''s.'),
-        ('*', 'ingest_max_attempts', '3', 'How many times a worker tries a document of the ingestion queue before it is failed (kgrag.ingest_queue; kgrag.retry_documents tries it again).');
+        ('*', 'ingest_max_attempts', '3', 'How many times a worker tries a document of the ingestion queue before it is failed (kgrag.ingest_queue; kgrag.retry_documents tries it again).'),
+        ('*', 'ingest_claim_minutes', '60', 'How long a worker may hold a ticket of the ingestion queue: past it, another worker takes it back even from a live session (a hung worker).');
 END
 $$;

@@ -312,6 +312,11 @@ def test_another_tenant_or_session_cannot_claim_settle_or_retry_the_tickets(
             assert second.execute(settle.replace("stored", "failed")).fetchone() == ({},)
             # nor claim them again while the first session lives
             assert second.execute("SELECT count(*) FROM kgrag_private.claim_tickets(100)").fetchone() == (0,)
+        # unless it held them past ingest_claim_minutes (60): a hung worker's are taken back
+        with psycopg.connect(dsn, autocommit=True) as owner:
+            owner.execute("UPDATE kgrag.ingest_ticket SET started_at = now() - interval '61 minutes'")
+        with tenant_transaction(second, "t1"):
+            assert second.execute("SELECT count(*) FROM kgrag_private.claim_tickets(100)").fetchone() == (3,)
     assert {s[1] for s in queue(writer).values()} == {"working"}
 
 
