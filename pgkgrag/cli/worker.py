@@ -48,6 +48,12 @@ from pgkgrag.ingest.queue_worker import QueueWorker, start_listening
     help="How long a page waits after an endpoint (the embedder, the LLM) failed it, doubled with each failure "
     "in a row (at most an hour): the tenant's work pauses, and the next claim after it probes the endpoint.",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Serve the worker's Prometheus metrics on 127.0.0.1:PORT (tickets settled, pages, the breaker, the queue).",
+)
 @friendly_errors
 def worker_command(
     tenant: str | None,
@@ -58,6 +64,7 @@ def worker_command(
     batch_size: int,
     quiet_seconds: float,
     wait_seconds: float,
+    metrics_port: int | None,
 ) -> None:
     """Ingest the documents submitted to a tenant's queue (SQL kgrag.submit_document, HTTP POST /v1/documents,
     the MCP tool), woken by each submission; any number of workers share a queue. Its connections are
@@ -98,6 +105,12 @@ def worker_command(
             wait_s=wait_seconds,
             stage_conn=stage,
         )
+        if metrics_port is not None:
+            from pgkgrag.ingest.worker_metrics import WorkerMetrics
+
+            metrics = WorkerMetrics()
+            metrics.serve(metrics_port)
+            queue.observe = metrics.observe
         if not drain:
             console.print(f"pgkgrag worker: tenant {config.tenant!r}, waiting for documents (Ctrl-C or SIGTERM stops)")
         try:

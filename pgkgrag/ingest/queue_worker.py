@@ -34,7 +34,15 @@ from pgkgrag.ingest.summary import IngestSummary
 from pgkgrag.queries import Q
 
 log = logging.getLogger("pgkgrag.worker")
-CHANNEL = "kgrag_ingest"  # kgrag.submit_document notifies it
+CHANNEL = "kgrag_ingest"
+QUEUE_STATES = (
+    "queued",
+    "waiting",
+    "working",
+    "stored",
+    "unchanged",
+    "failed",
+)  # (kgrag.ingest_queue's, and waiting)  # kgrag.submit_document notifies it
 
 
 class FailedAlone(Exception):
@@ -119,6 +127,8 @@ class QueueWorker:
         self.counts = WorkerCounts()
         self.waiting = False  # whether it waits for a submission (nothing under way)
         self._stop: Callable[[], bool] = lambda: False
+        # (what, label, how many): the worker's metrics hear of it (pgkgrag.ingest.worker_metrics)
+        self.observe: Callable[[str, str, int], None] = lambda what, label, n: None
         self._unbuilt: dict[str, float] = {}  # tenant -> when it last stored something not built yet
 
     def drain(self, tenant: str) -> int:
@@ -131,6 +141,7 @@ class QueueWorker:
             if not rows:
                 break
             self.counts.pages += 1
+            self.observe("pages", "", 1)
             readable, unreadable = read_claims(rows)
             if unreadable:
                 self._settle(tenant, unreadable)
@@ -205,6 +216,7 @@ class QueueWorker:
         state = "retry" if passed else "wait"
         if not passed:
             self.counts.endpoint_failures += 1
+            self.observe("endpoint_failures", "", 1)
         said = "the page failed" if state == "wait" else "it failed alone while others went through"
         ends = [
             {"ticket": ticket, "state": state, "reason": f"{said} ({type(why).__name__}: {str(why)[:300]})",
@@ -227,7 +239,10 @@ class QueueWorker:
     def _settle(self, tenant: str, ends: list[dict[str, Any]]) -> None:
         with tenant_transaction(self.conn, tenant):
             row = self.conn.execute(Q["settle_tickets"], [Jsonb(ends)]).fetchone()
-        self.counts.add(row[0] if row else {})
+        settled = row[0] if row else {}
+        self.counts.add(settled)
+        for state, n in settled.items():
+            self.observe("settled", state, n)
 
     def build_quiet(self, *, now: bool = False) -> None:
         """Build the tenants that stored something and have been quiet for quiet_s (now: all of them)."""
@@ -250,6 +265,8 @@ class QueueWorker:
         while True:
             for tenant in self.tenants:
                 self.drain(tenant)
+                for state, n in ({s: 0 for s in QUEUE_STATES} | queue_states(self.conn, tenant)).items():
+                    self.observe(f"queue:{tenant}", state, n)
             if stop():  # (stopping: no build; the next worker or pgkgrag build does it)
                 return self.counts
             if drain_only:

@@ -395,3 +395,42 @@ def test_a_document_the_endpoint_refuses_alone_fails_and_the_others_go_through(
     states = queue(writer)
     assert states[tickets[1]][1] == "failed" and "it failed alone while others went through" in states[tickets[1]][3]
     assert {states[t][1] for t in (tickets[0], tickets[2])} == {"stored"}
+
+
+def test_a_waiting_worker_takes_a_submission_shows_it_in_its_metrics_and_stops_on_sigterm(
+    dsn: str, login: Callable[..., str]
+) -> None:
+    import httpx
+    from commands import _free_port
+
+    writer = login("kgrag_writer", "t1")
+    port = _free_port()
+    waiting = subprocess.Popen(
+        [sys.executable, "-m", "pgkgrag", "worker", "--tenant", "t1", "--embedder", "hash", "--metrics-port", str(port),
+         "--quiet-seconds", "0.5"],
+        env=command_env(writer), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        metrics = ""
+        while time.monotonic() < deadline and "kgrag_worker_queue" not in metrics:
+            time.sleep(0.2)
+            try:
+                metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+            except httpx.HTTPError:
+                continue
+        for i in range(2):  # woken by each submission (LISTEN), no poll needed
+            tsql(writer, f"SELECT kgrag.submit_document('{note(f'm{i}', f'Metric note {i} about Faro.')}')")
+        while time.monotonic() < deadline and 'kgrag_worker_queue{state="stored",tenant="t1"} 2.0' not in metrics:
+            time.sleep(0.2)
+            metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        assert 'kgrag_worker_tickets_total{state="stored"} 2.0' in metrics, metrics
+        assert 'kgrag_worker_queue{state="stored",tenant="t1"} 2.0' in metrics, metrics
+        started = time.monotonic()
+        waiting.send_signal(signal.SIGTERM)
+        out, err = waiting.communicate(timeout=30)
+        assert time.monotonic() - started < 10, "a waiting worker stops at once"
+        assert "stored 2" in out, out + err
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
