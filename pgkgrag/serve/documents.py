@@ -6,6 +6,8 @@ one is (kgrag.ingest_queue). `pgkgrag worker` ingests them, not the service."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -21,7 +23,7 @@ from pgkgrag.serve.callers import Caller
 from pgkgrag.serve.calls import Call, Disconnected
 from pgkgrag.serve.errors import ApiError, submission_error
 from pgkgrag.serve.service import Service
-from pgkgrag.serve.uploads import converted
+from pgkgrag.serve.uploads import converted, reader_limits
 
 try:
     from fastapi import FastAPI, Request
@@ -77,10 +79,14 @@ async def submit(
     most = service.limits.max_documents
     if not 1 <= len(documents) + len(files) <= most:
         raise ApiError(400, f"give 1 to {most} documents a request", "documents")
+    read: list[dict[str, Any]] = []
+    if files:  # read with no connection held (a reader's limits bound each file; the deadline all)
+        limits = await service.run(caller, disconnected, lambda conn, _: reader_limits(conn, caller.tenant))
+        read = await asyncio.to_thread(converted, limits, list(files))
+        if time.monotonic() > caller.deadline:
+            raise ApiError(408, f"the request ran past this server's {service.limits.timeout_s:g} s", code="timeout")
 
     def work(conn: psycopg.Connection, call: Call) -> list[int]:
-        read = converted(conn, caller.tenant, list(files)) if files else []
-        call.check()
         tickets = []
         with tenant_transaction(conn, caller.tenant):
             for i, document in enumerate([*documents, *read]):

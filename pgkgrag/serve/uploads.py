@@ -13,6 +13,7 @@ import psycopg
 from pgkgrag.db.connections import tenant_transaction
 from pgkgrag.ingest.batch import TenantSettings
 from pgkgrag.ingest.readers.files import read_inputs
+from pgkgrag.ingest.readers.isolation import ReaderLimits
 from pgkgrag.serve.errors import ApiError
 
 MOST_FILES = 10  # files converted in one request: each may take the reader's time limit
@@ -25,13 +26,17 @@ def safe_name(name: str, index: int) -> str:
     return last if last and not last.startswith(".") else f"upload-{index}"
 
 
-def converted(conn: psycopg.Connection, tenant: str, files: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
+def reader_limits(conn: psycopg.Connection, tenant: str) -> ReaderLimits:
+    """The tenant's limits of a file read (max_file_mb, max_document_mb, the reader's time and memory)."""
+    with tenant_transaction(conn, tenant):
+        return TenantSettings.load(conn).readers
+
+
+def converted(limits: ReaderLimits, files: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
     """The documents of uploaded files (name, content), as a JSONL line would give them; 400 naming
-    the first file that is no document (its reader's reason)."""
+    the first file that is no document (its reader's reason). Holds no database connection."""
     if len(files) > MOST_FILES:
         raise ApiError(400, f"send at most {MOST_FILES} files a request, got {len(files)}", "files")
-    with tenant_transaction(conn, tenant):
-        limits = TenantSettings.load(conn).readers
     names = [safe_name(name, i) for i, (name, _) in enumerate(files)]
     if len(set(names)) != len(names):
         raise ApiError(400, "two files of the request have one name: each file's document is named by it", "files")
