@@ -2187,6 +2187,7 @@ CREATE FUNCTION kgrag.retry_documents(tickets bigint[]) RETURNS integer
 DECLARE
     t text := kgrag.current_tenant();
     held text[] := kgrag_private.groups_for(t);
+    at timestamptz := now();
     again bigint[];
     documents integer;
     size bigint;
@@ -2211,7 +2212,7 @@ BEGIN
     END IF;
     PERFORM kgrag_private.queue_room(t, documents, size);
     UPDATE kgrag.ingest_ticket AS i
-       SET state = 'queued', attempts = 0, waits = 0, reason = NULL, not_before = now(), started_at = NULL,
+       SET state = 'queued', attempts = 0, waits = 0, reason = NULL, not_before = at, started_at = NULL,
            finished_at = NULL
      WHERE i.tenant_id = t AND i.ticket = ANY (again);
     PERFORM pg_notify('kgrag_ingest', '');
@@ -4387,6 +4388,12 @@ DECLARE
     claim_minutes integer := (kgrag.setting('ingest_claim_minutes') #>> '{}')::integer;
     lock_class constant integer := pg_catalog.hashtext('kgrag|ingest claim');
     key integer := pg_catalog.pg_backend_pid();
+    at timestamptz := now();
+    stale timestamptz;
+    gone_tickets bigint[];
+    gone_failed boolean[];
+    other integer;
+    gone_keys integer[] := '{}';
     chosen bigint[];
     refused bigint[];
     left_docs integer;
@@ -4405,32 +4412,52 @@ BEGIN
     END IF;
     PERFORM kgrag_private.queue_room(t, 0, 0);  -- (the queue's row: its counts move below)
     -- the claims of gone sessions go back to the queue, or fail once tried as often as allowed
-    -- (a document that kills its worker every time stops here)
-    WITH gone AS (
+    -- (a document that kills its worker every time stops here). Whose session is gone is asked
+    -- here, of this server's locks (on Citus, the coordinator's), never in the statement that a
+    -- distributed table's shard runs.
+    FOR other IN SELECT DISTINCT i.claimed_key FROM kgrag.ingest_ticket AS i
+                  WHERE i.tenant_id = t AND i.state = 'working' AND i.claimed_key IS DISTINCT FROM key
+    LOOP
+        IF other IS NULL OR pg_catalog.pg_try_advisory_xact_lock(lock_class, other) THEN
+            gone_keys := gone_keys || COALESCE(other, 0);
+        END IF;
+    END LOOP;
+    -- (Citus runs a statement that writes a distributed table on its shard: it takes no CASE over
+    -- a function that is not immutable, so what each row becomes is computed first, here)
+    stale := now() - make_interval(mins => claim_minutes);
+    SELECT array_agg(i.ticket), array_agg(i.attempts >= max_attempts),
+           COALESCE(sum(i.bytes) FILTER (WHERE i.attempts >= max_attempts), 0),
+           count(*) FILTER (WHERE i.attempts >= max_attempts)
+      INTO gone_tickets, gone_failed, left_bytes, left_docs
+      FROM kgrag.ingest_ticket AS i
+     WHERE i.tenant_id = t AND i.state = 'working' AND kgrag_private.sees(i.access, held)
+       AND i.claimed_key IS DISTINCT FROM key
+       -- (or held past ingest_claim_minutes: a hung worker's; what it writes after is unchanged)
+       AND (COALESCE(i.claimed_key, 0) = ANY (gone_keys) OR i.started_at < stale);
+    IF gone_tickets IS NOT NULL THEN
         UPDATE kgrag.ingest_ticket AS i
-           SET state = CASE WHEN i.attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
-               reason = CASE WHEN i.attempts >= max_attempts
-                             THEN format('its worker stopped while ingesting it, %s times', i.attempts) END,
-               finished_at = CASE WHEN i.attempts >= max_attempts THEN now() END,
+           SET state = CASE WHEN g.failed THEN 'failed' ELSE 'queued' END,
+               reason = CASE WHEN g.failed THEN 'its worker stopped while ingesting it, ' || i.attempts::text || ' times' END,
+               finished_at = CASE WHEN g.failed THEN at END,
                claimed_key = NULL
-         WHERE i.tenant_id = t AND i.state = 'working' AND kgrag_private.sees(i.access, held)
-           AND i.claimed_key IS DISTINCT FROM key
-           -- (or held past ingest_claim_minutes: a hung worker's; what it writes after is unchanged)
-           AND (i.started_at < now() - make_interval(mins => claim_minutes)
-                OR pg_catalog.pg_try_advisory_xact_lock(lock_class, COALESCE(i.claimed_key, 0)))
-        RETURNING i.state, i.bytes
-    )
-    SELECT count(*) FILTER (WHERE g.state = 'failed'), COALESCE(sum(g.bytes) FILTER (WHERE g.state = 'failed'), 0)
-      INTO left_docs, left_bytes FROM gone AS g;
+          FROM unnest(gone_tickets, gone_failed) AS g(ticket, failed)
+         WHERE i.tenant_id = t AND i.ticket = g.ticket;
+    ELSE
+        left_docs := 0;
+        left_bytes := 0;
+    END IF;
     -- the oldest waiting tickets no other worker holds, each after every earlier ticket of its
     -- document (two versions of a document are applied in the order they came); chosen once, then
     -- claimed (a join would choose again for every row it updates)
+    -- (the first waiting ticket of each document, found by one probe of ingest_ticket_doc_idx per
+    -- candidate: a correlated subquery, never a join over every waiting ticket, whatever the
+    -- statistics say)
     chosen := ARRAY(SELECT w.ticket FROM kgrag.ingest_ticket AS w
-                     WHERE w.tenant_id = t AND w.state = 'queued' AND w.not_before <= now()
+                     WHERE w.tenant_id = t AND w.state = 'queued' AND w.not_before <= at
                        AND kgrag_private.sees(w.access, held)
-                       AND NOT EXISTS (SELECT 1 FROM kgrag.ingest_ticket AS e
-                                        WHERE e.tenant_id = t AND e.doc_id = w.doc_id AND e.ticket < w.ticket
-                                          AND e.state IN ('queued', 'working'))
+                       AND w.ticket = (SELECT e.ticket FROM kgrag.ingest_ticket AS e
+                                        WHERE e.tenant_id = t AND e.doc_id = w.doc_id AND e.state IN ('queued', 'working')
+                                        ORDER BY e.ticket LIMIT 1)
                      ORDER BY w.ticket LIMIT most FOR UPDATE SKIP LOCKED);
     -- and no more than 64 MB of documents a claim (one at least): a page is held in a worker's memory
     chosen := ARRAY(SELECT x.ticket
@@ -4445,7 +4472,7 @@ BEGIN
                                        AND NOT kgrag_private.sees(d.access, COALESCE(i.submitted_groups, '{}'))));
     WITH failed AS (
         UPDATE kgrag.ingest_ticket AS i
-           SET state = 'failed', finished_at = now(), attempts = i.attempts + 1,
+           SET state = 'failed', finished_at = at, attempts = i.attempts + 1,
                reason = 'a document of that id is for groups its submitter did not hold: not theirs to replace'
          WHERE i.tenant_id = t AND i.ticket = ANY (refused)
         RETURNING i.bytes
@@ -4456,7 +4483,7 @@ BEGIN
     END IF;
     RETURN QUERY
     UPDATE kgrag.ingest_ticket AS i
-       SET state = 'working', attempts = i.attempts + 1, started_at = now(), reason = NULL, claimed_key = key
+       SET state = 'working', attempts = i.attempts + 1, started_at = at, reason = NULL, claimed_key = key
      WHERE i.tenant_id = t AND i.ticket = ANY (chosen) AND i.ticket <> ALL (refused)
     RETURNING i.ticket, i.doc_id, i.document::text, i.attempts;
 END
@@ -8672,8 +8699,14 @@ DECLARE
 BEGIN
     -- the tenant's row, locked: one writer of its queue at a time from here to the commit (under
     -- REPEATABLE READ a second one fails to serialize), whatever of the queue either sees
-    INSERT INTO kgrag.ingest_queue_load AS l (tenant_id) VALUES (tenant) ON CONFLICT (tenant_id) DO NOTHING;
     SELECT l.documents, l.bytes INTO waiting, held FROM kgrag.ingest_queue_load AS l WHERE l.tenant_id = tenant FOR UPDATE;
+    IF NOT FOUND THEN
+        INSERT INTO kgrag.ingest_queue_load AS l (tenant_id) VALUES (tenant) ON CONFLICT (tenant_id) DO NOTHING;
+        SELECT l.documents, l.bytes INTO waiting, held FROM kgrag.ingest_queue_load AS l WHERE l.tenant_id = tenant FOR UPDATE;
+    END IF;
+    IF documents = 0 AND bytes = 0 THEN
+        RETURN;  -- the lock alone (no new version of the row: a long transaction of submissions stays fast)
+    END IF;
     IF documents > 0 AND waiting + documents > max_documents THEN
         RAISE EXCEPTION 'the ingestion queue of tenant % holds % documents, and % more would pass its ceiling of % (setting queue_max_documents)',
             quote_literal(tenant), waiting, documents, max_documents
@@ -10932,6 +10965,16 @@ DECLARE
     held text[] := kgrag_private.groups_for(t);
     max_attempts integer := (kgrag.setting('ingest_max_attempts') #>> '{}')::integer;
     most_waits constant integer := 10;  -- endpoint failures in a row a ticket waits through; then they count
+    me integer := pg_catalog.pg_backend_pid();  -- (this session's, read here: on Citus, the coordinator's)
+    at timestamptz := now();
+    tickets bigint[];
+    states text[];
+    reasons text[];
+    new_waits integer[];
+    new_attempts integer[];
+    nexts timestamptz[];
+    dropped boolean[];
+    done boolean[];
     counts jsonb;
     left_docs integer;
     left_bytes bigint;
@@ -10941,65 +10984,72 @@ BEGIN
         RAISE EXCEPTION 'settle a JSON array of at most 10,000 tickets a call' USING ERRCODE = '22023';
     END IF;
     PERFORM kgrag_private.queue_room(t, 0, 0);  -- (the queue's row: its counts move below)
-    -- only this session's claims (its process id: kgrag_private.claim_tickets)
-    WITH given AS (
-        SELECT DISTINCT ON (s.ticket) s.ticket, s.state, left(s.reason, 2000) AS reason,
-               least(greatest(COALESCE(s.delay, 0), 0), 3600) AS delay
-          FROM jsonb_to_recordset(settled) AS s(ticket bigint, state text, reason text, delay double precision)
-         WHERE s.state IN ('stored', 'unchanged', 'failed', 'retry', 'wait')
-         ORDER BY s.ticket
-    ), mine AS (
-        SELECT i.ticket, CASE WHEN g.state = 'wait' AND i.waits + 1 >= most_waits THEN 'retry' ELSE g.state END AS asked,
-               CASE WHEN g.state = 'wait' AND i.waits + 1 >= most_waits
-                    THEN format('the endpoint failed %s times in a row: %s', i.waits + 1, g.reason) ELSE g.reason END AS reason,
-               least(g.delay * 2 ^ least(i.waits, 12), 3600) AS delay, i.waits, i.attempts, i.doc_id, i.access, i.bytes
-          FROM kgrag.ingest_ticket AS i JOIN given AS g ON g.ticket = i.ticket
-         WHERE i.tenant_id = t AND i.state = 'working' AND i.claimed_key = pg_catalog.pg_backend_pid()
-           AND kgrag_private.sees(i.access, held)
-    ), decided AS (
-        SELECT m.*, CASE WHEN m.asked = 'retry' AND m.attempts >= max_attempts THEN 'failed'
-                         WHEN m.asked IN ('retry', 'wait') THEN 'queued' ELSE m.asked END AS state
-          FROM mine AS m
-    ), updated AS (
-        UPDATE kgrag.ingest_ticket AS i
-           SET state = d.state,
-               reason = CASE WHEN d.asked = 'retry' AND d.state = 'failed'
-                                  THEN format('failed %s times, the last: %s', d.attempts, d.reason)
-                             WHEN d.asked = 'wait'
-                                  THEN format('waiting %s s (the endpoint failed %s times in a row): %s',
-                                              round(d.delay::numeric, 1), d.waits + 1, d.reason)
-                             ELSE d.reason END,
-               waits = CASE WHEN d.asked = 'wait' THEN i.waits + 1 ELSE 0 END,
-               -- a wait is the endpoint's failure, not the document's: no attempt counted
-               attempts = CASE WHEN d.asked = 'wait' THEN greatest(i.attempts - 1, 0) ELSE i.attempts END,
-               -- a document stored keeps no payload; a failed one keeps it for kgrag.retry_documents
-               document = CASE WHEN d.state IN ('stored', 'unchanged') THEN NULL ELSE i.document END,
-               not_before = CASE WHEN d.state = 'queued'
-                                 THEN now() + make_interval(secs => CASE WHEN d.asked = 'wait' THEN d.delay
-                                                                         ELSE least(2 ^ least(d.attempts, 12), 600) END)
-                                 ELSE i.not_before END,
-               finished_at = CASE WHEN d.state = 'queued' THEN NULL ELSE now() END,
-               claimed_key = NULL
-          FROM decided AS d
-         WHERE i.tenant_id = t AND i.ticket = d.ticket
-        RETURNING i.ticket, i.state, i.doc_id, i.reason, i.access, i.bytes
-    ), failed AS (  -- kept with the other failures of the tenant's documents
-        INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, access)
-        SELECT DISTINCT ON (u.doc_id) t, u.doc_id, 'ticket:' || u.ticket, u.reason, u.access
-          FROM updated AS u
-         WHERE u.state = 'failed'
-           -- (a failure kept for an audience the caller does not see stays as it is)
-           AND NOT EXISTS (SELECT 1 FROM kgrag.ingest_failure AS x
-                            WHERE x.tenant_id = t AND x.doc_id = u.doc_id AND NOT kgrag_private.sees(x.access, held))
-         ORDER BY u.doc_id, u.ticket DESC
-        ON CONFLICT (tenant_id, doc_id) DO UPDATE
-           SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = excluded.failed_at,
-               access = excluded.access
-    )
-    SELECT COALESCE(jsonb_object_agg(x.state, x.n), '{}'), COALESCE(sum(x.n) FILTER (WHERE x.state <> 'queued'), 0),
-           COALESCE(sum(x.b) FILTER (WHERE x.state <> 'queued'), 0)
-      INTO counts, left_docs, left_bytes
-      FROM (SELECT u.state, count(*) AS n, sum(u.bytes) AS b FROM updated AS u GROUP BY u.state) AS x;
+    -- only this session's claims (its process id: kgrag_private.claim_tickets); what each becomes
+    -- computed first (Citus runs a write of a distributed table on its shard, with no CASE over a
+    -- function that is not immutable)
+    SELECT array_agg(d.ticket), array_agg(d.state), array_agg(d.reason), array_agg(d.waits), array_agg(d.attempts),
+           array_agg(d.next_at), array_agg(d.state IN ('stored', 'unchanged')), array_agg(d.state <> 'queued')
+      INTO tickets, states, reasons, new_waits, new_attempts, nexts, dropped, done
+      FROM (SELECT m.ticket, m.state,
+                   CASE WHEN m.asked = 'retry' AND m.state = 'failed'
+                             THEN format('failed %s times, the last: %s', m.attempts, m.reason)
+                        WHEN m.asked = 'wait'
+                             THEN format('waiting %s s (the endpoint failed %s times in a row): %s',
+                                         round(m.delay::numeric, 1), m.waits + 1, m.reason)
+                        ELSE m.reason END AS reason,
+                   CASE WHEN m.asked = 'wait' THEN m.waits + 1 ELSE 0 END AS waits,
+                   -- a wait is the endpoint's failure, not the document's: no attempt counted
+                   CASE WHEN m.asked = 'wait' THEN greatest(m.attempts - 1, 0) ELSE m.attempts END AS attempts,
+                   CASE WHEN m.state = 'queued'
+                        THEN at + make_interval(secs => CASE WHEN m.asked = 'wait' THEN m.delay
+                                                             ELSE least(2 ^ least(m.attempts, 12), 600) END) END AS next_at
+              FROM (SELECT x.*, CASE WHEN x.asked = 'retry' AND x.attempts >= max_attempts THEN 'failed'
+                                     WHEN x.asked IN ('retry', 'wait') THEN 'queued' ELSE x.asked END AS state
+                      FROM (SELECT i.ticket,
+                                   CASE WHEN g.state = 'wait' AND i.waits + 1 >= most_waits THEN 'retry' ELSE g.state END AS asked,
+                                   CASE WHEN g.state = 'wait' AND i.waits + 1 >= most_waits
+                                        THEN format('the endpoint failed %s times in a row: %s', i.waits + 1, g.reason)
+                                        ELSE g.reason END AS reason,
+                                   least(g.delay * 2 ^ least(i.waits, 12), 3600) AS delay, i.waits, i.attempts
+                              FROM kgrag.ingest_ticket AS i
+                              JOIN (SELECT DISTINCT ON (s.ticket) s.ticket, s.state, left(s.reason, 2000) AS reason,
+                                           least(greatest(COALESCE(s.delay, 0), 0), 3600) AS delay
+                                      FROM jsonb_to_recordset(settled) AS s(ticket bigint, state text, reason text,
+                                                                            delay double precision)
+                                     WHERE s.state IN ('stored', 'unchanged', 'failed', 'retry', 'wait')
+                                     ORDER BY s.ticket) AS g ON g.ticket = i.ticket
+                             WHERE i.tenant_id = t AND i.state = 'working' AND i.claimed_key = me
+                               AND kgrag_private.sees(i.access, held)) AS x) AS m) AS d;
+    IF tickets IS NULL THEN
+        RETURN '{}';
+    END IF;
+    UPDATE kgrag.ingest_ticket AS i
+       SET state = u.state, reason = u.reason, waits = u.waits, attempts = u.attempts,
+           -- a document stored keeps no payload; a failed one keeps it for kgrag.retry_documents
+           document = CASE WHEN u.dropped THEN NULL ELSE i.document END,
+           not_before = COALESCE(u.next_at, i.not_before),
+           finished_at = CASE WHEN u.done THEN at END,
+           claimed_key = NULL
+      FROM unnest(tickets, states, reasons, new_waits, new_attempts, nexts, dropped, done)
+           AS u(ticket, state, reason, waits, attempts, next_at, dropped, done)
+     WHERE i.tenant_id = t AND i.ticket = u.ticket;
+    -- the failures kept with the other failures of the tenant's documents (one left as it is when
+    -- it is an audience's the caller does not see)
+    INSERT INTO kgrag.ingest_failure AS f (tenant_id, doc_id, content_hash, reason, access)
+    SELECT DISTINCT ON (i.doc_id) t, i.doc_id, 'ticket:' || i.ticket, i.reason, i.access
+      FROM kgrag.ingest_ticket AS i
+     WHERE i.tenant_id = t AND i.ticket = ANY (tickets) AND i.state = 'failed'
+       AND NOT EXISTS (SELECT 1 FROM kgrag.ingest_failure AS x
+                        WHERE x.tenant_id = t AND x.doc_id = i.doc_id AND NOT kgrag_private.sees(x.access, held))
+     ORDER BY i.doc_id, i.ticket DESC
+    ON CONFLICT (tenant_id, doc_id) DO UPDATE
+       SET content_hash = excluded.content_hash, reason = excluded.reason, failed_at = excluded.failed_at,
+           access = excluded.access;
+    SELECT COALESCE(jsonb_object_agg(x.state, x.n), '{}') INTO counts
+      FROM (SELECT u.state, count(*) AS n FROM unnest(states) AS u(state) GROUP BY u.state) AS x;
+    SELECT count(*), COALESCE(sum(i.bytes), 0) INTO left_docs, left_bytes
+      FROM kgrag.ingest_ticket AS i
+     WHERE i.tenant_id = t AND i.ticket = ANY (tickets) AND i.state <> 'queued';
     IF left_docs > 0 THEN  -- no longer waiting
         PERFORM kgrag_private.queue_room(t, -left_docs, -left_bytes);
     END IF;
