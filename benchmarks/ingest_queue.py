@@ -54,7 +54,7 @@ def submit_and_drain(dsn: str, tenant: str, embedder: Embedder, docs: list[dict[
         submitted = time.perf_counter() - started
     with connect(dsn) as conn, connect(dsn) as stage:
         worker = QueueWorker(
-            conn, None, [tenant], lambda _: KeyphraseExtractor(), lambda _: embedder, page=500, stage_conn=stage
+            conn, None, [tenant], lambda _: KeyphraseExtractor(), lambda _: embedder, page=1000, stage_conn=stage
         )
         started = time.perf_counter()
         worker.drain(tenant)
@@ -138,7 +138,7 @@ def main() -> None:
         f"{args.rounds} rounds (the two ways alternating which runs first); each round into a tenant of its own. "
         "`ingest`: Ingestor.run on a JSONL file, batches of 200 chunked and embedded ahead on a second "
         "connection (pgkgrag ingest's code); `submit`: the documents submitted with kgrag.submit_document, one "
-        "call each in one transaction; `worker`: QueueWorker.drain (pages of 500 claimed, ingested in batches "
+        "call each in one transaction; `worker`: QueueWorker.drain (pages of 1,000 claimed, ingested in batches "
         "of 200 with the same code and a staging connection, each ticket settled).\n\n"
         + markdown_table(
             ["embedder", "documents", "ingest s", "submit s", "worker s", "ingest docs/s", "worker docs/s",

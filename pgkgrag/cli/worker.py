@@ -28,7 +28,11 @@ from pgkgrag.ingest.queue_worker import QueueWorker, start_listening
     "--embedder", type=click.Choice(EMBEDDERS), default=None, help="Default: the tenant's embedder (as for ingest)."
 )
 @click.option(
-    "--page", type=click.IntRange(1, 10_000), default=500, show_default=True, help="Tickets claimed at a time."
+    "--page",
+    type=click.IntRange(1, 10_000),
+    default=1000,
+    show_default=True,
+    help="Tickets claimed at a time (64 MB of documents at most).",
 )
 @click.option(
     "--batch-size", type=click.IntRange(1, 100_000), default=200, show_default=True, help="Documents per transaction."
