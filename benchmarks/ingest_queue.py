@@ -150,7 +150,7 @@ def main() -> None:
         "(measured after, in this process):\n\n"
         + markdown_table(["embedder", "submitted to found, s", "its embedding, s", "the rest, s"], latency_rows)
     )  # fmt: skip
-    write_section("queue", "The ingestion queue: pgkgrag worker against pgkgrag ingest", body)
+    write_section("ingest_queue", "The ingestion queue: pgkgrag worker against pgkgrag ingest", body)
 
 
 if __name__ == "__main__":
