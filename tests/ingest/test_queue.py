@@ -213,22 +213,22 @@ def test_a_failing_embedding_endpoint_makes_the_tenant_wait_and_it_goes_on_when_
     endpoint = {"KGRAG_EMBED_URL": llm.url, "KGRAG_LLM_RETRIES": "1", "KGRAG_LLM_BACKOFF": "0"}
     for i in range(3):
         tsql(writer, f"SELECT kgrag.submit_document('{note(f'w{i}', f'Warehouse {i} moved to Lisbon.')}')")
-    args = ("--embedder", "openai", "--wait-seconds", "1.5")
+    args = ("--embedder", "openai", "--wait-seconds", "3")
     first = run("worker", "--tenant", "t1", "--drain", *args, dsn=writer, **endpoint)
     assert "pages that waited for a failing endpoint: 1" in first.stdout, first.stdout + first.stderr
     states = queue(writer)
     assert {s[1:3] for s in states.values()} == {("queued", 0)}  # no attempt of the documents counted
-    assert all("waiting 1.5 s (the endpoint failed 1 times in a row): the page failed" in s[3] for s in states.values())
-    time.sleep(1.6)
+    assert all("waiting 3.0 s (the endpoint failed 1 times in a row): the page failed" in s[3] for s in states.values())
+    time.sleep(3.1)
     second = run("worker", "--tenant", "t1", "--drain", *args, dsn=writer, **endpoint)
-    assert "waiting 3.0 s (the endpoint failed 2 times" in next(iter(queue(writer).values()))[3], second.stdout
+    assert "waiting 6.0 s (the endpoint failed 2 times" in next(iter(queue(writer).values()))[3], second.stdout
     # within the wait: every worker leaves the tenant's documents alone, and status says why
     status = run("status", "--tenant", "t1", dsn=writer)
     waited = run("worker", "--tenant", "t1", "--drain", *args, dsn=writer, **endpoint)
     assert "ingestion queue: waiting 3 (waiting: an endpoint failed them" in status.stdout, status.stdout
     assert "pages claimed: 0" in waited.stdout or "stored 3" not in waited.stdout, waited.stdout
     llm.embed_failure = None  # the endpoint is back
-    time.sleep(3.1)
+    time.sleep(6.1)
     back = run("worker", "--tenant", "t1", "--drain", *args, dsn=writer, **endpoint)
     assert back.returncode == 0 and "stored 3" in back.stdout, back.stdout + back.stderr
 
