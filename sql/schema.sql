@@ -15502,12 +15502,108 @@ GRANT SELECT ON TABLE kgrag.ingest_failure TO kgrag_curator;
 GRANT SELECT,DELETE ON TABLE kgrag.ingest_failure TO kgrag_logger;
 
 --
--- Name: TABLE ingest_ticket; Type: ACL; Schema: kgrag; Owner: <owner>
+-- Name: COLUMN ingest_ticket.tenant_id; Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
-GRANT SELECT ON TABLE kgrag.ingest_ticket TO kgrag_reader;
-GRANT SELECT ON TABLE kgrag.ingest_ticket TO kgrag_writer;
-GRANT SELECT ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+GRANT SELECT(tenant_id) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT(tenant_id) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT(tenant_id) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+
+--
+-- Name: COLUMN ingest_ticket.ticket; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(ticket) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT(ticket) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT(ticket) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+
+--
+-- Name: COLUMN ingest_ticket.doc_id; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(doc_id) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT(doc_id) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT(doc_id) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+
+--
+-- Name: COLUMN ingest_ticket.bytes; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(bytes) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT(bytes) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT(bytes) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+
+--
+-- Name: COLUMN ingest_ticket.access; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(access) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT(access) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT(access) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+
+--
+-- Name: COLUMN ingest_ticket.state; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(state) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT(state) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT(state) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+
+--
+-- Name: COLUMN ingest_ticket.attempts; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(attempts) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT(attempts) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT(attempts) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+
+--
+-- Name: COLUMN ingest_ticket.reason; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(reason) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT(reason) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT(reason) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+
+--
+-- Name: COLUMN ingest_ticket.submitted_by; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(submitted_by) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT(submitted_by) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT(submitted_by) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+
+--
+-- Name: COLUMN ingest_ticket.submitted_at; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(submitted_at) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT(submitted_at) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT(submitted_at) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+
+--
+-- Name: COLUMN ingest_ticket.not_before; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(not_before) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT(not_before) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT(not_before) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+
+--
+-- Name: COLUMN ingest_ticket.started_at; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(started_at) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT(started_at) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT(started_at) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+
+--
+-- Name: COLUMN ingest_ticket.finished_at; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT SELECT(finished_at) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
+GRANT SELECT(finished_at) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
+GRANT SELECT(finished_at) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
 
 --
 -- Name: TABLE ingest_queue; Type: ACL; Schema: kgrag; Owner: <owner>

@@ -63,7 +63,10 @@ CREATE TABLE kgrag.ingest_ticket (
     EXECUTE $q$CREATE POLICY tenant_isolation ON kgrag.ingest_ticket
         USING (tenant_id = kgrag.current_tenant() AND (access IS NULL OR kgrag_private.may_see(tenant_id, access)))
         WITH CHECK (tenant_id = kgrag.current_tenant() AND (access IS NULL OR kgrag_private.may_see(tenant_id, access)))$q$;
-    EXECUTE 'GRANT SELECT ON kgrag.ingest_ticket TO kgrag_reader, kgrag_writer, kgrag_curator';
+    -- what kgrag.ingest_queue shows, no more: not a payload, the submitter's groups or a claim's key
+    EXECUTE $q$GRANT SELECT (tenant_id, ticket, doc_id, state, attempts, reason, bytes, access, submitted_by, submitted_at,
+                            not_before, started_at, finished_at)
+               ON kgrag.ingest_ticket TO kgrag_reader, kgrag_writer, kgrag_curator$q$;
     -- what each tenant has waiting, kept by the queue's functions: the ceilings are read here,
     -- under this row's lock, whatever of the queue the caller sees
     EXECUTE $q$

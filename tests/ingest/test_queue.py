@@ -291,6 +291,10 @@ def test_another_tenant_or_session_cannot_claim_settle_or_retry_the_tickets(
         for i in range(3)
     ]
     listed = ", ".join(map(str, tickets))
+    # a tenant's roles read what kgrag.ingest_queue shows, not payloads nor whose groups submitted
+    for column in ("document", "submitted_groups", "claimed_key"):
+        denied = tsql(writer, f"SELECT {column} FROM kgrag.ingest_ticket")
+        assert "permission denied for table ingest_ticket" in denied.stderr, (column, denied.stderr)
     settle = (
         "SELECT kgrag_private.settle_tickets(jsonb_agg(jsonb_build_object('ticket', t, 'state', 'stored')))"
         f" FROM unnest(ARRAY[{listed}]) t"

@@ -293,7 +293,7 @@ WRITTEN_BY_THE_DATABASE = {
 # Tables no tenant role selects whole: the cached extractions (revision 0042: one may be of a
 # document for an audience), read through kgrag_private.llm_cache_get by the hash of a text the
 # caller holds; a writer selects the columns that name an entry, never the response.
-SELECTED_THROUGH_A_FUNCTION = {"llm_cache"}
+SELECTED_THROUGH_A_FUNCTION = {"llm_cache", "ingest_ticket"}  # (the queue: the columns kgrag.ingest_queue shows)
 # Tables no tenant role reads or writes at all: the ingestion queue's counts (revision 0048), kept
 # and read by the queue's SECURITY DEFINER functions under the row's lock.
 KEPT_BY_THE_DATABASE = {"ingest_queue_load"}
