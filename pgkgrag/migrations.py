@@ -72,8 +72,8 @@ class RevisionUnreadable(KgragError):
 
 def current(dsn: str) -> str | None:
     """The revision the database is at, or None when pgkgrag is not installed: kgrag.version()
-    where the schema has it (readable by the owner and the kgrag roles), else Alembic's version
-    table (the owner's)."""
+    where the schema has it (at head, readable by the owner and the kgrag roles), else Alembic's
+    version table (the owner's)."""
     try:
         with connect(dsn) as conn:
             schema, versioned = conn.execute(Q["schema_installed"]).fetchone() or (False, False)
@@ -88,7 +88,8 @@ def current(dsn: str) -> str | None:
         if isinstance(exc, ProgrammingError) and not isinstance(exc.orig, psycopg.errors.InsufficientPrivilege):
             raise
         raise RevisionUnreadable(
-            "this role may not read the kgrag schema's revision: it is neither the schema's owner nor granted "
-            "kgrag_reader or kgrag_writer"
+            "this role may not read the kgrag schema's revision: it is not the schema's owner, and the schema has no "
+            "kgrag.version() for the kgrag roles (it is below head: the owner runs `pgkgrag db upgrade`) or the role "
+            "is granted neither kgrag_reader nor kgrag_writer"
         ) from exc
     return heads[0] if heads else None

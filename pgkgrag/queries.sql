@@ -62,7 +62,7 @@ SELECT pg_catalog.current_setting('kgrag.tenant', true);
 SELECT pg_catalog.set_config('kgrag.tenant', '', true);
 
 -- name: schema_installed
--- Whether the kgrag schema exists and whether it can tell its revision (kgrag.version, 0006 on).
+-- Whether the kgrag schema exists and whether it can tell its revision (kgrag.version, at head).
 SELECT pg_catalog.to_regnamespace('kgrag') IS NOT NULL, pg_catalog.to_regprocedure('kgrag.version()') IS NOT NULL;
 
 -- name: schema_version
@@ -219,17 +219,12 @@ SELECT pg_catalog.set_config('kgrag.install_vector_index', %s, true);
 -- name: installer_vector_index
 SELECT value #>> '{}' FROM kgrag.settings WHERE tenant_id = '*' AND key = 'vector_index';
 
--- name: installer_revision_body
--- The body of kgrag.version() for a revision: the revision, quoted, as its result.
-SELECT pg_catalog.format('SELECT %%L::text', %s::text);
+-- name: installer_name_revision
+-- The revision a run reached, read by sql/idempotent/006_version.sql as kgrag.version()'s result.
+SELECT pg_catalog.set_config('kgrag.install_revision', %s, true);
 
--- name: installer_record_revision
--- The revision is the function's result (no custom setting, which would need superuser); its
--- comment stays from sql/incremental/amended/0006_version.sql (CREATE OR REPLACE keeps it).
-CREATE OR REPLACE FUNCTION kgrag.version() RETURNS text
-LANGUAGE sql STABLE SECURITY INVOKER
-SET search_path = pg_catalog, pg_temp
-AS {body};
+-- name: installer_drop_version
+DROP FUNCTION IF EXISTS kgrag.version();
 
 -- name: installer_objects
 -- The functions and views in schemas kgrag and kgrag_private (from 0016), as the catalog names them.

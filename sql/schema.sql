@@ -3108,7 +3108,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$SELECT '0048'::text$$;
+    AS $$ SELECT '0049'::text $$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -3116,7 +3116,7 @@ ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 -- Name: FUNCTION version(); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.version() IS 'Returns the Alembic revision the kgrag schema is at (e.g. ''0006''), as recorded by the installer. The pgkgrag driver refuses to run against a schema older than the revision it ships with.';
+COMMENT ON FUNCTION kgrag.version() IS 'Returns the Alembic revision the kgrag schema is at (e.g. ''0049''): any role may call it, with no tenant. Defined at head only, with the rest of the functions. The pgkgrag driver refuses to run against a schema older than the revision it ships with.';
 
 --
 -- Name: alias_pieces(text, double precision); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

@@ -110,7 +110,7 @@ def reference(dsn: str) -> str:
     sections = _file_sections()
     grouped: dict[str, list[tuple[str, str, str, str]]] = {}
     for kind, name, _identity, signature, comment in objects:
-        where = sections.get(f"kgrag.{name}", ("kgrag.version() (written by the installer)", ""))[0]
+        where = sections[f"kgrag.{name}"][0]
         grouped.setdefault(where, []).append((kind, name, signature, comment))
     lines = [
         "# SQL reference: schema `kgrag`",

@@ -226,13 +226,11 @@ def installed_vector_index(conn: psycopg.Connection) -> str | None:
 
 
 def finish(bind: Connection, *, at_head: bool, ran: bool, revision: str | None) -> None:
-    """End of every migration run: record the revision, (re)build the idempotent layer at head
-    (on a distributed schema, with its delegated calls), remove it elsewhere."""
+    """End of every migration run: (re)build the idempotent layer at head, kgrag.version() naming
+    the revision reached (on a distributed schema, with its delegated calls); remove it elsewhere."""
     conn = driver_connection(bind)
     if not _has_settings(conn):
         return  # downgraded to base: the schema is gone
-    if revision and conn.execute(Q["schema_installed"]).fetchone()[1]:  # type: ignore[index]
-        record_revision(conn, revision)
     digest = idempotent_digest()
     if at_head and not ran and _setting(conn, "idempotent_sha256") == digest:
         return
@@ -242,18 +240,13 @@ def finish(bind: Connection, *, at_head: bool, ran: bool, revision: str | None) 
         _put_setting(conn, "idempotent_sha256", "")
         return
     before = _kgrag_objects(conn)
+    conn.execute(Q["installer_name_revision"], [revision])  # the result of kgrag.version() (006_version.sql)
     for path in idempotent_files():
         execute_file(conn, path)
     created = sorted(_kgrag_objects(conn) - before)
     _put_setting(conn, "idempotent_objects", [list(obj) for obj in created])
     _put_setting(conn, "idempotent_sha256", digest)
     conn.execute(Q["installer_delegate_calls"])  # created again: delegated again (Citus only)
-
-
-def record_revision(conn: psycopg.Connection, revision: str) -> None:
-    """Make kgrag.version() return `revision`: the function is re-created with it as its result."""
-    (body,) = conn.execute(Q["installer_revision_body"], [revision]).fetchone()  # type: ignore[misc]
-    conn.execute(sql.SQL(Q["installer_record_revision"]).format(body=sql.Literal(body)))
 
 
 def _kgrag_objects(conn: psycopg.Connection) -> set[tuple[str, str]]:
@@ -266,6 +259,13 @@ def _drop_idempotent(conn: psycopg.Connection) -> None:
     for kind, identity in conn.execute(Q["installer_drop_order"], [listed]).fetchall():
         conn.execute(sql.SQL(Q["installer_drop_object"]).format(kind=sql.SQL(kind), object=sql.SQL(identity)))
     _put_setting(conn, "idempotent_objects", [])
+    _drop_version(conn)
+
+
+def _drop_version(conn: psycopg.Connection) -> None:
+    """kgrag.version() goes with the layer that defines it (from 0049), also where an earlier
+    installer or revision 0006 created it, unrecorded: below head there is none."""
+    conn.execute(Q["installer_drop_version"])
 
 
 def _setting(conn: psycopg.Connection, key: str) -> Any:

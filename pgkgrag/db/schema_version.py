@@ -41,7 +41,8 @@ def require_current(conn: psycopg.Connection) -> None:
         conn.commit()
     if found == head() or (found is not None and found not in revisions()):
         return  # current, or newer than this package knows
+    at = found or "below head (no kgrag.version())"
     raise KgragError(
-        f"the kgrag schema in this database is at revision {found or 'older than 0006'}, but this pgkgrag needs "
+        f"the kgrag schema in this database is at revision {at}, but this pgkgrag needs "
         f"{head()}: run `pgkgrag db upgrade` (or `alembic upgrade head` where you deploy with Alembic)"
     )

@@ -54,8 +54,10 @@ def test_fresh_install_equals_upgrade_path(any_server: Server) -> None:
         any_server.drop_database(stepped)
 
 
-def _record_as_released(conn: psycopg.Connection, revision: str) -> None:
-    """How the drivers of revisions 0006 to 0012 recorded the revision (a superuser-only setting)."""
+def _record_as_released(conn: psycopg.Connection) -> None:
+    """How the drivers of revisions 0006 to 0012 recorded the revision at the end of a run (a
+    superuser-only setting of the function, which they kept below head)."""
+    (revision,) = conn.execute("SELECT version_num FROM kgrag_alembic_version").fetchone()  # type: ignore[misc]
     conn.execute(f"ALTER FUNCTION kgrag.version() SET kgrag.schema_revision = '{revision}'")
 
 
@@ -69,7 +71,7 @@ def test_a_database_that_ran_the_released_files_converges_on_the_amended(
         migrations.upgrade(server.dsn(fresh), "head")
         with monkeypatch.context() as patched:
             patched.setattr(installer, "file_to_run", installer.incremental_file)
-            patched.setattr(installer, "record_revision", _record_as_released)
+            patched.setattr(installer, "_drop_version", _record_as_released)
             migrations.upgrade(server.dsn(field), "0008")
         with psycopg.connect(server.dsn(field)) as conn:
             config = conn.execute("SELECT proconfig FROM pg_proc WHERE oid = 'kgrag.version()'::regprocedure")
@@ -240,6 +242,27 @@ def test_downgrade_base_removes_everything_and_upgrade_works_again(empty_dsn: st
         assert leftovers == (0,)
     migrations.upgrade(empty_dsn, "head")
     assert snapshot(empty_dsn) == installed
+
+
+def test_kgrag_version_is_defined_at_head_alone(empty_dsn: str) -> None:
+    """kgrag.version() names the revision at head (sql/idempotent/006_version.sql, recorded with the
+    layer); below head it is gone with the layer, the revision is Alembic's, and the driver says so."""
+    migrations.upgrade(empty_dsn, "head")
+    below = schema_version.revisions()[-2]
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("SELECT kgrag.version()").fetchone() == (migrations.head(),)
+        (recorded,) = conn.execute(Q["installer_get_setting"], ["idempotent_objects"]).fetchone()  # type: ignore[misc]
+        assert ["FUNCTION", "kgrag.version()"] in recorded
+    migrations.downgrade(empty_dsn, below)
+    assert migrations.current(empty_dsn) == below
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("SELECT to_regprocedure('kgrag.version()')").fetchone() == (None,)
+        with pytest.raises(KgragError, match="below head"):
+            schema_version.require_current(conn)
+    migrations.upgrade(empty_dsn, "head")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("SELECT kgrag.version()").fetchone() == (migrations.head(),)
+        schema_version.require_current(conn)
 
 
 def test_idempotent_layer_follows_the_files(empty_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,8 +17,6 @@ from pgkgrag.db import installer, schema_version
 
 IDEMPOTENT = installer.SQL_DIR / "idempotent"
 _DEFINED = re.compile(r"^CREATE (?:OR REPLACE )?(FUNCTION|VIEW) ([\w.]+)[ (]", re.M)
-# Its result is the revision a run reached: the installer writes it at every revision (README.md).
-WRITTEN_BY_THE_INSTALLER = {"kgrag.version"}
 
 
 def _definitions(paths: list[Path]) -> list[tuple[str, Path]]:
@@ -48,7 +46,7 @@ def test_every_function_and_view_is_defined_in_exactly_one_idempotent_file(conn:
         files.setdefault(name, []).append(path.name)
     assert {name: where for name, where in files.items() if len(where) > 1} == {}
     installed = _installed(conn)
-    assert sorted(installed - set(files) - WRITTEN_BY_THE_INSTALLER) == []
+    assert sorted(installed - set(files)) == []
     assert sorted(set(files) - installed) == []
 
 
@@ -63,7 +61,7 @@ def test_the_kept_files_keep_what_the_revisions_created(admin: psycopg.Connectio
     ).fetchone()  # type: ignore[misc]
     dropped_and_created = {identity.split("(")[0] for _, identity in recorded}
     assert sorted(kept & dropped_and_created) == []
-    by_revisions = _installed(admin) - dropped_and_created - WRITTEN_BY_THE_INSTALLER
+    by_revisions = _installed(admin) - dropped_and_created
     assert sorted(by_revisions - kept) == []
 
 
