@@ -168,7 +168,7 @@ BEGIN
             USING ERRCODE = CASE WHEN fault LIKE 'its text is%' THEN '54000' ELSE '22023' END;
     END IF;
     id := doc ->> 'doc_id';
-    groups := NULLIF(ARRAY(SELECT DISTINCT g FROM jsonb_array_elements_text(COALESCE(doc -> 'access', '[]')) AS g ORDER BY g), '{}');
+    groups := NULLIF(ARRAY(SELECT DISTINCT g FROM jsonb_array_elements_text(COALESCE(NULLIF(doc -> 'access', 'null'), '[]')) AS g ORDER BY g), '{}');
     PERFORM kgrag_private.check_audiences(COALESCE(groups, '{}'));
     -- the queue's row first (one writer of the tenant's queue at a time), then what is there
     PERFORM kgrag_private.queue_room(t, 0, 0);

@@ -345,3 +345,52 @@ def test_a_managed_owner_grants_audiences_and_its_writer_moves_a_document(cluste
     assert as_admin_rows(cluster, "db_o_aud", stats) == [("acm", 3)]
     assert as_admin_rows(cluster, "db_o_aud", graph) == [(0,)]
     assert found(writer)
+
+
+def test_the_ingestion_queue_under_a_managed_owner(cluster: Server) -> None:
+    """The queue's SECURITY DEFINER functions (revision 0048) run as an owner that is no superuser,
+    so row security applies inside them too: a writer holding group hr submits a document for hr and
+    one for everyone, the worker (the same login) stores both, a reader without hr finds only the
+    second; a writer without hr may neither replace the hr document nor retry its ticket; the
+    owner's ceiling holds for the writer."""
+    owner = installed_at_head(cluster, "o_queue")
+    writer, hr_reader = app_roles(owner, "_q", "acme")
+    other_writer, plain_reader = app_roles(owner, "_q2", "acme")
+    for login in ("app_w_q", "app_r_q"):
+        as_owner(owner, "SELECT kgrag.grant_groups(%s, 'acme', '{hr}')", args=[login])
+
+    def submit(dsn: str, doc: dict[str, object]) -> int:
+        with psycopg.connect(dsn) as conn, tenant_transaction(conn, "acme"):
+            (ticket,) = conn.execute("SELECT kgrag.submit_document(%s)", [json.dumps(doc)]).fetchone()  # type: ignore[misc]
+        return int(ticket)
+
+    review = {"doc_id": "review", "text": "Quillon Marsh filed a grievance.", "access": ["hr"]}
+    hidden = submit(writer, review)
+    submit(writer, {"doc_id": "renewal", "text": "The Acme contract renews in March with Quillon Marsh."})
+    drained = run("worker", "--tenant", "acme", "--embedder", "hash", "--drain", dsn=writer)
+    assert drained.returncode == 0 and "stored 2" in drained.stdout, drained.stdout + drained.stderr
+
+    def found(dsn: str) -> set[str]:
+        searched = run("search", "Quillon Marsh", "--tenant", "acme", "--json", dsn=dsn)
+        assert searched.returncode == 0, searched.stderr
+        return {row["ref_id"].split("#")[0] for row in json.loads(searched.stdout) if row["kind"] == "chunk"}
+
+    assert found(hr_reader) == {"review", "renewal"} and found(plain_reader) == {"renewal"}
+    with psycopg.connect(other_writer) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+            conn.execute("SELECT kgrag.use_tenant('acme')")
+            conn.execute("SELECT kgrag.submit_document(%s)", [json.dumps({**review, "access": None})])
+        with conn.transaction():
+            conn.execute("SELECT kgrag.use_tenant('acme')")
+            assert conn.execute("SELECT count(*) FROM kgrag.ingest_queue WHERE ticket = %s", [hidden]).fetchone() == (
+                0,
+            )
+    with psycopg.connect(owner) as conn, conn.transaction():
+        conn.execute("SELECT kgrag.use_tenant('*')")
+        conn.execute("UPDATE kgrag.settings SET value = '1' WHERE tenant_id = '*' AND key = 'queue_max_documents'")
+    submit(writer, {"doc_id": "one", "text": "One waiting document."})
+    with pytest.raises(psycopg.errors.ConfigurationLimitExceeded):
+        submit(writer, {"doc_id": "two", "text": "A second one is past the owner's ceiling."})
+    with psycopg.connect(writer) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+        conn.execute("SELECT kgrag.use_tenant('acme')")
+        conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('acme', 'queue_max_documents', '9')")
