@@ -85,6 +85,17 @@ def test_a_writer_key_submits_documents_and_a_reader_key_may_not(setup: Setup, b
         f"{base}/v1/documents", json={"documents": [{"doc_id": "x", "text": "y"}]}, headers=bearer(setup.reader_key)
     )
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "tenant_not_allowed", refused.text
+    # a writer key of tenant a naming tenant b, in a JSON body and in a form: refused
+    elsewhere = {"documents": [{"doc_id": "x", "text": "y"}], "tenant": "b"}
+    crossed = httpx.post(f"{base}/v1/documents", json=elsewhere, headers=bearer(setup.writer_key))
+    assert crossed.status_code == 403 and crossed.json()["error"]["code"] == "tenant_not_allowed", crossed.text
+    form = httpx.post(
+        f"{base}/v1/documents",
+        data={"tenant": "b"},
+        files={"files": ("x.txt", b"y")},
+        headers=bearer(setup.writer_key),
+    )
+    assert form.status_code == 403 and form.json()["error"]["code"] == "tenant_not_allowed", form.text
     # one bad document refuses its request, naming it; the good one before it is not queued either
     bad = httpx.post(
         f"{base}/v1/documents",
