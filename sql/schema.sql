@@ -1502,22 +1502,26 @@ BEGIN
                 FROM (SELECT q.tenant_id FROM kgrag.query_log AS q UNION SELECT a.tenant_id FROM kgrag.answer_log AS a
                       UNION SELECT f.tenant_id FROM kgrag.ingest_failure AS f
                       UNION SELECT o.tenant_id FROM kgrag.log_overflow AS o
-                      UNION SELECT c.tenant_id FROM kgrag.llm_call AS c) AS x
+                      UNION SELECT c.tenant_id FROM kgrag.llm_call AS c
+                      UNION SELECT i.tenant_id FROM kgrag.ingest_ticket AS i) AS x
                WHERE acting = '*' ORDER BY 1) LOOP
         -- the tenant's retention, within the owner's limits (kgrag_private.within_limits)
         SELECT jsonb_object_agg(k.key, kgrag_private.within_limits(k.key,
                    (SELECT s.value FROM kgrag.settings AS s WHERE s.tenant_id = t AND s.key = k.key)))
           INTO days
-          FROM unnest(ARRAY['query_log_days', 'answer_log_days', 'ingest_failure_days']) AS k(key);
+          FROM unnest(ARRAY['query_log_days', 'answer_log_days', 'ingest_failure_days', 'ingest_ticket_days']) AS k(key);
         one := '{}';
-        FOR kept IN SELECT * FROM (VALUES ('query_log', 'query_log_days'), ('log_overflow', 'query_log_days'),
-                                          ('answer_log', 'answer_log_days'), ('llm_call', 'answer_log_days'),
-                                          ('ingest_failure', 'ingest_failure_days'))
-                                 AS v(name, key) LOOP
+        -- (a ticket of the queue once settled: one queued or at work again keeps its row)
+        FOR kept IN SELECT * FROM (VALUES ('query_log', 'query_log_days', 'searched_at', ''),
+                                          ('log_overflow', 'query_log_days', 'minute', ''),
+                                          ('answer_log', 'answer_log_days', 'answered_at', ''),
+                                          ('llm_call', 'answer_log_days', 'called_at', ''),
+                                          ('ingest_failure', 'ingest_failure_days', 'failed_at', ''),
+                                          ('ingest_ticket', 'ingest_ticket_days', 'finished_at',
+                                           ' AND x.state IN (''stored'', ''unchanged'', ''failed'')'))
+                                 AS v(name, key, stamp, settled) LOOP
             EXECUTE format('DELETE FROM kgrag.%I AS x WHERE x.tenant_id = $1 AND x.%I < now() - make_interval(days => $2)',
-                           kept.name, CASE kept.name WHEN 'query_log' THEN 'searched_at' WHEN 'log_overflow' THEN 'minute'
-                                                     WHEN 'answer_log' THEN 'answered_at' WHEN 'llm_call' THEN 'called_at'
-                                                     ELSE 'failed_at' END)
+                           kept.name, kept.stamp) || kept.settled
               USING t, floor((days ->> kept.key)::numeric)::integer;
             GET DIAGNOSTICS n = ROW_COUNT;
             one := one || jsonb_build_object(kept.name, n);
@@ -1534,7 +1538,7 @@ ALTER FUNCTION kgrag.purge() OWNER TO kgrag_logger;
 -- Name: FUNCTION purge(); Type: COMMENT; Schema: kgrag; Owner: kgrag_logger
 --
 
-COMMENT ON FUNCTION kgrag.purge() IS 'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log and kgrag.llm_call older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
+COMMENT ON FUNCTION kgrag.purge() IS 'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log and kgrag.llm_call older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days, the tickets of the ingestion queue (kgrag.ingest_queue) settled as stored, unchanged or failed longer ago than ingest_ticket_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures and tickets), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
 
 --
 -- Name: quantize(public.vector, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -3108,7 +3112,7 @@ COMMENT ON FUNCTION kgrag.vector_index() IS 'Returns the kind of the vector inde
 CREATE FUNCTION kgrag.version() RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ SELECT '0049'::text $$;
+    AS $$ SELECT '0050'::text $$;
 
 ALTER FUNCTION kgrag.version() OWNER TO <owner>;
 
@@ -10829,6 +10833,7 @@ DECLARE
       "ingest_failure_days": {"type": "integer", "min": 1, "max": 36500},
       "ingest_claim_minutes": {"type": "integer", "min": 1, "max": 10080},
       "ingest_max_attempts": {"type": "integer", "min": 1, "max": 100},
+      "ingest_ticket_days": {"type": "integer", "min": 1, "max": 36500},
       "khop_timeout_ms": {"type": "integer", "min": 1, "max": 86400000},
       "language_codes": {"type": "object"},
       "lexical_candidates": {"type": "integer", "min": 1, "max": 2147483647},
@@ -14597,6 +14602,12 @@ CREATE POLICY logger_purge ON kgrag.answer_log FOR DELETE TO kgrag_logger USING 
 CREATE POLICY logger_purge ON kgrag.ingest_failure FOR DELETE TO kgrag_logger USING (true);
 
 --
+-- Name: ingest_ticket logger_purge; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_purge ON kgrag.ingest_ticket FOR DELETE TO kgrag_logger USING (true);
+
+--
 -- Name: llm_call logger_purge; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
@@ -14625,6 +14636,12 @@ CREATE POLICY logger_read ON kgrag.answer_log FOR SELECT TO kgrag_logger USING (
 --
 
 CREATE POLICY logger_read ON kgrag.ingest_failure FOR SELECT TO kgrag_logger USING (true);
+
+--
+-- Name: ingest_ticket logger_read; Type: POLICY; Schema: kgrag; Owner: <owner>
+--
+
+CREATE POLICY logger_read ON kgrag.ingest_ticket FOR SELECT TO kgrag_logger USING (true);
 
 --
 -- Name: llm_call logger_read; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -15502,12 +15519,19 @@ GRANT SELECT ON TABLE kgrag.ingest_failure TO kgrag_curator;
 GRANT SELECT,DELETE ON TABLE kgrag.ingest_failure TO kgrag_logger;
 
 --
+-- Name: TABLE ingest_ticket; Type: ACL; Schema: kgrag; Owner: <owner>
+--
+
+GRANT DELETE ON TABLE kgrag.ingest_ticket TO kgrag_logger;
+
+--
 -- Name: COLUMN ingest_ticket.tenant_id; Type: ACL; Schema: kgrag; Owner: <owner>
 --
 
 GRANT SELECT(tenant_id) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
 GRANT SELECT(tenant_id) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
 GRANT SELECT(tenant_id) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+GRANT SELECT(tenant_id) ON TABLE kgrag.ingest_ticket TO kgrag_logger;
 
 --
 -- Name: COLUMN ingest_ticket.ticket; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -15548,6 +15572,7 @@ GRANT SELECT(access) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
 GRANT SELECT(state) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
 GRANT SELECT(state) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
 GRANT SELECT(state) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+GRANT SELECT(state) ON TABLE kgrag.ingest_ticket TO kgrag_logger;
 
 --
 -- Name: COLUMN ingest_ticket.attempts; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -15604,6 +15629,7 @@ GRANT SELECT(started_at) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
 GRANT SELECT(finished_at) ON TABLE kgrag.ingest_ticket TO kgrag_reader;
 GRANT SELECT(finished_at) ON TABLE kgrag.ingest_ticket TO kgrag_writer;
 GRANT SELECT(finished_at) ON TABLE kgrag.ingest_ticket TO kgrag_curator;
+GRANT SELECT(finished_at) ON TABLE kgrag.ingest_ticket TO kgrag_logger;
 
 --
 -- Name: TABLE ingest_queue; Type: ACL; Schema: kgrag; Owner: <owner>
@@ -15815,6 +15841,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'hn
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_claim_minutes', '60', 'How long a worker may hold a ticket of the ingestion queue: past it, another worker takes it back even from a live session (a hung worker).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_failure_days', '365', 'kgrag.purge() deletes the rows of kgrag.ingest_failure older than this many days (a document ingested again clears its row at once).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_max_attempts', '3', 'How many times a worker tries a document of the ingestion queue before it is failed (kgrag.ingest_queue; kgrag.retry_documents tries it again).');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_ticket_days', '30', 'kgrag.purge() deletes the tickets of the ingestion queue settled (stored, unchanged or failed) longer ago than this many days; kgrag.ingest_failure keeps why a document failed for ingest_failure_days.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'khop_timeout_ms', '5000', 'A traversal that runs longer than this is cancelled (SQLSTATE 57014) with a message saying how to narrow it.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'language_codes', '{"de": "german", "en": "english", "es": "spanish", "fr": "french", "it": "italian", "pt": "portuguese"}', 'Language codes a document may give (en, pt-BR, ...) and the text search configuration each stands for; a document may also name a configuration directly (kgrag.text_search_config).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'lexical_candidates', '1000', 'Lexical search scores at most this many chunks per text search configuration, drawn by the question''s rarest words; a word more chunks hold than this draws none. Bounds its work on a large corpus (a corpus with fewer matches scores every match).');
@@ -15868,7 +15895,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'se
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'search_reports', '5', 'Global route: community reports returned (option "reports").');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'search_seeds', '3', 'Seeds taken from entity linking and from entity vector search, each (option "seeds").');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'search_timeout_ms', '10000', 'A kgrag_search that runs longer than this is cancelled (57014); the walk inside it keeps to the same deadline.');
-INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'setting_limits', '{"max_hops": {"max": 6}, "ppr_hops": {"max": 4}, "query_log": {"allowed": [true]}, "max_file_mb": {"max": 2000}, "search_hops": {"max": 6}, "search_seeds": {"max": 100}, "ppr_max_edges": {"max": 100000}, "hnsw_ef_search": {"max": 1000}, "query_log_days": {"max": 365, "min": 7}, "search_reports": {"max": 1000}, "answer_log_days": {"max": 365, "min": 7}, "edge_rank_depth": {"max": 1000}, "khop_timeout_ms": {"max": 30000}, "max_alias_chars": {"max": 2000}, "max_document_mb": {"max": 50}, "max_quote_chars": {"max": 10000}, "max_title_chars": {"max": 10000}, "search_entities": {"max": 100}, "answer_max_chars": {"max": 50000}, "max_paths_walked": {"max": 2000000}, "reader_memory_mb": {"max": 8192}, "reader_timeout_s": {"max": 600}, "vector_overfetch": {"max": 100}, "log_question_text": {"allowed": [false]}, "rerank_candidates": {"max": 200}, "rerank_timeout_ms": {"max": 10000}, "search_degree_cap": {"max": 100}, "search_timeout_ms": {"max": 30000}, "answer_map_reports": {"max": 20}, "lexical_candidates": {"max": 10000}, "max_question_chars": {"max": 20000}, "ppr_max_iterations": {"max": 200}, "ingest_failure_days": {"max": 3650, "min": 7}, "log_rate_per_minute": {"max": 600, "min": 1}, "hnsw_max_scan_tuples": {"max": 100000}, "vector_min_candidates": {"max": 1000}, "max_aliases_per_entity": {"max": 1000}, "graph_chunks_per_entity": {"max": 1000}}', 'What a tenant may set its own settings to (only the schema owner writes this row): {"setting": {"max": n, "min": n}} for a number, {"setting": {"allowed": [values]}} otherwise. A tenant''s setting outside them is refused when written (kgrag_private.setting_allowed, from the policy of kgrag.settings) and read clamped to them when it was written before (kgrag.setting); kgrag.settings_in_force says which. Raise a limit here to let tenants go further; allowed [true, false] for log_question_text lets them log question text.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'setting_limits', '{"max_hops": {"max": 6}, "ppr_hops": {"max": 4}, "query_log": {"allowed": [true]}, "max_file_mb": {"max": 2000}, "search_hops": {"max": 6}, "search_seeds": {"max": 100}, "ppr_max_edges": {"max": 100000}, "hnsw_ef_search": {"max": 1000}, "query_log_days": {"max": 365, "min": 7}, "search_reports": {"max": 1000}, "answer_log_days": {"max": 365, "min": 7}, "edge_rank_depth": {"max": 1000}, "khop_timeout_ms": {"max": 30000}, "max_alias_chars": {"max": 2000}, "max_document_mb": {"max": 50}, "max_quote_chars": {"max": 10000}, "max_title_chars": {"max": 10000}, "search_entities": {"max": 100}, "answer_max_chars": {"max": 50000}, "max_paths_walked": {"max": 2000000}, "reader_memory_mb": {"max": 8192}, "reader_timeout_s": {"max": 600}, "vector_overfetch": {"max": 100}, "log_question_text": {"allowed": [false]}, "rerank_candidates": {"max": 200}, "rerank_timeout_ms": {"max": 10000}, "search_degree_cap": {"max": 100}, "search_timeout_ms": {"max": 30000}, "answer_map_reports": {"max": 20}, "ingest_ticket_days": {"max": 3650, "min": 7}, "lexical_candidates": {"max": 10000}, "max_question_chars": {"max": 20000}, "ppr_max_iterations": {"max": 200}, "ingest_failure_days": {"max": 3650, "min": 7}, "log_rate_per_minute": {"max": 600, "min": 1}, "hnsw_max_scan_tuples": {"max": 100000}, "vector_min_candidates": {"max": 1000}, "max_aliases_per_entity": {"max": 1000}, "graph_chunks_per_entity": {"max": 1000}}', 'What a tenant may set its own settings to (only the schema owner writes this row): {"setting": {"max": n, "min": n}} for a number, {"setting": {"allowed": [values]}} otherwise. A tenant''s setting outside them is refused when written (kgrag_private.setting_allowed, from the policy of kgrag.settings) and read clamped to them when it was written before (kgrag.setting); kgrag.settings_in_force says which. Raise a limit here to let tenants go further; allowed [true, false] for log_question_text lets them log question text.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'short_form_types', '["Person", "Name"]', 'Entity types whose short forms within a document ("Grace", "Ms. Liu", "G. Liu") are folded into the one longer name of the document they match (ingestion).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'text_search_config', '"english"', 'Default text search configuration for documents that do not name their language.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'vector_index', '"bq"', 'The vector index of the embeddings, chosen when revision 0024 ran (pgkgrag db upgrade --vector-index): bq (HNSW on their binary quantization, the default) or halfvec (HNSW on the vectors cast to halfvec, up to 4,000 dimensions: faster to search, five times the size, slower to insert into). Vector search draws its candidates from it and re-ranks them on the full vectors. Set by the migration: changing it by hand does not build the other index.');

@@ -1,7 +1,8 @@
-"""pgkgrag purge: delete the log and failure rows kept past their tenant's retention.
+"""pgkgrag purge: delete the log and failure rows, and the settled tickets of the ingestion queue,
+kept past their tenant's retention.
 
 The rule lives in SQL (kgrag.purge: settings query_log_days, answer_log_days, ingest_failure_days,
-within the owner's limits); this command only calls it, as a scheduler (pg_cron) would.
+ingest_ticket_days, within the owner's limits); this command only calls it, as a scheduler (pg_cron) would.
 """
 
 from __future__ import annotations

@@ -50,6 +50,7 @@ DECLARE
       "ingest_failure_days": {"type": "integer", "min": 1, "max": 36500},
       "ingest_claim_minutes": {"type": "integer", "min": 1, "max": 10080},
       "ingest_max_attempts": {"type": "integer", "min": 1, "max": 100},
+      "ingest_ticket_days": {"type": "integer", "min": 1, "max": 36500},
       "khop_timeout_ms": {"type": "integer", "min": 1, "max": 86400000},
       "language_codes": {"type": "object"},
       "lexical_candidates": {"type": "integer", "min": 1, "max": 2147483647},

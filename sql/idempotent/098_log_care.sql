@@ -117,22 +117,26 @@ BEGIN
                 FROM (SELECT q.tenant_id FROM kgrag.query_log AS q UNION SELECT a.tenant_id FROM kgrag.answer_log AS a
                       UNION SELECT f.tenant_id FROM kgrag.ingest_failure AS f
                       UNION SELECT o.tenant_id FROM kgrag.log_overflow AS o
-                      UNION SELECT c.tenant_id FROM kgrag.llm_call AS c) AS x
+                      UNION SELECT c.tenant_id FROM kgrag.llm_call AS c
+                      UNION SELECT i.tenant_id FROM kgrag.ingest_ticket AS i) AS x
                WHERE acting = '*' ORDER BY 1) LOOP
         -- the tenant's retention, within the owner's limits (kgrag_private.within_limits)
         SELECT jsonb_object_agg(k.key, kgrag_private.within_limits(k.key,
                    (SELECT s.value FROM kgrag.settings AS s WHERE s.tenant_id = t AND s.key = k.key)))
           INTO days
-          FROM unnest(ARRAY['query_log_days', 'answer_log_days', 'ingest_failure_days']) AS k(key);
+          FROM unnest(ARRAY['query_log_days', 'answer_log_days', 'ingest_failure_days', 'ingest_ticket_days']) AS k(key);
         one := '{}';
-        FOR kept IN SELECT * FROM (VALUES ('query_log', 'query_log_days'), ('log_overflow', 'query_log_days'),
-                                          ('answer_log', 'answer_log_days'), ('llm_call', 'answer_log_days'),
-                                          ('ingest_failure', 'ingest_failure_days'))
-                                 AS v(name, key) LOOP
+        -- (a ticket of the queue once settled: one queued or at work again keeps its row)
+        FOR kept IN SELECT * FROM (VALUES ('query_log', 'query_log_days', 'searched_at', ''),
+                                          ('log_overflow', 'query_log_days', 'minute', ''),
+                                          ('answer_log', 'answer_log_days', 'answered_at', ''),
+                                          ('llm_call', 'answer_log_days', 'called_at', ''),
+                                          ('ingest_failure', 'ingest_failure_days', 'failed_at', ''),
+                                          ('ingest_ticket', 'ingest_ticket_days', 'finished_at',
+                                           ' AND x.state IN (''stored'', ''unchanged'', ''failed'')'))
+                                 AS v(name, key, stamp, settled) LOOP
             EXECUTE format('DELETE FROM kgrag.%I AS x WHERE x.tenant_id = $1 AND x.%I < now() - make_interval(days => $2)',
-                           kept.name, CASE kept.name WHEN 'query_log' THEN 'searched_at' WHEN 'log_overflow' THEN 'minute'
-                                                     WHEN 'answer_log' THEN 'answered_at' WHEN 'llm_call' THEN 'called_at'
-                                                     ELSE 'failed_at' END)
+                           kept.name, kept.stamp) || kept.settled
               USING t, floor((days ->> kept.key)::numeric)::integer;
             GET DIAGNOSTICS n = ROW_COUNT;
             one := one || jsonb_build_object(kept.name, n);
@@ -148,7 +152,7 @@ REVOKE CREATE ON SCHEMA kgrag FROM kgrag_logger;
 REVOKE EXECUTE ON FUNCTION kgrag.purge() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.purge() TO kgrag_writer;
 COMMENT ON FUNCTION kgrag.purge() IS
-'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log and kgrag.llm_call older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
+'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log and kgrag.llm_call older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days, the tickets of the ingestion queue (kgrag.ingest_queue) settled as stored, unchanged or failed longer ago than ingest_ticket_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures and tickets), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

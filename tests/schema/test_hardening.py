@@ -150,13 +150,15 @@ def test_the_probe_role_reads_three_tables_and_entity_ids_and_the_logger_writes_
     ).fetchall()
     # it writes the logs, and (revision 0039) reads, purges and redacts them, and reads the
     # settings (rates and retention); (revision 0041) it no longer redacts (kgrag.delete_documents
-    # does, as the schema owner)
+    # does, as the schema owner); (revision 0050) it purges the settled tickets of the queue,
+    # reading only whether and when one was settled
     assert logger == [
         ("answer_log", "DELETE"),
         ("answer_log", "INSERT"),
         ("answer_log", "SELECT"),
         ("ingest_failure", "DELETE"),
         ("ingest_failure", "SELECT"),
+        ("ingest_ticket", "DELETE"),
         ("llm_call", "DELETE"),
         ("llm_call", "INSERT"),
         ("llm_call", "SELECT"),
@@ -169,6 +171,12 @@ def test_the_probe_role_reads_three_tables_and_entity_ids_and_the_logger_writes_
         ("query_log", "SELECT"),
         ("settings", "SELECT"),
     ]
+    ticket = admin.execute(
+        "SELECT column_name FROM information_schema.column_privileges"
+        " WHERE grantee = %s AND privilege_type = 'SELECT' AND table_name = 'ingest_ticket' ORDER BY 1",
+        [LOGGER],
+    ).fetchall()
+    assert [c for (c,) in ticket] == ["finished_at", "state", "tenant_id"]
     columns = admin.execute(
         "SELECT table_name, column_name FROM information_schema.column_privileges"
         " WHERE grantee = %s AND privilege_type = 'UPDATE' AND table_name = 'query_log'",
@@ -184,6 +192,8 @@ def test_the_probe_role_reads_three_tables_and_entity_ids_and_the_logger_writes_
         ("answer_log", "SELECT", "true"),
         ("ingest_failure", "DELETE", "true"),
         ("ingest_failure", "SELECT", "true"),
+        ("ingest_ticket", "DELETE", "true"),
+        ("ingest_ticket", "SELECT", "true"),
         ("llm_call", "DELETE", "true"),
         ("llm_call", "SELECT", "true"),
         ("log_overflow", "DELETE", "true"),

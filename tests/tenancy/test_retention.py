@@ -1,5 +1,6 @@
-"""Retention (revision 0039): kgrag.purge deletes the log and failure rows older than their tenant's
-settings (within the owner's limits) and nothing else, for the owner's `pgkgrag purge` and a
+"""Retention (revisions 0039 and 0050): kgrag.purge deletes the log and failure rows, and the settled
+tickets of the ingestion queue, older than their tenant's settings (within the owner's limits) and
+nothing else, for the owner's `pgkgrag purge` and a
 tenant's writer alike; and a deleted document's entities, names and chunks leave the query log."""
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ TABLES = {
     "ingest_failure": "failed_at",
     "log_overflow": "minute",
     "llm_call": "called_at",
+    "ingest_ticket": "finished_at",
 }
+TICKET = (
+    "INSERT INTO kgrag.ingest_ticket (tenant_id, ticket, doc_id, payload_md5, bytes, submitted_by, submitted_at,"
+    " state, finished_at) VALUES (%s, nextval('kgrag.ingest_ticket_seq'), %s, 'h', 1, 'w', now() - interval '500 days',"
+)
 
 
 def plant(admin: psycopg.Connection, tenant: str) -> None:
@@ -49,6 +55,8 @@ def plant(admin: psycopg.Connection, tenant: str) -> None:
             f"INSERT INTO kgrag.llm_call (tenant_id, purpose, model, called_at) VALUES (%s, 'answer', 'm', {at})",
             [tenant],
         )
+        admin.execute(TICKET + f" %s, {at})", [tenant, f"t{days}", "failed" if days == 400 else "stored"])
+    admin.execute(TICKET + " 'queued', NULL)", [tenant, "waiting"])  # submitted long ago, never settled
     admin.commit()
 
 
@@ -57,7 +65,7 @@ def ages(admin: psycopg.Connection, tenant: str) -> dict[str, list[int]]:
     left = {}
     for table, column in TABLES.items():
         rows = admin.execute(
-            f"SELECT round(extract(epoch FROM now() - {column}) / 86400)::int FROM kgrag.{table}"
+            f"SELECT COALESCE(round(extract(epoch FROM now() - {column}) / 86400)::int, -1) FROM kgrag.{table}"
             " WHERE tenant_id = %s ORDER BY 1",
             [tenant],
         )
@@ -80,24 +88,56 @@ def test_purge_deletes_what_the_settings_say_and_nothing_else(
             tenant_transaction(conn, "a"),
         ):
             conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('a', 'query_log_days', '1')")
+        with (  # or of the tickets that say who submitted what
+            pytest.raises(psycopg.errors.InsufficientPrivilege, match="below the floor of 7"),
+            tenant_transaction(conn, "a"),
+        ):
+            conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('a', 'ingest_ticket_days', '1')")
         with tenant_transaction(conn, "a"):
             conn.execute("INSERT INTO kgrag.settings (tenant_id, key, value) VALUES ('a', 'query_log_days', '30')")
         with tenant_transaction(conn, "a"):  # a's writer purges a alone
             purged = conn.execute("SELECT kgrag.purge()").fetchone()[0]  # type: ignore[index]
-    assert purged == {"a": {"query_log": 3, "log_overflow": 3, "answer_log": 2, "llm_call": 2, "ingest_failure": 1}}
+    assert purged == {
+        "a": {
+            "query_log": 3,
+            "log_overflow": 3,
+            "answer_log": 2,
+            "llm_call": 2,
+            "ingest_failure": 1,
+            "ingest_ticket": 3,
+        }
+    }
     assert ages(admin, "a") == {
         "query_log": [1, 10],
         "answer_log": [1, 10, 40],
         "ingest_failure": [1, 10, 40, 100],
         "log_overflow": [1, 10],
         "llm_call": [1, 10, 40],
+        "ingest_ticket": [-1, 1, 10],  # the waiting ticket (no finished_at) stays
     }
-    assert ages(admin, "b") == {table: list(AGES) for table in TABLES}
+    assert ages(admin, "b") == {
+        **{table: list(AGES) for table in TABLES},
+        "ingest_ticket": [-1, *AGES],
+    }
     out = run("purge", "--json", dsn=dsn)  # the owner: every tenant (what a nightly job runs)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {
-        "a": {"query_log": 0, "log_overflow": 0, "answer_log": 0, "llm_call": 0, "ingest_failure": 0},
-        "b": {"query_log": 2, "log_overflow": 2, "answer_log": 2, "llm_call": 2, "ingest_failure": 1},
+        "a": {
+            "query_log": 0,
+            "log_overflow": 0,
+            "answer_log": 0,
+            "llm_call": 0,
+            "ingest_failure": 0,
+            "ingest_ticket": 0,
+        },
+        "b": {
+            "query_log": 2,
+            "log_overflow": 2,
+            "answer_log": 2,
+            "llm_call": 2,
+            "ingest_failure": 1,
+            "ingest_ticket": 3,
+        },
     }
     assert ages(admin, "b") == {
         "query_log": [1, 10, 40],
@@ -105,6 +145,7 @@ def test_purge_deletes_what_the_settings_say_and_nothing_else(
         "ingest_failure": [1, 10, 40, 100],
         "log_overflow": [1, 10, 40],
         "llm_call": [1, 10, 40],
+        "ingest_ticket": [-1, 1, 10],
     }
     again = run("purge", dsn=dsn)
     assert again.returncode == 0 and "a: deleted answer_log 0" in again.stdout, again.stdout
