@@ -30,6 +30,8 @@ SECTIONS = [
 SHARED_DOC = Path("/usr/share/doc")
 REAL_PDFS = sorted(SHARED_DOC.glob("*/*.pdf"))
 REAL_HTML = [SHARED_DOC / "python3" / "python-policy.html", SHARED_DOC / "bc" / "bc.html"]
+# texinfo's manuals (a navigation line above and below each page) and DocBook's (bylines in <h3>)
+MANUAL_PAGES = sorted(SHARED_DOC.glob("libffi*/html/*.html")) + sorted(SHARED_DOC.glob("base-passwd/*.html"))
 
 
 def read(*paths: Path, limits: ReaderLimits = DEFAULT_LIMITS) -> dict[str, InputItem]:
@@ -219,18 +221,20 @@ def test_html_navigation_lines_and_bylines_stay_out_of_the_sections(tmp_path: Pa
 <div class="header"><p>Previous: <a href="a.html" rel="prev">Closure Example</a>, Up: <a href="u.html" rel="up">Using
 libffi</a> [<a href="i.html" rel="index">Index</a>]</p></div>
 <h3 class="author">John Fleck</h3>
+<H3 CLASS="AUTHOR">Joey Hess</H3><H3 CLASS="AUTHOR">Colin Watson</H3>
 <h3 class="section">2.7 Thread Safety</h3>
 <p>libffi is not completely thread-safe; see <a href="a.html" rel="prev">the example</a> for how
 to prepare a call interface once per thread, which is the rule to follow in every program that
 uses it from more than one thread at a time, as the next paragraphs explain in detail.</p>
-<div class="header"><p>Next: <a href="n.html" rel="next">Memory Usage</a></p></div>
+<div class="header"><p>Next: <a href="n.html">Memory Usage</a>, Previous: <a href="a.html">Closure Example</a>,
+Up: <a href="u.html">Using libffi</a> &nbsp; [<a href="i.html" rel="index">Index</a>]</p></div>
 </body></html>"""
     (tmp_path / "thread-safety.html").write_text(page)
     (item,) = list(read_inputs([tmp_path]))
     assert item.document is not None, item.error
     text = item.document.text
     assert "Previous:" not in text and "Next:" not in text and "Prev" not in text, text
-    assert "John Fleck" in text  # a byline is text, not a heading
+    assert "John Fleck" in text and "Joey Hess" in text and "Colin Watson" in text  # bylines are text, not headings
     assert [tuple(s.headings) for s in item.document.sections or []] == [(), ("2.7 Thread Safety",)]
     assert "see the example for how" in " ".join(text.split())  # a long paragraph with such a link stays
 
@@ -248,3 +252,30 @@ def test_a_content_line_with_a_link_to_the_next_page_stays() -> None:
     )
     content, navigation = page.css("p")
     assert not _navigation_line(content) and _navigation_line(navigation)
+    # without rel, a line of links is navigation where its labels say so, not a list of links
+    plain = LexborHTMLParser(
+        '<p>Next: <a href="n.html">Memory Usage</a>, Up: <a href="u.html">Using</a></p>'
+        '<p><a href="x.html">Closures</a>, <a href="y.html">Types</a></p>'
+    )
+    labelled, listed = plain.css("p")
+    assert _navigation_line(labelled) and not _navigation_line(listed)
+
+
+@pytest.mark.skipif(not MANUAL_PAGES, reason="neither libffi's nor base-passwd's HTML manual is on this machine")
+def test_real_manual_pages_keep_navigation_and_bylines_out() -> None:
+    """On every page of the texinfo and DocBook manuals this machine ships: no line of the text is
+    a navigation line, and no heading is an author's name (<h3 class="author"> in any case)."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    for path in MANUAL_PAGES:
+        doc = document(path)
+        lines = [line.strip() for line in doc.text.splitlines()]
+        assert not [line for line in lines if line.startswith(("Next:", "Previous:", "Up:"))], path
+        tree = LexborHTMLParser(path.read_bytes())
+        authors = {
+            " ".join(h.text().split())
+            for h in tree.css("h1, h2, h3, h4, h5, h6")
+            if "author" in (h.attributes.get("class") or "").lower().split()
+        }
+        assert not authors & {h for s in doc.sections for h in s.headings}, path
+        assert all(author in " ".join(doc.text.split()) for author in authors), path

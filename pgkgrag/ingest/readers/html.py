@@ -36,6 +36,7 @@ BYLINE_CLASSES = frozenset({"author", "corpauthor", "editor", "othercredit", "by
 NEIGHBOUR_LINKS = 'a[rel~="prev"], a[rel~="next"], a[rel~="up"]'
 NAVIGATION_LINE = 300  # a paragraph or table holding them, at most this long, only links and labels: navigation
 NAVIGATION_LABELS = frozenset({"previous", "prev", "next", "up", "top", "home", "index", "contents", "back"})
+NEIGHBOUR_LABELS = frozenset({"previous", "prev", "next", "up"})  # (a line saying so needs no rel)
 _LABEL_WORD = re.compile(r"[^\W\d_]+")
 PERMALINK = "\u00b6\u00a7#"  # the marks documentation generators put after a heading: ¶ § #
 MAX_DEPTH = 512  # elements within elements: where browsers stop nesting them
@@ -94,20 +95,26 @@ class _Walk:
 
 
 def _classes(node: Any) -> set[str]:
-    return set((node.attributes.get("class") or "").split())
+    """(lower-cased: pages without a doctype, as DocBook's, match classes whatever their case)"""
+    return set((node.attributes.get("class") or "").lower().split())
 
 
 def _navigation_line(node: Any) -> bool:
-    """A short paragraph or table of links to the previous, next or upper page: one of them to a
-    neighbouring page, and nothing but links and their labels ("Previous:", "Up:") around them."""
-    if node.tag not in ("p", "table") or node.css_first(NEIGHBOUR_LINKS) is None:
+    """A short paragraph or table of links to the previous, next or upper page, and nothing but
+    links and their labels ("Previous:", "Up:") around them: a link to a neighbouring page
+    (rel="prev"), or a label saying it is one (texinfo's copy below the text has no rel)."""
+    links = node.css("a") if node.tag in ("p", "table") else []
+    if not links:
         return False
     text = node.text(deep=True)
     if len(" ".join(text.split())) > NAVIGATION_LINE:
         return False
-    for link in node.css("a"):
+    for link in links:
         text = text.replace(link.text(deep=True), " ", 1)
-    return set(_LABEL_WORD.findall(text.lower())) <= NAVIGATION_LABELS
+    labels = set(_LABEL_WORD.findall(text.lower()))
+    return labels <= NAVIGATION_LABELS and (
+        bool(labels & NEIGHBOUR_LABELS) or node.css_first(NEIGHBOUR_LINKS) is not None
+    )
 
 
 def read_html(path: Path) -> Converted:
