@@ -84,7 +84,7 @@ BEGIN
                           WHEN seeds = 0 AND subject IS NOT NULL
                           THEN format(': community reports ranked against its subject "%s"', subject)
                           WHEN seeds = 0 THEN ' without naming a subject: every report of the level, by weight'
-                          ELSE format(': community reports ranked against it (it names %s)', named) END;
+                          ELSE format(': community reports ranked against it (it %s)', named) END;
     ELSIF seeds = 0 THEN
         route := 'vector';
         reason := 'no entity of the graph is named'
@@ -98,18 +98,18 @@ BEGIN
     ELSIF mixed_rule IS NOT NULL THEN
         route := 'mixed';
         rule_id := mixed_rule;
-        reason := format('the question names %s and %s (rule %s): a community report as the map, the chunks '
+        reason := format('the question %s, and %s (rule %s): a community report as the map, the chunks '
                          'around the subject as evidence', named, regexp_replace(mixed_why,
                          '^names a subject and ', ''), mixed_rule);
     ELSE
         route := 'local';
-        reason := format('the question names %s: the evidence is in the chunks around it', named);
+        reason := format('the question %s: the evidence is in the chunks around it', named);
     END IF;
     RETURN NEXT;
 END
 $$;
 COMMENT ON FUNCTION kgrag_private.route_decision(integer, text, text, text, text, text, boolean, boolean, double precision, double precision, text, text, text) IS
-'Private. The router''s rule and its reason, from what kgrag.route found: a global rule matched sends to global (the whole collection where the question names no subject; reports ranked against its subject where it names one, subject; nothing where no chunk holds a word of it, absent_subject); no seed to vector (the reason says whether there was no vector, a flat profile or no entity above the seed floor); a mixed rule with seeds to mixed; seeds alone to local. named = the names of the first seeds, for the reason, each the question does not name outright marked (a near spelling) or (near in meaning).';
+'Private. The router''s rule and its reason, from what kgrag.route found: a global rule matched sends to global (the whole collection where the question names no subject; reports ranked against its subject where it names one, subject; nothing where no chunk holds a word of it, absent_subject); no seed to vector (the reason says whether there was no vector, a flat profile or no entity above the seed floor); a mixed rule with seeds to mixed; seeds alone to local. named = what the question says of the first seeds, for the reason: "names A, B", then apart "its words are spelled near C" (a fuzzy link) and "it is near D in meaning" (vector search), or "names no entity outright" before those.';
 
 CREATE OR REPLACE FUNCTION kgrag_private.ambiguity_note(question text, linked text[]) RETURNS text
 LANGUAGE plpgsql STABLE SECURITY INVOKER
@@ -212,14 +212,20 @@ BEGIN
                                                WHERE r.similarity >= (opts ->> 'report_min_similarity')::float8);
         END IF;
     END IF;
-    -- the first seeds by name, each one the question does not name outright said to be so: by a
-    -- near spelling (a fuzzy link) or near in meaning (vector search)
-    EXECUTE 'SELECT string_agg(e.name || CASE WHEN e.entity_id = ANY ($3) THEN ''''
-                                              WHEN e.entity_id = ANY ($4) THEN '' (a near spelling)''
-                                              ELSE '' (near in meaning)'' END,
-                               '', '' ORDER BY array_position($2, e.entity_id))
-               FROM kgrag.entity AS e WHERE e.tenant_id = $1 AND e.entity_id = ANY ($2[1:3])'
-       INTO named USING t, seeds, named_seeds, linked;  -- planned each time: see kgrag_private.search_at
+    -- what the question says of the first seeds, for the reason: the names it says outright, then
+    -- apart the ones it comes near by spelling (a fuzzy link) or in meaning (vector search), never
+    -- said to be named
+    EXECUTE 'SELECT CASE WHEN x.outright IS NULL THEN ''names no entity outright'' ELSE ''names '' || x.outright END
+                    || COALESCE(''; its words are spelled near '' || x.spelled, '''')
+                    || COALESCE(''; it is near '' || x.meant || '' in meaning'', '''')
+               FROM (SELECT string_agg(e.name, '', '' ORDER BY array_position($2, e.entity_id))
+                                FILTER (WHERE e.entity_id = ANY ($3)) AS outright,
+                            string_agg(e.name, '', '' ORDER BY array_position($2, e.entity_id))
+                                FILTER (WHERE e.entity_id <> ALL ($3) AND e.entity_id = ANY ($4)) AS spelled,
+                            string_agg(e.name, '', '' ORDER BY array_position($2, e.entity_id))
+                                FILTER (WHERE e.entity_id <> ALL ($3) AND e.entity_id <> ALL ($4)) AS meant
+                       FROM kgrag.entity AS e WHERE e.tenant_id = $1 AND e.entity_id = ANY ($2[1:3])) AS x'
+       INTO named USING t, seeds, COALESCE(named_seeds, '{}'), COALESCE(linked, '{}');  -- planned each time: see kgrag_private.search_at
     SELECT d.route, d.rule_id, d.reason INTO route, rule_id, reason
       FROM kgrag_private.route_decision(cardinality(seeds), named, global_rule, global_why, mixed_rule, mixed_why,
                                         question_vec IS NOT NULL, flat,

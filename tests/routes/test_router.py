@@ -14,8 +14,8 @@ from pgkgrag.embed.embedders import Embedder
     ("question", "route", "reason"),
     [
         ("What does the Auth Service depend on?", "local", "names Auth Service:"),
-        # a name the question misspells is said to be a near spelling, not named
-        ("Which cluster does the Sesion Stor run on?", "local", "Session Store (a near spelling)"),
+        # a name the question misspells is said to be spelled near, never named
+        ("Which cluster does the Sesion Stor run on?", "local", "names no entity outright; its words are spelled near"),
         ("O que o Auth Service precisa para funcionar?", "local", "names Auth Service"),
         ("Who approves changes to the PayFlow contract?", "local", "names PayFlow Processing Agreement"),
         ("What are the main themes across the documents?", "global", "rule en-themes"),
