@@ -7818,6 +7818,26 @@ ALTER FUNCTION kgrag_private.one_of(allowed jsonb, value jsonb) OWNER TO <owner>
 COMMENT ON FUNCTION kgrag_private.one_of(allowed jsonb, value jsonb) IS 'Private. Returns whether a value (a scalar: allowed values are) is one of the JSON array allowed, exactly.';
 
 --
+-- Name: one_replaced(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.one_replaced(a text, b text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT length(a) = length(b)
+           AND (SELECT count(*) FROM generate_series(1, length(a)) AS n WHERE substr(a, n, 1) <> substr(b, n, 1)) = 1
+$$;
+
+ALTER FUNCTION kgrag_private.one_replaced(a text, b text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION one_replaced(a text, b text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.one_replaced(a text, b text) IS 'Private. Returns whether two texts of one length differ in exactly one character ("12345678900", "12345678901"). For the near_identifiers items of kgrag.review_queue, between entities of the same name only (numbers given in a row differ so too).';
+
+--
 -- Name: one_slip(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -13523,7 +13543,7 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
                      JOIN identifier_variants b ON (((b.kind = a.kind) AND (b.v = a.v) AND (a.entity_id < (b.entity_id COLLATE "C")))))) p
              JOIN identified fa ON ((fa.entity_id = p.a)))
              JOIN identified fb ON ((fb.entity_id = p.b)))
-          WHERE (kgrag_private.one_slip(fa.form, fb.form) OR ((regexp_replace(fa.form, '[^0-9]'::text, ''::text, 'g'::text) = regexp_replace(fb.form, '[^0-9]'::text, ''::text, 'g'::text)) AND (length(regexp_replace(fa.form, '[^0-9]'::text, ''::text, 'g'::text)) >= 6)))
+          WHERE (kgrag_private.one_slip(fa.form, fb.form) OR ((regexp_replace(fa.form, '[^0-9]'::text, ''::text, 'g'::text) = regexp_replace(fb.form, '[^0-9]'::text, ''::text, 'g'::text)) AND (length(regexp_replace(fa.form, '[^0-9]'::text, ''::text, 'g'::text)) >= 6)) OR ((kgrag.fold(fa.name) = kgrag.fold(fb.name)) AND kgrag_private.one_replaced(fa.form, fb.form)))
         ), relations AS (
          SELECT r.src,
             r.rel,
@@ -13627,7 +13647,7 @@ ALTER VIEW kgrag.review_queue OWNER TO <owner>;
 -- Name: VIEW review_queue; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, are a slip apart, kgrag_private.one_slip, or have the same six digits or more: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, are a slip apart, kgrag_private.one_slip, or have the same six digits or more, or, for two of the same name, differ in one character, kgrag_private.one_replaced: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 
 --
 -- Name: router_rule; Type: TABLE; Schema: kgrag; Owner: <owner>

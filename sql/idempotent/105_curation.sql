@@ -54,6 +54,16 @@ $$;
 COMMENT ON FUNCTION kgrag_private.one_slip(text, text) IS
 'Private. Returns whether two texts are one slip of the hand apart: one character added or dropped, or two neighbours swapped ("emp0042", "emp0024"); not a character replaced by another, as numbers given in a row differ. For the near_identifiers items of kgrag.review_queue.';
 
+CREATE OR REPLACE FUNCTION kgrag_private.one_replaced(a text, b text) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT length(a) = length(b)
+           AND (SELECT count(*) FROM generate_series(1, length(a)) AS n WHERE substr(a, n, 1) <> substr(b, n, 1)) = 1
+$$;
+COMMENT ON FUNCTION kgrag_private.one_replaced(text, text) IS
+'Private. Returns whether two texts of one length differ in exactly one character ("12345678900", "12345678901"). For the near_identifiers items of kgrag.review_queue, between entities of the same name only (numbers given in a row differ so too).';
+
 CREATE OR REPLACE VIEW kgrag.review_queue WITH (security_invoker = true) AS
 WITH identified AS (  -- the shared graph's entities keyed by an identifier, in the form compared
     SELECT e.entity_id, e.name, split_part(e.entity_id, ':#', 1) AS kind, split_part(e.entity_id, ':#', 2) AS form
@@ -75,7 +85,8 @@ WITH identified AS (  -- the shared graph's entities keyed by an identifier, in 
 ), near_identifiers AS (
     -- (sharing a variant is a candidate; a slip is one character added or dropped, two neighbours
     -- swapped, or the same digits: "EMP-0001" and "EMP-0002" differ by a character, as numbers
-    -- given in a row do, and are no slip)
+    -- given in a row do, and are no slip, unless the two entities have the same name: then one
+    -- character replaced is a slip too, "CPF 123.456.789-00" and "-01" of one Carla Mendes)
     SELECT p.a, p.b
       FROM (SELECT DISTINCT a.entity_id AS a, b.entity_id AS b
               FROM identifier_variants AS a
@@ -85,6 +96,7 @@ WITH identified AS (  -- the shared graph's entities keyed by an identifier, in 
      WHERE kgrag_private.one_slip(fa.form, fb.form)
         OR (regexp_replace(fa.form, '[^0-9]', '', 'g') = regexp_replace(fb.form, '[^0-9]', '', 'g')
             AND length(regexp_replace(fa.form, '[^0-9]', '', 'g')) >= 6)
+        OR (kgrag.fold(fa.name) = kgrag.fold(fb.name) AND kgrag_private.one_replaced(fa.form, fb.form))
 ), relations AS (
     SELECT r.src, r.rel, r.dst, max(r.confidence) FILTER (WHERE NOT r.negated) AS confidence,
            bool_or(r.negated) AS negated, min(r.chunk_id COLLATE "C") AS chunk_id,
@@ -162,7 +174,7 @@ SELECT i.item, i.target, i.what, i.confidence, i.chunk_id, i.quote
    AND strpos(i.target, '~') = 0  -- (no decision is taken on an audience's graph: kgrag_private.decide)
  ORDER BY (i.item = 'sample'), i.item, i.target COLLATE "C";
 COMMENT ON VIEW kgrag.review_queue IS
-'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, are a slip apart, kgrag_private.one_slip, or have the same six digits or more: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, are a slip apart, kgrag_private.one_slip, or have the same six digits or more, or, for two of the same name, differ in one character, kgrag_private.one_replaced: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 GRANT SELECT ON kgrag.review_queue TO kgrag_reader, kgrag_writer, kgrag_curator;
 
 CREATE OR REPLACE FUNCTION kgrag_private.relation_documents(src text, rel text, dst text) RETURNS text[]

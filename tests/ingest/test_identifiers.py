@@ -136,6 +136,24 @@ def test_identifiers_written_two_ways_are_one_entity_and_a_slip_is_queued(
     assert "applied again" not in again.stdout, again.stdout
 
 
+def test_one_character_replaced_is_a_slip_between_entities_of_one_name(
+    dsn: str, login: Callable[..., str], tmp_path: Path
+) -> None:
+    """A CPF with one digit replaced under the same name is queued (a typing slip); the next number
+    of a series under another name is not."""
+    writer, curator = login("kgrag_writer", "t1"), login("kgrag_curator", "t1")
+    cli_ingest(
+        writer,
+        tmp_path,
+        [
+            person("p1", "Carla Mendes", "CPF 123.456.789-00"),
+            person("p2", "Carla Mendes", "CPF 123.456.789-01"),
+            person("p3", "Davi Rocha", "CPF 123.456.789-02"),
+        ],
+    )
+    assert queue(dsn, curator) == ["identifiers:person:#cpf12345678900+person:#cpf12345678901"]
+
+
 def test_a_title_and_a_surname_are_the_full_name_of_the_same_note(
     dsn: str, login: Callable[..., str], tmp_path: Path
 ) -> None:
