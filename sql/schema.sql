@@ -357,7 +357,7 @@ ALTER FUNCTION kgrag.context_blocks(question_vec public.vector, route text, ques
 -- Name: FUNCTION context_blocks(question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb); Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag.context_blocks(question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb) IS 'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path (and their validity where they have one), and chunks tagged [source | chunk_id] (kgrag.source_tag: the document, and the page and headings where the chunk has them), each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
+COMMENT ON FUNCTION kgrag.context_blocks(question_vec public.vector, route text, question text, max_chars integer, k integer, options jsonb) IS 'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): for a question that asks how many or for every item, first a block of kind count saying how many chunks and documents of the whole collection hold its subject (or that the count is unknown, not zero: kgrag_private.count_block); community maps, entity answers with the relations of their path (and their validity where they have one), and chunks tagged [source | chunk_id] (kgrag.source_tag: the document, and the page and headings where the chunk has them), each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
 
 --
 -- Name: correct_evidence(text, text, text, text, text, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -4614,6 +4614,11 @@ BEGIN
     PERFORM set_config('kgrag.defer_log', 'on', true), set_config('kgrag.deferred_log', '', true);
     FOR r IN SELECT x.* FROM kgrag_private.search_at(t, question_vec, route, question, k, options) AS s  -- (kgrag_search)
               CROSS JOIN LATERAL unnest(s.result_rows) AS x ORDER BY 1 LOOP
+        IF o = 0 AND r.payload ? 'matching' THEN  -- a count question: what the rows alone cannot say, first
+            o := 1;
+            pool := pool || jsonb_build_object('o', o, 'kind', 'count', 'ref_id', 'count',
+                                               'body', kgrag_private.count_block(r.payload -> 'matching'), 'neighbour', false);
+        END IF;
         IF r.kind = 'chunk' THEN
             CONTINUE WHEN r.ref_id = ANY (seen);
             seen := seen || r.ref_id;
@@ -4694,6 +4699,36 @@ ALTER FUNCTION kgrag_private.corrections(t text) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.corrections(t text) IS 'Private. Returns the stated relations of tenant t (the current one) whose latest decision corrects them (kgrag.correct_relation), as {"src|OLD|dst": "NEW"}: the graph refresh builds each as the relation decided.';
+
+--
+-- Name: count_block(jsonb); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.count_block(matching jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT CASE WHEN (matching ->> 'known')::boolean
+                THEN format('[collection count] In the whole collection %s chunks in %s documents hold every word of "%s"%s; '
+                            'the sources below come from the %s rows the search returned: a count made from them alone may be incomplete.',
+                            CASE WHEN (matching ->> 'capped')::boolean THEN 'more than ' ELSE '' END || (matching ->> 'chunks'),
+                            CASE WHEN (matching ->> 'capped')::boolean THEN 'at least ' ELSE '' END || (matching ->> 'documents'),
+                            matching ->> 'subject',
+                            COALESCE((SELECT ', and the graph holds ' || string_agg(format('%s entities of type %s', e.value, e.key), ', ' ORDER BY e.key)
+                                        FROM jsonb_each_text(matching -> 'entities') AS e), ''),
+                            matching ->> 'shown')
+                ELSE format('[collection count] No chunk of the collection holds every word of "%s" and no entity type is called so: '
+                            'the count is unknown, not zero (the documents may say it in other words or in another language).',
+                            matching ->> 'subject') END
+$$;
+
+ALTER FUNCTION kgrag_private.count_block(matching jsonb) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION count_block(matching jsonb); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.count_block(matching jsonb) IS 'Private. The block kgrag.context_blocks puts first for a question that asks how many or for every item: what payload.matching (kgrag_private.subject_count) says of the whole collection, so that an answer is not a count of the sources alone, or says the count is unknown, not zero.';
 
 --
 -- Name: count_caveat(text, text, kgrag.search_row[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>

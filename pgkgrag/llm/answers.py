@@ -1,7 +1,9 @@
 """Answers with verified citations, from any OpenAI-compatible chat model.
 
 - local, mixed and vector routes: the packed context (kgrag.context_blocks) between delimiters,
-  with the instruction to answer only from it and to cite each claim with its [doc_id | chunk_id];
+  with the instruction to answer only from it and to cite each claim with its [doc_id | chunk_id]
+  (for a count question, its first block says how many of the whole collection match: the reduce
+  of the global route gets it too);
 - global route: a map over the community reports the search chose (one call per report, with the
   chunks that report cites as its context, "NOT_INFORMED" allowed, concurrency bounded), then a
   reduce over the partial answers; a report is never a citation, the chunks it cites are;
@@ -180,7 +182,8 @@ def ask(
         if not informed:
             return _finish(conn, tenant, question, chosen, reason, None, [], cost, started, map_dropped)
         sent = sorted({cid for call, _ in informed for cid in call.sent})
-        final = _Call(REDUCE_PROMPT, question, "\n\n".join(text for _, text in informed), sent)
+        counted = [body for kind, _, body in blocks if kind == "count"]  # a count question's whole-collection figures
+        final = _Call(REDUCE_PROMPT, question, "\n\n".join(counted + [text for _, text in informed]), sent)
     else:
         sources = "\n\n".join(body for _, _, body in blocks)
         final = _Call(ANSWER_PROMPT, question, sources, [ref for kind, ref, _ in blocks if kind == "chunk"])

@@ -52,6 +52,26 @@ $$;
 COMMENT ON FUNCTION kgrag.cited_chunks(text[]) IS
 'Returns the chunks the references name, in the order given, once each: (chunk_id, doc_id, title of the document, text, page, headings): the page the chunk starts on (a PDF''s, 1-based; NULL elsewhere) and the headings above it in its source. References that do not resolve are left out (see kgrag.citations_resolvable).';
 
+CREATE OR REPLACE FUNCTION kgrag_private.count_block(matching jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN (matching ->> 'known')::boolean
+                THEN format('[collection count] In the whole collection %s chunks in %s documents hold every word of "%s"%s; '
+                            'the sources below come from the %s rows the search returned: a count made from them alone may be incomplete.',
+                            CASE WHEN (matching ->> 'capped')::boolean THEN 'more than ' ELSE '' END || (matching ->> 'chunks'),
+                            CASE WHEN (matching ->> 'capped')::boolean THEN 'at least ' ELSE '' END || (matching ->> 'documents'),
+                            matching ->> 'subject',
+                            COALESCE((SELECT ', and the graph holds ' || string_agg(format('%s entities of type %s', e.value, e.key), ', ' ORDER BY e.key)
+                                        FROM jsonb_each_text(matching -> 'entities') AS e), ''),
+                            matching ->> 'shown')
+                ELSE format('[collection count] No chunk of the collection holds every word of "%s" and no entity type is called so: '
+                            'the count is unknown, not zero (the documents may say it in other words or in another language).',
+                            matching ->> 'subject') END
+$$;
+COMMENT ON FUNCTION kgrag_private.count_block(jsonb) IS
+'Private. The block kgrag.context_blocks puts first for a question that asks how many or for every item: what payload.matching (kgrag_private.subject_count) says of the whole collection, so that an answer is not a count of the sources alone, or says the count is unknown, not zero.';
+
 CREATE OR REPLACE FUNCTION kgrag_private.context_blocks_at(
     tenant text, question_vec vector, route text, question text, max_chars integer, k integer, options jsonb)
 RETURNS TABLE (blocks jsonb, last_route text, last_reason text, last_reports text[])
@@ -77,6 +97,11 @@ BEGIN
     PERFORM set_config('kgrag.defer_log', 'on', true), set_config('kgrag.deferred_log', '', true);
     FOR r IN SELECT x.* FROM kgrag_private.search_at(t, question_vec, route, question, k, options) AS s  -- (kgrag_search)
               CROSS JOIN LATERAL unnest(s.result_rows) AS x ORDER BY 1 LOOP
+        IF o = 0 AND r.payload ? 'matching' THEN  -- a count question: what the rows alone cannot say, first
+            o := 1;
+            pool := pool || jsonb_build_object('o', o, 'kind', 'count', 'ref_id', 'count',
+                                               'body', kgrag_private.count_block(r.payload -> 'matching'), 'neighbour', false);
+        END IF;
         IF r.kind = 'chunk' THEN
             CONTINUE WHEN r.ref_id = ANY (seen);
             seen := seen || r.ref_id;
@@ -149,7 +174,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION kgrag.context_blocks(vector, text, text, integer, integer, jsonb) IS
-'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): community maps, entity answers with the relations of their path (and their validity where they have one), and chunks tagged [source | chunk_id] (kgrag.source_tag: the document, and the page and headings where the chunk has them), each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
+'Returns the context for an LLM as blocks, highest ranked first, within max_chars in total (blank-line separators included): for a question that asks how many or for every item, first a block of kind count saying how many chunks and documents of the whole collection hold its subject (or that the count is unknown, not zero: kgrag_private.count_block); community maps, entity answers with the relations of their path (and their validity where they have one), and chunks tagged [source | chunk_id] (kgrag.source_tag: the document, and the page and headings where the chunk has them), each chunk once; with the search option neighbours, the chunks beside them, tagged (neighbour before|after chunk_id), which get the room the others leave. A block that does not fit is skipped and smaller ones after it may still fit.';
 
 CREATE OR REPLACE FUNCTION kgrag.context(
     question_vec vector DEFAULT NULL, route text DEFAULT 'auto', question text DEFAULT NULL, max_chars integer DEFAULT 4000,

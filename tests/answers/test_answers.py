@@ -267,3 +267,54 @@ def test_ask_from_the_cli_and_over_http(demo: str, dconn: psycopg.Connection, fa
     with tenant_transaction(dconn, DEMO_TENANT):
         by_route = dict(dconn.execute("SELECT route, answers FROM kgrag.answers_by_route").fetchall())
     assert by_route.get("local", 0) >= 3  # the CLI's two and the server's one, at least
+
+
+def test_a_count_question_gives_the_model_the_count_of_the_whole_collection(
+    demo: str, dconn: psycopg.Connection, use: Embedder, fake: FakeOpenAI
+) -> None:
+    """The sources of a count question are a few of the rows; the model is told first how many
+    chunks and entities of the whole collection hold its subject, or that the count is unknown,
+    not zero (kgrag.context_blocks' count block), so that it does not count the sources."""
+    fake.responder = cite_first("contract")  # type: ignore[assignment]
+    ask(dconn, DEMO_TENANT, use, llm(fake), "How many contracts are there?")
+    (request,) = chats(fake)
+    user = request["body"]["messages"][-1]["content"]  # type: ignore[index]
+    counted = user[user.index(OPEN) + len(OPEN) :].strip().split("\n")[0]
+    assert counted.startswith(
+        '[collection count] In the whole collection 3 chunks in 3 documents hold every word of "contracts"'
+    )
+    assert "the graph holds 3 entities of type Contract" in counted, counted
+    # a subject no chunk and no entity type holds: no rows, no call, and the reason says why
+    unknown = ask(dconn, DEMO_TENANT, use, llm(fake), "Quantos sinistros houve?")
+    assert unknown.not_found and len(chats(fake)) == 1
+    assert "the count is unknown, not zero" in unknown.reason, unknown.reason
+
+    # on the global route the reduce, which reads no source, is told the count too
+    def respond(messages: list[dict[str, str]]) -> str:
+        if "THIS section" in messages[0]["content"]:
+            found = sources(messages)
+            return f"{found[0][2][:60].rstrip('.')}. [{found[0][0]} | {found[0][1]}]"
+        return messages[-1]["content"].split(OPEN)[1].split(CLOSE)[0].strip().split("\n")[-1]
+
+    fake.responder = respond  # type: ignore[assignment]
+    mapped = ask(
+        dconn,
+        DEMO_TENANT,
+        use,
+        llm(fake),
+        "How many contracts are there?",
+        "global",
+        options={"whole_collection": True},
+    )
+    assert mapped.route == "global" and mapped.cost.calls >= 2
+    reduced = chats(fake)[-1]["body"]["messages"][-1]["content"]  # type: ignore[index]
+    assert "THIS section" not in chats(fake)[-1]["body"]["messages"][0]["content"]  # type: ignore[index]
+    assert "[collection count] In the whole collection 3 chunks in 3 documents" in reduced, reduced
+    with psycopg.connect(demo) as owner:  # the block where rows were found by meaning alone
+        (block,) = owner.execute(
+            "SELECT kgrag_private.count_block(%s::jsonb)", ['{"known": false, "subject": "sinistros", "shown": 4}']
+        ).fetchone()  # type: ignore[misc]
+    assert (
+        block.startswith('[collection count] No chunk of the collection holds every word of "sinistros"')
+        and "not zero" in block
+    )
