@@ -7469,6 +7469,25 @@ ALTER FUNCTION kgrag_private.move_namesakes(batch_docs text[]) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.move_namesakes(batch_docs text[]) IS 'Private. Returns nothing; moves each occurrence left in pg_temp.kgrag_namesake to its new entity (created with the old one''s name and type): its document''s mentions, evidence, source and aliases, and notes in pg_temp.kgrag_touched what the graph refresh must recompute (documents not in batch_docs are counted out before and in after, so co-occurrence weights move exactly). For kgrag_private.resolve_namesakes.';
 
 --
+-- Name: name_words(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.name_words(name text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT ARRAY(SELECT w FROM regexp_split_to_table(kgrag.fold(name), '[^[:alnum:]]+') AS w WHERE w <> '')
+$$;
+
+ALTER FUNCTION kgrag_private.name_words(name text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION name_words(name text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.name_words(name text) IS 'Private. The words of a name, folded (kgrag.fold), without punctuation: "Bruno D." -> {bruno,d}.';
+
+--
 -- Name: named_by(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -7491,6 +7510,29 @@ ALTER FUNCTION kgrag_private.named_by(doc_ids text[]) OWNER TO <owner>;
 --
 
 COMMENT ON FUNCTION kgrag_private.named_by(doc_ids text[]) IS 'Private. Returns the entities (ids, sorted) whose names these documents gave (kgrag.alias_source): the ones to lock, and to pass to kgrag_private.forget_aliases once the documents'' sources are gone.';
+
+--
+-- Name: names_alike(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.names_alike(a text, b text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    SELECT cardinality(x.a) = cardinality(x.b) AND cardinality(x.a) > 0
+           AND NOT EXISTS (SELECT 1 FROM unnest(x.a, x.b) AS w(u, v)
+                            WHERE u <> v AND NOT (u ~ '^[[:alpha:]]$' AND v ~ '^[[:alpha:]]+$' AND left(v, 1) = u)
+                              AND NOT (v ~ '^[[:alpha:]]$' AND u ~ '^[[:alpha:]]+$' AND left(u, 1) = v))
+      FROM (SELECT kgrag_private.name_words(a) AS a, kgrag_private.name_words(b) AS b) AS x
+$_$;
+
+ALTER FUNCTION kgrag_private.names_alike(a text, b text) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION names_alike(a text, b text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.names_alike(a text, b text) IS 'Private. Returns whether two names may be one person''s as written twice: as many words (kgrag_private.name_words), each pair equal or one word of letters the initial of the other ("Bruno D." and "Bruno Dias", "A. Lima" and "Ana Lima"; not "Person 12" and "Person 21", nor "1" and "12"). For the near_identifiers items of kgrag.review_queue, whose pairs first share a sketch of their names (each word of letters by its first letter, other words whole), which alike names always do.';
 
 --
 -- Name: namesake_documents(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -7851,26 +7893,6 @@ ALTER FUNCTION kgrag_private.one_of(allowed jsonb, value jsonb) OWNER TO <owner>
 --
 
 COMMENT ON FUNCTION kgrag_private.one_of(allowed jsonb, value jsonb) IS 'Private. Returns whether a value (a scalar: allowed values are) is one of the JSON array allowed, exactly.';
-
---
--- Name: one_replaced(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
---
-
-CREATE FUNCTION kgrag_private.one_replaced(a text, b text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    SELECT length(a) = length(b)
-           AND (SELECT count(*) FROM generate_series(1, length(a)) AS n WHERE substr(a, n, 1) <> substr(b, n, 1)) = 1
-$$;
-
-ALTER FUNCTION kgrag_private.one_replaced(a text, b text) OWNER TO <owner>;
-
---
--- Name: FUNCTION one_replaced(a text, b text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag_private.one_replaced(a text, b text) IS 'Private. Returns whether two texts of one length differ in exactly one character ("12345678900", "12345678901"). For the near_identifiers items of kgrag.review_queue, between entities of the same name only (numbers given in a row differ so too).';
 
 --
 -- Name: one_slip(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -13547,38 +13569,55 @@ COMMENT ON TABLE kgrag.set_aside IS 'What an extractor found in a chunk and did 
 --
 
 CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
- WITH identified AS (
-         SELECT e.entity_id,
-            e.name,
-            split_part(e.entity_id, ':#'::text, 1) AS kind,
-            split_part(e.entity_id, ':#'::text, 2) AS form
-           FROM kgrag.entity e
-          WHERE ((strpos(e.entity_id, ':#'::text) > 0) AND (strpos(e.entity_id, '~'::text) = 0))
+ WITH identified AS MATERIALIZED (
+         SELECT x.entity_id,
+            x.name,
+            x.kind,
+            x.form,
+            x.digits,
+            x.sketch,
+            count(*) OVER (PARTITION BY x.kind, x.sketch) AS same_sketch,
+            count(*) OVER (PARTITION BY x.kind, x.digits) AS same_digits
+           FROM ( SELECT e.entity_id,
+                    e.name,
+                    split_part(e.entity_id, ':#'::text, 1) AS kind,
+                    split_part(e.entity_id, ':#'::text, 2) AS form,
+                    regexp_replace(split_part(e.entity_id, ':#'::text, 2), '[^0-9]'::text, ''::text, 'g'::text) AS digits,
+                    regexp_replace(btrim(regexp_replace(kgrag.fold(e.name), '[^[:alnum:]]+'::text, ' '::text, 'g'::text)), '(^| )([[:alpha:]])[[:alpha:]]*(?= |$)'::text, '\1\2'::text, 'g'::text) AS sketch
+                   FROM kgrag.entity e
+                  WHERE ((strpos(e.entity_id, ':#'::text) > 0) AND (strpos(e.entity_id, '~'::text) = 0))) x
         ), identifier_variants AS (
          SELECT i_1.entity_id,
+            i_1.name,
             i_1.kind,
-            v.v
+            i_1.form,
+            i_1.sketch,
+            v.v,
+            v.at
            FROM (identified i_1
-             CROSS JOIN LATERAL ( SELECT i_1.form
-                  WHERE ((length(i_1.form) >= 5) AND (length(i_1.form) <= 64))
-                UNION
-                 SELECT OVERLAY(i_1.form PLACING ''::text FROM n.n FOR 1) AS "overlay"
-                   FROM generate_series(1, length(i_1.form)) n(n)
-                  WHERE ((length(i_1.form) >= 5) AND (length(i_1.form) <= 64))
-                UNION
-                 SELECT ('#'::text || d.digits)
-                   FROM ( SELECT regexp_replace(i_1.form, '[^0-9]'::text, ''::text, 'g'::text) AS digits) d
-                  WHERE (length(d.digits) >= 6)) v(v))
+             CROSS JOIN LATERAL ( SELECT i_1.form,
+                    0 AS "?column?"
+                UNION ALL
+                 SELECT OVERLAY(i_1.form PLACING ''::text FROM n.n FOR 1) AS "overlay",
+                    n.n
+                   FROM generate_series(1, length(i_1.form)) n(n)) v(v, at))
+          WHERE ((i_1.same_sketch > 1) AND ((length(i_1.form) >= 5) AND (length(i_1.form) <= 64)))
         ), near_identifiers AS (
-         SELECT p.a,
-            p.b
-           FROM ((( SELECT DISTINCT a.entity_id AS a,
-                    b.entity_id AS b
-                   FROM (identifier_variants a
-                     JOIN identifier_variants b ON (((b.kind = a.kind) AND (b.v = a.v) AND (a.entity_id < (b.entity_id COLLATE "C")))))) p
-             JOIN identified fa ON ((fa.entity_id = p.a)))
-             JOIN identified fb ON ((fb.entity_id = p.b)))
-          WHERE (kgrag_private.one_slip(fa.form, fb.form) OR ((regexp_replace(fa.form, '[^0-9]'::text, ''::text, 'g'::text) = regexp_replace(fb.form, '[^0-9]'::text, ''::text, 'g'::text)) AND (length(regexp_replace(fa.form, '[^0-9]'::text, ''::text, 'g'::text)) >= 6)) OR ((kgrag.fold(fa.name) = kgrag.fold(fb.name)) AND kgrag_private.one_replaced(fa.form, fb.form)))
+         SELECT a.entity_id AS a,
+            b.entity_id AS b,
+            a.name AS a_name,
+            b.name AS b_name
+           FROM (identified a
+             JOIN identified b ON (((b.kind = a.kind) AND (b.digits = a.digits))))
+          WHERE ((a.same_digits > 1) AND (b.same_digits > 1) AND (length(a.digits) >= 6) AND (a.entity_id < (b.entity_id COLLATE "C")))
+        UNION
+         SELECT a.entity_id,
+            b.entity_id,
+            a.name,
+            b.name
+           FROM (identifier_variants a
+             JOIN identifier_variants b ON (((b.kind = a.kind) AND (b.sketch = a.sketch) AND (b.v = a.v))))
+          WHERE ((a.entity_id < (b.entity_id COLLATE "C")) AND ((a.at = 0) OR (b.at = 0) OR (a.at = b.at) OR ((abs((a.at - b.at)) = 1) AND kgrag_private.one_slip(a.form, b.form))) AND ((a.name = b.name) OR kgrag_private.names_alike(a.name, b.name)))
         ), relations AS (
          SELECT r.src,
             r.rel,
@@ -13639,13 +13678,11 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
         UNION ALL
          SELECT 'near_identifiers'::text,
             ((('identifiers:'::text || n.a) || '+'::text) || n.b),
-            "left"(format('%s (%s) and %s (%s) have identifiers a slip apart. If they are one: correct the document, or compare the type''s identifiers by their digits (setting identifier_kinds)'::text, ea.name, n.a, eb.name, n.b), 2000) AS "left",
+            "left"(format('%s (%s) and %s (%s) have identifiers a slip apart. If they are one: correct the document, or compare the type''s identifiers by their digits (setting identifier_kinds)'::text, n.a_name, n.a, n.b_name, n.b), 2000) AS "left",
             NULL::double precision,
             NULL::text,
             NULL::text
-           FROM ((near_identifiers n
-             JOIN identified ea ON ((ea.entity_id = n.a)))
-             JOIN identified eb ON ((eb.entity_id = n.b)))
+           FROM near_identifiers n
         UNION ALL
          SELECT 'answer_changed'::text,
             kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer) AS answer_target,
@@ -13682,7 +13719,7 @@ ALTER VIEW kgrag.review_queue OWNER TO <owner>;
 -- Name: VIEW review_queue; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, are a slip apart, kgrag_private.one_slip, or have the same six digits or more, or, for two of the same name, differ in one character, kgrag_private.one_replaced: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, have the same six digits or more, or, where their names are alike, kgrag_private.names_alike, are a slip apart: a character added, dropped or replaced, two neighbours swapped, kgrag_private.one_slip: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 
 --
 -- Name: router_rule; Type: TABLE; Schema: kgrag; Owner: <owner>

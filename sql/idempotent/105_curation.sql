@@ -54,49 +54,73 @@ $$;
 COMMENT ON FUNCTION kgrag_private.one_slip(text, text) IS
 'Private. Returns whether two texts are one slip of the hand apart: one character added or dropped, or two neighbours swapped ("emp0042", "emp0024"); not a character replaced by another, as numbers given in a row differ. For the near_identifiers items of kgrag.review_queue.';
 
-CREATE OR REPLACE FUNCTION kgrag_private.one_replaced(a text, b text) RETURNS boolean
+CREATE OR REPLACE FUNCTION kgrag_private.name_words(name text) RETURNS text[]
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT length(a) = length(b)
-           AND (SELECT count(*) FROM generate_series(1, length(a)) AS n WHERE substr(a, n, 1) <> substr(b, n, 1)) = 1
+    SELECT ARRAY(SELECT w FROM regexp_split_to_table(kgrag.fold(name), '[^[:alnum:]]+') AS w WHERE w <> '')
 $$;
-COMMENT ON FUNCTION kgrag_private.one_replaced(text, text) IS
-'Private. Returns whether two texts of one length differ in exactly one character ("12345678900", "12345678901"). For the near_identifiers items of kgrag.review_queue, between entities of the same name only (numbers given in a row differ so too).';
+COMMENT ON FUNCTION kgrag_private.name_words(text) IS
+'Private. The words of a name, folded (kgrag.fold), without punctuation: "Bruno D." -> {bruno,d}.';
+
+CREATE OR REPLACE FUNCTION kgrag_private.names_alike(a text, b text) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT cardinality(x.a) = cardinality(x.b) AND cardinality(x.a) > 0
+           AND NOT EXISTS (SELECT 1 FROM unnest(x.a, x.b) AS w(u, v)
+                            WHERE u <> v AND NOT (u ~ '^[[:alpha:]]$' AND v ~ '^[[:alpha:]]+$' AND left(v, 1) = u)
+                              AND NOT (v ~ '^[[:alpha:]]$' AND u ~ '^[[:alpha:]]+$' AND left(u, 1) = v))
+      FROM (SELECT kgrag_private.name_words(a) AS a, kgrag_private.name_words(b) AS b) AS x
+$$;
+COMMENT ON FUNCTION kgrag_private.names_alike(text, text) IS
+'Private. Returns whether two names may be one person''s as written twice: as many words (kgrag_private.name_words), each pair equal or one word of letters the initial of the other ("Bruno D." and "Bruno Dias", "A. Lima" and "Ana Lima"; not "Person 12" and "Person 21", nor "1" and "12"). For the near_identifiers items of kgrag.review_queue, whose pairs first share a sketch of their names (each word of letters by its first letter, other words whole), which alike names always do.';
 
 CREATE OR REPLACE VIEW kgrag.review_queue WITH (security_invoker = true) AS
-WITH identified AS (  -- the shared graph's entities keyed by an identifier, in the form compared
-    SELECT e.entity_id, e.name, split_part(e.entity_id, ':#', 1) AS kind, split_part(e.entity_id, ':#', 2) AS form
-      FROM kgrag.entity AS e
-     WHERE strpos(e.entity_id, ':#') > 0 AND strpos(e.entity_id, '~') = 0
+WITH identified AS MATERIALIZED (  -- the entities keyed by an identifier, in the form compared, once each,
+    -- with how many others of their type have the same sketch of a name or the same digits
+    SELECT x.*, count(*) OVER (PARTITION BY x.kind, x.sketch) AS same_sketch,
+           count(*) OVER (PARTITION BY x.kind, x.digits) AS same_digits
+      FROM (SELECT e.entity_id, e.name, split_part(e.entity_id, ':#', 1) AS kind,
+                   split_part(e.entity_id, ':#', 2) AS form,
+                   regexp_replace(split_part(e.entity_id, ':#', 2), '[^0-9]', '', 'g') AS digits,
+                   -- the name's sketch: its folded words, each of letters alone by its first letter
+                   -- ("Bruno D." and "Bruno Dias": "b d"; "Person 12": "p 12"), what alike names
+                   -- share (kgrag_private.names_alike); written here, not called: read for each entity
+                   regexp_replace(btrim(regexp_replace(kgrag.fold(e.name), '[^[:alnum:]]+', ' ', 'g')),
+                                  '(^| )([[:alpha:]])[[:alpha:]]*(?= |$)', '\1\2', 'g') AS sketch
+              FROM kgrag.entity AS e
+             WHERE strpos(e.entity_id, ':#') > 0 AND strpos(e.entity_id, '~') = 0) AS x
 ), identifier_variants AS (
-    -- a form of 5 to 64 characters with and without each of its characters, and the digits of one
-    -- with six or more ('#' stands in no form): two forms sharing one are one slip apart
-    SELECT i.entity_id, i.kind, v.v
+    -- of an entity whose name's sketch another of its type shares, the form of 5 to 64 characters
+    -- (at = 0) and the form without its character at (1 ...): two forms sharing one are one
+    -- character apart
+    SELECT i.entity_id, i.name, i.kind, i.form, i.sketch, v.v, v.at
       FROM identified AS i
-     CROSS JOIN LATERAL (SELECT i.form WHERE length(i.form) BETWEEN 5 AND 64
-                         UNION
-                         SELECT overlay(i.form PLACING '' FROM n FOR 1)
-                           FROM generate_series(1, length(i.form)) AS n WHERE length(i.form) BETWEEN 5 AND 64
-                         UNION
-                         SELECT '#' || d.digits
-                           FROM (SELECT regexp_replace(i.form, '[^0-9]', '', 'g') AS digits) AS d
-                          WHERE length(d.digits) >= 6) AS v(v)
+     CROSS JOIN LATERAL (SELECT i.form, 0
+                         UNION ALL
+                         SELECT overlay(i.form PLACING '' FROM n FOR 1), n FROM generate_series(1, length(i.form)) AS n) AS v(v, at)
+     WHERE i.same_sketch > 1 AND length(i.form) BETWEEN 5 AND 64
 ), near_identifiers AS (
-    -- (sharing a variant is a candidate; a slip is one character added or dropped, two neighbours
-    -- swapped, or the same digits: "EMP-0001" and "EMP-0002" differ by a character, as numbers
-    -- given in a row do, and are no slip, unless the two entities have the same name: then one
-    -- character replaced is a slip too, "CPF 123.456.789-00" and "-01" of one Carla Mendes)
-    SELECT p.a, p.b
-      FROM (SELECT DISTINCT a.entity_id AS a, b.entity_id AS b
-              FROM identifier_variants AS a
-              JOIN identifier_variants AS b ON b.kind = a.kind AND b.v = a.v AND a.entity_id < b.entity_id COLLATE "C") AS p
-      JOIN identified AS fa ON fa.entity_id = p.a
-      JOIN identified AS fb ON fb.entity_id = p.b
-     WHERE kgrag_private.one_slip(fa.form, fb.form)
-        OR (regexp_replace(fa.form, '[^0-9]', '', 'g') = regexp_replace(fb.form, '[^0-9]', '', 'g')
-            AND length(regexp_replace(fa.form, '[^0-9]', '', 'g')) >= 6)
-        OR (kgrag.fold(fa.name) = kgrag.fold(fb.name) AND kgrag_private.one_replaced(fa.form, fb.form))
+    -- the same six digits or more with other letters, whatever the names; else one slip (a
+    -- character added or dropped, two neighbours swapped, one replaced) between alike names
+    -- (kgrag_private.names_alike: "Bruno D." and "Bruno Dias"): numbers given in a row differ so
+    -- too ("EMP-0012", "EMP-0021", "EMP-0013"), and under other names they are other people.
+    -- Only entities that share digits or a sketch are paired, so that a series of numbers under
+    -- different names costs no more than reading it.
+    SELECT a.entity_id AS a, b.entity_id AS b, a.name AS a_name, b.name AS b_name
+      FROM identified AS a
+      JOIN identified AS b ON b.kind = a.kind AND b.digits = a.digits
+     WHERE a.same_digits > 1 AND b.same_digits > 1 AND length(a.digits) >= 6
+       AND a.entity_id < b.entity_id COLLATE "C"
+    UNION
+    SELECT a.entity_id, b.entity_id, a.name, b.name
+      FROM identifier_variants AS a
+      JOIN identifier_variants AS b ON b.kind = a.kind AND b.sketch = a.sketch AND b.v = a.v
+     WHERE a.entity_id < b.entity_id COLLATE "C"
+       AND (a.at = 0 OR b.at = 0 OR a.at = b.at
+            OR (abs(a.at - b.at) = 1 AND kgrag_private.one_slip(a.form, b.form)))
+       AND (a.name = b.name OR kgrag_private.names_alike(a.name, b.name))
 ), relations AS (
     SELECT r.src, r.rel, r.dst, max(r.confidence) FILTER (WHERE NOT r.negated) AS confidence,
            bool_or(r.negated) AS negated, min(r.chunk_id COLLATE "C") AS chunk_id,
@@ -151,10 +175,8 @@ WITH identified AS (  -- the shared graph's entities keyed by an identifier, in 
     -- the same digits with other letters): one entity written two ways, or two, is a guess
     SELECT 'near_identifiers', 'identifiers:' || n.a || '+' || n.b,
            left(format('%s (%s) and %s (%s) have identifiers a slip apart. If they are one: correct the document, or compare the type''s identifiers by their digits (setting identifier_kinds)',
-                       ea.name, n.a, eb.name, n.b), 2000), NULL, NULL, NULL
+                       n.a_name, n.a, n.b_name, n.b), 2000), NULL, NULL, NULL
       FROM near_identifiers AS n
-      JOIN identified AS ea ON ea.entity_id = n.a
-      JOIN identified AS eb ON eb.entity_id = n.b
     UNION ALL
     -- an answer changed since a person last saw it: a document changed, or another became its source
     SELECT 'answer_changed', kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer),
@@ -174,7 +196,7 @@ SELECT i.item, i.target, i.what, i.confidence, i.chunk_id, i.quote
    AND strpos(i.target, '~') = 0  -- (no decision is taken on an audience's graph: kgrag_private.decide)
  ORDER BY (i.item = 'sample'), i.item, i.target COLLATE "C";
 COMMENT ON VIEW kgrag.review_queue IS
-'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, are a slip apart, kgrag_private.one_slip, or have the same six digits or more, or, for two of the same name, differ in one character, kgrag_private.one_replaced: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, have the same six digits or more, or, where their names are alike, kgrag_private.names_alike, are a slip apart: a character added, dropped or replaced, two neighbours swapped, kgrag_private.one_slip: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 GRANT SELECT ON kgrag.review_queue TO kgrag_reader, kgrag_writer, kgrag_curator;
 
 CREATE OR REPLACE FUNCTION kgrag_private.relation_documents(src text, rel text, dst text) RETURNS text[]

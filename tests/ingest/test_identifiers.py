@@ -140,8 +140,10 @@ def test_one_character_replaced_is_a_slip_between_entities_of_one_name(
     dsn: str, login: Callable[..., str], tmp_path: Path
 ) -> None:
     """A CPF with one digit replaced under the same name is queued (a typing slip); the next number
-    of a series under another name is not."""
+    of a series under another name is not, nor are the numbers of a staff list, one character or
+    two swapped digits apart, each under its own name."""
     writer, curator = login("kgrag_writer", "t1"), login("kgrag_curator", "t1")
+    staff = [person(f"s{n}", f"Employee {n}", f"EMP-{n:04d}") for n in range(10, 40)]  # 0012/0021, 0013/0031 ...
     cli_ingest(
         writer,
         tmp_path,
@@ -149,9 +151,15 @@ def test_one_character_replaced_is_a_slip_between_entities_of_one_name(
             person("p1", "Carla Mendes", "CPF 123.456.789-00"),
             person("p2", "Carla Mendes", "CPF 123.456.789-01"),
             person("p3", "Davi Rocha", "CPF 123.456.789-02"),
+            person("p4", "E. Costa", "EMP-9012"),  # two digits swapped under a short form of the name
+            person("p5", "Eva Costa", "EMP-9102"),
+            *staff,
         ],
     )
-    assert queue(dsn, curator) == ["identifiers:person:#cpf12345678900+person:#cpf12345678901"]
+    assert queue(dsn, curator) == [
+        "identifiers:person:#cpf12345678900+person:#cpf12345678901",
+        "identifiers:person:#emp9012+person:#emp9102",
+    ]
 
 
 def test_a_title_and_a_surname_are_the_full_name_of_the_same_note(
