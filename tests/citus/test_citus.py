@@ -475,3 +475,36 @@ def test_the_ingestion_queue_works_by_tenant_on_the_cluster(cluster: str) -> Non
         found = first_chunk(conn, "queue1", EMBEDDER.embed(["Queue note 7: shipment 7 left Porto on time."])[0])
     assert dict(states) == {"stored": 30} and documents == (30,)
     assert found == "q07#0"
+
+
+def test_a_curator_reads_the_review_queue_on_the_cluster(cluster: str, tmp_path: Path) -> None:
+    """kgrag.review_queue (window functions, a materialized CTE, a union of every kind of item) read
+    by a curator login on the cluster, on its tenant's shard alone: a CPF typed two ways under one
+    name is a near_identifiers item; a staff list's numbers under their own names are not."""
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute("SELECT count(*) FROM kgrag.distribute()")
+        login(admin, "citus_t_review_writer", "kgrag_writer", ["review1"])
+        login(admin, "citus_t_review_curator", "kgrag_curator", ["review1"])
+
+    def person(doc_id: str, name: str, identifier: str) -> dict[str, object]:
+        return {
+            "doc_id": doc_id,
+            "text": f"{name} signed the form.",
+            "entities": [{"name": name, "type": "Person", "identifier": identifier}],
+        }
+
+    people = [person(f"s{n}", f"Employee {n}", f"EMP-{n:04d}") for n in range(10, 30)]
+    people += [person("c1", "Carla Mendes", "CPF 123.456.789-00"), person("c2", "Carla Mendes", "CPF 123.456.789-01")]
+    path = write_jsonl(tmp_path / "people.jsonl", people)
+    done = commands.run(
+        "ingest", str(path), "--tenant", "review1", "--embedder", "hash", dsn=as_role(cluster, "citus_t_review_writer")
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    spread: list[str] = []
+    with watched(as_role(cluster, "citus_t_review_curator"), spread) as conn, tenant_transaction(conn, "review1"):
+        conn.execute("SET LOCAL citus.multi_task_query_log_level = warning")
+        items = conn.execute(
+            "SELECT item, target FROM kgrag.review_queue WHERE item = 'near_identifiers' ORDER BY target"
+        ).fetchall()
+    assert items == [("near_identifiers", "identifiers:person:#cpf12345678900+person:#cpf12345678901")]
+    assert spread == []
