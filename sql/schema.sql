@@ -10071,7 +10071,7 @@ BEGIN
     ELSIF mixed_rule IS NOT NULL THEN
         route := 'mixed';
         rule_id := mixed_rule;
-        reason := format('the question %s, and %s (rule %s): a community report as the map, the chunks '
+        reason := format('the question %s and %s (rule %s): a community report as the map, the chunks '
                          'around the subject as evidence', named, regexp_replace(mixed_why,
                          '^names a subject and ', ''), mixed_rule);
     ELSE

@@ -45,7 +45,7 @@ def search_command(
         return
     console.print(f"[bold]route:[/] {escape(f'{result.route} - {result.reason}')}", highlight=False)
     if not result.rows:
-        console.print("no rows: none cleared the search's floors (the reason above says why)", highlight=False)
+        console.print("no rows (the reason above says why)", highlight=False)
         return
     console.print(render.results_table(result, texts))
 
@@ -63,9 +63,7 @@ def context_command(
     with conn:
         embedder = tenant_embedder(conn, config.tenant)
         block = context(conn, config.tenant, embedder, question, route, k, max_chars, parse_options(option_pairs))
-    console.print(
-        block or "(empty: no row cleared the search's floors; `pgkgrag search` says why)", highlight=False, markup=False
-    )
+    console.print(block or "(empty: no rows; `pgkgrag search` says why)", highlight=False, markup=False)
 
 
 @click.command(name="ask")

@@ -207,4 +207,4 @@ def test_python_api_and_command_line(demo: str, tmp_path: Path) -> None:
     )
     table = run("search", "How do I bake a carrot cake?", dsn=demo, KGRAG_TENANT=TENANT)
     assert table.returncode == 0, table.stderr
-    assert "no result" in table.stdout and "nothing cleared the floors" in table.stdout
+    assert "no rows (the reason above says why)" in table.stdout and "nothing cleared the floors" in table.stdout
