@@ -34,6 +34,10 @@ from pgkgrag.resources import ALEMBIC_DIR, SQL_DIR
 _LOCK_KEY = "kgrag.migrations"
 MAX_DIMENSION = 16000
 VECTOR_INDEXES = ("halfvec", "bq")  # what revision 0024 may build
+# kgrag.version() is defined by this file of sql/idempotent, at head; below VERSION_AT_HEAD too, as the
+# revisions 0006 to 0048 and their drivers had it at every revision
+VERSION_FILE = "006_version.sql"
+VERSION_AT_HEAD = "0049"
 
 
 # --- the SQL files ------------------------------------------------------------------------------
@@ -238,6 +242,10 @@ def finish(bind: Connection, *, at_head: bool, ran: bool, revision: str | None) 
     if not at_head:
         # (a text, as the setting's rule says since revision 0041: no digest is "")
         _put_setting(conn, "idempotent_sha256", "")
+        if revision is not None and "0006" <= revision < VERSION_AT_HEAD:
+            # the revisions before 0049, and their drivers, have kgrag.version() at every revision
+            conn.execute(Q["installer_name_revision"], [revision])
+            execute_file(conn, SQL_DIR / "idempotent" / VERSION_FILE)
         return
     before = _kgrag_objects(conn)
     conn.execute(Q["installer_name_revision"], [revision])  # the result of kgrag.version() (006_version.sql)
@@ -263,8 +271,8 @@ def _drop_idempotent(conn: psycopg.Connection) -> None:
 
 
 def _drop_version(conn: psycopg.Connection) -> None:
-    """kgrag.version() goes with the layer that defines it (from 0049), also where an earlier
-    installer or revision 0006 created it, unrecorded: below head there is none."""
+    """kgrag.version() goes with the layer that defines it, also where an earlier installer or
+    revision 0006 created it, unrecorded; finish() creates it again at head, and below 0049."""
     conn.execute(Q["installer_drop_version"])
 
 

@@ -1,8 +1,9 @@
 -- kgrag.version(): the revision the schema is at, for any role, with no tenant, no table and no
--- custom setting to read. Like every function of these files it exists at head alone (below head
--- the installer drops it with the rest of this layer, and `pgkgrag db status` reads Alembic's
--- version table). The installer runs these files at the end of the run that reached head and
--- names that revision in kgrag.install_revision, for the transaction; it becomes the result.
+-- custom setting to read. The installer runs these files at the end of the run that reached head
+-- and names that revision in kgrag.install_revision, for the transaction; it becomes the result.
+-- Below head the installer drops it with the rest of this layer (`pgkgrag db status` then reads
+-- Alembic's version table), except below revision 0049, where it runs this file alone: the
+-- drivers of those revisions expect kgrag.version() at every revision.
 DO $$
 DECLARE
     reached text := pg_catalog.current_setting('kgrag.install_revision', true);

@@ -1,3 +1,4 @@
--- 0049_version_at_head down: nothing to undo. Below head kgrag.version() is absent with the rest of
--- sql/idempotent; a driver of 0048 re-creates it at the end of its first run.
+-- 0049_version_at_head down: nothing to undo here. Below 0049 the installer creates kgrag.version()
+-- at the end of every run, from sql/idempotent/006_version.sql, with the revision reached, as the
+-- drivers of 0006 to 0048 expect (they re-create it only where it exists).
 SELECT 1;

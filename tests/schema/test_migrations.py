@@ -72,6 +72,7 @@ def test_a_database_that_ran_the_released_files_converges_on_the_amended(
         with monkeypatch.context() as patched:
             patched.setattr(installer, "file_to_run", installer.incremental_file)
             patched.setattr(installer, "_drop_version", _record_as_released)
+            patched.setattr(installer, "VERSION_AT_HEAD", "0006")  # no kgrag.version() of this driver's below head
             migrations.upgrade(server.dsn(field), "0008")
         with psycopg.connect(server.dsn(field)) as conn:
             config = conn.execute("SELECT proconfig FROM pg_proc WHERE oid = 'kgrag.version()'::regprocedure")
@@ -246,7 +247,8 @@ def test_downgrade_base_removes_everything_and_upgrade_works_again(empty_dsn: st
 
 def test_kgrag_version_is_defined_at_head_alone(empty_dsn: str) -> None:
     """kgrag.version() names the revision at head (sql/idempotent/006_version.sql, recorded with the
-    layer); below head it is gone with the layer, the revision is Alembic's, and the driver says so."""
+    layer); below head it is gone with the layer, the revision is Alembic's, and the driver says so;
+    below 0049 the same file makes it, with the revision reached."""
     migrations.upgrade(empty_dsn, "head")
     below = schema_version.revisions()[-2]
     with psycopg.connect(empty_dsn) as conn:
@@ -259,6 +261,10 @@ def test_kgrag_version_is_defined_at_head_alone(empty_dsn: str) -> None:
         assert conn.execute("SELECT to_regprocedure('kgrag.version()')").fetchone() == (None,)
         with pytest.raises(KgragError, match="below head"):
             schema_version.require_current(conn)
+    # below 0049 it stays, for the drivers of those revisions (they re-create it only where it is)
+    migrations.downgrade(empty_dsn, "0048")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("SELECT kgrag.version()").fetchone() == ("0048",)
     migrations.upgrade(empty_dsn, "head")
     with psycopg.connect(empty_dsn) as conn:
         assert conn.execute("SELECT kgrag.version()").fetchone() == (migrations.head(),)
