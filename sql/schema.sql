@@ -1518,11 +1518,13 @@ BEGIN
                                           ('llm_call', 'answer_log_days', 'called_at', ''),
                                           ('ingest_failure', 'ingest_failure_days', 'failed_at', ''),
                                           ('ingest_ticket', 'ingest_ticket_days', 'finished_at',
-                                           ' AND x.state IN (''stored'', ''unchanged'', ''failed'')'))
+                                           ' AND (x.state IN (''stored'', ''unchanged'') OR x.state = ''failed'''
+                                           ' AND x.finished_at < now() - make_interval(days => $3))'))
                                  AS v(name, key, stamp, settled) LOOP
+            -- ($3: a failed ticket keeps its payload, for kgrag.retry_documents, as long as its failure row)
             EXECUTE format('DELETE FROM kgrag.%I AS x WHERE x.tenant_id = $1 AND x.%I < now() - make_interval(days => $2)',
                            kept.name, kept.stamp) || kept.settled
-              USING t, floor((days ->> kept.key)::numeric)::integer;
+              USING t, floor((days ->> kept.key)::numeric)::integer, floor((days ->> 'ingest_failure_days')::numeric)::integer;
             GET DIAGNOSTICS n = ROW_COUNT;
             one := one || jsonb_build_object(kept.name, n);
         END LOOP;
@@ -1538,7 +1540,7 @@ ALTER FUNCTION kgrag.purge() OWNER TO kgrag_logger;
 -- Name: FUNCTION purge(); Type: COMMENT; Schema: kgrag; Owner: kgrag_logger
 --
 
-COMMENT ON FUNCTION kgrag.purge() IS 'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log and kgrag.llm_call older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days, the tickets of the ingestion queue (kgrag.ingest_queue) settled as stored, unchanged or failed longer ago than ingest_ticket_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures and tickets), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
+COMMENT ON FUNCTION kgrag.purge() IS 'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log and kgrag.llm_call older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days, the tickets of the ingestion queue (kgrag.ingest_queue) stored or unchanged longer ago than ingest_ticket_days, failed ones (their payload kept for kgrag.retry_documents) after the longer of ingest_ticket_days and ingest_failure_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures and tickets), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
 
 --
 -- Name: quantize(public.vector, text); Type: FUNCTION; Schema: kgrag; Owner: <owner>
@@ -13180,7 +13182,7 @@ ALTER TABLE kgrag.ingest_ticket OWNER TO <owner>;
 -- Name: TABLE ingest_ticket; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON TABLE kgrag.ingest_ticket IS 'One document submitted to the ingestion queue (kgrag.submit_document): its payload (kept until it is stored, and for a failed one until it is tried again: kgrag.retry_documents), state, attempts, why it failed, who submitted it and when, and the worker session that claimed it. Written through the queue''s functions only; read through kgrag.ingest_queue.';
+COMMENT ON TABLE kgrag.ingest_ticket IS 'One document submitted to the ingestion queue (kgrag.submit_document): its payload (kept until it is stored, and for a failed one until it is tried again: kgrag.retry_documents), state, attempts, why it failed, who submitted it and when, and the worker session that claimed it. Written through the queue''s functions only; read through kgrag.ingest_queue. kgrag.purge deletes a ticket stored or unchanged longer ago than the setting ingest_ticket_days, a failed one after the longer of that and ingest_failure_days.';
 
 --
 -- Name: ingest_queue; Type: VIEW; Schema: kgrag; Owner: <owner>
@@ -14703,7 +14705,7 @@ CREATE POLICY logger_purge ON kgrag.ingest_failure FOR DELETE TO kgrag_logger US
 -- Name: ingest_ticket logger_purge; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY logger_purge ON kgrag.ingest_ticket FOR DELETE TO kgrag_logger USING (true);
+CREATE POLICY logger_purge ON kgrag.ingest_ticket FOR DELETE TO kgrag_logger USING ((state = ANY (ARRAY['stored'::text, 'unchanged'::text, 'failed'::text])));
 
 --
 -- Name: llm_call logger_purge; Type: POLICY; Schema: kgrag; Owner: <owner>
@@ -15939,7 +15941,7 @@ INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'hn
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_claim_minutes', '60', 'How long a worker may hold a ticket of the ingestion queue: past it, another worker takes it back even from a live session (a hung worker).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_failure_days', '365', 'kgrag.purge() deletes the rows of kgrag.ingest_failure older than this many days (a document ingested again clears its row at once).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_max_attempts', '3', 'How many times a worker tries a document of the ingestion queue before it is failed (kgrag.ingest_queue; kgrag.retry_documents tries it again).');
-INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_ticket_days', '30', 'kgrag.purge() deletes the tickets of the ingestion queue settled (stored, unchanged or failed) longer ago than this many days; kgrag.ingest_failure keeps why a document failed for ingest_failure_days.');
+INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'ingest_ticket_days', '30', 'kgrag.purge() deletes the tickets of the ingestion queue stored or unchanged longer ago than this many days, and failed ones (which kgrag.retry_documents may try again) after the longer of this and ingest_failure_days.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'khop_timeout_ms', '5000', 'A traversal that runs longer than this is cancelled (SQLSTATE 57014) with a message saying how to narrow it.');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'language_codes', '{"de": "german", "en": "english", "es": "spanish", "fr": "french", "it": "italian", "pt": "portuguese"}', 'Language codes a document may give (en, pt-BR, ...) and the text search configuration each stands for; a document may also name a configuration directly (kgrag.text_search_config).');
 INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES ('*', 'lexical_candidates', '1000', 'Lexical search scores at most this many chunks per text search configuration, drawn by the question''s rarest words; a word more chunks hold than this draws none. Bounds its work on a large corpus (a corpus with fewer matches scores every match).');

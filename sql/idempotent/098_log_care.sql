@@ -133,11 +133,13 @@ BEGIN
                                           ('llm_call', 'answer_log_days', 'called_at', ''),
                                           ('ingest_failure', 'ingest_failure_days', 'failed_at', ''),
                                           ('ingest_ticket', 'ingest_ticket_days', 'finished_at',
-                                           ' AND x.state IN (''stored'', ''unchanged'', ''failed'')'))
+                                           ' AND (x.state IN (''stored'', ''unchanged'') OR x.state = ''failed'''
+                                           ' AND x.finished_at < now() - make_interval(days => $3))'))
                                  AS v(name, key, stamp, settled) LOOP
+            -- ($3: a failed ticket keeps its payload, for kgrag.retry_documents, as long as its failure row)
             EXECUTE format('DELETE FROM kgrag.%I AS x WHERE x.tenant_id = $1 AND x.%I < now() - make_interval(days => $2)',
                            kept.name, kept.stamp) || kept.settled
-              USING t, floor((days ->> kept.key)::numeric)::integer;
+              USING t, floor((days ->> kept.key)::numeric)::integer, floor((days ->> 'ingest_failure_days')::numeric)::integer;
             GET DIAGNOSTICS n = ROW_COUNT;
             one := one || jsonb_build_object(kept.name, n);
         END LOOP;
@@ -152,7 +154,7 @@ REVOKE CREATE ON SCHEMA kgrag FROM kgrag_logger;
 REVOKE EXECUTE ON FUNCTION kgrag.purge() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kgrag.purge() TO kgrag_writer;
 COMMENT ON FUNCTION kgrag.purge() IS
-'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log and kgrag.llm_call older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days, the tickets of the ingestion queue (kgrag.ingest_queue) settled as stored, unchanged or failed longer ago than ingest_ticket_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures and tickets), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
+'Deletes the rows kept past their tenant''s retention: kgrag.query_log and kgrag.log_overflow older than the setting query_log_days, kgrag.answer_log and kgrag.llm_call older than answer_log_days, kgrag.ingest_failure older than ingest_failure_days, the tickets of the ingestion queue (kgrag.ingest_queue) stored or unchanged longer ago than ingest_ticket_days, failed ones (their payload kept for kgrag.retry_documents) after the longer of ingest_ticket_days and ingest_failure_days (each within the limits of setting_limits: 7 to 365 days by default, 3,650 for failures and tickets), and nothing else. For the current tenant; acting as tenant ''*'' (the schema owner), for every tenant (a scheduler such as pg_cron runs, as the owner: DO $$ BEGIN PERFORM kgrag.use_tenant(''*''); PERFORM kgrag.purge(); END $$). Returns {tenant: {table: rows deleted}}. SECURITY DEFINER, owned by kgrag_logger (which alone, besides the owner, may delete log rows), on the allow-list; for the owner and kgrag_writer (pgkgrag purge).';
 
 CREATE OR REPLACE FUNCTION kgrag_private.log_llm_calls_at(tenant text, calls jsonb) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

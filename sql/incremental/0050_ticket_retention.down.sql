@@ -9,5 +9,6 @@ BEGIN
     EXECUTE 'ALTER TABLE kgrag.settings NO FORCE ROW LEVEL SECURITY';
     DELETE FROM kgrag.settings WHERE key = 'ingest_ticket_days';
     EXECUTE 'ALTER TABLE kgrag.settings FORCE ROW LEVEL SECURITY';
+    EXECUTE $q$COMMENT ON TABLE kgrag.ingest_ticket IS 'One document submitted to the ingestion queue (kgrag.submit_document): its payload (kept until it is stored, and for a failed one until it is tried again: kgrag.retry_documents), state, attempts, why it failed, who submitted it and when, and the worker session that claimed it. Written through the queue''s functions only; read through kgrag.ingest_queue.'$q$;
 END
 $$;

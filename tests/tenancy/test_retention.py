@@ -55,7 +55,8 @@ def plant(admin: psycopg.Connection, tenant: str) -> None:
             f"INSERT INTO kgrag.llm_call (tenant_id, purpose, model, called_at) VALUES (%s, 'answer', 'm', {at})",
             [tenant],
         )
-        admin.execute(TICKET + f" %s, {at})", [tenant, f"t{days}", "failed" if days == 400 else "stored"])
+        # failed at 100 and 400 days: kept for retry while its failure row is (ingest_failure_days, 365)
+        admin.execute(TICKET + f" %s, {at})", [tenant, f"t{days}", "failed" if days >= 100 else "stored"])
     admin.execute(TICKET + " 'queued', NULL)", [tenant, "waiting"])  # submitted long ago, never settled
     admin.commit()
 
@@ -104,7 +105,7 @@ def test_purge_deletes_what_the_settings_say_and_nothing_else(
             "answer_log": 2,
             "llm_call": 2,
             "ingest_failure": 1,
-            "ingest_ticket": 3,
+            "ingest_ticket": 2,
         }
     }
     assert ages(admin, "a") == {
@@ -113,7 +114,7 @@ def test_purge_deletes_what_the_settings_say_and_nothing_else(
         "ingest_failure": [1, 10, 40, 100],
         "log_overflow": [1, 10],
         "llm_call": [1, 10, 40],
-        "ingest_ticket": [-1, 1, 10],  # the waiting ticket (no finished_at) stays
+        "ingest_ticket": [-1, 1, 10, 100],  # the waiting ticket (no finished_at) stays, and the failed one
     }
     assert ages(admin, "b") == {
         **{table: list(AGES) for table in TABLES},
@@ -136,7 +137,7 @@ def test_purge_deletes_what_the_settings_say_and_nothing_else(
             "answer_log": 2,
             "llm_call": 2,
             "ingest_failure": 1,
-            "ingest_ticket": 3,
+            "ingest_ticket": 2,
         },
     }
     assert ages(admin, "b") == {
@@ -145,7 +146,7 @@ def test_purge_deletes_what_the_settings_say_and_nothing_else(
         "ingest_failure": [1, 10, 40, 100],
         "log_overflow": [1, 10, 40],
         "llm_call": [1, 10, 40],
-        "ingest_ticket": [-1, 1, 10],
+        "ingest_ticket": [-1, 1, 10, 100],
     }
     again = run("purge", dsn=dsn)
     assert again.returncode == 0 and "a: deleted answer_log 0" in again.stdout, again.stdout
