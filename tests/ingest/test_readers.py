@@ -259,6 +259,18 @@ def test_a_content_line_with_a_link_to_the_next_page_stays() -> None:
     )
     labelled, listed = plain.css("p")
     assert _navigation_line(labelled) and not _navigation_line(listed)
+    # (review) text that only sounds like navigation stays: no colon after its words, no rel
+    for prose in (
+        '<p>Back up <a href="d.html">the data directory</a>.</p>',
+        '<p>Next, <a href="c.html">configure the server</a>.</p>',
+        '<p>Top up <a href="b.html">your prepaid balance</a>.</p>',
+        '<table><tr><th>Previous</th><td><a href="1.html">The Fellowship</a></td><th>Next</th>'
+        '<td><a href="3.html">The Return of the King</a></td></tr></table>',
+        '<table><tr><th>Up</th><td><a href="a.html">2.4</a></td><td><a href="b.html">3.0</a></td></tr></table>',
+        '<p><a href="r.html">Rationale</a> · next <a href="d.html">Design</a></p>',
+    ):
+        node = LexborHTMLParser(prose).css_first("p, table")
+        assert node is not None and not _navigation_line(node), prose
 
 
 @pytest.mark.skipif(not MANUAL_PAGES, reason="neither libffi's nor base-passwd's HTML manual is on this machine")

@@ -36,7 +36,10 @@ BYLINE_CLASSES = frozenset({"author", "corpauthor", "editor", "othercredit", "by
 NEIGHBOUR_LINKS = 'a[rel~="prev"], a[rel~="next"], a[rel~="up"]'
 NAVIGATION_LINE = 300  # a paragraph or table holding them, at most this long, only links and labels: navigation
 NAVIGATION_LABELS = frozenset({"previous", "prev", "next", "up", "top", "home", "index", "contents", "back"})
-NEIGHBOUR_LABELS = frozenset({"previous", "prev", "next", "up"})  # (a line saying so needs no rel)
+# without rel: only labels with a colon around the links, one of them to a neighbour ("Next: ..., Up: ...")
+_LABELS = "|".join(sorted(NAVIGATION_LABELS))
+_LABELLED_LINE = re.compile(rf"(?:[^\w:]*\b(?:{_LABELS})\s*:)*[^\w:]*", re.I)
+_NEIGHBOUR_LABEL = re.compile(r"\b(?:previous|prev|next|up)\s*:", re.I)
 _LABEL_WORD = re.compile(r"[^\W\d_]+")
 PERMALINK = "\u00b6\u00a7#"  # the marks documentation generators put after a heading: ¶ § #
 MAX_DEPTH = 512  # elements within elements: where browsers stop nesting them
@@ -101,8 +104,9 @@ def _classes(node: Any) -> set[str]:
 
 def _navigation_line(node: Any) -> bool:
     """A short paragraph or table of links to the previous, next or upper page, and nothing but
-    links and their labels ("Previous:", "Up:") around them: a link to a neighbouring page
-    (rel="prev"), or a label saying it is one (texinfo's copy below the text has no rel)."""
+    links and their labels around them: a link to a neighbouring page (rel="prev") among labels
+    ("Prev", "Up"), or, without rel (texinfo's copy below the text), labels with a colon, one of
+    them a neighbour's ("Next: ..., Up: ..."): "Back up <a>the data</a>" is text."""
     links = node.css("a") if node.tag in ("p", "table") else []
     if not links:
         return False
@@ -111,10 +115,9 @@ def _navigation_line(node: Any) -> bool:
         return False
     for link in links:
         text = text.replace(link.text(deep=True), " ", 1)
-    labels = set(_LABEL_WORD.findall(text.lower()))
-    return labels <= NAVIGATION_LABELS and (
-        bool(labels & NEIGHBOUR_LABELS) or node.css_first(NEIGHBOUR_LINKS) is not None
-    )
+    if node.css_first(NEIGHBOUR_LINKS) is not None:
+        return set(_LABEL_WORD.findall(text.lower())) <= NAVIGATION_LABELS
+    return _LABELLED_LINE.fullmatch(text) is not None and _NEIGHBOUR_LABEL.search(text) is not None
 
 
 def read_html(path: Path) -> Converted:
