@@ -7520,13 +7520,13 @@ COMMENT ON FUNCTION kgrag_private.named_by(doc_ids text[]) IS 'Private. Returns 
 CREATE FUNCTION kgrag_private.names_alike(a text, b text) RETURNS boolean
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-    SELECT cardinality(x.a) = cardinality(x.b) AND cardinality(x.a) > 0
-           AND NOT EXISTS (SELECT 1 FROM unnest(x.a, x.b) AS w(u, v)
-                            WHERE u <> v AND NOT (u ~ '^[[:alpha:]]$' AND v ~ '^[[:alpha:]]+$' AND left(v, 1) = u)
-                              AND NOT (v ~ '^[[:alpha:]]$' AND u ~ '^[[:alpha:]]+$' AND left(u, 1) = v))
-      FROM (SELECT kgrag_private.name_words(a) AS a, kgrag_private.name_words(b) AS b) AS x
-$_$;
+    AS $$
+    SELECT x.da = x.db AND (kgrag_private.words_within(x.aa, x.ab) OR kgrag_private.words_within(x.ab, x.aa))
+      FROM (SELECT ARRAY(SELECT w FROM unnest(kgrag_private.name_words(a)) AS w WHERE w ~ '[0-9]' ORDER BY w) AS da,
+                   ARRAY(SELECT w FROM unnest(kgrag_private.name_words(b)) AS w WHERE w ~ '[0-9]' ORDER BY w) AS db,
+                   ARRAY(SELECT w FROM unnest(kgrag_private.name_words(a)) AS w WHERE w !~ '[0-9]') AS aa,
+                   ARRAY(SELECT w FROM unnest(kgrag_private.name_words(b)) AS w WHERE w !~ '[0-9]') AS ab) AS x
+$$;
 
 ALTER FUNCTION kgrag_private.names_alike(a text, b text) OWNER TO <owner>;
 
@@ -7534,7 +7534,7 @@ ALTER FUNCTION kgrag_private.names_alike(a text, b text) OWNER TO <owner>;
 -- Name: FUNCTION names_alike(a text, b text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.names_alike(a text, b text) IS 'Private. Returns whether two names may be one person''s as written twice: as many words (kgrag_private.name_words), each pair equal or one word of letters the initial of the other ("Bruno D." and "Bruno Dias", "A. Lima" and "Ana Lima"; not "Person 12" and "Person 21", nor "1" and "12"). For the near_identifiers items of kgrag.review_queue, whose pairs first share a sketch of their names (each word of letters by its first letter, other words whole), which alike names always do.';
+COMMENT ON FUNCTION kgrag_private.names_alike(a text, b text) IS 'Private. Returns whether two names may be one''s as written twice: the same words with digits, and the words of the one with fewer all the other''s, in any order, one of them a word (kgrag_private.words_within): "Bruno D." and "Bruno Dias", "Mendes, Carla" and "Carla M. Mendes", "Dra. Helena Souza" and "Helena Souza", "Acme Corp" and "Acme Corporation"; not "Employee 12" and "Employee 21", nor "Ana Lima" and "Eva Lima". For the near_identifiers items of kgrag.review_queue, whose pairs first share a key of their names (the name, or the first three letters of one of its words with its words with digits), which alike names always do.';
 
 --
 -- Name: namesake_documents(text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -7794,6 +7794,99 @@ ALTER FUNCTION kgrag_private.namesakes_of(doc_ids text[]) OWNER TO <owner>;
 COMMENT ON FUNCTION kgrag_private.namesakes_of(doc_ids text[]) IS 'Private. Returns the name keys (sorted) of the namesakes these documents give: the ones whose resolution (kgrag_private.resolve_namesakes) a change of these documents can move.';
 
 --
+-- Name: near_identifiers(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.near_identifiers() RETURNS TABLE(a text, b text, a_name text, b_name text)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    SET enable_nestloop TO 'off'
+    AS $$
+WITH identified AS MATERIALIZED (  -- the entities keyed by an identifier, in the form compared, once each,
+    -- with how many others of their type have the same digits, and the keys of their names: the
+    -- name folded ('=' before it), and the first three letters of each of its words of letters
+    -- with its words with digits ("Ana Lima": "ana|", "lim|"; "Employee 12": "emp|12"), one of
+    -- which two alike names (kgrag_private.names_alike) always share
+    SELECT x.*, count(*) OVER (PARTITION BY x.kind, x.digits) AS same_digits
+      FROM (SELECT e.entity_id, e.name, split_part(e.entity_id, ':#', 1) AS kind,
+                   split_part(e.entity_id, ':#', 2) AS form,
+                   regexp_replace(split_part(e.entity_id, ':#', 2), '[^0-9]', '', 'g') AS digits,
+                   ARRAY(SELECT '=' || kgrag.fold(e.name)
+                         UNION
+                         SELECT left(w, 3) || '|' || n.numbers FROM unnest(n.words) AS w
+                          WHERE w !~ '[0-9]' AND length(w) >= 3) AS keys
+              FROM kgrag.entity AS e
+             CROSS JOIN LATERAL (SELECT array_agg(t.w) AS words,
+                                        COALESCE(string_agg(t.w, ' ' ORDER BY t.w) FILTER (WHERE t.w ~ '[0-9]'), '') AS numbers
+                                   FROM regexp_split_to_table(kgrag.fold(e.name), '[^[:alnum:]]+') AS t(w)
+                                  WHERE t.w <> '') AS n
+             WHERE e.tenant_id = kgrag.current_tenant() AND strpos(e.entity_id, ':#') > 0
+               AND strpos(e.entity_id, '~') = 0) AS x
+), name_keys AS (
+    SELECT i.entity_id, i.name, i.kind, i.form, k.key, count(*) OVER (PARTITION BY i.kind, k.key) AS sharing
+      FROM identified AS i CROSS JOIN LATERAL unnest(i.keys) AS k(key)
+     WHERE length(i.form) BETWEEN 5 AND 64
+), identifier_variants AS (
+    -- of an entity with a key of its name that another of its type shares: the form (d, at = 0);
+    -- the form without its character at (d, at = 1 ...): two forms sharing one are one character
+    -- added, dropped or replaced apart; the form with its characters at and at + 1 in order (s):
+    -- two forms sharing one are those two swapped
+    SELECT k.entity_id, k.name, k.kind, k.form, k.key, v.how, v.v, v.at
+      FROM name_keys AS k
+     CROSS JOIN LATERAL (SELECT 'd', k.form, 0
+                         UNION ALL
+                         SELECT 'd', overlay(k.form PLACING '' FROM n FOR 1), n FROM generate_series(1, length(k.form)) AS n
+                         UNION ALL
+                         SELECT 's', overlay(k.form PLACING least(c.x, c.y) || greatest(c.x, c.y) FROM n FOR 2), n
+                           FROM generate_series(1, length(k.form) - 1) AS n
+                          CROSS JOIN LATERAL (SELECT substr(k.form, n, 1) AS x, substr(k.form, n + 1, 1) AS y) AS c
+                          WHERE c.x <> c.y) AS v(how, v, at)
+     WHERE k.sharing > 1
+)
+    -- the same six digits or more with other letters, whatever the names; one character replaced
+    -- under the same name; one added or dropped, or two neighbours swapped, between alike names
+    -- (kgrag_private.names_alike: "Bruno D." and "Bruno Dias"). Numbers given in a row differ so
+    -- too ("EMP-0012", "EMP-0013", "EMP-0021"), and under other names they are other people. Each
+    -- kind of slip is its own join, on the key of the names and where the character is, so that
+    -- a series of numbers costs no more than reading it.
+    SELECT a.entity_id AS a, b.entity_id AS b, a.name AS a_name, b.name AS b_name
+      FROM identified AS a
+      JOIN identified AS b ON b.kind = a.kind AND b.digits = a.digits
+     WHERE a.same_digits > 1 AND b.same_digits > 1 AND length(a.digits) >= 6
+       AND a.entity_id < b.entity_id COLLATE "C"
+    UNION
+    SELECT a.entity_id, b.entity_id, a.name, b.name  -- replaced: the same name, the same place
+      FROM identifier_variants AS a
+      JOIN identifier_variants AS b ON b.kind = a.kind AND b.key = a.key AND b.how = a.how AND b.v = a.v AND b.at = a.at
+     WHERE a.how = 'd' AND left(a.key, 1) = '=' AND a.at > 0 AND a.entity_id < b.entity_id COLLATE "C"
+    UNION
+    SELECT a.entity_id, b.entity_id, a.name, b.name  -- swapped: the same place, between alike names
+      FROM identifier_variants AS a
+      JOIN identifier_variants AS b ON b.kind = a.kind AND b.key = a.key AND b.how = a.how AND b.v = a.v AND b.at = a.at
+     WHERE a.how = 's' AND a.entity_id < b.entity_id COLLATE "C"
+       AND (a.name = b.name OR kgrag_private.names_alike(a.name, b.name))
+    UNION
+    -- added or dropped: a form (at = 0) is the other less one character, between alike names
+    -- (either entity first: the pair in id order)
+    SELECT CASE WHEN a.entity_id < b.entity_id COLLATE "C" THEN a.entity_id ELSE b.entity_id END,
+           CASE WHEN a.entity_id < b.entity_id COLLATE "C" THEN b.entity_id ELSE a.entity_id END,
+           CASE WHEN a.entity_id < b.entity_id COLLATE "C" THEN a.name ELSE b.name END,
+           CASE WHEN a.entity_id < b.entity_id COLLATE "C" THEN b.name ELSE a.name END
+      FROM identifier_variants AS a
+      JOIN identifier_variants AS b ON b.kind = a.kind AND b.key = a.key AND b.how = a.how AND b.v = a.v
+     WHERE a.how = 'd' AND a.at = 0 AND b.at > 0
+       AND (a.name = b.name OR kgrag_private.names_alike(a.name, b.name))
+$$;
+
+ALTER FUNCTION kgrag_private.near_identifiers() OWNER TO <owner>;
+
+--
+-- Name: FUNCTION near_identifiers(); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.near_identifiers() IS 'Private. The pairs of the near_identifiers items of kgrag.review_queue, for the current tenant''s shared graph: (a, b, their names), a before b. Two entities of one type whose identifiers, in the form compared, have the same six digits or more, or differ in one character under the same name, or, under alike names (kgrag_private.names_alike), by one character added or dropped or two neighbours swapped. Each kind of slip is a join on keys of the names and on where the character is, so that a series of numbers under their own names costs no more than reading it.';
+
+--
 -- Name: nearest(text, public.vector, integer, integer, integer, integer); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
 --
 
@@ -7895,41 +7988,6 @@ ALTER FUNCTION kgrag_private.one_of(allowed jsonb, value jsonb) OWNER TO <owner>
 --
 
 COMMENT ON FUNCTION kgrag_private.one_of(allowed jsonb, value jsonb) IS 'Private. Returns whether a value (a scalar: allowed values are) is one of the JSON array allowed, exactly.';
-
---
--- Name: one_slip(text, text); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
---
-
-CREATE FUNCTION kgrag_private.one_slip(a text, b text) RETURNS boolean
-    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    i integer := 1;
-BEGIN
-    IF a = b OR abs(length(a) - length(b)) > 1 THEN
-        RETURN false;
-    ELSIF length(a) > length(b) THEN
-        RETURN kgrag_private.one_slip(b, a);
-    END IF;
-    WHILE i <= length(a) AND substr(a, i, 1) = substr(b, i, 1) LOOP  -- the first difference
-        i := i + 1;
-    END LOOP;
-    IF length(a) < length(b) THEN  -- one character added there
-        RETURN substr(a, i) = substr(b, i + 1);
-    END IF;
-    RETURN i < length(a) AND substr(a, i, 1) = substr(b, i + 1, 1) AND substr(a, i + 1, 1) = substr(b, i, 1)
-       AND substr(a, i + 2) = substr(b, i + 2);  -- two neighbours swapped, the rest alike
-END
-$$;
-
-ALTER FUNCTION kgrag_private.one_slip(a text, b text) OWNER TO <owner>;
-
---
--- Name: FUNCTION one_slip(a text, b text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
---
-
-COMMENT ON FUNCTION kgrag_private.one_slip(a text, b text) IS 'Private. Returns whether two texts are one slip of the hand apart: one character added or dropped, or two neighbours swapped ("emp0042", "emp0024"); not a character replaced by another, as numbers given in a row differ. For the near_identifiers items of kgrag.review_queue.';
 
 --
 -- Name: own_scratch(); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -12350,6 +12408,35 @@ ALTER FUNCTION kgrag_private.word_links(whole text, stop text[], capitalized tex
 
 COMMENT ON FUNCTION kgrag_private.word_links(whole text, stop text[], capitalized text[]) IS 'Private. Returns the words of a canonical question that are aliases, as a jsonb array of {entity_id, first = the word''s position, cased}: cased is false where the case rule of one-word names refuses the match (kgrag.is_cased_name: a capitalized one-word name the question writes in lower case, when it capitalizes anything; a common word of the tenant''s documents, kgrag.entity.common_word, the question writes in lower case). Stop words and single letters are not looked up.';
 
+--
+-- Name: words_within(text[], text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
+--
+
+CREATE FUNCTION kgrag_private.words_within(shorter text[], longer text[]) RETURNS boolean
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT cardinality(shorter) BETWEEN 1 AND cardinality(longer)
+           -- each word of the shorter name is one of the longer's, in any order: equal, an initial
+           -- of it, or one word of three letters or more beginning the other ("Corp", "Corporation")
+           AND NOT EXISTS (SELECT 1 FROM unnest(shorter) AS u
+                            WHERE NOT EXISTS (SELECT 1 FROM unnest(longer) AS v
+                                               WHERE u = v OR (length(u) = 1 AND starts_with(v, u))
+                                                  OR (length(v) = 1 AND starts_with(u, v))
+                                                  OR (least(length(u), length(v)) >= 3 AND (starts_with(u, v) OR starts_with(v, u)))))
+           -- and one of them a word, not an initial
+           AND EXISTS (SELECT 1 FROM unnest(shorter) AS u, unnest(longer) AS v
+                        WHERE least(length(u), length(v)) >= 3 AND (starts_with(u, v) OR starts_with(v, u)))
+$$;
+
+ALTER FUNCTION kgrag_private.words_within(shorter text[], longer text[]) OWNER TO <owner>;
+
+--
+-- Name: FUNCTION words_within(shorter text[], longer text[]); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
+--
+
+COMMENT ON FUNCTION kgrag_private.words_within(shorter text[], longer text[]) IS 'Private. Returns whether every word of the shorter name is one of the longer name''s, in any order (equal, an initial of it, or a word of three letters or more beginning the other), one of them a word of three letters or more. For kgrag_private.names_alike.';
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -13571,56 +13658,7 @@ COMMENT ON TABLE kgrag.set_aside IS 'What an extractor found in a chunk and did 
 --
 
 CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
- WITH identified AS MATERIALIZED (
-         SELECT x.entity_id,
-            x.name,
-            x.kind,
-            x.form,
-            x.digits,
-            x.sketch,
-            count(*) OVER (PARTITION BY x.kind, x.sketch) AS same_sketch,
-            count(*) OVER (PARTITION BY x.kind, x.digits) AS same_digits
-           FROM ( SELECT e.entity_id,
-                    e.name,
-                    split_part(e.entity_id, ':#'::text, 1) AS kind,
-                    split_part(e.entity_id, ':#'::text, 2) AS form,
-                    regexp_replace(split_part(e.entity_id, ':#'::text, 2), '[^0-9]'::text, ''::text, 'g'::text) AS digits,
-                    regexp_replace(btrim(regexp_replace(kgrag.fold(e.name), '[^[:alnum:]]+'::text, ' '::text, 'g'::text)), '(^| )([[:alpha:]])[[:alpha:]]*(?= |$)'::text, '\1\2'::text, 'g'::text) AS sketch
-                   FROM kgrag.entity e
-                  WHERE ((strpos(e.entity_id, ':#'::text) > 0) AND (strpos(e.entity_id, '~'::text) = 0))) x
-        ), identifier_variants AS (
-         SELECT i_1.entity_id,
-            i_1.name,
-            i_1.kind,
-            i_1.form,
-            i_1.sketch,
-            v.v,
-            v.at
-           FROM (identified i_1
-             CROSS JOIN LATERAL ( SELECT i_1.form,
-                    0 AS "?column?"
-                UNION ALL
-                 SELECT OVERLAY(i_1.form PLACING ''::text FROM n.n FOR 1) AS "overlay",
-                    n.n
-                   FROM generate_series(1, length(i_1.form)) n(n)) v(v, at))
-          WHERE ((i_1.same_sketch > 1) AND ((length(i_1.form) >= 5) AND (length(i_1.form) <= 64)))
-        ), near_identifiers AS (
-         SELECT a.entity_id AS a,
-            b.entity_id AS b,
-            a.name AS a_name,
-            b.name AS b_name
-           FROM (identified a
-             JOIN identified b ON (((b.kind = a.kind) AND (b.digits = a.digits))))
-          WHERE ((a.same_digits > 1) AND (b.same_digits > 1) AND (length(a.digits) >= 6) AND (a.entity_id < (b.entity_id COLLATE "C")))
-        UNION
-         SELECT a.entity_id,
-            b.entity_id,
-            a.name,
-            b.name
-           FROM (identifier_variants a
-             JOIN identifier_variants b ON (((b.kind = a.kind) AND (b.sketch = a.sketch) AND (b.v = a.v))))
-          WHERE ((a.entity_id < (b.entity_id COLLATE "C")) AND ((a.at = 0) OR (b.at = 0) OR (a.at = b.at) OR ((abs((a.at - b.at)) = 1) AND kgrag_private.one_slip(a.form, b.form))) AND ((a.name = b.name) OR kgrag_private.names_alike(a.name, b.name)))
-        ), relations AS (
+ WITH relations AS (
          SELECT r.src,
             r.rel,
             r.dst,
@@ -13684,7 +13722,7 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
             NULL::double precision,
             NULL::text,
             NULL::text
-           FROM near_identifiers n
+           FROM kgrag_private.near_identifiers() n(a, b, a_name, b_name)
         UNION ALL
          SELECT 'answer_changed'::text,
             kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer) AS answer_target,
@@ -13721,7 +13759,7 @@ ALTER VIEW kgrag.review_queue OWNER TO <owner>;
 -- Name: VIEW review_queue; Type: COMMENT; Schema: kgrag; Owner: <owner>
 --
 
-COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, have the same six digits or more, or, where their names are alike, kgrag_private.names_alike, are a slip apart: a character added, dropped or replaced, two neighbours swapped, kgrag_private.one_slip: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
+COMMENT ON VIEW kgrag.review_queue IS 'What a person should check in the current tenant''s graph, no decision taken on it yet: (item, target, what, confidence, chunk_id, quote). Items: negated (a relation stated only as negated), negated_and_stated (stated and denied), low_confidence (best evidence below the setting review_min_confidence), sample (review_sample_percent of the other stated relations, chosen by their key: the same sample every time), ambiguous_name (a name or alias of entities of several names), namesakes (one name of a namesake type, several entities kept apart because nothing joined them), near_identifiers (two entities of one type whose identifiers, in the form compared, have the same six digits or more, or differ in one character under the same name, or, under alike names, kgrag_private.names_alike, by one character added or dropped or two neighbours swapped: "identifiers:a+b"), outside_ontology (a relation or entity an extractor found and did not take, its type outside the ontology: kgrag.set_aside), answer_changed (an entity''s answer, since a person last saw it: before and after; approving it makes the new one the answer seen). Nothing of the graph of an audience is queued (no decision is taken on it). Decide with kgrag.reject_relation(src, rel, dst), kgrag.correct_relation(src, rel, dst, new_rel), kgrag.correct_evidence(src, rel, dst, chunk_id, quote), kgrag.rename_entity(entity, name), kgrag.merge_entities(a, b), kgrag.split_entity(entity, doc_id) or kgrag.approve(target); an item with a decision leaves the queue.';
 
 --
 -- Name: router_rule; Type: TABLE; Schema: kgrag; Owner: <owner>

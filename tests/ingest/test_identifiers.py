@@ -153,12 +153,21 @@ def test_one_character_replaced_is_a_slip_between_entities_of_one_name(
             person("p3", "Davi Rocha", "CPF 123.456.789-02"),
             person("p4", "E. Costa", "EMP-9012"),  # two digits swapped under a short form of the name
             person("p5", "Eva Costa", "EMP-9102"),
+            # (review) the same one written otherwise: words in another order, a middle initial, a
+            # title; a slip in each number
+            person("p6", "Mendes, Carla", "QQ-5566"),
+            person("p7", "Carla M. Mendes", "QQ-5656"),
+            person("p8", "Dra. Helena Souza", "HS-1020"),
+            person("p9", "Helena Souza", "HS-10200"),
+            person("p10", "Eva Lima", "EMP-9103"),  # another Eva, another surname: no slip of Eva Costa's
             *staff,
         ],
     )
     assert queue(dsn, curator) == [
         "identifiers:person:#cpf12345678900+person:#cpf12345678901",
         "identifiers:person:#emp9012+person:#emp9102",
+        "identifiers:person:#hs1020+person:#hs10200",
+        "identifiers:person:#qq5566+person:#qq5656",
     ]
 
 
