@@ -275,8 +275,11 @@ def test_a_count_question_gives_the_model_the_count_of_the_whole_collection(
     """The sources of a count question are a few of the rows; the model is told first how many
     chunks and entities of the whole collection hold its subject, or that the count is unknown,
     not zero (kgrag.context_blocks' count block), so that it does not count the sources."""
-    fake.responder = cite_first("contract")  # type: ignore[assignment]
-    ask(dconn, DEMO_TENANT, use, llm(fake), "How many contracts are there?")
+    fake.responder = lambda messages: "The collection holds 3 contracts. [collection count]"  # type: ignore[assignment]
+    counted_answer = ask(dconn, DEMO_TENANT, use, llm(fake), "How many contracts are there?")
+    # the sentence stands on the count given, and says so; no chunk is its citation
+    assert not counted_answer.not_found and counted_answer.claims[0].supported, counted_answer
+    assert counted_answer.answer == "The collection holds 3 contracts. [collection count]"
     (request,) = chats(fake)
     user = request["body"]["messages"][-1]["content"]  # type: ignore[index]
     counted = user[user.index(OPEN) + len(OPEN) :].strip().split("\n")[0]
@@ -288,6 +291,10 @@ def test_a_count_question_gives_the_model_the_count_of_the_whole_collection(
     unknown = ask(dconn, DEMO_TENANT, use, llm(fake), "Quantos sinistros houve?")
     assert unknown.not_found and len(chats(fake)) == 1
     assert "the count is unknown, not zero" in unknown.reason, unknown.reason
+
+    # where no count was given, the tag makes nothing stand (a document quoting it neither)
+    fake.responder = lambda messages: "The contract has 3 signatures. [collection count]"  # type: ignore[assignment]
+    assert ask(dconn, DEMO_TENANT, use, llm(fake), APPROVES).not_found
 
     # on the global route the reduce, which reads no source, is told the count too
     def respond(messages: list[dict[str, str]]) -> str:
