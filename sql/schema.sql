@@ -4710,13 +4710,14 @@ CREATE FUNCTION kgrag_private.count_block(matching jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+    -- (figures after labels: "1 chunks" never reads)
     SELECT CASE WHEN (matching ->> 'known')::boolean
-                THEN format('[collection count] In the whole collection %s chunks in %s documents hold every word of "%s"%s; '
-                            'the sources below come from the %s rows the search returned: a count made from them alone may be incomplete.',
+                THEN format('[collection count] In the whole collection, chunks holding every word of "%s": %s, in documents: %s%s. '
+                            'Rows the search returned, which the sources below come from: %s; a count made from them alone may be incomplete.',
+                            matching ->> 'subject',
                             CASE WHEN (matching ->> 'capped')::boolean THEN 'more than ' ELSE '' END || (matching ->> 'chunks'),
                             CASE WHEN (matching ->> 'capped')::boolean THEN 'at least ' ELSE '' END || (matching ->> 'documents'),
-                            matching ->> 'subject',
-                            COALESCE((SELECT ', and the graph holds ' || string_agg(format('%s entities of type %s', e.value, e.key), ', ' ORDER BY e.key)
+                            COALESCE((SELECT string_agg(format('; entities of type %s in the graph: %s', e.key, e.value), '' ORDER BY e.key)
                                         FROM jsonb_each_text(matching -> 'entities') AS e), ''),
                             matching ->> 'shown')
                 ELSE format('[collection count] No chunk of the collection holds every word of "%s" and no entity type is called so: '

@@ -284,9 +284,9 @@ def test_a_count_question_gives_the_model_the_count_of_the_whole_collection(
     user = request["body"]["messages"][-1]["content"]  # type: ignore[index]
     counted = user[user.index(OPEN) + len(OPEN) :].strip().split("\n")[0]
     assert counted.startswith(
-        '[collection count] In the whole collection 3 chunks in 3 documents hold every word of "contracts"'
+        '[collection count] In the whole collection, chunks holding every word of "contracts": 3, in documents: 3'
     )
-    assert "the graph holds 3 entities of type Contract" in counted, counted
+    assert "; entities of type Contract in the graph: 3." in counted, counted
     # a subject no chunk and no entity type holds: no rows, no call, and the reason says why
     unknown = ask(dconn, DEMO_TENANT, use, llm(fake), "Quantos sinistros houve?")
     assert unknown.not_found and len(chats(fake)) == 1
@@ -316,7 +316,7 @@ def test_a_count_question_gives_the_model_the_count_of_the_whole_collection(
     assert mapped.route == "global" and mapped.cost.calls >= 2
     reduced = chats(fake)[-1]["body"]["messages"][-1]["content"]  # type: ignore[index]
     assert "THIS section" not in chats(fake)[-1]["body"]["messages"][0]["content"]  # type: ignore[index]
-    assert "[collection count] In the whole collection 3 chunks in 3 documents" in reduced, reduced
+    assert 'chunks holding every word of "contracts": 3, in documents: 3' in reduced, reduced
     with psycopg.connect(demo) as owner:  # the block where rows were found by meaning alone
         (block,) = owner.execute(
             "SELECT kgrag_private.count_block(%s::jsonb)", ['{"known": false, "subject": "sinistros", "shown": 4}']
