@@ -7799,10 +7799,13 @@ COMMENT ON FUNCTION kgrag_private.namesakes_of(doc_ids text[]) IS 'Private. Retu
 --
 
 CREATE FUNCTION kgrag_private.near_identifiers() RETURNS TABLE(a text, b text, a_name text, b_name text)
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     SET enable_nestloop TO 'off'
-    AS $$
+    AS $_$
+BEGIN
+    -- the tenant bound as a value: on Citus the statement runs on the tenant's shard, whole
+    RETURN QUERY EXECUTE $q$
 WITH identified AS MATERIALIZED (  -- the entities keyed by an identifier, in the form compared, once each,
     -- with how many others of their type have the same digits, and the keys of their names: the
     -- name folded ('=' before it), and the first three letters of each of its words of letters
@@ -7821,7 +7824,7 @@ WITH identified AS MATERIALIZED (  -- the entities keyed by an identifier, in th
                                         COALESCE(string_agg(t.w, ' ' ORDER BY t.w) FILTER (WHERE t.w ~ '[0-9]'), '') AS numbers
                                    FROM regexp_split_to_table(kgrag.fold(e.name), '[^[:alnum:]]+') AS t(w)
                                   WHERE t.w <> '') AS n
-             WHERE e.tenant_id = kgrag.current_tenant() AND strpos(e.entity_id, ':#') > 0
+             WHERE e.tenant_id = $1 AND strpos(e.entity_id, ':#') > 0
                AND strpos(e.entity_id, '~') = 0) AS x
 ), name_keys AS (
     SELECT i.entity_id, i.name, i.kind, i.form, k.key, count(*) OVER (PARTITION BY i.kind, k.key) AS sharing
@@ -7877,7 +7880,9 @@ WITH identified AS MATERIALIZED (  -- the entities keyed by an identifier, in th
       JOIN identifier_variants AS b ON b.kind = a.kind AND b.key = a.key AND b.how = a.how AND b.v = a.v
      WHERE a.how = 'd' AND a.at = 0 AND b.at > 0
        AND (a.name = b.name OR kgrag_private.names_alike(a.name, b.name))
-$$;
+$q$ USING kgrag.current_tenant();
+END
+$_$;
 
 ALTER FUNCTION kgrag_private.near_identifiers() OWNER TO <owner>;
 
@@ -13660,7 +13665,8 @@ COMMENT ON TABLE kgrag.set_aside IS 'What an extractor found in a chunk and did 
 
 CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
  WITH relations AS (
-         SELECT r.src,
+         SELECT r.tenant_id,
+            r.src,
             r.rel,
             r.dst,
             max(r.confidence) FILTER (WHERE (NOT r.negated)) AS confidence,
@@ -13668,9 +13674,9 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
             min((r.chunk_id COLLATE "C")) AS chunk_id,
             (array_agg(r.quote ORDER BY r.confidence DESC, (r.chunk_id COLLATE "C")))[1] AS quote
            FROM kgrag.relation_evidence r
-          GROUP BY r.src, r.rel, r.dst
+          GROUP BY r.tenant_id, r.src, r.rel, r.dst
         ), items AS (
-         SELECT
+         SELECT x.tenant_id,
                 CASE
                     WHEN (x.negated AND (x.confidence IS NULL)) THEN 'negated'::text
                     WHEN x.negated THEN 'negated_and_stated'::text
@@ -13683,29 +13689,32 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
             x.chunk_id,
             x.quote
            FROM ((relations x
-             JOIN kgrag.entity s ON ((s.entity_id = x.src)))
-             JOIN kgrag.entity d ON ((d.entity_id = x.dst)))
+             JOIN kgrag.entity s ON (((s.tenant_id = x.tenant_id) AND (s.entity_id = x.src))))
+             JOIN kgrag.entity d ON (((d.tenant_id = x.tenant_id) AND (d.entity_id = x.dst))))
           WHERE (x.negated OR (x.confidence < ((kgrag.setting('review_min_confidence'::text) #>> '{}'::text[]))::double precision) OR (((((('x'::text || "left"(md5(kgrag_private.relation_target(x.src, x.rel, x.dst)), 8)))::bit(32))::integer & 1023))::double precision < (((1024)::double precision * ((kgrag.setting('review_sample_percent'::text) #>> '{}'::text[]))::double precision) / (100)::double precision)))
         UNION ALL
-         SELECT 'ambiguous_name'::text,
+         SELECT a.tenant_id,
+            'ambiguous_name'::text,
             ('name:'::text || a.alias_fold),
             format('"%s" names %s'::text, a.alias_fold, string_agg(DISTINCT e.name, ', '::text)) AS format,
             NULL::double precision,
             NULL::text,
             NULL::text
            FROM (kgrag.alias a
-             JOIN kgrag.entity e ON ((e.entity_id = a.entity_id)))
+             JOIN kgrag.entity e ON (((e.tenant_id = a.tenant_id) AND (e.entity_id = a.entity_id))))
           WHERE ((a.alias_fold <> ''::text) AND (strpos(a.entity_id, '~'::text) = 0))
-          GROUP BY a.alias_fold
+          GROUP BY a.tenant_id, a.alias_fold
          HAVING (count(DISTINCT kgrag_private.namesake_key(a.entity_id)) > 1)
         UNION ALL
-         SELECT 'namesakes'::text,
+         SELECT x.tenant_id,
+            'namesakes'::text,
             ('namesake:'::text || x.name_key),
             "left"(format('"%s" is %s entities kept apart: %s. If two are one: kgrag.merge_entities(a, b)'::text, min(x.name), count(*), string_agg(format('%s (documents %s)'::text, x.entity_id, x.docs), '; '::text ORDER BY (x.entity_id COLLATE "C"))), 2000) AS "left",
             NULL::double precision,
             NULL::text,
             NULL::text
-           FROM ( SELECT s.name_key,
+           FROM ( SELECT s.tenant_id,
+                    s.name_key,
                     s.entity_id,
                     min(s.name) AS name,
                     string_agg(s.doc_id, ', '::text ORDER BY (s.doc_id COLLATE "C")) AS docs
@@ -13713,11 +13722,12 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
                   WHERE ((s.name_key IS NOT NULL) AND (NOT (EXISTS ( SELECT 1
                            FROM kgrag.curation c
                           WHERE ((c.tenant_id = s.tenant_id) AND (c.kind = 'split_entity'::text) AND (c.target = ((('namesake:'::text || s.name_key) || '@'::text) || s.doc_id)))))))
-                  GROUP BY s.name_key, s.entity_id) x
-          GROUP BY x.name_key
+                  GROUP BY s.tenant_id, s.name_key, s.entity_id) x
+          GROUP BY x.tenant_id, x.name_key
          HAVING (count(*) > 1)
         UNION ALL
-         SELECT 'near_identifiers'::text,
+         SELECT kgrag.current_tenant() AS current_tenant,
+            'near_identifiers'::text,
             ((('identifiers:'::text || n.a) || '+'::text) || n.b),
             "left"(format('%s (%s) and %s (%s) have identifiers a slip apart. If they are one: correct the document, or compare the type''s identifiers by their digits (setting identifier_kinds)'::text, n.a_name, n.a, n.b_name, n.b), 2000) AS "left",
             NULL::double precision,
@@ -13725,7 +13735,8 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
             NULL::text
            FROM kgrag_private.near_identifiers() n(a, b, a_name, b_name)
         UNION ALL
-         SELECT 'answer_changed'::text,
+         SELECT e.tenant_id,
+            'answer_changed'::text,
             kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer) AS answer_target,
             "left"(format('%s: the answer was "%s", it is now "%s"'::text, e.name, e.answer_before, e.answer), 2000) AS "left",
             NULL::double precision,
@@ -13734,7 +13745,8 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
            FROM kgrag.entity e
           WHERE ((e.answer_before IS NOT NULL) AND (e.answer IS NOT NULL) AND (e.answer <> e.answer_before))
         UNION ALL
-         SELECT 'outside_ontology'::text,
+         SELECT s.tenant_id,
+            'outside_ontology'::text,
             ('set_aside:'::text || md5(((s.chunk_id || '|'::text) || s.what))),
             ((s.what || ': '::text) || s.reason),
             NULL::double precision,
@@ -13749,9 +13761,9 @@ CREATE VIEW kgrag.review_queue WITH (security_invoker='true') AS
     chunk_id,
     quote
    FROM items i
-  WHERE ((NOT (EXISTS ( SELECT 1
+  WHERE ((NOT (target IN ( SELECT c.target
            FROM kgrag.curation c
-          WHERE (c.target = i.target)))) AND (strpos(target, '~'::text) = 0))
+          WHERE (c.target IS NOT NULL)))) AND (strpos(target, '~'::text) = 0))
   ORDER BY (item = 'sample'::text), item, (target COLLATE "C");
 
 ALTER VIEW kgrag.review_queue OWNER TO <owner>;
@@ -14744,7 +14756,7 @@ CREATE POLICY logger_purge ON kgrag.ingest_failure FOR DELETE TO kgrag_logger US
 -- Name: ingest_ticket logger_purge; Type: POLICY; Schema: kgrag; Owner: <owner>
 --
 
-CREATE POLICY logger_purge ON kgrag.ingest_ticket FOR DELETE TO kgrag_logger USING ((state = ANY (ARRAY['stored'::text, 'unchanged'::text, 'failed'::text])));
+CREATE POLICY logger_purge ON kgrag.ingest_ticket FOR DELETE TO kgrag_logger USING (true);
 
 --
 -- Name: llm_call logger_purge; Type: POLICY; Schema: kgrag; Owner: <owner>

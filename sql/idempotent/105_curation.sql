@@ -72,11 +72,14 @@ COMMENT ON FUNCTION kgrag_private.names_alike(text, text) IS
 
 CREATE OR REPLACE FUNCTION kgrag_private.near_identifiers()
 RETURNS TABLE (a text, b text, a_name text, b_name text)
-LANGUAGE sql STABLE SECURITY INVOKER
+LANGUAGE plpgsql STABLE SECURITY INVOKER
 SET search_path FROM CURRENT
 -- hash joins over the variants: their number is not known to the planner, which would loop
 SET enable_nestloop = off
-AS $$
+AS $fn$
+BEGIN
+    -- the tenant bound as a value: on Citus the statement runs on the tenant's shard, whole
+    RETURN QUERY EXECUTE $q$
 WITH identified AS MATERIALIZED (  -- the entities keyed by an identifier, in the form compared, once each,
     -- with how many others of their type have the same digits, and the keys of their names: the
     -- name folded ('=' before it), and the first three letters of each of its words of letters
@@ -95,7 +98,7 @@ WITH identified AS MATERIALIZED (  -- the entities keyed by an identifier, in th
                                         COALESCE(string_agg(t.w, ' ' ORDER BY t.w) FILTER (WHERE t.w ~ '[0-9]'), '') AS numbers
                                    FROM regexp_split_to_table(kgrag.fold(e.name), '[^[:alnum:]]+') AS t(w)
                                   WHERE t.w <> '') AS n
-             WHERE e.tenant_id = kgrag.current_tenant() AND strpos(e.entity_id, ':#') > 0
+             WHERE e.tenant_id = $1 AND strpos(e.entity_id, ':#') > 0
                AND strpos(e.entity_id, '~') = 0) AS x
 ), name_keys AS (
     SELECT i.entity_id, i.name, i.kind, i.form, k.key, count(*) OVER (PARTITION BY i.kind, k.key) AS sharing
@@ -151,19 +154,22 @@ WITH identified AS MATERIALIZED (  -- the entities keyed by an identifier, in th
       JOIN identifier_variants AS b ON b.kind = a.kind AND b.key = a.key AND b.how = a.how AND b.v = a.v
      WHERE a.how = 'd' AND a.at = 0 AND b.at > 0
        AND (a.name = b.name OR kgrag_private.names_alike(a.name, b.name))
-$$;
+$q$ USING kgrag.current_tenant();
+END
+$fn$;
 COMMENT ON FUNCTION kgrag_private.near_identifiers() IS
 'Private. The pairs of the near_identifiers items of kgrag.review_queue, for the current tenant''s shared graph: (a, b, their names), a before b. Two entities of one type whose identifiers, in the form compared, have the same six digits or more, or differ in one character under the same name, or, under alike names (kgrag_private.names_alike), by one character added or dropped or two neighbours swapped. Each kind of slip is a join on keys of the names and on where the character is, so that a series of numbers under their own names costs no more than reading it.';
 
 CREATE OR REPLACE VIEW kgrag.review_queue WITH (security_invoker = true) AS
+-- (every join and grouping carries tenant_id: on Citus, tables distributed by it join on each shard)
 WITH relations AS (
-    SELECT r.src, r.rel, r.dst, max(r.confidence) FILTER (WHERE NOT r.negated) AS confidence,
+    SELECT r.tenant_id, r.src, r.rel, r.dst, max(r.confidence) FILTER (WHERE NOT r.negated) AS confidence,
            bool_or(r.negated) AS negated, min(r.chunk_id COLLATE "C") AS chunk_id,
            (array_agg(r.quote ORDER BY r.confidence DESC, r.chunk_id COLLATE "C"))[1] AS quote
       FROM kgrag.relation_evidence AS r
-     GROUP BY r.src, r.rel, r.dst
+     GROUP BY r.tenant_id, r.src, r.rel, r.dst
 ), items AS (
-    SELECT CASE WHEN x.negated AND x.confidence IS NULL THEN 'negated'
+    SELECT x.tenant_id, CASE WHEN x.negated AND x.confidence IS NULL THEN 'negated'
                 WHEN x.negated THEN 'negated_and_stated'
                 WHEN x.confidence < (kgrag.setting('review_min_confidence') #>> '{}')::float8 THEN 'low_confidence'
                 ELSE 'sample' END AS item,
@@ -171,30 +177,30 @@ WITH relations AS (
            format('%s -[%s]-> %s', s.name, x.rel, d.name) AS what,
            x.confidence, x.chunk_id, x.quote
       FROM relations AS x
-      JOIN kgrag.entity AS s ON s.entity_id = x.src
-      JOIN kgrag.entity AS d ON d.entity_id = x.dst
+      JOIN kgrag.entity AS s ON s.tenant_id = x.tenant_id AND s.entity_id = x.src
+      JOIN kgrag.entity AS d ON d.tenant_id = x.tenant_id AND d.entity_id = x.dst
      WHERE x.negated
         OR x.confidence < (kgrag.setting('review_min_confidence') #>> '{}')::float8
         OR ('x' || left(md5(kgrag_private.relation_target(x.src, x.rel, x.dst)), 8))::bit(32)::integer & 1023
            < 1024 * (kgrag.setting('review_sample_percent') #>> '{}')::float8 / 100
     UNION ALL
     -- one name, several entities: which one a question means is a guess
-    SELECT 'ambiguous_name', 'name:' || a.alias_fold,
+    SELECT a.tenant_id, 'ambiguous_name', 'name:' || a.alias_fold,
            format('"%s" names %s', a.alias_fold, string_agg(DISTINCT e.name, ', ')), NULL, NULL, NULL
       FROM kgrag.alias AS a
-      JOIN kgrag.entity AS e ON e.entity_id = a.entity_id
+      JOIN kgrag.entity AS e ON e.tenant_id = a.tenant_id AND e.entity_id = a.entity_id
      -- (the shared graph's names: a decision names its target to every curator)
      WHERE a.alias_fold <> '' AND strpos(a.entity_id, '~') = 0
-     GROUP BY a.alias_fold
+     GROUP BY a.tenant_id, a.alias_fold
     HAVING count(DISTINCT kgrag_private.namesake_key(a.entity_id)) > 1  -- namesakes of one name: the next item
     UNION ALL
     -- one name, several people kept apart (nothing joined them): one person or several is a guess
-    SELECT 'namesakes', 'namesake:' || x.name_key,
+    SELECT x.tenant_id, 'namesakes', 'namesake:' || x.name_key,
            left(format('"%s" is %s entities kept apart: %s. If two are one: kgrag.merge_entities(a, b)',
                        min(x.name), count(*), string_agg(format('%s (documents %s)', x.entity_id, x.docs), '; '
                                                          ORDER BY x.entity_id COLLATE "C")), 2000),
            NULL, NULL, NULL
-      FROM (SELECT s.name_key, s.entity_id, min(s.name) AS name,
+      FROM (SELECT s.tenant_id, s.name_key, s.entity_id, min(s.name) AS name,
                    string_agg(s.doc_id, ', ' ORDER BY s.doc_id COLLATE "C") AS docs
               FROM kgrag.entity_source AS s
              WHERE s.name_key IS NOT NULL
@@ -202,32 +208,33 @@ WITH relations AS (
                AND NOT EXISTS (SELECT 1 FROM kgrag.curation AS c
                                 WHERE c.tenant_id = s.tenant_id AND c.kind = 'split_entity'
                                   AND c.target = 'namesake:' || s.name_key || '@' || s.doc_id)
-             GROUP BY s.name_key, s.entity_id) AS x
-     GROUP BY x.name_key
+             GROUP BY s.tenant_id, s.name_key, s.entity_id) AS x
+     GROUP BY x.tenant_id, x.name_key
     HAVING count(*) > 1
     UNION ALL
     -- two identifiers of one type a slip apart (a character left out, added, swapped or mistyped, or
     -- the same digits with other letters): one entity written two ways, or two, is a guess
-    SELECT 'near_identifiers', 'identifiers:' || n.a || '+' || n.b,
+    SELECT kgrag.current_tenant(), 'near_identifiers', 'identifiers:' || n.a || '+' || n.b,
            left(format('%s (%s) and %s (%s) have identifiers a slip apart. If they are one: correct the document, or compare the type''s identifiers by their digits (setting identifier_kinds)',
                        n.a_name, n.a, n.b_name, n.b), 2000), NULL, NULL, NULL
       FROM kgrag_private.near_identifiers() AS n
     UNION ALL
     -- an answer changed since a person last saw it: a document changed, or another became its source
-    SELECT 'answer_changed', kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer),
+    SELECT e.tenant_id, 'answer_changed', kgrag_private.answer_target(e.entity_id, e.answer_before, e.answer),
            left(format('%s: the answer was "%s", it is now "%s"', e.name, e.answer_before, e.answer), 2000), NULL,
            e.answer_chunk_id, e.answer
       FROM kgrag.entity AS e
      WHERE e.answer_before IS NOT NULL AND e.answer IS NOT NULL AND e.answer <> e.answer_before
     UNION ALL
     -- what an extractor found and did not take: a type outside the ontology (kgrag.set_aside)
-    SELECT 'outside_ontology', 'set_aside:' || md5(s.chunk_id || '|' || s.what), s.what || ': ' || s.reason, NULL,
+    SELECT s.tenant_id, 'outside_ontology', 'set_aside:' || md5(s.chunk_id || '|' || s.what), s.what || ': ' || s.reason, NULL,
            s.chunk_id, NULLIF(s.quote, '')
       FROM kgrag.set_aside AS s
 )
 SELECT i.item, i.target, i.what, i.confidence, i.chunk_id, i.quote
   FROM items AS i
- WHERE NOT EXISTS (SELECT 1 FROM kgrag.curation AS c WHERE c.target = i.target)
+ -- no decision on it yet (uncorrelated: on Citus the decisions are read once, then compared)
+ WHERE i.target NOT IN (SELECT c.target FROM kgrag.curation AS c WHERE c.target IS NOT NULL)
    AND strpos(i.target, '~') = 0  -- (no decision is taken on an audience's graph: kgrag_private.decide)
  ORDER BY (i.item = 'sample'), i.item, i.target COLLATE "C";
 COMMENT ON VIEW kgrag.review_queue IS

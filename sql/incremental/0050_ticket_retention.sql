@@ -10,9 +10,10 @@ DO $$
 BEGIN
     EXECUTE 'GRANT SELECT (tenant_id, state, finished_at), DELETE ON kgrag.ingest_ticket TO kgrag_logger';
     EXECUTE 'CREATE POLICY logger_read ON kgrag.ingest_ticket FOR SELECT TO kgrag_logger USING (true)';
-    -- (a settled ticket alone: a queued one and its payload are never the logger's to delete)
-    EXECUTE $q$CREATE POLICY logger_purge ON kgrag.ingest_ticket FOR DELETE TO kgrag_logger
-        USING (state IN ('stored', 'unchanged', 'failed'))$q$;
+    -- (USING true, as on the logs: a condition here would be ORed with tenant_isolation, whose
+    -- kgrag.current_tenant() refuses the logger acting for '*' on a Citus worker; kgrag.purge
+    -- deletes settled tickets alone)
+    EXECUTE 'CREATE POLICY logger_purge ON kgrag.ingest_ticket FOR DELETE TO kgrag_logger USING (true)';
     INSERT INTO kgrag.settings (tenant_id, key, value, description) VALUES
         ('*', 'ingest_ticket_days', '30', 'kgrag.purge() deletes the tickets of the ingestion queue stored or unchanged longer ago than this many days, and failed ones (which kgrag.retry_documents may try again) after the longer of this and ingest_failure_days.');
     UPDATE kgrag.settings SET value = value || '{"ingest_ticket_days": {"min": 7, "max": 3650}}'

@@ -478,9 +478,11 @@ def test_the_ingestion_queue_works_by_tenant_on_the_cluster(cluster: str) -> Non
 
 
 def test_a_curator_reads_the_review_queue_on_the_cluster(cluster: str, tmp_path: Path) -> None:
-    """kgrag.review_queue (window functions, a materialized CTE, a union of every kind of item) read
-    by a curator login on the cluster, on its tenant's shard alone: a CPF typed two ways under one
-    name is a near_identifiers item; a staff list's numbers under their own names are not."""
+    """kgrag.review_queue (a union of every kind of item, joins on tenant_id, the decisions read once)
+    read by a curator login on the cluster: a CPF typed two ways under one name is a near_identifiers
+    item (kgrag_private.near_identifiers: one statement on the tenant's shard); a staff list's numbers
+    under their own names are not. The view's other items read
+    every shard, each worker's row security keeping the tenant's rows (not one shard: known)."""
     with psycopg.connect(cluster, autocommit=True) as admin:
         admin.execute("SELECT count(*) FROM kgrag.distribute()")
         login(admin, "citus_t_review_writer", "kgrag_writer", ["review1"])
@@ -503,8 +505,10 @@ def test_a_curator_reads_the_review_queue_on_the_cluster(cluster: str, tmp_path:
     spread: list[str] = []
     with watched(as_role(cluster, "citus_t_review_curator"), spread) as conn, tenant_transaction(conn, "review1"):
         conn.execute("SET LOCAL citus.multi_task_query_log_level = warning")
-        items = conn.execute(
-            "SELECT item, target FROM kgrag.review_queue WHERE item = 'near_identifiers' ORDER BY target"
-        ).fetchall()
-    assert items == [("near_identifiers", "identifiers:person:#cpf12345678900+person:#cpf12345678901")]
-    assert spread == []
+        assert conn.execute("SELECT count(*) FROM kgrag_private.near_identifiers()").fetchone() == (1,)
+        assert spread == []
+        items = conn.execute("SELECT item, target FROM kgrag.review_queue ORDER BY item, target").fetchall()
+    assert [i for i in items if i[0] == "near_identifiers"] == [
+        ("near_identifiers", "identifiers:person:#cpf12345678900+person:#cpf12345678901")
+    ]
+    assert all(not target.startswith("identifiers:") or "cpf" in target for _, target in items)
