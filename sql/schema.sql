@@ -7479,7 +7479,7 @@ CREATE FUNCTION kgrag_private.name_words(name text) RETURNS text[]
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT ARRAY(SELECT w FROM regexp_split_to_table(kgrag.fold(name), '[^[:alnum:]]+') AS w WHERE w <> '')
+    SELECT ARRAY(SELECT w FROM regexp_split_to_table(kgrag.canonical_name(name), ' ') AS w WHERE w <> '')
 $$;
 
 ALTER FUNCTION kgrag_private.name_words(name text) OWNER TO <owner>;
@@ -7488,7 +7488,7 @@ ALTER FUNCTION kgrag_private.name_words(name text) OWNER TO <owner>;
 -- Name: FUNCTION name_words(name text); Type: COMMENT; Schema: kgrag_private; Owner: <owner>
 --
 
-COMMENT ON FUNCTION kgrag_private.name_words(name text) IS 'Private. The words of a name, folded (kgrag.fold), without punctuation: "Bruno D." -> {bruno,d}.';
+COMMENT ON FUNCTION kgrag_private.name_words(name text) IS 'Private. The words of a name''s canonical form (kgrag.canonical_name: folded, without punctuation): "Bruno D." -> {bruno,d}.';
 
 --
 -- Name: named_by(text[]); Type: FUNCTION; Schema: kgrag_private; Owner: <owner>
@@ -7808,21 +7808,21 @@ BEGIN
     RETURN QUERY EXECUTE $q$
 WITH identified AS MATERIALIZED (  -- the entities keyed by an identifier, in the form compared, once each,
     -- with how many others of their type have the same digits, and the keys of their names: the
-    -- name folded ('=' before it), and the first three letters of each of its words of letters
+    -- name's canonical form ('=' before it), and the first three letters of each of its words of letters
     -- with its words with digits ("Ana Lima": "ana|", "lim|"; "Employee 12": "emp|12"), one of
     -- which two alike names (kgrag_private.names_alike) always share
     SELECT x.*, count(*) OVER (PARTITION BY x.kind, x.digits) AS same_digits
       FROM (SELECT e.entity_id, e.name, split_part(e.entity_id, ':#', 1) AS kind,
                    split_part(e.entity_id, ':#', 2) AS form,
                    regexp_replace(split_part(e.entity_id, ':#', 2), '[^0-9]', '', 'g') AS digits,
-                   ARRAY(SELECT '=' || kgrag.fold(e.name)
+                   ARRAY(SELECT '=' || kgrag.canonical_name(e.name)
                          UNION
                          SELECT left(w, 3) || '|' || n.numbers FROM unnest(n.words) AS w
                           WHERE w !~ '[0-9]' AND length(w) >= 3) AS keys
               FROM kgrag.entity AS e
              CROSS JOIN LATERAL (SELECT array_agg(t.w) AS words,
                                         COALESCE(string_agg(t.w, ' ' ORDER BY t.w) FILTER (WHERE t.w ~ '[0-9]'), '') AS numbers
-                                   FROM regexp_split_to_table(kgrag.fold(e.name), '[^[:alnum:]]+') AS t(w)
+                                   FROM regexp_split_to_table(kgrag.canonical_name(e.name), ' ') AS t(w)
                                   WHERE t.w <> '') AS n
              WHERE e.tenant_id = $1 AND strpos(e.entity_id, ':#') > 0
                AND strpos(e.entity_id, '~') = 0) AS x
